@@ -1,0 +1,205 @@
+// Package manifest defines the manifest: the JSON document in a config
+// root's data that names one generation of the config set and the sha256 of
+// every item in it. A reader that holds a manifest can check that every item
+// it read belongs to exactly that generation, which is how zkconf never hands
+// out a torn set.
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// FormatVersion is the manifest format this code writes and reads.
+const FormatVersion = 1
+
+// MarkerName is the reserved child of a root that exists while a marker-mode
+// publish is in progress. No item may have this name.
+const MarkerName = "invalid"
+
+// Publish modes recorded in a manifest.
+const (
+	ModeMulti  = "multi"
+	ModeMarker = "marker"
+)
+
+// Manifest describes one published generation of a config set.
+type Manifest struct {
+	// Format is the manifest format version (FormatVersion).
+	Format int `json:"format"`
+	// Generation numbers publishes of this root: 1, 2, 3, ...
+	Generation int64 `json:"generation"`
+	// PublishID is a fresh random id per publish attempt; a publisher that
+	// lost its connection mid-commit finds out whether it landed by looking
+	// for it.
+	PublishID string `json:"publish_id"`
+	// PublishedAt is the publisher's clock when it committed.
+	PublishedAt time.Time `json:"published_at"`
+	// Publisher is user@host of whoever published.
+	Publisher string `json:"publisher"`
+	// Mode is ModeMulti or ModeMarker.
+	Mode string `json:"mode"`
+	// RollbackOf is the generation whose content this one republished, when
+	// it was made by a rollback.
+	RollbackOf int64 `json:"rollback_of,omitempty"`
+	// Items maps every item name to its hash and size.
+	Items map[string]Item `json:"items"`
+}
+
+// Item is one item's entry in a manifest.
+type Item struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Errors returned by Decode; callers branch on them.
+var (
+	// ErrEmpty means the root exists but has never been published.
+	ErrEmpty = errors.New("root holds no manifest (never published)")
+	// ErrForeign means the root's data is not a zkconf manifest.
+	ErrForeign = errors.New("root data is not a zkconf manifest")
+	// ErrFutureFormat means the manifest was written by a newer zkconf.
+	ErrFutureFormat = errors.New("manifest format is newer than this zkconf understands")
+)
+
+// Hash returns the hex sha256 of data, the form manifests record.
+func Hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// ItemOf returns the manifest entry describing data.
+func ItemOf(data []byte) Item { return Item{SHA256: Hash(data), Size: int64(len(data))} }
+
+// Names returns the item names in sorted order.
+func (m *Manifest) Names() []string { return slices.Sorted(maps.Keys(m.Items)) }
+
+// Matches reports whether data is the content the manifest records for name.
+func (m *Manifest) Matches(name string, data []byte) bool {
+	it, ok := m.Items[name]
+	return ok && it.Size == int64(len(data)) && it.SHA256 == Hash(data)
+}
+
+// SameContent reports whether two manifests describe the same item set.
+func (m *Manifest) SameContent(o *Manifest) bool {
+	return maps.Equal(m.Items, o.Items)
+}
+
+// TotalSize is the sum of all item sizes.
+func (m *Manifest) TotalSize() int64 {
+	var n int64
+	for _, it := range m.Items {
+		n += it.Size
+	}
+	return n
+}
+
+// Encode returns the manifest's JSON.
+func (m *Manifest) Encode() []byte {
+	b, err := json.Marshal(m)
+	if err != nil {
+		// Only plain strings, numbers and a time: cannot fail.
+		panic(fmt.Sprintf("manifest: encode: %v", err))
+	}
+	return b
+}
+
+// Decode parses a root's data. Empty data gives ErrEmpty; data that is not a
+// zkconf manifest gives ErrForeign; a newer format gives ErrFutureFormat.
+// Every field is validated: a manifest that decodes is safe to act on.
+func Decode(data []byte) (*Manifest, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, ErrEmpty
+	}
+	var probe struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil || probe.Format == nil {
+		return nil, ErrForeign
+	}
+	if *probe.Format > FormatVersion {
+		return nil, fmt.Errorf("%w (format %d, this zkconf reads %d): upgrade zkconf", ErrFutureFormat, *probe.Format, FormatVersion)
+	}
+	if *probe.Format < 1 {
+		return nil, fmt.Errorf("%w: format %d", ErrForeign, *probe.Format)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrForeign, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrForeign, err)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) validate() error {
+	if m.Generation < 1 {
+		return fmt.Errorf("generation %d is not positive", m.Generation)
+	}
+	if m.PublishID == "" {
+		return errors.New("no publish_id")
+	}
+	if m.Mode != ModeMulti && m.Mode != ModeMarker {
+		return fmt.Errorf("unknown mode %q", m.Mode)
+	}
+	if m.Items == nil {
+		m.Items = map[string]Item{}
+	}
+	for name, it := range m.Items {
+		if err := ValidateName(name); err != nil {
+			return err
+		}
+		if len(it.SHA256) != 64 || strings.Trim(it.SHA256, "0123456789abcdef") != "" {
+			return fmt.Errorf("item %q: bad sha256", name)
+		}
+		if it.Size < 0 {
+			return fmt.Errorf("item %q: negative size", name)
+		}
+	}
+	return nil
+}
+
+// MaxNameLen bounds item names; they become both znode names and file names.
+const MaxNameLen = 255
+
+// ValidateName checks that name can be an item: a plain file name that
+// ZooKeeper can hold as a node name, not reserved, and safe to render as a
+// file (no path separators, no leading dot pair, no control characters).
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("item name is empty")
+	case name == MarkerName:
+		return fmt.Errorf("item name %q is reserved (marker-mode publishes use it)", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("item name %q is not a file name", name)
+	case strings.HasPrefix(name, ".."):
+		return fmt.Errorf("item name %q: names starting with \"..\" are reserved for the atomic directory writer", name)
+	case strings.ContainsRune(name, '/'):
+		return fmt.Errorf("item name %q contains '/'", name)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("item name %.40q... is %d bytes, more than %d", name, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("item name %q is not valid UTF-8", name)
+	case name == "zookeeper":
+		return fmt.Errorf("item name %q is reserved by ZooKeeper", name)
+	}
+	for _, r := range name {
+		// ZooKeeper refuses U+0000, U+0001-U+001F, U+007F-U+009F,
+		// U+D800-U+F8FF and U+FFF0-U+FFFF in node names.
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 && r <= 0xffff {
+			return fmt.Errorf("item name %q contains character %U, which ZooKeeper or a file system cannot hold", name, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+// Package zkconn dials ZooKeeper the way every zkconf component needs it:
+// with state tracked through the client's synchronous event callback (its
+// 6-slot event channel drops events), session expiry made visible (the
+// go-zookeeper client silently opens a new session after expiry), the
+// library's logging routed to slog, and helpers that give the client's
+// blocking calls a context.
+package zkconn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Config says how to reach ZooKeeper.
+type Config struct {
+	// Servers are host:port addresses.
+	Servers []string
+	// SessionTimeout is the requested session timeout; the server clamps it
+	// to [2, 20] ticks.
+	SessionTimeout time.Duration
+	// Auth, when set, is added as digest credentials ("user:password") and
+	// re-sent by the client on every reconnect.
+	Auth string
+	// TLS, when set, dials every server over TLS with this configuration.
+	TLS *tls.Config
+	// Logger receives the client library's messages at debug level.
+	Logger *slog.Logger
+}
+
+// Validate reports whether the configuration can be dialled.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Servers) == 0 {
+		errs = append(errs, errors.New("no ZooKeeper servers given"))
+	}
+	for _, s := range c.Servers {
+		if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("ZooKeeper server %q is not host:port", s))
+		}
+	}
+	if c.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("session timeout %v is negative", c.SessionTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Dial connects to ZooKeeper and returns the connection and its Session
+// tracker. Like zk.Connect it does not wait for a session: use
+// Session.WaitConnected, or let the first request wait.
+func Dial(cfg Config) (*zk.Conn, *Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := NewSession()
+	opts := options(
+		zk.WithEventCallback(s.Callback),
+		zk.WithLogger(slogPrintf{log}),
+		zk.WithLogInfo(false),
+	)
+	if cfg.TLS != nil {
+		tcfg := cfg.TLS
+		opts = append(opts, zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			c := tcfg.Clone()
+			// The default host provider resolves names to IPs once, so the
+			// address dialled is an IP: verify against the configured name
+			// (or the host the user wrote), never the IP.
+			if c.ServerName == "" {
+				c.ServerName = hostFor(cfg.Servers, address)
+			}
+			return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
+		}))
+	}
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to ZooKeeper %s: %w", strings.Join(cfg.Servers, ","), err)
+	}
+	if cfg.Auth != "" {
+		if err := conn.AddAuth("digest", []byte(cfg.Auth)); err != nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("ZooKeeper authentication: %w", err)
+		}
+	}
+	return conn, s, nil
+}
+
+// options collects client options in a slice; the client's option type is
+// unexported, so it can only be named through inference.
+func options[T any](v ...T) []T { return v }
+
+// hostFor returns the host name the user configured for a dialled address:
+// the only one when there is one server, else "localhost" for loopback.
+func hostFor(servers []string, address string) string {
+	if len(servers) == 1 {
+		h, _, _ := net.SplitHostPort(servers[0])
+		return h
+	}
+	h, _, _ := net.SplitHostPort(address)
+	return h
+}
+
+type slogPrintf struct{ l *slog.Logger }
+
+func (p slogPrintf) Printf(format string, args ...interface{}) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "zk-client")
+}
+
+// Status is a point-in-time view of a session.
+type Status struct {
+	// State is the client's last reported state.
+	State zk.State
+	// Connected is true while the client has a live session.
+	Connected bool
+	// Epoch counts sessions gained (StateHasSession events, including
+	// reconnects within one session): a reader that saw Epoch e and now
+	// sees e' > e knows it was disconnected in between and must resync.
+	Epoch uint64
+	// Expiries counts session expiries seen.
+	Expiries uint64
+	// Since is when State was entered.
+	Since time.Time
+}
+
+// Session tracks a connection's state from the client's event callback. It
+// never blocks the callback and never calls the connection.
+type Session struct {
+	mu      sync.Mutex
+	st      Status
+	changed chan struct{} // closed and replaced on every change
+}
+
+// NewSession returns a tracker; pass its Callback to zk.WithEventCallback.
+// zkconn.Dial does that; applications dialling themselves can do the same.
+func NewSession() *Session {
+	return &Session{st: Status{State: zk.StateDisconnected, Since: time.Now()}, changed: make(chan struct{})}
+}
+
+// Callback records session events. It is safe to pass to
+// zk.WithEventCallback: it does not block and does not call the connection.
+func (s *Session) Callback(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev.State {
+	case zk.StateHasSession:
+		s.st.Connected = true
+		s.st.Epoch++
+	case zk.StateExpired:
+		s.st.Connected = false
+		s.st.Expiries++
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateAuthFailed:
+		s.st.Connected = false
+	case zk.StateConnected:
+		// TCP only; a session is not there yet.
+	default:
+	}
+	s.st.State = ev.State
+	s.st.Since = time.Now()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Status returns the current status.
+func (s *Session) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// Changed returns a channel that is closed at the next state change.
+func (s *Session) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// WaitConnected waits until the connection has a session.
+func (s *Session) WaitConnected(ctx context.Context) (Status, error) {
+	for {
+		s.mu.Lock()
+		st, ch := s.st, s.changed
+		s.mu.Unlock()
+		if st.Connected {
+			return st, nil
+		}
+		if st.State == zk.StateAuthFailed {
+			return st, ErrAuthFailed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, fmt.Errorf("waiting for a ZooKeeper session (state %v): %w", st.State, ctx.Err())
+		}
+	}
+}
+
+// ErrAuthFailed means the server refused the credentials: fatal, never
+// retried.
+var ErrAuthFailed = errors.New("ZooKeeper authentication failed")
+
+// IsRecoverable reports whether err is a ZooKeeper connection error after
+// which the handle is still valid (seed 001's recoverable class): the
+// outcome of a write in flight is unknown and must be checked, not assumed.
+func IsRecoverable(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+}
+
+// IsFatal reports whether err means the session or handle is gone (seed
+// 001's fatal class): expiry, authentication failure, or a closed handle.
+func IsFatal(err error) bool {
+	return errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrAuthFailed) ||
+		errors.Is(err, zk.ErrClosing) || errors.Is(err, ErrAuthFailed)
+}
+
+// Call runs fn, a blocking client call, and returns its error or ctx's,
+// whichever comes first. The client has no per-request deadline; when ctx
+// ends first fn keeps running in the background until the client gives up
+// on it (it fails at the latest when the session times out or the
+// connection closes).
+func Call(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// EnsurePath creates p and its missing parents as persistent nodes with acl.
+// It is idempotent: NodeExists is success.
+func EnsurePath(conn *zk.Conn, p string, acl []zk.ACL) error {
+	if p == "" || p == "/" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		if _, err := conn.Create(cur, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", cur, err)
+		}
+	}
+	return nil
+}

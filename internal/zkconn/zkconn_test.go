@@ -1,0 +1,86 @@
+package zkconn_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// waitFor waits until the session's status satisfies ok.
+func waitFor(t *testing.T, s *zkconn.Session, what string, ok func(zkconn.Status) bool) zkconn.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		ch := s.Changed()
+		if st := s.Status(); ok(st) {
+			return st
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("session never %s (status %+v)", what, s.Status())
+		}
+	}
+}
+
+func TestSessionTracksReconnectAndExpiry(t *testing.T) {
+	c := zktest.Start(t)
+	p := faultproxy.Start(t, c.Addrs()[0])
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := sess.WaitConnected(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Epoch != 1 || st.Expiries != 0 {
+		t.Fatalf("first session: %+v", st)
+	}
+
+	p.Cut()
+	st = waitFor(t, sess, "reconnected", func(s zkconn.Status) bool { return s.Connected && s.Epoch >= 2 })
+	if st.Expiries != 0 {
+		t.Fatalf("a cut counted an expiry: %+v", st)
+	}
+
+	p.Blackhole(true)
+	waitFor(t, sess, "disconnected", func(s zkconn.Status) bool { return !s.Connected })
+	// Hold the partition past the session timeout (server side), then lift.
+	expireOnServer(t, c, conn.SessionID())
+	p.Blackhole(false)
+	st = waitFor(t, sess, "expired and back", func(s zkconn.Status) bool { return s.Expiries == 1 && s.Connected })
+	if st.State != zk.StateHasSession {
+		t.Fatalf("state after expiry = %v", st.State)
+	}
+}
+
+// expireOnServer waits until the server no longer lists the session.
+func expireOnServer(t *testing.T, c *zktest.Cluster, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := zktest.FourLetter(c.Addrs()[0], "dump", time.Second)
+		if err == nil && !containsSession(out, id) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the server has no expiry event for outsiders
+	}
+	t.Fatalf("session %x not expired on the server within 20s", id)
+}
+
+func containsSession(dump string, id int64) bool {
+	return strings.Contains(dump, fmt.Sprintf("0x%x", id))
+}

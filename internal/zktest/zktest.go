@@ -1,0 +1,529 @@
+// Package zktest starts real Apache ZooKeeper servers for tests: a standalone
+// server or an ensemble of N, on free loopback ports, with throw-away data
+// directories and a small tickTime so that session expiry takes seconds.
+//
+// Every server is a child java process started with PR_SET_PDEATHSIG=SIGKILL
+// and in its own process group, and is killed in t.Cleanup: no server outlives
+// the test that started it, nor the test binary if it panics or times out.
+//
+// The server is found through $ZOOKEEPER_CLASSPATH, or else the Debian
+// package's /etc/zookeeper/conf:/usr/share/java/zookeeper.jar, which
+// scripts/ensure-zookeeper.sh installs. A missing server is a test failure,
+// never a skip.
+package zktest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// DefaultTickTime is the tickTime of test servers. Sessions may last between
+// 2 and 20 ticks, so 200ms allows session timeouts from 400ms to 4s and a
+// forced expiry takes a few seconds.
+const DefaultTickTime = 200 * time.Millisecond
+
+// startTimeout bounds how long a server may take to start serving. A JVM on a
+// loaded 2-core machine can be slow; a healthy one serves in 1-2 s.
+const startTimeout = 60 * time.Second
+
+// Options configures a test cluster.
+type Options struct {
+	// Size is the number of servers; 1 starts a standalone server.
+	Size int
+	// TickTime is ZooKeeper's tickTime; DefaultTickTime when zero.
+	TickTime time.Duration
+	// MaxSessionTimeout overrides the server's maximum session timeout
+	// (default 20 ticks).
+	MaxSessionTimeout time.Duration
+	// Config adds or overrides lines of every server's zoo.cfg.
+	Config map[string]string
+	// JVMFlags are extra java flags (system properties for TLS, say).
+	JVMFlags []string
+	// SecureClient makes each server also listen on a secureClientPort,
+	// reported by Server.SecurePort. TLS settings come from Config/JVMFlags.
+	SecureClient bool
+}
+
+// Server is one ZooKeeper server of a Cluster.
+type Server struct {
+	ID           int
+	ClientPort   int
+	SecurePort   int
+	PeerPort     int
+	ElectionPort int
+	Dir          string
+
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	logFile *os.File
+}
+
+// PID is the server's java process id, or 0 when it is not running.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Addr is the server's client address, "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ClientPort)) }
+
+// SecureAddr is the server's TLS client address, when SecureClient was set.
+func (s *Server) SecureAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.SecurePort))
+}
+
+// Cluster is a running set of ZooKeeper servers owned by one test.
+type Cluster struct {
+	t       testing.TB
+	opts    Options
+	mu      sync.Mutex
+	Servers []*Server
+}
+
+// Start starts a standalone server and waits until it serves.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	return StartWith(t, Options{Size: 1})
+}
+
+// StartEnsemble starts an ensemble of n servers and waits until all serve.
+func StartEnsemble(t testing.TB, n int) *Cluster {
+	t.Helper()
+	return StartWith(t, Options{Size: n})
+}
+
+// StartWith starts a cluster as opts say and waits until every server serves.
+// It fails the test, with the server's own output, when one does not start.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Size < 1 {
+		opts.Size = 1
+	}
+	if opts.TickTime == 0 {
+		opts.TickTime = DefaultTickTime
+	}
+	c := &Cluster{t: t, opts: opts}
+	t.Cleanup(c.killAll)
+
+	// A port picked by listening on :0 may be taken by someone else before the
+	// server binds it; when that happens the whole cluster is retried on new
+	// ports rather than failing the test.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err := c.layout(); err != nil {
+			t.Fatalf("zktest: %v", err)
+		}
+		for _, s := range c.Servers {
+			if err := c.spawn(s); err != nil {
+				t.Fatalf("zktest: %v", err)
+			}
+		}
+		lastErr = c.waitAll()
+		if lastErr == nil {
+			return c
+		}
+		if !strings.Contains(lastErr.Error(), "Address already in use") {
+			break
+		}
+		c.killAll()
+	}
+	t.Fatalf("zktest: %v", lastErr)
+	return nil
+}
+
+func (c *Cluster) layout() error {
+	base := c.t.TempDir()
+	ports, err := FreePorts(4 * c.opts.Size)
+	if err != nil {
+		return err
+	}
+	c.Servers = make([]*Server, c.opts.Size)
+	for i := range c.Servers {
+		s := &Server{
+			ID:           i + 1,
+			ClientPort:   ports[4*i],
+			SecurePort:   ports[4*i+1],
+			PeerPort:     ports[4*i+2],
+			ElectionPort: ports[4*i+3],
+			Dir:          filepath.Join(base, fmt.Sprintf("zk%d", i+1)),
+		}
+		if err := os.MkdirAll(filepath.Join(s.Dir, "data"), 0o755); err != nil {
+			return err
+		}
+		c.Servers[i] = s
+	}
+	for _, s := range c.Servers {
+		if err := c.writeConfig(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) writeConfig(s *Server) error {
+	tick := int(c.opts.TickTime / time.Millisecond)
+	cfg := map[string]string{
+		"tickTime":                strconv.Itoa(tick),
+		"initLimit":               "50",
+		"syncLimit":               "25",
+		"dataDir":                 filepath.Join(s.Dir, "data"),
+		"clientPort":              strconv.Itoa(s.ClientPort),
+		"clientPortAddress":       "127.0.0.1",
+		"maxClientCnxns":          "0",
+		"4lw.commands.whitelist":  "*",
+		"admin.enableServer":      "false",
+		"autopurge.purgeInterval": "0",
+		"preAllocSize":            "4096",
+		"snapCount":               "100000",
+		"maxSessionTimeout":       strconv.Itoa(20 * tick),
+	}
+	if c.opts.MaxSessionTimeout > 0 {
+		cfg["maxSessionTimeout"] = strconv.Itoa(int(c.opts.MaxSessionTimeout / time.Millisecond))
+	}
+	if c.opts.SecureClient {
+		cfg["secureClientPort"] = strconv.Itoa(s.SecurePort)
+		cfg["secureClientPortAddress"] = "127.0.0.1"
+	}
+	for k, v := range c.opts.Config {
+		cfg[k] = v
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, cfg[k])
+	}
+	if len(c.Servers) > 1 {
+		for _, o := range c.Servers {
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, o.PeerPort, o.ElectionPort)
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "data", "myid"), []byte(strconv.Itoa(s.ID)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(s.Dir, "zoo.cfg"), []byte(b.String()), 0o644)
+}
+
+// Classpath is the java classpath of the ZooKeeper server.
+func Classpath() string {
+	if cp := os.Getenv("ZOOKEEPER_CLASSPATH"); cp != "" {
+		return cp
+	}
+	cp := "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+	// Without an SLF4J binding the server prints nothing; slf4j-simple sends
+	// its log to stderr, which we keep in the server's log file.
+	if _, err := os.Stat("/usr/share/java/slf4j-simple.jar"); err == nil {
+		cp += ":/usr/share/java/slf4j-simple.jar"
+	}
+	return cp
+}
+
+func (c *Cluster) spawn(s *Server) error {
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil && os.Getenv("ZOOKEEPER_CLASSPATH") == "" {
+		return errors.New("ZooKeeper is not installed: run scripts/ensure-zookeeper.sh (make test does)")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"-Xmx256m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+		"-Dzookeeper.jmx.log4j.disable=true",
+	}
+	args = append(args, c.opts.JVMFlags...)
+	args = append(args, "-cp", Classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
+	cmd := exec.Command("java", args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start server %d: %w", s.ID, err)
+	}
+	s.cmd, s.logFile, s.done = cmd, logf, make(chan struct{})
+	go func(done chan struct{}) {
+		_ = cmd.Wait()
+		close(done)
+	}(s.done)
+	return nil
+}
+
+func (c *Cluster) waitAll() error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for i := range c.Servers {
+		if err := c.waitServing(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitServing waits until server i answers `srvr` with a Mode, i.e. it has
+// joined a quorum (or runs standalone) and accepts sessions.
+func (c *Cluster) WaitServing(i int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.waitServing(ctx, i); err != nil {
+		c.t.Fatalf("zktest: %v", err)
+	}
+}
+
+func (c *Cluster) waitServing(ctx context.Context, i int) error {
+	s := c.Servers[i]
+	for {
+		out, err := FourLetter(s.Addr(), "srvr", time.Second)
+		if err == nil && strings.Contains(out, "Mode:") {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("server %d exited before serving:\n%s", s.ID, s.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("server %d did not serve within %v (last: %v %q):\n%s", s.ID, startTimeout, err, out, s.tail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the end of the server's log, for failure messages.
+func (s *Server) tail() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+	if len(b) > 6000 {
+		b = b[len(b)-6000:]
+	}
+	return string(b)
+}
+
+// Log returns server i's output so far.
+func (c *Cluster) Log(i int) string {
+	b, _ := os.ReadFile(filepath.Join(c.Servers[i].Dir, "server.log"))
+	return string(b)
+}
+
+// ConnString is the comma-separated list of client addresses.
+func (c *Cluster) ConnString() string { return strings.Join(c.Addrs(), ",") }
+
+// Addrs lists every server's client address.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// Stop stops server i with SIGTERM and waits for it to exit.
+func (c *Cluster) Stop(i int) { c.t.Helper(); c.signal(i, syscall.SIGTERM) }
+
+// Kill kills server i with SIGKILL and waits for it to exit.
+func (c *Cluster) Kill(i int) { c.t.Helper(); c.signal(i, syscall.SIGKILL) }
+
+func (c *Cluster) signal(i int, sig syscall.Signal) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.Servers[i]
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+	if s.logFile != nil {
+		s.logFile.Close()
+		s.logFile = nil
+	}
+}
+
+// Restart starts server i again (after Stop or Kill; it kills it first if it
+// still runs), on the same ports and data, and waits until it serves.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	c.Kill(i)
+	c.StartServer(i)
+	c.WaitServing(i)
+}
+
+// StartServer starts server i again without waiting for it to serve (useful
+// when it cannot serve until a quorum is back).
+func (c *Cluster) StartServer(i int) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Servers[i].cmd != nil {
+		return
+	}
+	if err := c.spawn(c.Servers[i]); err != nil {
+		c.t.Fatalf("zktest: %v", err)
+	}
+}
+
+// Running reports whether server i's process is running.
+func (c *Cluster) Running(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Servers[i].cmd != nil
+}
+
+// Mode returns server i's mode as `srvr` reports it ("leader", "follower",
+// "standalone"), or an error when it does not answer.
+func (c *Cluster) Mode(i int) (string, error) {
+	out, err := FourLetter(c.Servers[i].Addr(), "srvr", time.Second)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("server %d: no Mode in srvr output %q", c.Servers[i].ID, out)
+}
+
+// Leader returns the index of the current leader (or the standalone server),
+// waiting up to 30 s for an election to finish.
+func (c *Cluster) Leader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for i := range c.Servers {
+			if !c.Running(i) {
+				continue
+			}
+			if m, err := c.Mode(i); err == nil && (m == "leader" || m == "standalone") {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("zktest: no leader within 30s")
+		}
+		time.Sleep(50 * time.Millisecond) // polling a server that has no event to await
+	}
+}
+
+// Mntr returns server i's `mntr` counters as a map.
+func (c *Cluster) Mntr(i int) (map[string]string, error) {
+	out, err := FourLetter(c.Servers[i].Addr(), "mntr", 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "\t"); ok {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// Connect opens a client session to the whole cluster (or to addrs, when
+// given), waits until it has a session and closes it in t.Cleanup.
+func (c *Cluster) Connect(t testing.TB, sessionTimeout time.Duration, addrs ...string) *zk.Conn {
+	t.Helper()
+	if len(addrs) == 0 {
+		addrs = c.Addrs()
+	}
+	conn, events, err := zk.Connect(addrs, sessionTimeout, zk.WithLogInfo(false), zk.WithLogger(discard{}))
+	if err != nil {
+		t.Fatalf("zktest: connect: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return conn
+			}
+		case <-timeout:
+			t.Fatalf("zktest: no session within 30s (state %v)", conn.State())
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Printf(string, ...interface{}) {}
+
+func (c *Cluster) killAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.Servers {
+		if s == nil || s.cmd == nil {
+			continue
+		}
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+		s.cmd = nil
+		if s.logFile != nil {
+			s.logFile.Close()
+			s.logFile = nil
+		}
+	}
+}
+
+// FourLetter sends a four-letter-word command to addr and returns the answer.
+func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(conn)
+	return buf.String(), err
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1. They are free
+// when returned; a caller must cope with losing one to a race.
+func FreePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

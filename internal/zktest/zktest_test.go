@@ -1,0 +1,141 @@
+package zktest_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+func TestStandaloneServes(t *testing.T) {
+	c := zktest.Start(t)
+	if m, err := c.Mode(0); err != nil || m != "standalone" {
+		t.Fatalf("mode = %q, %v; want standalone", m, err)
+	}
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/x", []byte("v"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := conn.Get("/x")
+	if err != nil || string(b) != "v" {
+		t.Fatalf("get = %q, %v", b, err)
+	}
+}
+
+// TestEnsembleLeaderKill kills the leader of a 3-node ensemble and shows that
+// a client reconnects and reads and writes through the new leader.
+func TestEnsembleLeaderKill(t *testing.T) {
+	c := zktest.StartEnsemble(t, 3)
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/before", []byte("1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Leader()
+	c.Kill(old)
+	nl := c.Leader()
+	if nl == old {
+		t.Fatalf("leader still %d after kill", old)
+	}
+	// The client's next requests go through the new quorum; the first may
+	// fail with a connection error while it reconnects, which is the
+	// recoverable class: retry idempotent reads, and a create that may have
+	// landed is checked, not blindly re-sent.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := conn.Create("/after", []byte("2"), 0, zk.WorldACL(zk.PermAll))
+		if err == nil || err == zk.ErrNodeExists {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write through the new leader: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, p := range []string{"/before", "/after"} {
+		if _, _, err := conn.Get(p); err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+	}
+	c.Restart(old)
+	if m, err := c.Mode(old); err != nil || m != "follower" {
+		t.Fatalf("restarted server mode = %q, %v; want follower", m, err)
+	}
+}
+
+func TestFiveNodeEnsemble(t *testing.T) {
+	c := zktest.StartEnsemble(t, 5)
+	leaders := 0
+	for i := range c.Servers {
+		if m, _ := c.Mode(i); m == "leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("%d leaders in a 5-node ensemble", leaders)
+	}
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/five", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoServerOutlivesCrash runs this test binary again as a child that
+// starts a server and then kills itself (so no t.Cleanup runs), and checks that the
+// child's java process dies with it.
+func TestNoServerOutlivesCrash(t *testing.T) {
+	if os.Getenv("ZKTEST_CRASH_CHILD") == "1" {
+		c := zktest.Start(t)
+		fmt.Printf("JAVA_PID=%d\n", c.Servers[0].PID())
+		// SIGKILL to itself: no deferred call, no t.Cleanup runs, as when
+		// a test binary is killed by the go test timeout or the OOM killer.
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoServerOutlivesCrash$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ZKTEST_CRASH_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("child did not crash:\n%s", out)
+	}
+	var pid int
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "JAVA_PID="); ok {
+			pid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("child printed no server pid:\n%s", out)
+	}
+	// PR_SET_PDEATHSIG delivers SIGKILL when the child exits; the kernel may
+	// take a moment to reap. Nothing signals us when an unrelated pid goes
+	// away, so poll /proc with a generous bound.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) || zombie(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("java process %d outlived its crashed test binary", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// zombie reports whether pid exists only as an unreaped zombie (its parent,
+// the crashed child, is gone and init has not reaped it yet).
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] == "Z"
+}
