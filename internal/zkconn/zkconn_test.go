@@ -35,7 +35,9 @@ func waitFor(t *testing.T, s *zkconn.Session, what string, ok func(zkconn.Status
 func TestSessionTracksReconnectAndExpiry(t *testing.T) {
 	c := zktest.Start(t)
 	p := faultproxy.Start(t, c.Addrs()[0])
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: time.Second})
+	// 3s: long enough that a reconnect after a cut on a loaded machine
+	// keeps the session, short enough for the expiry phase.
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -42,6 +41,15 @@ const DefaultTickTime = 200 * time.Millisecond
 // startTimeout bounds how long a server may take to start serving. A JVM on a
 // loaded 2-core machine can be slow; a healthy one serves in 1-2 s.
 const startTimeout = 60 * time.Second
+
+// TB is the part of testing.TB the harness uses; testing.TB satisfies it,
+// and so can a small program that wants a throw-away server (make demo).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // Options configures a test cluster.
 type Options struct {
@@ -93,27 +101,27 @@ func (s *Server) SecureAddr() string {
 
 // Cluster is a running set of ZooKeeper servers owned by one test.
 type Cluster struct {
-	t       testing.TB
+	t       TB
 	opts    Options
 	mu      sync.Mutex
 	Servers []*Server
 }
 
 // Start starts a standalone server and waits until it serves.
-func Start(t testing.TB) *Cluster {
+func Start(t TB) *Cluster {
 	t.Helper()
 	return StartWith(t, Options{Size: 1})
 }
 
 // StartEnsemble starts an ensemble of n servers and waits until all serve.
-func StartEnsemble(t testing.TB, n int) *Cluster {
+func StartEnsemble(t TB, n int) *Cluster {
 	t.Helper()
 	return StartWith(t, Options{Size: n})
 }
 
 // StartWith starts a cluster as opts say and waits until every server serves.
 // It fails the test, with the server's own output, when one does not start.
-func StartWith(t testing.TB, opts Options) *Cluster {
+func StartWith(t TB, opts Options) *Cluster {
 	t.Helper()
 	if opts.Size < 1 {
 		opts.Size = 1
@@ -447,7 +455,7 @@ func (c *Cluster) Mntr(i int) (map[string]string, error) {
 
 // Connect opens a client session to the whole cluster (or to addrs, when
 // given), waits until it has a session and closes it in t.Cleanup.
-func (c *Cluster) Connect(t testing.TB, sessionTimeout time.Duration, addrs ...string) *zk.Conn {
+func (c *Cluster) Connect(t TB, sessionTimeout time.Duration, addrs ...string) *zk.Conn {
 	t.Helper()
 	if len(addrs) == 0 {
 		addrs = c.Addrs()

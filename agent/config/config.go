@@ -1,0 +1,357 @@
+// Package config loads and validates confagent's YAML configuration.
+//
+// The file is read with viper; every scalar key can be overridden from the
+// environment with the prefix CONFAGENT_ and dots replaced by underscores
+// (CONFAGENT_ZOOKEEPER_SESSION_TIMEOUT=20s, CONFAGENT_LOG_LEVEL=debug,
+// CONFAGENT_ZOOKEEPER_SERVERS=zk1:2181,zk2:2181). Targets can only be
+// configured in the file.
+//
+// Load and Validate report every problem at once, each naming the
+// offending key ("targets[2].dest: must be an absolute path"), so that an
+// operator fixes a file in one pass instead of one error per restart.
+// The documented example is examples/agent/confagent.yaml.
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/spf13/viper"
+
+	"github.com/zkconf/zkconf/agent/render"
+)
+
+// EnvPrefix is the prefix of environment variables overriding config keys.
+const EnvPrefix = "CONFAGENT"
+
+// StagedEnv is the environment variable through which a check command
+// finds the staged file or directory (the same path as {{.src}}).
+const StagedEnv = "ZKCONF_STAGED"
+
+// Defaults of optional keys.
+const (
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultRoot           = "/config"
+	DefaultMeta           = "/zkconf"
+	DefaultStateDir       = "/var/lib/confagent"
+	DefaultHTTPListen     = "127.0.0.1:9464"
+	DefaultStaleAfter     = 60 * time.Second
+	DefaultResyncInterval = 10 * time.Minute
+	DefaultResyncJitter   = 5 * time.Second
+	DefaultMode           = os.FileMode(0o640)
+	DefaultTimeout        = 30 * time.Second
+)
+
+// ApplyMode says how a new generation is applied across targets.
+type ApplyMode string
+
+const (
+	// ApplyAll applies a generation only if every target's check passes:
+	// all targets move to the new generation together or none does.
+	ApplyAll ApplyMode = "all"
+	// ApplyIndependent applies each target on its own: a failing check
+	// keeps only that target on its previous content.
+	ApplyIndependent ApplyMode = "independent"
+)
+
+// TargetType is the kind of output a target produces.
+type TargetType string
+
+const (
+	// TargetFile writes one item verbatim to a file.
+	TargetFile TargetType = "file"
+	// TargetDir writes the matching items as files of a directory that is
+	// swapped atomically (see render.DirWriter).
+	TargetDir TargetType = "dir"
+	// TargetTemplate renders a text/template to a file.
+	TargetTemplate TargetType = "template"
+)
+
+// LogFormat is the log output format.
+type LogFormat string
+
+const (
+	// LogText is slog's key=value text format.
+	LogText LogFormat = "text"
+	// LogJSON is one JSON object per line.
+	LogJSON LogFormat = "json"
+)
+
+// Config is confagent's configuration. Load fills it from a file; a Config
+// built in code must be passed to Validate before use.
+type Config struct {
+	ZooKeeper ZooKeeper
+	// Root is the ZooKeeper path under which config sets are published.
+	Root string
+	// Meta is the ZooKeeper path of zkconf's own bookkeeping (agent
+	// registrations, generation pointers).
+	Meta string
+	// StateDir holds the agent's local cache and state; it lets the agent
+	// render the last verified generation while ZooKeeper is unreachable.
+	StateDir string
+	// AgentID identifies this agent in ZooKeeper; defaults to the hostname.
+	AgentID string
+	HTTP    HTTP
+	Log     Log
+	// Apply is the cross-target apply policy.
+	Apply ApplyMode
+	// StaleAfter is how long the agent may be disconnected from ZooKeeper
+	// before /readyz fails.
+	StaleAfter time.Duration
+	// ResyncInterval is the period of full re-reads that catch anything
+	// the watches missed; ResyncJitter spreads them so that agents do not
+	// hit ZooKeeper as a herd.
+	ResyncInterval time.Duration
+	ResyncJitter   time.Duration
+	Targets        []Target
+}
+
+// ZooKeeper holds the connection settings.
+type ZooKeeper struct {
+	// Servers are host:port pairs.
+	Servers []string
+	// SessionTimeout is requested from the servers, which clamp it.
+	SessionTimeout time.Duration
+	// AuthFile, if set, is a file holding digest credentials ("user:password").
+	AuthFile string
+}
+
+// HTTP holds the status endpoint settings.
+type HTTP struct {
+	// Listen is the address of /healthz, /readyz and /metrics; empty
+	// disables the endpoint.
+	Listen string
+}
+
+// Log holds logging settings.
+type Log struct {
+	Level  slog.Level
+	Format LogFormat
+}
+
+// Target is one output of the agent.
+type Target struct {
+	// Name identifies the target in logs, metrics and state; unique.
+	Name string
+	Type TargetType
+	// Dest is the absolute path written (a file, or a directory for dir).
+	Dest string
+	// Src is the template file (template targets only).
+	Src string
+	// Item is the item written verbatim (file targets only).
+	Item string
+	// Items are path.Match globs selecting items (dir targets only).
+	Items []string
+	// Mode is the permission of written files.
+	Mode os.FileMode
+	// Owner and Group as configured (names or numeric ids), and the
+	// numeric ids Validate resolved them to (-1 when not set).
+	Owner, Group string
+	UID, GID     int
+	// Check is a shell command run against the staged output before it
+	// replaces the current one; {{.src}} expands to the staged path (see
+	// CheckCommand), which is also in $ZKCONF_STAGED.
+	Check string
+	// Reload is a shell command run after the output changed.
+	Reload string
+	// Timeout bounds each Check and Reload run.
+	Timeout time.Duration
+	// FollowSymlink allows Dest to be a symlink whose target is replaced.
+	FollowSymlink bool
+	// Template is Src parsed with the render helpers; set by Validate.
+	Template *render.Template
+}
+
+// FileOptions returns the render options for writing this target.
+func (t *Target) FileOptions() render.FileOptions {
+	return render.FileOptions{Mode: t.Mode, UID: t.UID, GID: t.GID, FollowSymlink: t.FollowSymlink}
+}
+
+// MatchItem reports whether the item name belongs to this target: the item
+// of a file target, any item matching one of a dir target's globs. Template
+// targets read whatever their template asks for and match nothing here.
+func (t *Target) MatchItem(name string) bool {
+	switch t.Type {
+	case TargetFile:
+		return name == t.Item
+	case TargetDir:
+		for _, g := range t.Items {
+			if ok, _ := path.Match(g, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CheckCommand returns Check with {{.src}} replaced by the shell-quoted
+// staged path. Do not quote {{.src}} in the configuration: the expansion is
+// already quoted. It returns "" if the target has no check.
+func (t *Target) CheckCommand(staged string) (string, error) {
+	if t.Check == "" {
+		return "", nil
+	}
+	return expandCheck(t.Check, shellQuote(staged))
+}
+
+// expandCheck executes a check command template with src.
+func expandCheck(check, src string) (string, error) {
+	tmpl, err := template.New("check").Option("missingkey=error").Parse(check)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, map[string]string{"src": src}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// shellQuote quotes s for POSIX sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// FieldError is one configuration problem, tied to the key it concerns.
+// Load and Validate return a *multierror.Error whose Errors are
+// *FieldError values.
+type FieldError struct {
+	// Key is the offending key, like "zookeeper.servers" or "targets[2].dest".
+	Key string
+	// Err describes the problem.
+	Err error
+}
+
+// Error returns "key: problem".
+func (e *FieldError) Error() string { return e.Key + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// problems collects FieldErrors and remembers which keys already have one,
+// so that a value that failed to decode is not reported again by the
+// semantic checks with a confusing second message.
+type problems struct {
+	errs *multierror.Error
+	keys map[string]bool
+}
+
+func newProblems() *problems { return &problems{keys: make(map[string]bool)} }
+
+func (p *problems) add(key string, err error) {
+	p.keys[key] = true
+	p.errs = multierror.Append(p.errs, &FieldError{Key: key, Err: err})
+}
+
+func (p *problems) addf(key, format string, args ...any) {
+	p.add(key, fmt.Errorf(format, args...))
+}
+
+func (p *problems) has(key string) bool { return p.keys[key] }
+
+// err returns the collected problems, or nil. Problems are grouped so
+// that everything about one target is listed together, in target order,
+// after the problems of the other keys; within a group they keep the order
+// in which they were found.
+func (p *problems) err() error {
+	if p.errs == nil {
+		return nil
+	}
+	slices.SortStableFunc(p.errs.Errors, func(a, b error) int {
+		return cmp.Compare(targetIndex(a), targetIndex(b))
+	})
+	p.errs.ErrorFormat = formatProblems
+	return p.errs
+}
+
+// targetIndex returns N for a problem about "targets[N]...", -1 otherwise.
+func targetIndex(err error) int {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return -1
+	}
+	rest, ok := strings.CutPrefix(fe.Key, "targets[")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, ']'))])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func formatProblems(errs []error) string {
+	if len(errs) == 1 {
+		return "config: " + errs[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "config: %d problems:", len(errs))
+	for _, e := range errs {
+		b.WriteString("\n  - ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Load reads the YAML file at path, applies environment overrides and
+// defaults, and validates the result (see Validate). Relative template
+// src and zookeeper.auth_file paths are resolved against the directory of
+// the file. All problems are reported together in a *multierror.Error of
+// *FieldError; a file that cannot be read or is not YAML fails alone.
+func Load(path string) (*Config, error) {
+	v := viper.New()
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	// A variable that is set but empty is an intentional override (e.g.
+	// CONFAGENT_HTTP_LISTEN= disables the endpoint), not "unset".
+	v.AllowEmptyEnv(true)
+	setDefaults(v)
+	if err := v.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	p := newProblems()
+	c := decode(v, filepath.Dir(abs), p)
+	c.validate(p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func setDefaults(v *viper.Viper) {
+	v.SetDefault("zookeeper.session_timeout", DefaultSessionTimeout.String())
+	v.SetDefault("root", DefaultRoot)
+	v.SetDefault("meta", DefaultMeta)
+	v.SetDefault("state_dir", DefaultStateDir)
+	v.SetDefault("http.listen", DefaultHTTPListen)
+	v.SetDefault("log.level", "info")
+	v.SetDefault("log.format", string(LogText))
+	v.SetDefault("apply", string(ApplyAll))
+	v.SetDefault("stale_after", DefaultStaleAfter.String())
+	v.SetDefault("resync_interval", DefaultResyncInterval.String())
+	v.SetDefault("resync_jitter", DefaultResyncJitter.String())
+	// agent_id defaults to the hostname, looked up in decode so that a
+	// failing lookup becomes a reported problem.
+}
+
+// errRequired is the message of every missing required key.
+var errRequired = errors.New("required")

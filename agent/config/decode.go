@@ -1,0 +1,369 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// topKeys are the valid flattened keys outside targets; sections are the
+// keys that must hold a mapping.
+var (
+	topKeys = []string{
+		"zookeeper.servers", "zookeeper.session_timeout", "zookeeper.auth_file",
+		"root", "meta", "state_dir", "agent_id",
+		"http.listen", "log.level", "log.format",
+		"apply", "stale_after", "resync_interval", "resync_jitter",
+		"targets",
+	}
+	sections   = []string{"zookeeper", "http", "log"}
+	targetKeys = []string{
+		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
+		"check", "reload", "timeout", "follow_symlink",
+	}
+)
+
+// decode turns viper's raw values into a Config, reporting type and syntax
+// problems (unknown keys, bad durations, bad modes...) into p. Semantic
+// checks are left to validate.
+func decode(v *viper.Viper, baseDir string, p *problems) *Config {
+	checkUnknownKeys(v.AllKeys(), p)
+	d := decoder{v: v, p: p}
+	c := &Config{
+		ZooKeeper: ZooKeeper{
+			Servers:        d.stringList("zookeeper.servers"),
+			SessionTimeout: d.duration("zookeeper.session_timeout"),
+			AuthFile:       resolvePath(baseDir, d.string("zookeeper.auth_file")),
+		},
+		Root:           d.string("root"),
+		Meta:           d.string("meta"),
+		StateDir:       d.string("state_dir"),
+		AgentID:        d.string("agent_id"),
+		HTTP:           HTTP{Listen: d.string("http.listen")},
+		Apply:          ApplyMode(d.string("apply")),
+		StaleAfter:     d.duration("stale_after"),
+		ResyncInterval: d.duration("resync_interval"),
+		ResyncJitter:   d.duration("resync_jitter"),
+	}
+	if c.AgentID == "" && !p.has("agent_id") {
+		host, err := os.Hostname()
+		if err != nil {
+			p.addf("agent_id", "not set and the hostname is unavailable: %w", err)
+		}
+		c.AgentID = host
+	}
+	c.Log.Format = LogFormat(d.string("log.format"))
+	if lvl := d.string("log.level"); lvl != "" {
+		if l, ok := parseLevel(lvl); ok {
+			c.Log.Level = l
+		} else {
+			p.addf("log.level", "unknown level %q: want debug, info, warn or error", lvl)
+		}
+	}
+	c.Targets = decodeTargets(v.Get("targets"), baseDir, p)
+	return c
+}
+
+func parseLevel(s string) (slog.Level, bool) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, true
+	case "info":
+		return slog.LevelInfo, true
+	case "warn", "warning":
+		return slog.LevelWarn, true
+	case "error":
+		return slog.LevelError, true
+	}
+	return 0, false
+}
+
+// checkUnknownKeys reports keys that are not part of the documented
+// interface: a typo like "taregts" must fail loudly instead of silently
+// leaving the agent without targets.
+func checkUnknownKeys(keys []string, p *problems) {
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(topKeys, k) {
+			continue
+		}
+		if slices.Contains(sections, k) {
+			p.addf(k, "must be a mapping")
+			continue
+		}
+		p.add(k, unknownKey(k, topKeys))
+	}
+}
+
+// unknownKey builds an "unknown key" error with a suggestion when a known
+// key is within a small edit distance.
+func unknownKey(key string, known []string) error {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Errorf("unknown key (did you mean %q?)", best)
+	}
+	return fmt.Errorf("unknown key")
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// decoder reads typed values for keys, reporting bad types into p. Values
+// come either from viper (top-level keys) or from a target's map.
+type decoder struct {
+	v      *viper.Viper
+	m      map[string]any // when decoding a target
+	prefix string         // "targets[i]." when decoding a target
+	p      *problems
+}
+
+func (d decoder) raw(key string) any {
+	if d.m != nil {
+		return d.m[key]
+	}
+	return d.v.Get(key)
+}
+
+func (d decoder) full(key string) string { return d.prefix + key }
+
+// string accepts any scalar: YAML turns "agent_id: 1234" into an int and
+// "owner: 0" into an int, which are meant as strings.
+func (d decoder) string(key string) string {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(t)
+	default:
+		d.p.addf(d.full(key), "must be a string, got %s", kind(t))
+		return ""
+	}
+}
+
+// duration accepts Go duration strings; a bare number is rejected (except
+// 0) because its unit would be a guess.
+func (d decoder) duration(key string) time.Duration {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return 0
+	case string:
+		dur, err := time.ParseDuration(strings.TrimSpace(t))
+		if err != nil {
+			d.p.addf(d.full(key), "invalid duration %q: use a number with a unit, like \"10s\" or \"1m30s\"", t)
+			return 0
+		}
+		return dur
+	case int, int64, uint64, float64:
+		if fmt.Sprint(t) == "0" {
+			return 0
+		}
+		d.p.addf(d.full(key), "invalid duration %v: a unit is required, like \"%vs\"", t, t)
+		return 0
+	default:
+		d.p.addf(d.full(key), "must be a duration like \"10s\", got %s", kind(t))
+		return 0
+	}
+}
+
+func (d decoder) bool(key string) bool {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	case string:
+		b, err := strconv.ParseBool(t)
+		if err != nil {
+			d.p.addf(d.full(key), "must be true or false, got %q", t)
+		}
+		return b
+	default:
+		d.p.addf(d.full(key), "must be true or false, got %s", kind(t))
+		return false
+	}
+}
+
+// stringList accepts a YAML list of scalars, or a comma-separated string
+// (how lists arrive from the environment).
+func (d decoder) stringList(key string) []string {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return nil
+	case string:
+		var out []string
+		for s := range strings.SplitSeq(t, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	case []any:
+		out := make([]string, 0, len(t))
+		for i, e := range t {
+			switch e := e.(type) {
+			case string:
+				out = append(out, e)
+			case int, int64, uint64, float64, bool:
+				out = append(out, fmt.Sprint(e))
+			default:
+				d.p.addf(fmt.Sprintf("%s[%d]", d.full(key), i), "must be a string, got %s", kind(e))
+			}
+		}
+		return out
+	default:
+		d.p.addf(d.full(key), "must be a list, got %s", kind(t))
+		return nil
+	}
+}
+
+var modeRE = regexp.MustCompile(`^(?:0o)?[0-7]{3,4}$`)
+
+// mode accepts only quoted octal strings: YAML reads an unquoted 0640 as
+// octal 416 under YAML 1.1 rules but as decimal 640 under YAML 1.2 rules,
+// and 640 decimal is mode 01200. Refusing numbers avoids guessing.
+func (d decoder) mode(key string, def os.FileMode) os.FileMode {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return def
+	case string:
+		s := strings.TrimSpace(t)
+		if !modeRE.MatchString(s) {
+			d.p.addf(d.full(key), "invalid mode %q: want an octal string like \"0640\"", t)
+			return def
+		}
+		m, _ := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32) // cannot fail after the regexp
+		return os.FileMode(m&0o777) | specialBits(m)
+	default:
+		d.p.addf(d.full(key), "must be a quoted octal string like \"0640\" (an unquoted number is ambiguous in YAML), got %s", kind(t))
+		return def
+	}
+}
+
+// specialBits converts the octal setuid/setgid/sticky bits to os.FileMode.
+func specialBits(m uint64) os.FileMode {
+	var fm os.FileMode
+	if m&0o4000 != 0 {
+		fm |= os.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		fm |= os.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		fm |= os.ModeSticky
+	}
+	return fm
+}
+
+func decodeTargets(raw any, baseDir string, p *problems) []Target {
+	if raw == nil {
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		p.addf("targets", "must be a list of targets, got %s", kind(raw))
+		return nil
+	}
+	targets := make([]Target, 0, len(list))
+	for i, e := range list {
+		prefix := fmt.Sprintf("targets[%d]", i)
+		m, ok := e.(map[string]any)
+		if !ok {
+			p.addf(prefix, "must be a mapping, got %s", kind(e))
+			targets = append(targets, Target{})
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(targetKeys, k) {
+				p.add(prefix+"."+k, unknownKey(k, targetKeys))
+			}
+		}
+		d := decoder{m: m, prefix: prefix + ".", p: p}
+		t := Target{
+			Name:          d.string("name"),
+			Type:          TargetType(d.string("type")),
+			Dest:          d.string("dest"),
+			Src:           resolvePath(baseDir, d.string("src")),
+			Item:          d.string("item"),
+			Items:         d.stringList("items"),
+			Mode:          d.mode("mode", DefaultMode),
+			Owner:         d.string("owner"),
+			Group:         d.string("group"),
+			Check:         d.string("check"),
+			Reload:        d.string("reload"),
+			Timeout:       d.duration("timeout"),
+			FollowSymlink: d.bool("follow_symlink"),
+		}
+		if _, set := m["timeout"]; !set {
+			t.Timeout = DefaultTimeout
+		}
+		if t.Type == TargetDir && len(t.Items) == 0 {
+			if _, set := m["items"]; !set {
+				t.Items = []string{"*"}
+			}
+		}
+		targets = append(targets, t)
+	}
+	return targets
+}
+
+// resolvePath makes a relative path relative to the config file's
+// directory, so that a config and its templates can move together.
+func resolvePath(baseDir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// kind names a YAML value's type for messages.
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, uint64, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,451 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/zkconf/zkconf/agent/render"
+)
+
+// maxTemplateSize bounds template files read at load time; a template is
+// configuration written by hand, anything bigger is a mistake.
+const maxTemplateSize = 1 << 20
+
+// targetNameRE keeps target names usable as file names in state_dir and
+// as metric label values without escaping.
+var targetNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Validate checks c and reports every problem at once as a
+// *multierror.Error of *FieldError. It also completes c: it cleans target
+// dests, resolves Owner and Group into UID and GID (-1 when unset) and
+// parses template sources into Target.Template, because those steps are
+// the checks. Load calls it; call it yourself on a Config built in code.
+func (c *Config) Validate() error {
+	p := newProblems()
+	c.validate(p)
+	return p.err()
+}
+
+func (c *Config) validate(p *problems) {
+	c.validateZooKeeper(p)
+	for _, k := range []struct {
+		key string
+		val *string
+	}{{"root", &c.Root}, {"meta", &c.Meta}} {
+		if p.has(k.key) {
+			continue
+		}
+		if err := checkZKPath(*k.val); err != nil {
+			p.add(k.key, err)
+		}
+	}
+	if !p.has("root") && !p.has("meta") && zkOverlap(c.Root, c.Meta) {
+		p.addf("meta", "%q overlaps root %q: zkconf's bookkeeping must live outside the published config tree", c.Meta, c.Root)
+	}
+	if !p.has("state_dir") {
+		if err := checkAbsPath(c.StateDir); err != nil {
+			p.add("state_dir", err)
+		} else {
+			c.StateDir = filepath.Clean(c.StateDir)
+		}
+	}
+	if !p.has("agent_id") {
+		if err := checkAgentID(c.AgentID); err != nil {
+			p.add("agent_id", err)
+		}
+	}
+	if !p.has("http.listen") && c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen); err != nil {
+			p.addf("http.listen", "%q: %w (use \"\" to disable)", c.HTTP.Listen, err)
+		}
+	}
+	if !p.has("log.format") && c.Log.Format != LogText && c.Log.Format != LogJSON {
+		p.addf("log.format", "unknown format %q: want text or json", c.Log.Format)
+	}
+	if !p.has("apply") && c.Apply != ApplyAll && c.Apply != ApplyIndependent {
+		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
+	}
+	positive(p, "stale_after", c.StaleAfter)
+	positive(p, "resync_interval", c.ResyncInterval)
+	if !p.has("resync_jitter") {
+		switch {
+		case c.ResyncJitter < 0:
+			p.addf("resync_jitter", "must not be negative")
+		case !p.has("resync_interval") && c.ResyncInterval > 0 && c.ResyncJitter >= c.ResyncInterval:
+			p.addf("resync_jitter", "%v must be shorter than resync_interval %v", c.ResyncJitter, c.ResyncInterval)
+		}
+	}
+	c.validateTargets(p)
+}
+
+func (c *Config) validateZooKeeper(p *problems) {
+	zk := &c.ZooKeeper
+	if !p.has("zookeeper.servers") {
+		if len(zk.Servers) == 0 {
+			p.addf("zookeeper.servers", "at least one server (host:port) is required")
+		}
+		seen := make(map[string]int)
+		for i, s := range zk.Servers {
+			key := fmt.Sprintf("zookeeper.servers[%d]", i)
+			if err := checkHostPort(s); err != nil {
+				p.addf(key, "%q: %w", s, err)
+				continue
+			}
+			if j, dup := seen[s]; dup {
+				p.addf(key, "%q is listed twice (also zookeeper.servers[%d])", s, j)
+			}
+			seen[s] = i
+		}
+	}
+	positive(p, "zookeeper.session_timeout", zk.SessionTimeout)
+	if zk.AuthFile != "" && !p.has("zookeeper.auth_file") {
+		if err := checkAuthFile(zk.AuthFile); err != nil {
+			p.add("zookeeper.auth_file", err)
+		}
+	}
+}
+
+// checkAuthFile refuses credentials that are missing or readable by
+// everyone, as sshd does for private keys.
+func checkAuthFile(name string) error {
+	if !filepath.IsAbs(name) {
+		return fmt.Errorf("%q must be an absolute path", name)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return fmt.Errorf("cannot use credentials file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		return fmt.Errorf("%s is readable by every user (mode %04o): chmod o-r it", name, fi.Mode().Perm())
+	}
+	return nil
+}
+
+func (c *Config) validateTargets(p *problems) {
+	if len(c.Targets) == 0 && !p.has("targets") {
+		p.addf("targets", "at least one target is required")
+		return
+	}
+	names := make(map[string]int)
+	dests := make(map[string]int)
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		prefix := fmt.Sprintf("targets[%d]", i)
+		if p.has(prefix) {
+			continue // not even a mapping
+		}
+		validateTarget(prefix, t, p)
+		key := prefix + ".name"
+		if j, dup := names[t.Name]; dup && t.Name != "" && !p.has(key) {
+			p.addf(key, "duplicate name %q (also targets[%d])", t.Name, j)
+		} else if !dup {
+			names[t.Name] = i
+		}
+		key = prefix + ".dest"
+		if p.has(key) {
+			continue
+		}
+		if j, dup := dests[t.Dest]; dup {
+			p.addf(key, "duplicate destination %s (also targets[%d])", t.Dest, j)
+			continue
+		}
+		dests[t.Dest] = i
+		if !p.has("state_dir") && c.StateDir != "" {
+			if within(c.StateDir, t.Dest) {
+				p.addf(key, "%s is inside state_dir %s, which the agent manages itself", t.Dest, c.StateDir)
+			} else if t.Type == TargetDir && within(t.Dest, c.StateDir) {
+				p.addf(key, "directory %s contains state_dir %s", t.Dest, c.StateDir)
+			}
+		}
+	}
+	// A directory target owns everything under its dest: any other target
+	// inside it would be deleted or shadowed at the next swap.
+	for i := range c.Targets {
+		d := &c.Targets[i]
+		if d.Type != TargetDir || d.Dest == "" || p.has(fmt.Sprintf("targets[%d].dest", i)) {
+			continue
+		}
+		for j := range c.Targets {
+			o := &c.Targets[j]
+			key := fmt.Sprintf("targets[%d].dest", j)
+			if i == j || o.Dest == "" || o.Dest == d.Dest || p.has(key) {
+				continue
+			}
+			if within(d.Dest, o.Dest) {
+				p.addf(key, "%s is inside directory target targets[%d] (%s)", o.Dest, i, d.Dest)
+			}
+		}
+	}
+}
+
+func validateTarget(prefix string, t *Target, p *problems) {
+	k := func(key string) string { return prefix + "." + key }
+	switch {
+	case p.has(k("name")):
+	case t.Name == "":
+		p.add(k("name"), errRequired)
+	case !targetNameRE.MatchString(t.Name):
+		p.addf(k("name"), "%q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", t.Name)
+	}
+	switch t.Type {
+	case TargetFile, TargetDir, TargetTemplate:
+	case "":
+		p.addf(k("type"), "required: file, dir or template")
+	default:
+		p.addf(k("type"), "unknown type %q: want file, dir or template", t.Type)
+	}
+	if !p.has(k("dest")) {
+		if err := checkAbsPath(t.Dest); err != nil {
+			p.add(k("dest"), err)
+		} else if t.Dest = filepath.Clean(t.Dest); t.Dest == "/" {
+			p.addf(k("dest"), "must not be the root directory")
+		}
+	}
+
+	onlyFor := func(key string, set bool, want TargetType) {
+		if set && t.Type != want && t.Type != "" && !p.has(k(key)) {
+			p.addf(k(key), "only valid for type %s (this target is %s)", want, t.Type)
+		}
+	}
+	onlyFor("src", t.Src != "", TargetTemplate)
+	onlyFor("item", t.Item != "", TargetFile)
+	onlyFor("items", len(t.Items) > 0, TargetDir)
+	if t.FollowSymlink && t.Type == TargetDir {
+		p.addf(k("follow_symlink"), "not valid for type dir: the directory's links are managed by the agent")
+	}
+	switch t.Type {
+	case TargetTemplate:
+		if !p.has(k("src")) {
+			if err := t.parseTemplate(); err != nil {
+				p.add(k("src"), err)
+			}
+		}
+	case TargetFile:
+		switch {
+		case p.has(k("item")):
+		case t.Item == "":
+			p.addf(k("item"), "required for type file: the name of the item to write")
+		default:
+			if err := render.ValidateName(t.Item); err != nil {
+				p.add(k("item"), err)
+			}
+		}
+	case TargetDir:
+		if len(t.Items) == 0 && !p.has(k("items")) {
+			p.addf(k("items"), "selects no item: omit the key to select all items")
+		}
+		for i, g := range t.Items {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				p.addf(fmt.Sprintf("%s[%d]", k("items"), i), "invalid glob %q", g)
+			}
+		}
+	}
+
+	if !p.has(k("mode")) {
+		switch {
+		case t.Mode&^(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0:
+			p.addf(k("mode"), "%v: only permission bits are allowed", t.Mode)
+		case t.Mode.Perm() == 0:
+			p.addf(k("mode"), "0000 would make the file unreadable to everyone but root")
+		}
+	}
+	var err error
+	if t.UID, err = resolveID(t.Owner, lookupUser); err != nil {
+		p.add(k("owner"), err)
+	}
+	if t.GID, err = resolveID(t.Group, lookupGroup); err != nil {
+		p.add(k("group"), err)
+	}
+	if t.Check != "" && !p.has(k("check")) {
+		if _, err := expandCheck(t.Check, "'/staged'"); err != nil {
+			p.addf(k("check"), "invalid placeholder (only {{.src}} is available): %w", err)
+		}
+	}
+	positive(p, k("timeout"), t.Timeout)
+}
+
+// parseTemplate reads and parses Src with the render helpers, so that a
+// template error stops the agent at start-up rather than at the first
+// generation.
+func (t *Target) parseTemplate() error {
+	if t.Src == "" {
+		return errors.New("required for type template: the template file")
+	}
+	if !filepath.IsAbs(t.Src) {
+		return fmt.Errorf("%q must be an absolute path", t.Src)
+	}
+	f, err := os.Open(t.Src)
+	if err != nil {
+		return fmt.Errorf("cannot read template: %w", err)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, maxTemplateSize+1))
+	if err != nil {
+		return fmt.Errorf("cannot read template: %w", err)
+	}
+	if len(text) > maxTemplateSize {
+		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
+	}
+	tmpl, err := render.Parse(filepath.Base(t.Src), string(text))
+	if err != nil {
+		return fmt.Errorf("cannot parse template: %w", err)
+	}
+	t.Template = tmpl
+	return nil
+}
+
+func lookupUser(name string) (string, error) {
+	u, err := user.Lookup(name)
+	var unknown user.UnknownUserError
+	if errors.As(err, &unknown) {
+		return "", fmt.Errorf("unknown user %q", name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up user %q: %w", name, err)
+	}
+	return u.Uid, nil
+}
+
+func lookupGroup(name string) (string, error) {
+	g, err := user.LookupGroup(name)
+	var unknown user.UnknownGroupError
+	if errors.As(err, &unknown) {
+		return "", fmt.Errorf("unknown group %q", name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up group %q: %w", name, err)
+	}
+	return g.Gid, nil
+}
+
+// resolveID turns a user or group name or numeric id into a numeric id;
+// "" means unset (-1). Numeric ids are taken as they are, without lookup:
+// a container may well use ids that /etc/passwd does not list.
+func resolveID(s string, lookup func(string) (string, error)) (int, error) {
+	if s == "" {
+		return -1, nil
+	}
+	id := s
+	if _, err := strconv.ParseUint(s, 10, 32); err != nil {
+		if id, err = lookup(s); err != nil {
+			return -1, err
+		}
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil || n == 1<<32-1 { // (uid_t)-1 means "no change" to chown
+		return -1, fmt.Errorf("%q: invalid numeric id %q", s, id)
+	}
+	return int(n), nil
+}
+
+func positive(p *problems, key string, d time.Duration) {
+	if !p.has(key) && d <= 0 {
+		p.addf(key, "must be a positive duration, like \"10s\"")
+	}
+}
+
+func checkAbsPath(s string) error {
+	switch {
+	case s == "":
+		return errRequired
+	case !filepath.IsAbs(s):
+		return fmt.Errorf("%q must be an absolute path", s)
+	case strings.ContainsRune(s, 0):
+		return errors.New("must not contain NUL")
+	}
+	return nil
+}
+
+// within reports whether child is parent or below it; both are clean and
+// absolute.
+func within(parent, child string) bool {
+	parent, child = filepath.Clean(parent), filepath.Clean(child)
+	if parent == child {
+		return true
+	}
+	if parent != string(filepath.Separator) {
+		parent += string(filepath.Separator)
+	}
+	return strings.HasPrefix(child, parent)
+}
+
+// checkHostPort validates "host:port" with a numeric port in 1-65535. The
+// host may be empty (all interfaces) for listen addresses.
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if strings.ContainsAny(host, " /") {
+		return errors.New("invalid host")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("invalid port %q", port)
+	}
+	return nil
+}
+
+// checkZKPath validates an absolute ZooKeeper path.
+func checkZKPath(s string) error {
+	switch {
+	case s == "":
+		return errRequired
+	case !strings.HasPrefix(s, "/"):
+		return fmt.Errorf("%q: a ZooKeeper path must start with /", s)
+	case s == "/":
+		return errors.New("must not be the ZooKeeper root")
+	case strings.HasSuffix(s, "/"):
+		return fmt.Errorf("%q: must not end with /", s)
+	}
+	for i, seg := range strings.Split(s[1:], "/") {
+		switch {
+		case seg == "":
+			return fmt.Errorf("%q: empty path segment", s)
+		case seg == "." || seg == "..":
+			return fmt.Errorf("%q: relative segments (. or ..) are not allowed", s)
+		case i == 0 && seg == "zookeeper":
+			return fmt.Errorf("%q: /zookeeper is reserved by ZooKeeper", s)
+		}
+	}
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return fmt.Errorf("%q: control characters are not allowed", s)
+	}
+	return nil
+}
+
+// zkOverlap reports whether one ZooKeeper path is the other or below it.
+func zkOverlap(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
+// checkAgentID keeps the agent id usable as a single ZooKeeper node name.
+func checkAgentID(s string) error {
+	switch {
+	case s == "":
+		return errRequired
+	case s == "." || s == "..":
+		return fmt.Errorf("%q is not a valid node name", s)
+	case strings.Contains(s, "/"):
+		return fmt.Errorf("%q must not contain /", s)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("%q must not contain control characters", s)
+	case len(s) > 255:
+		return errors.New("longer than 255 bytes")
+	}
+	return nil
+}

@@ -1,0 +1,386 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// Options configure a Daemon. cmd/confagent builds them from the YAML
+// configuration; embedders can build them directly.
+type Options struct {
+	Root    string
+	Meta    string
+	ZK      zkconn.Config
+	AgentID string
+	// StateDir holds the persisted snapshot (created 0700).
+	StateDir string
+	// StaleAfter is how long the agent may be without a live ZooKeeper
+	// view before /readyz fails.
+	StaleAfter     time.Duration
+	ResyncInterval time.Duration
+	ResyncJitter   time.Duration
+	Apply          ApplyMode
+	Targets        []TargetSpec
+	Logger         *slog.Logger
+	// ACL is given to the status node; zk.WorldACL(zk.PermAll) when nil.
+	ACL []zk.ACL
+	// Version is reported in /status and the status node.
+	Version string
+	// NoPersist keeps the snapshot in memory only (confagent --dry-run
+	// writes nothing, not even the state file).
+	NoPersist bool
+	// Heartbeat, when set, is called every HeartbeatInterval from the main
+	// loop, between applies: a stuck loop stops the calls (systemd's
+	// watchdog restarts the agent).
+	Heartbeat         func()
+	HeartbeatInterval time.Duration
+	// OnStatus, when set, is called (from the daemon's goroutine) with the
+	// new status after every apply attempt and state change. It must not
+	// block for long.
+	OnStatus func(Status)
+}
+
+// StateFileName is the persisted snapshot's file name inside StateDir.
+const StateFileName = "snapshot.state"
+
+// Daemon follows a root and keeps every target rendered from its newest
+// generation: confagent's main loop.
+type Daemon struct {
+	log     *slog.Logger
+	conn    *zk.Conn
+	sess    *zkconn.Session
+	cache   *cache.Cache
+	status  *statusNode
+	r       *Renderer
+	metrics *Metrics
+	reconf  chan Options
+
+	mu   sync.Mutex
+	opts Options
+}
+
+// NewDaemon creates the cache (loading the persisted snapshot, so a host
+// booting while ZooKeeper is down can render its last good config at once)
+// and compiles the targets. It does not wait for ZooKeeper.
+func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = time.Minute
+	}
+	if !opts.NoPersist {
+		if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+	}
+	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1)}
+	d.metrics = NewMetrics(d.staleSeconds)
+	r, err := NewRenderer(opts.Targets, opts.Apply, log, d.metrics)
+	if err != nil {
+		return nil, err
+	}
+	d.r = r
+	// The daemon owns the session, so that the cache and the status node
+	// share it and the daemon (the application, in seed 001's terms)
+	// decides what an expiry means: resync and re-register.
+	conn, sess, err := zkconn.Dial(opts.ZK)
+	if err != nil {
+		return nil, err
+	}
+	d.conn, d.sess = conn, sess
+	copts := []cache.Option{cache.WithConn(conn, sess), cache.WithLogger(log)}
+	if !opts.NoPersist {
+		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
+	}
+	if opts.Meta != "" {
+		copts = append(copts, cache.WithMeta(opts.Meta))
+	}
+	if opts.ResyncInterval > 0 {
+		copts = append(copts, cache.WithResyncInterval(opts.ResyncInterval))
+	}
+	if opts.ResyncJitter > 0 {
+		copts = append(copts, cache.WithResyncJitter(opts.ResyncJitter))
+	}
+	c, err := cache.New(ctx, opts.Root, copts...)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	d.cache = c
+	acl := opts.ACL
+	if acl == nil {
+		acl = zk.WorldACL(zk.PermAll)
+	}
+	meta := opts.Meta
+	if meta == "" {
+		meta = layout.DefaultMeta
+	}
+	if opts.AgentID != "" {
+		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta).StatusNode(opts.AgentID), acl, log)
+	}
+	return d, nil
+}
+
+// Cache returns the daemon's cache.
+func (d *Daemon) Cache() *cache.Cache { return d.cache }
+
+// Renderer returns the daemon's renderer.
+func (d *Daemon) Renderer() *Renderer { return d.r }
+
+// Metrics returns the daemon's metrics.
+func (d *Daemon) Metrics() *Metrics { return d.metrics }
+
+// Close stops the cache and closes the ZooKeeper session (the status node,
+// ephemeral, goes with it).
+func (d *Daemon) Close() error {
+	err := d.cache.Close()
+	d.conn.Close()
+	return err
+}
+
+// Reconfigure hands a new, already validated configuration to the running
+// daemon. Targets, apply mode and staleness limit change live. Settings
+// that need a restart (ZooKeeper servers and session timeout, root, meta,
+// state dir, agent id) keep their running values and are listed in
+// needRestart. A configuration whose targets do not compile is rejected
+// with err and the running one stays.
+func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
+	d.mu.Lock()
+	cur := d.opts
+	d.mu.Unlock()
+	if !slices.Equal(o.ZK.Servers, cur.ZK.Servers) {
+		needRestart = append(needRestart, "zookeeper.servers")
+	}
+	if o.ZK.SessionTimeout != cur.ZK.SessionTimeout {
+		needRestart = append(needRestart, "zookeeper.session_timeout")
+	}
+	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
+		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID} {
+		if changed {
+			needRestart = append(needRestart, k)
+		}
+	}
+	slices.Sort(needRestart)
+	// Compile first, so a bad target leaves the running configuration alone.
+	if _, err := NewRenderer(o.Targets, o.Apply, nil, nil); err != nil {
+		return nil, fmt.Errorf("new configuration rejected, the running one stays: %w", err)
+	}
+	select {
+	case <-d.reconf:
+	default:
+	}
+	d.reconf <- o
+	return needRestart, nil
+}
+
+// Run applies the persisted snapshot, if any, and then every new generation
+// until ctx ends. An apply in progress when ctx ends is finished first
+// (commands keep their own timeouts), so SIGTERM never leaves a
+// half-applied generation.
+func (d *Daemon) Run(ctx context.Context) error {
+	drift, err := newDriftWatcher(d.log)
+	if err != nil {
+		d.log.Warn("drift repair disabled: cannot watch files", "error", err)
+	}
+	if drift != nil {
+		defer drift.close()
+	}
+	if d.status != nil {
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		go d.status.run(sctx)
+		defer func() { cancel(); <-d.status.done }()
+	}
+	retry := newBackoff(time.Second, time.Minute)
+	apply := func(snap *cache.Snapshot) {
+		if snap == nil {
+			return
+		}
+		out := d.r.Apply(context.WithoutCancel(ctx), snap)
+		if out.Err != nil && !out.Rejected {
+			retry.schedule()
+		} else {
+			retry.reset()
+		}
+		if drift != nil {
+			drift.watch(d.r.Dests())
+		}
+		if !out.Skipped {
+			d.publishStatus()
+		}
+	}
+	var heartbeat <-chan time.Time
+	if d.opts.Heartbeat != nil && d.opts.HeartbeatInterval > 0 {
+		t := time.NewTicker(d.opts.HeartbeatInterval)
+		defer t.Stop()
+		heartbeat = t.C
+	}
+	d.onState(d.cache.State())
+	apply(d.cache.Snapshot())
+	var driftC <-chan struct{}
+	if drift != nil {
+		driftC = drift.events()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.cache.Done():
+			return errors.New("cache stopped")
+		case snap := <-d.cache.Updates():
+			apply(snap)
+		case st := <-d.cache.StateChanges():
+			d.onState(st)
+		case o := <-d.reconf:
+			if err := d.r.Configure(o.Targets, o.Apply); err != nil {
+				d.log.Error("new configuration rejected, the old one keeps running", "error", err)
+				continue
+			}
+			d.mu.Lock()
+			// Only what can change live is taken over.
+			d.opts.Targets, d.opts.Apply, d.opts.StaleAfter = o.Targets, o.Apply, o.StaleAfter
+			d.mu.Unlock()
+			d.log.Info("configuration reloaded", "targets", len(o.Targets))
+			apply(d.cache.Snapshot())
+		case <-driftC:
+			if fixed := d.r.Repair(); len(fixed) > 0 {
+				d.publishStatus()
+			}
+			drift.watch(d.r.Dests())
+		case <-heartbeat:
+			d.opts.Heartbeat()
+		case <-retry.C():
+			d.log.Info("retrying apply after a failure")
+			apply(d.cache.Snapshot())
+		}
+	}
+}
+
+func (d *Daemon) onState(st cache.StateInfo) {
+	d.metrics.setState(stateName(st.State), st.Generation)
+	d.publishStatus()
+}
+
+func (d *Daemon) publishStatus() {
+	d.mu.Lock()
+	fn := d.opts.OnStatus
+	d.mu.Unlock()
+	s := d.Status()
+	if d.status != nil {
+		d.status.update(s)
+	}
+	if fn != nil {
+		fn(s)
+	}
+}
+
+// Plan waits for the live generation and returns what applying it would
+// change, writing nothing.
+func (d *Daemon) Plan(ctx context.Context) (Snapshot, []Change, error) {
+	snap, err := d.waitLive(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := d.r.Plan(snap)
+	return snap, ch, err
+}
+
+// Once waits for the live generation (not just the persisted one), applies
+// it, and returns the apply's error: confagent --once.
+func (d *Daemon) Once(ctx context.Context) (Outcome, error) {
+	snap, err := d.waitLive(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := d.r.Apply(ctx, snap)
+	return out, out.Err
+}
+
+// waitLive waits until the cache is in sync with ZooKeeper and returns its
+// snapshot.
+func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
+	for {
+		st := d.cache.State()
+		if st.State == cache.StateLive {
+			if s := d.cache.Snapshot(); s != nil {
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			reason := ""
+			if st.Err != nil {
+				reason = ": " + st.Err.Error()
+			}
+			return nil, fmt.Errorf("no live generation from ZooKeeper (state %v%s): %w", st.State, reason, ctx.Err())
+		case <-d.cache.StateChanges():
+		case <-d.cache.Updates():
+		case <-d.cache.Done():
+			return nil, errors.New("cache stopped")
+		}
+	}
+}
+
+func (d *Daemon) staleSeconds() float64 {
+	st := d.cache.State()
+	if st.State == cache.StateLive {
+		return 0
+	}
+	return time.Since(st.Since).Seconds()
+}
+
+func stateName(s cache.State) string {
+	switch s {
+	case cache.StateLive:
+		return "live"
+	case cache.StateStale:
+		return "stale"
+	case cache.StateExpired:
+		return "expired"
+	default:
+		return "starting"
+	}
+}
+
+// backoff is a resettable retry timer with exponential, jittered delays.
+type backoff struct {
+	min, max, cur time.Duration
+	t             *time.Timer
+}
+
+func newBackoff(min, max time.Duration) *backoff {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &backoff{min: min, max: max, t: t}
+}
+
+func (b *backoff) C() <-chan time.Time { return b.t.C }
+
+func (b *backoff) schedule() {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else if b.cur *= 2; b.cur > b.max {
+		b.cur = b.max
+	}
+	b.t.Reset(b.cur/2 + rand.N(b.cur/2+1))
+}
+
+func (b *backoff) reset() {
+	b.cur = 0
+	b.t.Stop()
+}

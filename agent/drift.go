@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/zkconf/zkconf/agent/render"
+)
+
+// driftDebounce groups the burst of events one edit (or one of our own
+// applies) produces into one repair pass.
+const driftDebounce = 200 * time.Millisecond
+
+// driftWatcher reports changes to the targets' outputs. It watches the
+// directory holding each file or template output, and for dir targets the
+// directory and its current generation directory (editing dir/name writes
+// through the link into it). Our own writes show up too; the repair pass
+// that follows finds nothing to fix, which is cheaper than telling events
+// apart.
+type driftWatcher struct {
+	w       *fsnotify.Watcher
+	log     *slog.Logger
+	watched map[string]bool
+	out     chan struct{}
+	done    chan struct{}
+}
+
+func newDriftWatcher(log *slog.Logger) (*driftWatcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	d := &driftWatcher{w: w, log: log, watched: map[string]bool{},
+		out: make(chan struct{}, 1), done: make(chan struct{})}
+	go d.loop()
+	return d, nil
+}
+
+func (d *driftWatcher) events() <-chan struct{} { return d.out }
+
+// watch makes the watch set match specs. Called from the daemon's goroutine
+// only. When it arms a new watch it also asks for one repair pass: a change
+// made between the write and the watch would otherwise go unseen.
+func (d *driftWatcher) watch(specs []TargetSpec) {
+	added := false
+	want := map[string]bool{}
+	for _, s := range specs {
+		switch s.Kind {
+		case KindDir:
+			want[s.Dest] = true
+			if cur, err := render.CurrentPath(s.Dest); err == nil {
+				want[cur] = true
+			}
+		default:
+			want[filepath.Dir(s.Dest)] = true
+		}
+	}
+	for p := range d.watched {
+		if !want[p] {
+			_ = d.w.Remove(p)
+			delete(d.watched, p)
+		}
+	}
+	for p := range want {
+		if d.watched[p] {
+			continue
+		}
+		if err := d.w.Add(p); err != nil {
+			d.log.Warn("drift watch not set", "path", p, "error", err)
+			continue
+		}
+		d.watched[p] = true
+		added = true
+	}
+	if added {
+		d.signal()
+	}
+}
+
+func (d *driftWatcher) signal() {
+	select {
+	case d.out <- struct{}{}:
+	default:
+	}
+}
+
+// ownName reports whether a file name is one the writers create while
+// staging (temp files, timestamped and temporary directories and links):
+// their events are ours, and reacting to them would loop forever.
+func ownName(name string) bool {
+	base := filepath.Base(name)
+	return strings.HasPrefix(base, "..") || strings.Contains(base, ".zkconf-tmp")
+}
+
+func (d *driftWatcher) loop() {
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-d.done:
+			return
+		case ev, ok := <-d.w.Events:
+			if !ok {
+				return
+			}
+			// Any other change in a watched directory starts a repair
+			// pass: the pass compares content and is a no-op for
+			// unrelated files, which keeps this loop free of shared state.
+			if ownName(ev.Name) {
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(driftDebounce)
+				fire = timer.C
+			}
+		case err, ok := <-d.w.Errors:
+			if !ok {
+				return
+			}
+			d.log.Warn("file watch error", "error", err)
+		case <-fire:
+			timer, fire = nil, nil
+			d.signal()
+		}
+	}
+}
+
+func (d *driftWatcher) close() {
+	close(d.done)
+	_ = d.w.Close()
+}

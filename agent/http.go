@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/fleet"
+)
+
+// Status is the agent's state as /status and the status node report it;
+// the wire format is fleet.Status, shared with confpush.
+type Status = fleet.Status
+
+// Status returns the agent's current status.
+func (d *Daemon) Status() Status {
+	d.mu.Lock()
+	opts := d.opts
+	d.mu.Unlock()
+	st := d.cache.State()
+	s := Status{
+		AgentID: opts.AgentID, Version: opts.Version, Root: opts.Root,
+		CacheGeneration: st.Generation, State: stateName(st.State), Since: st.Since,
+		StaleSeconds: d.staleSeconds(), Targets: d.r.Results(), Attempted: d.r.Attempted(),
+	}
+	if a := d.r.Applied(); a != nil {
+		s.Generation, s.Zxid, s.PublishID = a.Generation(), a.Zxid(), a.PublishID()
+		for _, t := range s.Targets {
+			if t.UpdatedAt.After(s.AppliedAt) && t.Generation == a.Generation() {
+				s.AppliedAt = t.UpdatedAt
+			}
+		}
+	}
+	if err := d.r.LastError(); err != nil {
+		s.LastError = err.Error()
+	}
+	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
+	return s
+}
+
+// ready decides /readyz: something applied, the last apply clean, and
+// ZooKeeper not away for longer than the staleness limit.
+func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (bool, string) {
+	switch {
+	case s.Generation == 0:
+		return false, "no generation applied yet"
+	case s.LastError != "":
+		return false, "last apply failed: " + s.LastError
+	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
+		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
+	}
+	return true, ""
+}
+
+// Handler serves /healthz, /readyz, /status and /metrics.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		s := d.Status()
+		if !s.Ready {
+			http.Error(w, "not ready: "+s.NotReadyReason, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ready: generation %d\n", s.Generation)
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(d.Status())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}

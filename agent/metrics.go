@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the agent's Prometheus metrics, in a registry of their own
+// (no global state: tests and embedders can run several agents).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	generation      prometheus.Gauge
+	cacheGeneration prometheus.Gauge
+	applies         *prometheus.CounterVec
+	failures        *prometheus.CounterVec
+	reloads         *prometheus.CounterVec
+	repairs         *prometheus.CounterVec
+	latency         prometheus.Histogram
+	zkState         *prometheus.GaugeVec
+	staleSeconds    prometheus.GaugeFunc
+}
+
+// NewMetrics registers the agent's metrics. stale reports how long the
+// agent has been without a live ZooKeeper view (0 while live).
+func NewMetrics(stale func() float64) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "zkconf_agent_generation", Help: "Generation applied to every target."}),
+		cacheGeneration: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "zkconf_agent_cache_generation", Help: "Newest generation the agent's cache holds."}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "zkconf_agent_applies_total", Help: "Apply attempts by result (ok, failed)."}, []string{"result"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "zkconf_agent_failures_total", Help: "Failures by target and kind (render, check, write, reload)."},
+			[]string{"target", "kind"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "zkconf_agent_reloads_total", Help: "Successful reload commands by target."}, []string{"target"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "zkconf_agent_drift_repairs_total", Help: "Outputs restored after being changed outside the agent."},
+			[]string{"target"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "zkconf_agent_publish_to_apply_seconds",
+			Help:    "From the manifest's published_at to the end of a successful apply (clock skew between hosts adds to it).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
+		zkState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "zkconf_agent_zookeeper_state", Help: "1 for the cache's current state (starting, live, stale, expired)."},
+			[]string{"state"}),
+	}
+	m.staleSeconds = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "zkconf_agent_stale_seconds", Help: "Seconds since the agent last had a live view of ZooKeeper (0 while live)."}, stale)
+	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
+		m.zkState, m.staleSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range []string{"ok", "failed"} {
+		m.applies.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *Metrics) observeApply(snap Snapshot, out Outcome, _ time.Duration) {
+	if m == nil || out.Skipped {
+		return
+	}
+	if out.Err != nil {
+		m.applies.WithLabelValues("failed").Inc()
+		return
+	}
+	m.applies.WithLabelValues("ok").Inc()
+	m.generation.Set(float64(snap.Generation()))
+	if len(out.Changed) > 0 && !snap.PublishedAt().IsZero() {
+		m.latency.Observe(time.Since(snap.PublishedAt()).Seconds())
+	}
+}
+
+func (m *Metrics) failure(target, kind string) {
+	if m != nil {
+		m.failures.WithLabelValues(target, kind).Inc()
+	}
+}
+
+func (m *Metrics) reloaded(target string) {
+	if m != nil {
+		m.reloads.WithLabelValues(target).Inc()
+	}
+}
+
+func (m *Metrics) repaired(target string) {
+	if m != nil {
+		m.repairs.WithLabelValues(target).Inc()
+	}
+}
+
+// setState records the cache's state name and generation.
+func (m *Metrics) setState(state string, cacheGen int64) {
+	if m == nil {
+		return
+	}
+	for _, s := range []string{"starting", "live", "stale", "expired"} {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.zkState.WithLabelValues(s).Set(v)
+	}
+	m.cacheGeneration.Set(float64(cacheGen))
+}

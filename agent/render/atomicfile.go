@@ -1,0 +1,450 @@
+// Package render turns a verified, immutable configuration snapshot into
+// files on disk: single files replaced atomically (WriteFile, Stage), whole
+// directories swapped atomically through a "..data" symlink (DirWriter), and
+// text/template rendering restricted to the snapshot (Render, Parse).
+//
+// Everything here is written so that a process killed at any instant (SIGKILL,
+// power loss after the fsyncs) leaves consumers looking at either the complete
+// old content or the complete new content, never a truncated or empty file.
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ErrSymlinkDest is returned (wrapped in an *os.PathError) when the
+// destination of WriteFile or Stage is a symbolic link and
+// FileOptions.FollowSymlink is false. Replacing a symlink with a regular
+// file silently would break whatever layout the administrator built (and
+// following it blindly could write outside the intended directory), so the
+// caller has to opt in.
+var ErrSymlinkDest = errors.New("destination is a symbolic link")
+
+// ErrNotRegular is returned (wrapped in an *os.PathError) when the
+// destination exists but is not a regular file (a directory, a device, a
+// socket...). Renaming over it would either fail obscurely or destroy it.
+var ErrNotRegular = errors.New("destination is not a regular file")
+
+// ErrAlreadyDone is returned by Commit when the staged file or directory
+// was already committed or aborted.
+var ErrAlreadyDone = errors.New("staged change already committed or aborted")
+
+// tempMarker is part of every temporary file name so that stale files left
+// by a crash can be recognised (see RemoveStaleTemps) and so that humans
+// listing the directory know who left them there.
+const tempMarker = ".zkconf-tmp"
+
+// maxSymlinkHops bounds symlink resolution, like the kernel's ELOOP limit.
+const maxSymlinkHops = 40
+
+// maxTempBase bounds the part of the destination name that is copied into
+// the temporary file name, keeping the result below NAME_MAX (255).
+const maxTempBase = 200
+
+// modeBits are the mode bits WriteFile applies and compares. File type bits
+// are not allowed in FileOptions.Mode.
+const modeBits = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
+
+// FileOptions says how a written file must look on disk.
+//
+// The zero value is usually not what you want: UID and GID 0 mean root and
+// Mode 0 means no permissions at all. Start from DefaultFileOptions.
+type FileOptions struct {
+	// Mode is the permission bits (plus optionally setuid, setgid, sticky)
+	// of the written file. It is applied with fchmod, so the process umask
+	// does not matter.
+	Mode os.FileMode
+	// UID and GID are the numeric owner and group; -1 means "do not chown".
+	// Because a replaced file is a new inode, -1 means the file ends up
+	// owned by the writing process, not by the previous file's owner.
+	UID, GID int
+	// FollowSymlink allows the destination of WriteFile/Stage to be a
+	// symbolic link; the final target of the link is replaced and the link
+	// itself is kept. Ignored by DirWriter, which manages its own links.
+	FollowSymlink bool
+}
+
+// DefaultFileOptions returns mode 0640 without any chown.
+func DefaultFileOptions() FileOptions {
+	return FileOptions{Mode: 0o640, UID: -1, GID: -1}
+}
+
+func (o FileOptions) validate() error {
+	if o.Mode&^modeBits != 0 {
+		return fmt.Errorf("render: invalid file mode %v: only permission, setuid, setgid and sticky bits are allowed", o.Mode)
+	}
+	if o.UID < -1 || o.GID < -1 {
+		return fmt.Errorf("render: invalid owner %d:%d", o.UID, o.GID)
+	}
+	return nil
+}
+
+// WriteFile atomically replaces the file at path with data, mode and owner
+// taken from opts. It reports whether anything on disk changed.
+//
+// The algorithm:
+//
+//  1. Resolve path: if it is a symlink, fail with ErrSymlinkDest unless
+//     opts.FollowSymlink is set, in which case the link chain is followed
+//     (at most 40 hops) and the final target is what gets replaced. An
+//     existing destination that is not a regular file fails with
+//     ErrNotRegular.
+//  2. If the destination exists with identical content, mode and (where
+//     opts asks for one) owner, return changed=false without writing
+//     anything: no new inode, no mtime change, no fsync. Consumers watching
+//     the file (inotify, mtime polling) see nothing.
+//  3. Create a temporary file in the destination's directory (so the
+//     rename in step 6 stays within one filesystem and is atomic); its name
+//     is "." + base name + ".zkconf-tmp" + random digits, hidden from
+//     naive globbing and recognisable by RemoveStaleTemps.
+//  4. Write the data, then fchown (if opts asks) and fchmod. chown comes
+//     first because it may clear setuid/setgid bits; both happen before the
+//     rename so the file never becomes visible with wrong permissions.
+//  5. fsync the file, so that after a power loss the rename in step 6
+//     cannot expose a file whose data blocks were never written.
+//  6. rename(2) the temporary file over the destination: readers see the
+//     old inode or the new one, never a partial file.
+//  7. fsync the directory, making the rename itself durable.
+//
+// On any error before the rename the temporary file is removed and the
+// destination is untouched. A crash (SIGKILL) can leave a temporary file
+// behind; call RemoveStaleTemps at start-up to clean it. The parent
+// directory must exist.
+//
+// WriteFile must not be called concurrently for the same destination.
+func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err error) {
+	if err := opts.validate(); err != nil {
+		return false, err
+	}
+	dest, err := resolveDest(path, opts.FollowSymlink)
+	if err != nil {
+		return false, err
+	}
+	same, err := sameFile(dest, data, opts)
+	if err != nil {
+		return false, err
+	}
+	if same {
+		return false, nil
+	}
+	s, err := stage(path, dest, data, opts)
+	if err != nil {
+		return false, err
+	}
+	// The comparison above was just done; committing without a second one
+	// avoids reading the destination twice.
+	return s.commit(false)
+}
+
+// StagedFile is a complete, fsynced temporary file waiting to replace its
+// destination. It exists so that a check command (nginx -t -c FILE,
+// visudo -cf FILE, ...) can validate the new content at Path before it
+// becomes visible at the destination. Exactly one of Commit or Abort must
+// be called; calling Abort after Commit is a harmless no-op, so
+// "defer s.Abort()" is the intended idiom.
+type StagedFile struct {
+	path    string // destination as given by the caller
+	dest    string // destination after symlink resolution
+	tmp     string
+	data    []byte
+	opts    FileOptions
+	changed bool
+	done    bool
+}
+
+// Stage performs steps 1 and 3-5 of WriteFile: it writes data to a
+// temporary file next to the destination with the final mode and owner,
+// fsyncs it, and returns it without touching the destination. A temporary
+// file is created even when the content is unchanged, so that a check
+// command always has a file to look at; Changed tells whether committing
+// would change anything.
+//
+// data must not be modified until Commit or Abort returns.
+func Stage(path string, data []byte, opts FileOptions) (*StagedFile, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dest, err := resolveDest(path, opts.FollowSymlink)
+	if err != nil {
+		return nil, err
+	}
+	same, err := sameFile(dest, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := stage(path, dest, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.changed = !same
+	return s, nil
+}
+
+func stage(path, dest string, data []byte, opts FileOptions) (s *StagedFile, err error) {
+	f, err := os.CreateTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest))+"*")
+	if err != nil {
+		return nil, fmt.Errorf("render: create temporary file for %s: %w", dest, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close() // may already be closed; the error is irrelevant then
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return nil, fmt.Errorf("render: write %s: %w", tmp, err)
+	}
+	if err := applyOwnerMode(f, opts); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("render: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("render: close %s: %w", tmp, err)
+	}
+	return &StagedFile{path: path, dest: dest, tmp: tmp, data: data, opts: opts, changed: true}, nil
+}
+
+// Path returns the temporary file's path, for a check command.
+func (s *StagedFile) Path() string { return s.tmp }
+
+// Dest returns the file that Commit will replace (after symlink resolution).
+func (s *StagedFile) Dest() string { return s.dest }
+
+// Changed reports whether, when Stage ran, the destination differed from
+// the staged content, mode or owner. Commit re-checks.
+func (s *StagedFile) Changed() bool { return s.changed }
+
+// Commit renames the staged file over the destination and fsyncs the
+// directory (steps 6-7 of WriteFile). If the destination is (by now)
+// identical, the staged file is discarded and changed is false. If the
+// destination became a symlink since Stage (and symlinks are not followed),
+// Commit fails with ErrSymlinkDest and leaves the destination alone.
+func (s *StagedFile) Commit() (changed bool, err error) {
+	if s.done {
+		return false, ErrAlreadyDone
+	}
+	dest, err := resolveDest(s.path, s.opts.FollowSymlink)
+	if err != nil {
+		s.Abort()
+		return false, err
+	}
+	if dest != s.dest {
+		s.Abort()
+		return false, fmt.Errorf("render: destination %s now resolves to %s, was %s at stage time", s.path, dest, s.dest)
+	}
+	return s.commit(true)
+}
+
+func (s *StagedFile) commit(recheck bool) (bool, error) {
+	if s.done {
+		return false, ErrAlreadyDone
+	}
+	if recheck {
+		same, err := sameFile(s.dest, s.data, s.opts)
+		if err != nil {
+			s.Abort()
+			return false, err
+		}
+		if same {
+			s.Abort()
+			return false, nil
+		}
+	}
+	s.done = true
+	if err := os.Rename(s.tmp, s.dest); err != nil {
+		_ = os.Remove(s.tmp)
+		return false, fmt.Errorf("render: rename into place: %w", err)
+	}
+	// The new content is visible from here on, so report changed=true even
+	// if making the rename durable fails: the caller must still reload.
+	if err := syncDir(filepath.Dir(s.dest)); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// Abort removes the staged file. It is idempotent and a no-op after Commit.
+func (s *StagedFile) Abort() {
+	if s.done {
+		return
+	}
+	s.done = true
+	_ = os.Remove(s.tmp) // best effort: a leftover is cleaned by RemoveStaleTemps
+}
+
+// RemoveStaleTemps removes temporary files that a crashed WriteFile or
+// Stage left next to dest (following the symlink if opts would). It returns
+// how many it removed. Call it only when no write to dest is in progress,
+// typically once at start-up.
+func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) {
+	dest, err := resolveDest(path, followSymlink)
+	if err != nil {
+		return 0, err
+	}
+	dir := filepath.Dir(dest)
+	prefix := tempPrefix(filepath.Base(dest))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("render: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
+
+func tempPrefix(base string) string {
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase]
+	}
+	return "." + base + tempMarker
+}
+
+// resolveDest applies the symlink policy to path and returns the file that
+// should actually be replaced. A missing destination is fine (it will be
+// created); a dangling symlink being followed resolves to its missing target.
+func resolveDest(path string, follow bool) (string, error) {
+	p := path
+	for hops := 0; ; hops++ {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("render: %w", err)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			if !fi.Mode().IsRegular() {
+				return "", &os.PathError{Op: "write", Path: p, Err: ErrNotRegular}
+			}
+			return p, nil
+		}
+		if !follow {
+			return "", &os.PathError{Op: "write", Path: path, Err: ErrSymlinkDest}
+		}
+		if hops >= maxSymlinkHops {
+			return "", &os.PathError{Op: "write", Path: path, Err: syscall.ELOOP}
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("render: %w", err)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+}
+
+// sameFile reports whether the regular file at path already has exactly
+// data as content, opts.Mode as mode and (where requested) opts' owner.
+// A missing file is simply "not the same".
+func sameFile(path string, data []byte, opts FileOptions) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("render: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("render: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode()&modeBits != opts.Mode {
+		return false, nil
+	}
+	if !ownerMatches(fi, opts) {
+		return false, nil
+	}
+	return sameContent(f, data)
+}
+
+// sameContent compares r with data chunk by chunk, so that comparing a
+// large file does not need a second full copy in memory.
+func sameContent(r io.Reader, data []byte) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for len(data) > 0 {
+		n := min(len(buf), len(data))
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return false, nil // shrank while we were reading
+			}
+			return false, fmt.Errorf("render: %w", err)
+		}
+		if !bytes.Equal(buf[:n], data[:n]) {
+			return false, nil
+		}
+		data = data[n:]
+	}
+	// Make sure the file did not grow after Stat.
+	n, err := r.Read(buf[:1])
+	if n > 0 {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("render: %w", err)
+	}
+	return true, nil
+}
+
+func ownerMatches(fi fs.FileInfo, opts FileOptions) bool {
+	if opts.UID < 0 && opts.GID < 0 {
+		return true
+	}
+	uid, gid, ok := fileOwner(fi)
+	if !ok {
+		return false
+	}
+	return (opts.UID < 0 || uid == opts.UID) && (opts.GID < 0 || gid == opts.GID)
+}
+
+// applyOwnerMode sets owner (first: chown may clear setuid/setgid) and then
+// mode on an open file.
+func applyOwnerMode(f *os.File, opts FileOptions) error {
+	if opts.UID >= 0 || opts.GID >= 0 {
+		if err := f.Chown(opts.UID, opts.GID); err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
+	}
+	if err := f.Chmod(opts.Mode); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that renames, creations and removals in it
+// survive a power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("render: fsync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		// EINVAL: the filesystem does not support fsync on directories
+		// (some FUSE and network filesystems); nothing more can be done.
+		return fmt.Errorf("render: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,688 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/BurntSushi/toml"
+	"gopkg.in/yaml.v3"
+)
+
+// Snapshot is the read-only view of one verified generation that templates
+// render from. Implementations must be immutable and safe for concurrent
+// use: a Template may be executed from several goroutines.
+type Snapshot interface {
+	// Generation is the generation number of the set.
+	Generation() int64
+	// Names returns the item names in the set, in any order.
+	Names() []string
+	// Get returns an item's content and whether the item exists.
+	Get(name string) ([]byte, bool)
+}
+
+// Default limits applied when a Limits field is zero.
+const (
+	DefaultMaxOutputBytes int64 = 64 << 20
+	DefaultMaxDepth             = 100
+)
+
+// Limits guards template execution against hostile or accidental
+// resource exhaustion through item content.
+type Limits struct {
+	// MaxOutputBytes caps the rendered output and every string a helper
+	// builds (indent, join, toJSON). Zero means DefaultMaxOutputBytes.
+	MaxOutputBytes int64
+	// MaxDepth caps the nesting depth of values returned by json, yaml and
+	// toml (a flat object is depth 1). Zero means DefaultMaxDepth.
+	MaxDepth int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	return l
+}
+
+// Errors a template helper can fail with; they are reachable with errors.Is
+// through the *Error returned by Execute and Render.
+var (
+	// ErrMissingItem: item, json, yaml or toml named an item that is not in
+	// the snapshot. Use "has" to test for optional items.
+	ErrMissingItem = errors.New("item not found")
+	// ErrInvalidData: an item could not be parsed as JSON, YAML or TOML.
+	ErrInvalidData = errors.New("invalid item data")
+	// ErrTooDeep: parsed item data nests deeper than Limits.MaxDepth.
+	ErrTooDeep = errors.New("item data nested too deeply")
+	// ErrOutputTooLarge: the output, or a string built by a helper, would
+	// exceed Limits.MaxOutputBytes.
+	ErrOutputTooLarge = errors.New("output exceeds size limit")
+	// ErrBadArgument: a string helper got an argument it cannot handle.
+	ErrBadArgument = errors.New("bad helper argument")
+)
+
+// Error is the error returned when executing a template fails. Its
+// message names the template, the position and the helper or item involved
+// but never includes item content, which may be secret: messages from
+// text/template that can embed values are rewritten or withheld, and parse
+// errors report positions only. Err, when set, is one of the Err* values of
+// this package.
+type Error struct {
+	Template string // template name
+	Msg      string // sanitised message
+	Err      error  // typed cause, may be nil
+}
+
+// Error returns the sanitised message, prefixed with "render: ".
+func (e *Error) Error() string { return "render: " + e.Msg }
+
+// Unwrap returns the typed cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Template is a parsed template, ready to be executed against any number of
+// snapshots, concurrently if needed. Parse it once when the configuration
+// is loaded, execute it for every generation.
+type Template struct {
+	tmpl   *template.Template
+	limits Limits
+}
+
+// Parse parses a template with the helpers below and default Limits.
+//
+// Helpers (all pure: none reads files, runs commands or looks at the
+// environment):
+//
+//	names              sorted item names ([]string)
+//	item NAME          item content as a string; error if missing
+//	has NAME           whether the item exists (bool)
+//	json NAME          item parsed as JSON (numbers are json.Number, so
+//	                   they print exactly as written)
+//	yaml NAME          item parsed as YAML (first document)
+//	toml NAME          item parsed as TOML
+//	generation         the snapshot's generation number (int64)
+//	join SEP LIST      join a list of strings/numbers/bools
+//	split SEP S        split S into a []string
+//	trim S             strip leading and trailing white space
+//	upper S, lower S   change case
+//	default DEF V      V, or DEF if V is empty (nil, "", 0, false, empty
+//	                   list or map): {{ .port | default "80" }}
+//	indent N S         prefix every line of S with N spaces
+//	toJSON V           V encoded as compact JSON
+//
+// Templates run with missingkey=error: a missing map key is an error, not
+// "<no value>". The dot is nil; everything comes from the helpers.
+func Parse(name, text string) (*Template, error) {
+	return ParseWithLimits(name, text, Limits{})
+}
+
+// ParseWithLimits is Parse with explicit limits.
+func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
+	st := &execState{limits: limits.withDefaults()}
+	t, err := template.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
+	if err != nil {
+		// Parse errors quote only the template text, which is not secret.
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	return &Template{tmpl: t, limits: st.limits}, nil
+}
+
+// Name returns the template's name.
+func (t *Template) Name() string { return t.tmpl.Name() }
+
+// Execute renders the template from snap. Errors are *Error values.
+func (t *Template) Execute(snap Snapshot) ([]byte, error) {
+	st := &execState{snap: snap, limits: t.limits, parsed: make(map[string]any)}
+	// Clone so that concurrent executions each bind their own snapshot.
+	tmpl, err := t.tmpl.Clone()
+	if err != nil {
+		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: clone failed", t.Name())}
+	}
+	tmpl.Funcs(st.funcs())
+	out := &limitedBuffer{max: st.limits.MaxOutputBytes}
+	if err := tmpl.Execute(out, nil); err != nil {
+		return nil, sanitizeExecError(t.Name(), err)
+	}
+	return out.buf.Bytes(), nil
+}
+
+// Render parses tmplText and executes it against snap, with default
+// limits. Prefer Parse once plus Execute per generation.
+func Render(name, tmplText string, snap Snapshot) ([]byte, error) {
+	t, err := Parse(name, tmplText)
+	if err != nil {
+		return nil, err
+	}
+	return t.Execute(snap)
+}
+
+// limitedBuffer fails writes that would take it past max, which makes
+// text/template stop executing.
+type limitedBuffer struct {
+	buf bytes.Buffer
+	max int64
+}
+
+// Write implements io.Writer.
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if int64(l.buf.Len())+int64(len(p)) > l.max {
+		return 0, ErrOutputTooLarge
+	}
+	return l.buf.Write(p)
+}
+
+// helperError is the only error type our helpers return. Its message is
+// built from names and positions only, which is what lets
+// sanitizeExecError pass it through unchanged.
+type helperError struct {
+	msg string
+	err error
+}
+
+func (e *helperError) Error() string { return e.msg }
+func (e *helperError) Unwrap() error { return e.err }
+
+func helperErrorf(kind error, format string, args ...any) error {
+	return &helperError{msg: fmt.Sprintf(format, args...), err: kind}
+}
+
+// execState is what the helpers of one execution close over.
+type execState struct {
+	snap   Snapshot
+	limits Limits
+	parsed map[string]any // "json\x00name" -> parsed value, per execution
+}
+
+func (st *execState) funcs() template.FuncMap {
+	return template.FuncMap{
+		"names":      st.names,
+		"item":       st.item,
+		"has":        st.has,
+		"json":       st.parseJSON,
+		"yaml":       st.parseYAML,
+		"toml":       st.parseTOML,
+		"generation": st.generation,
+		"join":       st.join,
+		"split":      split,
+		"trim":       strings.TrimSpace,
+		"upper":      strings.ToUpper,
+		"lower":      strings.ToLower,
+		"default":    dflt,
+		"indent":     st.indent,
+		"toJSON":     st.toJSON,
+	}
+}
+
+func (st *execState) names() []string {
+	return slices.Sorted(slices.Values(st.snap.Names()))
+}
+
+func (st *execState) generation() int64 { return st.snap.Generation() }
+
+func (st *execState) has(name string) bool {
+	_, ok := st.snap.Get(name)
+	return ok
+}
+
+func (st *execState) get(name string) ([]byte, error) {
+	data, ok := st.snap.Get(name)
+	if !ok {
+		return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
+	}
+	return data, nil
+}
+
+func (st *execState) item(name string) (string, error) {
+	data, err := st.get(name)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+// cached runs parse once per item and format within one execution, so that
+// a template referring to (json "x") ten times parses it once.
+func (st *execState) cached(format, name string, parse func([]byte) (any, error)) (any, error) {
+	key := format + "\x00" + name
+	if v, ok := st.parsed[key]; ok {
+		return v, nil
+	}
+	data, err := st.get(name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	v, err = normalize(v, st.limits.MaxDepth, 1)
+	if err != nil {
+		return nil, helperErrorf(ErrTooDeep, "item %q: %s nested deeper than %d levels", name, format, st.limits.MaxDepth)
+	}
+	st.parsed[key] = v
+	return v, nil
+}
+
+func (st *execState) parseJSON(name string) (any, error) {
+	return st.cached("JSON", name, func(data []byte) (any, error) {
+		if bracketDepthExceeds(data, st.limits.MaxDepth, false) {
+			return nil, helperErrorf(ErrTooDeep, "item %q: JSON nested deeper than %d levels", name, st.limits.MaxDepth)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, jsonError(name, data, err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, helperErrorf(ErrInvalidData, "item %q: invalid JSON: data after the top-level value at %s",
+				name, lineCol(data, dec.InputOffset()))
+		}
+		return v, nil
+	})
+}
+
+// jsonError reduces an encoding/json error to a position: json's messages
+// quote the offending character, which is item content.
+func jsonError(name string, data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return helperErrorf(ErrInvalidData, "item %q: invalid JSON at %s", name, lineCol(data, se.Offset))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return helperErrorf(ErrInvalidData, "item %q: invalid JSON: unexpected end of data", name)
+	}
+	return helperErrorf(ErrInvalidData, "item %q: invalid JSON", name)
+}
+
+// lineCol turns a byte offset into "line L, column C" (both from 1).
+func lineCol(data []byte, offset int64) string {
+	offset = max(0, min(offset, int64(len(data))))
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+var yamlLineRE = regexp.MustCompile(`\bline (\d+)\b`)
+
+func (st *execState) parseYAML(name string) (any, error) {
+	return st.cached("YAML", name, func(data []byte) (any, error) {
+		var v any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			// yaml.v3 messages can quote content; keep the line only.
+			msg := err.Error()
+			if strings.Contains(msg, "exceeded max depth") {
+				return nil, helperErrorf(ErrTooDeep, "item %q: YAML nested too deeply", name)
+			}
+			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+				return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML at line %s", name, m[1])
+			}
+			return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML", name)
+		}
+		return v, nil
+	})
+}
+
+func (st *execState) parseTOML(name string) (any, error) {
+	return st.cached("TOML", name, func(data []byte) (any, error) {
+		// The TOML parser recurses once per nested array or inline table
+		// and has no limit of its own: check before parsing.
+		if bracketDepthExceeds(data, st.limits.MaxDepth+2, true) {
+			return nil, helperErrorf(ErrTooDeep, "item %q: TOML nested deeper than %d levels", name, st.limits.MaxDepth)
+		}
+		v := map[string]any{}
+		if _, err := toml.Decode(string(data), &v); err != nil {
+			var pe toml.ParseError
+			if errors.As(err, &pe) && pe.Position.Line > 0 {
+				return nil, helperErrorf(ErrInvalidData, "item %q: invalid TOML at line %d, column %d", name, pe.Position.Line, pe.Position.Col)
+			}
+			return nil, helperErrorf(ErrInvalidData, "item %q: invalid TOML", name)
+		}
+		return v, nil
+	})
+}
+
+// bracketDepthExceeds reports whether [ and { nest deeper than limit in
+// data, ignoring brackets inside strings (and, for TOML, comments and
+// literal/multi-line strings). It is a cheap guard run before parsers
+// that recurse per nesting level.
+func bracketDepthExceeds(data []byte, limit int, tomlSyntax bool) bool {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '[' || c == '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth = max(0, depth-1)
+		case c == '"':
+			if tomlSyntax && bytes.HasPrefix(data[i:], []byte(`"""`)) {
+				i = skipPast(data, i+3, `"""`, true)
+			} else {
+				i = skipString(data, i+1, '"', true)
+			}
+		case tomlSyntax && c == '\'':
+			if bytes.HasPrefix(data[i:], []byte(`'''`)) {
+				i = skipPast(data, i+3, `'''`, false)
+			} else {
+				i = skipString(data, i+1, '\'', false)
+			}
+		case tomlSyntax && c == '#':
+			i = skipPast(data, i+1, "\n", false)
+		}
+	}
+	return false
+}
+
+// skipString returns the index of the closing quote of a single-line
+// string starting at i (or of the end of line / data if unterminated).
+func skipString(data []byte, i int, quote byte, escapes bool) int {
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			if escapes {
+				i++
+			}
+		case quote, '\n':
+			return i
+		}
+	}
+	return len(data)
+}
+
+// skipPast returns the index of the last byte of the first occurrence of
+// end at or after i (or len(data)).
+func skipPast(data []byte, i int, end string, escapes bool) int {
+	for ; i < len(data); i++ {
+		if escapes && data[i] == '\\' {
+			i++
+			continue
+		}
+		if bytes.HasPrefix(data[i:], []byte(end)) {
+			return i + len(end) - 1
+		}
+	}
+	return len(data)
+}
+
+// errTooDeep is internal to normalize; callers turn it into a helperError
+// naming the item.
+var errTooDeep = errors.New("too deep")
+
+// normalize enforces the depth limit and turns map[any]any (YAML with
+// non-string keys) into map[string]any so that templates can use .key.
+func normalize(v any, maxDepth, depth int) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		if depth > maxDepth {
+			return nil, errTooDeep
+		}
+		for k, e := range t {
+			n, err := normalize(e, maxDepth, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = n
+		}
+		return t, nil
+	case map[any]any:
+		if depth > maxDepth {
+			return nil, errTooDeep
+		}
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			n, err := normalize(e, maxDepth, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[fmt.Sprint(k)] = n
+		}
+		return m, nil
+	case []any:
+		if depth > maxDepth {
+			return nil, errTooDeep
+		}
+		for i, e := range t {
+			n, err := normalize(e, maxDepth, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = n
+		}
+		return t, nil
+	case []map[string]any: // TOML arrays of tables
+		if depth > maxDepth {
+			return nil, errTooDeep
+		}
+		out := make([]any, len(t))
+		for i, e := range t {
+			n, err := normalize(e, maxDepth, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+func (st *execState) join(sep string, list any) (string, error) {
+	rv := reflect.ValueOf(list)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return "", helperErrorf(ErrBadArgument, "join: want a list, got %T", list)
+	}
+	parts := make([]string, rv.Len())
+	size := int64(0)
+	for i := range parts {
+		e := rv.Index(i).Interface()
+		s, ok := scalarString(e)
+		if !ok {
+			return "", helperErrorf(ErrBadArgument, "join: element %d has type %T, want a string, number or bool", i, e)
+		}
+		parts[i] = s
+		size += int64(len(s) + len(sep))
+		if size > st.limits.MaxOutputBytes {
+			return "", helperErrorf(ErrOutputTooLarge, "join: result exceeds %d bytes", st.limits.MaxOutputBytes)
+		}
+	}
+	return strings.Join(parts, sep), nil
+}
+
+func scalarString(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case json.Number:
+		return t.String(), true
+	case bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return fmt.Sprint(t), true
+	}
+	return "", false
+}
+
+func split(sep, s string) []string { return strings.Split(s, sep) }
+
+// dflt implements "default": the argument order puts the value last so
+// that it can be piped: {{ .x | default "y" }}.
+func dflt(def, v any) any {
+	if isEmpty(v) {
+		return def
+	}
+	return v
+}
+
+func isEmpty(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Array, reflect.String:
+		return rv.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return rv.IsNil()
+	}
+	return rv.IsZero()
+}
+
+func (st *execState) indent(n int, s string) (string, error) {
+	if n < 0 {
+		return "", helperErrorf(ErrBadArgument, "indent: negative width %d", n)
+	}
+	lines := int64(strings.Count(s, "\n") + 1)
+	if int64(len(s))+int64(n)*lines > st.limits.MaxOutputBytes {
+		return "", helperErrorf(ErrOutputTooLarge, "indent: result exceeds %d bytes", st.limits.MaxOutputBytes)
+	}
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(s, "\n", "\n"+pad), nil
+}
+
+func (st *execState) toJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// json's messages can quote values (e.g. unsupported floats).
+		return "", helperErrorf(ErrBadArgument, "toJSON: cannot encode a value of type %T", v)
+	}
+	if int64(len(b)) > st.limits.MaxOutputBytes {
+		return "", helperErrorf(ErrOutputTooLarge, "toJSON: result exceeds %d bytes", st.limits.MaxOutputBytes)
+	}
+	return string(b), nil
+}
+
+// withheld replaces a text/template message that might contain a value.
+const withheld = "execution failed (details withheld: they may contain item content)"
+
+// leakyTails are text/template messages whose format embeds a value: the
+// value part is replaced. They are checked before safeTails because a value
+// could be crafted to look like a safe message.
+var leakyTails = []struct{ prefix, replacement string }{
+	{"if/with can't use ", "if/with can't use this value"},
+	{"range can't iterate over ", "range can't iterate over this value"},
+	{"range over send-only channel ", "range over send-only channel"},
+	{"can't use ", "can't use this value to iterate over more than one variable"},
+}
+
+// safeTails are text/template execution messages (Go 1.2x-1.26) whose
+// variable parts are template text, field names, types or numbers, never
+// data values. Anything not listed is withheld, so a future Go version
+// rewording a message loses detail, not secrets.
+var safeTails = regexp.MustCompile(`^(?:` + strings.Join([]string{
+	`map has no entry for key "(?:[^"\\]|\\.)*"`,
+	`nil data; no entry for key "(?:[^"\\]|\\.)*"`,
+	`can't evaluate field [\pL\pN_]+ in type [^:]+`,
+	`nil pointer evaluating [^:]+`,
+	`wrong number of args for [\pL\pN_]+: want (?:at least )?\d+ got \d+`,
+	`wrong type for value; expected [^;]+; got [^;]+`,
+	`invalid value; expected .+`,
+	`template "(?:[^"\\]|\\.)*" not defined`,
+	`"(?:[^"\\]|\\.)*" is an incomplete or empty template`,
+	`exceeded maximum template depth \(\d+\)`,
+	`undefined variable: \$[\pL\pN_]*`,
+	`cannot assign nil to [^:]+`,
+	`[\pL\pN_]+ has arguments but cannot be invoked as function`,
+	`[\pL\pN_]+ is not a method but has arguments`,
+	`"[\pL\pN_]+" is not a defined function`,
+	`dereference of nil pointer of type [^:]+`,
+	`expected (?:bool|string|integer|unsigned integer|float|complex); found .+`,
+	`can't handle .+ for arg of type [^:]+`,
+	`error calling [\pL\pN_]+: (?:` + strings.Join([]string{
+		`index out of range: -?\d+`,
+		`cannot index slice/array with (?:nil|type [^:]+)`,
+		`index of untyped nil`,
+		`index of nil pointer`,
+		`can't index item of type [^:]+`,
+		`slice of untyped nil`,
+		`slice of nil pointer`,
+		`too many slice indexes: \d+`,
+		`cannot 3-index slice a string`,
+		`can't slice item of type [^:]+`,
+		`invalid slice index: -?\d+ > -?\d+`,
+		`len of nil pointer`,
+		`len of type [^:]+`,
+		`call of nil`,
+		`wrong number of args for [\pL\pN_]+: got \d+ want (?:at least )?\d+`,
+		`arg \d+: value is nil; should be of type [^:]+`,
+		`arg \d+: value has type [^;]+; should be [^;]+`,
+		`invalid type for comparison`,
+		`missing argument for comparison`,
+		`incompatible types for comparison: [^:]+ and [^:]+`,
+	}, "|") + `)`,
+}, "|") + `)$`)
+
+var errorCallingRE = regexp.MustCompile(`^error calling ([\pL\pN_]+): `)
+
+// sanitizeExecError turns an error from text/template's Execute into an
+// *Error whose message cannot contain item content.
+func sanitizeExecError(name string, err error) error {
+	if errors.Is(err, ErrOutputTooLarge) {
+		var he *helperError
+		if !errors.As(err, &he) { // the output writer, not a helper
+			return &Error{Template: name, Msg: fmt.Sprintf("template %s: output exceeds size limit", name), Err: ErrOutputTooLarge}
+		}
+	}
+	var ee template.ExecError
+	if !errors.As(err, &ee) {
+		return &Error{Template: name, Msg: fmt.Sprintf("template %s: %s", name, withheld)}
+	}
+	msg := ee.Err.Error()
+	var head, tail string
+	if h, t, ok := strings.Cut(msg, ">: "); ok && strings.HasPrefix(msg, "template: ") {
+		// "template: NAME:LINE:COL: executing "NAME" at <NODE>: TAIL": the
+		// head is template text only. If NODE itself contains ">: ", the
+		// cut happens early and the rest is withheld below: still safe.
+		head, tail = h+">", t
+	} else if t, ok := strings.CutPrefix(msg, "template: "+name+": "); ok {
+		head, tail = "template: "+name, t
+	} else {
+		return &Error{Template: name, Msg: fmt.Sprintf("template %s: %s", name, withheld)}
+	}
+	var he *helperError
+	if errors.As(err, &he) {
+		// Our helpers' messages are built from names and positions only.
+		if m := errorCallingRE.FindString(tail); m != "" && strings.TrimPrefix(tail, m) == he.Error() {
+			return &Error{Template: name, Msg: head + ": " + tail, Err: he}
+		}
+		return &Error{Template: name, Msg: head + ": " + he.Error(), Err: he}
+	}
+	return &Error{Template: name, Msg: head + ": " + safeTail(tail)}
+}
+
+func safeTail(tail string) string {
+	for _, l := range leakyTails {
+		if strings.HasPrefix(tail, l.prefix) {
+			return l.replacement
+		}
+	}
+	if safeTails.MatchString(tail) {
+		return tail
+	}
+	if m := errorCallingRE.FindStringSubmatch(tail); m != nil {
+		if strings.HasPrefix(tail[len(m[0]):], "non-comparable type") {
+			// eq and friends print the compared values in this message.
+			return "error calling " + m[1] + ": non-comparable types"
+		}
+		return "error calling " + m[1] + ": " + withheld
+	}
+	return withheld
+}
+
+// FuncNames returns the names of the template helpers, sorted; useful for
+// documentation and for tooling that checks templates.
+func FuncNames() []string {
+	return slices.Sorted(maps.Keys((&execState{}).funcs()))
+}

@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/fleet"
+)
+
+// Target kinds.
+const (
+	KindFile     = "file"     // one item to one file
+	KindDir      = "dir"      // items (all, or those matching globs) to a directory, swapped as a whole
+	KindTemplate = "template" // a Go text/template rendered from the snapshot to one file
+)
+
+// TargetSpec is one output, as configured.
+type TargetSpec struct {
+	Name string
+	Kind string
+	Dest string
+	// Item is the item a file target renders.
+	Item string
+	// Items are glob patterns (path.Match) selecting a dir target's items;
+	// empty selects all.
+	Items []string
+	// Template is a template target's source text, and TemplatePath where
+	// it came from (for messages).
+	Template     string
+	TemplatePath string
+	Mode         os.FileMode
+	UID, GID     int // -1 leaves the owner as the process creates it
+	Check        string
+	Reload       string
+	Timeout      time.Duration
+	// FollowSymlink allows a file destination that is a symlink.
+	FollowSymlink bool
+}
+
+// target is a TargetSpec compiled for rendering, plus what it last applied.
+type target struct {
+	spec TargetSpec
+	tmpl *render.Template
+	dir  *render.DirWriter
+
+	// applied is the snapshot whose output the destination holds, nil until
+	// the first successful apply; drift repair re-renders it.
+	applied Snapshot
+	result  TargetResult
+}
+
+// TargetResult is a target's last outcome (fleet.TargetResult on the wire).
+type TargetResult = fleet.TargetResult
+
+func compile(spec TargetSpec) (*target, error) {
+	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
+	switch spec.Kind {
+	case KindTemplate:
+		tm, err := render.Parse(spec.Name, spec.Template)
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
+		}
+		t.tmpl = tm
+	case KindDir:
+		t.dir = render.NewDirWriter(spec.Dest)
+	case KindFile:
+	default:
+		return nil, fmt.Errorf("target %q: unknown type %q", spec.Name, spec.Kind)
+	}
+	return t, nil
+}
+
+func (t *target) fileOptions() render.FileOptions {
+	return render.FileOptions{Mode: t.spec.Mode, UID: t.spec.UID, GID: t.spec.GID, FollowSymlink: t.spec.FollowSymlink}
+}
+
+// selected returns the items of snap a dir target renders.
+func (t *target) selected(snap Snapshot) map[string][]byte {
+	out := map[string][]byte{}
+	for _, name := range snap.Names() {
+		if len(t.spec.Items) > 0 && !slices.ContainsFunc(t.spec.Items, func(p string) bool {
+			ok, _ := path.Match(p, name)
+			return ok
+		}) {
+			continue
+		}
+		b, _ := snap.Get(name)
+		out[name] = b
+	}
+	return out
+}
+
+// output renders the target's content for a file or template target.
+func (t *target) output(snap Snapshot) ([]byte, error) {
+	switch t.spec.Kind {
+	case KindFile:
+		b, ok := snap.Get(t.spec.Item)
+		if !ok {
+			return nil, fmt.Errorf("item %q is not in generation %d", t.spec.Item, snap.Generation())
+		}
+		return b, nil
+	case KindTemplate:
+		return t.tmpl.Execute(snap)
+	}
+	return nil, fmt.Errorf("target %q renders no single file", t.spec.Name)
+}
+
+// staged is a target's output written beside its destination, not yet
+// visible to readers.
+type staged struct {
+	t       *target
+	path    string // what a check command examines
+	changed bool
+	commit  func() (bool, error)
+	abort   func()
+}
+
+// stage renders and stages snap's output for t. A stage that changes
+// nothing is returned with changed=false and nothing left to clean up.
+func (t *target) stage(snap Snapshot) (*staged, error) {
+	if t.spec.Kind == KindDir {
+		sd, err := t.dir.Stage(t.selected(snap), t.fileOptions())
+		if err != nil {
+			return nil, err
+		}
+		return &staged{t: t, path: sd.Path(), changed: sd.Changed(), commit: sd.Commit, abort: sd.Abort}, nil
+	}
+	data, err := t.output(snap)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755); err != nil {
+		return nil, fmt.Errorf("create directory of %s: %w", t.spec.Dest, err)
+	}
+	sf, err := render.Stage(t.spec.Dest, data, t.fileOptions())
+	if err != nil {
+		return nil, err
+	}
+	return &staged{t: t, path: sf.Path(), changed: sf.Changed(), commit: sf.Commit, abort: sf.Abort}, nil
+}
+
+// check runs the target's check command against the staged output.
+func (s *staged) check(ctx context.Context, gen int64) error {
+	if s.t.spec.Check == "" || !s.changed {
+		return nil
+	}
+	_, err := command{kind: "check", target: s.t.spec.Name, script: s.t.spec.Check, staged: s.path,
+		dest: s.t.spec.Dest, generation: gen, timeout: s.t.spec.Timeout}.run(ctx)
+	return err
+}
+
+// reload runs the target's reload command after its output changed.
+func (t *target) reload(ctx context.Context, gen int64) (string, error) {
+	if t.spec.Reload == "" {
+		return "", nil
+	}
+	return command{kind: "reload", target: t.spec.Name, script: t.spec.Reload,
+		dest: t.spec.Dest, generation: gen, timeout: t.spec.Timeout}.run(ctx)
+}

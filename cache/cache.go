@@ -1,0 +1,287 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// closeGrace bounds how long Close waits for requests still in flight on a
+// connection the application owns (the cache cannot close it to end them).
+const closeGrace = 10 * time.Second
+
+// Cache follows one config root and serves never-torn snapshots of it. Its
+// methods are safe for concurrent use.
+type Cache struct {
+	root    string
+	paths   layout.Paths
+	conn    *zk.Conn
+	sess    *zkconn.Session
+	ownConn bool
+	opts    options
+	log     *slog.Logger
+
+	snap    atomic.Pointer[Snapshot]
+	updates chan *Snapshot // 1 slot, latest value
+	states  chan StateInfo // 1 slot, latest value
+	notify  chan *Snapshot // 1 slot, latest value, feeds OnUpdate
+	stats   counters
+
+	mu       sync.Mutex
+	state    StateInfo
+	snapWake chan struct{} // closed and replaced on every applied snapshot
+
+	cancel    context.CancelFunc
+	done      chan struct{} // closed by Close
+	loopDone  chan struct{}
+	inflight  sync.WaitGroup // goroutines blocked in client calls
+	closeOnce sync.Once
+}
+
+// New starts a cache of root. It loads the state file first (WithStateFile),
+// so Snapshot may be non-nil at once, then follows the root in the
+// background until Close. New does not wait for ZooKeeper: use Wait for the
+// first snapshot and State or StateChanges for freshness. ctx bounds New
+// only. Exactly one of WithServers, WithConfig or WithConn is required.
+func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
+	if err := layout.ValidateRoot(root); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.conn == nil && o.cfg == nil {
+		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithConn)")
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c := &Cache{
+		root:     root,
+		paths:    layout.New(root, o.meta),
+		opts:     o,
+		log:      o.log.With("component", "cache", "root", root),
+		updates:  make(chan *Snapshot, 1),
+		states:   make(chan StateInfo, 1),
+		notify:   make(chan *Snapshot, 1),
+		snapWake: make(chan struct{}),
+		done:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	c.state = StateInfo{State: StateStarting, Since: time.Now(), Err: ErrDisconnected}
+	if o.stateFile != "" {
+		s, err := loadState(o.stateFile, root)
+		switch {
+		case err != nil:
+			c.log.Warn("ignoring the state file", "path", o.stateFile, "err", err)
+		case s != nil:
+			c.log.Info("loaded the persisted snapshot; serving it until synced with ZooKeeper",
+				"path", o.stateFile, "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
+			c.snap.Store(s)
+			c.updates <- s
+			c.state = StateInfo{State: StateStale, Since: time.Now(), Err: ErrNotSynced, Generation: s.Generation()}
+		}
+	}
+	c.states <- c.state
+
+	if o.conn != nil {
+		c.conn, c.sess = o.conn, o.sess
+	} else {
+		cfg := *o.cfg
+		if cfg.Logger == nil {
+			cfg.Logger = o.log
+		}
+		conn, sess, err := zkconn.Dial(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		c.conn, c.sess, c.ownConn = conn, sess, true
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go c.run(runCtx)
+	if o.onUpdate != nil {
+		if s := c.snap.Load(); s != nil {
+			c.notify <- s
+		}
+		c.inflight.Add(1)
+		go c.notifier(runCtx)
+	}
+	return c, nil
+}
+
+// Root is the root this cache follows.
+func (c *Cache) Root() string { return c.root }
+
+// Snapshot returns the newest snapshot the cache holds, or nil before the
+// first one (from the state file or ZooKeeper). It never blocks.
+func (c *Cache) Snapshot() *Snapshot { return c.snap.Load() }
+
+// Updates delivers snapshots as they are applied, latest value only: the
+// channel has one slot, a newer snapshot replaces one not yet received, so a
+// slow reader gets the newest snapshot and never a backlog, and the cache
+// never waits for it. It is never closed; select on Done as well.
+func (c *Cache) Updates() <-chan *Snapshot { return c.updates }
+
+// StateChanges delivers state transitions, latest value only (like
+// Updates). It is never closed; select on Done as well.
+func (c *Cache) StateChanges() <-chan StateInfo { return c.states }
+
+// Done is closed when Close is called.
+func (c *Cache) Done() <-chan struct{} { return c.done }
+
+// State returns the current state.
+func (c *Cache) State() StateInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats { return c.stats.snapshot() }
+
+// Wait returns the first snapshot whose generation is at least
+// minGeneration (any snapshot when minGeneration <= 0), waiting for it until
+// ctx ends or the cache is closed (ErrClosed).
+func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error) {
+	for {
+		c.mu.Lock()
+		wake := c.snapWake
+		c.mu.Unlock()
+		if s := c.snap.Load(); s != nil && s.Generation() >= minGeneration {
+			return s, nil
+		}
+		select {
+		case <-wake:
+		case <-c.done:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			st := c.State()
+			return nil, fmt.Errorf("cache: waiting for generation %d (state %v: %v): %w", minGeneration, st.State, st.Err, ctx.Err())
+		}
+	}
+}
+
+// Close stops the cache; no goroutine of it outlives Close. A connection the
+// cache dialled is closed; one given with WithConn is not (requests still in
+// flight on it are waited for, up to a grace period). Close is idempotent
+// and must not be called from the OnUpdate callback.
+func (c *Cache) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.cancel()
+		if c.ownConn {
+			c.conn.Close()
+		}
+		<-c.loopDone
+		waited := make(chan struct{})
+		go func() { c.inflight.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(closeGrace):
+			c.log.Warn("a ZooKeeper request is still in flight on the application's connection; it ends when that connection answers or closes")
+		}
+	})
+	return nil
+}
+
+// apply hands out s: it becomes Snapshot(), wakes Wait, replaces the
+// pending Updates value, feeds OnUpdate and is persisted.
+func (c *Cache) apply(s *Snapshot) {
+	c.snap.Store(s)
+	c.stats.applied.Add(1)
+	c.stats.lastApply.Store(time.Now().UnixNano())
+	c.mu.Lock()
+	close(c.snapWake)
+	c.snapWake = make(chan struct{})
+	c.mu.Unlock()
+	offer(c.updates, s)
+	if c.opts.onUpdate != nil {
+		offer(c.notify, s)
+	}
+	if c.opts.stateFile != "" {
+		if err := writeState(c.opts.stateFile, c.root, s); err != nil {
+			c.stats.persistErrors.Add(1)
+			c.log.Warn("could not persist the snapshot", "path", c.opts.stateFile, "generation", s.Generation(), "err", err)
+		}
+	}
+}
+
+// offer puts v in a one-slot channel, replacing a value not yet received.
+// Only the cache's own goroutine sends, so it never blocks.
+func offer[T any](ch chan T, v T) {
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// setState records a state transition (or a new Err or generation within
+// the state) and publishes it on StateChanges when anything changed.
+func (c *Cache) setState(st State, err error) {
+	c.mu.Lock()
+	prev := c.state
+	next := prev
+	next.State, next.Err = st, err
+	if s := c.snap.Load(); s != nil {
+		next.Generation = s.Generation()
+	}
+	next.Expiries = c.stats.expiries.Load()
+	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries {
+		c.mu.Unlock()
+		return
+	}
+	if prev.State != st {
+		next.Since = time.Now()
+	}
+	c.state = next
+	c.mu.Unlock()
+	offer(c.states, next)
+	if prev.State != st {
+		attrs := []any{"from", prev.State.String(), "to", st.String(), "generation", next.Generation}
+		if err != nil {
+			attrs = append(attrs, "reason", err)
+		}
+		c.log.Info("cache state", attrs...)
+	}
+}
+
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || a.Error() == b.Error()
+}
+
+// notifier runs the OnUpdate callback off the cache's goroutine.
+func (c *Cache) notifier(ctx context.Context) {
+	defer c.inflight.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-c.notify:
+			c.opts.onUpdate(s)
+		}
+	}
+}

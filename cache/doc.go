@@ -1,0 +1,138 @@
+// Package cache follows one zkconf config root in ZooKeeper and hands out
+// never-torn snapshots of it: what it serves is exactly one published
+// generation, the newest it could verify, and it says honestly how fresh
+// that is (State, StateChanges).
+//
+// # Use
+//
+//	c, err := cache.New(ctx, "/config", cache.WithServers(servers, 10*time.Second),
+//		cache.WithStateFile("/var/lib/app/config.state"))
+//	...
+//	defer c.Close()
+//	snap, err := c.Wait(ctx, 1) // the first snapshot
+//	v, ok := snap.Get("db.url")  // shared, read-only bytes
+//	for {
+//		select {
+//		case snap := <-c.Updates(): // newest snapshot; never a backlog
+//		case st := <-c.StateChanges(): // Live, Stale, Expired
+//		case <-ctx.Done():
+//		}
+//	}
+//
+// # Read protocol
+//
+// One goroutine runs the loop below; item reads run several in flight
+// (WithFetchConcurrency) on the same connection.
+//
+//  1. Wait for a session. The session is tracked through the client's
+//     synchronous event callback (zkconn.Session), never its 6-slot event
+//     channel, which drops events.
+//  2. On the first read of every session, and after every reconnect, send
+//     Sync(root), so that the server answering is as current as the leader:
+//     a cache never reads older data than a server has already committed.
+//  3. GetW(root): one read returns the manifest and arms the data watch, so
+//     no change can slip between reading and watching. A missing root is
+//     watched with ExistsW (state Starting/Stale, ErrRootMissing); an empty
+//     root means never published (ErrNotPublished); a manifest that is not
+//     zkconf's or of a newer format keeps the held snapshot and reports Stale
+//     with manifest.ErrForeign or manifest.ErrFutureFormat.
+//  4. If the manifest names the generation held (generation and publish id),
+//     the cache is Live. If it is not newer in both generation and commit
+//     zxid (the root's Mzxid), it is refused (ErrBackwards, counted in
+//     Stats.BackwardsRejected, logged) and the cache waits for the watch:
+//     a snapshot is never replaced by an older one, whether the older one
+//     comes from a lagging server, another ensemble, or a state file newer
+//     than the server.
+//  5. The marker (<root>/invalid, a marker-mode publish in progress) is read
+//     with GetW when the root's children version (Cversion) differs from the
+//     one at which the marker was last seen absent (or the root znode was
+//     re-created: its Czxid differs), and on every full resync. Creating the marker changes Cversion, so an unchanged Cversion
+//     proves it is still absent without a request. GetW arms a watch only
+//     when the marker exists (it then fires when the marker goes), so caches
+//     get no notification when a publish merely starts (herd effect): they
+//     keep serving the committed generation, which is still current. If
+//     the marker exists and the held snapshot is not the committed
+//     generation, the cache keeps its snapshot and waits for the marker or
+//     root watch (ErrPublishInProgress).
+//  6. Items whose sha256 equals the held snapshot's are reused; the others
+//     are read and each is verified against the manifest (size and sha256).
+//     A missing item or a mismatch means a newer publish is landing: the
+//     attempt is dropped whole and the root re-read after a jittered
+//     exponential backoff (10 ms up to 2 s; after 20 tries in a row up to
+//     30 s, and the state reports ErrTorn from the 5th). Because every item
+//     is checked against the manifest read in step 3, a snapshot is exactly
+//     that generation, item for item; nothing from two generations is ever
+//     assembled. A publish that changes k items costs one root read and k
+//     item reads per cache (Stats).
+//  7. Apply: the snapshot becomes Snapshot(), wakes Wait, replaces the
+//     pending value of Updates (one slot, latest value), is passed to
+//     OnUpdate (on its own goroutine) and is written to the state file.
+//  8. Wait for: a watch event, a session change, the retry timer, or the
+//     periodic safety-net resync (WithResyncInterval, default 10 min ±10%).
+//
+// Session events:
+//
+//   - Disconnect: state Stale (ErrDisconnected); the snapshot is still
+//     served. Watch channels receive nothing on a plain disconnect.
+//   - Reconnect within the session (zkconn.Status.Epoch changed): a full
+//     resync (steps 2-6, marker read regardless) even if no watch fired. The
+//     client re-registers watches in the background and only logs failures,
+//     and an exists watch can miss a create followed by a delete while
+//     disconnected; the resync does not depend on either. WithResyncJitter
+//     spreads these resyncs over a fleet.
+//   - Expiry (zkconn.Status.Expiries changed, or EventNotWatching with
+//     zk.ErrSessionExpired on a watch channel): state Expired
+//     (ErrSessionExpired), every watch is forgotten, and the cache resyncs on
+//     the client's new session (which the go-zookeeper client opens
+//     silently), then reports Live. With its own connection that is all
+//     (the cache holds no ephemeral nodes). With the application's
+//     connection (WithConn) the cache does the same and nothing else: what
+//     an expiry means for the application's own ephemeral nodes, locks or
+//     leadership is the application's decision (a library must not hide a
+//     fatal error). StateInfo.Expiries lets an application that only reads
+//     the latest state notice an expiry it did not see.
+//   - Closed channels (after EventNotWatching) are never read twice: every
+//     watch channel is dropped after its one event.
+//
+// # Guarantees
+//
+//   - Every snapshot handed out is one published generation, complete and
+//     verified against its manifest.
+//   - Generations (and commit zxids) handed out never decrease, across
+//     reconnects, expiries, server changes and restarts from the state file.
+//   - The sync loop never waits for a consumer: Updates and StateChanges
+//     keep only the latest value, OnUpdate runs on its own goroutine.
+//   - Close stops every goroutine the cache started.
+//
+// # Limits
+//
+//   - Freshness is bounded by ZooKeeper's notification delivery: a Live
+//     cache may serve a generation for as long as the watch event of a newer
+//     commit takes to arrive. Use Snapshot().Zxid() as a fencing token when
+//     that matters.
+//   - While a marker-mode publish is in progress a cache that does not hold
+//     the generation committed before it waits (it cannot read that
+//     generation: its items are being overwritten); a publisher that died
+//     with its marker in place stalls such caches until the next publish
+//     takes the marker over and commits.
+//   - A root changed by hand (not through a zkconf publisher) so that its
+//     items do not match its manifest is never served; the cache reports
+//     ErrTorn and keeps the snapshot it holds.
+//   - Zxids of two ensembles cannot be compared: a state file from another
+//     ensemble whose commit zxid is higher than the new ensemble's is
+//     refused until the new ensemble passes it. Delete the state file when
+//     moving to a new ensemble on purpose.
+//   - The state file holds the configuration in clear (mode 0600): protect
+//     its directory like the configuration itself.
+//
+// # State file
+//
+// WithStateFile persists every applied snapshot: one JSON document with a
+// kind, a format, and a sha256 checksum over the exact bytes of its body
+// (root, zxid, manifest, base64 items), written to a temporary file in the
+// same directory, fsynced, renamed and the directory fsynced. New loads it
+// before contacting ZooKeeper, so Snapshot is available at once (state Stale,
+// ErrNotSynced, until the first sync). A corrupt, truncated or foreign
+// (other root) file, or one whose items do not match its manifest, is
+// ignored with a warning.
+package cache

@@ -1,0 +1,193 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// Defaults of the options.
+const (
+	// DefaultResyncInterval is the period of the safety-net resync.
+	DefaultResyncInterval = 10 * time.Minute
+	// DefaultFetchConcurrency is how many item reads are in flight at once.
+	DefaultFetchConcurrency = 8
+	// DefaultSessionTimeout is the session timeout of a connection the
+	// cache dials itself when none is given.
+	DefaultSessionTimeout = 10 * time.Second
+)
+
+// Option configures New.
+type Option func(*options) error
+
+type options struct {
+	cfg         *zkconn.Config
+	conn        *zk.Conn
+	sess        *zkconn.Session
+	meta        string
+	stateFile   string
+	log         *slog.Logger
+	resync      time.Duration
+	jitter      time.Duration
+	concurrency int
+	onUpdate    func(*Snapshot)
+}
+
+func defaultOptions() options {
+	return options{
+		meta:        layout.DefaultMeta,
+		resync:      DefaultResyncInterval,
+		concurrency: DefaultFetchConcurrency,
+	}
+}
+
+// WithServers makes the cache dial its own connection to servers
+// ("host:port") with the given session timeout (DefaultSessionTimeout when
+// zero). The cache owns that connection: it survives session expiry by
+// carrying on with the client's new session, and Close closes it.
+func WithServers(servers []string, sessionTimeout time.Duration) Option {
+	return func(o *options) error {
+		if sessionTimeout == 0 {
+			sessionTimeout = DefaultSessionTimeout
+		}
+		return o.setConfig(zkconn.Config{Servers: servers, SessionTimeout: sessionTimeout})
+	}
+}
+
+// Session tracks a connection's state through the client's event callback.
+// An application that dials ZooKeeper itself and hands the connection to
+// WithConn creates one with NewSession and dials with
+// zk.WithEventCallback(sess.Callback).
+type Session = zkconn.Session
+
+// NewSession returns a session tracker for WithConn.
+func NewSession() *Session { return zkconn.NewSession() }
+
+// Config says how the cache dials ZooKeeper itself (WithConfig): servers,
+// session timeout, digest credentials, TLS.
+type Config = zkconn.Config
+
+// WithConfig makes the cache dial its own connection with cfg (servers,
+// session timeout, auth, TLS). Like WithServers, the cache owns it.
+func WithConfig(cfg Config) Option {
+	return func(o *options) error { return o.setConfig(cfg) }
+}
+
+func (o *options) setConfig(cfg zkconn.Config) error {
+	if o.conn != nil || o.cfg != nil {
+		return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	o.cfg = &cfg
+	return nil
+}
+
+// WithConn makes the cache use a connection the application owns. sess must
+// track that connection: the application dials with
+// zk.WithEventCallback(sess.Callback), sess from NewSession. The cache never
+// closes conn. After a session expiry it reports StateExpired and resyncs on
+// the client's new session, and leaves every other consequence of the
+// expiry to the application.
+func WithConn(conn *zk.Conn, sess *Session) Option {
+	return func(o *options) error {
+		if conn == nil || sess == nil {
+			return errors.New("cache: WithConn needs both the connection and its session tracker")
+		}
+		if o.conn != nil || o.cfg != nil {
+			return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+		}
+		o.conn, o.sess = conn, sess
+		return nil
+	}
+}
+
+// WithMeta sets the metadata path of the zkconf layout (layout.DefaultMeta,
+// "/zkconf", by default). The cache reads only the root, its items and its
+// marker today, none of which live under the metadata path; the option is
+// validated and kept so that every component is configured with one layout.
+func WithMeta(meta string) Option {
+	return func(o *options) error {
+		if err := layout.ValidateRoot(meta); err != nil {
+			return fmt.Errorf("cache: meta path: %w", err)
+		}
+		o.meta = meta
+		return nil
+	}
+}
+
+// WithStateFile persists every applied snapshot to path (atomically, mode
+// 0600, its directory created 0700) and makes New start from it, so that a
+// process restarted while ZooKeeper is down serves its last good config.
+func WithStateFile(path string) Option {
+	return func(o *options) error {
+		if path == "" {
+			return errors.New("cache: empty state file path")
+		}
+		o.stateFile = path
+		return nil
+	}
+}
+
+// WithLogger sets the logger (slog.Default by default). Item contents are
+// never logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		o.log = l
+		return nil
+	}
+}
+
+// WithResyncInterval sets the period of the safety-net resync, which
+// re-reads the root even when no watch fired (DefaultResyncInterval; each
+// period is jittered by ±10%). Zero or negative disables it.
+func WithResyncInterval(d time.Duration) Option {
+	return func(o *options) error {
+		o.resync = d
+		return nil
+	}
+}
+
+// WithResyncJitter delays the resync after a reconnect or a session expiry
+// by a random duration up to max, so that a fleet of caches does not hit
+// the ensemble at the same instant (herd effect). Default 0; agents running
+// on many hosts should set a few seconds.
+func WithResyncJitter(max time.Duration) Option {
+	return func(o *options) error {
+		if max < 0 {
+			return errors.New("cache: negative resync jitter")
+		}
+		o.jitter = max
+		return nil
+	}
+}
+
+// WithFetchConcurrency sets how many item reads are in flight at once
+// (DefaultFetchConcurrency).
+func WithFetchConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("cache: fetch concurrency %d is not positive", n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithOnUpdate calls fn with every snapshot the cache applies, in order,
+// on a goroutine of its own: the cache never waits for fn. If fn is slower
+// than the updates, intermediate snapshots are skipped and fn gets the
+// newest one (like Updates). fn must not call Close.
+func WithOnUpdate(fn func(*Snapshot)) Option {
+	return func(o *options) error {
+		o.onUpdate = fn
+		return nil
+	}
+}

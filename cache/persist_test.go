@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// TestRestartWithZooKeeperDown: a cache persists what it applies; restarted
+// while ZooKeeper is down it serves the persisted snapshot at once (Stale),
+// and goes Live without re-reading items once ZooKeeper is back.
+func TestRestartWithZooKeeperDown(t *testing.T) {
+	zkc := zktest.Start(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	log, _ := testLogger(t)
+	dir := filepath.Join(t.TempDir(), "new", "state")
+	path := filepath.Join(dir, "config.state")
+
+	v1 := set(5, "v1")
+	pub.publish(v1)
+	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path))
+	waitGen(t, c, 1, v1)
+	v2 := withItem(v1, "item04", "second")
+	g2, z2 := pub.publish(v2)
+	waitGen(t, c, g2, v2)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := fileMode(t, path); m != 0o600 {
+		t.Errorf("state file mode %o, want 600", m)
+	}
+	if m := fileMode(t, dir); m != 0o700 {
+		t.Errorf("state directory mode %o, want 700", m)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("state directory holds %d entries (temporary files left?)", len(ents))
+	}
+
+	t0 := time.Now()
+	zkc.Stop(0)
+	t.Logf("stop took %v", time.Since(t0))
+	c2 := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path))
+	s := c2.Snapshot() // at once, no waiting
+	if s == nil || s.Generation() != g2 || s.Zxid() != z2 || !s.FromStateFile() {
+		t.Fatalf("restarted cache serves %+v, want generation %d from the state file", s, g2)
+	}
+	checkItems(t, s, v2)
+	if st := c2.State(); st.State != StateStale || st.Generation != g2 {
+		t.Fatalf("state %+v, want stale at %d", st, g2)
+	}
+	if got, err := c2.Wait(testCtx(t), g2); err != nil || got != s {
+		t.Fatalf("Wait: %v %v", got, err)
+	}
+
+	t0 = time.Now()
+	zkc.Restart(0)
+	t.Logf("restart took %v", time.Since(t0))
+	t0 = time.Now()
+	waitState(t, c2, "live after ZooKeeper is back", isLive)
+	t.Logf("live %v after the restart", time.Since(t0))
+	if c2.Snapshot() != s {
+		t.Fatal("the snapshot was replaced by an identical generation")
+	}
+	if st := c2.Stats(); st.ItemsFetched != 0 {
+		t.Fatalf("re-read %d items of a generation already held", st.ItemsFetched)
+	}
+	// And it follows from there.
+	v3 := withItem(v2, "item00", "third")
+	g3, _ := pub.publish(v3)
+	waitGen(t, c2, g3, v3)
+}
+
+// TestCorruptStateFileIgnored: a state file that is garbage, corrupted in
+// its body, truncated, empty, or of another root is ignored with a warning;
+// the cache starts from ZooKeeper and rewrites a good file.
+func TestCorruptStateFileIgnored(t *testing.T) {
+	zkc := zktest.Start(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	v1 := set(3, "v1")
+	pub.publish(v1)
+
+	good, err := encodeState("/config", newTestSnapshot(t, 7, v1), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := encodeState("/other", newTestSnapshot(t, 7, v1), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(good)
+	i := bytes.Index(flipped, []byte("item01"))
+	flipped[i] ^= 0x01 // one bit in the body
+
+	for name, data := range map[string][]byte{
+		"garbage":    []byte("\x00\x01 not json at all"),
+		"bit flip":   flipped,
+		"truncated":  good[:len(good)/2],
+		"empty":      {},
+		"other root": other,
+		"no body":    []byte(`{"kind":"zkconf-cache-state","format":1,"checksum":""}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			log, buf := testLogger(t)
+			path := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path))
+			if s := c.Snapshot(); s != nil {
+				t.Fatalf("served generation %d from a bad state file", s.Generation())
+			}
+			if !strings.Contains(buf.String(), "ignoring the state file") {
+				t.Fatalf("no warning logged:\n%s", buf.String())
+			}
+			waitGen(t, c, 1, v1)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := loadState(path, "/config")
+			if err != nil || s == nil || s.Generation() != 1 {
+				t.Fatalf("state file not rewritten: %v %v", s, err)
+			}
+		})
+	}
+}
+
+// TestPersistedNewerNotReplaced: a cache persisted generation 5 from one
+// ensemble; started against a fresh ensemble at generation 2 it keeps
+// generation 5, refuses the older data (logged, counted, Stale with
+// ErrBackwards) and never overwrites the state file with it.
+func TestPersistedNewerNotReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	log, buf := testLogger(t)
+
+	a := zktest.Start(t)
+	pubA := newRawPublisher(t, a.Connect(t, 4*time.Second), "/config")
+	var v5 map[string][]byte
+	for g := range 5 {
+		v5 = set(4, "a"+string(rune('1'+g)))
+		pubA.publish(v5)
+	}
+	ca := newCache(t, "/config", WithServers(a.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path))
+	waitGen(t, ca, 5, v5)
+	ca.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := zktest.Start(t)
+	pubB := newRawPublisher(t, b.Connect(t, 4*time.Second), "/config")
+	pubB.publish(set(4, "b1"))
+	pubB.publish(set(4, "b2"))
+	cb := newCache(t, "/config", WithServers(b.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path))
+	st := waitState(t, cb, "backwards refused", func(st StateInfo) bool { return errors.Is(st.Err, ErrBackwards) })
+	var be *BackwardsError
+	if !errors.As(st.Err, &be) || be.HeldGeneration != 5 || be.SeenGeneration != 2 {
+		t.Fatalf("error %v", st.Err)
+	}
+	if st.State != StateStale || cb.Snapshot().Generation() != 5 {
+		t.Fatalf("state %v generation %d; want stale, 5 kept", st.State, cb.Snapshot().Generation())
+	}
+	checkItems(t, cb.Snapshot(), v5)
+	if cb.Stats().BackwardsRejected < 1 {
+		t.Fatal("not counted")
+	}
+	if !strings.Contains(buf.String(), "refusing to go backwards") {
+		t.Fatal("not logged")
+	}
+	// A third publish on B (generation 3) is still older: still refused.
+	pubB.publish(set(4, "b3"))
+	waitState(t, cb, "generation 3 refused", func(st StateInfo) bool {
+		return errors.As(st.Err, &be) && be.SeenGeneration == 3
+	})
+	cb.Close()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the state file was rewritten")
+	}
+}

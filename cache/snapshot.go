@@ -1,0 +1,78 @@
+package cache
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/zkconf/zkconf/internal/manifest"
+)
+
+// Snapshot is one published generation of a config root, complete and
+// verified: every item's size and sha256 matched the generation's manifest.
+// A Snapshot never changes after it is handed out and is safe for concurrent
+// use; reading it never blocks the cache.
+type Snapshot struct {
+	m         *manifest.Manifest
+	zxid      int64
+	items     map[string][]byte
+	names     []string
+	persisted bool
+}
+
+// newSnapshot builds a snapshot. items must hold exactly m's items, each
+// already verified against m; the snapshot takes ownership of both.
+func newSnapshot(m *manifest.Manifest, zxid int64, items map[string][]byte, persisted bool) *Snapshot {
+	return &Snapshot{m: m, zxid: zxid, items: items, names: m.Names(), persisted: persisted}
+}
+
+// Generation is the published generation number (1, 2, ...).
+func (s *Snapshot) Generation() int64 { return s.m.Generation }
+
+// Zxid is the zxid of the transaction that committed this generation (the
+// root znode's Mzxid). Within one ensemble it grows with every publish, so it
+// can serve as a fencing token for work derived from this configuration.
+func (s *Snapshot) Zxid() int64 { return s.zxid }
+
+// PublishID is the publish attempt's random id recorded in the manifest.
+func (s *Snapshot) PublishID() string { return s.m.PublishID }
+
+// PublishedAt is the publisher's clock when it committed the generation.
+func (s *Snapshot) PublishedAt() time.Time { return s.m.PublishedAt }
+
+// FromStateFile reports whether the snapshot was loaded from the state file
+// (WithStateFile) rather than read from ZooKeeper by this process.
+func (s *Snapshot) FromStateFile() bool { return s.persisted }
+
+// Manifest returns a copy of the generation's manifest.
+func (s *Snapshot) Manifest() *manifest.Manifest {
+	c := *s.m
+	c.Items = maps.Clone(s.m.Items)
+	return &c
+}
+
+// Get returns item name's content. The slice is shared with the snapshot and
+// every other reader: it must not be modified.
+func (s *Snapshot) Get(name string) ([]byte, bool) {
+	b, ok := s.items[name]
+	return b, ok
+}
+
+// Names returns the item names in sorted order (a fresh slice).
+func (s *Snapshot) Names() []string { return slices.Clone(s.names) }
+
+// Len is the number of items.
+func (s *Snapshot) Len() int { return len(s.names) }
+
+// supersededBy reports whether a root read at (gen, zxid) is newer than s:
+// both the generation and the commit zxid must have grown. Within one
+// ensemble every publish grows both; anything else (a lagging server, a
+// different ensemble, a state file from elsewhere) is refused.
+func (s *Snapshot) supersededBy(gen, zxid int64) bool {
+	return gen > s.m.Generation && zxid > s.zxid
+}
+
+// same reports whether a root read of manifest m names s's generation.
+func (s *Snapshot) same(m *manifest.Manifest) bool {
+	return m.Generation == s.m.Generation && m.PublishID == s.m.PublishID
+}

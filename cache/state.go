@@ -1,0 +1,125 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State says how fresh the snapshot a Cache serves is.
+type State int
+
+const (
+	// StateStarting: nothing has been synced with ZooKeeper yet and no
+	// snapshot is held (none was persisted, or none could be read).
+	StateStarting State = iota
+	// StateLive: connected, and the snapshot is the newest generation
+	// committed under the root as of the last read; watches are armed.
+	StateLive
+	// StateStale: a snapshot is held but it may be behind: the session is
+	// disconnected, a resync is running or was refused (StateInfo.Err says
+	// why), or the snapshot was loaded from the state file and not yet
+	// confirmed against ZooKeeper.
+	StateStale
+	// StateExpired: the ZooKeeper session expired. The snapshot is still
+	// served; the cache resyncs on the client's new session and then reports
+	// StateLive again. What an expiry means for the application (locks,
+	// ephemeral nodes, leadership it held on the same connection) is the
+	// application's decision; StateInfo.Expiries lets it notice an expiry
+	// even when it only sees the latest state.
+	StateExpired
+)
+
+// String returns the state's lower-case name.
+func (s State) String() string {
+	switch s {
+	case StateStarting:
+		return "starting"
+	case StateLive:
+		return "live"
+	case StateStale:
+		return "stale"
+	case StateExpired:
+		return "expired"
+	default:
+		return fmt.Sprintf("state(%d)", int(s))
+	}
+}
+
+// StateInfo is one state transition of a Cache.
+type StateInfo struct {
+	// State is the current state.
+	State State
+	// Since is when State was entered.
+	Since time.Time
+	// Err says why the cache is not Live (nil when Live). Branch on it with
+	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
+	// ErrNotPublished, ErrPublishInProgress, ErrTorn, ErrBackwards,
+	// ErrNotSynced, ErrConnClosed, manifest.ErrForeign,
+	// manifest.ErrFutureFormat, zkconn.ErrAuthFailed, or a ZooKeeper error.
+	Err error
+	// Generation is the generation of the snapshot served (0: none).
+	Generation int64
+	// Expiries counts the session expiries this cache has seen. An
+	// application reading StateChanges (latest value only) can miss a short
+	// StateExpired; a changed Expiries tells it one happened.
+	Expiries uint64
+}
+
+// Errors reported in StateInfo.Err and returned by Wait. Callers branch on
+// them with errors.Is.
+var (
+	// ErrClosed is returned by Wait once the cache is closed.
+	ErrClosed = errors.New("cache: closed")
+	// ErrNotSynced means the snapshot came from the state file and has not
+	// been confirmed against ZooKeeper yet.
+	ErrNotSynced = errors.New("cache: serving the persisted snapshot; not yet synced with ZooKeeper")
+	// ErrDisconnected means the client has no ZooKeeper session right now.
+	ErrDisconnected = errors.New("cache: no ZooKeeper session")
+	// ErrResyncing means the client reconnected and the cache is checking
+	// the root again (watches may have missed changes while disconnected).
+	ErrResyncing = errors.New("cache: reconnected to ZooKeeper; resyncing")
+	// ErrSessionExpired means the ZooKeeper session expired. It wraps
+	// zk.ErrSessionExpired's meaning but is the cache's own value; the
+	// StateInfo.Err of an expiry matches both.
+	ErrSessionExpired = errors.New("cache: ZooKeeper session expired")
+	// ErrConnClosed means the application closed the connection it gave
+	// the cache (WithConn); the cache can do nothing more until Close.
+	ErrConnClosed = errors.New("cache: the ZooKeeper connection was closed by its owner")
+	// ErrRootMissing means the root znode does not exist; the cache watches
+	// for its creation.
+	ErrRootMissing = errors.New("cache: config root does not exist")
+	// ErrNotPublished means the root exists but holds no manifest yet.
+	ErrNotPublished = errors.New("cache: config root has never been published")
+	// ErrPublishInProgress means a marker-mode publish is in progress and
+	// the cache does not hold the generation committed before it; it waits
+	// for the publish to finish.
+	ErrPublishInProgress = errors.New("cache: a marker-mode publish is in progress")
+	// ErrTorn means the items read repeatedly did not match the manifest:
+	// publishes are landing faster than the cache can read, or the root was
+	// changed by something other than a zkconf publisher.
+	ErrTorn = errors.New("cache: items do not match the root's manifest")
+	// ErrBackwards means ZooKeeper returned a generation that is not newer
+	// than the one held (a lagging server, a different ensemble, or a state
+	// file newer than the server). The held snapshot is kept. Use
+	// errors.As with *BackwardsError for details.
+	ErrBackwards = errors.New("cache: ZooKeeper returned an older generation than the one held")
+)
+
+// BackwardsError describes a generation the cache refused because it is not
+// newer than the one it holds. It matches ErrBackwards.
+type BackwardsError struct {
+	// HeldGeneration and HeldZxid identify the snapshot kept.
+	HeldGeneration, HeldZxid int64
+	// SeenGeneration and SeenZxid are what the root held.
+	SeenGeneration, SeenZxid int64
+}
+
+// Error describes both generations.
+func (e *BackwardsError) Error() string {
+	return fmt.Sprintf("cache: ZooKeeper returned generation %d (zxid 0x%x), not newer than the held generation %d (zxid 0x%x); keeping the held snapshot",
+		e.SeenGeneration, e.SeenZxid, e.HeldGeneration, e.HeldZxid)
+}
+
+// Is makes a *BackwardsError match ErrBackwards.
+func (e *BackwardsError) Is(target error) bool { return target == ErrBackwards }

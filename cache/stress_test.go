@@ -1,0 +1,204 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// TestTornReadStress: a publisher (package publish, multi mode) commits
+// 1,000 generations of a 20-item set back to back while 20 caches, each with
+// its own session, follow. Every snapshot any cache hands out (recorded by
+// OnUpdate, and what Updates delivers) must equal a published generation
+// item for item, generations must never go back, and every cache must
+// converge to the last generation.
+func TestTornReadStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	zkc := zktest.Start(t)
+	log, _ := testLogger(t)
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	p, err := publish.New(conn, sess, "/stress", publish.WithLogger(log.With("who", "publisher")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	runStress(t, zkc, log, "/stress", 1000, func(v map[string][]byte) int64 {
+		t.Helper()
+		res, err := p.Publish(ctx, publish.Request{Items: v, Mode: publish.ModeMulti})
+		if err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		return res.Generation
+	})
+}
+
+// TestTornReadStressHighRate: the same with a bare publisher that commits
+// only the root and the items in each multi (no history, no blob store), so
+// that generations land about ten times faster than package publish does
+// and most reads are torn: the retry path and its backoff are exercised
+// hard, and caches must still converge.
+func TestTornReadStressHighRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	zkc := zktest.Start(t)
+	log, _ := testLogger(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/fast")
+	runStress(t, zkc, log, "/fast", 1000, func(v map[string][]byte) int64 {
+		t.Helper()
+		g, _ := pub.publish(v)
+		return g
+	})
+}
+
+func runStress(t *testing.T, zkc *zktest.Cluster, log *slog.Logger, root string, generations int64, publishFn func(map[string][]byte) int64) {
+	const (
+		items  = 20
+		caches = 20
+	)
+	// Generation g changes every item when g%3 == 0 and three items (in
+	// rotation) otherwise: wholesale changes make every mix of two
+	// generations detectable, small ones let caches complete reads often.
+	// Sizes vary with the generation, so a mix would also fail the size
+	// check, not only the hash.
+	next := func(prev map[string][]byte, gen int64) map[string][]byte {
+		m := make(map[string][]byte, items)
+		for i := range items {
+			name := fmt.Sprintf("item%02d", i)
+			if prev == nil || gen%3 == 0 || (i+int(gen))%7 == 0 {
+				m[name] = fmt.Appendf(nil, "generation %d item %d %0*d", gen, i, int(gen%7)*8, gen)
+			} else {
+				m[name] = prev[name]
+			}
+		}
+		return m
+	}
+
+	var pmu sync.Mutex
+	published := map[int64]map[string][]byte{}
+	publishIDs := map[int64]string{}
+	record := func(gen int64, m map[string][]byte) {
+		pmu.Lock()
+		published[gen] = m
+		pmu.Unlock()
+	}
+	v := next(nil, 1)
+	g := publishFn(v)
+	record(g, v)
+
+	type seen struct {
+		mu    sync.Mutex
+		snaps []*Snapshot
+	}
+	recs := make([]*seen, caches)
+	cs := make([]*Cache, caches)
+	for i := range cs {
+		r := &seen{}
+		recs[i] = r
+		cs[i] = newCache(t, root, WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log.With("cache", i)),
+			WithOnUpdate(func(s *Snapshot) {
+				r.mu.Lock()
+				r.snaps = append(r.snaps, s)
+				r.mu.Unlock()
+			}))
+	}
+	for _, c := range cs {
+		waitGen(t, c, 1, v)
+	}
+
+	// Pollers read Snapshot() as an application would, while publishing.
+	stop := make(chan struct{})
+	var pollers sync.WaitGroup
+	polled := make([][]*Snapshot, caches)
+	for i, c := range cs {
+		pollers.Add(1)
+		go func() {
+			defer pollers.Done()
+			var last *Snapshot
+			for {
+				select {
+				case <-stop:
+					return
+				case s := <-c.Updates():
+					if s != last {
+						polled[i] = append(polled[i], s)
+						last = s
+					}
+				}
+			}
+		}()
+	}
+
+	start := time.Now()
+	for gen := int64(2); gen <= generations; gen++ {
+		v = next(v, gen)
+		g := publishFn(v)
+		if g != gen {
+			t.Fatalf("published generation %d, want %d", g, gen)
+		}
+		record(g, v)
+	}
+	pubDur := time.Since(start)
+	for _, c := range cs {
+		waitGen(t, c, generations, v)
+	}
+	convDur := time.Since(start)
+	close(stop)
+	pollers.Wait()
+
+	check := func(who string, snaps []*Snapshot) {
+		var prev int64
+		for _, s := range snaps {
+			want, ok := published[s.Generation()]
+			if !ok {
+				t.Fatalf("%s: generation %d was never published", who, s.Generation())
+			}
+			if err := sameItems(s, want); err != nil {
+				t.Fatalf("%s: torn snapshot of generation %d: %v", who, s.Generation(), err)
+			}
+			if id, ok := publishIDs[s.Generation()]; ok && id != s.PublishID() {
+				t.Fatalf("%s: generation %d has publish id %s, another snapshot of it %s", who, s.Generation(), s.PublishID(), id)
+			}
+			publishIDs[s.Generation()] = s.PublishID()
+			if s.Generation() < prev {
+				t.Fatalf("%s: generation went back from %d to %d", who, prev, s.Generation())
+			}
+			prev = s.Generation()
+		}
+	}
+	var total, torn, reqs, applied uint64
+	distinct := map[int64]bool{}
+	for i := range cs {
+		recs[i].mu.Lock()
+		snaps := recs[i].snaps
+		recs[i].mu.Unlock()
+		check(fmt.Sprintf("cache %d (OnUpdate)", i), snaps)
+		check(fmt.Sprintf("cache %d (Updates)", i), polled[i])
+		for _, s := range snaps {
+			distinct[s.Generation()] = true
+		}
+		st := cs[i].Stats()
+		total += uint64(len(snaps))
+		torn += st.TornRetries
+		reqs += st.Requests
+		applied += st.Applied
+	}
+	t.Logf("%d generations x %d items published in %v (%.0f/s); all %d caches converged after %v",
+		generations, items, pubDur.Round(time.Millisecond), float64(generations-1)/pubDur.Seconds(), caches, convDur.Round(time.Millisecond))
+	t.Logf("snapshots applied %d (via OnUpdate %d, %d distinct generations), torn reads retried %d, requests %d (%.1f per applied snapshot)",
+		applied, total, len(distinct), torn, reqs, float64(reqs)/float64(applied))
+}

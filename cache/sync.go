@@ -1,0 +1,575 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// Backoff bounds.
+const (
+	// tornBase and tornCap bound the wait before re-reading after a torn
+	// read; after tornPatience consecutive torn reads the cap grows to
+	// tornSlowCap and the state says ErrTorn.
+	tornBase     = 10 * time.Millisecond
+	tornCap      = 2 * time.Second
+	tornSlowCap  = 30 * time.Second
+	tornPatience = 20
+	tornReport   = 5
+	// errBase and errCap bound the wait after a failed request.
+	errBase = 100 * time.Millisecond
+	errCap  = 10 * time.Second
+)
+
+// errAgain asks the loop to run another cycle at once (the root appeared
+// between two reads).
+var errAgain = errors.New("cache: root changed between reads")
+
+// errMismatch marks an item whose content does not match the manifest.
+var errMismatch = errors.New("item does not match the manifest")
+
+// errAborted marks an item read skipped because another read of the same
+// attempt already failed.
+var errAborted = errors.New("item read abandoned")
+
+// watchSet holds the armed one-shot watches. A nil channel is not armed.
+type watchSet struct {
+	// root is the data watch on the root (from GetW), or the exists watch
+	// while the root does not exist (from ExistsW).
+	root <-chan zk.Event
+	// marker is the data watch on the marker while one exists (from GetW,
+	// which arms nothing when the node is missing).
+	marker <-chan zk.Event
+}
+
+// loopState is the sync loop's private state.
+type loopState struct {
+	epoch     uint64 // session epoch last synced in (0: none yet)
+	expiries  uint64 // session expiries already handled
+	unmatched uint64 // expiries seen on watch channels before the tracker counted them
+	needSync  bool   // Sync before the next read (new session or reconnect)
+	full      bool   // next cycle is a full resync: check the marker regardless
+	// noMarker is the root's cversion at which the marker was seen absent
+	// (-1: unknown), and noMarkerCzxid the root's creation zxid then. While
+	// the same root znode's cversion is unchanged no child was created or
+	// deleted, so the marker is still absent.
+	noMarker      int32
+	noMarkerCzxid int64
+	torn          int // consecutive torn reads
+	errs          int // consecutive failed cycles
+	connClosed    bool
+	lastWait      string // last waiting condition logged
+	w             watchSet
+}
+
+// run is the cache's single sync loop. It never blocks on a consumer: it
+// only offers values to one-slot channels.
+func (c *Cache) run(ctx context.Context) {
+	defer close(c.loopDone)
+	ls := &loopState{needSync: true, full: true, noMarker: -1}
+	ls.expiries = c.sess.Status().Expiries
+
+	var retry *time.Timer // pending retry or jitter delay; cycles wait for it
+	var retryC <-chan time.Time
+	setRetry := func(d time.Duration) {
+		if retry != nil {
+			retry.Stop()
+		}
+		retry = time.NewTimer(d)
+		retryC = retry.C
+	}
+	clearRetry := func() {
+		if retry != nil {
+			retry.Stop()
+		}
+		retry, retryC = nil, nil
+	}
+	defer clearRetry()
+
+	var resyncC <-chan time.Time
+	var resync *time.Timer
+	if c.opts.resync > 0 {
+		resync = time.NewTimer(jittered(c.opts.resync))
+		defer resync.Stop()
+		resyncC = resync.C
+	}
+
+	dirty := true
+	for ctx.Err() == nil {
+		changed := c.sess.Changed()
+		st := c.sess.Status()
+		if c.checkExpiry(ls, st) {
+			dirty = true
+		}
+		if ls.connClosed {
+			<-ctx.Done()
+			return
+		}
+		if !st.Connected {
+			c.onDisconnected(ls, st)
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			case ev, ok := <-ls.w.root:
+				ls.w.root = nil
+				dirty = c.onWatch(ls, ev, ok) || dirty
+			case ev, ok := <-ls.w.marker:
+				ls.w.marker = nil
+				dirty = c.onWatch(ls, ev, ok) || dirty
+			}
+			continue
+		}
+		if st.Epoch != ls.epoch {
+			first := ls.epoch == 0
+			ls.epoch, ls.needSync, ls.full, dirty = st.Epoch, true, true, true
+			clearRetry()
+			if !first {
+				if c.State().State == StateLive {
+					c.setState(StateStale, ErrResyncing)
+				}
+				c.stats.reconnects.Add(1)
+				c.stats.resyncs.Add(1)
+				delay := time.Duration(0)
+				if c.opts.jitter > 0 {
+					delay = rand.N(c.opts.jitter)
+					setRetry(delay)
+				}
+				c.log.Info("reconnected to ZooKeeper; resyncing", "server", c.conn.Server(), "delay", delay)
+			}
+		}
+		if dirty && retry == nil {
+			dirty = false
+			err := c.cycle(ctx, ls)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err == nil:
+				ls.errs = 0
+				if ls.torn > 0 {
+					setRetry(tornBackoff(ls.torn))
+					dirty = true
+				}
+			case errors.Is(err, errAgain):
+				dirty = true
+			default:
+				c.stats.errors.Add(1)
+				ls.errs++
+				dirty = true
+				if zkconn.IsRecoverable(err) || zkconn.IsFatal(err) {
+					// The session tracker reports the disconnect or expiry
+					// (it does so before the client fails the requests); the
+					// retry timer only keeps the loop from spinning if not.
+					c.log.Debug("read interrupted by a connection change", "err", err)
+				} else {
+					c.log.Warn("reading the root failed; retrying", "err", err, "attempt", ls.errs)
+					c.waiting(ls, err)
+				}
+				setRetry(backoff(errBase, errCap, ls.errs))
+			}
+			if resync != nil {
+				resync.Reset(jittered(c.opts.resync))
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case ev, ok := <-ls.w.root:
+			ls.w.root = nil
+			dirty = c.onWatch(ls, ev, ok) || dirty
+		case ev, ok := <-ls.w.marker:
+			ls.w.marker = nil
+			dirty = c.onWatch(ls, ev, ok) || dirty
+		case <-retryC:
+			retry, retryC = nil, nil
+		case <-resyncC:
+			c.stats.resyncs.Add(1)
+			ls.full, dirty = true, true
+			resync.Reset(jittered(c.opts.resync))
+		}
+	}
+}
+
+// onWatch handles an event from one of the one-shot watch channels (the
+// caller has disarmed it) and reports whether a cycle is due. A closed
+// channel is never read twice: the caller set it to nil.
+func (c *Cache) onWatch(ls *loopState, ev zk.Event, ok bool) bool {
+	if !ok {
+		return false
+	}
+	if ev.Type != zk.EventNotWatching {
+		return true
+	}
+	switch {
+	case errors.Is(ev.Err, zk.ErrSessionExpired):
+		if c.sess.Status().Expiries == ls.expiries {
+			// The tracker has not counted this expiry (yet): count it here
+			// and let checkExpiry absorb the tracker's increment.
+			ls.unmatched++
+			c.onExpiry(ls, 1)
+		}
+		return true
+	case errors.Is(ev.Err, zk.ErrClosing):
+		if !c.ownConn {
+			ls.connClosed = true
+			c.waiting(ls, ErrConnClosed)
+			c.log.Error("the application closed the ZooKeeper connection under the cache; it serves its last snapshot until Close")
+		}
+		return false
+	default:
+		return true
+	}
+}
+
+// checkExpiry notices expiries counted by the session tracker.
+func (c *Cache) checkExpiry(ls *loopState, st zkconn.Status) bool {
+	if st.Expiries == ls.expiries {
+		return false
+	}
+	d := st.Expiries - ls.expiries
+	ls.expiries = st.Expiries
+	absorbed := min(d, ls.unmatched)
+	ls.unmatched -= absorbed
+	if d -= absorbed; d > 0 {
+		c.onExpiry(ls, d)
+	}
+	return true
+}
+
+// onExpiry reports a session expiry: every watch is gone and the next
+// session starts from a Sync and a full resync.
+func (c *Cache) onExpiry(ls *loopState, n uint64) {
+	c.stats.expiries.Add(n)
+	ls.needSync, ls.full, ls.noMarker = true, true, -1
+	ls.w = watchSet{}
+	ls.lastWait = ""
+	c.setState(StateExpired, fmt.Errorf("%w (%w)", ErrSessionExpired, zk.ErrSessionExpired))
+	if c.ownConn {
+		c.log.Warn("ZooKeeper session expired; serving the last snapshot and resyncing on a new session")
+	} else {
+		c.log.Warn("ZooKeeper session of the application's connection expired; the cache resyncs on the client's new session, everything else tied to the old session is the application's to handle")
+	}
+}
+
+// onDisconnected reports a lost session (state Stale, or still Expired or
+// Starting).
+func (c *Cache) onDisconnected(ls *loopState, st zkconn.Status) {
+	err := ErrDisconnected
+	if st.State == zk.StateAuthFailed {
+		err = fmt.Errorf("%w: %w", ErrDisconnected, zkconn.ErrAuthFailed)
+	}
+	switch c.State().State {
+	case StateExpired:
+		// Stays Expired until the resync on the new session.
+	case StateStarting:
+		c.setState(StateStarting, err)
+	default:
+		c.setState(StateStale, err)
+	}
+}
+
+// waiting records that the cache cannot go Live for reason err: Stale with
+// a snapshot, Starting without one. Each new reason is logged once.
+func (c *Cache) waiting(ls *loopState, err error) {
+	if c.snap.Load() == nil {
+		c.setState(StateStarting, err)
+	} else {
+		c.setState(StateStale, err)
+	}
+	if msg := err.Error(); msg != ls.lastWait {
+		ls.lastWait = msg
+		c.log.Warn("not in sync with ZooKeeper; serving the held snapshot", "reason", err, "generation", c.State().Generation)
+	}
+}
+
+func (c *Cache) live(ls *loopState) {
+	ls.lastWait = ""
+	c.setState(StateLive, nil)
+}
+
+// cycle reads the root once and, when it names a newer generation, fetches
+// and applies it. It returns nil when the cache is in sync or waiting for a
+// watch (the state says which); ls.torn > 0 asks for a retry after backoff.
+func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
+	full := ls.full
+	if ls.needSync {
+		err := c.call(ctx, func() error { _, err := c.conn.Sync(c.root); return err })
+		c.stats.requests.Add(1)
+		c.stats.syncs.Add(1)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("sync %s: %w", c.root, err)
+		}
+		ls.needSync = false
+	}
+
+	var (
+		data []byte
+		stat *zk.Stat
+		rw   <-chan zk.Event
+	)
+	err := c.call(ctx, func() (err error) { data, stat, rw, err = c.conn.GetW(c.root); return err })
+	c.stats.requests.Add(1)
+	c.stats.rootReads.Add(1)
+	if errors.Is(err, zk.ErrNoNode) {
+		var exists bool
+		var ew <-chan zk.Event
+		err := c.call(ctx, func() (err error) { exists, _, ew, err = c.conn.ExistsW(c.root); return err })
+		c.stats.requests.Add(1)
+		if err != nil {
+			return fmt.Errorf("watch for %s: %w", c.root, err)
+		}
+		ls.w = watchSet{root: ew}
+		ls.noMarker = -1
+		if exists {
+			return errAgain
+		}
+		ls.full, ls.torn = false, 0
+		c.waiting(ls, ErrRootMissing)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c.root, err)
+	}
+	ls.w.root = rw
+
+	m, err := manifest.Decode(data)
+	if err != nil {
+		ls.w.marker = nil
+		ls.full, ls.torn = false, 0
+		if errors.Is(err, manifest.ErrEmpty) {
+			c.waiting(ls, ErrNotPublished)
+			return nil
+		}
+		err = fmt.Errorf("cache: root %s: %w", c.root, err)
+		if ls.lastWait != err.Error() {
+			c.log.Error("the root does not hold a manifest this zkconf can read; keeping the held snapshot", "err", err)
+		}
+		c.waiting(ls, err)
+		return nil
+	}
+
+	cur := c.snap.Load()
+	if cur != nil {
+		if cur.same(m) {
+			ls.w.marker = nil
+			ls.full, ls.torn = false, 0
+			c.live(ls)
+			return nil
+		}
+		if !cur.supersededBy(m.Generation, stat.Mzxid) {
+			ls.w.marker = nil
+			ls.full, ls.torn = false, 0
+			c.stats.backwardsRejected.Add(1)
+			berr := &BackwardsError{HeldGeneration: cur.Generation(), HeldZxid: cur.Zxid(), SeenGeneration: m.Generation, SeenZxid: stat.Mzxid}
+			if ls.lastWait != berr.Error() {
+				c.log.Warn("refusing to go backwards: ZooKeeper returned an older generation than the one held (lagging server, another ensemble, or a state file newer than the server); waiting for a newer publish",
+					"held_generation", cur.Generation(), "held_zxid", cur.Zxid(), "seen_generation", m.Generation, "seen_zxid", stat.Mzxid)
+			}
+			c.waiting(ls, berr)
+			return nil
+		}
+	}
+
+	// The marker: read it when the root's children changed since it was
+	// last seen absent, and on every full resync.
+	if full || stat.Cversion != ls.noMarker || stat.Czxid != ls.noMarkerCzxid {
+		var mdata []byte
+		var mw <-chan zk.Event
+		err := c.call(ctx, func() (err error) { mdata, _, mw, err = c.conn.GetW(c.paths.Marker()); return err })
+		c.stats.requests.Add(1)
+		c.stats.markerChecks.Add(1)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			ls.noMarker, ls.noMarkerCzxid = stat.Cversion, stat.Czxid
+			ls.w.marker = nil
+		case err != nil:
+			return fmt.Errorf("read %s: %w", c.paths.Marker(), err)
+		default:
+			ls.noMarker = -1
+			ls.w.marker = mw
+			ls.full, ls.torn = false, 0
+			c.stats.markerWaits.Add(1)
+			c.logMarker(mdata)
+			c.waiting(ls, ErrPublishInProgress)
+			return nil
+		}
+	}
+
+	s, err := c.fetch(ctx, m, stat.Mzxid, cur)
+	if err != nil {
+		return err
+	}
+	ls.full = false
+	if s == nil {
+		ls.torn++
+		c.stats.tornRetries.Add(1)
+		c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", m.Generation, "attempt", ls.torn)
+		if ls.torn >= tornReport {
+			c.waiting(ls, ErrTorn)
+		}
+		return nil
+	}
+	ls.torn = 0
+	c.apply(s)
+	c.live(ls)
+	c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
+	return nil
+}
+
+// logMarker logs who is publishing (never item contents).
+func (c *Cache) logMarker(data []byte) {
+	var mk struct {
+		PublishID      string    `json:"publish_id"`
+		Publisher      string    `json:"publisher"`
+		StartedAt      time.Time `json:"started_at"`
+		BaseGeneration int64     `json:"base_generation"`
+	}
+	if err := json.Unmarshal(data, &mk); err != nil {
+		c.log.Info("a marker-mode publish is in progress; waiting for it (marker unreadable)")
+		return
+	}
+	c.log.Info("a marker-mode publish is in progress; waiting for it",
+		"publish_id", mk.PublishID, "publisher", mk.Publisher, "started_at", mk.StartedAt, "base_generation", mk.BaseGeneration)
+}
+
+// fetch assembles generation m: items whose sha256 equals the held
+// snapshot's are reused, the others are read, several in flight, and each
+// is verified against m. It returns nil, nil when an item is missing or
+// does not match (a newer publish is landing): nothing from two generations
+// is ever assembled.
+func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur *Snapshot) (*Snapshot, error) {
+	items := make(map[string][]byte, len(m.Items))
+	var todo []string
+	for name, it := range m.Items {
+		if cur != nil {
+			if held, ok := cur.m.Items[name]; ok && held == it {
+				items[name] = cur.items[name]
+				continue
+			}
+		}
+		todo = append(todo, name)
+	}
+	if len(todo) == 0 {
+		return newSnapshot(m, zxid, items, false), nil
+	}
+
+	type result struct {
+		name string
+		data []byte
+		err  error
+	}
+	results := make(chan result, len(todo)) // never blocks a worker
+	var next atomic.Int64
+	var abort atomic.Bool
+	workers := min(c.opts.concurrency, len(todo))
+	c.inflight.Add(workers)
+	for range workers {
+		go func() {
+			defer c.inflight.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				name := todo[i]
+				if abort.Load() || ctx.Err() != nil {
+					results <- result{name: name, err: errAborted}
+					continue
+				}
+				data, _, err := c.conn.Get(c.paths.Item(name))
+				c.stats.requests.Add(1)
+				c.stats.itemsFetched.Add(1)
+				if err == nil && !m.Matches(name, data) {
+					err = errMismatch
+				}
+				if err != nil {
+					abort.Store(true)
+				}
+				results <- result{name: name, data: data, err: err}
+			}
+		}()
+	}
+	torn := false
+	var firstErr error
+	for range todo {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case r := <-results:
+			switch {
+			case r.err == nil:
+				items[r.name] = r.data
+			case errors.Is(r.err, errMismatch), errors.Is(r.err, zk.ErrNoNode):
+				torn = true
+			case errors.Is(r.err, errAborted):
+			default:
+				if firstErr == nil {
+					firstErr = fmt.Errorf("read item %s: %w", r.name, r.err)
+				}
+			}
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if torn {
+		return nil, nil
+	}
+	return newSnapshot(m, zxid, items, false), nil
+}
+
+// call runs fn, a blocking client call, and returns its error or ctx's. The
+// goroutine running fn is tracked, so Close can wait for it.
+func (c *Cache) call(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	c.inflight.Add(1)
+	go func() {
+		defer c.inflight.Done()
+		done <- fn()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff returns a jittered delay in [d/2, d] for d = base·2^(attempt-1)
+// capped at max.
+func backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	return d/2 + rand.N(d/2+1)
+}
+
+func tornBackoff(attempt int) time.Duration {
+	if attempt > tornPatience {
+		return backoff(tornCap, tornSlowCap, attempt-tornPatience)
+	}
+	return backoff(tornBase, tornCap, attempt)
+}
+
+// jittered returns d ± 10%.
+func jittered(d time.Duration) time.Duration {
+	j := d / 10
+	if j <= 0 {
+		return d
+	}
+	return d - j + rand.N(2*j+1)
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-multierror"
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/agent/config"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitError  = 1
+	exitUsage  = 2
+	exitConfig = 3
+)
+
+type flags struct {
+	config    string
+	once      bool
+	dryRun    bool
+	timeout   time.Duration
+	logLevel  string
+	logFormat string
+}
+
+// run is the whole program, callable from tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	var f flags
+	code := exitOK
+	root := &cobra.Command{
+		Use:   "confagent",
+		Short: "Render zkconf config sets from ZooKeeper into files",
+		Long: `confagent follows a zkconf root in ZooKeeper and renders every generation
+into its targets atomically, running check commands before and reload commands
+after a change. It keeps serving its last good config while ZooKeeper is away
+and across restarts.
+
+Exit codes: 0 success, 1 runtime error, 2 usage, 3 invalid configuration.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			code = serve(cmd.Context(), f, stdout, stderr)
+			return nil
+		},
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.config, "config", "/etc/confagent/confagent.yaml", "configuration file")
+	pf.StringVar(&f.logLevel, "log-level", "", "override log.level (debug, info, warn, error)")
+	pf.StringVar(&f.logFormat, "log-format", "", "override log.format (text, json)")
+	root.Flags().BoolVar(&f.once, "once", false, "render the current generation and exit (0 on success)")
+	root.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and write nothing")
+	root.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "with --once or --dry-run: how long to wait for ZooKeeper")
+
+	root.AddCommand(&cobra.Command{
+		Use:   "check-config",
+		Short: "Validate the configuration and report every problem",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := config.Load(f.config)
+			if err != nil {
+				printConfigErr(stderr, f.config, err)
+				code = exitConfig
+				return nil
+			}
+			fmt.Fprintf(stdout, "%s: ok (%d targets)\n", f.config, len(cfg.Targets))
+			for _, w := range warnings(cfg) {
+				fmt.Fprintf(stdout, "warning: %s\n", w)
+			}
+			return nil
+		},
+	})
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, version) },
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
+		return exitUsage
+	}
+	return code
+}
+
+// warnings are legal settings an operator should look at twice.
+func warnings(cfg *config.Config) []string {
+	var w []string
+	for _, t := range cfg.Targets {
+		if t.Mode&0o004 != 0 {
+			w = append(w, fmt.Sprintf("target %q: mode %04o makes %s world-readable", t.Name, t.Mode, t.Dest))
+		}
+	}
+	return w
+}
+
+func printConfigErr(w io.Writer, path string, err error) {
+	var me *multierror.Error
+	if errors.As(err, &me) {
+		fmt.Fprintf(w, "%s: %d problem(s):\n", path, len(me.Errors))
+		for _, e := range me.Errors {
+			fmt.Fprintf(w, "  - %v\n", e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "%s: %v\n", path, err)
+}
+
+func newLogger(w io.Writer, cfg *config.Config, f flags) (*slog.Logger, error) {
+	level := cfg.Log.Level
+	if f.logLevel != "" {
+		if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+			return nil, fmt.Errorf("--log-level %q: %w", f.logLevel, err)
+		}
+	}
+	format := string(cfg.Log.Format)
+	if f.logFormat != "" {
+		format = f.logFormat
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// options turns a validated configuration into the daemon's options. It
+// reads template sources and the credentials file.
+func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
+	var errs []error
+	specs := make([]agent.TargetSpec, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		s := agent.TargetSpec{
+			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
+			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
+			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
+		}
+		if t.Type == config.TargetTemplate {
+			b, err := os.ReadFile(t.Src)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("targets %q: src: %w", t.Name, err))
+				continue
+			}
+			s.Template, s.TemplatePath = string(b), t.Src
+		}
+		specs = append(specs, s)
+	}
+	auth := ""
+	if cfg.ZooKeeper.AuthFile != "" {
+		b, err := os.ReadFile(cfg.ZooKeeper.AuthFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))
+		}
+		auth = strings.TrimSpace(string(b))
+	}
+	return agent.Options{
+		Root: cfg.Root, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
+		ZK:         zkconn.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Auth: auth, Logger: log},
+		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
+		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
+	}, errors.Join(errs...)
+}
+
+func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		printConfigErr(stderr, f.config, err)
+		return exitConfig
+	}
+	log, err := newLogger(stderr, cfg, f)
+	if err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
+		return exitUsage
+	}
+	opts, err := options(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
+		return exitConfig
+	}
+	if f.dryRun {
+		return dryRun(ctx, f, opts, stdout, stderr)
+	}
+	notifier := newSystemd(log)
+	opts.OnStatus = notifier.status
+	opts.Heartbeat, opts.HeartbeatInterval = notifier.ping, notifier.interval
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
+		return exitError
+	}
+	defer d.Close()
+
+	if f.once {
+		octx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		out, err := d.Once(octx)
+		if err != nil {
+			fmt.Fprintf(stderr, "confagent: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "generation %d applied; changed: %s\n", out.Generation, strings.Join(out.Changed, ", "))
+		return exitOK
+	}
+
+	if cfg.HTTP.Listen != "" {
+		ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+		if err != nil {
+			fmt.Fprintf(stderr, "confagent: http.listen: %v\n", err)
+			return exitError
+		}
+		srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("http listening", "addr", ln.Addr().String())
+	}
+
+	go watchConfig(ctx, f, d, log)
+	log.Info("confagent starting", "version", version, "root", cfg.Root, "agent_id", cfg.AgentID,
+		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
+	if err := d.Run(ctx); err != nil {
+		log.Error("confagent stopped", "error", err)
+		return exitError
+	}
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+	log.Info("confagent stopped")
+	return exitOK
+}
+
+// watchConfig reloads the configuration on SIGHUP and whenever the file
+// changes (its directory is watched: editors and config management replace
+// files by rename). A configuration with errors is rejected with every
+// reason, and the running one stays.
+func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var fsEvents <-chan fsnotify.Event
+	if w, err := fsnotify.NewWatcher(); err == nil {
+		defer w.Close()
+		if err := w.Add(filepath.Dir(f.config)); err == nil {
+			fsEvents = w.Events
+		}
+	}
+	abs, _ := filepath.Abs(f.config)
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			reload(f, d, log, "SIGHUP")
+		case ev, ok := <-fsEvents:
+			if !ok {
+				fsEvents = nil
+				continue
+			}
+			if p, _ := filepath.Abs(ev.Name); p == abs {
+				debounce = time.After(300 * time.Millisecond)
+			}
+		case <-debounce:
+			debounce = nil
+			reload(f, d, log, "file change")
+		}
+	}
+}
+
+func reload(f flags, d *agent.Daemon, log *slog.Logger, why string) {
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		var sb strings.Builder
+		printConfigErr(&sb, f.config, err)
+		log.Error("configuration rejected, the running one stays", "trigger", why, "problems", sb.String())
+		return
+	}
+	opts, err := options(cfg, log)
+	if err != nil {
+		log.Error("configuration rejected, the running one stays", "trigger", why, "error", err)
+		return
+	}
+	restart, err := d.Reconfigure(opts)
+	if err != nil {
+		log.Error("configuration rejected, the running one stays", "trigger", why, "error", err)
+		return
+	}
+	if len(restart) > 0 {
+		log.Warn("configuration reloaded; these changes need a restart and keep their running values",
+			"trigger", why, "keys", strings.Join(restart, ","))
+	}
+	log.Info("configuration reloaded", "trigger", why)
+}

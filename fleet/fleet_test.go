@@ -1,0 +1,183 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+const root = "/config"
+
+var paths = layout.New(root, layout.DefaultMeta)
+
+func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	opts := agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: time.Second},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1, Check: check}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return d
+}
+
+func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := p.Publish(ctx, publish.Request{Items: map[string][]byte{"app.conf": []byte(content)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Generation
+}
+
+func newPublisher(t *testing.T, c *zktest.Cluster) (*publish.Publisher, *zk.Conn) {
+	t.Helper()
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	p, err := publish.New(conn, sess, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, conn
+}
+
+// TestWaitAllAndFailingCheck: with three agents a --wait --all rollout
+// returns once all three applied; when one agent's check fails, the wait
+// fails naming that agent and its error.
+func TestWaitAllAndFailingCheck(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	publishConf(t, p, "v1")
+	startAgent(t, c.Addrs(), "host-a", "")
+	startAgent(t, c.Addrs(), "host-b", "")
+	// host-c refuses any content containing "v3".
+	startAgent(t, c.Addrs(), "host-c", "! grep -q v3 {{.src}}")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// All three must be registered and at 1 before the scenario starts.
+	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 3}); err != nil {
+		t.Fatal(err)
+	}
+
+	g := publishConf(t, p, "v2")
+	pr, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if err != nil {
+		t.Fatalf("wait --all: %v", err)
+	}
+	if len(pr.Applied) != 3 {
+		t.Fatalf("applied = %v", pr.Applied)
+	}
+	agents, err := fleet.List(ctx, conn, paths)
+	if err != nil || len(agents) != 3 {
+		t.Fatalf("list = %v, %v", agents, err)
+	}
+	if s := fleet.Summarize(agents, g); s.AtLatest != 3 || s.Failing != 0 {
+		t.Fatalf("summary %v", s)
+	}
+
+	g = publishConf(t, p, "v3")
+	pr, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	var re *fleet.RolloutError
+	if !errors.As(err, &re) {
+		t.Fatalf("wait with a failing check = %v", err)
+	}
+	if fmt.Sprint(pr.Rejected) != "[host-c]" || len(pr.Applied) != 2 {
+		t.Fatalf("progress %+v", pr)
+	}
+	if !strings.Contains(err.Error(), "host-c failed") || !strings.Contains(err.Error(), "check") {
+		t.Fatalf("error does not name the agent and its error: %v", err)
+	}
+	agents, _ = fleet.List(ctx, conn, paths)
+	if s := fleet.Summarize(agents, g); s.AtLatest != 2 || s.Behind != 1 || s.Failing != 1 {
+		t.Fatalf("summary %v", s)
+	}
+}
+
+// TestStatusNodeRecreatedAfterExpiry: an agent whose session expires
+// (blackholed past the session timeout) re-creates its status node on the
+// new session within a few seconds.
+func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	publishConf(t, p, "v1")
+	proxy := faultproxy.Start(t, c.Addrs()[0])
+	startAgent(t, []string{proxy.Addr()}, "host-x", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, stat, err := conn.Get(paths.StatusNode("host-x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := stat.EphemeralOwner
+
+	proxy.Blackhole(true)
+	// The server deletes the ephemeral node when the session expires.
+	for {
+		ok, _, ev, err := conn.ExistsW(paths.StatusNode("host-x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			t.Fatal("status node never went away while blackholed")
+		}
+	}
+	proxy.Blackhole(false)
+	start := time.Now()
+	for {
+		ok, st, ev, err := conn.ExistsW(paths.StatusNode("host-x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if st.EphemeralOwner == owner {
+				t.Fatal("status node re-created by the expired session")
+			}
+			break
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			t.Fatal("status node not re-created after the session expired")
+		}
+	}
+	t.Logf("status node re-created %v after the partition ended", time.Since(start).Round(time.Millisecond))
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("re-created after %v", el)
+	}
+}

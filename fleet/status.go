@@ -1,0 +1,56 @@
+// Package fleet is the status protocol between agents and publishers: every
+// agent keeps an ephemeral status node (layout's status/<agent-id>) holding
+// a Status in JSON, and publishers list those nodes to see which host runs
+// which generation, or follow them to wait for a rollout.
+//
+// Status nodes live outside the config root, so they are never mistaken for
+// items and never fire item watches; being ephemeral, an agent's node goes
+// when its session does.
+package fleet
+
+import "time"
+
+// Status is what an agent reports: /status serves it and the status node
+// holds it.
+type Status struct {
+	AgentID string `json:"agent_id"`
+	Version string `json:"version,omitempty"`
+	Root    string `json:"root"`
+	// Generation, Zxid and PublishID describe the snapshot applied to every
+	// target (0 and empty before the first apply).
+	Generation int64     `json:"generation"`
+	Zxid       int64     `json:"zxid"`
+	PublishID  string    `json:"publish_id,omitempty"`
+	AppliedAt  time.Time `json:"applied_at,omitzero"`
+	// CacheGeneration is the newest generation the cache holds; it differs
+	// from Generation while an apply is pending or after a rejection.
+	CacheGeneration int64     `json:"cache_generation"`
+	State           string    `json:"state"`
+	Since           time.Time `json:"since"`
+	StaleSeconds    float64   `json:"stale_seconds"`
+	Ready           bool      `json:"ready"`
+	NotReadyReason  string    `json:"not_ready_reason,omitempty"`
+	// Attempted is the generation last attempted; when it is above
+	// Generation and LastError is set, the agent rejected it.
+	Attempted int64          `json:"attempted"`
+	LastError string         `json:"last_error,omitempty"`
+	Targets   []TargetResult `json:"targets"`
+}
+
+// TargetResult is a target's last outcome, as /status and the status node
+// report it.
+type TargetResult struct {
+	Name string `json:"name"`
+	Kind string `json:"type"`
+	Dest string `json:"dest"`
+	// Generation is the generation the destination holds (0: none yet).
+	Generation int64 `json:"generation"`
+	// OK is false when the last apply attempt failed.
+	OK bool `json:"ok"`
+	// LastAttempt is the generation last attempted.
+	LastAttempt int64     `json:"last_attempt"`
+	LastError   string    `json:"last_error,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Reloads     int64     `json:"reloads"`
+	Repairs     int64     `json:"drift_repairs"`
+}

@@ -1,0 +1,87 @@
+package manifest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateName(t *testing.T) {
+	good := []string{"app.json", "nginx.conf", "a", "x-y_z.1", "日本.txt", strings.Repeat("n", MaxNameLen)}
+	for _, n := range good {
+		if err := ValidateName(n); err != nil {
+			t.Errorf("ValidateName(%q) = %v, want nil", n, err)
+		}
+	}
+	bad := map[string]string{
+		"":                                "empty",
+		"invalid":                         "reserved",
+		".":                               "not a file name",
+		"..":                              "not a file name",
+		"..data":                          "reserved for the atomic directory writer",
+		"a/b":                             "contains '/'",
+		strings.Repeat("n", MaxNameLen+1): "more than 255",
+		"tab\there":                       "U+0009",
+		"nul\x00":                         "U+0000",
+		"del\x7f":                         "U+007F",
+		"\xff\xfe":                        "not valid UTF-8",
+		"zookeeper":                       "reserved by ZooKeeper",
+		"priv\ue000":                      "U+E000",
+	}
+	for n, want := range bad {
+		err := ValidateName(n)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateName(%q) = %v, want error containing %q", n, err, want)
+		}
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	m := &Manifest{
+		Format: FormatVersion, Generation: 7, PublishID: "p1",
+		PublishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Publisher: "u@h", Mode: ModeMulti,
+		Items: map[string]Item{"a": ItemOf([]byte("x")), "b": ItemOf(nil)},
+	}
+	got, err := Decode(m.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != 7 || !got.SameContent(m) || !got.PublishedAt.Equal(m.PublishedAt) {
+		t.Fatalf("round trip = %+v", got)
+	}
+	if !got.Matches("a", []byte("x")) || got.Matches("a", []byte("y")) || got.Matches("c", nil) {
+		t.Fatal("Matches wrong")
+	}
+	if got.TotalSize() != 1 || strings.Join(got.Names(), ",") != "a,b" {
+		t.Fatalf("TotalSize/Names = %d %v", got.TotalSize(), got.Names())
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	cases := []struct {
+		data string
+		want error
+		msg  string
+	}{
+		{"", ErrEmpty, ""},
+		{"  \n", ErrEmpty, ""},
+		{"hello", ErrForeign, ""},
+		{`{"some":"json"}`, ErrForeign, ""},
+		{`{"format":2,"generation":1}`, ErrFutureFormat, "format 2"},
+		{`{"format":0}`, ErrForeign, "format 0"},
+		{`{"format":1,"generation":0,"publish_id":"p","mode":"multi"}`, ErrForeign, "generation 0"},
+		{`{"format":1,"generation":1,"mode":"multi"}`, ErrForeign, "publish_id"},
+		{`{"format":1,"generation":1,"publish_id":"p","mode":"x"}`, ErrForeign, "mode"},
+		{`{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"a/b":{"sha256":"` + sha + `"}}}`, ErrForeign, "'/'"},
+		{`{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"a":{"sha256":"xyz"}}}`, ErrForeign, "bad sha256"},
+		{`{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"a":{"sha256":"` + sha + `","size":-1}}}`, ErrForeign, "negative"},
+	}
+	for _, c := range cases {
+		_, err := Decode([]byte(c.data))
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("Decode(%q) = %v, want %v containing %q", c.data, err, c.want, c.msg)
+		}
+	}
+}
