@@ -30,6 +30,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
 // EnvPrefix is the prefix of environment variables overriding config keys.
@@ -123,8 +124,13 @@ type ZooKeeper struct {
 	Servers []string
 	// SessionTimeout is requested from the servers, which clamp it.
 	SessionTimeout time.Duration
-	// AuthFile, if set, is a file holding digest credentials ("user:password").
+	// AuthFile, if set, is a file holding digest credentials
+	// ("user:password"), readable by its owner only. Without it,
+	// $ZKCONF_AUTH is used when set.
 	AuthFile string
+	// TLS, when its CA file is set, makes every connection use TLS
+	// (ZooKeeper's secureClientPort).
+	TLS zkconn.TLSFiles
 }
 
 // HTTP holds the status endpoint settings.

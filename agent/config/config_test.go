@@ -340,7 +340,7 @@ zookeeper:
   auth_file: zk-auth-open
 targets: [{name: a, type: file, item: a, dest: /etc/a}]
 `,
-			want: []string{"zookeeper.auth_file: @DIR/zk-auth-open is readable by every user (mode 0644)"},
+			want: []string{"zookeeper.auth_file: credentials file @DIR/zk-auth-open is accessible by group or others (mode 0644)"},
 		},
 		{
 			name: "missing auth file",
@@ -350,7 +350,7 @@ zookeeper:
   auth_file: /nonexistent/zk-auth
 targets: [{name: a, type: file, item: a, dest: /etc/a}]
 `,
-			want: []string{"zookeeper.auth_file: cannot use credentials file: stat /nonexistent/zk-auth: no such file or directory"},
+			want: []string{"zookeeper.auth_file: credentials file: stat /nonexistent/zk-auth: no such file or directory"},
 		},
 		{
 			name: "targets not a list",

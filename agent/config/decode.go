@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+
+	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
 // topKeys are the valid flattened keys outside targets; sections are the
@@ -20,12 +22,13 @@ import (
 var (
 	topKeys = []string{
 		"zookeeper.servers", "zookeeper.session_timeout", "zookeeper.auth_file",
+		"zookeeper.tls.ca_file", "zookeeper.tls.cert_file", "zookeeper.tls.key_file", "zookeeper.tls.server_name",
 		"root", "meta", "state_dir", "agent_id",
 		"http.listen", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"targets",
 	}
-	sections   = []string{"zookeeper", "http", "log"}
+	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink",
@@ -43,6 +46,12 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 			Servers:        d.stringList("zookeeper.servers"),
 			SessionTimeout: d.duration("zookeeper.session_timeout"),
 			AuthFile:       resolvePath(baseDir, d.string("zookeeper.auth_file")),
+			TLS: zkconn.TLSFiles{
+				CAFile:     resolvePath(baseDir, d.string("zookeeper.tls.ca_file")),
+				CertFile:   resolvePath(baseDir, d.string("zookeeper.tls.cert_file")),
+				KeyFile:    resolvePath(baseDir, d.string("zookeeper.tls.key_file")),
+				ServerName: d.string("zookeeper.tls.server_name"),
+			},
 		},
 		Root:           d.string("root"),
 		Meta:           d.string("meta"),

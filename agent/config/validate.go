@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
 // maxTemplateSize bounds template files read at load time; a template is
@@ -109,6 +110,11 @@ func (c *Config) validateZooKeeper(p *problems) {
 		}
 	}
 	positive(p, "zookeeper.session_timeout", zk.SessionTimeout)
+	if zk.TLS.Enabled() || zk.TLS.ServerName != "" {
+		if _, err := zk.TLS.Load(); err != nil {
+			p.add("zookeeper.tls", err)
+		}
+	}
 	if zk.AuthFile != "" && !p.has("zookeeper.auth_file") {
 		if err := checkAuthFile(zk.AuthFile); err != nil {
 			p.add("zookeeper.auth_file", err)
@@ -116,23 +122,14 @@ func (c *Config) validateZooKeeper(p *problems) {
 	}
 }
 
-// checkAuthFile refuses credentials that are missing or readable by
-// everyone, as sshd does for private keys.
+// checkAuthFile refuses credentials that are missing or readable by group
+// or others, as sshd does for private keys.
 func checkAuthFile(name string) error {
 	if !filepath.IsAbs(name) {
 		return fmt.Errorf("%q must be an absolute path", name)
 	}
-	fi, err := os.Stat(name)
-	if err != nil {
-		return fmt.Errorf("cannot use credentials file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", name)
-	}
-	if fi.Mode().Perm()&0o004 != 0 {
-		return fmt.Errorf("%s is readable by every user (mode %04o): chmod o-r it", name, fi.Mode().Perm())
-	}
-	return nil
+	_, err := zkconn.LoadAuth(name)
+	return err
 }
 
 func (c *Config) validateTargets(p *problems) {

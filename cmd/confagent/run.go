@@ -175,17 +175,20 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		}
 		specs = append(specs, s)
 	}
-	auth := ""
-	if cfg.ZooKeeper.AuthFile != "" {
-		b, err := os.ReadFile(cfg.ZooKeeper.AuthFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))
+	zc := zkconn.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Logger: log}
+	auth, err := zkconn.LoadAuth(cfg.ZooKeeper.AuthFile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))
+	}
+	zc.Auth = auth
+	if cfg.ZooKeeper.TLS.Enabled() {
+		if zc.TLS, err = cfg.ZooKeeper.TLS.Load(); err != nil {
+			errs = append(errs, fmt.Errorf("zookeeper.tls: %w", err))
 		}
-		auth = strings.TrimSpace(string(b))
 	}
 	return agent.Options{
 		Root: cfg.Root, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
-		ZK:         zkconn.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Auth: auth, Logger: log},
+		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
 	}, errors.Join(errs...)

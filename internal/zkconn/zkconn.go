@@ -75,13 +75,22 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 	)
 	if cfg.TLS != nil {
 		tcfg := cfg.TLS
+		names := serverNames(cfg.Servers)
+		// A wrong CA or server name would otherwise show only as a client
+		// retrying forever; one handshake up front turns it into an error.
+		if err := probeTLS(cfg.Servers, tcfg, names); err != nil {
+			return nil, nil, err
+		}
 		opts = append(opts, zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
 			c := tcfg.Clone()
 			// The default host provider resolves names to IPs once, so the
 			// address dialled is an IP: verify against the configured name
-			// (or the host the user wrote), never the IP.
+			// (or the host the operator wrote), never the IP.
 			if c.ServerName == "" {
-				c.ServerName = hostFor(cfg.Servers, address)
+				c.ServerName = names[address]
+				if c.ServerName == "" {
+					c.ServerName, _, _ = net.SplitHostPort(address)
+				}
 			}
 			return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
 		}))
@@ -102,17 +111,6 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 // options collects client options in a slice; the client's option type is
 // unexported, so it can only be named through inference.
 func options[T any](v ...T) []T { return v }
-
-// hostFor returns the host name the user configured for a dialled address:
-// the only one when there is one server, else "localhost" for loopback.
-func hostFor(servers []string, address string) string {
-	if len(servers) == 1 {
-		h, _, _ := net.SplitHostPort(servers[0])
-		return h
-	}
-	h, _, _ := net.SplitHostPort(address)
-	return h
-}
 
 type slogPrintf struct{ l *slog.Logger }
 

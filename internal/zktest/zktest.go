@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,8 +66,14 @@ type Options struct {
 	// JVMFlags are extra java flags (system properties for TLS, say).
 	JVMFlags []string
 	// SecureClient makes each server also listen on a secureClientPort,
-	// reported by Server.SecurePort. TLS settings come from Config/JVMFlags.
+	// reported by Server.SecurePort, with a certificate for localhost and
+	// 127.0.0.1 issued by Cluster.CA (a throw-away CA made for the cluster).
 	SecureClient bool
+	// ClientAuth is ZooKeeper's ssl.clientAuth with SecureClient: "none"
+	// (default), "want" or "need" (mutual TLS).
+	ClientAuth string
+	// SecureOnly, with SecureClient, disables the plain client port.
+	SecureOnly bool
 }
 
 // Server is one ZooKeeper server of a Cluster.
@@ -101,10 +108,14 @@ func (s *Server) SecureAddr() string {
 
 // Cluster is a running set of ZooKeeper servers owned by one test.
 type Cluster struct {
-	t       TB
-	opts    Options
-	mu      sync.Mutex
-	Servers []*Server
+	t    TB
+	opts Options
+	// CA issued the servers' certificates when Options.SecureClient is set.
+	CA *CA
+	// adminTLS is how the harness itself talks to TLS-only servers.
+	adminTLS *tls.Config
+	mu       sync.Mutex
+	Servers  []*Server
 }
 
 // Start starts a standalone server and waits until it serves.
@@ -160,6 +171,16 @@ func StartWith(t TB, opts Options) *Cluster {
 
 func (c *Cluster) layout() error {
 	base := c.t.TempDir()
+	if c.opts.SecureClient && c.CA == nil {
+		ca, err := NewCA(base, "zktest")
+		if err != nil {
+			return fmt.Errorf("test CA: %w", err)
+		}
+		c.CA = ca
+		if c.adminTLS, err = ca.ClientTLS("localhost", true); err != nil {
+			return fmt.Errorf("test CA: %w", err)
+		}
+	}
 	ports, err := FreePorts(4 * c.opts.Size)
 	if err != nil {
 		return err
@@ -210,6 +231,19 @@ func (c *Cluster) writeConfig(s *Server) error {
 	if c.opts.SecureClient {
 		cfg["secureClientPort"] = strconv.Itoa(s.SecurePort)
 		cfg["secureClientPortAddress"] = "127.0.0.1"
+		auth := c.opts.ClientAuth
+		if auth == "" {
+			auth = "none"
+		}
+		tlsCfg, err := c.CA.serverConfig(fmt.Sprintf("server%d", s.ID), auth)
+		if err != nil {
+			return err
+		}
+		maps.Copy(cfg, tlsCfg)
+		if c.opts.SecureOnly {
+			delete(cfg, "clientPort")
+			delete(cfg, "clientPortAddress")
+		}
 	}
 	for k, v := range c.opts.Config {
 		cfg[k] = v
@@ -236,9 +270,13 @@ func Classpath() string {
 	}
 	cp := "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 	// Without an SLF4J binding the server prints nothing; slf4j-simple sends
-	// its log to stderr, which we keep in the server's log file.
-	if _, err := os.Stat("/usr/share/java/slf4j-simple.jar"); err == nil {
-		cp += ":/usr/share/java/slf4j-simple.jar"
+	// its log to stderr, which we keep in the server's log file. The
+	// Debian jar's manifest also leaves out netty-codec, which the Netty
+	// connection factory (the only one that speaks TLS) needs.
+	for _, jar := range []string{"slf4j-simple.jar", "netty-codec.jar", "netty-resolver.jar"} {
+		if _, err := os.Stat("/usr/share/java/" + jar); err == nil {
+			cp += ":/usr/share/java/" + jar
+		}
 	}
 	return cp
 }
@@ -302,7 +340,7 @@ func (c *Cluster) WaitServing(i int) {
 func (c *Cluster) waitServing(ctx context.Context, i int) error {
 	s := c.Servers[i]
 	for {
-		out, err := FourLetter(s.Addr(), "srvr", time.Second)
+		out, err := c.fourLetter(i, "srvr", time.Second)
 		if err == nil && strings.Contains(out, "Mode:") {
 			return nil
 		}
@@ -404,7 +442,7 @@ func (c *Cluster) Running(i int) bool {
 // Mode returns server i's mode as `srvr` reports it ("leader", "follower",
 // "standalone"), or an error when it does not answer.
 func (c *Cluster) Mode(i int) (string, error) {
-	out, err := FourLetter(c.Servers[i].Addr(), "srvr", time.Second)
+	out, err := c.fourLetter(i, "srvr", time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -439,7 +477,7 @@ func (c *Cluster) Leader() int {
 
 // Mntr returns server i's `mntr` counters as a map.
 func (c *Cluster) Mntr(i int) (map[string]string, error) {
-	out, err := FourLetter(c.Servers[i].Addr(), "mntr", 2*time.Second)
+	out, err := c.fourLetter(i, "mntr", 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -499,19 +537,45 @@ func (c *Cluster) killAll() {
 	}
 }
 
+// fourLetter asks server i, over TLS when it has no plain port.
+func (c *Cluster) fourLetter(i int, cmd string, timeout time.Duration) (string, error) {
+	if !c.opts.SecureOnly {
+		return FourLetter(c.Servers[i].Addr(), cmd, timeout)
+	}
+	d := &net.Dialer{Timeout: timeout}
+	conn, err := tls.DialWithDialer(d, "tcp", c.Servers[i].SecureAddr(), c.adminTLS)
+	if err != nil {
+		return "", err
+	}
+	return ask(conn, cmd, timeout)
+}
+
+// SecureAddrs lists every server's TLS client address (with SecureClient).
+func (c *Cluster) SecureAddrs() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = s.SecureAddr()
+	}
+	return out
+}
+
 // FourLetter sends a four-letter-word command to addr and returns the answer.
 func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return "", err
 	}
+	return ask(conn, cmd, timeout)
+}
+
+func ask(conn net.Conn, cmd string, timeout time.Duration) (string, error) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write([]byte(cmd)); err != nil {
 		return "", err
 	}
 	var buf bytes.Buffer
-	_, err = buf.ReadFrom(conn)
+	_, err := buf.ReadFrom(conn)
 	return buf.String(), err
 }
 

@@ -1,7 +1,9 @@
 package zktest_test
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -138,4 +140,24 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
+}
+
+// TestTLSServer starts a TLS-only server and connects through TLS.
+func TestTLSServer(t *testing.T) {
+	c := zktest.StartWith(t, zktest.Options{Size: 1, SecureClient: true, SecureOnly: true})
+	cfg, err := c.CA.ClientTLS("localhost", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _, err := zk.Connect(c.SecureAddrs(), 4*time.Second, zk.WithLogInfo(false),
+		zk.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, cfg)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if ok, _, err := conn.Exists("/zookeeper"); err != nil || !ok {
+		t.Fatalf("exists over TLS = %v, %v", ok, err)
+	}
 }
