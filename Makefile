@@ -9,12 +9,12 @@ TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 CHAOS_DURATION ?= 10m
 FUZZ_TIME ?= 1m
 
-.PHONY: all build test test-unit lint vet fmt zookeeper demo bench chaos fuzz install clean check-leftovers
+.PHONY: all install build test test-unit lint vet fmt zookeeper demo bench chaos fuzz install clean check-leftovers
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/confpush ./cmd/confagent ./internal/cmd/zkdev
 
 zookeeper:
 	@scripts/ensure-zookeeper.sh
@@ -53,6 +53,18 @@ chaos: zookeeper
 
 fuzz:
 	@echo "fuzz targets: arrive with issue 7"; exit 1
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+# Binaries, systemd units and the example agent configuration (never
+# overwriting an existing /etc/confagent/confagent.yaml).
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/confagent
+	install -m 0755 $(BIN)/confpush $(BIN)/confagent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 systemd/confagent.service systemd/confagent@.service $(DESTDIR)/etc/systemd/system/
+	[ -e $(DESTDIR)/etc/confagent/confagent.yaml ] || install -m 0640 examples/agent/confagent.yaml $(DESTDIR)/etc/confagent/confagent.yaml
+	install -d $(DESTDIR)$(PREFIX)/share/doc/zkconf
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/zkconf/
 
 clean:
 	rm -rf $(BIN)
