@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# ensure-zookeeper.sh makes a ZooKeeper server available for zkconf's tests and demo.
+# ensure-zookeeper.sh makes a ZooKeeper server available for zkconf's tests and demo
+# (and systemd-analyze, which the unit-file test runs).
 #
 # If ZOOKEEPER_CLASSPATH is set, it is trusted as is (another install). Otherwise
 # the Debian package `zookeeper` is installed when /usr/share/java/zookeeper.jar
 # is missing. Idempotent and quiet when everything is already there.
 set -euo pipefail
 
-if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
+if [ -n "${ZOOKEEPER_CLASSPATH:-}" ] && command -v systemd-analyze >/dev/null 2>&1; then
   exit 0
 fi
 
 need_java=0
 command -v java >/dev/null 2>&1 || need_java=1
-if [ -f /usr/share/java/zookeeper.jar ] && [ "$need_java" = 0 ]; then
+need_sa=0
+command -v systemd-analyze >/dev/null 2>&1 || need_sa=1
+if [ -f /usr/share/java/zookeeper.jar ] && [ "$need_java" = 0 ] && [ "$need_sa" = 0 ]; then
   exit 0
 fi
 
@@ -34,6 +37,7 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 pkgs="zookeeper"
 [ "$need_java" = 1 ] && pkgs="$pkgs default-jre-headless"
+[ "$need_sa" = 1 ] && pkgs="$pkgs systemd"
 # The package's maintainer scripts may try to start a service; in a container
 # without systemd that is a no-op. Tests never use the system service.
 $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null

@@ -1,0 +1,439 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Fix says what Repair does about a Mismatch.
+type Fix string
+
+// The fixes.
+const (
+	// FixNone: an advisory finding; Repair leaves it to the operator.
+	FixNone Fix = "none"
+	// FixCreate: the node is missing; Repair creates it with Want.
+	FixCreate Fix = "create"
+	// FixSetACL: Repair sets the node's ACL to Want (compare-and-swap on
+	// the ACL version).
+	FixSetACL Fix = "set ACL"
+	// FixDelete: a status node no identity of the policy owns (created
+	// before the ACLs, or by a removed identity); Repair deletes it. It is
+	// ephemeral: its agent, if still allowed, creates it again.
+	FixDelete Fix = "delete"
+	// FixDocument: the metadata base's status-ACL document is missing or
+	// stale; Repair writes it.
+	FixDocument Fix = "write status-ACL document"
+)
+
+// Mismatch is one difference between the tree and the policy.
+type Mismatch struct {
+	Path string
+	Kind Kind
+	// Got is the ACL found (nil when missing or unreadable).
+	Got []zk.ACL
+	// Want is the ACL the policy asks for (nil for advisories and
+	// deletions).
+	Want []zk.ACL
+	Fix  Fix
+	// Problem says what is wrong, for people. It names identities by user
+	// and role, never by digest.
+	Problem string
+}
+
+// Repairable reports whether Repair acts on m.
+func (m Mismatch) Repairable() bool { return m.Fix != FixNone }
+
+// String is one line for people: kind, path and problem.
+func (m Mismatch) String() string { return fmt.Sprintf("%s %s: %s", m.Kind, m.Path, m.Problem) }
+
+// Action is one change made by Init or Repair.
+type Action struct {
+	Path string
+	Kind Kind
+	Did  Fix
+	// Detail describes the change without digests.
+	Detail string
+}
+
+// String is one line for people: kind, path, what was done and how.
+func (a Action) String() string {
+	return fmt.Sprintf("%s %s: %s (%s)", a.Kind, a.Path, a.Did, a.Detail)
+}
+
+// Report is what Init or Repair did and what remains.
+type Report struct {
+	Actions []Action
+	// Remaining are the mismatches left after the last pass: advisories,
+	// and anything a concurrent change kept re-breaking.
+	Remaining []Mismatch
+}
+
+// engine applies one policy to one root.
+type engine struct {
+	conn  *zk.Conn
+	paths layout.Paths
+	p     Policy
+	// beforeSetACL is a test seam run before each SetACL; nil in
+	// production.
+	beforeSetACL func(path string)
+}
+
+func newEngine(conn *zk.Conn, paths layout.Paths, p Policy) (*engine, error) {
+	if err := layout.ValidateRoot(paths.Root); err != nil {
+		return nil, err
+	}
+	if err := layout.ValidateRoot(paths.Meta); err != nil {
+		return nil, fmt.Errorf("meta path: %w", err)
+	}
+	if within(paths.Meta, paths.Root) || within(paths.Root, paths.Meta) {
+		return nil, fmt.Errorf("root %s and metadata path %s must not contain one another", paths.Root, paths.Meta)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return nil, errors.New("nil ZooKeeper connection")
+	}
+	return &engine{conn: conn, paths: paths, p: p}, nil
+}
+
+// checkWorkers bounds the GetACL requests Check has in flight.
+const checkWorkers = 8
+
+// Check compares the actual ACLs of the root, every item, the metadata
+// tree and every node in it (history entries, blobs, publishing, election
+// and status nodes) with the policy, and reports the differences sorted by
+// path (parents before children), plus advisories about what the policy
+// cannot fix (see KindAncestor). It changes nothing. It needs a session
+// authenticated as the publisher; a root that does not exist is
+// ErrNotInitialized.
+func Check(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) ([]Mismatch, error) {
+	e, err := newEngine(conn, paths, p)
+	if err != nil {
+		return nil, err
+	}
+	return e.check(ctx)
+}
+
+// target is one node below a fixed node.
+type target struct {
+	path string
+	kind Kind
+	want []zk.ACL // nil: a status node
+}
+
+func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
+	var out []Mismatch
+	if _, _, err := getACL(ctx, e.conn, e.paths.Root); errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("root %s does not exist: %w", e.paths.Root, ErrNotInitialized)
+	} else if err != nil {
+		return nil, fmt.Errorf("root %s: %w", e.paths.Root, err)
+	}
+	if m, ok, err := e.checkParent(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		out = append(out, m)
+	}
+	for _, a := range e.ancestors() {
+		acl, _, err := getACL(ctx, e.conn, a)
+		if err != nil {
+			continue // missing or unreadable: not one Init made for this publisher
+		}
+		if e.ownAncestor(acl) && !SameACL(acl, e.p.AncestorACL()) {
+			out = append(out, e.aclMismatch(a, KindAncestor, acl, e.p.AncestorACL()))
+		}
+	}
+	var targets []target
+	for _, f := range e.p.fixedNodes(e.paths) {
+		acl, _, err := getACL(ctx, e.conn, f.path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Want: f.acl, Fix: FixCreate, Problem: "missing"})
+			continue
+		case errors.Is(err, ErrPermission):
+			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
+				Problem: "unreadable, so not checked, nor anything below it: " + err.Error()})
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if !SameACL(acl, f.acl) {
+			out = append(out, e.aclMismatch(f.path, f.kind, acl, f.acl))
+		}
+		if f.kind == KindBase {
+			m, ok, err := e.checkDocument(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, m)
+			}
+		}
+		if f.child == "" {
+			continue
+		}
+		kids, err := call(ctx, func() ([]string, error) {
+			kids, _, err := e.conn.Children(f.path)
+			return kids, err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case errors.Is(err, zk.ErrNoAuth):
+			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
+				Problem: "children not checked: " + Explain(err, f.path, OpList).Error()})
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("list %s: %w", f.path, err)
+		}
+		for _, k := range kids {
+			t := target{path: f.path + "/" + k, kind: f.child, want: f.childACL}
+			if f.kind == KindRoot && k == path.Base(e.paths.Marker()) {
+				t.kind = KindMarker
+			}
+			targets = append(targets, t)
+		}
+	}
+	found, err := e.checkTargets(ctx, targets)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, found...)
+	slices.SortStableFunc(out, func(a, b Mismatch) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// checkTargets reads the ACLs of targets with bounded concurrency.
+func (e *engine) checkTargets(ctx context.Context, targets []target) ([]Mismatch, error) {
+	var (
+		mu       sync.Mutex
+		out      []Mismatch
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan target)
+	for range min(checkWorkers, len(targets)) {
+		wg.Go(func() {
+			for t := range work {
+				ms, err := e.checkTarget(ctx, t)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				out = append(out, ms...)
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, t := range targets {
+		select {
+		case work <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, ctx.Err()
+}
+
+func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) {
+	acl, _, err := getACL(ctx, e.conn, t.path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil // gone meanwhile (a publish, an agent leaving)
+	case errors.Is(err, ErrPermission):
+		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil
+	case err != nil:
+		return nil, err
+	}
+	if t.want != nil {
+		if SameACL(acl, t.want) {
+			return nil, nil
+		}
+		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, t.want)}, nil
+	}
+	v := e.p.statusVerdict(path.Base(t.path), acl)
+	var out []Mismatch
+	if v.fix != FixNone {
+		out = append(out, Mismatch{Path: t.path, Kind: t.kind, Got: acl, Want: v.want, Fix: v.fix, Problem: v.problem})
+	}
+	if v.squat != "" {
+		out = append(out, Mismatch{Path: t.path, Kind: t.kind, Got: acl, Fix: FixNone, Problem: v.squat})
+	}
+	return out, nil
+}
+
+func (e *engine) aclMismatch(p string, k Kind, got, want []zk.ACL) Mismatch {
+	return Mismatch{Path: p, Kind: k, Got: got, Want: want, Fix: FixSetACL,
+		Problem: fmt.Sprintf("has %s; want %s", e.p.Describe(got), e.p.Describe(want))}
+}
+
+// checkParent reports an advisory when the root's parent lets anyone but
+// the publisher delete children: ZooKeeper checks DELETE on the parent
+// only, so while the root has no children (after init, before the first
+// publish, or after publishing an empty set) they could delete it and
+// create their own root, with their own ACL and manifest.
+func (e *engine) checkParent(ctx context.Context) (Mismatch, bool, error) {
+	parent := path.Dir(e.paths.Root)
+	acl, _, err := getACL(ctx, e.conn, parent)
+	switch {
+	case errors.Is(err, ErrPermission), errors.Is(err, zk.ErrNoNode):
+		return Mismatch{Path: parent, Kind: KindAncestor, Fix: FixNone,
+			Problem: "the ACL of the root's parent cannot be checked: " + err.Error()}, true, nil
+	case err != nil:
+		return Mismatch{}, false, err
+	}
+	if e.ownAncestor(acl) {
+		return Mismatch{}, false, nil // repaired to AncestorACL
+	}
+	var others []zk.ACL
+	for _, a := range acl {
+		if a.Perms&zk.PermDelete != 0 && !(a.Scheme == "digest" && a.ID == e.p.Publisher.ID()) {
+			others = append(others, a)
+		}
+	}
+	if len(others) == 0 {
+		return Mismatch{}, false, nil
+	}
+	return Mismatch{Path: parent, Kind: KindAncestor, Got: acl, Fix: FixNone, Problem: fmt.Sprintf(
+		"the root's parent grants DELETE to %s: while %s has no items they can delete it and create their own; "+
+			"keep at least one item published, or put the root under a parent only the publisher may change",
+		e.p.Describe(others), e.paths.Root)}, true, nil
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// ancestors lists the ancestors of the root and of the metadata base,
+// outermost first, without "/" and without duplicates.
+func (e *engine) ancestors() []string {
+	var out []string
+	for _, full := range []string{e.paths.Root, e.paths.Base()} {
+		var chain []string
+		for a := path.Dir(full); a != "/"; a = path.Dir(a) {
+			chain = append(chain, a)
+		}
+		slices.Reverse(chain)
+		for _, a := range chain {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// ownAncestor reports whether acl is one an Init made for an ancestor:
+// ALL for digest identities of the publisher's user only (its current
+// password or an earlier one).
+func (e *engine) ownAncestor(acl []zk.ACL) bool {
+	if len(acl) == 0 || redacted(acl) {
+		return false
+	}
+	for _, a := range acl {
+		if a.Scheme != "digest" || userOf(a.ID) != e.p.Publisher.User || a.Perms&zk.PermAll != zk.PermAll {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDocument compares the metadata base's data with the status-ACL
+// document of the policy.
+func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
+	base := e.paths.Base()
+	data, err := call(ctx, func() ([]byte, error) {
+		b, _, err := e.conn.Get(base)
+		return b, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return Mismatch{}, false, nil
+	case errors.Is(err, zk.ErrNoAuth):
+		return Mismatch{Path: base, Kind: KindBase, Fix: FixNone,
+			Problem: "status-ACL document not checked: " + Explain(err, base, OpRead).Error()}, true, nil
+	case err != nil:
+		return Mismatch{}, false, fmt.Errorf("read %s: %w", base, err)
+	}
+	want := e.p.statusDocument()
+	if len(data) == 0 {
+		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument,
+			Problem: "no status-ACL document: agents cannot give the publisher access to their status nodes"}, true, nil
+	}
+	got, perr := parseStatusDoc(data)
+	wantACL, _ := parseStatusDoc(want)
+	if perr != nil {
+		if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+			return Mismatch{Path: base, Kind: KindBase, Fix: FixNone,
+				Problem: fmt.Sprintf("holds %d bytes that are not a status-ACL document; not overwritten", len(data))}, true, nil
+		}
+		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument, Problem: "invalid status-ACL document: " + perr.Error()}, true, nil
+	}
+	if !SameACL(got, wantACL) {
+		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument, Problem: fmt.Sprintf(
+			"status-ACL document names %s; want %s", e.p.Describe(got), e.p.Describe(wantACL))}, true, nil
+	}
+	return Mismatch{}, false, nil
+}
+
+// verdict is the judgement of a status node's ACL.
+type verdict struct {
+	fix     Fix
+	want    []zk.ACL
+	problem string
+	squat   string
+}
+
+// statusVerdict judges a status node named name. Its ACL must be the
+// publisher's ALL plus ALL for the identities of the agent that created it
+// (the "auth" scheme expanded by the server). A node naming no agent of
+// the policy (world-writable, from before the ACLs, or from a removed
+// identity) is deleted; one with extra entries is narrowed. A node named
+// after one agent identity but owned by another is reported as possible
+// squatting.
+func (p Policy) statusVerdict(name string, acl []zk.ACL) verdict {
+	eff := effective(acl)
+	pub := aclKey{"digest", p.Publisher.ID()}
+	want := []zk.ACL{p.Publisher.ACL(zk.PermAll)}
+	var owners []string
+	for _, a := range p.agents() {
+		if _, ok := eff[aclKey{"digest", a.ID()}]; ok {
+			want = append(want, a.ACL(zk.PermAll))
+			owners = append(owners, a.User)
+		}
+	}
+	v := verdict{fix: FixNone}
+	switch {
+	case SameACL(acl, want):
+	case len(owners) == 0 && eff[pub] == 0:
+		v = verdict{fix: FixDelete, problem: fmt.Sprintf(
+			"has %s: no identity of the policy owns it; delete it (its agent creates it again if it may)", p.Describe(acl))}
+	default:
+		v = verdict{fix: FixSetACL, want: want, problem: fmt.Sprintf("has %s; want %s", p.Describe(acl), p.Describe(want))}
+	}
+	for _, a := range p.agents() {
+		if a.User == name && len(owners) > 0 && !slices.Contains(owners, name) {
+			v.squat = fmt.Sprintf("named after agent identity %q but owned by %s: another identity may be squatting "+
+				"its status node; remove that identity from the policy, re-run init, then delete the node", name, strings.Join(owners, ", "))
+		}
+	}
+	return v
+}

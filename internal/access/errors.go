@@ -1,0 +1,165 @@
+package access
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Op is a ZooKeeper operation, as named in permission errors. Each needs
+// one permission, on the node itself or, for create and delete, on its
+// parent.
+type Op string
+
+// The operations Explain knows.
+const (
+	OpRead    Op = "read"     // Get, GetW: READ on the node
+	OpList    Op = "list"     // Children, ChildrenW: READ on the node
+	OpWrite   Op = "write"    // Set: WRITE on the node
+	OpCreate  Op = "create"   // Create: CREATE on the parent
+	OpDelete  Op = "delete"   // Delete: DELETE on the parent
+	OpCheck   Op = "check"    // CheckVersion in a Multi: READ on the node
+	OpReadACL Op = "read ACL" // GetACL: READ or ADMIN (ADMIN to see digests)
+	OpSetACL  Op = "set ACL"  // SetACL: ADMIN on the node
+)
+
+// need returns the permission op needs and the node it is checked on.
+func (op Op) need(p string) (perm, node string) {
+	switch op {
+	case OpRead, OpList, OpCheck:
+		return "READ", p
+	case OpWrite:
+		return "WRITE", p
+	case OpCreate:
+		return "CREATE", path.Dir(p)
+	case OpDelete:
+		return "DELETE", path.Dir(p)
+	case OpReadACL:
+		return "READ or ADMIN", p
+	case OpSetACL:
+		return "ADMIN", p
+	}
+	return "the permission " + string(op) + " needs", p
+}
+
+// ErrPermission matches every *PermissionError (errors.Is).
+var ErrPermission = errors.New("permission denied")
+
+// ErrAuthRejected matches every *AuthError (errors.Is).
+var ErrAuthRejected = errors.New("ZooKeeper authentication rejected")
+
+// ErrNotInitialized means the root's access tree was never set up by
+// Init: the root or its metadata base (with its status-ACL document) is
+// missing.
+var ErrNotInitialized = errors.New("access control not initialized (run confpush init)")
+
+// PermissionError is a request ZooKeeper refused with NoAuth: the identity
+// in use lacks Perm on Node. It is fatal: retrying or reconnecting cannot
+// change the answer. errors.Is(err, ErrPermission) and
+// errors.Is(err, zk.ErrNoAuth) both hold.
+//
+// A wrong password looks exactly like this: ZooKeeper accepts any digest
+// credentials at login and only compares them with ACLs.
+type PermissionError struct {
+	// Op is the operation refused.
+	Op Op
+	// Path is the node the request named.
+	Path string
+	// Node is the node whose ACL refused it: Path, or its parent for
+	// create and delete.
+	Node string
+	// Perm is the permission missing ("READ", "CREATE", ...).
+	Perm string
+	// Err is the client's error, zk.ErrNoAuth.
+	Err error
+}
+
+// Error names the operation, the node and the permission missing.
+func (e *PermissionError) Error() string {
+	on := ""
+	if e.Node != e.Path {
+		on = " on " + e.Node
+	}
+	return fmt.Sprintf("permission denied: %s on %s (the ZooKeeper identity in use lacks %s%s; "+
+		"check the credentials file: a wrong password shows up the same way)", e.Op, e.Path, e.Perm, on)
+}
+
+// Unwrap returns the client's error.
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrPermission) true.
+func (e *PermissionError) Is(target error) bool { return target == ErrPermission }
+
+// AuthError is zk.ErrAuthFailed explained: the server rejected an
+// authentication packet. With the digest scheme that never happens (any
+// "user:password" is accepted and only compared with ACLs later); it
+// means an unknown scheme, or a SASL or certificate login the server
+// refused. The server also drops the connection; the client reconnects to
+// the same session without those credentials. Fatal: never retried.
+type AuthError struct {
+	Op   Op
+	Path string
+	Err  error
+}
+
+// Error says that ZooKeeper rejected the credentials, and where.
+func (e *AuthError) Error() string {
+	where := ""
+	if e.Path != "" {
+		where = fmt.Sprintf(" (%s on %s)", e.Op, e.Path)
+	}
+	return "authentication rejected by ZooKeeper" + where +
+		": the credentials' scheme is unknown to the server or its login failed; check the credentials file"
+}
+
+// Unwrap returns the client's error.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrAuthRejected) true.
+func (e *AuthError) Is(target error) bool { return target == ErrAuthRejected }
+
+// Explain turns zk.ErrNoAuth from op on path into a *PermissionError
+// naming the node and the permission missing, and zk.ErrAuthFailed into an
+// *AuthError. Other errors (and nil, and errors already explained) are
+// returned unchanged. Callers must treat both as fatal: never retry them.
+func Explain(err error, path string, op Op) error {
+	var pe *PermissionError
+	var ae *AuthError
+	switch {
+	case err == nil, errors.As(err, &pe), errors.As(err, &ae):
+		return err
+	case errors.Is(err, zk.ErrNoAuth):
+		perm, node := op.need(path)
+		return &PermissionError{Op: op, Path: path, Node: node, Perm: perm, Err: err}
+	case errors.Is(err, zk.ErrAuthFailed):
+		return &AuthError{Op: op, Path: path, Err: err}
+	}
+	return err
+}
+
+// ExplainMulti explains the error of conn.Multi(ops...): on NoAuth it
+// finds the refused operation in the responses and explains it with its
+// path. ops are the pointers passed to Multi.
+func ExplainMulti(err error, ops []any, res []zk.MultiResponse) error {
+	if !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrAuthFailed) {
+		return err
+	}
+	for i, r := range res {
+		if i >= len(ops) || !errors.Is(r.Error, zk.ErrNoAuth) {
+			continue
+		}
+		switch o := ops[i].(type) {
+		case *zk.CreateRequest:
+			return Explain(err, o.Path, OpCreate)
+		case *zk.SetDataRequest:
+			return Explain(err, o.Path, OpWrite)
+		case *zk.DeleteRequest:
+			return Explain(err, o.Path, OpDelete)
+		case *zk.CheckVersionRequest:
+			return Explain(err, o.Path, OpCheck)
+		}
+	}
+	return Explain(err, "(a node of the transaction)", "transaction")
+}

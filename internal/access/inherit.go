@@ -1,0 +1,181 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Inherited are the ACLs a publisher gives the nodes it creates, copied
+// from the live tree so that publishing needs no knowledge of the policy
+// and keeps working, unchanged, after Init or a repair.
+type Inherited struct {
+	// Item is the root's ACL: for items, the marker, and the root itself
+	// when the publisher has to create it.
+	Item []zk.ACL
+	// Meta is the history parent's ACL: for history entries, blobs and
+	// publishing (liveness) nodes, and metadata parents the publisher has
+	// to create.
+	Meta []zk.ACL
+}
+
+// InheritedACLs reads the ACLs of the root and of the history parent,
+// once per publish. A node that does not exist (a tree never initialized)
+// yields fallback, the publisher's configured ACL. The session must have
+// ADMIN on both: without it ZooKeeper hides the digests ("user:x") and the
+// ACL cannot be copied, which is a *PermissionError.
+func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallback []zk.ACL) (Inherited, error) {
+	var in Inherited
+	for _, n := range []struct {
+		path string
+		dst  *[]zk.ACL
+	}{{paths.Root, &in.Item}, {paths.History(), &in.Meta}} {
+		acl, err := copyableACL(ctx, conn, n.path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			acl = fallback
+		case err != nil:
+			return Inherited{}, err
+		}
+		*n.dst = acl
+	}
+	return in, nil
+}
+
+// copyableACL reads p's ACL and refuses a redacted one.
+func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, error) {
+	acl, _, err := getACL(ctx, conn, p)
+	if err != nil {
+		return nil, err
+	}
+	if redacted(acl) {
+		return nil, &PermissionError{Op: OpReadACL, Path: p, Node: p, Perm: "ADMIN (needed to copy its ACL)", Err: zk.ErrNoAuth}
+	}
+	return acl, nil
+}
+
+// ReadStatusNodeACL returns the ACL an agent gives its status node: the
+// entries of the status-ACL document that Init writes on the metadata base
+// (the publisher's ALL), plus ALL for the agent session's own ids
+// (zk.AuthACL). The session must be authenticated: the server refuses the
+// "auth" scheme otherwise (InvalidACL).
+//
+// A metadata base that is missing or holds no document is
+// ErrNotInitialized: the tree has no access control, and the agent keeps
+// its configured ACL. A *PermissionError means the agent identity may not
+// read the base: a wrong password or an identity the policy does not name.
+func ReadStatusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
+	base := paths.Base()
+	data, err := call(ctx, func() ([]byte, error) {
+		b, _, err := conn.Get(base)
+		return b, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, fmt.Errorf("%s does not exist: %w", base, ErrNotInitialized)
+	case err != nil:
+		return nil, wrap(Explain(err, base, OpRead), base, OpRead)
+	case len(data) == 0:
+		return nil, fmt.Errorf("%s holds no status-ACL document: %w", base, ErrNotInitialized)
+	}
+	acl, err := parseStatusDoc(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", base, err)
+	}
+	return append(acl, zk.AuthACL(zk.PermAll)...), nil
+}
+
+// Role is what a session is meant to do, for Probe.
+type Role int
+
+// The roles.
+const (
+	RolePublisher Role = iota + 1
+	RoleAgent
+)
+
+// Probe checks at start-up, with one or two reads, that the session's
+// credentials work for role, so that a wrong password or a missing grant
+// is a clear fatal error before any real work (digest credentials are
+// never refused at login: only requests fail). A publisher must have ADMIN
+// on the root and the history parent (InheritedACLs needs it); an agent
+// must be able to read the root (an agent that keeps a status node finds
+// out about the metadata base from ReadStatusNodeACL; an anonymous reader
+// of a world-readable root has no business there). Nodes that do not exist
+// are skipped: an uninitialized tree is not a credentials problem. The
+// error is a *PermissionError.
+func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) error {
+	switch role {
+	case RolePublisher:
+		for _, p := range []string{paths.Root, paths.History()} {
+			if _, err := copyableACL(ctx, conn, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+		}
+		return nil
+	case RoleAgent:
+		_, err := call(ctx, func() (struct{}, error) {
+			_, _, err := conn.Get(paths.Root)
+			return struct{}{}, err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return wrap(Explain(err, paths.Root, OpRead), paths.Root, OpRead)
+		}
+		return nil
+	}
+	return fmt.Errorf("probe: unknown role %d", role)
+}
+
+// ErrForeignACL means the root's ACL is not one Init makes, so no policy
+// can be read from it.
+var ErrForeignACL = errors.New("the root's ACL is not one confpush init makes")
+
+// PolicyFromRoot reads the policy in force from the root's ACL, for
+// `confpush acl ROOT` without agent flags: publisher is the identity of
+// the session (its ALL entry must be there), every other digest entry
+// granting exactly READ is an agent, and world READ means WorldReadable.
+// The root's ACL can only be changed by an identity with ADMIN on it,
+// which the policy gives the publisher alone. Any other entry is
+// ErrForeignACL: the policy must then be given explicitly.
+func PolicyFromRoot(ctx context.Context, conn *zk.Conn, paths layout.Paths, publisher Identity) (Policy, error) {
+	acl, err := copyableACL(ctx, conn, paths.Root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Policy{}, fmt.Errorf("root %s does not exist: %w", paths.Root, ErrNotInitialized)
+	}
+	if err != nil {
+		return Policy{}, err
+	}
+	p := Policy{Publisher: publisher}
+	eff := effective(acl)
+	if eff[aclKey{"digest", publisher.ID()}] != zk.PermAll {
+		return Policy{}, fmt.Errorf("%w: it does not grant %s cdrwa (%s)", ErrForeignACL, publisher, p.Describe(acl))
+	}
+	for _, a := range acl {
+		switch k := (aclKey{a.Scheme, a.ID}); {
+		case k.scheme == "digest" && k.id == publisher.ID():
+		case k.scheme == "digest" && eff[k] == zk.PermRead:
+			user, digest, _ := strings.Cut(k.id, ":")
+			id, err := IdentityFromDigest(user, digest)
+			if err != nil {
+				return Policy{}, fmt.Errorf("%w: %w", ErrForeignACL, err)
+			}
+			if !slices.Contains(p.Agents, id) {
+				p.Agents = append(p.Agents, id)
+			}
+		case k == aclKey{worldScheme, worldID} && eff[k] == zk.PermRead:
+			p.WorldReadable = true
+		default:
+			return Policy{}, fmt.Errorf("%w: entry %s (%s)", ErrForeignACL, p.Describe([]zk.ACL{a}), p.Describe(acl))
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, fmt.Errorf("%w: %w", ErrForeignACL, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,257 @@
+package access
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Policy is who may do what on one config root and its metadata. See the
+// package documentation for the model and docs/security.md for its use.
+type Policy struct {
+	// Publisher may do everything on the root, its items and the root's
+	// metadata tree.
+	Publisher Identity
+	// Agents may read the root and its items, and create and write their
+	// own status node.
+	Agents []Identity
+	// WorldReadable grants READ on the root and its items to everyone,
+	// authenticated or not. Nothing else is ever granted to the world.
+	WorldReadable bool
+}
+
+// ErrInvalidPolicy marks a Policy that cannot be applied.
+var ErrInvalidPolicy = errors.New("invalid access policy")
+
+// Validate checks every identity and that the publisher and agents are
+// distinct users (the same user with two passwords is two ZooKeeper ids,
+// which would only confuse).
+func (p Policy) Validate() error {
+	var errs []error
+	if p.Publisher == (Identity{}) {
+		errs = append(errs, errors.New("no publisher identity"))
+	} else if err := p.Publisher.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("publisher: %w", err))
+	}
+	seen := map[string]string{}
+	for _, a := range p.Agents {
+		if err := a.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("agent: %w", err))
+			continue
+		}
+		if a.User == p.Publisher.User {
+			errs = append(errs, fmt.Errorf("agent identity %q is the publisher's user: give agents their own identities", a.User))
+			continue
+		}
+		if d, ok := seen[a.User]; ok && d != a.Digest {
+			errs = append(errs, fmt.Errorf("agent identity %q is given twice with different passwords", a.User))
+		}
+		seen[a.User] = a.Digest
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidPolicy, err)
+	}
+	return nil
+}
+
+// agents returns the agent identities without duplicates, in order.
+func (p Policy) agents() []Identity {
+	out := make([]Identity, 0, len(p.Agents))
+	for _, a := range p.Agents {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// worldID is ZooKeeper's id for everyone.
+const (
+	worldScheme = "world"
+	worldID     = "anyone"
+)
+
+// RootACL is the ACL of the root: publisher ALL, agents READ, and world
+// READ when WorldReadable.
+func (p Policy) RootACL() []zk.ACL {
+	acl := []zk.ACL{p.Publisher.ACL(zk.PermAll)}
+	for _, a := range p.agents() {
+		acl = append(acl, a.ACL(zk.PermRead))
+	}
+	if p.WorldReadable {
+		acl = append(acl, zk.ACL{Perms: zk.PermRead, Scheme: worldScheme, ID: worldID})
+	}
+	return acl
+}
+
+// ItemACL is the ACL of every item and of the marker-mode marker: the
+// root's. The publisher copies it from the root when it creates them (see
+// InheritedACLs).
+func (p Policy) ItemACL() []zk.ACL { return p.RootACL() }
+
+// BaseACL is the ACL of the root's metadata base (<meta>/roots/<key>):
+// publisher ALL, agents READ, so that agents can read the status-ACL
+// document it holds. Its children are fixed names; nothing below it is
+// readable by agents except through their own status nodes.
+func (p Policy) BaseACL() []zk.ACL {
+	acl := []zk.ACL{p.Publisher.ACL(zk.PermAll)}
+	for _, a := range p.agents() {
+		acl = append(acl, a.ACL(zk.PermRead))
+	}
+	return acl
+}
+
+// MetaACL is the ACL of history, blobs, publishing and election and of
+// every node below them: the publisher's alone. Blobs hold the contents of
+// old generations (rotated secrets among them), so agents may not read
+// them.
+func (p Policy) MetaACL() []zk.ACL { return []zk.ACL{p.Publisher.ACL(zk.PermAll)} }
+
+// StatusACL is the ACL of the status parent: publisher ALL, agents CREATE
+// only. Not READ (agents do not list the fleet), not DELETE (DELETE of a
+// child is a permission on the parent: it would let any agent delete any
+// other's node; ephemeral nodes vanish with their session anyway).
+func (p Policy) StatusACL() []zk.ACL {
+	acl := []zk.ACL{p.Publisher.ACL(zk.PermAll)}
+	for _, a := range p.agents() {
+		acl = append(acl, a.ACL(zk.PermCreate))
+	}
+	return acl
+}
+
+// StatusNodeACL is the ACL an agent gives its status node when it creates
+// it: publisher ALL and ALL for the creating session's own ids (the "auth"
+// scheme, which the server replaces by the session's digest ids), so that
+// no other agent identity can read, write or re-ACL it. An agent learns the
+// publisher's entry from the status-ACL document (ReadStatusNodeACL).
+func (p Policy) StatusNodeACL() []zk.ACL {
+	return append([]zk.ACL{p.Publisher.ACL(zk.PermAll)}, zk.AuthACL(zk.PermAll)...)
+}
+
+// AncestorACL is the ACL Init gives the ancestors it creates (the root's
+// missing parents, <meta>, <meta>/roots): publisher ALL. ZooKeeper checks
+// no permission on ancestors to reach a node, so nobody else needs any.
+// Existing ancestors are never changed; they may be shared.
+func (p Policy) AncestorACL() []zk.ACL { return []zk.ACL{p.Publisher.ACL(zk.PermAll)} }
+
+// ACLs returns the intended ACL of every fixed node of the layout: the
+// root, the metadata base, history, blobs, publishing, status and
+// election. Nodes below them follow ItemACL, MetaACL and StatusNodeACL.
+func (p Policy) ACLs(paths layout.Paths) map[string][]zk.ACL {
+	return map[string][]zk.ACL{
+		paths.Root:         p.RootACL(),
+		paths.Base():       p.BaseACL(),
+		paths.History():    p.MetaACL(),
+		paths.Blobs():      p.MetaACL(),
+		paths.Publishing(): p.MetaACL(),
+		paths.Status():     p.StatusACL(),
+		paths.Election():   p.MetaACL(),
+	}
+}
+
+// Kind names the role of a node in the layout.
+type Kind string
+
+// The kinds of nodes Check inspects.
+const (
+	KindAncestor       Kind = "ancestor"
+	KindRoot           Kind = "root"
+	KindItem           Kind = "item"
+	KindMarker         Kind = "marker"
+	KindBase           Kind = "metadata base"
+	KindHistory        Kind = "history"
+	KindHistoryEntry   Kind = "history entry"
+	KindBlobs          Kind = "blobs"
+	KindBlob           Kind = "blob"
+	KindPublishing     Kind = "publishing"
+	KindPublishingNode Kind = "publishing node"
+	KindStatus         Kind = "status"
+	KindStatusNode     Kind = "status node"
+	KindElection       Kind = "election"
+	KindElectionNode   Kind = "election node"
+)
+
+// fixedNode is one node of the layout whose ACL the policy fixes.
+type fixedNode struct {
+	path string
+	kind Kind
+	acl  []zk.ACL
+	// child is the kind of its children and childACL their ACL (nil for
+	// status nodes, judged by statusVerdict).
+	child    Kind
+	childACL []zk.ACL
+}
+
+// fixedNodes lists the layout's fixed nodes, parents first.
+func (p Policy) fixedNodes(paths layout.Paths) []fixedNode {
+	meta := p.MetaACL()
+	return []fixedNode{
+		{paths.Root, KindRoot, p.RootACL(), KindItem, p.ItemACL()},
+		{paths.Base(), KindBase, p.BaseACL(), "", nil},
+		{paths.History(), KindHistory, meta, KindHistoryEntry, meta},
+		{paths.Blobs(), KindBlobs, meta, KindBlob, meta},
+		{paths.Publishing(), KindPublishing, meta, KindPublishingNode, meta},
+		{paths.Status(), KindStatus, p.StatusACL(), KindStatusNode, nil},
+		{paths.Election(), KindElection, meta, KindElectionNode, meta},
+	}
+}
+
+// statusDocFormat is the version of the status-ACL document.
+const statusDocFormat = 1
+
+// statusDoc is the metadata base's data: what an agent adds to its status
+// node's ACL besides its own ids.
+type statusDoc struct {
+	Format        int      `json:"format"`
+	StatusNodeACL []docACL `json:"status_node_acl"`
+}
+
+type docACL struct {
+	Scheme string `json:"scheme"`
+	ID     string `json:"id"`
+	Perms  int32  `json:"perms"`
+}
+
+// statusDocument is the document Init writes on the metadata base.
+func (p Policy) statusDocument() []byte {
+	a := p.Publisher.ACL(zk.PermAll)
+	b, err := json.Marshal(statusDoc{Format: statusDocFormat, StatusNodeACL: []docACL{{a.Scheme, a.ID, a.Perms}}})
+	if err != nil {
+		panic(err) // cannot happen: plain strings and ints
+	}
+	return b
+}
+
+// parseStatusDoc decodes a status-ACL document into ACL entries. Only
+// digest entries are accepted: the document may only name identities.
+func parseStatusDoc(b []byte) ([]zk.ACL, error) {
+	var d statusDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("status-ACL document: %w", err)
+	}
+	if d.Format != statusDocFormat {
+		return nil, fmt.Errorf("status-ACL document format %d: this version understands %d", d.Format, statusDocFormat)
+	}
+	if len(d.StatusNodeACL) == 0 {
+		return nil, errors.New("status-ACL document names nobody")
+	}
+	out := make([]zk.ACL, 0, len(d.StatusNodeACL))
+	for _, e := range d.StatusNodeACL {
+		if e.Scheme != "digest" || e.Perms <= 0 || e.Perms&^zk.PermAll != 0 {
+			return nil, fmt.Errorf("status-ACL document: entry %s:%s (perms %d) is not a digest identity with valid permissions",
+				e.Scheme, userOf(e.ID), e.Perms)
+		}
+		user, digest, _ := strings.Cut(e.ID, ":")
+		if _, err := IdentityFromDigest(user, digest); err != nil {
+			return nil, fmt.Errorf("status-ACL document: %w", err)
+		}
+		out = append(out, zk.ACL{Perms: e.Perms, Scheme: e.Scheme, ID: e.ID})
+	}
+	return out, nil
+}

@@ -1,0 +1,258 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Bounds of Repair's loops. A pass re-checks the whole tree: a publish
+// running meanwhile may have created a node with the ACL it read before
+// the root's was fixed. casAttempts bounds the compare-and-swap retries on
+// one node that something else keeps changing.
+const (
+	maxPasses   = 3
+	casAttempts = 10
+)
+
+// ErrConcurrentChange means a node's ACL or data kept changing under a
+// compare-and-swap for casAttempts tries.
+var ErrConcurrentChange = errors.New("node kept changing during repair")
+
+// Repair applies the policy to an initialized tree: it sets every ACL
+// Check finds wrong (compare-and-swap on the node's ACL version, re-read
+// and retried on BadVersion), creates missing metadata nodes, rewrites the
+// status-ACL document and deletes status nodes no identity of the policy
+// owns. It then checks again, up to three passes, and reports what
+// remains (advisories, see Mismatch.Repairable). A root that does not exist
+// is ErrNotInitialized: Repair never creates a root (a mistyped root name
+// must not become a new tree). Permission errors are *PermissionError and
+// end the repair at once.
+func Repair(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Report, error) {
+	e, err := newEngine(conn, paths, p)
+	if err != nil {
+		return Report{}, err
+	}
+	return e.repair(ctx)
+}
+
+func (e *engine) repair(ctx context.Context) (Report, error) {
+	var rep Report
+	for pass := 0; ; pass++ {
+		ms, err := e.check(ctx)
+		if err != nil {
+			return rep, err
+		}
+		var todo []Mismatch
+		for _, m := range ms {
+			if m.Repairable() {
+				todo = append(todo, m)
+			}
+		}
+		if len(todo) == 0 || pass == maxPasses {
+			rep.Remaining = ms
+			return rep, nil
+		}
+		for _, m := range todo {
+			a, err := e.fix(ctx, m)
+			if err != nil {
+				return rep, err
+			}
+			if a != nil {
+				rep.Actions = append(rep.Actions, *a)
+			}
+		}
+	}
+}
+
+// fix acts on one mismatch; a nil Action means there was nothing left to
+// do (fixed or removed meanwhile).
+func (e *engine) fix(ctx context.Context, m Mismatch) (*Action, error) {
+	switch m.Fix {
+	case FixCreate:
+		var data []byte
+		if m.Path == e.paths.Base() {
+			data = e.p.statusDocument()
+		}
+		created, err := e.create(ctx, m.Path, data, m.Want)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			return &Action{Path: m.Path, Kind: m.Kind, Did: FixCreate, Detail: e.p.Describe(m.Want)}, nil
+		}
+		// Created by someone else meanwhile: make its ACL right.
+		return e.setACL(ctx, m.Path, m.Kind, func([]zk.ACL) verdict { return verdict{fix: FixSetACL, want: m.Want} })
+	case FixSetACL, FixDelete:
+		judge := func([]zk.ACL) verdict { return verdict{fix: FixSetACL, want: m.Want} }
+		if m.Kind == KindStatusNode {
+			name := path.Base(m.Path)
+			judge = func(acl []zk.ACL) verdict { return e.p.statusVerdict(name, acl) }
+		}
+		return e.setACL(ctx, m.Path, m.Kind, judge)
+	case FixDocument:
+		return e.writeDocument(ctx)
+	case FixNone:
+	}
+	return nil, nil
+}
+
+// create creates p; false when it exists already.
+func (e *engine) create(ctx context.Context, p string, data []byte, acl []zk.ACL) (bool, error) {
+	_, err := call(ctx, func() (string, error) { return e.conn.Create(p, data, 0, acl) })
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNodeExists):
+		return false, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return false, fmt.Errorf("create %s: its parent does not exist: %w", p, ErrNotInitialized)
+	}
+	return false, wrap(Explain(err, p, OpCreate), p, OpCreate)
+}
+
+// setACL brings one node to what judge says of its current ACL, with a
+// compare-and-swap on the ACL version (a status node to be deleted is
+// deleted with a compare-and-swap on its data version, after its ACL was
+// judged).
+func (e *engine) setACL(ctx context.Context, p string, k Kind, judge func([]zk.ACL) verdict) (*Action, error) {
+	for range casAttempts {
+		got, st, err := getACL(ctx, e.conn, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		v := judge(got)
+		switch {
+		case v.fix == FixDelete:
+			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, st.Version) })
+			switch {
+			case err == nil:
+				return &Action{Path: p, Kind: k, Did: FixDelete, Detail: "had " + e.p.Describe(got)}, nil
+			case errors.Is(err, zk.ErrNoNode):
+				return nil, nil
+			case errors.Is(err, zk.ErrBadVersion):
+				continue
+			}
+			return nil, wrap(Explain(err, p, OpDelete), p, OpDelete)
+		case v.fix != FixSetACL || SameACL(got, v.want):
+			return nil, nil
+		}
+		if e.beforeSetACL != nil {
+			e.beforeSetACL(p)
+		}
+		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.SetACL(p, v.want, st.Aversion) })
+		switch {
+		case err == nil:
+			return &Action{Path: p, Kind: k, Did: FixSetACL,
+				Detail: fmt.Sprintf("%s -> %s", e.p.Describe(got), e.p.Describe(v.want))}, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
+		}
+		return nil, wrap(Explain(err, p, OpSetACL), p, OpSetACL)
+	}
+	return nil, fmt.Errorf("set ACL of %s: %w", p, ErrConcurrentChange)
+}
+
+// writeDocument writes the status-ACL document on the metadata base, with
+// a compare-and-swap on its data version. Data that is not a document is
+// never overwritten.
+func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
+	base := e.paths.Base()
+	want := e.p.statusDocument()
+	wantACL, _ := parseStatusDoc(want)
+	type got struct {
+		data []byte
+		st   *zk.Stat
+	}
+	for range casAttempts {
+		g, err := call(ctx, func() (got, error) {
+			b, st, err := e.conn.Get(base)
+			return got{b, st}, err
+		})
+		if err != nil {
+			return nil, wrap(Explain(err, base, OpRead), base, OpRead)
+		}
+		if len(g.data) > 0 {
+			acl, perr := parseStatusDoc(g.data)
+			if perr == nil && SameACL(acl, wantACL) {
+				return nil, nil
+			}
+			if perr != nil && !strings.HasPrefix(strings.TrimSpace(string(g.data)), "{") {
+				return nil, fmt.Errorf("%s holds %d bytes that are not a status-ACL document: not overwritten", base, len(g.data))
+			}
+		}
+		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.Set(base, want, g.st.Version) })
+		switch {
+		case err == nil:
+			return &Action{Path: base, Kind: KindBase, Did: FixDocument,
+				Detail: "status nodes grant " + e.p.Describe(wantACL)}, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
+		}
+		return nil, wrap(Explain(err, base, OpWrite), base, OpWrite)
+	}
+	return nil, fmt.Errorf("write %s: %w", base, ErrConcurrentChange)
+}
+
+// Init sets up access control for a root: it creates the root's missing
+// ancestors and the metadata ancestors (<meta>, <meta>/roots) with
+// AncestorACL (existing ancestors are left alone, since they may be shared,
+// except those an earlier Init made for the publisher's user, which follow
+// a change of its password),
+// the root (empty data: the first publish writes generation 1), the
+// metadata base with its status-ACL document, and history, blobs,
+// publishing, status and election, each with its ACL of the policy. It is
+// idempotent: on an existing tree it repairs (see Repair), which is also
+// how an open tree from before the ACLs is locked down. conn must be
+// authenticated as p.Publisher. A root or metadata node created by someone
+// else, without ADMIN for the publisher, fails with a *PermissionError.
+func Init(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Report, error) {
+	e, err := newEngine(conn, paths, p)
+	if err != nil {
+		return Report{}, err
+	}
+	var rep Report
+	for _, a := range append(e.ancestors(), paths.Root) {
+		ok, err := exists(ctx, conn, a)
+		if err != nil {
+			return rep, err
+		}
+		if ok {
+			continue
+		}
+		k, acl := KindAncestor, p.AncestorACL()
+		if a == paths.Root {
+			k, acl = KindRoot, p.RootACL()
+		}
+		created, err := e.create(ctx, a, nil, acl)
+		if err != nil {
+			return rep, fmt.Errorf("init %s: %w", paths.Root, err)
+		}
+		if created {
+			rep.Actions = append(rep.Actions, Action{Path: a, Kind: k, Did: FixCreate, Detail: p.Describe(acl)})
+		}
+	}
+	r, err := e.repair(ctx)
+	rep.Actions = append(rep.Actions, r.Actions...)
+	rep.Remaining = r.Remaining
+	var pe *PermissionError
+	switch {
+	case errors.As(err, &pe) && pe.Op == OpSetACL:
+		return rep, fmt.Errorf("init %s: %w; if %s was created by another identity, its owner or a ZooKeeper "+
+			"super user must delete it or grant the publisher ADMIN", paths.Root, err, pe.Path)
+	case err != nil:
+		return rep, fmt.Errorf("init %s: %w", paths.Root, err)
+	}
+	return rep, nil
+}
