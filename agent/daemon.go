@@ -132,7 +132,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		meta = layout.DefaultMeta
 	}
 	if opts.AgentID != "" {
-		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta).StatusNode(opts.AgentID), acl, log)
+		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
 	}
 	return d, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -24,17 +26,18 @@ import (
 // go-zookeeper client follows with a silent new session that does not own
 // the old ephemeral node (the server deleted it).
 type statusNode struct {
-	conn *zk.Conn
-	sess *zkconn.Session
-	path string
-	acl  []zk.ACL
-	log  *slog.Logger
-	in   chan Status
-	done chan struct{}
+	conn  *zk.Conn
+	sess  *zkconn.Session
+	paths layout.Paths
+	path  string
+	acl   []zk.ACL
+	log   *slog.Logger
+	in    chan Status
+	done  chan struct{}
 }
 
-func newStatusNode(conn *zk.Conn, sess *zkconn.Session, path string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{conn: conn, sess: sess, path: path, acl: acl, log: log,
+func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+	return &statusNode{conn: conn, sess: sess, paths: paths, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
 
@@ -80,8 +83,8 @@ func (n *statusNode) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			// Best effort: tell publishers waiting on us that we left.
-			_ = n.conn.Delete(n.path, -1)
+			// No delete: under ACLs agents may not delete (DELETE is on the
+			// parent), and closing the session removes the node at once.
 			return
 		case s := <-n.in:
 			b, err := json.Marshal(s)
@@ -99,7 +102,11 @@ func (n *statusNode) run(ctx context.Context) {
 func (n *statusNode) write(data []byte) error {
 	_, err := n.conn.Set(n.path, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, n.acl)
+		acl, aerr := n.createACL()
+		if aerr != nil {
+			return aerr
+		}
+		_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
 		if errors.Is(err, zk.ErrNoNode) {
 			// The status parent does not exist yet (a fresh ensemble, or a
 			// root that was never published): create it, then retry.
@@ -107,15 +114,36 @@ func (n *statusNode) write(data []byte) error {
 			if perr := zkconn.EnsurePath(n.conn, parent, n.acl); perr != nil {
 				return perr
 			}
-			_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, n.acl)
+			_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
 		}
 		if errors.Is(err, zk.ErrNodeExists) {
 			// Our create may have landed before a connection loss, or
 			// another agent uses the same id.
 			return n.claim(data)
 		}
+		if errors.Is(err, zk.ErrNoAuth) {
+			return access.Explain(err, n.path, access.OpCreate)
+		}
+	}
+	if errors.Is(err, zk.ErrNoAuth) {
+		// Another identity's node of the same name (squatting, or two
+		// agents sharing an id), or a wrong password.
+		return access.Explain(err, n.path, access.OpWrite)
 	}
 	return err
+}
+
+// createACL is the ACL of a new status node: what the tree's access policy
+// says (publisher and this agent's own identity), or the configured ACL on
+// a tree without access control.
+func (n *statusNode) createACL() ([]zk.ACL, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	acl, err := access.ReadStatusNodeACL(ctx, n.conn, n.paths)
+	if errors.Is(err, access.ErrNotInitialized) {
+		return n.acl, nil
+	}
+	return acl, err
 }
 
 // claim handles a node that exists although our set found none: ours (the

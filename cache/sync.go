@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
@@ -164,6 +165,23 @@ func (c *Cache) run(ctx context.Context) {
 				c.stats.errors.Add(1)
 				ls.errs++
 				dirty = true
+				if errors.Is(err, zk.ErrNoAuth) {
+					// A permission problem (a wrong password looks the same:
+					// digest auth never fails, access does). Not a
+					// connection problem, so no reconnect: report it
+					// clearly and re-check slowly, so that an ACL repaired
+					// by the operator is picked up without a restart.
+					err = access.Explain(err, c.root, access.OpRead)
+					if ls.errs == 1 {
+						c.log.Error("no permission to read the root", "err", err)
+					}
+					c.waiting(ls, err)
+					setRetry(permRetry)
+					if resync != nil {
+						resync.Reset(jittered(c.opts.resync))
+					}
+					continue
+				}
 				if zkconn.IsRecoverable(err) || zkconn.IsFatal(err) {
 					// The session tracker reports the disconnect or expiry
 					// (it does so before the client fails the requests); the
@@ -546,6 +564,9 @@ func (c *Cache) call(ctx context.Context, fn func() error) error {
 		return ctx.Err()
 	}
 }
+
+// permRetry is how often a cache without permission to read re-checks.
+const permRetry = 30 * time.Second
 
 // backoff returns a jittered delay in [d/2, d] for d = base·2^(attempt-1)
 // capped at max.

@@ -247,15 +247,23 @@ func Call(ctx context.Context, fn func() error) error {
 }
 
 // EnsurePath creates p and its missing parents as persistent nodes with acl.
-// It is idempotent: NodeExists is success.
+// It is idempotent: NodeExists is success. Existing nodes are looked up
+// before any create, because under ACLs a create of an existing node whose
+// parent denies CREATE fails with NoAuth rather than NodeExists.
 func EnsurePath(conn *zk.Conn, p string, acl []zk.ACL) error {
 	if p == "" || p == "/" {
+		return nil
+	}
+	if ok, _, err := conn.Exists(p); err == nil && ok {
 		return nil
 	}
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	cur := ""
 	for _, part := range parts {
 		cur += "/" + part
+		if ok, _, err := conn.Exists(cur); err == nil && ok {
+			continue
+		}
 		if _, err := conn.Create(cur, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("create %s: %w", cur, err)
 		}
