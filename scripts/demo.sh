@@ -18,8 +18,11 @@ cleanup() {
   local rc=$?
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ $rc -ne 0 ]; then
+    for f in "$OUT"/*.log; do [ -f "$f" ] && { echo "--- $f (last lines)" >&2; tail -n 15 "$f" >&2; }; done
+    echo "demo failed (exit $rc)" >&2
+  fi
   rm -rf "$OUT"
-  if [ $rc -ne 0 ]; then echo "demo failed (exit $rc)" >&2; fi
   exit $rc
 }
 trap cleanup EXIT INT TERM
@@ -48,7 +51,7 @@ for id in web-1 web-2; do
   pids+=($!)
 done
 # Wait (through the agents' status nodes) until both run generation 1.
-"$BIN/confpush" status --wait-generation 1 --min 2 --timeout 60s > /dev/null
+"$BIN/confpush" status --wait-generation 1 --min 2 --timeout 20s > /dev/null
 "$BIN/confpush" status
 
 step "What web-1 rendered"
@@ -63,7 +66,7 @@ step "Publishing it and waiting for every agent to apply it"
 
 step "What web-2 rendered now"
 cat "$OUT/web-2/summary.txt"
-grep -c 'server ' "$OUT/web-2/etc/checkout/nginx.conf" | sed 's/^/nginx upstream servers: /'
+grep -c 'server 10\.' "$OUT/web-2/etc/checkout/nginx.conf" | sed 's/^/nginx upstream servers: /'
 
 step "confpush status"
 "$BIN/confpush" status

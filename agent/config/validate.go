@@ -67,7 +67,7 @@ func (c *Config) validate(p *problems) {
 		}
 	}
 	if !p.has("http.listen") && c.HTTP.Listen != "" {
-		if err := checkHostPort(c.HTTP.Listen); err != nil {
+		if err := checkListen(c.HTTP.Listen); err != nil {
 			p.addf("http.listen", "%q: %w (use \"\" to disable)", c.HTTP.Listen, err)
 		}
 	}
@@ -382,7 +382,13 @@ func within(parent, child string) bool {
 
 // checkHostPort validates "host:port" with a numeric port in 1-65535. The
 // host may be empty (all interfaces) for listen addresses.
-func checkHostPort(s string) error {
+func checkHostPort(s string) error { return checkAddr(s, 1) }
+
+// checkListen validates a listen address: like checkHostPort, and port 0
+// asks for any free port (the agent logs the one it got).
+func checkListen(s string) error { return checkAddr(s, 0) }
+
+func checkAddr(s string, minPort int) error {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
 		return errors.New("want host:port")
@@ -391,7 +397,7 @@ func checkHostPort(s string) error {
 		return errors.New("invalid host")
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
+	if err != nil || n < minPort || n > 65535 {
 		return fmt.Errorf("invalid port %q", port)
 	}
 	return nil

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0 // success, including "unchanged"
+	exitError      = 1 // any other failure (ZooKeeper unreachable, outcome unknown, ...)
+	exitUsage      = 2 // bad command line, flags, configuration or input
+	exitConflict   = 3 // lost the compare-and-swap, or --expect-generation mismatch
+	exitMarkerBusy = 4 // another live marker-mode publish holds the root
+	exitRollout    = 5 // --wait: the rollout did not complete
+)
+
+const exitCodesHelp = `Exit codes:
+  0  success (including "unchanged": nothing to publish)
+  1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
+  2  usage or bad input (flags, arguments, configuration, files, names, sizes, --validate)
+  3  conflict: another publish won, or the live generation is not --expect-generation
+  4  marker busy: another marker-mode publish is in progress (see --override-marker)
+  5  rollout incomplete: with --wait, agents failed, left or did not apply in time`
+
+// usageError marks an error as the user's (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// app is one invocation of confpush; it holds no state beyond the run.
+type app struct {
+	stdout, stderr io.Writer
+	v              *viper.Viper
+	ran            bool // a command started: later errors are not cobra's
+	log            *slog.Logger
+}
+
+// run executes confpush with args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, v: viper.New(), log: slog.New(slog.DiscardHandler)}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	if !a.ran {
+		// cobra refused the command line before configure ran: honour
+		// --json (and CONFPUSH_JSON) for the error all the same.
+		a.v.SetEnvPrefix("CONFPUSH")
+		a.v.AutomaticEnv()
+		_ = a.v.BindPFlag("json", root.PersistentFlags().Lookup("json"))
+		err = usageError{err}
+	}
+	return a.fail(err)
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "confpush",
+		Short: "Publish config sets to ZooKeeper atomically",
+		Long: `confpush publishes a directory (or a list of files) as one config set to a
+ZooKeeper root, atomically: agents see the old set or the new one, never a mix.
+Every publish is a new generation; history is kept for rollback.
+
+Settings come from flags, then CONFPUSH_* environment variables (CONFPUSH_ZK,
+CONFPUSH_ROOT, CONFPUSH_SESSION_TIMEOUT, ...), then the --config YAML file
+(keys are the flag names: zk, root, meta, session-timeout, timeout, json,
+log-level), then the defaults.
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usagef("a command is required")
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.configure(cmd) },
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.String("zk", "127.0.0.1:2181", "ZooKeeper servers, host:port,...")
+	pf.String("root", layout.DefaultRoot, "config root znode")
+	pf.String("meta", layout.DefaultMeta, "metadata znode (history, blobs)")
+	pf.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
+	pf.Duration("timeout", 60*time.Second, "overall timeout of the command")
+	pf.String("config", "", "YAML configuration file")
+	pf.Bool("json", false, "print one JSON object (machine output)")
+	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
+		a.statusCommand(), a.watchCommand())
+	for _, c := range root.Commands() {
+		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
+	}
+	return root
+}
+
+// configure reads the configuration file and binds the flags of the
+// command that runs (only that command's, so subcommands sharing a flag
+// name do not interfere) to viper, with environment variables.
+func (a *app) configure(cmd *cobra.Command) error {
+	a.ran = true
+	v := a.v
+	v.SetEnvPrefix("CONFPUSH")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err := v.BindPFlag(f.Name, f); err != nil && bindErr == nil {
+			bindErr = err
+		}
+	})
+	if bindErr != nil {
+		return bindErr
+	}
+	if path := v.GetString("config"); path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return usagef("config file %s: %v", path, err)
+		}
+	}
+	level := slog.LevelWarn
+	if err := level.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", v.GetString("log-level"))
+	}
+	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	if v.GetDuration("timeout") <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	if v.GetDuration("session-timeout") <= 0 {
+		return usagef("--session-timeout must be positive")
+	}
+	if err := layout.ValidateRoot(v.GetString("root")); err != nil {
+		return usagef("--root: %v", err)
+	}
+	if err := layout.ValidateRoot(v.GetString("meta")); err != nil {
+		return usagef("--meta: %v", err)
+	}
+	if err := a.zkConfig().Validate(); err != nil {
+		return usagef("--zk: %v", err)
+	}
+	return nil
+}
+
+func (a *app) zkConfig() zkconn.Config {
+	var servers []string
+	for _, s := range strings.Split(a.v.GetString("zk"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	return zkconn.Config{Servers: servers, SessionTimeout: a.v.GetDuration("session-timeout"), Logger: a.log}
+}
+
+// context is the command's overall deadline.
+func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), a.v.GetDuration("timeout"))
+}
+
+// connect dials ZooKeeper, waits for a session, and returns a Publisher
+// for the configured root and a function closing the connection.
+func (a *app) connect(ctx context.Context) (*publish.Publisher, func(), error) {
+	cfg := a.zkConfig()
+	conn, sess, err := zkconn.Dial(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := sess.WaitConnected(ctx); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
+	}
+	p, err := publish.New(conn, sess, a.v.GetString("root"),
+		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
+	if err != nil {
+		conn.Close()
+		return nil, nil, usageError{err}
+	}
+	return p, conn.Close, nil
+}
+
+// json reports whether machine output was asked for.
+func (a *app) json() bool { return a.v.GetBool("json") }
+
+// emit prints obj as one JSON object, or calls text.
+func (a *app) emit(obj map[string]any, text func(w io.Writer)) {
+	if a.json() {
+		obj["ok"] = true
+		a.writeJSON(obj)
+		return
+	}
+	text(a.stdout)
+}
+
+func (a *app) writeJSON(obj map[string]any) {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(obj)
+}
+
+// fail reports err and returns its exit code.
+func (a *app) fail(err error) int {
+	code, kind := classify(err)
+	if a.json() {
+		obj := map[string]any{"ok": false, "exit_code": code, "kind": kind, "error": err.Error()}
+		var ce *publish.ConflictError
+		if errors.As(err, &ce) {
+			obj["conflict"] = map[string]any{"expected_generation": ce.Expected, "live_generation": ce.Actual, "reason": ce.Reason}
+		}
+		var mb *publish.MarkerBusyError
+		if errors.As(err, &mb) {
+			obj["marker"] = map[string]any{"owner": mb.Owner, "publish_id": mb.PublishID, "age_seconds": mb.Age.Seconds()}
+		}
+		if probs := problems(err); len(probs) > 1 {
+			obj["problems"] = probs
+		}
+		a.writeJSON(obj)
+		return code
+	}
+	fmt.Fprintf(a.stderr, "confpush: %v\n", err)
+	if kind == "usage" {
+		fmt.Fprintln(a.stderr, "Run 'confpush --help' for usage.")
+	}
+	return code
+}
+
+// classify maps an error to its exit code and a kind for --json.
+func classify(err error) (int, string) {
+	var ue usageError
+	switch {
+	case errors.As(err, new(rolloutError)):
+		return exitRollout, "rollout_incomplete"
+	case errors.Is(err, publish.ErrConflict):
+		return exitConflict, "conflict"
+	case errors.Is(err, publish.ErrMarkerBusy):
+		return exitMarkerBusy, "marker_busy"
+	case errors.As(err, &ue):
+		return exitUsage, "usage"
+	case errors.Is(err, publish.ErrInvalidInput):
+		return exitUsage, "invalid_input"
+	case errors.Is(err, publish.ErrFenced):
+		return exitError, "fenced"
+	case errors.Is(err, zk.ErrSessionExpired):
+		return exitError, "session_expired"
+	case errors.Is(err, publish.ErrOutcomeUnknown):
+		return exitError, "outcome_unknown"
+	case errors.Is(err, publish.ErrNotPublished):
+		return exitError, "not_published"
+	case errors.Is(err, publish.ErrGenerationNotFound):
+		return exitError, "generation_not_found"
+	}
+	return exitError, "error"
+}
+
+// problems lists the entries of a multi-problem error.
+func problems(err error) []string {
+	var me interface{ WrappedErrors() []error }
+	if !errors.As(err, &me) {
+		return nil
+	}
+	var out []string
+	for _, e := range me.WrappedErrors() {
+		out = append(out, e.Error())
+	}
+	return out
+}

@@ -1,0 +1,474 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// loadInput reads DIR (a single directory argument) or FILES and validates
+// them; every problem is reported at once, before anything connects.
+func loadInput(args []string, flatten, syntax, allowEmpty bool) (map[string][]byte, error) {
+	var items map[string][]byte
+	var loadErr error
+	if len(args) == 1 {
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+			items, loadErr = publish.LoadDir(args[0], publish.LoadOptions{Flatten: flatten})
+		}
+	}
+	if items == nil && loadErr == nil {
+		items, loadErr = publish.LoadFiles(args)
+	}
+	var all *multierror.Error
+	all = multierror.Append(all, loadErr)
+	// An empty set caused by unreadable files is not a problem of its own.
+	all = multierror.Append(all, publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax}))
+	if err := all.ErrorOrNil(); err != nil {
+		all.ErrorFormat = listFormat
+		return nil, all
+	}
+	return items, nil
+}
+
+func listFormat(errs []error) string {
+	if len(errs) == 1 {
+		return errs[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(errs))
+	for _, e := range errs {
+		b.WriteString("\n  - " + e.Error())
+	}
+	return b.String()
+}
+
+func parseMode(s string) (publish.Mode, error) {
+	m, err := publish.ParseMode(s)
+	if err != nil {
+		return 0, usagef("--mode: %v", err)
+	}
+	return m, nil
+}
+
+func (a *app) publishCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "publish DIR | FILE...",
+		Short: "Publish a directory or files as the root's next generation",
+		Long: `Publish DIR's regular files (hidden ones skipped; sub-directories refused
+unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
+the next generation of the root. Items are named by file name.
+
+Everything is checked before anything is written: names, sizes, an empty set
+(refused unless --allow-empty) and, with --validate, that .json, .yaml/.yml
+and .toml files parse. Identical content is a no-op ("unchanged") unless
+--force. Sets too large for one transaction are published with the marker
+protocol (--mode auto); --mode forces either protocol.
+
+With --wait, confpush then follows the agents' status nodes until every
+registered agent (--all, the default) or at least --min N agents report the
+new generation, showing progress on stderr; it exits 5 naming the agents
+that failed (with their errors), left, or did not apply it within --timeout.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mode, err := parseMode(a.v.GetString("mode"))
+			if err != nil {
+				return err
+			}
+			if a.v.GetInt64("expect-generation") < 0 {
+				return usagef("--expect-generation must not be negative")
+			}
+			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			p, closeConn, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			res, err := p.Publish(ctx, publish.Request{
+				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
+				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
+				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
+			})
+			if err != nil {
+				return err
+			}
+			a.reportResult(p.Root(), res, 0)
+			if a.v.GetBool("wait") && !res.DryRun {
+				return a.waitRollout(ctx, p.Conn(), res.Generation)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Bool("wait", false, "after the commit, wait until the agents applied the generation (see --all, --min)")
+	a.rolloutFlags(cmd)
+	f.Bool("dry-run", false, "show what would change; write nothing")
+	f.Bool("force", false, "publish a new generation even if the content is unchanged")
+	f.Bool("allow-empty", false, "allow publishing a set with no items")
+	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
+	f.String("mode", "auto", "commit protocol: auto, multi or marker")
+	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
+	f.Bool("validate", false, "check that .json, .yaml/.yml and .toml items parse")
+	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	return cmd
+}
+
+func (a *app) rollbackCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollback --to G",
+		Short: "Publish generation G's content as a new generation",
+		Long: `Publish the content of retained generation G as the root's next
+generation (generations only go up; the new manifest records rollback_of G).
+Rolling back to content identical to the live one is "unchanged" unless --force.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			to := a.v.GetInt64("to")
+			if to < 1 {
+				return usagef("--to G is required (a generation number, see 'confpush history')")
+			}
+			mode, err := parseMode(a.v.GetString("mode"))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			p, closeConn, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			res, err := p.Rollback(ctx, to, publish.Request{
+				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
+				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
+				DryRun: a.v.GetBool("dry-run"),
+			})
+			if err != nil {
+				return err
+			}
+			a.reportResult(p.Root(), res, to)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int64("to", 0, "generation to roll back to")
+	f.Bool("dry-run", false, "show what would change; write nothing")
+	f.Bool("force", false, "publish even if the content equals the live one")
+	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
+	f.String("mode", "auto", "commit protocol: auto, multi or marker")
+	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
+	return cmd
+}
+
+// reportResult prints a publish or rollback result.
+func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
+	obj := map[string]any{
+		"root": root, "generation": res.Generation, "zxid": res.Zxid, "publish_id": res.PublishID,
+		"mode": res.Mode, "unchanged": res.Unchanged, "dry_run": res.DryRun,
+		"added": nonNil(res.Added), "changed": nonNil(res.Changed), "removed": nonNil(res.Removed),
+		"recovered": res.Recovered,
+	}
+	if res.Manifest != nil {
+		obj["items"] = len(res.Manifest.Items)
+		obj["bytes"] = res.Manifest.TotalSize()
+	}
+	if rollbackOf > 0 {
+		obj["rollback_of"] = rollbackOf
+	}
+	a.emit(obj, func(w io.Writer) {
+		switch {
+		case res.Unchanged:
+			fmt.Fprintf(w, "unchanged at generation %d (%s)\n", res.Generation, root)
+			return
+		case res.DryRun:
+			fmt.Fprintf(w, "dry run: would publish generation %d to %s (%s mode)", res.Generation, root, res.Mode)
+		default:
+			fmt.Fprintf(w, "published generation %d to %s (%s mode, zxid %#x)", res.Generation, root, res.Mode, res.Zxid)
+		}
+		if rollbackOf > 0 {
+			fmt.Fprintf(w, ", content of generation %d", rollbackOf)
+		}
+		fmt.Fprintf(w, ": %d added, %d changed, %d removed\n", len(res.Added), len(res.Changed), len(res.Removed))
+		for _, n := range res.Added {
+			fmt.Fprintf(w, "  + %s\n", n)
+		}
+		for _, n := range res.Changed {
+			fmt.Fprintf(w, "  ~ %s\n", n)
+		}
+		for _, n := range res.Removed {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+		if res.Recovered {
+			fmt.Fprintln(w, "  (the connection was lost during the commit; its outcome was verified)")
+		}
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (a *app) diffCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "diff DIR | FILE... | --gen G",
+		Short: "Show the unified diff between the live set and a directory or generation",
+		Long: `Show what publishing DIR (or the FILEs) would change in the live set, as
+a unified diff per item (live on the "-" side). With --gen G, show what a
+rollback to generation G would change. Binary items are reported, not diffed.
+The exit code is 0 whether or not there are differences.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gen := a.v.GetInt64("gen")
+			switch {
+			case gen < 0:
+				return usagef("--gen must be positive")
+			case gen > 0 && len(args) > 0:
+				return usagef("give either DIR/FILEs or --gen, not both")
+			case gen == 0 && len(args) == 0:
+				return usagef("give DIR, FILEs or --gen G")
+			}
+			var local map[string][]byte
+			if gen == 0 {
+				var err error
+				if local, err = loadInput(args, a.v.GetBool("flatten"), false, true); err != nil {
+					return err
+				}
+			}
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			p, closeConn, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			var liveGen int64
+			live := map[string][]byte{}
+			m, items, err := p.Read(ctx, 0)
+			switch {
+			case errors.Is(err, publish.ErrNotPublished):
+			case err != nil:
+				return err
+			default:
+				liveGen, live = m.Generation, items
+			}
+			against, newSide := "local", "local"
+			if gen > 0 {
+				if _, local, err = p.Read(ctx, gen); err != nil {
+					return err
+				}
+				against, newSide = fmt.Sprintf("generation %d", gen), fmt.Sprintf("gen-%d", gen)
+			}
+			added, changed, removed, text := diffSets(live, local, fmt.Sprintf("live(gen-%d)", liveGen), newSide)
+			a.emit(map[string]any{
+				"root": p.Root(), "live_generation": liveGen, "against": against,
+				"added": nonNil(added), "changed": nonNil(changed), "removed": nonNil(removed),
+				"unchanged": len(added)+len(changed)+len(removed) == 0, "diff": text,
+			}, func(w io.Writer) {
+				if text == "" {
+					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
+					return
+				}
+				io.WriteString(w, text)
+			})
+			return nil
+		},
+	}
+	cmd.Flags().Int64("gen", 0, "compare the live set with this generation")
+	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	return cmd
+}
+
+// diffSets compares two sets item by item and returns the unified diff.
+func diffSets(old, cur map[string][]byte, oldPrefix, newPrefix string) (added, changed, removed []string, text string) {
+	var b strings.Builder
+	names := slices.Sorted(maps.Keys(old))
+	for n := range cur {
+		if _, ok := old[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		o, inOld := old[n]
+		c, inCur := cur[n]
+		switch {
+		case !inOld:
+			added = append(added, n)
+		case !inCur:
+			removed = append(removed, n)
+		case string(o) == string(c):
+			continue
+		default:
+			changed = append(changed, n)
+		}
+		from, to := oldPrefix+"/"+n, newPrefix+"/"+n
+		if !inOld {
+			from = "/dev/null"
+		}
+		if !inCur {
+			to = "/dev/null"
+		}
+		if isBinary(o) || isBinary(c) {
+			fmt.Fprintf(&b, "Binary item %s differs (%d -> %d bytes)\n", n, len(o), len(c))
+			continue
+		}
+		b.WriteString(unifiedDiff(from, to, o, c))
+	}
+	return added, changed, removed, b.String()
+}
+
+func isBinary(b []byte) bool {
+	return !utf8.Valid(b) || slices.Contains(b, 0)
+}
+
+func (a *app) getCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get [ITEM]",
+		Short: "Print an item's content, or list the items of a generation",
+		Long: `Without ITEM, list the live generation's items (or generation --gen G's)
+with their sizes and sha256. With ITEM, print its content as stored (or, with
+--json, in a JSON object: "content" for UTF-8 text, "content_base64" else).
+The live set is read with manifest verification: never a torn set.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gen := a.v.GetInt64("gen")
+			if gen < 0 {
+				return usagef("--gen must be positive")
+			}
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			p, closeConn, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			m, items, err := p.Read(ctx, gen)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				var list []map[string]any
+				for _, n := range m.Names() {
+					it := m.Items[n]
+					list = append(list, map[string]any{"name": n, "size": it.Size, "sha256": it.SHA256})
+				}
+				a.emit(map[string]any{"root": p.Root(), "generation": m.Generation, "published_at": m.PublishedAt,
+					"publisher": m.Publisher, "items": nonNilMaps(list)}, func(w io.Writer) {
+					fmt.Fprintf(w, "generation %d of %s, published %s by %s (%s mode)\n", m.Generation, p.Root(),
+						m.PublishedAt.Format(time.RFC3339), m.Publisher, m.Mode)
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					for _, n := range m.Names() {
+						fmt.Fprintf(tw, "%s\t%d\t%s\n", n, m.Items[n].Size, m.Items[n].SHA256)
+					}
+					tw.Flush()
+				})
+				return nil
+			}
+			name := args[0]
+			data, ok := items[name]
+			if !ok {
+				return fmt.Errorf("item %q is not in generation %d of %s", name, m.Generation, p.Root())
+			}
+			if a.json() {
+				obj := map[string]any{"root": p.Root(), "generation": m.Generation, "item": name,
+					"size": len(data), "sha256": manifest.Hash(data)}
+				if utf8.Valid(data) {
+					obj["content"] = string(data)
+				} else {
+					obj["content_base64"] = base64.StdEncoding.EncodeToString(data)
+				}
+				a.emit(obj, nil)
+				return nil
+			}
+			_, err = a.stdout.Write(data)
+			return err
+		},
+	}
+	cmd.Flags().Int64("gen", 0, "read this generation instead of the live one")
+	return cmd
+}
+
+func nonNilMaps(s []map[string]any) []map[string]any {
+	if s == nil {
+		return []map[string]any{}
+	}
+	return s
+}
+
+func (a *app) historyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "history",
+		Short: "List the retained generations, newest first",
+		Long:  `List the retained generations of the root, newest first.`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			p, closeConn, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			hist, err := p.History(ctx)
+			if err != nil {
+				return err
+			}
+			var liveGen int64
+			if m, _, err := p.Current(ctx); err == nil {
+				liveGen = m.Generation
+			} else if !errors.Is(err, publish.ErrNotPublished) {
+				return err
+			}
+			var gens []map[string]any
+			for _, m := range hist {
+				g := map[string]any{"generation": m.Generation, "publish_id": m.PublishID,
+					"published_at": m.PublishedAt, "publisher": m.Publisher, "mode": m.Mode,
+					"items": len(m.Items), "bytes": m.TotalSize(), "live": m.Generation == liveGen}
+				if m.RollbackOf > 0 {
+					g["rollback_of"] = m.RollbackOf
+				}
+				gens = append(gens, g)
+			}
+			a.emit(map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}, func(w io.Writer) {
+				if len(hist) == 0 {
+					fmt.Fprintf(w, "no history for %s\n", p.Root())
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GEN\tPUBLISHED\tPUBLISHER\tMODE\tITEMS\tBYTES\tNOTE")
+				for _, m := range hist {
+					var notes []string
+					if m.Generation == liveGen {
+						notes = append(notes, "live")
+					}
+					if m.RollbackOf > 0 {
+						notes = append(notes, fmt.Sprintf("rollback of %d", m.RollbackOf))
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
+						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "))
+				}
+				tw.Flush()
+			})
+			return nil
+		},
+	}
+}

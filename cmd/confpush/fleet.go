@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// rolloutError marks a rollout that failed or timed out (exit 5).
+type rolloutError struct{ err error }
+
+func (e rolloutError) Error() string { return e.err.Error() }
+func (e rolloutError) Unwrap() error { return e.err }
+
+func (a *app) paths() layout.Paths {
+	return layout.New(a.v.GetString("root"), a.v.GetString("meta"))
+}
+
+// dial connects and waits for a session.
+func (a *app) dial(ctx context.Context) (*zk.Conn, *zkconn.Session, error) {
+	cfg := a.zkConfig()
+	conn, sess, err := zkconn.Dial(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := sess.WaitConnected(ctx); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
+	}
+	return conn, sess, nil
+}
+
+// liveGeneration reads the root's generation (0 when never published).
+func liveGeneration(conn *zk.Conn, root string) (int64, error) {
+	b, _, err := conn.Get(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", root, err)
+	}
+	m, err := manifest.Decode(b)
+	if errors.Is(err, manifest.ErrEmpty) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", root, err)
+	}
+	return m.Generation, nil
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show which agent runs which generation",
+		Long: `status lists every agent following the root (from their status nodes): the
+generation each applied, how far behind the live one it is, its state, since
+when, and its last error; then a summary.
+
+With --wait-generation G it first waits (through watches) until enough agents
+(--min N, or --all) report generation G; exit 5 when they do not in time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			conn, _, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if g := a.v.GetInt64("wait-generation"); g > 0 {
+				if err := a.waitRollout(ctx, conn, g); err != nil {
+					return err
+				}
+			}
+			return a.printStatus(ctx, conn)
+		},
+	}
+	cmd.Flags().Int64("wait-generation", 0, "wait until agents report this generation")
+	a.rolloutFlags(cmd)
+	return cmd
+}
+
+// rolloutFlags are the flags of a rollout wait.
+func (a *app) rolloutFlags(cmd *cobra.Command) {
+	cmd.Flags().Int("min", 0, "with a wait: succeed once this many agents applied the generation")
+	cmd.Flags().Bool("all", false, "with a wait: every registered agent must apply the generation (the default)")
+}
+
+func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
+	p := a.paths()
+	live, err := liveGeneration(conn, p.Root)
+	if err != nil {
+		return err
+	}
+	agents, err := fleet.List(ctx, conn, p)
+	if err != nil {
+		return err
+	}
+	sum := fleet.Summarize(agents, live)
+	type row struct {
+		ID     string        `json:"id"`
+		Behind int64         `json:"behind"`
+		Error  string        `json:"error,omitempty"`
+		Status *fleet.Status `json:"status,omitempty"`
+	}
+	rows := []row{}
+	for _, ag := range agents {
+		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0)}
+		if ag.Err != nil {
+			r.Error = ag.Err.Error()
+		} else {
+			st := ag.Status
+			r.Status = &st
+		}
+		rows = append(rows, r)
+	}
+	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
+		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing}}
+	a.emit(obj, func(out io.Writer) {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
+		for _, r := range rows {
+			if r.Status == nil {
+				fmt.Fprintf(w, "%s\t?\t?\t?\t?\t%s\n", r.ID, oneLine(r.Error))
+				continue
+			}
+			st := r.Status
+			since := "-"
+			if !st.Since.IsZero() {
+				since = time.Since(st.Since).Round(time.Second).String() + " ago"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, st.State, since, oneLine(st.LastError))
+		}
+		_ = w.Flush()
+		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
+	})
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// waitRollout follows the agents until the rollout of generation g
+// succeeds, printing progress: a bar on a terminal, plain lines otherwise.
+func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
+	opts := fleet.WaitOptions{All: a.v.GetBool("all"), Min: a.v.GetInt("min")}
+	if opts.Min < 0 {
+		return usagef("--min must not be negative")
+	}
+	pr := newProgress(a.stderr, a.v.GetBool("json"))
+	opts.Progress = pr.update
+	final, err := fleet.Wait(ctx, conn, a.paths(), g, opts)
+	pr.done(final)
+	if err != nil {
+		return rolloutError{err}
+	}
+	return nil
+}
+
+// progress prints rollout progress.
+type progress struct {
+	w    io.Writer
+	tty  bool
+	off  bool
+	last string
+}
+
+func newProgress(w io.Writer, quiet bool) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{w: w, tty: tty, off: quiet}
+}
+
+func (p *progress) line(pr fleet.Progress) string {
+	return fmt.Sprintf("generation %d: %d/%d applied, %d pending, %d failed, %d gone",
+		pr.Generation, len(pr.Applied), pr.Needed, len(pr.Pending), len(pr.Rejected), len(pr.Gone))
+}
+
+func (p *progress) update(pr fleet.Progress) {
+	if p.off {
+		return
+	}
+	l := p.line(pr)
+	if l == p.last {
+		return
+	}
+	p.last = l
+	if p.tty {
+		const width = 30
+		filled := 0
+		if pr.Needed > 0 {
+			filled = min(width, width*len(pr.Applied)/pr.Needed)
+		}
+		fmt.Fprintf(p.w, "\r[%s%s] %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), l)
+		return
+	}
+	fmt.Fprintln(p.w, l)
+}
+
+func (p *progress) done(pr fleet.Progress) {
+	if p.off {
+		return
+	}
+	p.update(pr)
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,117 @@
+// Package publish publishes a config set to a ZooKeeper root atomically,
+// keeps its history, and rolls it back.
+//
+// # Data model
+//
+// A root znode holds one config set: its data is the manifest (package
+// internal/manifest: generation, publish id, publisher, mode, and the
+// sha256 and size of every item), its children are the items. The child
+// "invalid" is the marker of a marker-mode publish in progress. History
+// and content live under the metadata path (package internal/layout):
+//
+//	<meta>/roots/<key>/history/g-<gen>   that generation's manifest
+//	<meta>/roots/<key>/blobs/<sha256>    item content, stored once
+//	<meta>/roots/<key>/publishing/<id>   ephemeral: a marker publish is alive
+//
+// A reader that holds a manifest checks every item it reads against it; a
+// mismatch means a publish landed in between and the read is retried, so
+// a verified read never returns a torn set.
+//
+// # Publishing, step by step
+//
+//  1. Validate the request before touching ZooKeeper: names, item sizes
+//     (ItemLimit), the set size, an empty set, the manifest size (it must
+//     fit one znode, and the marker-mode final commit that carries it
+//     twice must fit the multi budget). Any problem: nothing is written.
+//  2. Read: the root (manifest M at data version V, or absent, or empty),
+//     its children, the marker if any (and whether its publish's liveness
+//     node exists), the history list and the blob list. A root with data
+//     that is not a manifest, or with children but no manifest and no
+//     marker, is refused.
+//  3. Check: ExpectGeneration (mismatch: ConflictError). A live marker:
+//     MarkerBusyError (owner, age) unless OverrideMarker. A dead (or
+//     overridden) marker is taken over: the root's actual children are read
+//     and hashed, since the dead publish may have written some of them, and
+//     the diff is computed against them.
+//  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
+//     the diff. Identical content (and no marker): Result.Unchanged, no
+//     write, unless Force. DryRun stops here.
+//  5. Mode: multi when the encoded transaction below fits the multi budget
+//     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto).
+//
+// Multi mode is one transaction:
+//
+//	SetData(root, manifest N, V)        -- the compare-and-swap (Create when the root is absent)
+//	Delete(root/invalid, version)       -- only when taking over a dead marker
+//	Create / SetData(-1) / Delete(-1)   -- added, changed, removed items only
+//	Create(blobs/<sha>)                 -- contents not yet stored
+//	Check(blobs/<sha>, -1)              -- stored contents referenced (guards against a concurrent GC)
+//	Create(history/g-N, manifest N)     -- history lands with the commit
+//
+// Marker mode:
+//
+//	a. Create the blobs of new contents, one by one (NodeExists is fine).
+//	b. Create the ephemeral liveness node publishing/<publish id>.
+//	c. Multi(SetData(root, M unchanged, V), Create(root/invalid, marker))
+//	   -- or SetData(root/invalid, marker, its version) to take one over,
+//	   or Create(root, empty) when the root is absent. Rewriting the root's
+//	   data unchanged moves its version to V': a publish that read V can no
+//	   longer commit, and one that reads V' sees the marker.
+//	d. Write each added or changed item, delete each removed one, every
+//	   write as Multi(Check(root/invalid, marker version), write): a
+//	   publish that took the marker over (or a zombie of this one after its
+//	   session expired) can never write over it.
+//	e. Multi(SetData(root, manifest N, V'), Delete(root/invalid, marker
+//	   version), Check every blob, Create(history/g-N)).
+//	f. Delete the liveness node.
+//
+// If the publisher dies midway the marker stays, the root keeps manifest M
+// (readers verifying items either still see M or wait), and the next
+// publish takes the marker over. A publish that fails after (c) leaves the
+// marker too, and deletes its liveness node so the next publish does not
+// wait for it.
+//
+// # Errors, by class (seed 001)
+//
+// Normal state: BadVersion or NodeExists on the root is a ConflictError
+// carrying the generation that won (read after the failure);
+// NodeExists/NoNode on an item means someone else changed the root's
+// children: a ConflictError, never a blind retry. A blob that vanished
+// (GC) or appeared (another publish) is not a conflict: the publish plans
+// again.
+//
+// Recoverable (connection loss during a commit, outcome unknown): wait for
+// the session, Sync, and read history/g-N (created by the same
+// transaction, so present if and only if the commit landed) and the root.
+// Our publish id there: it landed (Result.Recovered). Absent: the same
+// transaction is sent again, same compare-and-swap, so it cannot land
+// twice; if that resend loses the compare-and-swap, history/g-N is read
+// once more (the first send may have landed late) before reporting a
+// conflict. Marker-mode item writes lost with the connection are sent
+// again: under the marker fence they are idempotent.
+//
+// Fatal: after a session expiry no write is ever re-sent. The outcome of
+// a commit in flight is read on the new session: success only if it
+// landed, otherwise an error wrapping ErrSessionExpired. A marker-mode
+// publish whose session expired stops (its liveness node is gone, so the
+// marker is dead and the next publish takes it over). A context that ends
+// while a commit is in flight gives ErrOutcomeUnknown with the publish id
+// and generation to look for.
+//
+// # Fencing token
+//
+// Result.Zxid is the zxid of the commit (the root's Mzxid right after it,
+// equal to the history entry's Czxid): strictly increasing per commit and
+// comparable across roots. Note that setting a marker rewrites the root's
+// data unchanged, so the root's Mzxid can move without a new generation.
+//
+// # History and garbage collection
+//
+// After each commit, best effort: keep the newest Retention history
+// entries (the live one always), delete older entries and every blob no
+// kept generation references, in transactions that start with Check(root,
+// version after our commit): if anything touched the root since, the GC
+// stops and the next publisher's GC does the work. Rollback(G) reads
+// generation G from history and blobs and publishes it as a new
+// generation, recording RollbackOf = G: generations only go up.
+package publish

@@ -1,0 +1,177 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Sentinel errors. Every typed error below matches one of them with
+// errors.Is, so callers can branch without type assertions.
+var (
+	// ErrConflict means another publish won: the root's version moved
+	// between our read and our commit, the live generation is not the one
+	// the request expected, or another publish took our marker over. The
+	// error is a *ConflictError carrying the live generation.
+	ErrConflict = errors.New("publish conflict")
+	// ErrMarkerBusy means a live marker-mode publish holds the root's
+	// marker. The error is a *MarkerBusyError naming its owner and age.
+	ErrMarkerBusy = errors.New("another marker-mode publish is in progress")
+	// ErrTooLarge means an item, the set, the manifest or the transaction
+	// exceeds what ZooKeeper (or the configured limit) can take. The error
+	// is a *TooLargeError with the size and the limit. Nothing was written.
+	ErrTooLarge = errors.New("too large")
+	// ErrInvalidInput marks every input problem (bad name, unreadable file,
+	// empty set, syntax, size): the CLI maps it to its usage exit code.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrNotPublished means the root does not exist or holds no manifest.
+	ErrNotPublished = errors.New("root has never been published")
+	// ErrGenerationNotFound means the requested generation is not in the
+	// history (never existed, or removed by retention).
+	ErrGenerationNotFound = errors.New("generation not in history")
+	// ErrOutcomeUnknown means a commit was sent and whether it landed could
+	// not be determined (the context ended, or the connection was closed
+	// by the application). The error names the publish id and generation
+	// to look for in the history.
+	ErrOutcomeUnknown = errors.New("publish outcome unknown")
+	// ErrTorn means a live read kept finding items that do not match the
+	// manifest until its context ended (a publish is in progress, or one
+	// died and left its marker).
+	ErrTorn = errors.New("live items do not match the manifest")
+	// ErrFenced means Request.Fence does not exist (any more): the
+	// publisher lost what entitled it to publish (a leader's election
+	// node). Nothing of the write that found it gone was applied.
+	ErrFenced = errors.New("publish fenced off")
+	// ErrSessionExpired is the client's session-expiry error; errors caused
+	// by an expiry wrap it. Publish never retries a write after an expiry.
+	ErrSessionExpired = zk.ErrSessionExpired
+)
+
+// ConflictError reports a lost compare-and-swap or an ExpectGeneration
+// mismatch. It matches ErrConflict.
+type ConflictError struct {
+	// Expected is the generation the publish was based on (or the one the
+	// request expected).
+	Expected int64
+	// Actual is the live generation found after the conflict (0 when the
+	// root holds no manifest).
+	Actual int64
+	// Reason says what happened.
+	Reason string
+}
+
+// Error describes the conflict and both generations.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("conflict: %s (expected generation %d, live generation is %d)", e.Reason, e.Expected, e.Actual)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// MarkerBusyError reports a live marker-mode publish. It matches
+// ErrMarkerBusy.
+type MarkerBusyError struct {
+	// Root is the config root.
+	Root string
+	// Owner is the publisher (user@host) that set the marker.
+	Owner string
+	// PublishID is the publish attempt that holds the marker.
+	PublishID string
+	// Age is how long ago the marker was set (by the marker node's
+	// modification time against the local clock; clocks may differ).
+	Age time.Duration
+}
+
+// Error describes the marker's owner, publish id and age.
+func (e *MarkerBusyError) Error() string {
+	return fmt.Sprintf("%v: marker %s/invalid held by %s (publish %s) for %v; wait for it, or override it explicitly (OverrideMarker, --override-marker)",
+		ErrMarkerBusy, e.Root, e.Owner, e.PublishID, e.Age.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrMarkerBusy) true.
+func (e *MarkerBusyError) Is(target error) bool { return target == ErrMarkerBusy }
+
+// TooLargeError reports a size limit exceeded. It matches ErrTooLarge and
+// ErrInvalidInput.
+type TooLargeError struct {
+	// What is "item", "set", "manifest" or "transaction".
+	What string
+	// Item names the item when What is "item".
+	Item string
+	// Size is the offending size in bytes; Limit the limit.
+	Size, Limit int64
+	// Hint says what to do, when there is something to say.
+	Hint string
+}
+
+// Error describes the size and the limit.
+func (e *TooLargeError) Error() string {
+	var s string
+	switch e.What {
+	case "item":
+		s = fmt.Sprintf("item %q is %d bytes, more than the %d-byte limit of one znode", e.Item, e.Size, e.Limit)
+	case "set":
+		s = fmt.Sprintf("the set is %d bytes in total, more than the %d-byte limit", e.Size, e.Limit)
+	case "manifest":
+		s = fmt.Sprintf("the manifest (and the final commit carrying it) would be %d bytes, more than the %d-byte limit", e.Size, e.Limit)
+	default:
+		s = fmt.Sprintf("the %s would be %d bytes, more than the %d-byte limit", e.What, e.Size, e.Limit)
+	}
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// Is makes errors.Is work with ErrTooLarge and ErrInvalidInput.
+func (e *TooLargeError) Is(target error) bool {
+	return target == ErrTooLarge || target == ErrInvalidInput
+}
+
+// InputError is one problem with the input: a file that cannot be read, a
+// name that cannot be an item, content that does not parse. It never
+// quotes item content. It matches ErrInvalidInput.
+type InputError struct {
+	// Item is the item name, when known.
+	Item string
+	// Path is the file, when the problem is with a file.
+	Path string
+	// Err is the problem.
+	Err error
+}
+
+// Error describes the item or file and the problem.
+func (e *InputError) Error() string {
+	switch {
+	case e.Item != "" && e.Path != "":
+		return fmt.Sprintf("item %q (%s): %v", e.Item, e.Path, e.Err)
+	case e.Item != "":
+		return fmt.Sprintf("item %q: %v", e.Item, e.Err)
+	case e.Path != "":
+		return fmt.Sprintf("%s: %v", e.Path, e.Err)
+	default:
+		return e.Err.Error()
+	}
+}
+
+// Unwrap returns the underlying problem.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// blobRaceError is returned by a commit that failed only because the blob
+// store changed under it (a concurrent GC removed a blob we meant to
+// reference, or another publish created one we meant to create). Nothing
+// was applied; Publish re-plans and tries again.
+type blobRaceError struct{ path string }
+
+func (e *blobRaceError) Error() string {
+	return fmt.Sprintf("blob store changed concurrently (%s); commit not applied", e.path)
+}
+
+// errSimulatedCrash is returned by a test seam to make a marker-mode
+// publish stop dead, as if the process had been killed: no clean-up runs.
+var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")

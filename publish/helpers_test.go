@@ -1,0 +1,214 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// testSession is the session timeout of the tests' connections. A loaded
+// test machine can stall a process for seconds; tests that do not inject
+// session faults use servers started by startZK, which allow it.
+const testSession = 10 * time.Second
+
+// startZK starts a standalone server that allows sessions of up to 30 s.
+func startZK(t testing.TB) *zktest.Cluster {
+	t.Helper()
+	return zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
+}
+
+// testCtx is a context bounded well under the package's test budget.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testLogger logs to the test's output at debug level when
+// PUBLISH_TEST_LOG is set, and nowhere otherwise.
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("PUBLISH_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// dial connects through zkconn (with a session tracker) to addrs and waits
+// for the session. The connection is closed in t.Cleanup.
+func dial(t testing.TB, sessionTimeout time.Duration, addrs ...string) (*zk.Conn, *zkconn.Session) {
+	t.Helper()
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: addrs, SessionTimeout: sessionTimeout})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := sess.WaitConnected(ctx); err != nil {
+		t.Fatalf("wait for session: %v", err)
+	}
+	return conn, sess
+}
+
+// newPub dials the cluster and returns a Publisher for root.
+func newPub(t testing.TB, c *zktest.Cluster, root string, opts ...Option) *Publisher {
+	t.Helper()
+	conn, sess := dial(t, testSession, c.Addrs()...)
+	return mustNew(t, conn, sess, root, opts...)
+}
+
+func mustNew(t testing.TB, conn *zk.Conn, sess *zkconn.Session, root string, opts ...Option) *Publisher {
+	t.Helper()
+	opts = append([]Option{WithLogger(testLogger(t)), WithPublisherName("tester@test")}, opts...)
+	p, err := New(conn, sess, root, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p
+}
+
+// items makes n items of size bytes each, named item-00.conf..., whose
+// content depends on tag.
+func items(n, size int, tag string) map[string][]byte {
+	out := make(map[string][]byte, n)
+	for i := range n {
+		out[fmt.Sprintf("item-%02d.conf", i)] = content(size, fmt.Sprintf("%s/%d", tag, i))
+	}
+	return out
+}
+
+// content is size bytes of printable text derived from tag.
+func content(size int, tag string) []byte {
+	var b bytes.Buffer
+	for b.Len() < size {
+		fmt.Fprintf(&b, "%s line %d\n", tag, b.Len())
+	}
+	return b.Bytes()[:size]
+}
+
+func mustPublish(t testing.TB, p *Publisher, req Request) *Result {
+	t.Helper()
+	res, err := p.Publish(testCtx(t), req)
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	return res
+}
+
+// checkLive verifies that the root holds exactly want, as a manifest-
+// verified read, with no marker and no stray children, at generation gen.
+func checkLive(t testing.TB, p *Publisher, gen int64, want map[string][]byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	m, got, err := p.Read(ctx, 0)
+	if err != nil {
+		t.Fatalf("read live: %v", err)
+	}
+	if m.Generation != gen {
+		t.Fatalf("live generation %d, want %d", m.Generation, gen)
+	}
+	if !sameItems(got, want) {
+		t.Fatalf("live items differ from what was published: got %v, want %v", sortedNames(got), sortedNames(want))
+	}
+	kids, _, err := p.conn.Children(p.paths.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(kids)
+	if !slices.Equal(kids, sortedNames(want)) {
+		t.Fatalf("root children %v, want exactly the items %v", kids, sortedNames(want))
+	}
+}
+
+func sameItems(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// rootState returns the root's stat and data (nil stat when absent).
+func rootState(t testing.TB, conn *zk.Conn, root string) (*zk.Stat, []byte) {
+	t.Helper()
+	data, st, err := conn.Get(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, data
+}
+
+// treeSnapshot returns every node under the given paths with its data
+// version and data, to prove nothing was written.
+func treeSnapshot(t testing.TB, conn *zk.Conn, paths ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = fmt.Sprintf("v%d c%d %x", st.Version, st.Cversion, manifest.Hash(data))
+		kids, _, err := conn.Children(p)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatal(err)
+		}
+		for _, k := range kids {
+			walk(strings.TrimSuffix(p, "/") + "/" + k)
+		}
+	}
+	for _, p := range paths {
+		walk(p)
+	}
+	return out
+}
+
+// historyGens lists the generations in a root's history.
+func historyList(t testing.TB, conn *zk.Conn, l layout.Paths) []int64 {
+	t.Helper()
+	kids, _, err := conn.Children(l.History())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gens []int64
+	for _, k := range kids {
+		if g, ok := layout.ParseHistoryName(k); ok {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	return gens
+}
+
+func clone(m map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}

@@ -1,0 +1,358 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// secret is content that must never appear in an error message.
+const secret = "hunter2-SECRET"
+
+// TestBadInput is the table of bad inputs: each gets its message, every
+// problem of an input is reported at once, and nothing is written (the
+// root, published once before, is unchanged; a root never published stays
+// absent).
+func TestBadInput(t *testing.T) {
+	c := startZK(t)
+	p := newPub(t, c, "/bad", WithMaxSetSize(200<<10))
+	mustPublish(t, p, Request{Items: items(2, 10, "good")})
+	fresh := newPub(t, c, "/bad-fresh", WithMaxSetSize(200<<10))
+	snapshot := func(t *testing.T) map[string]string {
+		return treeSnapshot(t, p.conn, "/bad", "/bad-fresh", p.paths.Base(), fresh.paths.Base())
+	}
+
+	write := func(dir, name string, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := strings.Repeat("x", ItemLimit+1)
+
+	type input struct {
+		items map[string][]byte
+		err   error
+	}
+	for _, tc := range []struct {
+		name     string
+		load     func(t *testing.T, dir string) input
+		validate ValidateOptions
+		want     []string // every one must appear in the message
+		tooLarge bool
+	}{
+		{
+			name: "MissingPath",
+			load: func(t *testing.T, dir string) input {
+				m, err := LoadDir(filepath.Join(dir, "nope"), LoadOptions{})
+				return input{m, err}
+			},
+			want: []string{"nope: does not exist"},
+		},
+		{
+			name: "MissingFile",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a.conf", "a")
+				m, err := LoadFiles([]string{filepath.Join(dir, "a.conf"), filepath.Join(dir, "gone.conf")})
+				return input{m, err}
+			},
+			want: []string{"gone.conf: does not exist"},
+		},
+		{
+			name: "UnreadableFile",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a.conf", "a")
+				write(dir, "locked.conf", secret)
+				opts := LoadOptions{}
+				if os.Geteuid() == 0 {
+					// root reads anything: make the read fail the way a
+					// permission problem does.
+					opts.readFile = func(name string) ([]byte, error) {
+						if strings.HasSuffix(name, "locked.conf") {
+							return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+						}
+						return os.ReadFile(name)
+					}
+				} else if err := os.Chmod(filepath.Join(dir, "locked.conf"), 0); err != nil {
+					t.Fatal(err)
+				}
+				m, err := LoadDir(dir, opts)
+				return input{m, err}
+			},
+			want: []string{`item "locked.conf"`, "cannot read: permission denied"},
+		},
+		{
+			name: "NameZooKeeperCannotHold",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "bad\x01name", "a")
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			want: []string{`"bad\x01name"`, "U+0001", "ZooKeeper"},
+		},
+		{
+			name: "ReservedNames",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "invalid", "a")
+				write(dir, "zookeeper", "a")
+				write(dir, "..data", "a")
+				m, err := LoadFiles([]string{filepath.Join(dir, "invalid"), filepath.Join(dir, "zookeeper"), filepath.Join(dir, "..data")})
+				return input{m, err}
+			},
+			want: []string{"3 problems", `"invalid" is reserved`, `"zookeeper" is reserved`, `"..data"`},
+		},
+		{
+			name: "EmptySet",
+			load: func(t *testing.T, dir string) input {
+				write(dir, ".hidden", "skipped")
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			want: []string{"the set is empty", "--allow-empty"},
+		},
+		{
+			name: "OversizeItem",
+			load: func(t *testing.T, dir string) input {
+				return input{items: map[string][]byte{"huge.bin": []byte(big), "ok.conf": []byte("ok")}}
+			},
+			want:     []string{`item "huge.bin" is 1032193 bytes, more than the 1032192-byte limit`},
+			tooLarge: true,
+		},
+		{
+			name: "OversizeFileNotRead",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "huge.bin", big)
+				m, err := LoadDir(dir, LoadOptions{readFile: func(string) ([]byte, error) {
+					return nil, errors.New("an oversize file must not be read")
+				}})
+				return input{m, err}
+			},
+			want:     []string{`item "huge.bin" is 1032193 bytes, more than the 1032192-byte limit`},
+			tooLarge: true,
+		},
+		{
+			name: "SetTooLarge",
+			load: func(t *testing.T, dir string) input {
+				return input{items: items(3, 100<<10, "x")}
+			},
+			validate: ValidateOptions{MaxSetSize: 200 << 10},
+			want:     []string{"the set is 307200 bytes in total, more than the 204800-byte limit"},
+			tooLarge: true,
+		},
+		{
+			name: "ManifestTooLarge",
+			load: func(t *testing.T, dir string) input {
+				m := map[string][]byte{}
+				for i := range 4000 {
+					m[fmt.Sprintf("%0200d", i)] = []byte{byte(i)}
+				}
+				return input{items: m}
+			},
+			want:     []string{"the manifest", "more than the", "fewer items"},
+			tooLarge: true,
+		},
+		{
+			name: "SyntaxJSONYAMLTOML",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a.json", "{\n  \"password\": \""+secret+"\" oops\n}")
+				write(dir, "b.yaml", "key: value\n  bad: [\""+secret+"\"\n")
+				write(dir, "c.toml", "password = \""+secret+"\" "+secret+"\n")
+				write(dir, "ok.json", `{"fine": true}`)
+				write(dir, "d.yml", "ok: 1\n---\n- a\nb: "+secret+"\n")
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			validate: ValidateOptions{Syntax: true},
+			want: []string{"4 problems",
+				`item "a.json": invalid JSON at line 2, column 32`,
+				`item "b.yaml": invalid YAML at line 2`,
+				`item "c.toml": invalid TOML at line 1`,
+				`item "d.yml": invalid YAML at line 2 (document 2)`},
+		},
+		{
+			name: "SubDirectoryRefused",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a.conf", "a")
+				write(dir, "sub/b.conf", "b")
+				write(dir, ".git/config", "skipped")
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			want: []string{"sub: sub-directories are not published", "--flatten"},
+		},
+		{
+			name: "FlattenCollision",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a_b.conf", "a")
+				write(dir, "a/b.conf", "b")
+				m, err := LoadDir(dir, LoadOptions{Flatten: true})
+				return input{m, err}
+			},
+			want: []string{`item "a_b.conf": both`, "map to this item name"},
+		},
+		{
+			name: "LinksAndSpecialFiles",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "a.conf", "a")
+				must(t, os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "broken.conf")))
+				must(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+				must(t, os.Symlink(filepath.Join(dir, "d"), filepath.Join(dir, "dirlink")))
+				must(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+				m, err := LoadDir(dir, LoadOptions{Flatten: true})
+				return input{m, err}
+			},
+			want: []string{"3 problems", "broken.conf: broken symbolic link", "dirlink: symbolic link to a directory", "fifo: named pipe, not a regular file"},
+		},
+		{
+			name: "DirectoryAndDuplicateInFileList",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "x/same.conf", "1")
+				write(dir, "y/same.conf", "2")
+				m, err := LoadFiles([]string{filepath.Join(dir, "x/same.conf"), filepath.Join(dir, "y/same.conf"), filepath.Join(dir, "x")})
+				return input{m, err}
+			},
+			want: []string{"3 problems", `item "same.conf": both`, "x: is a directory", "the set is empty"},
+		},
+		{
+			name: "AllProblemsAtOnce",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "invalid", "a")
+				write(dir, "bad.json", "{"+secret)
+				write(dir, "sub/x", "x")
+				write(dir, "huge", big)
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			validate: ValidateOptions{Syntax: true},
+			want:     []string{"4 problems", `"invalid" is reserved`, `item "bad.json": invalid JSON`, "sub-directories", `item "huge" is 1032193 bytes`},
+			tooLarge: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := snapshot(t)
+			in := tc.load(t, t.TempDir())
+			vopts := tc.validate
+			err := errors.Join(in.err, Validate(in.items, vopts))
+			if err != nil {
+				err = joinErrors(flatten(unjoin(err)))
+			}
+			if err == nil {
+				t.Fatal("bad input accepted")
+			}
+			msg := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message lacks %q:\n%s", w, msg)
+				}
+			}
+			if strings.Contains(msg, secret) || strings.Contains(msg, "oops") {
+				t.Errorf("message quotes item content:\n%s", msg)
+			}
+			if !errors.Is(err, ErrInvalidInput) {
+				t.Errorf("not ErrInvalidInput: %v", err)
+			}
+			if tc.tooLarge != errors.Is(err, ErrTooLarge) {
+				t.Errorf("errors.Is(ErrTooLarge) = %v, want %v", !tc.tooLarge, tc.tooLarge)
+			}
+			// Publish refuses every set whose problem is in the items
+			// themselves, before writing anything.
+			if in.err == nil && !vopts.Syntax {
+				for _, pub := range []*Publisher{p, fresh} {
+					_, perr := pub.Publish(testCtx(t), Request{Items: in.items})
+					if perr == nil || !errors.Is(perr, ErrInvalidInput) {
+						t.Errorf("Publish accepted the bad set: %v", perr)
+					} else {
+						for _, w := range tc.want {
+							if !strings.Contains(perr.Error(), w) {
+								t.Errorf("Publish message lacks %q:\n%s", w, perr)
+							}
+						}
+					}
+				}
+			}
+			if after := snapshot(t); !equalSnap(before, after) {
+				t.Fatalf("bad input wrote to ZooKeeper")
+			}
+			t.Logf("message:\n%s", msg)
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unjoin splits an errors.Join result.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, e)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// TestValidateMessages pins the exact wording of a few messages.
+func TestValidateMessages(t *testing.T) {
+	for _, tc := range []struct {
+		items map[string][]byte
+		want  string
+	}{
+		{map[string][]byte{"a.json": []byte(`{"a": 1,}`)}, `item "a.json": invalid JSON at line 1, column 9: invalid character '}' looking for beginning of object key string`},
+		{map[string][]byte{"a.json": []byte(`{"a": 1} x`)}, `item "a.json": invalid JSON at line 1, column 10: data after the top-level value`},
+		{map[string][]byte{"a.json": nil}, `item "a.json": invalid JSON at line 1, column 1: unexpected end of input`},
+		{map[string][]byte{"a.toml": []byte("a = \n")}, `item "a.toml": invalid TOML at line 1`},
+		{map[string][]byte{"a/b": []byte("x")}, `bad item name: item name "a/b" contains '/'`},
+		{map[string][]byte{"": []byte("x")}, "bad item name: item name is empty"},
+	} {
+		err := Validate(tc.items, ValidateOptions{Syntax: true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%q): %v\nwant %q", sortedNames(tc.items), err, tc.want)
+		}
+	}
+	ok := map[string][]byte{"a.json": []byte(`{"a": [1, 2]}`), "b.yaml": []byte("a: 1\n---\nb: 2\n"), "c.toml": []byte("a = 1\n[t]\nb = 'x'\n"), "d.txt": []byte("{not json")}
+	if err := Validate(ok, ValidateOptions{Syntax: true}); err != nil {
+		t.Errorf("valid set refused: %v", err)
+	}
+}
+
+// TestLoadDirAccepts checks what LoadDir and LoadFiles do accept: symbolic
+// links to regular files (named by the link), flattened sub-directories,
+// and hidden entries skipped at every level.
+func TestLoadDirAccepts(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a.conf": "a", "sub/b.conf": "b", "sub/deeper/c.conf": "c", "sub/.hidden": "h", ".git/config": "g"}
+	for name, data := range files {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	target := filepath.Join(t.TempDir(), "target.conf")
+	must(t, os.WriteFile(target, []byte("t"), 0o644))
+	must(t, os.Symlink(target, filepath.Join(dir, "link.conf")))
+
+	got, err := LoadDir(dir, LoadOptions{Flatten: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"a.conf": []byte("a"), "sub_b.conf": []byte("b"), "sub_deeper_c.conf": []byte("c"), "link.conf": []byte("t")}
+	if !sameItems(got, want) {
+		t.Fatalf("LoadDir: %v, want %v", sortedNames(got), sortedNames(want))
+	}
+	got, err = LoadFiles([]string{filepath.Join(dir, "link.conf"), filepath.Join(dir, "sub/b.conf")})
+	if err != nil || !sameItems(got, map[string][]byte{"link.conf": []byte("t"), "b.conf": []byte("b")}) {
+		t.Fatalf("LoadFiles: %v %v", sortedNames(got), err)
+	}
+}

@@ -1,0 +1,345 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// publishMarker runs the marker protocol (see the package documentation):
+// store blobs, create the liveness node, set the marker (bumping the root's
+// version), write the items one by one fenced by the marker's version, and
+// commit the manifest while deleting the marker.
+func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res *Result) error {
+	id := pl.next.PublishID
+	info, _ := json.Marshal(markerInfo{
+		PublishID: id, Publisher: p.cfg.name, StartedAt: time.Now().UTC(),
+		BaseGeneration: st.liveGen(), Generation: pl.gen,
+	})
+
+	// a. Content first: blobs are content-addressed, so creating them is
+	// idempotent and harmless if the publish goes no further.
+	if err := p.storeBlobs(ctx, pl, pl.newBlobs); err != nil {
+		return err
+	}
+
+	// b. The liveness node: while it exists, the marker is alive.
+	live := p.paths.PublishingNode(id)
+	if err := p.createLiveness(ctx, live, info); err != nil {
+		return err
+	}
+	mark := p.mark()
+	crashed := false
+	defer func() {
+		if !crashed {
+			p.dropLiveness(ctx, live)
+		}
+	}()
+
+	// c. The marker, with the root's compare-and-swap.
+	rootVer, markerVer, err := p.placeMarker(ctx, st, pl, info, mark)
+	if err != nil {
+		return err
+	}
+	p.log.Info("marker set", "generation", pl.gen, "publish_id", id, "marker_version", markerVer)
+
+	// d. Items, each write fenced by the marker's version.
+	if err := p.writeItems(ctx, pl, markerVer, mark, st.liveGen()); err != nil {
+		if errors.Is(err, errSimulatedCrash) {
+			crashed = true
+			return err
+		}
+		return fmt.Errorf("marker-mode publish of generation %d stopped after the marker was set; the live generation is unchanged, the marker %s stays and the next publish takes it over: %w",
+			pl.gen, p.paths.Marker(), err)
+	}
+
+	// e. The final commit: manifest, marker deleted, blobs checked, history.
+	ops, kinds := p.finalOps(pl, rootVer, markerVer)
+	for race := 1; ; race++ {
+		if p.expiredSince(mark) {
+			return p.expiredMidway(pl)
+		}
+		err := p.commit(ctx, "final", ops, kinds, st.liveGen(), pl, res)
+		var br *blobRaceError
+		if errors.As(err, &br) && race < maxBlobRaces {
+			// A GC removed a blob we stored before the marker was set:
+			// store it again (we still hold the marker) and commit again.
+			p.log.Info("blob store changed before the final commit; storing blobs again", "reason", br.Error())
+			if err := p.ensureMeta(ctx, &state{rootStat: st.rootStat}, true); err != nil {
+				return err
+			}
+			if err := p.storeBlobs(ctx, pl, append(append([]string{}, pl.newBlobs...), pl.oldBlobs...)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrOutcomeUnknown) {
+			return fmt.Errorf("marker-mode publish of generation %d: %w (the marker %s stays; the next publish takes it over)", pl.gen, err, p.paths.Marker())
+		}
+		return err
+	}
+}
+
+func (p *Publisher) expiredMidway(pl *plan) error {
+	return fmt.Errorf("session expired during the marker-mode publish of generation %d to %s: stopped without retrying; the live generation is unchanged, the marker stays and the next publish takes it over: %w",
+		pl.gen, p.paths.Root, zk.ErrSessionExpired)
+}
+
+// storeBlobs creates the blobs of the given contents; NodeExists is fine.
+func (p *Publisher) storeBlobs(ctx context.Context, pl *plan, shas []string) error {
+	return parallel(ctx, len(shas), 4, func(ctx context.Context, i int) error {
+		sha := shas[i]
+		_, err := read(ctx, func() (string, error) {
+			return p.conn.Create(p.paths.Blob(sha), pl.blobData[sha], 0, p.cfg.acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
+		}
+		return nil
+	})
+}
+
+// createLiveness creates this publish's ephemeral liveness node. Its name
+// is the publish id, so after a lost connection NodeExists means it was
+// ours.
+func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte) error {
+	_, err := read(ctx, func() (string, error) {
+		return p.conn.Create(path, info, zk.FlagEphemeral, p.cfg.acl)
+	})
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("create liveness node %s: %w", path, err)
+	}
+	return nil
+}
+
+// dropLiveness deletes the liveness node, best effort: it is ephemeral and
+// goes with the session anyway. A marker left behind by a failed publish is
+// then seen as dead at once and the next publish takes it over.
+func (p *Publisher) dropLiveness(ctx context.Context, path string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := zkconn.Call(ctx, func() error { return p.conn.Delete(path, -1) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		p.log.Warn("could not delete the liveness node (it goes with the session)", "path", path, "error", err)
+	}
+}
+
+// placeMarker creates (or takes over) the marker in one transaction with
+// the root's compare-and-swap. The root's data is rewritten unchanged so
+// that its version moves: any publish that read the root before cannot
+// commit afterwards, and any that reads it afterwards sees the marker.
+// It returns the root's and the marker's new versions.
+func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info []byte, mark sessionMark) (int32, int32, error) {
+	var ops []any
+	kinds := []opKind{{"root", ""}, {"marker", ""}}
+	if st.rootStat == nil {
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Root, Data: nil, Acl: p.cfg.acl})
+	} else {
+		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Root, Data: st.rootData, Version: st.rootStat.Version})
+	}
+	if st.marker != nil {
+		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Marker(), Data: info, Version: st.marker.stat.Version})
+	} else {
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Marker(), Data: info, Acl: p.cfg.acl})
+	}
+	if pl.fence != "" {
+		ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
+		kinds = append(kinds, opKind{"fence", pl.fence})
+	}
+	for send := 1; ; send++ {
+		if p.expiredSince(mark) {
+			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zk.ErrSessionExpired)
+		}
+		if p.cfg.beforeCommit != nil {
+			p.cfg.beforeCommit("marker")
+		}
+		resp, err := p.multi(ctx, ops)
+		if err == nil {
+			var rv, mv int32
+			if resp[0].Stat != nil {
+				rv = resp[0].Stat.Version
+			}
+			if resp[1].Stat != nil {
+				mv = resp[1].Stat.Version
+			}
+			return rv, mv, nil
+		}
+		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
+			return 0, 0, fmt.Errorf("setting the marker of %s: outcome unknown (a marker left behind is taken over by the next publish): %w", p.paths.Root, err)
+		}
+		if uncertain(err) {
+			if werr := p.waitSession(ctx); werr != nil {
+				return 0, 0, fmt.Errorf("setting the marker of %s: %w", p.paths.Root, werr)
+			}
+			data, ms, rerr := p.get(ctx, p.paths.Marker())
+			if rerr != nil {
+				return 0, 0, rerr
+			}
+			var got markerInfo
+			if ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
+				_, rs, rerr := p.get(ctx, p.paths.Root)
+				if rerr != nil {
+					return 0, 0, rerr
+				}
+				if rs != nil {
+					return rs.Version, ms.Version, nil
+				}
+			}
+			if p.expiredSince(mark) || errors.Is(err, zk.ErrSessionExpired) {
+				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zk.ErrSessionExpired)
+			}
+			if send >= maxCommitSends {
+				return 0, 0, fmt.Errorf("setting the marker of %s: lost with the connection %d times: %w", p.paths.Root, send, err)
+			}
+			continue
+		}
+		i, opErr := failedOp(resp)
+		if i < 0 {
+			return 0, 0, fmt.Errorf("set the marker of %s: %w", p.paths.Root, err)
+		}
+		if send > 1 {
+			// An earlier send may have landed late: then the marker is ours.
+			data, ms, rerr := p.get(ctx, p.paths.Marker())
+			var got markerInfo
+			if rerr == nil && ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
+				if _, rs, rerr := p.get(ctx, p.paths.Root); rerr == nil && rs != nil {
+					return rs.Version, ms.Version, nil
+				}
+			}
+		}
+		if ferr := p.fenceFailure(ctx, pl, kinds[i], opErr); ferr != nil {
+			return 0, 0, ferr
+		}
+		if kinds[i].what == "marker" {
+			return 0, 0, p.conflict(ctx, st.liveGen(), "another marker-mode publish set or changed the marker first")
+		}
+		return 0, 0, p.commitFailure(ctx, kinds[i], opErr, st.liveGen())
+	}
+}
+
+// writeItems writes the plan's item operations under the marker. Each write
+// is a Multi with Check(marker, version): if another publish took the
+// marker over (which changes its version) or finished (which deletes it),
+// the write fails and nothing more is written. Under that fence every write
+// is idempotent (set to this content, delete), so a write lost with the
+// connection is simply sent again, unless the session expired.
+func (p *Publisher) writeItems(ctx context.Context, pl *plan, markerVer int32, mark sessionMark, baseGen int64) error {
+	var ops []any
+	p.itemOps(pl, func(_ opKind, op any) { ops = append(ops, op) })
+	workers := 4
+	if p.cfg.markerWrite != nil {
+		workers = 1 // the test seam counts writes in order
+	}
+	var written atomic.Int64
+	return parallel(ctx, len(ops), workers, func(ctx context.Context, i int) error {
+		if err := p.fencedWrite(ctx, ops[i], markerVer, mark, pl, baseGen); err != nil {
+			return err
+		}
+		n := written.Add(1)
+		if p.cfg.markerWrite != nil {
+			return p.cfg.markerWrite(int(n))
+		}
+		return nil
+	})
+}
+
+func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, mark sessionMark, pl *plan, baseGen int64) error {
+	fence := &zk.CheckVersionRequest{Path: p.paths.Marker(), Version: markerVer}
+	for attempt := 0; ; attempt++ {
+		if p.expiredSince(mark) {
+			return p.expiredMidway(pl)
+		}
+		ops := []any{fence, op}
+		if pl.fence != "" {
+			ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
+		}
+		resp, err := p.multi(ctx, ops)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
+			return err
+		}
+		if uncertain(err) {
+			if werr := p.waitSession(ctx); werr != nil {
+				return werr
+			}
+			continue
+		}
+		i, opErr := failedOp(resp)
+		kind := opKind{"item", ""}
+		switch i {
+		case 0:
+			kind = opKind{"marker", ""}
+		case 2:
+			kind = opKind{"fence", pl.fence}
+		}
+		if ferr := p.fenceFailure(ctx, pl, kind, opErr); ferr != nil {
+			return ferr
+		}
+		switch {
+		case i == 0:
+			return p.conflict(ctx, baseGen, "the marker was taken over by another publish (its version changed) or removed; this publish stopped")
+		case i == 1:
+			switch o := op.(type) {
+			case *zk.CreateRequest:
+				if errors.Is(opErr, zk.ErrNodeExists) {
+					op = &zk.SetDataRequest{Path: o.Path, Data: o.Data, Version: -1}
+					continue
+				}
+			case *zk.SetDataRequest:
+				if errors.Is(opErr, zk.ErrNoNode) {
+					op = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: p.cfg.acl}
+					continue
+				}
+			case *zk.DeleteRequest:
+				if errors.Is(opErr, zk.ErrNoNode) {
+					return nil
+				}
+			}
+			return fmt.Errorf("write %s: %w", opPath(op), opErr)
+		}
+		return fmt.Errorf("write %s: %w", opPath(op), err)
+	}
+}
+
+func opPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return o.Path
+	case *zk.SetDataRequest:
+		return o.Path
+	case *zk.DeleteRequest:
+		return o.Path
+	case *zk.CheckVersionRequest:
+		return o.Path
+	}
+	return "?"
+}
+
+// finalOps builds the marker-mode final commit.
+func (p *Publisher) finalOps(pl *plan, rootVer, markerVer int32) ([]any, []opKind) {
+	ops := []any{
+		&zk.SetDataRequest{Path: p.paths.Root, Data: pl.nextBytes, Version: rootVer},
+		&zk.DeleteRequest{Path: p.paths.Marker(), Version: markerVer},
+	}
+	kinds := []opKind{{"root", ""}, {"marker", ""}}
+	for _, sha := range append(append([]string{}, pl.newBlobs...), pl.oldBlobs...) {
+		ops = append(ops, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
+		kinds = append(kinds, opKind{"blob", sha})
+	}
+	ops = append(ops, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: p.cfg.acl})
+	kinds = append(kinds, opKind{"history", ""})
+	if pl.fence != "" {
+		ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
+		kinds = append(kinds, opKind{"fence", pl.fence})
+	}
+	return ops, kinds
+}

@@ -1,0 +1,133 @@
+package publish
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Size limits. ZooKeeper refuses (by dropping the connection) any request
+// larger than its jute.maxbuffer, 0xfffff bytes by default.
+const (
+	// ItemLimit is the largest item (and manifest) accepted: 1 MiB - 16 KiB,
+	// leaving room for the path and the request framing.
+	ItemLimit = 1<<20 - 16<<10
+	// DefaultMultiBudget is the largest encoded Multi sent: 1 MiB - 64 KiB.
+	// A set whose transaction would exceed it is published in marker mode.
+	DefaultMultiBudget = 1<<20 - 64<<10
+	// DefaultMaxSetSize bounds the total size of a set: 64 MiB.
+	DefaultMaxSetSize = 64 << 20
+	// DefaultRetention is how many generations the history keeps.
+	DefaultRetention = 20
+)
+
+// Option configures a Publisher.
+type Option func(*config)
+
+type config struct {
+	meta        string
+	retention   int
+	log         *slog.Logger
+	name        string
+	multiBudget int
+	maxSet      int64
+	acl         []zk.ACL
+
+	// Test seams; nil in production.
+	beforeCommit func(stage string)
+	markerWrite  func(written int) error
+}
+
+func defaultConfig() config {
+	return config{
+		meta:        layout.DefaultMeta,
+		retention:   DefaultRetention,
+		multiBudget: DefaultMultiBudget,
+		maxSet:      DefaultMaxSetSize,
+		acl:         zk.WorldACL(zk.PermAll),
+	}
+}
+
+// WithMeta sets the metadata path (history, blobs, liveness nodes).
+// Default layout.DefaultMeta ("/zkconf").
+func WithMeta(path string) Option { return func(c *config) { c.meta = path } }
+
+// WithRetention sets how many generations the history keeps (at least 1;
+// the live generation is always kept). Default 20.
+func WithRetention(n int) Option { return func(c *config) { c.retention = n } }
+
+// WithLogger sets the logger. Item contents are never logged.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithPublisherName sets the name recorded in manifests and markers.
+// Default user@host.
+func WithPublisherName(s string) Option { return func(c *config) { c.name = s } }
+
+// WithMultiBudget sets the largest encoded Multi the publisher sends
+// (default DefaultMultiBudget). Lowering it forces marker mode for smaller
+// sets, which tests use; raising it above the default is refused, since a
+// request over jute.maxbuffer makes the server drop the connection.
+func WithMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget = bytes } }
+
+// WithMaxSetSize bounds the total size of a set. Default 64 MiB.
+func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
+
+// WithACL sets the ACL of every node the publisher creates. Default
+// zk.WorldACL(zk.PermAll).
+func WithACL(acl []zk.ACL) Option { return func(c *config) { c.acl = acl } }
+
+// withBeforeCommit is a test seam: fn runs right before each commit
+// request is sent. Stages: "multi" (a multi-mode commit), "marker" (the
+// Multi setting the marker), "final" (the marker-mode final commit).
+func withBeforeCommit(fn func(stage string)) Option {
+	return func(c *config) { c.beforeCommit = fn }
+}
+
+// withMarkerWrite is a test seam: fn runs after each item write of a
+// marker-mode publish with the number of writes done so far. Returning
+// errSimulatedCrash stops the publish dead, with no clean-up, as if the
+// process had been killed; any other error aborts it normally.
+func withMarkerWrite(fn func(written int) error) Option {
+	return func(c *config) { c.markerWrite = fn }
+}
+
+func (c *config) validate() error {
+	if err := layout.ValidateRoot(c.meta); err != nil {
+		return fmt.Errorf("meta path: %w", err)
+	}
+	if c.retention < 1 {
+		return fmt.Errorf("retention %d: must keep at least 1 generation", c.retention)
+	}
+	if c.multiBudget < 4096 || c.multiBudget > DefaultMultiBudget {
+		return fmt.Errorf("multi budget %d: must be between 4096 and %d bytes", c.multiBudget, DefaultMultiBudget)
+	}
+	if c.maxSet < 1 {
+		return fmt.Errorf("max set size %d: must be positive", c.maxSet)
+	}
+	if len(c.acl) == 0 {
+		return fmt.Errorf("empty ACL")
+	}
+	return nil
+}
+
+// defaultPublisherName is user@host, with fallbacks for containers without
+// a passwd entry.
+func defaultPublisherName() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return name + "@" + host
+}

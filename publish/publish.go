@@ -1,0 +1,749 @@
+package publish
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// maxBlobRaces bounds how often a publish re-plans because the blob store
+// changed under it (a concurrent GC); maxCommitSends bounds how often one
+// commit is sent after it was lost with the connection and found not
+// applied.
+const (
+	maxBlobRaces   = 4
+	maxCommitSends = 5
+)
+
+// state is what a publish read before planning.
+type state struct {
+	rootStat *zk.Stat // nil: the root does not exist
+	rootData []byte
+	live     *manifest.Manifest // nil: never published
+	children []string           // the root's children, marker excluded
+	marker   *markerState       // nil: no marker
+	history  []int64            // generations in the history, ascending
+	haveMeta bool               // history and blobs parents exist
+	blobs    map[string]bool    // sha256 of every stored blob
+}
+
+func (s *state) liveGen() int64 {
+	if s.live == nil {
+		return 0
+	}
+	return s.live.Generation
+}
+
+// markerState describes a marker found under the root.
+type markerState struct {
+	info    markerInfo
+	bad     error // the marker's data could not be decoded
+	stat    *zk.Stat
+	live    bool // its publish's liveness node exists
+	actual  map[string]manifest.Item
+	readErr error
+}
+
+// markerInfo is the JSON held by the marker (and by the publish's liveness
+// node).
+type markerInfo struct {
+	PublishID      string    `json:"publish_id"`
+	Publisher      string    `json:"publisher"`
+	StartedAt      time.Time `json:"started_at"`
+	BaseGeneration int64     `json:"base_generation"`
+	Generation     int64     `json:"generation"`
+}
+
+// plan is what a publish will write.
+type plan struct {
+	gen       int64
+	next      *manifest.Manifest
+	nextBytes []byte
+	items     map[string][]byte
+	// Reported changes, relative to the live manifest.
+	added, changed, removed []string
+	// Operations, relative to the root's actual children.
+	creates, sets, deletes []string
+	newBlobs               []string // sha256 of contents to store
+	oldBlobs               []string // sha256 of stored contents referenced
+	blobData               map[string][]byte
+	unchanged              bool
+	// rootVersion is the root's data version right after our commit, -1
+	// when unknown (the commit's outcome was found by reading).
+	rootVersion int32
+	// fence is Request.Fence ("" for none).
+	fence string
+}
+
+// Publish publishes req.Items as the root's next generation. See the
+// package documentation for the protocol. It validates everything before
+// the first write; it never reports success for a publish that did not
+// land and never lands one twice.
+func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
+	if err := p.checkRequest(req); err != nil {
+		return nil, err
+	}
+	for race := 1; ; race++ {
+		res, err := p.publishOnce(ctx, req)
+		var br *blobRaceError
+		if errors.As(err, &br) && race < maxBlobRaces {
+			p.log.Info("blob store changed under the publish; planning again", "reason", br.Error())
+			continue
+		}
+		return res, err
+	}
+}
+
+// checkRequest validates the request without touching ZooKeeper.
+func (p *Publisher) checkRequest(req Request) error {
+	var errs []error
+	if err := Validate(req.Items, ValidateOptions{AllowEmpty: req.AllowEmpty, MaxSetSize: p.cfg.maxSet}); err != nil {
+		errs = append(errs, err)
+	}
+	if req.Mode < ModeAuto || req.Mode > ModeMarker {
+		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %d", req.Mode)})
+	}
+	if req.ExpectGeneration < 0 || req.RollbackOf < 0 {
+		errs = append(errs, &InputError{Err: errors.New("ExpectGeneration and RollbackOf must not be negative")})
+	}
+	if len(errs) > 0 {
+		return joinErrors(flatten(errs))
+	}
+	budget := p.cfg.multiBudget
+	if req.Fence != "" {
+		budget -= opSize(&zk.CheckVersionRequest{Path: req.Fence})
+	}
+	return manifestProblem(req.Items, p.cfg.name, req.RollbackOf, p.paths, p.cfg.acl, budget)
+}
+
+func flatten(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		var me interface{ WrappedErrors() []error }
+		if errors.As(e, &me) {
+			out = append(out, me.WrappedErrors()...)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func newPublishID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+func (p *Publisher) publishOnce(ctx context.Context, req Request) (*Result, error) {
+	st, err := p.readState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Fence != "" {
+		if err := p.checkFence(ctx, req.Fence); err != nil {
+			return nil, err
+		}
+	}
+	liveGen := st.liveGen()
+	if req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
+		return nil, &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
+			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
+	}
+	if st.marker != nil {
+		if err := p.checkMarker(ctx, st, req); err != nil {
+			return nil, err
+		}
+	} else if st.live == nil && len(st.children) > 0 {
+		return nil, fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
+			p.paths.Root, len(st.children))
+	}
+	pl := p.plan(st, req)
+	res := &Result{
+		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
+		Added: pl.added, Changed: pl.changed, Removed: pl.removed,
+	}
+	if pl.unchanged && !req.Force {
+		res.Generation, res.Manifest, res.Unchanged = liveGen, st.live, true
+		res.Zxid = st.rootStat.Mzxid
+		res.Mode = st.live.Mode
+		res.DryRun = req.DryRun
+		p.log.Info("unchanged", "generation", liveGen)
+		return res, nil
+	}
+
+	ops, kinds := p.multiOps(st, pl)
+	size := multiSize(ops)
+	useMarker := false
+	switch req.Mode {
+	case ModeMarker:
+		useMarker = true
+	case ModeMulti:
+		if size > p.cfg.multiBudget {
+			return nil, &TooLargeError{What: "transaction", Size: int64(size), Limit: int64(p.cfg.multiBudget),
+				Hint: "use marker mode (ModeMarker, --mode marker) or auto"}
+		}
+	default:
+		useMarker = size > p.cfg.multiBudget
+	}
+	if useMarker {
+		res.Mode = manifest.ModeMarker
+		pl.next.Mode = manifest.ModeMarker
+		pl.nextBytes = pl.next.Encode()
+	}
+	if req.DryRun {
+		res.DryRun = true
+		pl.next.PublishID = ""
+		return res, nil
+	}
+	if err := p.ensureMeta(ctx, st, useMarker); err != nil {
+		return nil, err
+	}
+	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
+		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size)
+	if useMarker {
+		err = p.publishMarker(ctx, st, pl, res)
+	} else {
+		err = p.commit(ctx, "multi", ops, kinds, st.liveGen(), pl, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.PublishID = pl.next.PublishID
+	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
+		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
+	p.gc(ctx, st, pl)
+	return res, nil
+}
+
+// readState reads the root, its children, a marker if any, the history
+// list and the blob list. The root is read first: its children must be
+// listed after it, so that a marker set after our read of the root (which
+// moves the root's version) cannot be missed while our compare-and-swap
+// still succeeds. The three listings are independent and run together.
+func (p *Publisher) readState(ctx context.Context) (*state, error) {
+	st := &state{}
+	for attempt := 0; ; attempt++ {
+		data, rs, err := p.get(ctx, p.paths.Root)
+		if err != nil {
+			return nil, err
+		}
+		st.rootStat, st.rootData = rs, data
+		var (
+			kids, blobs   []string
+			gens          []int64
+			okK, okH, okB bool
+		)
+		err = parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
+			var err error
+			switch i {
+			case 0:
+				if rs != nil {
+					kids, okK, err = p.children(ctx, p.paths.Root)
+				}
+			case 1:
+				gens, okH, err = p.historyGens(ctx)
+			case 2:
+				blobs, okB, err = p.children(ctx, p.paths.Blobs())
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if rs != nil && !okK {
+			// Deleted between the reads: read again.
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st.children = slices.DeleteFunc(kids, func(n string) bool { return n == manifest.MarkerName })
+		if len(st.children) != len(kids) {
+			st.marker = &markerState{}
+		}
+		st.history = gens
+		st.haveMeta = okH && okB
+		st.blobs = make(map[string]bool, len(blobs))
+		for _, b := range blobs {
+			st.blobs[b] = true
+		}
+		break
+	}
+	if st.rootStat != nil {
+		p.resetCacheFor(st.rootStat.Czxid)
+		m, err := manifest.Decode(st.rootData)
+		switch {
+		case err == nil:
+			st.live = m
+		case errors.Is(err, manifest.ErrEmpty):
+		case errors.Is(err, manifest.ErrForeign):
+			return nil, fmt.Errorf("root %s holds %d bytes that are not a zkconf manifest: refusing to publish over it (%w)",
+				p.paths.Root, len(st.rootData), err)
+		default:
+			return nil, fmt.Errorf("root %s: %w", p.paths.Root, err)
+		}
+	}
+	if st.marker != nil {
+		if err := p.readMarker(ctx, st.marker); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// readMarker reads a marker and whether its publish is alive.
+func (p *Publisher) readMarker(ctx context.Context, ms *markerState) error {
+	data, stat, err := p.get(ctx, p.paths.Marker())
+	if err != nil {
+		return err
+	}
+	if stat == nil {
+		// Removed since the listing: the publish that held it committed,
+		// so our compare-and-swap will fail; plan as if absent.
+		ms.stat = nil
+		return nil
+	}
+	ms.stat = stat
+	if err := json.Unmarshal(data, &ms.info); err != nil || ms.info.PublishID == "" || path.Base(ms.info.PublishID) != ms.info.PublishID {
+		ms.bad = fmt.Errorf("marker data is not a zkconf marker")
+		return nil
+	}
+	ls, err := p.exists(ctx, p.paths.PublishingNode(ms.info.PublishID))
+	if err != nil {
+		return err
+	}
+	ms.live = ls != nil
+	return nil
+}
+
+// checkMarker refuses a live marker (unless overridden) and, to take a
+// marker over, reads the root's actual children: a dead publish may have
+// written some of them.
+func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) error {
+	ms := st.marker
+	if ms.stat == nil {
+		st.marker = nil
+		return nil
+	}
+	if (ms.live || ms.bad != nil) && !req.OverrideMarker {
+		owner, id := ms.info.Publisher, ms.info.PublishID
+		if ms.bad != nil {
+			owner, id = "unknown (unreadable marker)", "unknown"
+		}
+		return &MarkerBusyError{Root: p.paths.Root, Owner: owner, PublishID: id,
+			Age: time.Since(time.UnixMilli(ms.stat.Mtime))}
+	}
+	why := "its publish is gone"
+	if ms.live || ms.bad != nil {
+		why = "override requested"
+	}
+	p.log.Warn("taking over marker", "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID, "why", why)
+	actual := make([]manifest.Item, len(st.children))
+	present := make([]bool, len(st.children))
+	err := parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
+		d, s, err := p.get(ctx, p.paths.Item(st.children[i]))
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			actual[i], present[i] = manifest.ItemOf(d), true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ms.actual = map[string]manifest.Item{}
+	for i, n := range st.children {
+		if present[i] {
+			ms.actual[n] = actual[i]
+		}
+	}
+	st.children = slices.Collect(maps.Keys(ms.actual))
+	return nil
+}
+
+// plan computes the next manifest and the operations to reach it.
+func (p *Publisher) plan(st *state, req Request) *plan {
+	gen := st.liveGen()
+	if len(st.history) > 0 {
+		gen = max(gen, st.history[len(st.history)-1])
+	}
+	gen++
+	pl := &plan{gen: gen, items: req.Items, blobData: map[string][]byte{}, rootVersion: -1, fence: req.Fence}
+	next := &manifest.Manifest{
+		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
+		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
+		RollbackOf: req.RollbackOf, Items: make(map[string]manifest.Item, len(req.Items)),
+	}
+	for n, d := range req.Items {
+		next.Items[n] = manifest.ItemOf(d)
+	}
+	pl.next = next
+	pl.nextBytes = next.Encode()
+
+	liveItems := map[string]manifest.Item{}
+	if st.live != nil {
+		liveItems = st.live.Items
+	}
+	for _, n := range sortedNames(req.Items) {
+		old, ok := liveItems[n]
+		switch {
+		case !ok:
+			pl.added = append(pl.added, n)
+		case old != next.Items[n]:
+			pl.changed = append(pl.changed, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(liveItems)) {
+		if _, ok := req.Items[n]; !ok {
+			pl.removed = append(pl.removed, n)
+		}
+	}
+	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next)
+
+	// Operations against what is actually under the root: with a marker
+	// taken over, the children's real content; otherwise the live
+	// manifest's record (children the manifest does not know are left
+	// alone unless the new set has an item of that name).
+	base := liveItems
+	if st.marker != nil {
+		base = st.marker.actual
+	}
+	present := map[string]bool{}
+	for _, c := range st.children {
+		present[c] = true
+	}
+	for _, n := range sortedNames(req.Items) {
+		cur, known := base[n]
+		switch {
+		case !present[n]:
+			pl.creates = append(pl.creates, n)
+		case !known || cur != next.Items[n]:
+			pl.sets = append(pl.sets, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(base)) {
+		if _, keep := req.Items[n]; !keep && present[n] {
+			pl.deletes = append(pl.deletes, n)
+		}
+	}
+	for _, n := range sortedNames(req.Items) {
+		sha := next.Items[n].SHA256
+		if _, dup := pl.blobData[sha]; dup {
+			continue
+		}
+		pl.blobData[sha] = req.Items[n]
+		if st.blobs[sha] {
+			pl.oldBlobs = append(pl.oldBlobs, sha)
+		} else {
+			pl.newBlobs = append(pl.newBlobs, sha)
+		}
+	}
+	return pl
+}
+
+// opKind says what an op of a commit is about, to explain its failure.
+type opKind struct {
+	what string // "root", "marker", "item", "blob", "history"
+	name string
+}
+
+// multiOps builds the multi-mode commit.
+func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
+	var ops []any
+	var kinds []opKind
+	add := func(k opKind, op any) { ops = append(ops, op); kinds = append(kinds, k) }
+	if st.rootStat == nil {
+		add(opKind{"root", ""}, &zk.CreateRequest{Path: p.paths.Root, Data: pl.nextBytes, Acl: p.cfg.acl})
+	} else {
+		add(opKind{"root", ""}, &zk.SetDataRequest{Path: p.paths.Root, Data: pl.nextBytes, Version: st.rootStat.Version})
+	}
+	if st.marker != nil {
+		add(opKind{"marker", ""}, &zk.DeleteRequest{Path: p.paths.Marker(), Version: st.marker.stat.Version})
+	}
+	p.itemOps(pl, add)
+	for _, sha := range pl.newBlobs {
+		add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: p.cfg.acl})
+	}
+	for _, sha := range pl.oldBlobs {
+		add(opKind{"blob", sha}, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
+	}
+	add(opKind{"history", ""}, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: p.cfg.acl})
+	if pl.fence != "" {
+		add(opKind{"fence", pl.fence}, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
+	}
+	return ops, kinds
+}
+
+// itemOps emits the item writes of a plan.
+func (p *Publisher) itemOps(pl *plan, add func(opKind, any)) {
+	for _, n := range pl.creates {
+		add(opKind{"item", n}, &zk.CreateRequest{Path: p.paths.Item(n), Data: pl.items[n], Acl: p.cfg.acl})
+	}
+	for _, n := range pl.sets {
+		add(opKind{"item", n}, &zk.SetDataRequest{Path: p.paths.Item(n), Data: pl.items[n], Version: -1})
+	}
+	for _, n := range pl.deletes {
+		add(opKind{"item", n}, &zk.DeleteRequest{Path: p.paths.Item(n), Version: -1})
+	}
+}
+
+// ensureMeta creates the metadata parents (and the root's parent) when
+// they are missing. Every create is idempotent.
+func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool) error {
+	var paths []string
+	if st.rootStat == nil {
+		if parent := path.Dir(p.paths.Root); parent != "/" {
+			paths = append(paths, parent)
+		}
+	}
+	if !st.haveMeta {
+		paths = append(paths, p.paths.History(), p.paths.Blobs())
+	}
+	if marker && !p.metaReady.Load() {
+		paths = append(paths, p.paths.Publishing())
+	}
+	for _, pp := range paths {
+		_, err := read(ctx, func() (struct{}, error) {
+			return struct{}{}, zkconn.EnsurePath(p.conn, pp, p.cfg.acl)
+		})
+		if err != nil {
+			return fmt.Errorf("create metadata path: %w", err)
+		}
+	}
+	if marker {
+		p.metaReady.Store(true)
+	}
+	return nil
+}
+
+// commit sends a commit transaction (multi mode, or the marker-mode final
+// commit) and establishes its outcome:
+//
+//   - success: done;
+//   - a definite failure: the failing op says why (a lost compare-and-swap
+//     is a ConflictError carrying the winning generation);
+//   - connection lost (outcome unknown): wait for the session, Sync, and
+//     look for this publish id in the root and in history/g-N. Found: it
+//     landed. Not found: send the very same transaction again (the same
+//     compare-and-swap version makes a double apply impossible), unless
+//     the session expired, in which case nothing is re-sent and the publish
+//     is reported as not applied.
+func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds []opKind, baseGen int64, pl *plan, res *Result) error {
+	id := pl.next.PublishID
+	for send := 1; ; send++ {
+		if p.cfg.beforeCommit != nil {
+			p.cfg.beforeCommit(stage)
+		}
+		mark := p.mark()
+		res.CommitAttempts = send
+		resp, err := p.multi(ctx, ops)
+		if err == nil {
+			res.Zxid = p.commitZxid(ctx, resp, pl.gen)
+			if len(resp) > 0 && resp[0].Stat != nil {
+				pl.rootVersion = resp[0].Stat.Version
+			} else if _, created := ops[0].(*zk.CreateRequest); created {
+				pl.rootVersion = 0
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return p.unknown(pl, ctx.Err())
+		}
+		if errors.Is(err, zk.ErrClosing) {
+			return p.unknown(pl, err)
+		}
+		if uncertain(err) {
+			expired := errors.Is(err, zk.ErrSessionExpired)
+			p.log.Warn("connection lost during commit; checking whether it landed",
+				"stage", stage, "generation", pl.gen, "publish_id", id, "error", err)
+			out, zxid, rerr := p.resolve(ctx, pl.gen, id)
+			if rerr != nil {
+				return p.unknown(pl, rerr)
+			}
+			expired = expired || p.expiredSince(mark)
+			res.Recovered = true
+			switch out {
+			case landed:
+				p.log.Info("commit had landed", "generation", pl.gen, "publish_id", id)
+				res.Zxid = zxid
+				return nil
+			case unknownOutcome:
+				return p.unknown(pl, errors.New("generation is past and its history entry is gone"))
+			}
+			if expired {
+				return fmt.Errorf("session expired while committing generation %d (publish %s) to %s; it did not land and is not retried: %w",
+					pl.gen, id, p.paths.Root, zk.ErrSessionExpired)
+			}
+			if send >= maxCommitSends {
+				return fmt.Errorf("commit of generation %d to %s lost with the connection %d times (not applied): %w", pl.gen, p.paths.Root, send, err)
+			}
+			p.log.Info("commit did not land; sending it again under the same compare-and-swap", "generation", pl.gen, "send", send+1)
+			continue
+		}
+		// A definite failure: nothing of it was applied.
+		i, opErr := failedOp(resp)
+		if i < 0 {
+			return fmt.Errorf("commit generation %d to %s: %w", pl.gen, p.paths.Root, err)
+		}
+		k := kinds[i]
+		if ferr := p.fenceFailure(ctx, pl, k, opErr); ferr != nil {
+			return ferr
+		}
+		if send > 1 && k.what == "root" {
+			// An earlier send that we could not see may have landed late.
+			out, zxid, rerr := p.resolve(ctx, pl.gen, id)
+			if rerr == nil && out == landed {
+				res.Zxid = zxid
+				return nil
+			}
+		}
+		return p.commitFailure(ctx, k, opErr, baseGen)
+	}
+}
+
+// commitFailure explains a transaction that failed on op k.
+func (p *Publisher) commitFailure(ctx context.Context, k opKind, opErr error, baseGen int64) error {
+	switch {
+	case k.what == "root" && (errors.Is(opErr, zk.ErrBadVersion) || errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
+		return p.conflict(ctx, baseGen, "another publish committed first (the root changed since it was read)")
+	case k.what == "marker":
+		return p.conflict(ctx, baseGen, "the marker changed since it was read (another publish took it over or finished)")
+	case k.what == "item" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
+		return p.conflict(ctx, baseGen, fmt.Sprintf("item %q was created or deleted by someone else since it was read", k.name))
+	case k.what == "item" && errors.Is(opErr, zk.ErrNotEmpty):
+		return fmt.Errorf("item node %s has children: a zkconf root holds only leaf items: %w", p.paths.Item(k.name), opErr)
+	case k.what == "blob" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
+		return &blobRaceError{path: p.paths.Blob(k.name)}
+	case k.what == "history" && errors.Is(opErr, zk.ErrNoNode):
+		p.metaReady.Store(false)
+		return &blobRaceError{path: p.paths.History()}
+	case k.what == "history" && errors.Is(opErr, zk.ErrNodeExists):
+		return p.conflict(ctx, baseGen, "the history entry of this generation already exists")
+	}
+	return fmt.Errorf("commit to %s failed on %s %s: %w", p.paths.Root, k.what, k.name, opErr)
+}
+
+// checkFence fails with ErrFenced when the fence node does not exist.
+func (p *Publisher) checkFence(ctx context.Context, fence string) error {
+	st, err := p.exists(ctx, fence)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("%w: fence %s does not exist (leadership lost?); nothing was written to %s", ErrFenced, fence, p.paths.Root)
+	}
+	return nil
+}
+
+// fenceFailure explains a failed transaction by the fence: when the fence
+// op itself failed, or when the fence is gone (a transaction stops at its
+// first failing op, so a conflict can hide a lost fence, the more
+// fundamental reason).
+func (p *Publisher) fenceFailure(ctx context.Context, pl *plan, k opKind, opErr error) error {
+	if pl.fence == "" {
+		return nil
+	}
+	if k.what == "fence" && errors.Is(opErr, zk.ErrNoNode) {
+		return fmt.Errorf("%w: fence %s is gone (leadership lost?); the write to %s was not applied", ErrFenced, pl.fence, p.paths.Root)
+	}
+	if st, err := p.exists(ctx, pl.fence); err == nil && st == nil {
+		return fmt.Errorf("%w: fence %s is gone (leadership lost?); the write to %s was not applied (%v)", ErrFenced, pl.fence, p.paths.Root, opErr)
+	}
+	return nil
+}
+
+// conflict builds a ConflictError with the live generation read now.
+func (p *Publisher) conflict(ctx context.Context, expected int64, reason string) error {
+	ce := &ConflictError{Expected: expected, Reason: reason}
+	data, _, err := p.get(ctx, p.paths.Root)
+	if err != nil {
+		ce.Actual = -1
+		ce.Reason += fmt.Sprintf(" (live generation unknown: %v)", err)
+		return ce
+	}
+	if m, derr := manifest.Decode(data); derr == nil {
+		ce.Actual = m.Generation
+	}
+	return ce
+}
+
+func (p *Publisher) unknown(pl *plan, cause error) error {
+	return fmt.Errorf("%w: generation %d (publish %s) of %s may or may not have landed: look for that publish id in history entry %s: %w",
+		ErrOutcomeUnknown, pl.gen, pl.next.PublishID, p.paths.Root, p.paths.HistoryNode(pl.gen), cause)
+}
+
+// commitZxid is the zxid of a commit that succeeded: the new root stat's
+// Mzxid when the root was set, else the history entry's Czxid (created by
+// the same transaction, so the same zxid).
+func (p *Publisher) commitZxid(ctx context.Context, resp []zk.MultiResponse, gen int64) int64 {
+	if len(resp) > 0 && resp[0].Stat != nil {
+		return resp[0].Stat.Mzxid
+	}
+	st, err := p.exists(ctx, p.paths.HistoryNode(gen))
+	if err != nil || st == nil {
+		p.log.Warn("could not read the commit's zxid", "generation", gen, "error", err)
+		return 0
+	}
+	return st.Czxid
+}
+
+type outcome int
+
+const (
+	notLanded outcome = iota
+	landed
+	unknownOutcome
+)
+
+// resolve establishes whether the commit of generation gen with publish id
+// id landed, after its connection was lost: wait for a session, Sync, then
+// read. The history entry is created in the same transaction as the commit,
+// so it is the witness even when later publishes have moved the root on.
+func (p *Publisher) resolve(ctx context.Context, gen int64, id string) (outcome, int64, error) {
+	if err := p.waitSession(ctx); err != nil {
+		return notLanded, 0, err
+	}
+	data, st, err := p.get(ctx, p.paths.HistoryNode(gen))
+	if err != nil {
+		return notLanded, 0, err
+	}
+	if st != nil {
+		m, derr := manifest.Decode(data)
+		if derr == nil && m.PublishID == id {
+			return landed, st.Czxid, nil
+		}
+		return notLanded, 0, nil // another publish owns this generation
+	}
+	rdata, rst, err := p.get(ctx, p.paths.Root)
+	if err != nil {
+		return notLanded, 0, err
+	}
+	if rst != nil {
+		if m, derr := manifest.Decode(rdata); derr == nil {
+			if m.PublishID == id {
+				return landed, rst.Mzxid, nil
+			}
+			if m.Generation >= gen {
+				// Generation gen was committed by someone, and its history
+				// entry is already gone: we cannot tell whose it was.
+				return unknownOutcome, 0, nil
+			}
+		}
+	}
+	return notLanded, 0, nil
+}

@@ -1,0 +1,419 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// Mode selects how a set is committed.
+type Mode int
+
+const (
+	// ModeAuto uses multi mode when the encoded transaction fits the multi
+	// budget, marker mode otherwise.
+	ModeAuto Mode = iota
+	// ModeMulti commits in one transaction; a set too large for it is
+	// refused with ErrTooLarge.
+	ModeMulti
+	// ModeMarker always uses the marker protocol.
+	ModeMarker
+)
+
+// String returns "auto", "multi" or "marker".
+func (m Mode) String() string {
+	switch m {
+	case ModeAuto:
+		return "auto"
+	case ModeMulti:
+		return manifest.ModeMulti
+	case ModeMarker:
+		return manifest.ModeMarker
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode parses "auto", "multi" or "marker".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return ModeAuto, nil
+	case "multi":
+		return ModeMulti, nil
+	case "marker":
+		return ModeMarker, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want auto, multi or marker)", s)
+}
+
+// Request is one publish.
+type Request struct {
+	// Items maps item names to content: the whole new set.
+	Items map[string][]byte
+	// Mode selects multi or marker mode; ModeAuto decides by size.
+	Mode Mode
+	// ExpectGeneration, when not 0, makes the publish fail with a
+	// ConflictError unless the live generation is exactly this.
+	ExpectGeneration int64
+	// Force publishes a new generation even when the content is identical
+	// to the live one.
+	Force bool
+	// AllowEmpty allows publishing a set with no items.
+	AllowEmpty bool
+	// OverrideMarker takes over the marker of a live marker-mode publish
+	// (whose remaining writes then fail, fenced by the marker version).
+	OverrideMarker bool
+	// DryRun reads and plans but writes nothing.
+	DryRun bool
+	// RollbackOf records, in the manifest, the generation whose content
+	// this publish restores.
+	RollbackOf int64
+	// Fence, when set, is the path of a znode that must exist for the
+	// publish to be applied (a leader's election node): every write that
+	// changes the root or its items (the commit; in marker mode the marker,
+	// each item write and the final commit) carries Check(Fence) in the
+	// same transaction, so a publisher that lost the node (its session
+	// expired) cannot commit even before it learns so. A missing fence
+	// gives an error matching ErrFenced.
+	Fence string
+}
+
+// Result describes a publish.
+type Result struct {
+	// Generation is the new generation (for Unchanged, the live one; for
+	// DryRun, the one a real publish would create).
+	Generation int64
+	// Zxid is the zxid of the commit, the root's Mzxid right after it: the
+	// generation's fencing token. 0 for DryRun.
+	Zxid int64
+	// PublishID is this publish attempt's id ("" for DryRun/Unchanged).
+	PublishID string
+	// Mode is "multi" or "marker" (what was, or would be, used).
+	Mode string
+	// Unchanged is true when the content equals the live generation and
+	// nothing was written.
+	Unchanged bool
+	// DryRun is true when nothing was written because the request said so.
+	DryRun bool
+	// Added, Changed and Removed list item names relative to the live
+	// generation.
+	Added, Changed, Removed []string
+	// Manifest is the new (or, for Unchanged, the live) manifest.
+	Manifest *manifest.Manifest
+	// Recovered is true when the commit's connection was lost and its
+	// outcome was established by reading afterwards.
+	Recovered bool
+	// CommitAttempts counts the commit requests sent (more than 1 only
+	// when a commit was lost with the connection and, having been found
+	// not applied, was sent again under the same compare-and-swap).
+	CommitAttempts int
+}
+
+// Publisher publishes config sets to one root. It is safe for concurrent
+// use; concurrent publishes (from this or other processes) are ordered by
+// the root's compare-and-swap, the losers getting ErrConflict.
+type Publisher struct {
+	conn  *zk.Conn
+	sess  *zkconn.Session
+	paths layout.Paths
+	cfg   config
+	log   *slog.Logger
+
+	metaReady atomic.Bool // the liveness nodes' parent exists
+
+	mu         sync.Mutex
+	cacheRoot  int64 // root Czxid the cache belongs to
+	historyMan map[int64]*manifest.Manifest
+}
+
+// New returns a Publisher for root. sess is the connection's session
+// tracker (zkconn.Dial returns it); it may be nil, in which case session
+// expiry is detected from errors and session ids only.
+func New(conn *zk.Conn, sess *zkconn.Session, root string, opts ...Option) (*Publisher, error) {
+	if conn == nil {
+		return nil, errors.New("publish: nil ZooKeeper connection")
+	}
+	if err := layout.ValidateRoot(root); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	if within(root, cfg.meta) || within(cfg.meta, root) {
+		return nil, fmt.Errorf("publish: root %s and meta %s must not contain one another", root, cfg.meta)
+	}
+	if cfg.name == "" {
+		cfg.name = defaultPublisherName()
+	}
+	log := cfg.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Publisher{
+		conn:       conn,
+		sess:       sess,
+		paths:      layout.New(root, cfg.meta),
+		cfg:        cfg,
+		log:        log.With("root", root),
+		historyMan: map[int64]*manifest.Manifest{},
+	}, nil
+}
+
+// within reports whether p is a or below it.
+func within(p, a string) bool { return p == a || strings.HasPrefix(p, a+"/") }
+
+// Conn returns the ZooKeeper connection the Publisher uses.
+func (p *Publisher) Conn() *zk.Conn { return p.conn }
+
+// Root returns the config root.
+func (p *Publisher) Root() string { return p.paths.Root }
+
+// Paths returns the layout of the root and its metadata.
+func (p *Publisher) Paths() layout.Paths { return p.paths }
+
+// Current returns the live manifest and the root's stat. It returns
+// ErrNotPublished when the root does not exist or holds no manifest.
+func (p *Publisher) Current(ctx context.Context) (*manifest.Manifest, *zk.Stat, error) {
+	data, st, err := p.get(ctx, p.paths.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st == nil {
+		return nil, nil, fmt.Errorf("%s: %w", p.paths.Root, ErrNotPublished)
+	}
+	m, err := manifest.Decode(data)
+	if errors.Is(err, manifest.ErrEmpty) {
+		return nil, st, fmt.Errorf("%s: %w", p.paths.Root, ErrNotPublished)
+	}
+	if err != nil {
+		return nil, st, fmt.Errorf("root %s: %w", p.paths.Root, err)
+	}
+	return m, st, nil
+}
+
+// Read returns a generation's manifest and items. Generation 0 means the
+// live one, read from the root with manifest verification: the items read
+// must all match the manifest's hashes, else the read is retried (a
+// publish landed in between); if it stays torn (a marker-mode publish is
+// in progress, or died), the live generation's content is read from the
+// history and blob store instead, verified the same way. Other
+// generations are read from the history and blob store, and fail with
+// ErrGenerationNotFound when retention removed them.
+func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manifest, map[string][]byte, error) {
+	if generation < 0 {
+		return nil, nil, fmt.Errorf("generation %d: must be positive (or 0 for the live one)", generation)
+	}
+	if generation > 0 {
+		return p.readPast(ctx, generation)
+	}
+	for attempt := 0; ; attempt++ {
+		m, _, err := p.Current(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, torn, err := p.readItems(ctx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if torn == "" {
+			return m, items, nil
+		}
+		p.log.Debug("live read torn; retrying", "generation", m.Generation, "item", torn, "attempt", attempt)
+		if attempt >= 2 {
+			hm, hitems, herr := p.readPast(ctx, m.Generation)
+			if herr == nil && hm.PublishID == m.PublishID {
+				return hm, hitems, nil
+			}
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, nil, fmt.Errorf("%w (item %q of generation %d): %v", ErrTorn, torn, m.Generation, err)
+		}
+	}
+}
+
+// readItems reads m's items from the root. torn names an item that is
+// missing or does not match m ("" when all match).
+func (p *Publisher) readItems(ctx context.Context, m *manifest.Manifest) (map[string][]byte, string, error) {
+	names := m.Names()
+	data := make([][]byte, len(names))
+	found := make([]bool, len(names))
+	err := parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+		d, st, err := p.get(ctx, p.paths.Item(names[i]))
+		if err != nil {
+			return err
+		}
+		data[i], found[i] = d, st != nil
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	items := make(map[string][]byte, len(names))
+	for i, n := range names {
+		if !found[i] || !m.Matches(n, data[i]) {
+			return nil, n, nil
+		}
+		items[n] = data[i]
+	}
+	return items, "", nil
+}
+
+// readPast reads generation g from the history and the blob store.
+func (p *Publisher) readPast(ctx context.Context, g int64) (*manifest.Manifest, map[string][]byte, error) {
+	m, err := p.historyManifest(ctx, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := m.Names()
+	data := make([][]byte, len(names))
+	err = parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+		it := m.Items[names[i]]
+		d, st, err := p.get(ctx, p.paths.Blob(it.SHA256))
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			return fmt.Errorf("generation %d: content of item %q is no longer stored (removed by retention): %w", g, names[i], ErrGenerationNotFound)
+		}
+		if !m.Matches(names[i], d) {
+			return fmt.Errorf("generation %d: stored content of item %q does not match its manifest (blob %s corrupt)", g, names[i], it.SHA256)
+		}
+		data[i] = d
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	items := make(map[string][]byte, len(names))
+	for i, n := range names {
+		items[n] = data[i]
+	}
+	return m, items, nil
+}
+
+// historyManifest reads generation g's manifest from the history. History
+// entries are immutable, so they are cached (per root incarnation).
+func (p *Publisher) historyManifest(ctx context.Context, g int64) (*manifest.Manifest, error) {
+	p.mu.Lock()
+	m := p.historyMan[g]
+	p.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	data, st, err := p.get(ctx, p.paths.HistoryNode(g))
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("generation %d of %s: %w", g, p.paths.Root, ErrGenerationNotFound)
+	}
+	m, err = manifest.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("history entry %s: %w", p.paths.HistoryNode(g), err)
+	}
+	if m.Generation != g {
+		return nil, fmt.Errorf("history entry %s holds generation %d", p.paths.HistoryNode(g), m.Generation)
+	}
+	p.mu.Lock()
+	p.historyMan[g] = m
+	p.mu.Unlock()
+	return m, nil
+}
+
+// resetCacheFor drops cached history manifests when the root was deleted
+// and created again (a new Czxid), since generations could then repeat.
+func (p *Publisher) resetCacheFor(rootCzxid int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cacheRoot != rootCzxid {
+		p.cacheRoot = rootCzxid
+		clear(p.historyMan)
+	}
+}
+
+// trimCache keeps only the given generations in the cache.
+func (p *Publisher) trimCache(keep []int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for g := range p.historyMan {
+		if !slices.Contains(keep, g) {
+			delete(p.historyMan, g)
+		}
+	}
+}
+
+// History returns the manifests of every retained generation, newest
+// first. Entries removed by a concurrent GC while reading are skipped.
+func (p *Publisher) History(ctx context.Context) ([]*manifest.Manifest, error) {
+	gens, _, err := p.historyGens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*manifest.Manifest, 0, len(gens))
+	for _, g := range slices.Backward(gens) {
+		m, err := p.historyManifest(ctx, g)
+		if errors.Is(err, ErrGenerationNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// historyGens lists the generations in the history, ascending.
+func (p *Publisher) historyGens(ctx context.Context) ([]int64, bool, error) {
+	names, ok, err := p.children(ctx, p.paths.History())
+	if err != nil {
+		return nil, false, err
+	}
+	gens := make([]int64, 0, len(names))
+	for _, n := range names {
+		if g, ok := layout.ParseHistoryName(n); ok {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	return gens, ok, nil
+}
+
+// Rollback publishes generation to's content as a new generation (with
+// RollbackOf = to): generations only go up. opts supplies the other
+// request fields (ExpectGeneration, Force, DryRun, Mode, OverrideMarker);
+// its Items and RollbackOf are ignored. Rolling back to content identical
+// to the live one is Unchanged unless opts.Force.
+func (p *Publisher) Rollback(ctx context.Context, to int64, opts Request) (*Result, error) {
+	if to < 1 {
+		return nil, &InputError{Err: fmt.Errorf("rollback target generation %d: must be positive", to)}
+	}
+	_, items, err := p.readPast(ctx, to)
+	if err != nil {
+		return nil, fmt.Errorf("rollback to generation %d: %w", to, err)
+	}
+	req := opts
+	req.Items = items
+	req.RollbackOf = to
+	req.AllowEmpty = true // the generation was published, empty or not
+	res, err := p.Publish(ctx, req)
+	if err != nil {
+		return res, fmt.Errorf("rollback to generation %d: %w", to, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,241 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/zkconn"
+)
+
+// call runs a blocking client call under ctx. The result is only read when
+// the call completed, never while it may still be running in the
+// background after ctx ended.
+func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	var out T
+	err := zkconn.Call(ctx, func() error {
+		v, err := fn()
+		out = v
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// retryableRead reports whether a read may simply be sent again: reads are
+// idempotent, so connection loss and even session expiry (the client opens
+// a new session) are retried.
+func retryableRead(err error) bool {
+	return zkconn.IsRecoverable(err) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// uncertain reports whether a write that returned err may or may not have
+// been applied.
+func uncertain(err error) bool {
+	return zkconn.IsRecoverable(err) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// backoff waits before the next retry, or returns ctx's error.
+func backoff(ctx context.Context, attempt int) error {
+	d := 25 * time.Millisecond << min(attempt, 5) // 25ms .. 800ms
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// read runs an idempotent request, retrying connection loss and session
+// expiry until it succeeds, fails for another reason, or ctx ends.
+func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := call(ctx, fn)
+		if err == nil || !retryableRead(err) || ctx.Err() != nil {
+			return v, err
+		}
+		if werr := backoff(ctx, attempt); werr != nil {
+			return v, fmt.Errorf("%w (last error: %v)", werr, err)
+		}
+	}
+}
+
+// get reads a node; NoNode is reported as (nil, nil, nil).
+func (p *Publisher) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	type res struct {
+		data []byte
+		st   *zk.Stat
+	}
+	r, err := read(ctx, func() (res, error) {
+		d, st, err := p.conn.Get(path)
+		return res{d, st}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return r.data, r.st, nil
+}
+
+// children lists a node's children; NoNode is reported as (nil, false, nil).
+func (p *Publisher) children(ctx context.Context, path string) ([]string, bool, error) {
+	c, err := read(ctx, func() ([]string, error) {
+		c, _, err := p.conn.Children(path)
+		return c, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("list %s: %w", path, err)
+	}
+	return c, true, nil
+}
+
+// exists stats a node; NoNode is reported as (nil, nil).
+func (p *Publisher) exists(ctx context.Context, path string) (*zk.Stat, error) {
+	type res struct {
+		ok bool
+		st *zk.Stat
+	}
+	r, err := read(ctx, func() (res, error) {
+		ok, st, err := p.conn.Exists(path)
+		return res{ok, st}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !r.ok {
+		return nil, nil
+	}
+	return r.st, nil
+}
+
+// multi sends one transaction, once (a write is never re-sent here), and
+// returns the per-op responses also when it failed. When ctx ends first the
+// transaction may still be applied: the caller must treat that as unknown.
+func (p *Publisher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
+	done := make(chan struct{})
+	var resp []zk.MultiResponse
+	var err error
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	go func() {
+		defer close(done)
+		resp, err = p.conn.Multi(ops...)
+	}()
+	select {
+	case <-done:
+		return resp, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// failedOp returns the index and error of the op that made a transaction
+// fail: the first op with an error (earlier ops report success, later ones
+// a rolled-back marker error).
+func failedOp(resp []zk.MultiResponse) (int, error) {
+	for i, r := range resp {
+		if r.Error != nil {
+			return i, r.Error
+		}
+	}
+	return -1, nil
+}
+
+// sessionMark remembers which session a sequence of writes started in.
+type sessionMark struct {
+	id       int64
+	expiries uint64
+}
+
+func (p *Publisher) mark() sessionMark {
+	m := sessionMark{id: p.conn.SessionID()}
+	if p.sess != nil {
+		m.expiries = p.sess.Status().Expiries
+	}
+	return m
+}
+
+// expiredSince reports whether the session of m is gone: the tracker saw
+// an expiry, or the client now runs another session (it silently opens a
+// new one after expiry).
+func (p *Publisher) expiredSince(m sessionMark) bool {
+	if p.sess != nil && p.sess.Status().Expiries > m.expiries {
+		return true
+	}
+	return m.id != 0 && p.conn.SessionID() != m.id
+}
+
+// waitSession waits until the connection has a session again and the
+// server it is connected to has caught up with the leader (Sync), so that
+// the reads that follow see every write committed before.
+func (p *Publisher) waitSession(ctx context.Context) error {
+	if p.sess != nil {
+		if _, err := p.sess.WaitConnected(ctx); err != nil {
+			return err
+		}
+	}
+	_, err := read(ctx, func() (string, error) { return p.conn.Sync(p.paths.Root) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("sync %s: %w", p.paths.Root, err)
+	}
+	return nil
+}
+
+// parallel runs fn(ctx, i) for i in [0, n) on up to workers goroutines and
+// returns the first error; after an error no new calls start.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next  atomic.Int64
+		done  atomic.Int64
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && int(done.Load()) < n {
+		// The parent context ended with work left undone.
+		return ctx.Err()
+	}
+	return first
+}
