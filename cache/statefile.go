@@ -170,8 +170,8 @@ func writeState(path, root string, s *Snapshot) error {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			os.Remove(tmp)
+			_ = f.Close()
+			_ = os.Remove(tmp)
 		}
 	}()
 	if err := f.Chmod(0o600); err != nil {

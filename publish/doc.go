@@ -96,7 +96,20 @@
 // publish whose session expired stops (its liveness node is gone, so the
 // marker is dead and the next publish takes it over). A context that ends
 // while a commit is in flight gives ErrOutcomeUnknown with the publish id
-// and generation to look for.
+// and generation to look for. A refusal by ZooKeeper's access control
+// (NoAuth) is an *access.PermissionError naming the node and the
+// permission missing (errors.Is(err, access.ErrPermission)); it is never
+// retried.
+//
+// # ACLs
+//
+// Once per publish the publisher reads the ACLs of the root and of the
+// history parent (access.InheritedACLs) and creates items and the marker
+// with the root's, history entries, blobs, liveness nodes and missing
+// metadata parents with the history parent's; the transaction size
+// estimate counts those ACLs. A tree without access control (never set up
+// by `confpush init`) uses the configured ACL (WithACL). The session must
+// have ADMIN on both nodes to copy their ACLs.
 //
 // # Fencing token
 //

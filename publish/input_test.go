@@ -296,11 +296,7 @@ func must(t *testing.T, err error) {
 // unjoin splits an errors.Join result.
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, e)
-		}
-		return out
+		return append([]error(nil), j.Unwrap()...)
 	}
 	return []error{err}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -32,7 +33,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 
 	// b. The liveness node: while it exists, the marker is alive.
 	live := p.paths.PublishingNode(id)
-	if err := p.createLiveness(ctx, live, info); err != nil {
+	if err := p.createLiveness(ctx, live, info, pl.acl.Meta); err != nil {
 		return err
 	}
 	mark := p.mark()
@@ -72,7 +73,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 			// A GC removed a blob we stored before the marker was set:
 			// store it again (we still hold the marker) and commit again.
 			p.log.Info("blob store changed before the final commit; storing blobs again", "reason", br.Error())
-			if err := p.ensureMeta(ctx, &state{rootStat: st.rootStat}, true); err != nil {
+			if err := p.ensureMeta(ctx, &state{rootStat: st.rootStat}, true, pl.acl.Meta); err != nil {
 				return err
 			}
 			if err := p.storeBlobs(ctx, pl, append(append([]string{}, pl.newBlobs...), pl.oldBlobs...)); err != nil {
@@ -97,8 +98,11 @@ func (p *Publisher) storeBlobs(ctx context.Context, pl *plan, shas []string) err
 	return parallel(ctx, len(shas), 4, func(ctx context.Context, i int) error {
 		sha := shas[i]
 		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.Blob(sha), pl.blobData[sha], 0, p.cfg.acl)
+			return p.conn.Create(p.paths.Blob(sha), pl.blobData[sha], 0, pl.acl.Meta)
 		})
+		if denied(err) {
+			return access.Explain(err, p.paths.Blob(sha), access.OpCreate)
+		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
 		}
@@ -109,10 +113,13 @@ func (p *Publisher) storeBlobs(ctx context.Context, pl *plan, shas []string) err
 // createLiveness creates this publish's ephemeral liveness node. Its name
 // is the publish id, so after a lost connection NodeExists means it was
 // ours.
-func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte) error {
+func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte, acl []zk.ACL) error {
 	_, err := read(ctx, func() (string, error) {
-		return p.conn.Create(path, info, zk.FlagEphemeral, p.cfg.acl)
+		return p.conn.Create(path, info, zk.FlagEphemeral, acl)
 	})
+	if denied(err) {
+		return access.Explain(err, path, access.OpCreate)
+	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("create liveness node %s: %w", path, err)
 	}
@@ -140,14 +147,14 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 	var ops []any
 	kinds := []opKind{{"root", ""}, {"marker", ""}}
 	if st.rootStat == nil {
-		ops = append(ops, &zk.CreateRequest{Path: p.paths.Root, Data: nil, Acl: p.cfg.acl})
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Root, Data: nil, Acl: pl.acl.Item})
 	} else {
 		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Root, Data: st.rootData, Version: st.rootStat.Version})
 	}
 	if st.marker != nil {
 		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Marker(), Data: info, Version: st.marker.stat.Version})
 	} else {
-		ops = append(ops, &zk.CreateRequest{Path: p.paths.Marker(), Data: info, Acl: p.cfg.acl})
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Marker(), Data: info, Acl: pl.acl.Item})
 	}
 	if pl.fence != "" {
 		ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
@@ -199,6 +206,9 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 				return 0, 0, fmt.Errorf("setting the marker of %s: lost with the connection %d times: %w", p.paths.Root, send, err)
 			}
 			continue
+		}
+		if denied(err) {
+			return 0, 0, err
 		}
 		i, opErr := failedOp(resp)
 		if i < 0 {
@@ -273,6 +283,9 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 			}
 			continue
 		}
+		if denied(err) {
+			return err
+		}
 		i, opErr := failedOp(resp)
 		kind := opKind{"item", ""}
 		switch i {
@@ -296,7 +309,7 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 				}
 			case *zk.SetDataRequest:
 				if errors.Is(opErr, zk.ErrNoNode) {
-					op = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: p.cfg.acl}
+					op = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: pl.acl.Item}
 					continue
 				}
 			case *zk.DeleteRequest:
@@ -335,7 +348,7 @@ func (p *Publisher) finalOps(pl *plan, rootVer, markerVer int32) ([]any, []opKin
 		ops = append(ops, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
 		kinds = append(kinds, opKind{"blob", sha})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: p.cfg.acl})
+	ops = append(ops, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta})
 	kinds = append(kinds, opKind{"history", ""})
 	if pl.fence != "" {
 		ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})

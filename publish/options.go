@@ -77,8 +77,12 @@ func WithMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget 
 // WithMaxSetSize bounds the total size of a set. Default 64 MiB.
 func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
 
-// WithACL sets the ACL of every node the publisher creates. Default
-// zk.WorldACL(zk.PermAll).
+// WithACL sets the fallback ACL of the nodes the publisher creates. Once
+// per publish the publisher copies the ACLs of the live tree
+// (access.InheritedACLs): items, the marker and the root get the root's ACL,
+// history entries, blobs, liveness nodes and missing metadata parents the
+// history parent's; acl is used only where those nodes do not exist yet (a
+// tree without `confpush init`). Default zk.WorldACL(zk.PermAll).
 func WithACL(acl []zk.ACL) Option { return func(c *config) { c.acl = acl } }
 
 // withBeforeCommit is a test seam: fn runs right before each commit

@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
 // maxBlobRaces bounds how often a publish re-plans because the blob store
@@ -48,12 +48,11 @@ func (s *state) liveGen() int64 {
 
 // markerState describes a marker found under the root.
 type markerState struct {
-	info    markerInfo
-	bad     error // the marker's data could not be decoded
-	stat    *zk.Stat
-	live    bool // its publish's liveness node exists
-	actual  map[string]manifest.Item
-	readErr error
+	info   markerInfo
+	bad    error // the marker's data could not be decoded
+	stat   *zk.Stat
+	live   bool // its publish's liveness node exists
+	actual map[string]manifest.Item
 }
 
 // markerInfo is the JSON held by the marker (and by the publish's liveness
@@ -85,6 +84,9 @@ type plan struct {
 	rootVersion int32
 	// fence is Request.Fence ("" for none).
 	fence string
+	// acl are the ACLs of the nodes this publish creates, read from the
+	// live tree once per publish (see access.InheritedACLs).
+	acl access.Inherited
 }
 
 // Publish publishes req.Items as the root's next generation. See the
@@ -95,8 +97,12 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 	if err := p.checkRequest(req); err != nil {
 		return nil, err
 	}
+	acl, err := p.inheritedACLs(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	for race := 1; ; race++ {
-		res, err := p.publishOnce(ctx, req)
+		res, err := p.publishOnce(ctx, req, acl)
 		var br *blobRaceError
 		if errors.As(err, &br) && race < maxBlobRaces {
 			p.log.Info("blob store changed under the publish; planning again", "reason", br.Error())
@@ -121,11 +127,37 @@ func (p *Publisher) checkRequest(req Request) error {
 	if len(errs) > 0 {
 		return joinErrors(flatten(errs))
 	}
+	return p.manifestCheck(req, p.cfg.acl)
+}
+
+// manifestCheck checks that the final commit carrying the manifest fits,
+// with the history entry created with acl.
+func (p *Publisher) manifestCheck(req Request, acl []zk.ACL) error {
 	budget := p.cfg.multiBudget
 	if req.Fence != "" {
 		budget -= opSize(&zk.CheckVersionRequest{Path: req.Fence})
 	}
-	return manifestProblem(req.Items, p.cfg.name, req.RollbackOf, p.paths, p.cfg.acl, budget)
+	return manifestProblem(req.Items, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
+}
+
+// inheritedACLs reads, once per publish, the ACLs the nodes it creates
+// get: the root's for items and the marker, the history parent's for
+// metadata (access.InheritedACLs; the configured ACL where those nodes do
+// not exist yet). The manifest's size check is repeated with the real ACL
+// when it is larger than the configured one.
+func (p *Publisher) inheritedACLs(ctx context.Context, req Request) (access.Inherited, error) {
+	acl, err := read(ctx, func() (access.Inherited, error) {
+		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
+	})
+	if err != nil {
+		return access.Inherited{}, err
+	}
+	if aclSize(acl.Meta) > aclSize(p.cfg.acl) {
+		if err := p.manifestCheck(req, acl.Meta); err != nil {
+			return access.Inherited{}, err
+		}
+	}
+	return acl, nil
 }
 
 func flatten(errs []error) []error {
@@ -147,7 +179,7 @@ func newPublishID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (p *Publisher) publishOnce(ctx context.Context, req Request) (*Result, error) {
+func (p *Publisher) publishOnce(ctx context.Context, req Request, acl access.Inherited) (*Result, error) {
 	st, err := p.readState(ctx)
 	if err != nil {
 		return nil, err
@@ -171,6 +203,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request) (*Result, erro
 			p.paths.Root, len(st.children))
 	}
 	pl := p.plan(st, req)
+	pl.acl = acl
 	res := &Result{
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
 		Added: pl.added, Changed: pl.changed, Removed: pl.removed,
@@ -208,7 +241,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request) (*Result, erro
 		pl.next.PublishID = ""
 		return res, nil
 	}
-	if err := p.ensureMeta(ctx, st, useMarker); err != nil {
+	if err := p.ensureMeta(ctx, st, useMarker, pl.acl.Meta); err != nil {
 		return nil, err
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
@@ -468,7 +501,7 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 	var kinds []opKind
 	add := func(k opKind, op any) { ops = append(ops, op); kinds = append(kinds, k) }
 	if st.rootStat == nil {
-		add(opKind{"root", ""}, &zk.CreateRequest{Path: p.paths.Root, Data: pl.nextBytes, Acl: p.cfg.acl})
+		add(opKind{"root", ""}, &zk.CreateRequest{Path: p.paths.Root, Data: pl.nextBytes, Acl: pl.acl.Item})
 	} else {
 		add(opKind{"root", ""}, &zk.SetDataRequest{Path: p.paths.Root, Data: pl.nextBytes, Version: st.rootStat.Version})
 	}
@@ -477,12 +510,12 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 	}
 	p.itemOps(pl, add)
 	for _, sha := range pl.newBlobs {
-		add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: p.cfg.acl})
+		add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: pl.acl.Meta})
 	}
 	for _, sha := range pl.oldBlobs {
 		add(opKind{"blob", sha}, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
 	}
-	add(opKind{"history", ""}, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: p.cfg.acl})
+	add(opKind{"history", ""}, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta})
 	if pl.fence != "" {
 		add(opKind{"fence", pl.fence}, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
 	}
@@ -492,7 +525,7 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 // itemOps emits the item writes of a plan.
 func (p *Publisher) itemOps(pl *plan, add func(opKind, any)) {
 	for _, n := range pl.creates {
-		add(opKind{"item", n}, &zk.CreateRequest{Path: p.paths.Item(n), Data: pl.items[n], Acl: p.cfg.acl})
+		add(opKind{"item", n}, &zk.CreateRequest{Path: p.paths.Item(n), Data: pl.items[n], Acl: pl.acl.Item})
 	}
 	for _, n := range pl.sets {
 		add(opKind{"item", n}, &zk.SetDataRequest{Path: p.paths.Item(n), Data: pl.items[n], Version: -1})
@@ -503,8 +536,9 @@ func (p *Publisher) itemOps(pl *plan, add func(opKind, any)) {
 }
 
 // ensureMeta creates the metadata parents (and the root's parent) when
-// they are missing. Every create is idempotent.
-func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool) error {
+// they are missing, with acl (the history parent's, see
+// access.Inherited.Meta). Every create is idempotent.
+func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool, acl []zk.ACL) error {
 	var paths []string
 	if st.rootStat == nil {
 		if parent := path.Dir(p.paths.Root); parent != "/" {
@@ -518,11 +552,8 @@ func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool) erro
 		paths = append(paths, p.paths.Publishing())
 	}
 	for _, pp := range paths {
-		_, err := read(ctx, func() (struct{}, error) {
-			return struct{}{}, zkconn.EnsurePath(p.conn, pp, p.cfg.acl)
-		})
-		if err != nil {
-			return fmt.Errorf("create metadata path: %w", err)
+		if err := p.ensurePath(ctx, pp, acl); err != nil {
+			return err
 		}
 	}
 	if marker {
@@ -596,6 +627,9 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			continue
 		}
 		// A definite failure: nothing of it was applied.
+		if denied(err) {
+			return err
+		}
 		i, opErr := failedOp(resp)
 		if i < 0 {
 			return fmt.Errorf("commit generation %d to %s: %w", pl.gen, p.paths.Root, err)

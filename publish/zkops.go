@@ -4,14 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
+
+// denied reports whether err is a refusal by ZooKeeper's access control
+// (NoAuth, or rejected credentials). It is fatal: retrying or reconnecting
+// cannot change the answer, so it is never retried.
+func denied(err error) bool {
+	return err != nil && (errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) ||
+		errors.Is(err, access.ErrPermission) || errors.Is(err, access.ErrAuthRejected))
+}
 
 // call runs a blocking client call under ctx. The result is only read when
 // the call completed, never while it may still be running in the
@@ -83,6 +93,9 @@ func (p *Publisher) get(ctx context.Context, path string) ([]byte, *zk.Stat, err
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil, nil
 	}
+	if denied(err) {
+		return nil, nil, access.Explain(err, path, access.OpRead)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -97,6 +110,9 @@ func (p *Publisher) children(ctx context.Context, path string) ([]string, bool, 
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, false, nil
+	}
+	if denied(err) {
+		return nil, false, access.Explain(err, path, access.OpList)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("list %s: %w", path, err)
@@ -126,6 +142,8 @@ func (p *Publisher) exists(ctx context.Context, path string) (*zk.Stat, error) {
 // multi sends one transaction, once (a write is never re-sent here), and
 // returns the per-op responses also when it failed. When ctx ends first the
 // transaction may still be applied: the caller must treat that as unknown.
+// A refusal by access control is explained (access.ExplainMulti: the node
+// and the permission missing); callers must not retry it (denied).
 func (p *Publisher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
 	done := make(chan struct{})
 	var resp []zk.MultiResponse
@@ -139,10 +157,42 @@ func (p *Publisher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, e
 	}()
 	select {
 	case <-done:
+		if denied(err) {
+			err = access.ExplainMulti(err, ops, resp)
+		}
 		return resp, err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// ensurePath creates p and its missing ancestors with acl, like
+// zkconn.EnsurePath, retrying connection loss (every step is idempotent)
+// and explaining a refusal with the node and the permission missing.
+func (p *Publisher) ensurePath(ctx context.Context, path string, acl []zk.ACL) error {
+	if st, err := p.exists(ctx, path); err != nil || st != nil {
+		return err
+	}
+	cur := ""
+	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		cur += "/" + part
+		st, err := p.exists(ctx, cur)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			continue
+		}
+		_, err = read(ctx, func() (string, error) { return p.conn.Create(cur, nil, 0, acl) })
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNodeExists):
+		case denied(err):
+			return access.Explain(err, cur, access.OpCreate)
+		default:
+			return fmt.Errorf("create metadata path %s: %w", cur, err)
+		}
+	}
+	return nil
 }
 
 // failedOp returns the index and error of the op that made a transaction

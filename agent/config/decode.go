@@ -275,7 +275,7 @@ func (d decoder) mode(key string, def os.FileMode) os.FileMode {
 			return def
 		}
 		m, _ := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32) // cannot fail after the regexp
-		return os.FileMode(m&0o777) | specialBits(m)
+		return os.FileMode(m&0o777) | specialBits(m)                  // #nosec G115 -- m < 1<<12: parsed from at most 4 octal digits
 	default:
 		d.p.addf(d.full(key), "must be a quoted octal string like \"0640\" (an unquoted number is ambiguous in YAML), got %s", kind(t))
 		return def

@@ -14,7 +14,8 @@ import (
 	"text/template"
 
 	"github.com/BurntSushi/toml"
-	"gopkg.in/yaml.v3"
+
+	"github.com/zkconf/zkconf/internal/safeyaml"
 )
 
 // Snapshot is the read-only view of one verified generation that templates
@@ -315,23 +316,25 @@ func lineCol(data []byte, offset int64) string {
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
-var yamlLineRE = regexp.MustCompile(`\bline (\d+)\b`)
-
 func (st *execState) parseYAML(name string) (any, error) {
 	return st.cached("YAML", name, func(data []byte) (any, error) {
-		var v any
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			// yaml.v3 messages can quote content; keep the line only.
-			msg := err.Error()
-			if strings.Contains(msg, "exceeded max depth") {
-				return nil, helperErrorf(ErrTooDeep, "item %q: YAML nested too deeply", name)
-			}
-			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-				return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML at line %s", name, m[1])
-			}
-			return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML", name)
+		// safeyaml, not yaml.Unmarshal: yaml.v3's decoding is quadratic in
+		// the number of mapping keys, so one hostile item could stall every
+		// agent (found by FuzzTemplateHostileData).
+		v, err := safeyaml.Decode(data, safeyaml.LimitsFor(data, st.limits.MaxDepth))
+		var se *safeyaml.SyntaxError
+		switch {
+		case err == nil:
+			return v, nil
+		case errors.Is(err, safeyaml.ErrTooDeep):
+			return nil, helperErrorf(ErrTooDeep, "item %q: YAML nested too deeply", name)
+		case errors.As(err, &se) && se.Line > 0:
+			return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML at line %d", name, se.Line)
+		case errors.Is(err, safeyaml.ErrDuplicateKey), errors.Is(err, safeyaml.ErrTooManyValues):
+			// Messages name lines and limits, never content.
+			return nil, helperErrorf(ErrInvalidData, "item %q: %v", name, err)
 		}
-		return v, nil
+		return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML", name)
 	})
 }
 

@@ -320,7 +320,7 @@ func TestSIGKILLDuringRendersNeverPartial(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	gen := e.publish(t, set(1, n))
+	e.publish(t, set(1, n))
 	stop := make(chan struct{})
 	var pubErr error
 	var wg sync.WaitGroup
@@ -359,7 +359,7 @@ func TestSIGKILLDuringRendersNeverPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen = m.Generation
+	gen := m.Generation
 	e.start(t)
 	e.waitApplied(t, "agent-under-test", gen)
 	if g := e.checkOutputs(t, n); int64(g) != gen {

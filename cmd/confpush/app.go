@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
@@ -28,6 +31,8 @@ const (
 	exitConflict   = 3 // lost the compare-and-swap, or --expect-generation mismatch
 	exitMarkerBusy = 4 // another live marker-mode publish holds the root
 	exitRollout    = 5 // --wait: the rollout did not complete
+	exitPermission = 6 // ZooKeeper refused the request: identity or ACL
+	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
 )
 
 const exitCodesHelp = `Exit codes:
@@ -36,7 +41,10 @@ const exitCodesHelp = `Exit codes:
   2  usage or bad input (flags, arguments, configuration, files, names, sizes, --validate)
   3  conflict: another publish won, or the live generation is not --expect-generation
   4  marker busy: another marker-mode publish is in progress (see --override-marker)
-  5  rollout incomplete: with --wait, agents failed, left or did not apply in time`
+  5  rollout incomplete: with --wait, agents failed, left or did not apply in time
+  6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
+     lacks a permission, or its password is wrong (never retried)
+  7  acl: ACLs differ from the policy (run 'confpush acl --repair')`
 
 // usageError marks an error as the user's (exit 2).
 type usageError struct{ err error }
@@ -52,13 +60,24 @@ type app struct {
 	v              *viper.Viper
 	ran            bool // a command started: later errors are not cobra's
 	log            *slog.Logger
+	// auth is the digest credentials ("user:password") of --auth-file or
+	// $ZKCONF_AUTH ("" for none); tls the client TLS configuration (nil
+	// for plain connections). Loaded once by configure.
+	auth string
+	tls  *tls.Config
 }
 
 // run executes confpush with args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runIO(args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with standard input (confpush digest reads it).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr, v: viper.New(), log: slog.New(slog.DiscardHandler)}
 	root := a.rootCommand()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
@@ -109,8 +128,13 @@ log-level), then the defaults.
 	pf.String("config", "", "YAML configuration file")
 	pf.Bool("json", false, "print one JSON object (machine output)")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	pf.String("auth-file", "", "file holding the ZooKeeper digest credentials user:password (mode 0600; default $ZKCONF_AUTH)")
+	pf.String("tls-ca-file", "", "PEM CA certificates of the ZooKeeper servers: turns TLS on (secureClientPort)")
+	pf.String("tls-cert-file", "", "PEM client certificate for mutual TLS (with --tls-key-file)")
+	pf.String("tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
+	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
-		a.statusCommand(), a.watchCommand())
+		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
 	}
@@ -162,6 +186,21 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.zkConfig().Validate(); err != nil {
 		return usagef("--zk: %v", err)
 	}
+	auth, err := zkconn.LoadAuth(v.GetString("auth-file"))
+	if err != nil {
+		return usagef("credentials: %v", err)
+	}
+	a.auth = auth
+	files := zkconn.TLSFiles{CAFile: v.GetString("tls-ca-file"), CertFile: v.GetString("tls-cert-file"),
+		KeyFile: v.GetString("tls-key-file"), ServerName: v.GetString("tls-server-name")}
+	if files != (zkconn.TLSFiles{}) {
+		if files.CAFile == "" {
+			return usagef("--tls-ca-file is required with the other --tls-* flags")
+		}
+		if a.tls, err = files.Load(); err != nil {
+			return usagef("TLS: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -172,7 +211,8 @@ func (a *app) zkConfig() zkconn.Config {
 			servers = append(servers, s)
 		}
 	}
-	return zkconn.Config{Servers: servers, SessionTimeout: a.v.GetDuration("session-timeout"), Logger: a.log}
+	return zkconn.Config{Servers: servers, SessionTimeout: a.v.GetDuration("session-timeout"), Logger: a.log,
+		Auth: a.auth, TLS: a.tls}
 }
 
 // context is the command's overall deadline.
@@ -180,17 +220,18 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(cmd.Context(), a.v.GetDuration("timeout"))
 }
 
-// connect dials ZooKeeper, waits for a session, and returns a Publisher
-// for the configured root and a function closing the connection.
+// connect dials ZooKeeper, waits for a session, checks that its
+// credentials work for a publisher (access.Probe: a wrong password is
+// otherwise only noticed at the first refused request), and returns a
+// Publisher for the configured root and a function closing the connection.
 func (a *app) connect(ctx context.Context) (*publish.Publisher, func(), error) {
-	cfg := a.zkConfig()
-	conn, sess, err := zkconn.Dial(cfg)
+	conn, sess, err := a.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := sess.WaitConnected(ctx); err != nil {
+	if err := access.Probe(ctx, conn, a.paths(), access.RolePublisher); err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
+		return nil, nil, err
 	}
 	p, err := publish.New(conn, sess, a.v.GetString("root"),
 		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
@@ -233,6 +274,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &mb) {
 			obj["marker"] = map[string]any{"owner": mb.Owner, "publish_id": mb.PublishID, "age_seconds": mb.Age.Seconds()}
 		}
+		var am aclMismatchError
+		if errors.As(err, &am) {
+			obj["acl"] = am.report
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -250,6 +295,10 @@ func (a *app) fail(err error) int {
 func classify(err error) (int, string) {
 	var ue usageError
 	switch {
+	case errors.Is(err, access.ErrPermission), errors.Is(err, access.ErrAuthRejected):
+		return exitPermission, "permission_denied"
+	case errors.As(err, new(aclMismatchError)):
+		return exitACL, "acl_mismatch"
 	case errors.As(err, new(rolloutError)):
 		return exitRollout, "rollout_incomplete"
 	case errors.Is(err, publish.ErrConflict):

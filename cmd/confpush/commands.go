@@ -287,7 +287,7 @@ The exit code is 0 whether or not there are differences.`,
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
 					return
 				}
-				io.WriteString(w, text)
+				_, _ = io.WriteString(w, text)
 			})
 			return nil
 		},
@@ -379,7 +379,7 @@ The live set is read with manifest verification: never a torn set.`,
 					for _, n := range m.Names() {
 						fmt.Fprintf(tw, "%s\t%d\t%s\n", n, m.Items[n].Size, m.Items[n].SHA256)
 					}
-					tw.Flush()
+					_ = tw.Flush()
 				})
 				return nil
 			}
@@ -466,7 +466,7 @@ func (a *app) historyCommand() *cobra.Command {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
 						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "))
 				}
-				tw.Flush()
+				_ = tw.Flush()
 			})
 			return nil
 		},

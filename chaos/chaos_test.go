@@ -1,0 +1,96 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestChaos is the 90-second chaos run of `make test` (`make chaos` runs
+// the 10-minute one). CHAOS_SEED replays a seed, CHAOS_TEST_DURATION
+// changes the length. Skipped with -short.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run takes 90s against a real ensemble; skipped with -short")
+	}
+	cfg := Config{Duration: 90 * time.Second, Out: testWriter{t}}
+	if s := os.Getenv("CHAOS_TEST_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("CHAOS_TEST_DURATION: %v", err)
+		}
+		cfg.Duration = d
+	}
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED: %v", err)
+		}
+		cfg.Seed = seed
+	}
+	work, err := os.MkdirTemp("", "zkconf-chaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir = work
+	cfg.Confagent = filepath.Join(work, "confagent")
+	if out, err := exec.Command("go", "build", "-o", cfg.Confagent, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
+		t.Fatalf("build confagent: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("chaos harness: %v (work directory kept: %s)", err, work)
+	}
+	t.Log("\n" + sum.Text())
+	if sum.Failed() {
+		t.Errorf("%d violations; replay with CHAOS_SEED=%d (work directory kept: %s)\n%s",
+			len(sum.Violations), sum.Seed, work, sum.ViolationsText(10))
+		return
+	}
+	os.RemoveAll(work)
+}
+
+// testWriter sends progress lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestChaosDetectsSabotage runs a short chaos run in which the harness
+// itself corrupts an agent's outputs, and checks that the checker reports
+// it. Opt-in (CHAOS_SELFTEST=1): it costs a minute.
+func TestChaosDetectsSabotage(t *testing.T) {
+	if os.Getenv("CHAOS_SELFTEST") == "" {
+		t.Skip("set CHAOS_SELFTEST=1 to run the checker's end-to-end self-test")
+	}
+	work := t.TempDir()
+	cfg := Config{Duration: 50 * time.Second, Out: testWriter{t}, WorkDir: work, Confagent: filepath.Join(work, "confagent"), sabotage: true}
+	if out, err := exec.Command("go", "build", "-o", cfg.Confagent, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
+		t.Fatalf("build confagent: %v\n%s", err, out)
+	}
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + sum.Text() + sum.ViolationsText(5))
+	got := map[string]bool{}
+	for _, v := range sum.Violations {
+		if v.Agent == 1 {
+			got[v.Property] = true
+		}
+	}
+	for _, p := range []string{"P1-torn", "P3-partial"} {
+		if !got[p] {
+			t.Errorf("the sabotage was not reported as %s", p)
+		}
+	}
+}

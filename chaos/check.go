@@ -1,0 +1,602 @@
+package chaos
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// Violation is one broken property.
+type Violation struct {
+	// Property: P1-torn, P2-backwards, P3-partial, P4-publish,
+	// P5-convergence, P6-rejected-content, recovery, agent-exit,
+	// config-reload.
+	Property string
+	Agent    int // -1 when not one agent's
+	At       time.Time
+	Msg      string
+	Context  []string // the history around At
+}
+
+func (v Violation) who() string {
+	if v.Agent < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("agent-%d", v.Agent)
+}
+
+// histEntry is one generation as ZooKeeper's history records it, decoded
+// by the checker itself.
+type histEntry struct {
+	Gen         int64
+	PublishID   string
+	Mode        string
+	RollbackOf  int64
+	PublishedAt time.Time
+	Items       map[string]sig
+	Czxid       int64
+}
+
+// wireManifest is the manifest JSON (docs/design.md), decoded without the
+// manifest package.
+type wireManifest struct {
+	Format      int       `json:"format"`
+	Generation  int64     `json:"generation"`
+	PublishID   string    `json:"publish_id"`
+	PublishedAt time.Time `json:"published_at"`
+	Mode        string    `json:"mode"`
+	RollbackOf  int64     `json:"rollback_of"`
+	Items       map[string]struct {
+		SHA256 string `json:"sha256"`
+		Size   int64  `json:"size"`
+	} `json:"items"`
+}
+
+func decodeEntry(data []byte) (*histEntry, error) {
+	var m wireManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if m.Format != 1 || m.Generation < 1 || m.PublishID == "" {
+		return nil, fmt.Errorf("not a manifest (format %d, generation %d, publish id %q)", m.Format, m.Generation, m.PublishID)
+	}
+	e := &histEntry{Gen: m.Generation, PublishID: m.PublishID, Mode: m.Mode, RollbackOf: m.RollbackOf,
+		PublishedAt: m.PublishedAt, Items: map[string]sig{}}
+	for n, it := range m.Items {
+		e.Items[n] = sig{SHA: it.SHA256, Size: it.Size}
+	}
+	return e, nil
+}
+
+// zkView is what ZooKeeper holds at the end of the run.
+type zkView struct {
+	history     map[int64]*histEntry
+	live        *histEntry
+	liveItems   map[string]sig // the root's children, read and hashed
+	marker      bool
+	blobs       map[string]bool
+	historyRead int
+}
+
+// readZK reads the history, the live root and the blob list directly.
+func readZK(conn *zk.Conn, root, meta string) (*zkView, error) {
+	paths := layout.New(root, meta)
+	v := &zkView{history: map[int64]*histEntry{}, liveItems: map[string]sig{}, blobs: map[string]bool{}}
+	names, _, err := conn.Children(paths.History())
+	if err != nil {
+		return nil, fmt.Errorf("list history: %w", err)
+	}
+	for _, n := range names {
+		g, ok := layout.ParseHistoryName(n)
+		if !ok {
+			return nil, fmt.Errorf("history has a foreign entry %q", n)
+		}
+		data, st, err := conn.Get(paths.HistoryNode(g))
+		if err != nil {
+			return nil, fmt.Errorf("read history entry %d: %w", g, err)
+		}
+		e, err := decodeEntry(data)
+		if err != nil {
+			return nil, fmt.Errorf("history entry %d: %w", g, err)
+		}
+		if e.Gen != g {
+			return nil, fmt.Errorf("history entry g-%d holds generation %d", g, e.Gen)
+		}
+		e.Czxid = st.Czxid
+		v.history[g] = e
+		v.historyRead++
+	}
+	data, _, err := conn.Get(root)
+	if err != nil {
+		return nil, fmt.Errorf("read root: %w", err)
+	}
+	if v.live, err = decodeEntry(data); err != nil {
+		return nil, fmt.Errorf("root manifest: %w", err)
+	}
+	kids, _, err := conn.Children(root)
+	if err != nil {
+		return nil, fmt.Errorf("list root: %w", err)
+	}
+	for _, k := range kids {
+		if k == "invalid" {
+			v.marker = true
+			continue
+		}
+		b, _, err := conn.Get(root + "/" + k)
+		if err != nil {
+			return nil, fmt.Errorf("read item %s: %w", k, err)
+		}
+		v.liveItems[k] = sigOf(b)
+	}
+	blobs, _, err := conn.Children(paths.Blobs())
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("list blobs: %w", err)
+	}
+	for _, b := range blobs {
+		v.blobs[b] = true
+	}
+	return v, nil
+}
+
+// digest is a canonical digest of an item set.
+func digest(items map[string]sig) string {
+	h := sha256.New()
+	for _, n := range slices.Sorted(maps.Keys(items)) {
+		fmt.Fprintf(h, "%q %s %d\n", n, items[n].SHA, items[n].Size)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func obsSigs(items map[string]itemObs) map[string]sig {
+	out := make(map[string]sig, len(items))
+	for n, it := range items {
+		out[n] = sig{SHA: it.SHA, Size: it.Size}
+	}
+	return out
+}
+
+// checker verifies everything recorded against the history.
+type checker struct {
+	hist      map[int64]*histEntry
+	byDigest  map[string][]int64
+	known     map[string]map[sig]bool
+	poisonGen map[int64]bool
+	nonceOf   map[string]string // app.json sha -> request nonce
+
+	violations []Violation
+	states     int
+	linkPairs  int
+}
+
+func newChecker(hist map[int64]*histEntry, records []*pubRecord, poison map[sig]bool) *checker {
+	c := &checker{hist: hist, byDigest: map[string][]int64{}, known: map[string]map[sig]bool{},
+		poisonGen: map[int64]bool{}, nonceOf: map[string]string{}}
+	for g, e := range hist {
+		d := digest(e.Items)
+		c.byDigest[d] = append(c.byDigest[d], g)
+		for n, s := range e.Items {
+			if c.known[n] == nil {
+				c.known[n] = map[sig]bool{}
+			}
+			c.known[n][s] = true
+			if poison[s] {
+				c.poisonGen[g] = true
+			}
+		}
+	}
+	for _, gs := range c.byDigest {
+		slices.Sort(gs)
+	}
+	for _, r := range records {
+		if s, ok := r.Items["app.json"]; ok && r.Kind != kindRollback {
+			c.nonceOf[s.SHA] = r.Nonce
+		}
+	}
+	return c
+}
+
+func (c *checker) violate(prop string, agent int, at time.Time, format string, args ...any) {
+	c.violations = append(c.violations, Violation{Property: prop, Agent: agent, At: at, Msg: fmt.Sprintf(format, args...)})
+}
+
+// checkAgent verifies properties 1, 2, 3 and 6 over one agent's states,
+// and returns, per target, the generation each state was assigned.
+func (c *checker) checkAgent(o *agentObs, picky bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c.violations = append(c.violations, o.anomalies...)
+	id := o.idx
+
+	// dir target: each state must be exactly one generation's set; the
+	// generations assigned must not decrease. A set can match several
+	// generations (a rollback republishes old content): the earliest one
+	// not below the previous state's is taken, which finds a
+	// non-decreasing assignment whenever one exists.
+	var floor int64
+	for _, s := range o.states[tDir] {
+		c.states++
+		if s.Absent {
+			continue
+		}
+		if s.Bad != "" {
+			c.violate("P3-partial", id, s.First, "dir target could not be read as a whole set: %s", s.Bad)
+			continue
+		}
+		c.checkFiles(id, s.First, "dir target", s.Items)
+		cands := c.byDigest[digest(obsSigs(s.Items))]
+		if len(cands) == 0 {
+			c.violate("P1-torn", id, s.First, "dir target holds a set that is no published generation: %s", c.closest(obsSigs(s.Items), false))
+			continue
+		}
+		if picky {
+			clean := slices.DeleteFunc(slices.Clone(cands), func(g int64) bool { return c.poisonGen[g] })
+			if len(clean) == 0 {
+				c.violate("P6-rejected-content", id, s.First, "dir target rendered generation(s) %v, whose content this agent's check rejects", cands)
+				continue
+			}
+			cands = clean
+		}
+		i := sort.Search(len(cands), func(i int) bool { return cands[i] >= floor })
+		if i == len(cands) {
+			c.violate("P2-backwards", id, s.First, "dir target went back: after generation %d it shows a set that only generation(s) %v had", floor, cands)
+			continue
+		}
+		floor = cands[i]
+		s.Assigned = floor
+	}
+
+	// template target: the output names its generation; it must be
+	// exactly that generation's items, and generations must not decrease.
+	var last int64
+	for _, s := range o.states[tTmpl] {
+		c.states++
+		if s.Absent {
+			continue
+		}
+		if s.Bad != "" {
+			c.violate("P3-partial", id, s.First, "template output is partial or garbled: %s", s.Bad)
+			continue
+		}
+		e := c.hist[s.Gen]
+		if e == nil {
+			c.violate("P1-torn", id, s.First, "template output names generation %d, which is not in the history", s.Gen)
+			continue
+		}
+		if diff := compareTemplate(e.Items, s.Items); diff != "" {
+			c.violate("P1-torn", id, s.First, "template output of generation %d does not match that generation: %s", s.Gen, diff)
+			continue
+		}
+		if want := c.nonceOf[e.Items["app.json"].SHA]; want != s.Nonce {
+			c.violate("P1-torn", id, s.First, "template output of generation %d shows request %q through the json helper, the generation has %q", s.Gen, s.Nonce, want)
+		}
+		if picky && c.poisonGen[s.Gen] {
+			c.violate("P6-rejected-content", id, s.First, "template output shows generation %d, whose content this agent's check rejects", s.Gen)
+		}
+		if s.Gen < last {
+			c.violate("P2-backwards", id, s.First, "template output went back from generation %d to %d", last, s.Gen)
+		}
+		last = max(last, s.Gen)
+	}
+
+	// top-level links, read one by one: each a whole item.
+	for name, m := range o.links {
+		for it, at := range m {
+			c.linkPairs++
+			if !c.known[name][sig{SHA: it.SHA, Size: it.Size}] {
+				c.violate("P3-partial", id, at, "dir target link %q shows content (%d bytes, sha256 %.12s) that no generation ever had under that name%s",
+					name, it.Size, it.SHA, c.sizeHint(name, it.Size))
+			}
+		}
+	}
+}
+
+// checkFiles checks that every file is a whole item (property 3).
+func (c *checker) checkFiles(agent int, at time.Time, what string, items map[string]itemObs) {
+	for name, it := range items {
+		if !c.known[name][sig{SHA: it.SHA, Size: it.Size}] {
+			c.violate("P3-partial", agent, at, "%s file %q (%d bytes, sha256 %.12s) is no whole item ever published under that name%s",
+				what, name, it.Size, it.SHA, c.sizeHint(name, it.Size))
+		}
+	}
+}
+
+func (c *checker) sizeHint(name string, size int64) string {
+	var sizes []int64
+	for s := range c.known[name] {
+		sizes = append(sizes, s.Size)
+	}
+	slices.Sort(sizes)
+	if len(sizes) == 0 {
+		return " (no generation has that item)"
+	}
+	if size == 0 {
+		return fmt.Sprintf(" (EMPTY; published sizes %v)", head(sizes, 8))
+	}
+	return fmt.Sprintf(" (published sizes %v)", head(sizes, 8))
+}
+
+func head[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// closest describes how a set differs from the generation it is closest to.
+func (c *checker) closest(items map[string]sig, _ bool) string {
+	var best int64
+	bestScore := -1
+	for g, e := range c.hist {
+		score := 0
+		for n, s := range items {
+			if e.Items[n] == s {
+				score++
+			}
+		}
+		if score > bestScore || (score == bestScore && g > best) {
+			best, bestScore = g, score
+		}
+	}
+	if best == 0 {
+		return "no history"
+	}
+	return fmt.Sprintf("closest is generation %d: %s", best, diffSets(c.hist[best].Items, items, c))
+}
+
+// diffSets describes want vs got, naming for each differing item the
+// generations that had the observed content.
+func diffSets(want, got map[string]sig, c *checker) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[n]
+		switch {
+		case !ok:
+			parts = append(parts, fmt.Sprintf("%q missing", n))
+		case g != want[n]:
+			parts = append(parts, fmt.Sprintf("%q differs (seen in generations %v)", n, head(c.gensWith(n, g), 6)))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[n]; !ok {
+			parts = append(parts, fmt.Sprintf("%q extra (seen in generations %v)", n, head(c.gensWith(n, got[n]), 6)))
+		}
+	}
+	if len(parts) > 12 {
+		parts = append(parts[:12], fmt.Sprintf("... %d more", len(parts)-12))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c *checker) gensWith(name string, s sig) []int64 {
+	var out []int64
+	for g, e := range c.hist {
+		if e.Items[name] == s {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// compareTemplate compares a template output's items with a generation's.
+func compareTemplate(want map[string]sig, got map[string]itemObs) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[n]
+		w := want[n]
+		switch {
+		case !ok:
+			parts = append(parts, fmt.Sprintf("%q missing", n))
+		case g.SizeOnly && g.Size != w.Size:
+			parts = append(parts, fmt.Sprintf("%q is %d bytes, want %d", n, g.Size, w.Size))
+		case !g.SizeOnly && (g.SHA != w.SHA || g.Size != w.Size):
+			parts = append(parts, fmt.Sprintf("%q differs (%d bytes, want %d)", n, g.Size, w.Size))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[n]; !ok {
+			parts = append(parts, fmt.Sprintf("%q extra", n))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// publishStats are property 4's figures.
+type publishStats struct {
+	Attempted, Acked, Failed, Unknown        int
+	UnknownLanded, UnknownNotLanded          int
+	Marker, Big, Poison, Rollback, Recovered int
+	Generations                              int
+	ByKind                                   map[string]int
+}
+
+// checkHistory verifies property 4: every acknowledged publish is in
+// ZooKeeper and in the history, item for item, at the generation it was
+// acknowledged with; no publish landed twice; no publish reported as
+// failed landed; every generation was published by someone who asked;
+// unknown outcomes are resolved.
+func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord, now time.Time) publishStats {
+	st := publishStats{ByKind: map[string]int{}}
+	gens := slices.Sorted(maps.Keys(v.history))
+	st.Generations = len(gens)
+	for i, g := range gens {
+		if g != int64(i+1) {
+			c.violate("P4-publish", -1, now, "history is not contiguous: generation %d follows %d", g, gens[max(0, i-1)])
+			break
+		}
+	}
+	// The live root is the newest generation, its items as its manifest says.
+	if len(gens) > 0 {
+		newest := v.history[gens[len(gens)-1]]
+		if v.live.Gen != newest.Gen || v.live.PublishID != newest.PublishID {
+			c.violate("P4-publish", -1, now, "live root holds generation %d (%s), the newest history entry is %d (%s)",
+				v.live.Gen, v.live.PublishID, newest.Gen, newest.PublishID)
+		}
+		if final != nil && final.Outcome == outAcked && v.live.Gen != final.Gen {
+			c.violate("P4-publish", -1, now, "live root holds generation %d, the final publish was acknowledged as %d", v.live.Gen, final.Gen)
+		}
+	}
+	if v.marker {
+		c.violate("P4-publish", -1, now, "a marker (invalid) is left on the root after the final publish")
+	}
+	if !maps.Equal(v.live.Items, v.liveItems) {
+		c.violate("P4-publish", -1, now, "live root's items do not match its manifest: %s", diffSets(v.live.Items, v.liveItems, c))
+	}
+	// Every blob a generation references exists.
+	missing := 0
+	for _, g := range gens {
+		for n, s := range v.history[g].Items {
+			if !v.blobs[s.SHA] {
+				if missing < 10 {
+					c.violate("P4-publish", -1, now, "generation %d item %q references blob %.12s, which is not stored", g, n, s.SHA)
+				}
+				missing++
+			}
+		}
+	}
+
+	// Attempts by content nonce; rollbacks by target.
+	byNonce := map[string]*pubRecord{}
+	rollbacksTo := map[int64][]*pubRecord{}
+	for _, r := range records {
+		st.Attempted++
+		st.ByKind[r.Kind]++
+		switch r.Outcome {
+		case outAcked:
+			st.Acked++
+		case outFailed:
+			st.Failed++
+		case outUnknown:
+			st.Unknown++
+		}
+		if r.Recovered {
+			st.Recovered++
+		}
+		if r.Outcome == outAcked {
+			switch r.Kind {
+			case kindMarker:
+				st.Marker++
+			case kindBig:
+				st.Big++
+			case kindPoison:
+				st.Poison++
+			case kindRollback:
+				st.Rollback++
+			}
+		}
+		if r.Kind == kindRollback {
+			rollbacksTo[r.RollbackOf] = append(rollbacksTo[r.RollbackOf], r)
+		} else {
+			byNonce[r.Nonce] = r
+		}
+	}
+	// Acknowledged publishes are in the history, item for item.
+	for _, r := range records {
+		if r.Outcome != outAcked {
+			continue
+		}
+		e := v.history[r.Gen]
+		switch {
+		case e == nil:
+			c.violate("P4-publish", -1, r.End, "publish #%d was acknowledged as generation %d, which is not in the history", r.Seq, r.Gen)
+		case e.PublishID != r.PublishID:
+			c.violate("P4-publish", -1, r.End, "publish #%d was acknowledged as generation %d (publish id %s), the history has publish id %s there",
+				r.Seq, r.Gen, r.PublishID, e.PublishID)
+		case !maps.Equal(e.Items, r.Items):
+			c.violate("P4-publish", -1, r.End, "generation %d in the history differs from what publish #%d sent: %s", r.Gen, r.Seq, diffSets(r.Items, e.Items, c))
+		case e.RollbackOf != r.RollbackOf:
+			c.violate("P4-publish", -1, r.End, "generation %d records rollback_of %d, publish #%d asked for %d", r.Gen, e.RollbackOf, r.Seq, r.RollbackOf)
+		case r.Mode.String() != "auto" && e.Mode != r.Mode.String():
+			c.violate("P4-publish", -1, r.End, "publish #%d asked for %s mode, generation %d records %s", r.Seq, r.Mode, r.Gen, e.Mode)
+		case e.Mode != r.ResMode:
+			c.violate("P4-publish", -1, r.End, "publish #%d reported %s mode, generation %d records %s", r.Seq, r.ResMode, r.Gen, e.Mode)
+		}
+	}
+	// Every generation belongs to exactly one attempt.
+	landed := map[*pubRecord][]int64{}
+	for _, g := range gens {
+		e := v.history[g]
+		if e.RollbackOf > 0 {
+			if src := v.history[e.RollbackOf]; src != nil && !maps.Equal(src.Items, e.Items) {
+				c.violate("P4-publish", -1, now, "generation %d is a rollback to %d but its items differ: %s", g, e.RollbackOf, diffSets(src.Items, e.Items, c))
+			}
+			var live []*pubRecord
+			for _, r := range rollbacksTo[e.RollbackOf] {
+				if r.Outcome != outFailed {
+					live = append(live, r)
+				}
+			}
+			n := 0
+			for _, g2 := range gens {
+				if v.history[g2].RollbackOf == e.RollbackOf {
+					n++
+				}
+			}
+			if n > len(live) {
+				c.violate("P4-publish", -1, now, "%d generations roll back to %d, only %d such rollbacks were not reported as failed", n, e.RollbackOf, len(live))
+			}
+			continue
+		}
+		nonce := c.nonceOf[e.Items["app.json"].SHA]
+		r := byNonce[nonce]
+		if r == nil {
+			c.violate("P4-publish", -1, now, "generation %d (publish id %s) matches no publish attempt", g, e.PublishID)
+			continue
+		}
+		if !maps.Equal(e.Items, r.Items) {
+			c.violate("P4-publish", -1, now, "generation %d carries request %s but differs from it: %s", g, nonce, diffSets(r.Items, e.Items, c))
+		}
+		landed[r] = append(landed[r], g)
+	}
+	for r, gs := range landed {
+		if len(gs) > 1 {
+			c.violate("P4-publish", -1, r.End, "publish #%d (%s) landed %d times: generations %v", r.Seq, r.Kind, len(gs), gs)
+		}
+		if r.Outcome == outFailed {
+			c.violate("P4-publish", -1, r.End, "publish #%d was reported as failed (%s) but landed as generation %v", r.Seq, oneLine(r.Err), gs)
+		}
+	}
+	for _, r := range records {
+		if r.Outcome == outUnknown && r.Kind != kindRollback {
+			if len(landed[r]) > 0 {
+				st.UnknownLanded++
+			} else {
+				st.UnknownNotLanded++
+			}
+		}
+	}
+	// Rollbacks of unknown outcome: the entries rolling back to a
+	// generation, beyond the acknowledged ones, are the ones that landed.
+	for to, rs := range rollbacksTo {
+		acked, unknown := 0, 0
+		for _, r := range rs {
+			switch r.Outcome {
+			case outAcked:
+				acked++
+			case outUnknown:
+				unknown++
+			}
+		}
+		n := 0
+		for _, g := range gens {
+			if v.history[g].RollbackOf == to {
+				n++
+			}
+		}
+		l := min(max(n-acked, 0), unknown)
+		st.UnknownLanded += l
+		st.UnknownNotLanded += unknown - l
+	}
+	return st
+}

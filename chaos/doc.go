@@ -1,0 +1,75 @@
+// Package chaos is zkconf's chaos suite: Jepsen-style histories checked by
+// an independent checker, with faults injected on a seeded schedule in the
+// manner of etcd's functional tester.
+//
+// # The system under test
+//
+// A 3-node ZooKeeper ensemble (internal/zktest), at least five real
+// confagent processes (subprocesses with Pdeathsig, in their own process
+// groups, stopped before Run returns), each reaching every server through
+// its own fault proxy (internal/faultproxy; faults apply to all of an
+// agent's proxies), each with a dir target and a template target. Agent 0
+// is "picky": its dir target's check rejects any content holding
+// PoisonToken. A publisher (package publish, through its own proxies)
+// commits continuously: random item counts and sizes (bytes to ~130 KB,
+// empty items, binary items, names with spaces, dots and non-ASCII), items
+// added, changed and removed, forced marker-mode publishes, sets too big
+// for one transaction (marker mode by size), poisoned publishes, and
+// rollbacks. Every attempt is recorded with the signature of every item.
+//
+// # Faults
+//
+// The schedule is derived from the seed alone (makeSchedule) and printed
+// into the history: an ensemble track (leader kill and restart, follower
+// kill, quorum loss — two of three servers down for 1.5-2.5 session
+// timeouts), one track per agent (connection cuts; blackholes of 1.5-2.5
+// session timeouts, which expire the session; added latency; SIGKILL and
+// restart, half of them aimed right after an apply; the configuration
+// edited into one of several invalid forms, in place or by rename,
+// sometimes with SIGHUP, then restored), and a publisher track (cut storms
+// under latency, to lose commits in flight; partitions longer than the
+// session timeout). Every ensemble and agent fault kind occurs in every
+// run; publisher faults are drawn at random.
+//
+// # The checker
+//
+// The checker shares no code with the agent's rendering. It polls every
+// agent's outputs: a dir target by os.Readlink of DEST/..data once, reading
+// every file of the resolved directory and checking the link again (a read
+// that raced a swap is discarded and counted), plus every top-level
+// DEST/name link read one by one; the template output by its own parser
+// (parseTemplateOutput), which accepts nothing but a whole output. At the
+// end it reads ZooKeeper's history, the live root and the blob list
+// directly and verifies:
+//
+//  1. never torn: every dir set and template output equals one generation
+//     of the history, item for item (template outputs name their
+//     generation; dir sets are matched by content);
+//  2. never backwards: per agent and target, the generations never
+//     decrease (a set republished by a rollback matches the rollback's
+//     newer generation);
+//  3. never partial or empty: every file, read through the generation
+//     directory or through its top-level link, is a whole item of some
+//     generation; a template output always parses completely;
+//  4. every acknowledged publish is in ZooKeeper and in the history at the
+//     generation it was acknowledged with, with exactly the items sent;
+//     none landed twice; none reported as failed landed; every generation
+//     belongs to an attempt; unknown outcomes are resolved from the
+//     history; the live root matches its manifest; no marker is left;
+//     every referenced blob exists;
+//  5. after the last fault and the final publish, every agent shows the
+//     final generation in both outputs and in its status node within
+//     Config.Bound (2 x session timeout + resync jitter + slack);
+//
+// and besides: the picky agent never renders content its check rejects;
+// after every agent fault the agent catches up with the generation
+// acknowledged by then within the same bound (the window restarting after
+// anything that held it back); no agent exits on its own or ignores
+// SIGTERM; every invalid configuration is rejected and the restored one
+// reloaded.
+//
+// Any violation fails the run; the summary prints the seed and, for each
+// violation, the history around it (faults, publishes, every state each
+// output went through). Run with the same seed to replay the schedule and
+// the workload (timing differs).
+package chaos

@@ -1,0 +1,117 @@
+package chaos
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Summary is a run's outcome.
+type Summary struct {
+	Seed                 uint64
+	Duration, FaultPhase time.Duration
+	Elapsed              time.Duration
+	Agents, Servers      int
+
+	Faults    map[string]int
+	Publishes publishStats
+
+	Reads           int64 // output reads by the checker
+	StatesChecked   int   // distinct output states verified
+	Raced           int64 // reads discarded because a swap happened during them
+	LinkReads       int64 // top-level DEST/name links read
+	LinkPairs       int   // distinct (link, content) pairs verified
+	HistoryVerified int   // history entries read and verified
+
+	FinalGeneration       int64
+	Bound                 time.Duration
+	BoundExpr             string
+	Convergence           map[int]time.Duration
+	WorstConvergence      time.Duration
+	WorstConvergenceAgent int
+	Recoveries            int
+	RecoverySkipped       int
+	WorstRecovery         time.Duration
+	WorstRecoveryAgent    int
+	WorstRecoveryWhat     string
+
+	ConfigRejections int
+	AgentStarts      int
+
+	Violations  []Violation
+	WorkDir     string
+	HistoryFile string
+}
+
+// Failed reports whether any property was broken.
+func (s *Summary) Failed() bool { return len(s.Violations) > 0 }
+
+// Text is the summary as printed and written to the summary file.
+func (s *Summary) Text() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("zkconf chaos summary")
+	p("  seed:                 %d   (replay: make chaos CHAOS_SEED=%d CHAOS_DURATION=%v)", s.Seed, s.Seed, s.Duration)
+	p("  duration:             %v of faults, %v in all; %d ZooKeeper servers, %d confagent processes", s.FaultPhase, s.Elapsed.Round(time.Second), s.Servers, s.Agents)
+	total := 0
+	var fk []string
+	for _, k := range FaultKinds {
+		total += s.Faults[k]
+		fk = append(fk, fmt.Sprintf("%s %d", k, s.Faults[k]))
+	}
+	p("  faults injected:      %d: %s", total, strings.Join(fk, ", "))
+	ps := s.Publishes
+	p("  publishes:            %d attempted, %d acknowledged (%d marker-mode, %d too big for one transaction, %d rejected by one agent's check, %d rollbacks), %d recovered after a lost connection",
+		ps.Attempted, ps.Acked, ps.Marker, ps.Big, ps.Poison, ps.Rollback, ps.Recovered)
+	p("                        %d reported failed (none may have landed), %d outcome unknown (resolved from history: %d landed, %d did not)",
+		ps.Failed, ps.Unknown, ps.UnknownLanded, ps.UnknownNotLanded)
+	p("  history:              %d generations read back and verified item for item; final generation %d", s.HistoryVerified, s.FinalGeneration)
+	p("  observations checked: %d reads of agent outputs, %d distinct output states verified, %d top-level link reads (%d distinct contents), %d reads discarded (swap during the read)",
+		s.Reads, s.StatesChecked, s.LinkReads, s.LinkPairs, s.Raced)
+	p("  agent restarts:       %d process starts; %d invalid configurations rejected", s.AgentStarts, s.ConfigRejections)
+	p("  convergence bound:    %s", s.BoundExpr)
+	if s.WorstConvergenceAgent >= 0 {
+		var per []string
+		for _, i := range slices.Sorted(maps.Keys(s.Convergence)) {
+			per = append(per, fmt.Sprintf("agent-%d %v", i, s.Convergence[i].Round(time.Millisecond)))
+		}
+		p("  final convergence:    worst %v (agent-%d); %s", s.WorstConvergence.Round(time.Millisecond), s.WorstConvergenceAgent, strings.Join(per, ", "))
+	} else {
+		p("  final convergence:    none")
+	}
+	if s.WorstRecoveryAgent >= 0 {
+		p("  recoveries checked:   %d after agent faults (worst %v: agent-%d %s); %d not checked (left to the final convergence check, or the picky agent facing a newer rejected generation)",
+			s.Recoveries, s.WorstRecovery.Round(time.Millisecond), s.WorstRecoveryAgent, s.WorstRecoveryWhat, s.RecoverySkipped)
+	} else {
+		p("  recoveries checked:   %d after agent faults; %d not checked (left to the final convergence check, or the picky agent facing a newer rejected generation)", s.Recoveries, s.RecoverySkipped)
+	}
+	p("  violations:           %d", len(s.Violations))
+	byProp := map[string]int{}
+	for _, v := range s.Violations {
+		byProp[v.Property]++
+	}
+	for _, k := range slices.Sorted(maps.Keys(byProp)) {
+		p("    %-22s %d", k, byProp[k])
+	}
+	p("  history file:         %s", s.HistoryFile)
+	return b.String()
+}
+
+// ViolationsText details every violation with the history around it.
+func (s *Summary) ViolationsText(max int) string {
+	var b strings.Builder
+	for i, v := range s.Violations {
+		if i == max {
+			fmt.Fprintf(&b, "... %d more violations (see the history file)\n", len(s.Violations)-max)
+			break
+		}
+		fmt.Fprintf(&b, "\nVIOLATION %d/%d  %s  %s  (seed %d)\n  %s\n  history around it:\n", i+1, len(s.Violations), v.Property, v.who(), s.Seed,
+			strings.ReplaceAll(v.Msg, "\n", "\n  "))
+		for _, l := range v.Context {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,466 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkconf/zkconf/publish"
+)
+
+// Publish kinds.
+const (
+	kindInitial  = "initial"
+	kindNormal   = "normal"
+	kindMarker   = "marker"   // forced marker mode
+	kindBig      = "big"      // a set too large for one transaction (auto: marker)
+	kindPoison   = "poison"   // one item carries PoisonToken: the picky agent's check fails
+	kindRollback = "rollback" // publish.Rollback to an acknowledged generation
+	kindFinal    = "final"
+)
+
+// Publish outcomes as the publisher reported them.
+const (
+	outAcked   = "acked"
+	outFailed  = "failed"  // a definite failure: it must not have landed
+	outUnknown = "unknown" // ErrOutcomeUnknown: resolved from the history afterwards
+)
+
+// sig identifies an item's content.
+type sig struct {
+	SHA  string
+	Size int64
+}
+
+func sigOf(b []byte) sig {
+	s := sha256.Sum256(b)
+	return sig{SHA: hex.EncodeToString(s[:]), Size: int64(len(b))}
+}
+
+// pubRecord is one publish attempt and what the publisher was told.
+type pubRecord struct {
+	Seq        int
+	Kind       string
+	Nonce      string // app.json's "request": identifies the attempt's content
+	Mode       publish.Mode
+	Items      map[string]sig
+	Poison     bool
+	RollbackOf int64
+	Start, End time.Time
+
+	Outcome   string
+	Gen       int64
+	PublishID string
+	ResMode   string
+	Recovered bool
+	Err       string
+}
+
+// workload is the publisher: it commits continuously, through its own
+// proxies, random sets (sizes, adds and removes, marker mode, poisoned
+// items, rollbacks), and records every attempt.
+type workload struct {
+	rng     *rand.Rand
+	pub     *publish.Publisher
+	log     *eventLog
+	seed    uint64
+	timeout time.Duration
+
+	mu      sync.Mutex
+	records []*pubRecord
+	acked   map[int64]map[string][]byte // acknowledged generation -> contents
+	ackedAt map[int64]time.Time
+	order   []int64 // acknowledged generations, in order
+	digests map[string][]int64
+	poison  map[sig]bool
+
+	base      map[string][]byte
+	seq       int
+	names     int
+	busyCount int
+}
+
+func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
+	return &workload{
+		rng: rand.New(rand.NewPCG(seed, 2)), pub: pub, log: log, seed: seed, timeout: 25 * time.Second,
+		acked: map[int64]map[string][]byte{}, digests: map[string][]int64{}, ackedAt: map[int64]time.Time{}, poison: map[sig]bool{},
+		base: map[string][]byte{},
+	}
+}
+
+// run publishes until stop is closed, pausing between publishes.
+func (w *workload) run(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(100+w.rng.IntN(900)) * time.Millisecond):
+		}
+		w.step()
+	}
+}
+
+// step makes one publish of a random kind.
+func (w *workload) step() {
+	r := w.rng.IntN(100)
+	w.mu.Lock()
+	nAcked := len(w.order)
+	w.mu.Unlock()
+	switch {
+	case r < 6 && nAcked >= 3:
+		w.rollback()
+	case r < 16:
+		w.publishKind(kindPoison)
+	case r < 26:
+		w.publishKind(kindMarker)
+	case r < 29:
+		w.publishKind(kindBig)
+	default:
+		w.publishKind(kindNormal)
+	}
+}
+
+// publishKind builds the next set from the base and publishes it.
+func (w *workload) publishKind(kind string) *pubRecord {
+	w.seq++
+	seq := w.seq
+	nonce := fmt.Sprintf("r-%d-%d", w.seed, seq)
+	items := maps.Clone(w.base)
+	// A poisoned item never stays in the base: drop any that came back
+	// with a rollback.
+	for name, data := range items {
+		if bytes.Contains(data, []byte(PoisonToken)) {
+			items[name] = w.content(name, seq)
+		}
+	}
+	if kind != kindInitial && kind != kindFinal {
+		w.mutate(items, seq)
+	} else if len(items) == 0 {
+		for range 8 {
+			w.addItem(items, seq)
+		}
+	}
+	if kind == kindBig {
+		// Three items of 330-450 KB changed at once cannot fit the 960 KiB
+		// multi budget: ModeAuto commits in marker mode.
+		for range 3 {
+			w.names++
+			items[fmt.Sprintf("big-%04d.txt", w.names)] = w.text(seq, 330<<10+w.rng.IntN(120<<10))
+		}
+	}
+	items["app.json"] = w.appJSON(nonce, seq)
+	w.base = maps.Clone(items)
+	poisoned := ""
+	if kind == kindPoison {
+		var texts []string
+		for name := range items {
+			if strings.HasSuffix(name, ".conf") || strings.HasSuffix(name, ".yaml") {
+				texts = append(texts, name)
+			}
+		}
+		slices.Sort(texts)
+		if len(texts) == 0 {
+			w.names++
+			texts = []string{fmt.Sprintf("svc-%04d.conf", w.names)}
+			items[texts[0]] = w.text(seq, 64)
+		}
+		poisoned = texts[w.rng.IntN(len(texts))]
+		data := append([]byte{}, items[poisoned]...)
+		if strings.HasSuffix(poisoned, ".yaml") {
+			data = append(data, []byte("# "+PoisonToken+"\n")...)
+		} else {
+			at := w.rng.IntN(len(data) + 1)
+			data = slices.Concat(data[:at], []byte(PoisonToken), data[at:])
+		}
+		items[poisoned] = data
+	}
+	mode := publish.ModeAuto
+	if kind == kindMarker {
+		mode = publish.ModeMarker
+	} else if kind == kindNormal && w.rng.IntN(4) == 0 {
+		mode = publish.ModeMulti
+	}
+	rec := &pubRecord{Seq: seq, Kind: kind, Nonce: nonce, Mode: mode, Items: sigs(items), Poison: poisoned != ""}
+	if poisoned != "" {
+		w.mu.Lock()
+		w.poison[sigOf(items[poisoned])] = true
+		w.mu.Unlock()
+	}
+	req := publish.Request{Items: items, Mode: mode}
+	if w.busyCount >= 2 {
+		req.OverrideMarker = true
+	}
+	w.do(rec, items, func(ctx context.Context) (*publish.Result, error) { return w.pub.Publish(ctx, req) })
+	return rec
+}
+
+// rollback rolls back to one of the last acknowledged generations.
+func (w *workload) rollback() {
+	w.mu.Lock()
+	recent := w.order[max(0, len(w.order)-15):]
+	to := recent[w.rng.IntN(len(recent))]
+	items := w.acked[to]
+	w.mu.Unlock()
+	w.seq++
+	rec := &pubRecord{Seq: w.seq, Kind: kindRollback, Mode: publish.ModeAuto, Items: sigs(items), RollbackOf: to}
+	rec.Nonce = nonceOf(items)
+	w.mu.Lock()
+	for _, d := range items {
+		if w.poison[sigOf(d)] {
+			rec.Poison = true
+		}
+	}
+	w.mu.Unlock()
+	opts := publish.Request{Force: true}
+	if w.busyCount >= 2 {
+		opts.OverrideMarker = true
+	}
+	w.do(rec, items, func(ctx context.Context) (*publish.Result, error) { return w.pub.Rollback(ctx, to, opts) })
+	w.base = maps.Clone(items)
+}
+
+// do runs one publish and records its outcome.
+func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.Context) (*publish.Result, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	rec.Start = time.Now()
+	res, err := fn(ctx)
+	rec.End = time.Now()
+	cancel()
+	switch {
+	case err == nil && res != nil && !res.Unchanged:
+		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, res.Mode, res.Recovered
+	case err == nil:
+		rec.Outcome, rec.Err = outFailed, "unchanged (nothing published)"
+	case errors.Is(err, publish.ErrOutcomeUnknown):
+		rec.Outcome, rec.Err = outUnknown, err.Error()
+	default:
+		rec.Outcome, rec.Err = outFailed, err.Error()
+	}
+	if err != nil && errors.Is(err, publish.ErrMarkerBusy) {
+		w.busyCount++
+	} else {
+		w.busyCount = 0
+	}
+	w.mu.Lock()
+	w.records = append(w.records, rec)
+	if rec.Outcome == outAcked {
+		w.acked[rec.Gen] = items
+		w.ackedAt[rec.Gen] = rec.End
+		w.order = append(w.order, rec.Gen)
+		d := digest(rec.Items)
+		w.digests[d] = append(w.digests[d], rec.Gen)
+	}
+	w.mu.Unlock()
+	what := rec.Kind
+	if rec.Kind == kindRollback {
+		what = fmt.Sprintf("rollback to %d", rec.RollbackOf)
+	}
+	switch rec.Outcome {
+	case outAcked:
+		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items, %d bytes%s) -> generation %d acked in %v (mode %s, recovered %v)",
+			rec.Seq, what, rec.Mode, len(rec.Items), totalSize(rec.Items), poisonNote(rec.Poison), rec.Gen,
+			rec.End.Sub(rec.Start).Round(time.Millisecond), rec.ResMode, rec.Recovered)
+	default:
+		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items%s) -> %s after %v: %s", rec.Seq, what, rec.Mode,
+			len(rec.Items), poisonNote(rec.Poison), rec.Outcome, rec.End.Sub(rec.Start).Round(time.Millisecond), oneLine(rec.Err))
+	}
+}
+
+func poisonNote(p bool) string {
+	if p {
+		return ", poisoned"
+	}
+	return ""
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " | ")
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return s
+}
+
+// final publishes the last generation, retrying until it is acknowledged.
+func (w *workload) final(ctx context.Context, kind string) (*pubRecord, error) {
+	for attempt := 1; ; attempt++ {
+		rec := w.publishKind(kind)
+		if rec.Outcome == outAcked {
+			return rec, nil
+		}
+		if ctx.Err() != nil {
+			return rec, fmt.Errorf("final publish never acknowledged (last: %s)", rec.Err)
+		}
+		if attempt >= 2 {
+			w.busyCount = 2 // take over whatever marker is left
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (w *workload) snapshot() ([]*pubRecord, map[int64]time.Time, map[sig]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.records), maps.Clone(w.ackedAt), maps.Clone(w.poison)
+}
+
+// mutate changes, adds and removes random items (never app.json).
+func (w *workload) mutate(items map[string][]byte, seq int) {
+	names := slices.Sorted(maps.Keys(items))
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "app.json" })
+	if w.rng.IntN(2) == 0 && len(names) > 0 {
+		for range 1 + w.rng.IntN(3) {
+			n := names[w.rng.IntN(len(names))]
+			items[n] = w.content(n, seq)
+		}
+	}
+	if w.rng.IntN(4) == 0 && len(items) < 40 {
+		for range 1 + w.rng.IntN(3) {
+			w.addItem(items, seq)
+		}
+	}
+	if w.rng.IntN(4) == 0 && len(names) > 3 {
+		for range 1 + w.rng.IntN(3) {
+			delete(items, names[w.rng.IntN(len(names))])
+		}
+	}
+	// Big items do not linger: they make every render slow.
+	for _, n := range names {
+		if strings.HasPrefix(n, "big-") && w.rng.IntN(2) == 0 {
+			delete(items, n)
+		}
+	}
+}
+
+func (w *workload) addItem(items map[string][]byte, seq int) {
+	w.names++
+	var name string
+	switch r := w.rng.IntN(20); {
+	case r < 9:
+		name = fmt.Sprintf("svc-%04d.conf", w.names)
+	case r < 14:
+		name = fmt.Sprintf("data-%04d.yaml", w.names)
+	case r < 17:
+		name = fmt.Sprintf("blob-%04d.bin", w.names)
+	case r < 18:
+		name = fmt.Sprintf("ünï cödé-%04d.conf", w.names)
+	case r < 19:
+		name = fmt.Sprintf(".hidden-%04d.conf", w.names)
+	default:
+		name = fmt.Sprintf("with space %04d.conf", w.names)
+	}
+	items[name] = w.content(name, seq)
+}
+
+// content makes new content for an item, by its extension.
+func (w *workload) content(name string, seq int) []byte {
+	switch {
+	case strings.HasSuffix(name, ".bin"):
+		b := make([]byte, 16+w.rng.IntN(4096))
+		for i := range b {
+			b[i] = byte(w.rng.IntN(256))
+		}
+		return b
+	case strings.HasSuffix(name, ".yaml"):
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "name: %q\nseq: %d\nvalues:\n", name, seq)
+		for n := w.size() / 12; n > 0; n-- {
+			fmt.Fprintf(&b, "  - v%x\n", w.rng.Uint32())
+		}
+		return b.Bytes()
+	case strings.HasPrefix(name, "big-"):
+		return w.text(seq, 330<<10+w.rng.IntN(120<<10))
+	}
+	if w.rng.IntN(40) == 0 {
+		return []byte{} // empty items exist too
+	}
+	return w.text(seq, w.size())
+}
+
+// size draws an item size: mostly small, sometimes tens of kilobytes.
+func (w *workload) size() int {
+	switch r := w.rng.IntN(100); {
+	case r < 70:
+		return 16 + w.rng.IntN(1000)
+	case r < 92:
+		return 1<<10 + w.rng.IntN(15<<10)
+	default:
+		return 16<<10 + w.rng.IntN(112<<10)
+	}
+}
+
+const textAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:=_-/<>&\"'{}[]\\\t"
+
+// text is printable content of about n bytes ending in a newline.
+func (w *workload) text(seq, n int) []byte {
+	b := make([]byte, 0, n+40)
+	b = fmt.Appendf(b, "# seq %d %08x\n", seq, w.rng.Uint32())
+	for len(b) < n {
+		if w.rng.IntN(60) == 0 {
+			b = append(b, '\n')
+			continue
+		}
+		b = append(b, textAlphabet[w.rng.IntN(len(textAlphabet))])
+	}
+	return append(b, '\n')
+}
+
+func (w *workload) appJSON(nonce string, seq int) []byte {
+	b, _ := json.Marshal(map[string]any{"request": nonce, "seq": seq, "pad": fmt.Sprintf("%x", w.rng.Uint64())})
+	return b
+}
+
+// nonceOf reads the request nonce of a set.
+func nonceOf(items map[string][]byte) string {
+	var v struct {
+		Request string `json:"request"`
+	}
+	_ = json.Unmarshal(items["app.json"], &v)
+	return v.Request
+}
+
+func sigs(items map[string][]byte) map[string]sig {
+	out := make(map[string]sig, len(items))
+	for n, d := range items {
+		out[n] = sigOf(d)
+	}
+	return out
+}
+
+func totalSize(items map[string]sig) int64 {
+	var n int64
+	for _, s := range items {
+		n += s.Size
+	}
+	return n
+}
+
+// itemsOf returns the item signatures of an acknowledged generation.
+func (w *workload) itemsOf(g int64) map[string]sig {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return sigs(w.acked[g])
+}
+
+// describe names the acknowledged generations whose set equals items, for
+// the history (the checker itself matches against ZooKeeper's history).
+func (w *workload) describe(items map[string]sig) string {
+	d := digest(items)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gens := w.digests[d]
+	if len(gens) == 0 {
+		return "no acknowledged generation (yet)"
+	}
+	return fmt.Sprintf("generation(s) %v", gens)
+}

@@ -1,0 +1,120 @@
+package publish
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// TestPublishInheritsACLs: on a tree set up by access.Init, items and the
+// marker get the root's ACL, history entries, blobs and liveness nodes the
+// history parent's, in both modes.
+func TestPublishInheritsACLs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const pubCreds = "publisher:Pu8l1sher-Pa55word-x7Q"
+	conn, sess := dial(t, testSession, c.Addrs()...)
+	if err := conn.AddAuth("digest", []byte(pubCreds)); err != nil {
+		t.Fatal(err)
+	}
+	pubID, err := access.ParseIdentity(pubCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := access.ParseIdentity("web-17:web17-Secret-Pw-9fK2zq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "/acl/pub"
+	paths := layout.New(root, layout.DefaultMeta)
+	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{agent}}
+	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	p := mustNew(t, conn, sess, root)
+	mustPublish(t, p, Request{Items: items(3, 100, "a")})
+	mustPublish(t, p, Request{Items: items(4, 100, "b"), Mode: ModeMarker})
+
+	wantACL := func(path string, want []zk.ACL) {
+		t.Helper()
+		got, _, err := conn.GetACL(path)
+		if err != nil || !access.SameACL(got, want) {
+			t.Errorf("%s has ACL %v (%v), want %v", path, got, err, want)
+		}
+	}
+	for n := range items(4, 100, "b") {
+		wantACL(paths.Item(n), pol.ItemACL())
+	}
+	for _, g := range []int64{1, 2} {
+		wantACL(paths.HistoryNode(g), pol.MetaACL())
+	}
+	blobs, _, err := conn.Children(paths.Blobs())
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("blobs %v: %v", blobs, err)
+	}
+	for _, b := range blobs {
+		wantACL(paths.Blob(b), pol.MetaACL())
+	}
+
+	// A marker-mode publish stopped dead leaves its marker and liveness
+	// node: check their ACLs.
+	p2 := mustNew(t, conn, sess, root, withMarkerWrite(func(int) error { return errSimulatedCrash }))
+	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+		t.Fatalf("publish: %v, want the simulated crash", err)
+	}
+	wantACL(paths.Marker(), pol.ItemACL())
+	live, _, err := conn.Children(paths.Publishing())
+	if err != nil || len(live) != 1 {
+		t.Fatalf("publishing nodes %v: %v", live, err)
+	}
+	wantACL(paths.PublishingNode(live[0]), pol.MetaACL())
+}
+
+// TestPublishPermissionDenied: a refusal by ZooKeeper's ACLs is a
+// *access.PermissionError naming the node and the permission, returned at
+// once (never retried), and nothing is written.
+func TestPublishPermissionDenied(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	p := newPub(t, c, "/denied/app")
+	mustPublish(t, p, Request{Items: items(2, 50, "a")})
+	conn := p.Conn()
+	// Read and admin only: InheritedACLs can copy the ACL, the commit's
+	// write of the root is refused.
+	if _, err := conn.SetACL("/denied/app", zk.WorldACL(zk.PermRead|zk.PermAdmin), -1); err != nil {
+		t.Fatal(err)
+	}
+	before := treeSnapshot(t, conn, "/denied/app")
+	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+		start := time.Now()
+		_, err := p.Publish(ctx, Request{Items: items(2, 50, "b"), Mode: mode})
+		var pe *access.PermissionError
+		if !errors.As(err, &pe) || !errors.Is(err, access.ErrPermission) {
+			t.Fatalf("mode %v: err = %v, want a *access.PermissionError", mode, err)
+		}
+		if pe.Path != "/denied/app" || pe.Perm != "WRITE" || !strings.Contains(err.Error(), "/denied/app") {
+			t.Errorf("mode %v: %+v: want WRITE on /denied/app", mode, pe)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("mode %v: took %v: retried?", mode, d)
+		}
+	}
+	if after := treeSnapshot(t, conn, "/denied/app"); !equalSnap(before, after) {
+		t.Error("a refused publish changed the root's items")
+	}
+	// Admin only: reading the live set is refused, explained.
+	if _, err := conn.SetACL("/denied/app", zk.WorldACL(zk.PermAdmin), -1); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := p.Read(ctx, 0)
+	var pe *access.PermissionError
+	if !errors.As(err, &pe) || pe.Op != access.OpRead || pe.Perm != "READ" {
+		t.Fatalf("Read: %v, want a READ permission error", err)
+	}
+}
