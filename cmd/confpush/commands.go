@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -331,7 +332,7 @@ func diffSets(old, cur map[string][]byte, oldPrefix, newPrefix string) (added, c
 			fmt.Fprintf(&b, "Binary item %s differs (%d -> %d bytes)\n", n, len(o), len(c))
 			continue
 		}
-		b.WriteString(unifiedDiff(from, to, o, c))
+		b.WriteString(textdiff.Unified(from, to, o, c))
 	}
 	return added, changed, removed, b.String()
 }

@@ -1,154 +1,196 @@
-// Package textdiff writes line-based unified diffs, for confpush diff and
-// confagent --dry-run.
+// Package textdiff writes line-based unified diffs (like diff -u), for
+// confpush diff and confagent --dry-run.
 package textdiff
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 )
 
-// maxCells bounds the LCS table (lines(a) × lines(b)); larger inputs are
-// reported as differing without a line diff.
-const maxCells = 16 << 20
+// diffContext is the number of unchanged lines shown around a change.
+const diffContext = 3
 
-// Unified returns a unified diff of a and b with 3 lines of context, or ""
-// when they are equal. Binary content (not UTF-8, or with NUL bytes) is
-// summarised, never printed.
+// maxLCSCells bounds the LCS table (after the common prefix and suffix
+// are trimmed); beyond it the differing middle is shown as one replacement.
+const maxLCSCells = 4 << 20
+
+// edit is one line of an edit script: kind ' ' (kept), '-' (deleted from
+// a) or '+' (inserted from b); ai and bi are the positions in a and b at
+// that point (the line's index for the side it belongs to).
+type edit struct {
+	kind   byte
+	ai, bi int
+}
+
+// Unified returns the unified diff turning a into b ("" when equal),
+// with headers naming them aName and bName, like diff -u. Binary content
+// (NUL bytes or invalid UTF-8) is summarised, never printed.
 func Unified(aName, bName string, a, b []byte) string {
-	if bytes.Equal(a, b) {
+	if string(a) == string(b) {
 		return ""
 	}
 	if isBinary(a) || isBinary(b) {
 		return fmt.Sprintf("Binary content %s (%d bytes) and %s (%d bytes) differ\n", aName, len(a), bName, len(b))
 	}
-	al, bl := lines(a), lines(b)
-	if len(al)*len(bl) > maxCells {
-		return fmt.Sprintf("%s (%d lines) and %s (%d lines) differ (too large to diff line by line)\n", aName, len(al), bName, len(bl))
-	}
-	ops := diff(al, bl)
+	al, bl := splitLines(string(a)), splitLines(string(b))
+	edits := diffLines(al, bl)
 	var out strings.Builder
 	fmt.Fprintf(&out, "--- %s\n+++ %s\n", aName, bName)
-	const ctx = 3
-	for i := 0; i < len(ops); {
-		// Find the next change.
-		for i < len(ops) && ops[i].kind == ' ' {
-			i++
-		}
-		if i == len(ops) {
-			break
-		}
-		start := max(i-ctx, 0)
-		end := i
-		// Extend the hunk while changes are within 2*ctx of each other.
-		for end < len(ops) {
-			if ops[end].kind != ' ' {
-				end++
-				continue
-			}
-			run := end
-			for run < len(ops) && ops[run].kind == ' ' {
-				run++
-			}
-			if run == len(ops) || run-end > 2*ctx {
-				end = min(end+ctx, len(ops))
-				break
-			}
-			end = run
-		}
-		writeHunk(&out, ops[start:end])
-		i = end
+	for _, h := range hunks(edits) {
+		writeHunk(&out, h, al, bl)
 	}
 	return out.String()
 }
 
-type op struct {
-	kind         byte // ' ', '-', '+'
-	text         string
-	aLine, bLine int // 1-based line numbers before this op
+// splitLines splits s into lines, each keeping its "\n" (the last one may
+// lack it).
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
 }
 
-func writeHunk(out *strings.Builder, ops []op) {
+// diffLines computes an edit script by longest common subsequence, after
+// trimming the common prefix and suffix.
+func diffLines(a, b []string) []edit {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	var edits []edit
+	for i := range pre {
+		edits = append(edits, edit{' ', i, i})
+	}
+	edits = append(edits, lcs(a[pre:len(a)-suf], b[pre:len(b)-suf], pre, pre)...)
+	for i := range suf {
+		edits = append(edits, edit{' ', len(a) - suf + i, len(b) - suf + i})
+	}
+	return edits
+}
+
+// lcs diffs a and b (offsets ao and bo in the whole inputs).
+func lcs(a, b []string, ao, bo int) []edit {
+	n, m := len(a), len(b)
+	var edits []edit
+	if n == 0 || m == 0 || n*m > maxLCSCells {
+		for i := range n {
+			edits = append(edits, edit{'-', ao + i, bo})
+		}
+		for j := range m {
+			edits = append(edits, edit{'+', ao + n, bo + j})
+		}
+		return edits
+	}
+	// dp[i*(m+1)+j] is the LCS length of a[i:] and b[j:].
+	dp := make([]int32, (n+1)*(m+1))
+	at := func(i, j int) int32 { return dp[i*(m+1)+j] }
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				dp[i*(m+1)+j] = at(i+1, j+1) + 1
+			} else {
+				dp[i*(m+1)+j] = max(at(i+1, j), at(i, j+1))
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case a[i] == b[j]:
+			edits = append(edits, edit{' ', ao + i, bo + j})
+			i++
+			j++
+		case at(i+1, j) >= at(i, j+1):
+			edits = append(edits, edit{'-', ao + i, bo + j})
+			i++
+		default:
+			edits = append(edits, edit{'+', ao + i, bo + j})
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		edits = append(edits, edit{'-', ao + i, bo + j})
+	}
+	for ; j < m; j++ {
+		edits = append(edits, edit{'+', ao + i, bo + j})
+	}
+	return edits
+}
+
+// hunks groups an edit script into hunks: changes with up to diffContext
+// kept lines around them, merged when their contexts touch.
+func hunks(edits []edit) [][]edit {
+	var out [][]edit
+	start, end := -1, -1 // current hunk [start, end)
+	for i, e := range edits {
+		if e.kind == ' ' {
+			continue
+		}
+		lo, hi := max(0, i-diffContext), min(len(edits), i+1+diffContext)
+		if start >= 0 && lo <= end {
+			end = hi
+			continue
+		}
+		if start >= 0 {
+			out = append(out, edits[start:end])
+		}
+		start, end = lo, hi
+	}
+	if start >= 0 {
+		out = append(out, edits[start:end])
+	}
+	return out
+}
+
+func writeHunk(out *strings.Builder, h []edit, a, b []string) {
 	var na, nb int
-	for _, o := range ops {
-		if o.kind != '+' {
+	for _, e := range h {
+		if e.kind != '+' {
 			na++
 		}
-		if o.kind != '-' {
+		if e.kind != '-' {
 			nb++
 		}
 	}
-	as, bs := ops[0].aLine, ops[0].bLine
-	if na == 0 {
-		as--
-	}
-	if nb == 0 {
-		bs--
-	}
-	fmt.Fprintf(out, "@@ -%d,%d +%d,%d @@\n", as, na, bs, nb)
-	for _, o := range ops {
-		out.WriteByte(o.kind)
-		out.WriteString(o.text)
-		if !strings.HasSuffix(o.text, "\n") {
+	fmt.Fprintf(out, "@@ -%s +%s @@\n", hunkRange(h[0].ai, na), hunkRange(h[0].bi, nb))
+	for _, e := range h {
+		var line string
+		switch e.kind {
+		case '+':
+			line = b[e.bi]
+		default:
+			line = a[e.ai]
+		}
+		out.WriteByte(e.kind)
+		out.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
 			out.WriteString("\n\\ No newline at end of file\n")
 		}
 	}
 }
 
-// diff computes the edit script with a longest-common-subsequence table.
-func diff(a, b []string) []op {
-	n, m := len(a), len(b)
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
+// hunkRange formats a hunk's range like diff -u: "start,count" (1-based),
+// "start" alone for one line, and the line before for an empty range.
+func hunkRange(start, count int) string {
+	switch count {
+	case 0:
+		return fmt.Sprintf("%d,0", start)
+	case 1:
+		return fmt.Sprintf("%d", start+1)
 	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var ops []op
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && a[i] == b[j]:
-			ops = append(ops, op{' ', a[i], i + 1, j + 1})
-			i++
-			j++
-		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
-			ops = append(ops, op{'-', a[i], i + 1, j + 1})
-			i++
-		default:
-			ops = append(ops, op{'+', b[j], i + 1, j + 1})
-			j++
-		}
-	}
-	return ops
-}
-
-func lines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
-	}
-	s := string(b)
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
+	return fmt.Sprintf("%d,%d", start+1, count)
 }
 
 func isBinary(b []byte) bool {
-	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
+	return strings.IndexByte(string(b), 0) >= 0 || !utf8.Valid(b)
 }

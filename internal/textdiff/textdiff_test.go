@@ -1,23 +1,75 @@
 package textdiff
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
-func TestUnified(t *testing.T) {
-	cases := []struct {
+func TestUnifiedDiff(t *testing.T) {
+	lines := func(n int, f func(i int) string) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(f(i) + "\n")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
 		name, a, b, want string
 	}{
-		{"equal", "x\n", "x\n", ""},
-		{"change", "a\nb\nc\n", "a\nB\nc\n", "--- old\n+++ new\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"},
-		{"add to empty", "", "a\n", "--- old\n+++ new\n@@ -0,0 +1,1 @@\n+a\n"},
-		{"remove all", "a\n", "", "--- old\n+++ new\n@@ -1,1 +0,0 @@\n-a\n"},
-		{"no newline", "a", "b", "--- old\n+++ new\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n"},
-		{"binary", "a\x00", "b", "Binary content old (2 bytes) and new (1 bytes) differ\n"},
-		{"two hunks", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\nX\n3\n4\n5\n6\n7\n8\n9\n10\nY\n12\n",
-			"--- old\n+++ new\n@@ -1,5 +1,5 @@\n 1\n-2\n+X\n 3\n 4\n 5\n@@ -8,5 +8,5 @@\n 8\n 9\n 10\n-11\n+Y\n 12\n"},
+		{"Equal", "x\n", "x\n", ""},
+		{"FromEmpty", "", "a\nb\n", "--- A\n+++ B\n@@ -0,0 +1,2 @@\n+a\n+b\n"},
+		{"ToEmpty", "a\n", "", "--- A\n+++ B\n@@ -1 +0,0 @@\n-a\n"},
+		{"NewlineAtEOF", "a\nb", "a\nb\n", "--- A\n+++ B\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
+		{"BothWithoutNewline", "a\nb", "a\nc", "--- A\n+++ B\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"},
+		{
+			"TwoHunks",
+			lines(20, func(i int) string { return fmt.Sprint(i) }),
+			lines(20, func(i int) string {
+				switch i {
+				case 2:
+					return "two"
+				case 17:
+					return "seventeen"
+				}
+				return fmt.Sprint(i)
+			}),
+			"--- A\n+++ B\n@@ -1,6 +1,6 @@\n 0\n 1\n-2\n+two\n 3\n 4\n 5\n" +
+				"@@ -15,6 +15,6 @@\n 14\n 15\n 16\n-17\n+seventeen\n 18\n 19\n",
+		},
+		{
+			"MergedHunk",
+			"1\n2\n3\n4\n5\n6\n7\n8\n",
+			"1\nX\n3\n4\n5\n6\nY\n8\n",
+			"--- A\n+++ B\n@@ -1,8 +1,8 @@\n 1\n-2\n+X\n 3\n 4\n 5\n 6\n-7\n+Y\n 8\n",
+		},
+		{"Insertion", "a\nc\n", "a\nb\nc\n", "--- A\n+++ B\n@@ -1,2 +1,3 @@\n a\n+b\n c\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Unified("A", "B", []byte(tc.a), []byte(tc.b)); got != tc.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
 	}
-	for _, c := range cases {
-		if got := Unified("old", "new", []byte(c.a), []byte(c.b)); got != c.want {
-			t.Errorf("%s:\ngot\n%q\nwant\n%q", c.name, got, c.want)
-		}
+}
+
+// TestUnifiedDiffHugeFallsBack checks that inputs too large for the LCS
+// table still give a correct (if coarse) diff.
+func TestUnifiedDiffHugeFallsBack(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	got := Unified("A", "B", []byte(a.String()), []byte(b.String()))
+	if !strings.HasPrefix(got, "--- A\n+++ B\n@@ -1,5000 +1,5000 @@\n-a0\n") || strings.Count(got, "\n+b") != 5000 {
+		t.Fatalf("fallback diff:\n%.200s", got)
+	}
+}
+
+func TestBinarySummarised(t *testing.T) {
+	got := Unified("old", "new", []byte("a\x00"), []byte("b"))
+	if got != "Binary content old (2 bytes) and new (1 bytes) differ\n" {
+		t.Fatalf("got %q", got)
 	}
 }
