@@ -137,7 +137,8 @@ func (t *target) stage(snap Snapshot) (*staged, error) {
 	}
 	// The parent of a rendered file is usually a directory like /etc/app
 	// that the service's user must traverse: 0755, as install(1) would.
-	if err := os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755); err != nil { // #nosec G301
+	err = os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755) // #nosec G301 -- see above
+	if err != nil {
 		return nil, fmt.Errorf("create directory of %s: %w", t.spec.Dest, err)
 	}
 	sf, err := render.Stage(t.spec.Dest, data, t.fileOptions())
