@@ -138,7 +138,7 @@ func waitState(t *testing.T, c *Cache, what string, cond func(StateInfo) bool) S
 
 func isLive(st StateInfo) bool { return st.State == StateLive }
 
-// rawPublisher writes publishes the way docs/protocol-notes.md describes,
+// rawPublisher writes publishes the way docs/design.md describes,
 // with plain client calls, so that tests control every step (and can stop a
 // marker-mode publish halfway).
 type rawPublisher struct {
