@@ -69,8 +69,9 @@ type Daemon struct {
 	metrics *Metrics
 	reconf  chan Options
 
-	mu   sync.Mutex
-	opts Options
+	mu        sync.Mutex
+	opts      Options
+	lastState string // the cache state last reported
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -271,9 +272,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// onState records the cache's state. The status node is written only when
+// the state itself changes: a new generation is reported by the apply that
+// follows it, and writing twice per publish would double the fleet's
+// writes to ZooKeeper.
 func (d *Daemon) onState(st cache.StateInfo) {
-	d.metrics.setState(stateName(st.State), st.Generation)
-	d.publishStatus()
+	name := stateName(st.State)
+	d.metrics.setState(name, st.Generation)
+	d.mu.Lock()
+	changed := name != d.lastState
+	d.lastState = name
+	d.mu.Unlock()
+	if changed {
+		d.publishStatus()
+	}
 }
 
 func (d *Daemon) publishStatus() {

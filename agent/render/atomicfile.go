@@ -383,7 +383,9 @@ func sameFile(path string, data []byte, opts FileOptions) (bool, error) {
 // sameContent compares r with data chunk by chunk, so that comparing a
 // large file does not need a second full copy in memory.
 func sameContent(r io.Reader, data []byte) (bool, error) {
-	buf := make([]byte, 32<<10)
+	// Sized to the data: most outputs are far smaller than 32 KiB, and a
+	// fixed buffer per comparison was most of the agent's garbage.
+	buf := make([]byte, min(32<<10, len(data)+1))
 	for len(data) > 0 {
 		n := min(len(buf), len(data))
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {

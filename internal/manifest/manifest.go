@@ -120,6 +120,21 @@ func Decode(data []byte) (*Manifest, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrEmpty
 	}
+	// The common case in one pass (every cache decodes the root on every
+	// notification); anything unusual goes through the probe below so the
+	// error classes stay exact.
+	var fast struct {
+		Format *int `json:"format"`
+		Manifest
+	}
+	if json.Unmarshal(data, &fast) == nil && fast.Format != nil && *fast.Format == FormatVersion {
+		m := fast.Manifest
+		m.Format = FormatVersion
+		if err := m.validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrForeign, err)
+		}
+		return &m, nil
+	}
 	var probe struct {
 		Format *int `json:"format"`
 	}

@@ -1,0 +1,327 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// runner implements zktest.TB for a program: Fatalf unwinds (recovered by
+// startServer into an error) instead of ending the process.
+type runner struct {
+	mu       sync.Mutex
+	cleanups []func()
+	dirs     []string
+}
+
+// fatal is what runner.Fatalf panics with.
+type fatal struct{ msg string }
+
+func (r *runner) Helper() {}
+
+func (r *runner) Fatalf(format string, args ...any) {
+	panic(fatal{msg: fmt.Sprintf(format, args...)})
+}
+
+func (r *runner) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+func (r *runner) TempDir() string {
+	d, err := os.MkdirTemp("", "confbench-zk")
+	if err != nil {
+		r.Fatalf("temp dir: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirs = append(r.dirs, d)
+	return d
+}
+
+func (r *runner) close() {
+	r.mu.Lock()
+	cl, dirs := r.cleanups, r.dirs
+	r.cleanups, r.dirs = nil, nil
+	r.mu.Unlock()
+	for i := len(cl) - 1; i >= 0; i-- {
+		cl[i]()
+	}
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// server is the ZooKeeper the benchmark talks to: its own (standalone or an
+// ensemble, started with zktest) or one given with --zk.
+type server struct {
+	addrs   []string
+	cluster *zktest.Cluster // nil with --zk
+	r       *runner
+	own     bool
+	// fourLetters counts the four-letter commands this process sent: the
+	// server counts each as a received packet.
+	fourLetters atomic.Int64
+}
+
+// startServer starts size servers, or uses addrs when given.
+func startServer(addrs []string, size int) (s *server, err error) {
+	if len(addrs) > 0 {
+		return &server{addrs: addrs}, nil
+	}
+	r := &runner{}
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(fatal)
+			if !ok {
+				panic(p)
+			}
+			r.close()
+			s, err = nil, errors.New(f.msg)
+		}
+	}()
+	c := zktest.StartWith(r, zktest.Options{
+		Size: size,
+		// Sessions of up to 60 s keep 1,000s of idle sessions quiet (one
+		// ping every timeout/3) and never expire under a loaded JVM.
+		TickTime:          500 * time.Millisecond,
+		MaxSessionTimeout: 60 * time.Second,
+		// The test defaults (C1 only, 256 MiB) favour start-up time; a
+		// benchmark wants the steady-state server.
+		JVMFlags: []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"},
+	})
+	return &server{addrs: c.Addrs(), cluster: c, r: r, own: true}, nil
+}
+
+func (s *server) close() {
+	if s.r != nil {
+		s.r.close()
+	}
+}
+
+// mntr returns the sum over every server of the numeric mntr counters.
+func (s *server) mntr() (map[string]int64, error) {
+	sum := map[string]int64{}
+	for _, a := range s.addrs {
+		s.fourLetters.Add(1)
+		out, err := zktest.FourLetter(a, "mntr", 5*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("mntr %s: %w", a, err)
+		}
+		if !strings.Contains(out, "zk_packets_received") {
+			return nil, fmt.Errorf("mntr %s: no zk_packets_received (is mntr whitelisted?): %.100q", a, out)
+		}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), "\t")
+			if !ok {
+				continue
+			}
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				sum[k] += n
+			}
+		}
+	}
+	return sum, nil
+}
+
+// packets returns the packets every server received from clients, less
+// the four-letter commands this process sent (mntr included): differences
+// of it count client packets only.
+func (s *server) packets() (int64, error) {
+	m, err := s.mntr()
+	if err != nil {
+		return 0, err
+	}
+	return m["zk_packets_received"] - s.fourLetters.Load(), nil
+}
+
+// cpu returns the CPU time the server processes used so far (own servers
+// only; ok is false otherwise).
+func (s *server) cpu() (d time.Duration, ok bool) {
+	if s.cluster == nil {
+		return 0, false
+	}
+	for _, sv := range s.cluster.Servers {
+		if sv.PID() == 0 {
+			return 0, false
+		}
+		st, err := readProcStat(sv.PID())
+		if err != nil {
+			return 0, false
+		}
+		d += st.cpu
+	}
+	return d, true
+}
+
+// version returns the first server's version line from srvr.
+func (s *server) version() string {
+	s.fourLetters.Add(1)
+	out, err := zktest.FourLetter(s.addrs[0], "srvr", 5*time.Second)
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
+			v, _, _ = strings.Cut(v, ",")
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// slogPrintf routes the client library's messages to slog at debug level.
+type slogPrintf struct{ l *slog.Logger }
+
+func (p slogPrintf) Printf(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "zk-client")
+}
+
+// dialOptions says how to dial one benchmark connection.
+type dialOptions struct {
+	servers        []string
+	sessionTimeout time.Duration
+	counts         *wireCounts  // packets are counted here
+	clock          *commitClock // optional: commit timing
+	// recvBuffer and sendBuffer, when positive, replace go-zookeeper's
+	// 1.5 MiB per-connection buffers: 3,000 sessions in one process would
+	// otherwise allocate 9 GiB of buffers. They are sized for the largest
+	// packet the benchmark reads or sends.
+	recvBuffer, sendBuffer int
+	log                    *slog.Logger
+}
+
+// sessionWait bounds the wait for one session.
+const sessionWait = 30 * time.Second
+
+// client is one ZooKeeper session of the benchmark.
+type client struct {
+	conn *zk.Conn
+	sess *zkconn.Session
+}
+
+// dial opens a session through a counting tap and waits for it.
+func dial(ctx context.Context, o dialOptions) (*client, error) {
+	sess := zkconn.NewSession()
+	counts, clock := o.counts, o.clock
+	opts := zkOptions(
+		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			c, err := net.DialTimeout(network, address, timeout)
+			if err != nil {
+				return nil, err
+			}
+			return newTapConn(c, counts, clock), nil
+		}),
+		zk.WithEventCallback(sess.Callback),
+		zk.WithLogger(slogPrintf{o.log}),
+		zk.WithLogInfo(false),
+	)
+	if o.recvBuffer > 0 {
+		opts = append(opts, zk.WithMaxBufferSize(o.recvBuffer))
+	}
+	if o.sendBuffer > 0 {
+		opts = append(opts, zk.WithMaxConnBufferSize(o.sendBuffer))
+	}
+	conn, _, err := zk.Connect(o.servers, o.sessionTimeout, opts...)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, sessionWait)
+	defer cancel()
+	if _, err := sess.WaitConnected(wctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w (a server given with --zk must allow this many connections from one address: maxClientCnxns=0)", err)
+	}
+	return &client{conn: conn, sess: sess}, nil
+}
+
+// zkOptions collects client options; their type is unexported.
+func zkOptions[T any](v ...T) []T { return v }
+
+// dialMany opens n sessions, a few at a time (each is a transaction on the
+// server), and closes them all if one fails.
+func dialMany(ctx context.Context, n int, o dialOptions) ([]*client, error) {
+	out := make([]*client, n)
+	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
+		c, err := dial(ctx, o)
+		out[i] = c
+		return err
+	})
+	if err != nil {
+		closeAll(out)
+		return nil, fmt.Errorf("open %d sessions: %w", n, err)
+	}
+	return out, nil
+}
+
+// closeAll closes sessions, a few at a time.
+func closeAll(cs []*client) {
+	cs = slices.DeleteFunc(slices.Clone(cs), func(c *client) bool { return c == nil })
+	_ = parallel(context.Background(), len(cs), 64, func(_ context.Context, i int) error {
+		cs[i].conn.Close()
+		return nil
+	})
+}
+
+// parallel runs fn(ctx, i) for i in [0, n) on up to workers goroutines and
+// returns the first error; after an error no new calls start.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+		next  int
+		wg    sync.WaitGroup
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= n || first != nil || ctx.Err() != nil {
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i, ok := take()
+				if !ok {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && next < n {
+		return ctx.Err()
+	}
+	return first
+}

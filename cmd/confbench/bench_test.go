@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkconf/zkconf/bench"
+)
+
+// TestSmoke runs the harness's smoke version end to end (own ZooKeeper,
+// N=10 followers of each kind, one confagent, a short footprint) and checks
+// the harness itself, not performance: every follower reached every
+// generation, the request counts are the ones each kind must make and the
+// three ways of counting them agree, and the report, JSON and chart are
+// written.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and a confagent; run without -short (make test)")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--quick", "--confagents", "1", "--footprint-idle", "500ms", "--footprint-load", "1s",
+		"--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
+	}
+	t.Log(stdout.String())
+
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Settings
+	if len(rep.Runs) != 1 || len(s.Fleets) != 1 || s.Fleets[0] != 10 {
+		t.Fatalf("runs %d, fleets %v: want one run at N=10", len(rep.Runs), s.Fleets)
+	}
+	run := rep.Runs[0]
+	if len(run.Fleets) != 3 {
+		t.Fatalf("%d fleet results, want 3 (zkconf, floor, naive)", len(run.Fleets))
+	}
+	want := map[string]float64{"zkconf": float64(1 + s.Changed), "floor": float64(1 + s.Changed), "naive": float64(1 + s.Items)}
+	for _, f := range run.Fleets {
+		w, ok := want[f.Kind]
+		if !ok {
+			t.Errorf("unexpected kind %q", f.Kind)
+			continue
+		}
+		delete(want, f.Kind)
+		// Every follower reached every measured generation.
+		if f.Propagation.N != f.N*s.Publishes || f.Last.N != s.Publishes || f.Publish.N != s.Publishes {
+			t.Errorf("%s: %d propagation samples, %d last-follower, %d publish; want %d, %d, %d",
+				f.Kind, f.Propagation.N, f.Last.N, f.Publish.N, f.N*s.Publishes, s.Publishes, s.Publishes)
+		}
+		checkDist(t, f.Kind+" propagation", f.Propagation)
+		checkDist(t, f.Kind+" last follower", f.Last)
+		checkDist(t, f.Kind+" publish", f.Publish)
+		// One root read plus the changed items (floor, zkconf), or every
+		// item (naive), and all three counts agree.
+		if f.ClientRequests != w || f.WireRequests != w {
+			t.Errorf("%s: %.2f requests per publish per follower (client), %.2f (wire), want %.0f", f.Kind, f.ClientRequests, f.WireRequests, w)
+		}
+		if math.Abs(f.ServerRequests-w) > 0.1 {
+			t.Errorf("%s: the server counted %.2f requests per publish per follower, want %.0f", f.Kind, f.ServerRequests, w)
+		}
+		if f.Ops["getData"] != w {
+			t.Errorf("%s: getData per publish per follower %.2f, want %.0f (ops %v)", f.Kind, f.Ops["getData"], w, f.Ops)
+		}
+		if f.SessionEvents != 0 {
+			t.Errorf("%s: %d session events during the measurement", f.Kind, f.SessionEvents)
+		}
+		if f.Discrepancy < -2 || f.Discrepancy > 2 {
+			t.Errorf("%s: server packets minus tapped packets = %d", f.Kind, f.Discrepancy)
+		}
+	}
+	if rep.FramingErrors != 0 {
+		t.Errorf("%d tap framing errors", rep.FramingErrors)
+	}
+	if a := run.Agents; a == nil || a.File.N != s.Publishes || a.Status.N != s.Publishes {
+		t.Errorf("confagent results %+v: want %d file and status samples", a, s.Publishes)
+	} else {
+		checkDist(t, "confagent file", a.File)
+		if a.ServerRequests < 2 {
+			t.Errorf("confagent: %.2f server requests per publish, want at least a root and an item read", a.ServerRequests)
+		}
+	}
+	if pc := run.Publish; pc == nil || pc.Publish.N != s.Publishes || pc.Raw.N != s.Publishes || pc.RawTxn.N != s.Publishes || !(pc.Ratio > 0) {
+		t.Errorf("publish cost %+v: want %d samples of each and a ratio", pc, s.Publishes)
+	}
+	if f := rep.Footprint; f == nil || f.IdleRSS <= 0 || f.LoadRSS <= 0 || f.Publishes != 1 || f.IdleCPU < 0 {
+		t.Errorf("footprint %+v", f)
+	}
+	if n := len(rep.Targets()); n != 7 {
+		t.Errorf("%d targets evaluated, want 7", n)
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"## Targets", "| 10 | zkconf cache |", "| 10 | floor (raw) |", "| 10 | naive (raw) |", "propagation.png", "## confagent footprint"} {
+		if !strings.Contains(string(md), h) {
+			t.Errorf("results.md lacks %q", h)
+		}
+	}
+	f, err := os.Open(filepath.Join(out, "propagation.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.DecodeConfig(f)
+	if err != nil || img.Width < 400 || img.Height < 200 {
+		t.Errorf("propagation.png: %+v, %v", img, err)
+	}
+}
+
+func checkDist(t *testing.T, what string, d bench.Dist) {
+	t.Helper()
+	if !(d.P50 > 0 && d.P50 <= d.P99 && d.P99 <= d.Max) {
+		t.Errorf("%s: p50 %.3f, p99 %.3f, max %.3f: want 0 < p50 ≤ p99 ≤ max", what, d.P50, d.P99, d.Max)
+	}
+}
+
+// TestFlags checks that --quick picks the smoke defaults and explicit flags
+// override them.
+func TestFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, out, err := parseFlags([]string{"--quick", "--agents", "3,30", "--items", "7", "--out", "x"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "x" || len(cfg.Fleets) != 2 || cfg.Fleets[1] != 30 || cfg.Items != 7 || !cfg.Quick || cfg.Publishes != bench.QuickConfig().Publishes {
+		t.Errorf("quick with overrides: %+v, out %q", cfg, out)
+	}
+	cfg, _, err = parseFlags(nil, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Quick || cfg.Publishes < 50 || len(cfg.Fleets) != 4 || cfg.Fleets[3] != 1000 || cfg.Items != 20 || cfg.ItemSize != 1024 {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if _, _, err := parseFlags([]string{"--agents", "1,x"}, &stderr); err == nil {
+		t.Error("--agents 1,x accepted")
+	}
+}
