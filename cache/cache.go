@@ -202,8 +202,18 @@ func (c *Cache) Close() error {
 }
 
 // apply hands out s: it becomes Snapshot(), wakes Wait, replaces the
-// pending Updates value, feeds OnUpdate and is persisted.
+// pending Updates value and feeds OnUpdate, after persisting it.
 func (c *Cache) apply(s *Snapshot) {
+	// Persist before anyone can see the snapshot: a consumer (confagent)
+	// may act on it at once, and a crash right after must not restart
+	// from an older state file and act on that (never backwards; found by
+	// the chaos suite killing an agent just after an apply).
+	if c.opts.stateFile != "" {
+		if err := writeState(c.opts.stateFile, c.root, s); err != nil {
+			c.stats.persistErrors.Add(1)
+			c.log.Warn("could not persist the snapshot", "path", c.opts.stateFile, "generation", s.Generation(), "err", err)
+		}
+	}
 	c.snap.Store(s)
 	c.stats.applied.Add(1)
 	c.stats.lastApply.Store(time.Now().UnixNano())
@@ -214,12 +224,6 @@ func (c *Cache) apply(s *Snapshot) {
 	offer(c.updates, s)
 	if c.opts.onUpdate != nil {
 		offer(c.notify, s)
-	}
-	if c.opts.stateFile != "" {
-		if err := writeState(c.opts.stateFile, c.root, s); err != nil {
-			c.stats.persistErrors.Add(1)
-			c.log.Warn("could not persist the snapshot", "path", c.opts.stateFile, "generation", s.Generation(), "err", err)
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,6 +48,10 @@ type flags struct {
 
 // run is the whole program, callable from tests.
 func run(args []string, stdout, stderr io.Writer) int {
+	// The logger writes from the cache's and the daemon's goroutines while
+	// run prints from its own: serialise, since an io.Writer (a test's
+	// bytes.Buffer, say) need not be safe for concurrent use.
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	var f flags
 	code := exitOK
 	root := &cobra.Command{
@@ -320,4 +325,16 @@ func reload(f flags, d *agent.Daemon, log *slog.Logger, why string) {
 			"trigger", why, "keys", strings.Join(restart, ","))
 	}
 	log.Info("configuration reloaded", "trigger", why)
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
