@@ -220,6 +220,18 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(cmd.Context(), a.v.GetDuration("timeout"))
 }
 
+// session starts a command that needs the publisher: the command's
+// deadline, a connected Publisher, and one function releasing both.
+func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, func(), error) {
+	ctx, cancel := a.context(cmd)
+	p, closeConn, err := a.connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, p, func() { closeConn(); cancel() }, nil
+}
+
 // connect dials ZooKeeper, waits for a session, checks that its
 // credentials work for a publisher (access.Probe: a wrong password is
 // otherwise only noticed at the first refused request), and returns a

@@ -96,13 +96,11 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			p, closeConn, err := a.connect(ctx)
+			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
+			defer done()
 			res, err := p.Publish(ctx, publish.Request{
 				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
@@ -149,13 +147,11 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			p, closeConn, err := a.connect(ctx)
+			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
+			defer done()
 			res, err := p.Rollback(ctx, to, publish.Request{
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
@@ -254,13 +250,11 @@ The exit code is 0 whether or not there are differences.`,
 					return err
 				}
 			}
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			p, closeConn, err := a.connect(ctx)
+			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
+			defer done()
 			var liveGen int64
 			live := map[string][]byte{}
 			m, items, err := p.Read(ctx, 0)
@@ -355,13 +349,11 @@ The live set is read with manifest verification: never a torn set.`,
 			if gen < 0 {
 				return usagef("--gen must be positive")
 			}
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			p, closeConn, err := a.connect(ctx)
+			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
+			defer done()
 			m, items, err := p.Read(ctx, gen)
 			if err != nil {
 				return err
@@ -422,13 +414,11 @@ func (a *app) historyCommand() *cobra.Command {
 		Long:  `List the retained generations of the root, newest first.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			p, closeConn, err := a.connect(ctx)
+			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
+			defer done()
 			hist, err := p.History(ctx)
 			if err != nil {
 				return err
