@@ -29,6 +29,7 @@ type Cache struct {
 	ownConn bool
 	opts    options
 	log     *slog.Logger
+	store   *stateStore // nil without WithStateFile; used by New, then the loop only
 
 	snap    atomic.Pointer[Snapshot]
 	updates chan *Snapshot // 1 slot, latest value
@@ -43,7 +44,7 @@ type Cache struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed by Close
 	loopDone  chan struct{}
-	inflight  sync.WaitGroup // goroutines blocked in client calls
+	inflight  sync.WaitGroup // fetch workers and the OnUpdate notifier
 	closeOnce sync.Once
 }
 
@@ -85,10 +86,11 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	}
 	c.state = StateInfo{State: StateStarting, Since: time.Now(), Err: ErrDisconnected}
 	if o.stateFile != "" {
-		s, err := loadState(o.stateFile, root)
+		c.store = newStateStore(o.stateFile, root)
+		s, err := c.store.load()
 		switch {
 		case err != nil:
-			c.log.Warn("ignoring the state file", "path", o.stateFile, "err", err)
+			c.log.Warn("ignoring the state file: starting without a persisted snapshot (ZooKeeper's is read in full)", "path", o.stateFile, "err", err)
 		case s != nil:
 			c.log.Info("loaded the persisted snapshot; serving it until synced with ZooKeeper",
 				"path", o.stateFile, "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
@@ -180,8 +182,9 @@ func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error
 
 // Close stops the cache; no goroutine of it outlives Close. A connection the
 // cache dialled is closed; one given with WithConn is not (requests still in
-// flight on it are waited for, up to a grace period). Close is idempotent
-// and must not be called from the OnUpdate callback.
+// flight on it are waited for, up to a grace period; nothing is applied
+// after Close either way). Close is idempotent and must not be called from
+// the OnUpdate callback.
 func (c *Cache) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
@@ -189,12 +192,19 @@ func (c *Cache) Close() error {
 		if c.ownConn {
 			c.conn.Close()
 		}
-		<-c.loopDone
+		grace := time.NewTimer(closeGrace)
+		defer grace.Stop()
+		select {
+		case <-c.loopDone:
+		case <-grace.C:
+			c.log.Warn("a ZooKeeper request is still in flight on the application's connection; it ends when that connection answers or closes (nothing is applied after Close)")
+			return
+		}
 		waited := make(chan struct{})
 		go func() { c.inflight.Wait(); close(waited) }()
 		select {
 		case <-waited:
-		case <-time.After(closeGrace):
+		case <-grace.C:
 			c.log.Warn("a ZooKeeper request is still in flight on the application's connection; it ends when that connection answers or closes")
 		}
 	})
@@ -208,8 +218,8 @@ func (c *Cache) apply(s *Snapshot) {
 	// may act on it at once, and a crash right after must not restart
 	// from an older state file and act on that (never backwards; found by
 	// the chaos suite killing an agent just after an apply).
-	if c.opts.stateFile != "" {
-		if err := writeState(c.opts.stateFile, c.root, s); err != nil {
+	if c.store != nil {
+		if err := c.store.write(s); err != nil {
 			c.stats.persistErrors.Add(1)
 			c.log.Warn("could not persist the snapshot", "path", c.opts.stateFile, "generation", s.Generation(), "err", err)
 		}

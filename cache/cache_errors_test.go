@@ -87,7 +87,7 @@ func TestCacheStateFileErrorMessages(t *testing.T) {
 	if err := json.Unmarshal(good, &h); err != nil {
 		t.Fatal(err)
 	}
-	h.Format = 2
+	h.Format = 3
 	future, _ := json.Marshal(h)
 	for _, tc := range []struct {
 		name, root string
@@ -96,7 +96,7 @@ func TestCacheStateFileErrorMessages(t *testing.T) {
 	}{
 		{"BitFlip", "/r", bytes.Replace(good, []byte(`"generation":2`), []byte(`"generation":3`), 1), "unusable state file: checksum mismatch (file corrupted)"},
 		{"OtherRoot", "/other", good, `unusable state file: it holds root "/r", not "/other"`},
-		{"FutureFormat", "/r", future, "unusable state file: format 2, this zkconf reads 1"},
+		{"FutureFormat", "/r", future, "unusable state file: format 3, this zkconf reads 2"},
 		{"NotJSON", "/r", []byte("{"), "unusable state file: not JSON"},
 		{"WrongKind", "/r", []byte(`{"kind":"x","format":1}`), `unusable state file: kind "x" is not`},
 	} {

@@ -66,7 +66,8 @@
 //     item reads per cache (Stats).
 //  7. Apply: the snapshot becomes Snapshot(), wakes Wait, replaces the
 //     pending value of Updates (one slot, latest value), is passed to
-//     OnUpdate (on its own goroutine) and is written to the state file.
+//     OnUpdate (on its own goroutine), after it is written to the state
+//     file.
 //  8. Wait for: a watch event, a session change, the retry timer, or the
 //     periodic safety-net resync (WithResyncInterval, default 10 min ±10%).
 //
@@ -122,17 +123,29 @@
 //     ensemble whose commit zxid is higher than the new ensemble's is
 //     refused until the new ensemble passes it. Delete the state file when
 //     moving to a new ensemble on purpose.
-//   - The state file holds the configuration in clear (mode 0600): protect
-//     its directory like the configuration itself.
+//   - The state file's item directory holds the configuration in clear
+//     (files 0600, directory 0700): protect them like the configuration
+//     itself.
 //
 // # State file
 //
-// WithStateFile persists every applied snapshot: one JSON document with a
-// kind, a format, and a sha256 checksum over the exact bytes of its body
-// (root, zxid, manifest, base64 items), written to a temporary file in the
-// same directory, fsynced, renamed and the directory fsynced. New loads it
-// before contacting ZooKeeper, so Snapshot is available at once (state Stale,
-// ErrNotSynced, until the first sync). A corrupt, truncated or foreign
-// (other root) file, or one whose items do not match its manifest, is
-// ignored with a warning.
+// WithStateFile persists every applied snapshot before it is handed out,
+// incrementally: the item contents go to the directory beside the state
+// file (path + ".d"), one file per distinct content named by its sha256,
+// written (temporary file, fsync, rename, one directory fsync) only when
+// the content is new; then the state file itself, the commit point, is
+// replaced atomically (temporary file, fsync, rename, directory fsync). It
+// is small: a kind, a format, and a sha256 checksum over the exact bytes of
+// its body (root, zxid, manifest). Item files no manifest references any
+// more are removed after the commit. An apply that changes one item of
+// 100 × 4 KiB writes that item and a ~10 KiB state file. New loads the
+// state before contacting ZooKeeper, so Snapshot is available at once
+// (state Stale, ErrNotSynced, until the first sync). A corrupt, truncated
+// or foreign (other root) state file, or a missing, truncated or corrupt
+// item file (each is checked against the manifest), makes the whole state
+// ignored with a warning: the cache starts without a snapshot and reads
+// ZooKeeper's in full, never serving a partial one. A crash before the
+// commit point leaves the previous generation loadable. The previous
+// single-file format (items inline) is read once and replaced by the first
+// apply; an older zkconf ignores the new format (and re-reads ZooKeeper).
 package cache

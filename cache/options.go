@@ -123,9 +123,15 @@ func WithMeta(meta string) Option {
 	}
 }
 
-// WithStateFile persists every applied snapshot to path (atomically, mode
-// 0600, its directory created 0700) and makes New start from it, so that a
-// process restarted while ZooKeeper is down serves its last good config.
+// WithStateFile persists every applied snapshot, before it is handed out,
+// at path and makes New start from it, so that a process restarted while
+// ZooKeeper is down serves its last good config. path is a small commit
+// file naming the generation; the items' contents are kept beside it in the
+// directory path + ".d", one file per distinct content named by its sha256,
+// so an apply writes only the items that changed (files mode 0600,
+// directories created 0700). A state that is torn, incomplete or corrupt is
+// ignored as a whole (logged); the previous single-file format is read and
+// replaced on the first apply.
 func WithStateFile(path string) Option {
 	return func(o *options) error {
 		if path == "" {

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +39,16 @@ func TestRestartWithZooKeeperDown(t *testing.T) {
 	if m := fileMode(t, dir); m != 0o700 {
 		t.Errorf("state directory mode %o, want 700", m)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Errorf("state directory holds %d entries (temporary files left?)", len(ents))
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("state directory holds %d entries, want the state file and its item directory (temporary files left?)", len(ents))
+	}
+	if m := fileMode(t, path+itemDirSuffix); m != 0o700 {
+		t.Errorf("item directory mode %o, want 700", m)
+	}
+	// Generation 2 changed one of 5 items: the item directory holds the
+	// 5 current contents, not generation 1's replaced one.
+	if ents, _ := os.ReadDir(path + itemDirSuffix); len(ents) != 5 {
+		t.Errorf("item directory holds %d files, want 5", len(ents))
 	}
 
 	t0 := time.Now()
@@ -186,4 +195,58 @@ func TestPersistedNewerNotReplaced(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Fatal("the state file was rewritten")
 	}
+}
+
+// TestPersistedBeforeHandout: whenever a snapshot becomes visible (Updates,
+// OnUpdate, Snapshot), the persisted state already holds it or a newer
+// one, complete: a process that acts on a snapshot and crashes right after
+// restarts from at least that generation (never backwards).
+func TestPersistedBeforeHandout(t *testing.T) {
+	zkc := zktest.Start(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	log, _ := testLogger(t)
+	path := filepath.Join(t.TempDir(), "state")
+	v := set(6, "v1")
+	pub.publish(v)
+
+	check := func(who string, s *Snapshot) error {
+		p, err := loadState(path, "/config")
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: generation %d handed out, state unusable: %v", who, s.Generation(), err)
+		case p == nil || p.Generation() < s.Generation():
+			return fmt.Errorf("%s: generation %d handed out before it was persisted (state %v)", who, s.Generation(), p)
+		}
+		return nil
+	}
+	errs := make(chan error, 1000)
+	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path),
+		WithOnUpdate(func(s *Snapshot) {
+			if err := check("OnUpdate", s); err != nil {
+				errs <- err
+			}
+		}))
+	var last int64
+	for i := range 30 {
+		v = withItem(v, fmt.Sprintf("item%02d", i%6), fmt.Sprintf("g%d", i))
+		last, _ = pub.publish(v)
+		s := <-c.Updates()
+		if err := check("Updates", s); err != nil {
+			t.Fatal(err)
+		}
+		if err := check("Snapshot", c.Snapshot()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGen(t, c, last, v)
+	c.Close()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	p, err := loadState(path, "/config")
+	if err != nil || p.Generation() != last {
+		t.Fatalf("final state %v %v, want generation %d", p, err, last)
+	}
+	checkItems(t, p, v)
 }

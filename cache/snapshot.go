@@ -23,7 +23,16 @@ type Snapshot struct {
 // newSnapshot builds a snapshot. items must hold exactly m's items, each
 // already verified against m; the snapshot takes ownership of both.
 func newSnapshot(m *manifest.Manifest, zxid int64, items map[string][]byte, persisted bool) *Snapshot {
-	return &Snapshot{m: m, zxid: zxid, items: items, names: m.Names(), persisted: persisted}
+	return newSnapshotNames(m, zxid, items, nil, persisted)
+}
+
+// newSnapshotNames is newSnapshot with m's item names already sorted
+// (names, shared and never modified), or nil to sort them here.
+func newSnapshotNames(m *manifest.Manifest, zxid int64, items map[string][]byte, names []string, persisted bool) *Snapshot {
+	if names == nil {
+		names = m.Names()
+	}
+	return &Snapshot{m: m, zxid: zxid, items: items, names: names, persisted: persisted}
 }
 
 // Generation is the published generation number (1, 2, ...).

@@ -10,37 +10,70 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkconf/zkconf/internal/manifest"
 )
 
-// The state file (WithStateFile) is one JSON document:
+// The persisted state (WithStateFile) of a cache with state file path is
+// incremental, so that an apply writes only the items that changed. Item
+// contents are in the item directory path.d, one file per distinct content,
+// named by the hex sha256 of its bytes (content-addressed: items with equal
+// content share a file), written (temporary file, fsync, rename) only when
+// the content is new, after which the directory is fsynced once. The state
+// file itself, the commit file, is one small JSON document naming the
+// generation:
 //
 //	{
 //	  "kind":     "zkconf-cache-state",
-//	  "format":   1,
+//	  "format":   2,
 //	  "checksum": "<hex sha256 of the exact bytes of body>",
 //	  "body": {
 //	    "root":     "/config",
 //	    "zxid":     4294967321,
 //	    "saved_at": "2025-01-02T03:04:05Z",
-//	    "manifest": { ...the generation's manifest, as published... },
-//	    "items":    { "<name>": "<base64 content>", ... }
+//	    "manifest": { ...the generation's manifest, as published... }
 //	  }
 //	}
 //
-// It is written to a temporary file in the same directory, fsynced, renamed
-// over the old one and the directory fsynced, so a crash leaves either the
-// old or the new file. On load the checksum, the root, the manifest and every
-// item (size and sha256 against the manifest) are checked; a file that fails
-// any check is ignored with a warning.
+// It is replaced atomically (temporary file in the same directory, fsync,
+// rename, directory fsync) once every new item file is durable: that rename
+// is the commit point. Item files the new manifest no longer references are
+// removed after it.
+//
+// A crash before the commit point leaves the previous commit file and every
+// item file it references (nothing is removed before the commit), so the
+// previous generation loads; a crash after it leaves the new generation and
+// perhaps orphan item files, which the next process's first write removes.
+// On load the commit file's checksum, the root and the manifest are checked,
+// and every item file is read and checked (size and sha256) against the
+// manifest; a state that fails any check (torn, missing or corrupt) is not
+// used at all (the cache logs why and starts without a persisted snapshot),
+// never served partly.
+//
+// Format 1, the previous single-file layout (the body also held every item,
+// base64-encoded, in "items"), is still read: the first apply after an
+// upgrade writes format 2 over it.
+//
+// One cache owns a state file path. In path.d it only ever removes files
+// whose names it could have written (64 hex digits, or its temporaries),
+// nothing else.
 const (
-	stateKind   = "zkconf-cache-state"
-	stateFormat = 1
-	// maxStateFile bounds what New reads: a config set is bounded by
-	// ZooKeeper's znode sizes, so anything bigger is not ours.
+	stateKind = "zkconf-cache-state"
+	// stateFormat is the format written; stateFormatV1 (items inline) is
+	// still read.
+	stateFormat   = 2
+	stateFormatV1 = 1
+	// maxStateFile bounds what New reads (the commit file, and the items
+	// together): a config set is bounded by ZooKeeper's znode sizes, so
+	// anything bigger is not ours.
 	maxStateFile = 256 << 20
+	// itemDirSuffix makes the item directory's name from the state file's.
+	itemDirSuffix = ".d"
+	// tmpMarker is in the name of every temporary file of the state.
+	tmpMarker = ".tmp-"
 )
 
 type stateHeader struct {
@@ -51,24 +84,34 @@ type stateHeader struct {
 }
 
 type stateBody struct {
-	Root     string            `json:"root"`
-	Zxid     int64             `json:"zxid"`
-	SavedAt  time.Time         `json:"saved_at"`
-	Manifest json.RawMessage   `json:"manifest"`
-	Items    map[string][]byte `json:"items"`
+	Root     string          `json:"root"`
+	Zxid     int64           `json:"zxid"`
+	SavedAt  time.Time       `json:"saved_at"`
+	Manifest json.RawMessage `json:"manifest"`
+	// Items holds every item's content in format 1 only.
+	Items map[string][]byte `json:"items,omitempty"`
 }
 
-// errStateFile marks a state file that exists but cannot be used.
+// errStateFile marks a persisted state that exists but cannot be used.
 var errStateFile = errors.New("unusable state file")
 
-// encodeState returns the state file bytes of s.
+// stateCommit is a decoded, checked commit file.
+type stateCommit struct {
+	format int
+	m      *manifest.Manifest
+	zxid   int64
+	// items is every item's content (format 1), already checked against
+	// m; nil in format 2, whose items are in the item directory.
+	items map[string][]byte
+}
+
+// encodeState returns the commit file bytes of s.
 func encodeState(root string, s *Snapshot, now time.Time) ([]byte, error) {
 	body, err := json.Marshal(stateBody{
 		Root:     root,
 		Zxid:     s.zxid,
 		SavedAt:  now.UTC(),
 		Manifest: s.m.Encode(),
-		Items:    s.items,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
@@ -81,9 +124,9 @@ func encodeState(root string, s *Snapshot, now time.Time) ([]byte, error) {
 	return append(out, '\n'), nil
 }
 
-// decodeState checks and parses a state file for root. Every failure wraps
+// decodeState checks and parses a commit file for root. Every failure wraps
 // errStateFile.
-func decodeState(root string, data []byte) (*Snapshot, error) {
+func decodeState(root string, data []byte) (*stateCommit, error) {
 	var h stateHeader
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, fmt.Errorf("%w: not JSON: %v", errStateFile, err)
@@ -91,7 +134,7 @@ func decodeState(root string, data []byte) (*Snapshot, error) {
 	if h.Kind != stateKind {
 		return nil, fmt.Errorf("%w: kind %q is not %q", errStateFile, h.Kind, stateKind)
 	}
-	if h.Format != stateFormat {
+	if h.Format != stateFormat && h.Format != stateFormatV1 {
 		return nil, fmt.Errorf("%w: format %d, this zkconf reads %d", errStateFile, h.Format, stateFormat)
 	}
 	sum := sha256.Sum256(h.Body)
@@ -109,6 +152,19 @@ func decodeState(root string, data []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: manifest: %w", errStateFile, err)
 	}
+	if b.Zxid <= 0 {
+		return nil, fmt.Errorf("%w: zxid %d", errStateFile, b.Zxid)
+	}
+	if m.TotalSize() > maxStateFile {
+		return nil, fmt.Errorf("%w: items total %d bytes, more than %d", errStateFile, m.TotalSize(), maxStateFile)
+	}
+	c := &stateCommit{format: h.Format, m: m, zxid: b.Zxid}
+	if h.Format == stateFormat {
+		if b.Items != nil {
+			return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, h.Format)
+		}
+		return c, nil
+	}
 	if len(b.Items) != len(m.Items) {
 		return nil, fmt.Errorf("%w: %d items for a manifest of %d", errStateFile, len(b.Items), len(m.Items))
 	}
@@ -117,54 +173,263 @@ func decodeState(root string, data []byte) (*Snapshot, error) {
 			return nil, fmt.Errorf("%w: item %q does not match the manifest", errStateFile, name)
 		}
 	}
-	if b.Zxid <= 0 {
-		return nil, fmt.Errorf("%w: zxid %d", errStateFile, b.Zxid)
+	c.items = b.Items
+	if c.items == nil {
+		c.items = map[string][]byte{}
 	}
-	items := b.Items
-	if items == nil {
-		items = map[string][]byte{}
-	}
-	return newSnapshot(m, b.Zxid, items, true), nil
+	return c, nil
 }
 
-// loadState reads path. A missing file is (nil, nil).
+// stateStore is a cache's persisted state. Only the cache's sync loop (and
+// New, before it starts) uses it.
+type stateStore struct {
+	path, dir, root string
+	// have holds the hashes whose item files the last commit file written
+	// or loaded by this store references, each one complete on disk.
+	have map[string]struct{}
+	// swept: orphans and temporaries of earlier runs have been removed.
+	swept bool
+	// dirReady: the item directory exists and its entry is durable.
+	dirReady bool
+	// beforeCommit, when set (tests), runs after the item files are
+	// durable and before the commit file is replaced; an error stops the
+	// write there, as a crash would.
+	beforeCommit atomic.Pointer[func() error]
+	// last describes the last write (tests and benchmarks).
+	last writeReport
+}
+
+// writeReport counts what one write did.
+type writeReport struct {
+	itemFiles    int   // item files written
+	itemBytes    int64 // bytes in them
+	commitBytes  int64 // bytes of the commit file
+	removedFiles int   // unreferenced item files removed
+}
+
+func newStateStore(path, root string) *stateStore {
+	return &stateStore{path: path, dir: path + itemDirSuffix, root: root, have: map[string]struct{}{}}
+}
+
+// loadState reads the state persisted at path. Nothing persisted is
+// (nil, nil).
 func loadState(path, root string) (*Snapshot, error) {
-	f, err := os.Open(path)
+	return newStateStore(path, root).load()
+}
+
+// writeState persists s at path (a fresh store: every item file is
+// written, and files of earlier states are removed).
+func writeState(path, root string, s *Snapshot) error {
+	return newStateStore(path, root).write(s)
+}
+
+// load reads the persisted state. A missing commit file is (nil, nil);
+// every other failure wraps errStateFile and means "no persisted state".
+func (st *stateStore) load() (*Snapshot, error) {
+	data, err := readBounded(st.path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errStateFile, err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: read: %w", errStateFile, err)
-	}
-	if len(data) > maxStateFile {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errStateFile, maxStateFile)
-	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%w: empty", errStateFile)
 	}
-	return decodeState(root, data)
+	c, err := decodeState(st.root, data)
+	if err != nil {
+		return nil, err
+	}
+	if c.items != nil {
+		// Format 1: everything was in the file. The first write
+		// replaces it with format 2 (every item file is new then).
+		return newSnapshot(c.m, c.zxid, c.items, true), nil
+	}
+	items := make(map[string][]byte, len(c.m.Items))
+	byHash := make(map[string][]byte, len(c.m.Items))
+	for name, it := range c.m.Items {
+		if b, ok := byHash[it.SHA256]; ok {
+			items[name] = b
+			continue
+		}
+		b, err := readBounded(filepath.Join(st.dir, it.SHA256), it.Size)
+		if err != nil {
+			return nil, fmt.Errorf("%w: item %q: %w", errStateFile, name, err)
+		}
+		if !c.m.Matches(name, b) {
+			return nil, fmt.Errorf("%w: item %q: file %s does not match the manifest (corrupted)", errStateFile, name, it.SHA256)
+		}
+		byHash[it.SHA256] = b
+		items[name] = b
+	}
+	for h := range byHash {
+		st.have[h] = struct{}{}
+	}
+	return newSnapshot(c.m, c.zxid, items, true), nil
 }
 
-// writeState persists s to path atomically: temporary file in the same
-// directory (mode 0600), fsync, rename, fsync of the directory. The
-// directory is created with mode 0700 when missing.
-func writeState(path, root string, s *Snapshot) error {
-	data, err := encodeState(root, s, time.Now())
+// readBounded reads a file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+// sweep removes every file of the item directory the current commit does
+// not reference (orphans of a crash or of a failed write, temporaries) and
+// the commit file's temporaries.
+func (st *stateStore) sweep() {
+	if ents, err := os.ReadDir(st.dir); err == nil {
+		for _, e := range ents {
+			n := e.Name()
+			if _, ok := st.have[n]; ok || e.IsDir() || !ownItemFile(n) {
+				continue
+			}
+			if os.Remove(filepath.Join(st.dir, n)) == nil {
+				st.last.removedFiles++
+			}
+		}
+	}
+	parent, base := filepath.Dir(st.path), filepath.Base(st.path)
+	if ents, err := os.ReadDir(parent); err == nil {
+		for _, e := range ents {
+			if n := e.Name(); !e.IsDir() && strings.HasPrefix(n, "."+base+tmpMarker) {
+				_ = os.Remove(filepath.Join(parent, n))
+			}
+		}
+	}
+}
+
+// write persists s: the item files it does not have yet, then the commit
+// file (the commit point), then removes item files nothing references.
+// When it returns nil, s is durable. The directories are created with mode
+// 0700 and every file is 0600.
+func (st *stateStore) write(s *Snapshot) (err error) {
+	st.last = writeReport{}
+	defer func() {
+		if err != nil {
+			// Item files of this attempt may be left: the next
+			// successful write removes them.
+			st.swept = false
+		}
+	}()
+	if err := st.prepare(); err != nil {
+		return err
+	}
+	next := make(map[string]struct{}, len(s.m.Items))
+	wrote := false
+	for _, name := range s.names {
+		h := s.m.Items[name].SHA256
+		if _, ok := next[h]; ok {
+			continue
+		}
+		next[h] = struct{}{}
+		if _, ok := st.have[h]; ok {
+			continue
+		}
+		data := s.items[name]
+		if err := writeFileSync(st.dir, h, data); err != nil {
+			return fmt.Errorf("state file: item %q: %w", name, err)
+		}
+		wrote = true
+		st.last.itemFiles++
+		st.last.itemBytes += int64(len(data))
+	}
+	if wrote {
+		if err := syncDir(st.dir); err != nil {
+			return fmt.Errorf("state file: %w", err)
+		}
+	}
+	if hook := st.beforeCommit.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			return err
+		}
+	}
+
+	data, err := encodeState(st.root, s, time.Now())
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	parent := filepath.Dir(st.path)
+	if err := writeFileSync(parent, filepath.Base(st.path), data); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	st.last.commitBytes = int64(len(data))
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+
+	// Committed. What follows only frees space.
+	prev := st.have
+	st.have = next
+	if !st.swept {
+		st.swept = true
+		st.sweep()
+		return nil
+	}
+	for h := range prev {
+		if _, ok := next[h]; !ok {
+			if os.Remove(filepath.Join(st.dir, h)) == nil {
+				st.last.removedFiles++
+			}
+		}
+	}
+	return nil
+}
+
+// prepare creates the state file's directory and the item directory (mode
+// 0700) and makes the latter's entry durable.
+func (st *stateStore) prepare() error {
+	if st.dirReady {
+		return nil
+	}
+	parent := filepath.Dir(st.path)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return fmt.Errorf("state file directory: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	err := os.Mkdir(st.dir, 0o700)
+	switch {
+	case err == nil:
+		if err := syncDir(parent); err != nil {
+			return fmt.Errorf("state file: %w", err)
+		}
+	case errors.Is(err, os.ErrExist):
+		if fi, err := os.Stat(st.dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("state file: %s exists and is not a directory", st.dir)
+		}
+	default:
+		return fmt.Errorf("state file item directory: %w", err)
+	}
+	st.dirReady = true
+	return nil
+}
+
+// ownItemFile reports whether name is one the state store writes in its
+// item directory: an item file (64 lower-case hex digits) or a temporary.
+func ownItemFile(name string) bool {
+	if i := strings.Index(name, tmpMarker); i > 0 && name[0] == '.' {
+		name = name[1:i]
+	}
+	return len(name) == 64 && strings.Trim(name, "0123456789abcdef") == ""
+}
+
+// writeFileSync writes dir/name atomically and durably except for the
+// directory entry: temporary file in dir (mode 0600), fsync, rename. The
+// caller fsyncs dir.
+func writeFileSync(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+tmpMarker+"*")
 	if err != nil {
-		return fmt.Errorf("state file: %w", err)
+		return err
 	}
 	tmp := f.Name()
 	ok := false
@@ -175,28 +440,33 @@ func writeState(path, root string, s *Snapshot) error {
 		}
 	}()
 	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("state file: %w", err)
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("state file: write %s: %w", tmp, err)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("state file: fsync %s: %w", tmp, err)
+		return fmt.Errorf("fsync %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("state file: close %s: %w", tmp, err)
+		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("state file: %w", err)
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
 	}
 	ok = true
+	return nil
+}
+
+// syncDir fsyncs a directory, making the entries renamed into it durable.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("state file: open directory for fsync: %w", err)
+		return fmt.Errorf("open directory for fsync: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("state file: fsync directory %s: %w", dir, err)
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

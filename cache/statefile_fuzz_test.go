@@ -18,74 +18,123 @@ import (
 
 var fzRoots = []string{"/config", "/config/web", "/c"}
 
-// fzState is a valid state file for root.
-func fzState(tb testing.TB, root string, gen int64, items map[string][]byte) []byte {
-	tb.Helper()
+// fzItems are the contents whose item files every fuzzed commit file finds
+// in its item directory.
+var fzItems = map[string][]byte{"app.json": []byte(`{"port": 80}`), "empty": {}, "bin": {0, 0xff, 1}, "a": bytes.Repeat([]byte("x"), 5000), "b": []byte("bee")}
+
+func fzSnapshot(gen int64, items map[string][]byte) *Snapshot {
 	m := &manifest.Manifest{Format: 1, Generation: gen, PublishID: "pid-1", PublishedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Publisher: "u@h", Mode: manifest.ModeMulti, Items: map[string]manifest.Item{}}
 	for n, d := range items {
 		m.Items[n] = manifest.ItemOf(d)
 	}
-	b, err := encodeState(root, newSnapshot(m, 4294967321, items, false), time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC))
+	return newSnapshot(m, 4294967321, items, false)
+}
+
+// fzState is a valid commit file (format 2) for root.
+func fzState(tb testing.TB, root string, gen int64, items map[string][]byte) []byte {
+	tb.Helper()
+	b, err := encodeState(root, fzSnapshot(gen, items), time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return b
 }
 
-// FuzzStateFile feeds the state-file loader arbitrary bytes: it never
-// panics, every failure is errStateFile (the caller ignores the file with
-// a warning), and a file it accepts holds a snapshot whose every item
-// matches its manifest, that is tied to its root, and that survives being
-// written and read again.
+// encodeLegacyState is the format 1 state file (every item inline), as
+// the previous zkconf wrote it.
+func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
+	tb.Helper()
+	body, err := json.Marshal(stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Items: s.items})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := json.Marshal(stateHeader{Kind: stateKind, Format: stateFormatV1, Checksum: sha256hex(body), Body: body})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+// fzStore is a state path whose item directory holds fzItems' files.
+func fzStore(f *testing.F) string {
+	path := filepath.Join(fzTempDir(f), "snapshot.state")
+	if err := os.Mkdir(path+itemDirSuffix, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	for _, d := range fzItems {
+		if err := os.WriteFile(filepath.Join(path+itemDirSuffix, manifest.Hash(d)), d, 0o600); err != nil {
+			f.Fatal(err)
+		}
+	}
+	return path
+}
+
+// FuzzStateFile feeds the state loader an arbitrary commit file (its item
+// directory holds the seeds' items): it never panics, every failure is
+// errStateFile (the caller ignores the state with a warning), and a state
+// it accepts holds a snapshot whose every item matches its manifest, that
+// is tied to its root, and that survives being written and read again.
 func FuzzStateFile(f *testing.F) {
-	f.Add(fzState(f, "/config", 7, map[string][]byte{"app.json": []byte(`{"port": 80}`), "empty": {}, "bin": {0, 0xff, 1}}), uint8(0))
+	f.Add(fzState(f, "/config", 7, map[string][]byte{"app.json": fzItems["app.json"], "empty": {}, "bin": fzItems["bin"]}), uint8(0))
 	f.Add(fzState(f, "/config/web", 1, map[string][]byte{}), uint8(1))
-	f.Add(fzState(f, "/c", 3, map[string][]byte{"a": bytes.Repeat([]byte("x"), 5000)}), uint8(2))
-	f.Add(fzState(f, "/config", 7, map[string][]byte{"a": []byte("1")}), uint8(1)) // another root's
-	for _, s := range []string{"", "\n", "{}", "null", `{"kind":"zkconf-cache-state","format":1}`,
-		`{"kind":"zkconf-cache-state","format":2,"checksum":"","body":{}}`,
-		`{"kind":"zkconf-cache-state","format":1,"checksum":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","body":{}}`} {
+	f.Add(fzState(f, "/c", 3, map[string][]byte{"a": fzItems["a"], "a2": fzItems["a"]}), uint8(2))
+	f.Add(fzState(f, "/config", 7, map[string][]byte{"a": []byte("1")}), uint8(0))  // item file missing
+	f.Add(fzState(f, "/config", 7, map[string][]byte{"b": fzItems["b"]}), uint8(1)) // another root's
+	f.Add(encodeLegacyState(f, "/config", fzSnapshot(4, map[string][]byte{"x": []byte("y")}), time.Unix(5, 0)), uint8(0))
+	for _, s := range []string{"", "\n", "{}", "null", `{"kind":"zkconf-cache-state","format":2}`,
+		`{"kind":"zkconf-cache-state","format":3,"checksum":"","body":{}}`,
+		`{"kind":"zkconf-cache-state","format":2,"checksum":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","body":{}}`} {
 		f.Add([]byte(s), uint8(0))
 	}
-	path := filepath.Join(fzTempDir(f), "snapshot.state")
+	path := fzStore(f)
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		fzCheckState(t, path, data, fzRoots[int(sel)%len(fzRoots)])
 	})
 }
 
-// FuzzStateBody fuzzes the body of a state file under a correct checksum,
-// so that mutations get past it into the body, manifest and item checks.
+// FuzzStateBody fuzzes the body of a commit file (format 1 when sel's low
+// bit is set, else 2) under a correct checksum, so that mutations get past
+// it into the body, manifest and item checks.
 func FuzzStateBody(f *testing.F) {
 	for i, root := range fzRoots {
 		var h stateHeader
-		if err := json.Unmarshal(fzState(f, root, int64(i+1), map[string][]byte{"a.json": []byte(`{}`), "b": []byte("bee")}), &h); err != nil {
+		if err := json.Unmarshal(fzState(f, root, int64(i+1), map[string][]byte{"a.json": []byte(`{}`), "b": fzItems["b"]}), &h); err != nil {
 			f.Fatal(err)
 		}
-		f.Add([]byte(h.Body), uint8(i))
+		f.Add([]byte(h.Body), uint8(i<<1))
+		if err := json.Unmarshal(encodeLegacyState(f, root, fzSnapshot(int64(i+1), map[string][]byte{"b": fzItems["b"]}), time.Unix(1, 0)), &h); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(h.Body), uint8(i<<1|1))
 	}
-	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}},"items":{}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"items":{"x":"eA=="}}`), uint8(1))
 	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"items":{"x":"eA=="}}`), uint8(0))
 	f.Add([]byte(`{"root":"/config","zxid":-5,"manifest":null,"items":{"x":null}}`), uint8(0))
-	path := filepath.Join(fzTempDir(f), "snapshot.state")
+	path := fzStore(f)
 	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
+		format := stateFormat
+		if sel&1 == 1 {
+			format = stateFormatV1
+		}
 		sum := sha256.Sum256(body)
-		data := fmt.Appendf(nil, `{"kind":%q,"format":%d,"checksum":%q,"body":%s}`, stateKind, stateFormat, hex.EncodeToString(sum[:]), body)
-		fzCheckState(t, path, data, fzRoots[int(sel)%len(fzRoots)])
+		data := fmt.Appendf(nil, `{"kind":%q,"format":%d,"checksum":%q,"body":%s}`, stateKind, format, hex.EncodeToString(sum[:]), body)
+		fzCheckState(t, path, data, fzRoots[int(sel>>1)%len(fzRoots)])
 	})
 }
 
-// fzCheckState checks one state file against the loader's promises.
+// fzCheckState checks one commit file against the loader's promises.
 func fzCheckState(t *testing.T, path string, data []byte, root string) {
-	s, err := decodeState(root, data)
+	_, derr := decodeState(root, data)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ls, lerr := loadState(path, root)
-	if (lerr == nil) != (err == nil) && len(bytes.TrimSpace(data)) > 0 {
-		t.Fatalf("decodeState and loadState disagree: %v / %v", err, lerr)
+	s, err := loadState(path, root)
+	if derr != nil && err == nil {
+		t.Fatalf("loadState accepted a commit file decodeState refuses: %v", derr)
 	}
-	if lerr == nil && ls == nil && len(data) > 0 {
+	if err == nil && s == nil {
 		t.Fatalf("loadState of an existing file returned neither snapshot nor error")
 	}
 	if err != nil {
@@ -119,11 +168,12 @@ func fzCheckState(t *testing.T, path string, data []byte, root string) {
 			}
 		}
 	}
-	out, err := encodeState(root, s, time.Now())
-	if err != nil {
+	out := filepath.Join(filepath.Dir(path), "roundtrip", "state")
+	defer os.RemoveAll(filepath.Dir(out))
+	if err := writeState(out, root, s); err != nil {
 		t.Fatalf("an accepted snapshot cannot be written: %v", err)
 	}
-	s2, err := decodeState(root, out)
+	s2, err := loadState(out, root)
 	if err != nil {
 		t.Fatalf("a written snapshot cannot be read back: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -437,9 +438,14 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 		return nil
 	}
 	ls.torn = 0
+	if err := ctx.Err(); err != nil {
+		return err // closed meanwhile: nothing is applied or persisted after Close
+	}
 	c.apply(s)
 	c.live(ls)
-	c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
+	}
 	return nil
 }
 
@@ -467,17 +473,46 @@ func (c *Cache) logMarker(data []byte) {
 func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur *Snapshot) (*Snapshot, error) {
 	items := make(map[string][]byte, len(m.Items))
 	var todo []string
+	heldNames := 0 // names of m the held snapshot has too
 	for name, it := range m.Items {
 		if cur != nil {
-			if held, ok := cur.m.Items[name]; ok && held == it {
-				items[name] = cur.items[name]
-				continue
+			if held, ok := cur.m.Items[name]; ok {
+				heldNames++
+				if held == it {
+					items[name] = cur.items[name]
+					continue
+				}
 			}
 		}
 		todo = append(todo, name)
 	}
+	// The held snapshot's sorted names serve when the set of names is the
+	// same (the common case: contents changed, no item added or removed).
+	var names []string
+	if cur != nil && heldNames == len(m.Items) && len(cur.m.Items) == len(m.Items) {
+		names = cur.names
+	}
 	if len(todo) == 0 {
-		return newSnapshot(m, zxid, items, false), nil
+		return newSnapshotNames(m, zxid, items, names, false), nil
+	}
+	if len(todo) == 1 {
+		// One item (the common case): read it here, not on a worker.
+		name := todo[0]
+		var data []byte
+		err := c.call(ctx, func() (err error) { data, _, err = c.conn.Get(c.paths.Item(name)); return err })
+		c.stats.requests.Add(1)
+		c.stats.itemsFetched.Add(1)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err == nil && m.Matches(name, data):
+			items[name] = data
+			return newSnapshotNames(m, zxid, items, names, false), nil
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil, nil // torn: a newer publish is landing
+		default:
+			return nil, fmt.Errorf("read item %s: %w", name, err)
+		}
 	}
 
 	type result struct {
@@ -542,27 +577,24 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 	if torn {
 		return nil, nil
 	}
-	return newSnapshot(m, zxid, items, false), nil
+	return newSnapshotNames(m, zxid, items, names, false), nil
 }
 
-// call runs fn, a blocking client call, and returns its error or ctx's. The
-// goroutine running fn is tracked, so Close can wait for it.
+// call runs fn, a blocking client call, on the caller's goroutine (no
+// goroutine and channel per request: every cache makes a few requests per
+// notification), and returns ctx's error when ctx ended meanwhile. Close
+// cancels ctx and, on a connection the cache owns, closes it, which ends a
+// request at once; on the application's connection it waits for the
+// request up to a grace period, as it does for the fetch workers.
 func (c *Cache) call(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	c.inflight.Add(1)
-	go func() {
-		defer c.inflight.Done()
-		done <- fn()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	err := fn()
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
 	}
+	return err
 }
 
 // permRetry is how often a cache without permission to read re-checks.

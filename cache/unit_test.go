@@ -1,11 +1,7 @@
 package cache
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,99 +63,6 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func TestStateFileRoundTrip(t *testing.T) {
-	items := map[string][]byte{"a": []byte("alpha"), "bin": {0, 1, 2, 255}, "empty": {}}
-	s := newTestSnapshot(t, 9, items)
-	path := filepath.Join(t.TempDir(), "d1", "d2", "state.json")
-	if err := writeState(path, "/r", s); err != nil {
-		t.Fatal(err)
-	}
-	if m := fileMode(t, path); m != 0o600 {
-		t.Fatalf("mode %o", m)
-	}
-	if m := fileMode(t, filepath.Dir(path)); m != 0o700 {
-		t.Fatalf("dir mode %o", m)
-	}
-	got, err := loadState(path, "/r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Generation() != 9 || got.Zxid() != s.Zxid() || got.PublishID() != s.PublishID() || !got.FromStateFile() {
-		t.Fatalf("loaded %+v", got)
-	}
-	checkItems(t, got, items)
-	// Overwrite keeps one file, no temporaries.
-	if err := writeState(path, "/r", newTestSnapshot(t, 10, items)); err != nil {
-		t.Fatal(err)
-	}
-	ents, _ := os.ReadDir(filepath.Dir(path))
-	if len(ents) != 1 {
-		t.Fatalf("%d files in the state directory", len(ents))
-	}
-	if s, _ := loadState(filepath.Join(t.TempDir(), "missing"), "/r"); s != nil {
-		t.Fatal("missing file loaded")
-	}
-}
-
-func TestStateFileRejects(t *testing.T) {
-	items := map[string][]byte{"a": []byte("alpha"), "b": []byte("beta")}
-	good, err := encodeState("/r", newTestSnapshot(t, 2, items), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h stateHeader
-	if err := json.Unmarshal(good, &h); err != nil {
-		t.Fatal(err)
-	}
-	// A body whose checksum is right but whose item does not match its
-	// manifest (written by something else, or a bug) is refused too.
-	var b stateBody
-	_ = json.Unmarshal(h.Body, &b)
-	b.Items["a"] = []byte("tampered")
-	tampered := reseal(t, h, b)
-	b.Items = map[string][]byte{"a": []byte("alpha")}
-	missing := reseal(t, h, b)
-	h2 := h
-	h2.Format = 2
-	future, _ := json.Marshal(h2)
-
-	for name, data := range map[string][]byte{
-		"other root":     good,
-		"bit flip":       bytes.Replace(good, []byte(`"generation":2`), []byte(`"generation":3`), 1),
-		"tampered item":  tampered,
-		"missing item":   missing,
-		"future format":  future,
-		"not json":       []byte("{"),
-		"wrong kind":     []byte(`{"kind":"x","format":1}`),
-		"truncated":      good[:40],
-		"checksum empty": bytes.Replace(good, []byte(h.Checksum), []byte(""), 1),
-	} {
-		root := "/r"
-		if name == "other root" {
-			root = "/other"
-		}
-		if s, err := decodeState(root, data); err == nil || !errors.Is(err, errStateFile) {
-			t.Errorf("%s: decoded %v, err %v", name, s, err)
-		}
-	}
-}
-
-// reseal re-encodes body b under h with a correct checksum.
-func reseal(t *testing.T, h stateHeader, b stateBody) []byte {
-	t.Helper()
-	body, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Body = body
-	h.Checksum = sha256hex(body)
-	out, err := json.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func sha256hex(b []byte) string { return manifest.Hash(b) }

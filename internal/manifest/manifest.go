@@ -117,6 +117,15 @@ func (m *Manifest) Encode() []byte {
 // zkconf manifest gives ErrForeign; a newer format gives ErrFutureFormat.
 // Every field is validated: a manifest that decodes is safe to act on.
 func Decode(data []byte) (*Manifest, error) {
+	// The common case, the exact form Encode writes, without reflection.
+	if m, ok := decodeCanonical(data); ok {
+		return m, nil
+	}
+	return decodeJSON(data)
+}
+
+// decodeJSON is Decode with encoding/json, for any input.
+func decodeJSON(data []byte) (*Manifest, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrEmpty
 	}
@@ -171,18 +180,53 @@ func (m *Manifest) validate() error {
 		m.Items = map[string]Item{}
 	}
 	for name, it := range m.Items {
-		if err := ValidateName(name); err != nil {
-			return err
-		}
-		if len(it.SHA256) != 64 || strings.Trim(it.SHA256, "0123456789abcdef") != "" {
-			return fmt.Errorf("item %q: bad sha256", name)
-		}
-		if it.Size < 0 {
-			return fmt.Errorf("item %q: negative size", name)
+		if validateItem(name, it) != nil {
+			// Report the first bad item in name order, so that the
+			// error does not depend on the map's iteration order.
+			for _, n := range m.Names() {
+				if err := validateItem(n, m.Items[n]); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
 }
+
+func validateItem(name string, it Item) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !isSHA256Hex(it.SHA256) {
+		return fmt.Errorf("item %q: bad sha256", name)
+	}
+	if it.Size < 0 {
+		return fmt.Errorf("item %q: negative size", name)
+	}
+	return nil
+}
+
+// isSHA256Hex reports whether s is 64 lower-case hex digits.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	var bad byte // no branch per byte: this runs on every notification
+	for i := 0; i < len(s); i++ {
+		bad |= notLowerHex[s[i]]
+	}
+	return bad == 0
+}
+
+// notLowerHex[c] is 1 unless c is 0-9 or a-f.
+var notLowerHex = func() (t [256]byte) {
+	for c := range t {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // MaxNameLen bounds item names; they become both znode names and file names.
 const MaxNameLen = 255

@@ -1,0 +1,214 @@
+package manifest
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// decodeCanonical parses data when it is exactly in the form Encode writes
+// (fields in declaration order, no whitespace, item names in increasing
+// order, strings without escapes, valid UTF-8 and no control characters,
+// integers that fit in int64) and valid, and declines (ok false) on
+// anything else, including everything that is not a valid manifest (Decode
+// then goes through encoding/json, which reports exactly what is wrong).
+// When it accepts, the result is exactly what encoding/json and validate
+// give for the same data (the differential fuzz test FuzzDecodeCanonical
+// checks that). It exists because every cache decodes the root on
+// every notification, and encoding/json's reflection was most of a cache's
+// CPU.
+//
+// Why accepting only this form gives encoding/json's result: a string with
+// no backslash, no byte below 0x20 and valid UTF-8 decodes to its own bytes;
+// keys that appear once each, in the exact case of the tags, leave no room
+// for encoding/json's case-insensitive or last-one-wins matching; an
+// integer literal without fraction or exponent that fits in int64 is what
+// strconv.ParseInt returns; published_at is parsed by the same
+// time.Time.UnmarshalJSON, with the same bytes, that encoding/json calls.
+func decodeCanonical(data []byte) (*Manifest, bool) {
+	if !bytes.HasPrefix(data, []byte(`{"format":1,"generation":`)) {
+		return nil, false
+	}
+	// Every accepted string's bytes are its value, so every string field
+	// is a substring of one copy of data: one allocation, not one per name
+	// and hash.
+	all := string(data)
+	p := canon{b: data, i: len(`{"format":1,"generation":`)}
+	m := &Manifest{Format: FormatVersion}
+	var ok bool
+	if m.Generation, ok = p.int(); !ok || !p.lit(`,"publish_id":`) {
+		return nil, false
+	}
+	if m.PublishID, ok = p.str(all); !ok || !p.lit(`,"published_at":`) {
+		return nil, false
+	}
+	ts, te, ok := p.span()
+	if !ok || m.PublishedAt.UnmarshalJSON(data[ts-1:te+1]) != nil || !p.lit(`,"publisher":`) {
+		return nil, false
+	}
+	if m.Publisher, ok = p.str(all); !ok || !p.lit(`,"mode":`) {
+		return nil, false
+	}
+	if m.Mode, ok = p.str(all); !ok {
+		return nil, false
+	}
+	if p.lit(`,"rollback_of":`) {
+		if m.RollbackOf, ok = p.int(); !ok {
+			return nil, false
+		}
+	}
+	if !p.lit(`,"items":`) {
+		return nil, false
+	}
+	if !p.lit(`null`) {
+		if !p.lit(`{`) {
+			return nil, false
+		}
+		m.Items = make(map[string]Item, bytes.Count(data[p.i:], []byte(`,"size":`)))
+		if !p.lit(`}`) {
+			prev := ""
+			for {
+				name, ok := p.str(all)
+				// Increasing names: no duplicate (encoding/json would keep
+				// the last), and the order Encode writes.
+				if !ok || (len(m.Items) > 0 && prev >= name) || !p.lit(`:{"sha256":`) {
+					return nil, false
+				}
+				prev = name
+				var it Item
+				if it.SHA256, ok = p.str(all); !ok || !p.lit(`,"size":`) {
+					return nil, false
+				}
+				if it.Size, ok = p.int(); !ok || !p.lit(`}`) {
+					return nil, false
+				}
+				// Validated here, while its bytes are in the CPU's cache
+				// (validate would walk the map again); an invalid item
+				// declines, and encoding/json's path reports it.
+				if validateItem(name, it) != nil {
+					return nil, false
+				}
+				m.Items[name] = it
+				if p.lit(`}`) {
+					break
+				}
+				if !p.lit(`,`) {
+					return nil, false
+				}
+			}
+		}
+	}
+	if !p.lit(`}`) || p.i != len(data) {
+		return nil, false
+	}
+	switch m.Mode {
+	case ModeMulti:
+		m.Mode = ModeMulti // the constant: the substring need not keep all alive
+	case ModeMarker:
+		m.Mode = ModeMarker
+	default:
+		return nil, false
+	}
+	if m.Generation < 1 || m.PublishID == "" {
+		return nil, false
+	}
+	if m.Items == nil {
+		m.Items = map[string]Item{}
+	}
+	return m, true
+}
+
+// canon is decodeCanonical's cursor.
+type canon struct {
+	b []byte
+	i int
+}
+
+// lit consumes s when the input continues with it.
+func (p *canon) lit(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+// str consumes a string literal whose bytes are its value and returns it,
+// a substring of all (data as a string).
+func (p *canon) str(all string) (string, bool) {
+	s, e, ok := p.span()
+	if !ok {
+		return "", false
+	}
+	return all[s:e], true
+}
+
+// span consumes a string literal whose bytes are its value (no escape, no
+// control character, valid UTF-8) and returns where its bytes are.
+func (p *canon) span() (start, end int, ok bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return 0, 0, false
+	}
+	start = p.i + 1
+	n := bytes.IndexByte(p.b[start:], '"')
+	if n < 0 {
+		return 0, 0, false
+	}
+	end = start + n
+	v := p.b[start:end]
+	var bad, hi byte // no branch per byte
+	for _, c := range v {
+		bad |= notPlain[c]
+		hi |= c
+	}
+	if bad != 0 || (hi >= utf8.RuneSelf && !utf8.Valid(v)) {
+		return 0, 0, false
+	}
+	p.i = end + 1
+	return start, end, true
+}
+
+// notPlain[c] is 1 for the bytes that make a string's value differ from
+// its bytes (a backslash) or that JSON refuses in a string (below 0x20).
+var notPlain = func() (t [256]byte) {
+	for c := range 0x20 {
+		t[c] = 1
+	}
+	t['\\'] = 1
+	return t
+}()
+
+// int consumes an integer literal (no fraction, no exponent) that fits in
+// int64.
+func (p *canon) int() (int64, bool) {
+	neg := false
+	if p.i < len(p.b) && p.b[p.i] == '-' {
+		neg = true
+		p.i++
+	}
+	start := p.i
+	var u uint64
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		if u > (1<<63)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(p.b[p.i]-'0')
+		if u > 1<<63 {
+			return 0, false
+		}
+		p.i++
+	}
+	n := p.i - start
+	if n == 0 || (n > 1 && p.b[start] == '0') {
+		return 0, false
+	}
+	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), true // u == 1<<63 gives math.MinInt64
+	}
+	if u > 1<<63-1 {
+		return 0, false
+	}
+	return int64(u), true
+}
