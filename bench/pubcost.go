@@ -20,19 +20,25 @@ type PublishCost struct {
 	Items    int `json:"items"`
 	ItemSize int `json:"item_size"`
 	// Publish is publish.Publish from the call to the commit's
-	// acknowledgement; PublishCall the whole call (history GC included).
+	// acknowledgement; PublishCall the whole call (the new contents' blobs
+	// stored after the acknowledgement, and history GC, included).
 	Publish     Dist `json:"publish"`
 	PublishCall Dist `json:"publish_call"`
 	// Prepare is the call → the commit leaving the client (reads,
 	// hashing, planning); Commit the commit's round trip on the wire.
 	Prepare Dist `json:"publish_prepare"`
 	Commit  Dist `json:"publish_commit"`
+	// AfterAck is the acknowledgement → the call's return: storing the new
+	// contents' blobs, and GC.
+	AfterAck Dist `json:"publish_after_ack"`
 	// Raw is one Multi of the same writes: SetData on the root and on
 	// every item.
 	Raw Dist `json:"raw_multi"`
-	// RawTxn is one Multi of the transaction zkconf sends: the same writes
-	// with the manifest as the root's data, plus a content blob per item
-	// and a history entry.
+	// RawTxn is one Multi of the transaction zkconf commits: the same
+	// writes with the manifest as the root's data, a Check that the blob of
+	// every departing content (the previous generation's, here every item)
+	// exists, and a history entry. The blobs of the new contents are
+	// stored after it, untimed, as zkconf does after its acknowledgement.
 	RawTxn Dist `json:"raw_multi_zkconf_txn"`
 	// Ratio is Publish.P50 / Raw.P50.
 	Ratio float64 `json:"ratio_p50"`
@@ -62,12 +68,19 @@ func (e *env) newRawRoot(conn *zk.Conn, name string, sched *schedule, txn bool) 
 		if _, err := conn.Create(r.path+"/"+n, b, 0, acl); err != nil {
 			return nil, fmt.Errorf("create %s: %w", n, err)
 		}
+		if txn {
+			p := r.blobs + "/" + manifest.Hash(b)
+			if _, err := conn.Create(p, b, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return nil, fmt.Errorf("create %s: %w", p, err)
+			}
+		}
 	}
 	return r, nil
 }
 
-// ops returns the Multi writing generation g, and the Multi that removes
-// what it created (untimed clean-up).
+// ops returns the Multi writing generation g (over generation g-1), and
+// the untimed Multi that follows it: for the transaction, store the new
+// contents' blobs and remove the previous ones and the history entry.
 func (r *rawRoot) ops(sched *schedule, g int64) (write, undo []any) {
 	items := sched.set(g)
 	names := slices.Sorted(func(yield func(string) bool) {
@@ -95,10 +108,12 @@ func (r *rawRoot) ops(sched *schedule, g int64) (write, undo []any) {
 		write = append(write, &zk.SetDataRequest{Path: r.path + "/" + n, Data: items[n], Version: -1})
 	}
 	if m != nil {
+		prev := sched.set(g - 1)
 		for _, n := range names {
-			p := r.blobs + "/" + m.Items[n].SHA256
-			write = append(write, &zk.CreateRequest{Path: p, Data: items[n], Acl: acl})
-			undo = append(undo, &zk.DeleteRequest{Path: p, Version: -1})
+			old := r.blobs + "/" + manifest.Hash(prev[n])
+			write = append(write, &zk.CheckVersionRequest{Path: old, Version: -1})
+			undo = append(undo, &zk.DeleteRequest{Path: old, Version: -1},
+				&zk.CreateRequest{Path: r.blobs + "/" + m.Items[n].SHA256, Data: items[n], Acl: acl})
 		}
 		h := fmt.Sprintf("%s/g-%019d", r.history, g)
 		write = append(write, &zk.CreateRequest{Path: h, Data: rootData, Acl: acl})
@@ -137,7 +152,7 @@ func (e *env) measurePublishCost(ctx context.Context, run int, profile bool) (*P
 		}
 	}
 	defer stop()
-	var pub, call, prep, commit, rawD, txnD []int64
+	var pub, call, prep, commit, after, rawD, txnD []int64
 	rawGen := int64(1)
 	runRaw := func(r *rawRoot, out *[]int64, measured bool) error {
 		write, undo := r.ops(sched, rawGen+1)
@@ -166,6 +181,7 @@ func (e *env) measurePublishCost(ctx context.Context, run int, profile bool) (*P
 					call = append(call, pt.ret-pt.call)
 					prep = append(prep, pt.sent-pt.call)
 					commit = append(commit, pt.acked-pt.sent)
+					after = append(after, pt.ret-pt.acked)
 				}
 				return err
 			},
@@ -184,7 +200,8 @@ func (e *env) measurePublishCost(ctx context.Context, run int, profile bool) (*P
 	}
 	pc := &PublishCost{Items: c.PublishItems, ItemSize: c.PublishItemSize,
 		Publish: summarize(pub), PublishCall: summarize(call), Prepare: summarize(prep), Commit: summarize(commit),
-		Raw: summarize(rawD), RawTxn: summarize(txnD)}
+		AfterAck: summarize(after),
+		Raw:      summarize(rawD), RawTxn: summarize(txnD)}
 	pc.Ratio = ratio(pc.Publish.P50, pc.Raw.P50)
 	return pc, nil
 }

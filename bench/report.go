@@ -260,6 +260,7 @@ func (r *Report) publishCost() *PublishCost {
 		PublishCall: d(func(a *PublishCost) Dist { return a.PublishCall }),
 		Prepare:     d(func(a *PublishCost) Dist { return a.Prepare }),
 		Commit:      d(func(a *PublishCost) Dist { return a.Commit }),
+		AfterAck:    d(func(a *PublishCost) Dist { return a.AfterAck }),
 		Raw:         d(func(a *PublishCost) Dist { return a.Raw }),
 		RawTxn:      d(func(a *PublishCost) Dist { return a.RawTxn }),
 		Ratio:       median(vs),
@@ -374,11 +375,12 @@ func (r *Report) Markdown() string {
 		w("| what | p50 | p99 | max |\n|---|---:|---:|---:|\n")
 		row := func(name string, d Dist) { w("| %s | %s | %s | %s |\n", name, f1(d.P50), f1(d.P99), f1(d.Max)) }
 		row("zkconf publish: call → commit acknowledged", pc.Publish)
-		row("zkconf publish: whole call (history GC included)", pc.PublishCall)
+		row("zkconf publish: whole call (new contents' blobs stored after the ack, and history GC, included)", pc.PublishCall)
 		row("… of which call → commit sent (reads, hashing, planning)", pc.Prepare)
 		row("… of which commit sent → acknowledged", pc.Commit)
+		row("… of which acknowledged → call returns (blob storage, GC)", pc.AfterAck)
 		row("raw Multi of the same writes (root + every item)", pc.Raw)
-		row("raw Multi of zkconf's transaction (+ a blob per item + history entry)", pc.RawTxn)
+		row("raw Multi of zkconf's transaction (+ a blob Check per departing content + history entry)", pc.RawTxn)
 		w("\nRatio zkconf ÷ raw Multi (p50): %.2f.\n", pc.Ratio)
 	}
 

@@ -192,6 +192,36 @@ func TestCheckHistoryReportsViolations(t *testing.T) {
 			t.Fatalf("violations %+v, stats %+v", c.violations, st)
 		}
 	})
+	t.Run("content only live, or neither stored nor live", func(t *testing.T) {
+		records := []*pubRecord{rec(1, g1, outAcked, 1), rec(2, g2, outAcked, 2), rec(3, g3, outAcked, 3)}
+		v := view()
+		// The live generation's blobs not stored yet (its publisher died
+		// after the acknowledgement): its items hold the content.
+		for _, s := range hist[3].Items {
+			delete(v.blobs, s.SHA)
+		}
+		c := newChecker(hist, records, nil)
+		c.checkHistory(v, records, records[2], time.Now())
+		if len(c.violations) != 0 {
+			t.Fatalf("content held by live items reported: %+v", c.violations)
+		}
+		// A past generation's content that is neither.
+		gone := 0
+		for _, s := range hist[1].Items {
+			if !v.liveHas(s.SHA) {
+				delete(v.blobs, s.SHA)
+				gone++
+			}
+		}
+		if gone == 0 {
+			t.Fatal("test set-up: generation 1 shares all its content with the live one")
+		}
+		c = newChecker(hist, records, nil)
+		c.checkHistory(v, records, records[2], time.Now())
+		if got := props(c.violations); len(got) == 0 || got[0] != "P4-publish" {
+			t.Fatalf("content neither stored nor live not reported: %v", got)
+		}
+	})
 	t.Run("failed but landed, acked but different, unknown generation", func(t *testing.T) {
 		other := sampleItems(9, 9)
 		records := []*pubRecord{rec(1, g1, outAcked, 1), rec(2, g2, outFailed, 0), rec(3, other, outAcked, 3)}
@@ -207,6 +237,16 @@ func TestCheckHistoryReportsViolations(t *testing.T) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	})
+}
+
+// liveHas reports whether a live item holds content sha.
+func (v *zkView) liveHas(sha string) bool {
+	for _, s := range v.liveItems {
+		if s.SHA == sha {
+			return true
+		}
+	}
+	return false
 }
 
 func blobSet(h map[int64]*histEntry) map[string]bool {

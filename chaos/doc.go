@@ -56,7 +56,8 @@
 //     none landed twice; none reported as failed landed; every generation
 //     belongs to an attempt; unknown outcomes are resolved from the
 //     history; the live root matches its manifest; no marker is left;
-//     every referenced blob exists;
+//     every content a retained generation references is stored as a blob
+//     or held by a live item of the current generation;
 //  5. after the last fault and the final publish, every agent shows the
 //     final generation in both outputs and in its status node within
 //     Config.Bound (2 x session timeout + resync jitter + slack);

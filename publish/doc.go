@@ -17,17 +17,27 @@
 // mismatch means a publish landed in between and the read is retried, so
 // a verified read never returns a torn set.
 //
+// The history invariant: every content a retained history entry
+// references is stored as a blob, or is the content of a live item of the
+// current generation, or both. A multi-mode commit does not carry the
+// blobs of its new contents (they are live items once it lands); they are
+// stored right after the acknowledgement, and if the publisher dies before
+// that, the next publish that overwrites those items stores them first.
+// Reading a past generation takes a content from its blob, or else from a
+// live item holding it (verified).
+//
 // # Publishing, step by step
 //
 //  1. Validate the request before touching ZooKeeper: names, item sizes
 //     (ItemLimit), the set size, an empty set, the manifest size (it must
 //     fit one znode, and the marker-mode final commit that carries it
-//     twice must fit the multi budget). Any problem: nothing is written.
+//     twice must fit the multi budget). The set is hashed once, here. Any
+//     problem: nothing is written.
 //  2. Read: the root (manifest M at data version V, or absent, or empty),
 //     its children, the marker if any (and whether its publish's liveness
-//     node exists), the history list and the blob list. A root with data
-//     that is not a manifest, or with children but no manifest and no
-//     marker, is refused.
+//     node exists) and the history list; alongside, the ACLs to copy. The
+//     blob store is not listed. A root with data that is not a manifest,
+//     or with children but no manifest and no marker, is refused.
 //  3. Check: ExpectGeneration (mismatch: ConflictError). A live marker:
 //     MarkerBusyError (owner, age) unless OverrideMarker. A dead (or
 //     overridden) marker is taken over: the root's actual children are read
@@ -44,25 +54,41 @@
 //	SetData(root, manifest N, V)        -- the compare-and-swap (Create when the root is absent)
 //	Delete(root/invalid, version)       -- only when taking over a dead marker
 //	Create / SetData(-1) / Delete(-1)   -- added, changed, removed items only
-//	Create(blobs/<sha>)                 -- contents not yet stored
-//	Check(blobs/<sha>, -1)              -- stored contents referenced (guards against a concurrent GC)
+//	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
 //	Create(history/g-N, manifest N)     -- history lands with the commit
+//	Check(fence, -1)                    -- with Request.Fence
+//
+// A Check failing with NoNode means a publisher stopped between its
+// acknowledgement and storing its blobs: nothing was applied, so the
+// publisher reads which departing blobs are missing, reads those contents
+// from the live items (verified against M; a content found nowhere is a
+// conflict if the root moved, else a damaged history, and nothing is
+// written) and sends the commit again under the same compare-and-swap
+// with Create(blobs/<sha>, content) in place of those Checks (NodeExists
+// on such a Create, someone having stored it meanwhile, turns it back
+// into a Check). After the acknowledgement, the blobs of the contents that
+// entered the live set are created, pipelined (NodeExists is fine), best
+// effort, then GC runs.
 //
 // Marker mode:
 //
-//	a. Create the blobs of new contents, one by one (NodeExists is fine).
+//	a. Create the blobs of contents not in M (NodeExists is fine).
 //	b. Create the ephemeral liveness node publishing/<publish id>.
 //	c. Multi(SetData(root, M unchanged, V), Create(root/invalid, marker))
 //	   -- or SetData(root/invalid, marker, its version) to take one over,
 //	   or Create(root, empty) when the root is absent. Rewriting the root's
 //	   data unchanged moves its version to V': a publish that read V can no
 //	   longer commit, and one that reads V' sees the marker.
+//	c2. For every item about to be overwritten or deleted, store M's
+//	   content of it as a blob if it is missing (read from the live item,
+//	   verified): a death midway must not lose a retained generation's
+//	   content. No GC runs while the marker holds the root's version.
 //	d. Write each added or changed item, delete each removed one, every
 //	   write as Multi(Check(root/invalid, marker version), write): a
 //	   publish that took the marker over (or a zombie of this one after its
 //	   session expired) can never write over it.
 //	e. Multi(SetData(root, manifest N, V'), Delete(root/invalid, marker
-//	   version), Check every blob, Create(history/g-N)).
+//	   version), Check every departing content's blob, Create(history/g-N)).
 //	f. Delete the liveness node.
 //
 // If the publisher dies midway the marker stays, the root keeps manifest M
@@ -120,11 +146,14 @@
 //
 // # History and garbage collection
 //
-// After each commit, best effort: keep the newest Retention history
-// entries (the live one always), delete older entries and every blob no
-// kept generation references, in transactions that start with Check(root,
-// version after our commit): if anything touched the root since, the GC
-// stops and the next publisher's GC does the work. Rollback(G) reads
+// After each commit (and the blob stores that follow it), best effort:
+// keep the newest Retention history entries (the live one always); when
+// some fall out, list the blob store and delete those entries and every
+// blob no kept generation references, in transactions that start with
+// Check(root, version after our commit): if anything touched the root
+// since, the GC stops and the next publisher's GC does the work. A new
+// history entry only comes with a commit, which moves the root, so a blob
+// a retained generation references is never deleted. Rollback(G) reads
 // generation G from history and blobs and publishes it as a new
 // generation, recording RollbackOf = G: generations only go up.
 package publish

@@ -163,10 +163,15 @@ func (e *InputError) Unwrap() error { return e.Err }
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
 // blobRaceError is returned by a commit that failed only because the blob
-// store changed under it (a concurrent GC removed a blob we meant to
-// reference, or another publish created one we meant to create). Nothing
-// was applied; Publish re-plans and tries again.
-type blobRaceError struct{ path string }
+// store was not as planned: a blob of departing content it checks is
+// missing (its publisher stopped after its acknowledgement, before storing
+// it), or a blob it meant to create exists (someone stored it meanwhile),
+// or the history parent is gone. Nothing was applied; the commit is sent
+// again with the blob ops refreshed, or Publish re-plans.
+type blobRaceError struct {
+	path string
+	sha  string // the blob's content hash; "" for the history parent
+}
 
 func (e *blobRaceError) Error() string {
 	return fmt.Sprintf("blob store changed concurrently (%s); commit not applied", e.path)

@@ -12,15 +12,19 @@ import (
 // gcChunk bounds the ops of one GC transaction.
 const gcChunk = 1000
 
-// gc runs after a successful commit, best effort: it deletes the history
-// entries beyond the retention and the blobs that no retained generation
-// references. Every GC transaction starts with Check(root, version right
-// after our commit): if anything touched the root since (another publish,
-// a marker), the GC stops and leaves the work to the next publisher,
-// because its lists could be stale. Blobs that appeared after our reads
-// are not in our lists and so are never deleted; a publish that counted on
-// a blob this GC deletes fails its own Check on that blob and stores it
-// again.
+// gc runs after a successful commit (and after the new contents' blobs
+// were stored), best effort: when history entries fall beyond the
+// retention it deletes them and the blobs that no retained generation
+// references. The blob store is listed here, after the acknowledgement,
+// and only when entries are dropped (that is when blobs stop being
+// referenced; orphans, say from a marker publish that died, go then too).
+// Every GC transaction starts with Check(root, version right after our
+// commit): if anything touched the root since (another publish, a
+// marker), the GC stops and leaves the work to the next publisher. That
+// makes it safe: the retained generations are our history list plus our
+// own generation (a new entry is only ever created by a commit, which
+// moves the root), so a blob they reference is never deleted; a blob
+// stored after our listing is not in it and is never deleted either.
 func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 	if ctx.Err() != nil {
 		return
@@ -46,6 +50,10 @@ func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 	if n := len(hist) - p.cfg.retention; n > 0 {
 		keep, drop = hist[n:], hist[:n]
 	}
+	defer p.trimCache(keep)
+	if len(drop) == 0 {
+		return
+	}
 	referenced := map[string]bool{}
 	for _, it := range pl.next.Items {
 		referenced[it.SHA256] = true
@@ -65,17 +73,18 @@ func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 			referenced[it.SHA256] = true
 		}
 	}
+	blobs, _, err := p.children(ctx, p.paths.Blobs())
+	if err != nil {
+		p.log.Debug("gc skipped: cannot list the blobs", "error", err)
+		return
+	}
 	var unreferenced []string
-	for sha := range st.blobs {
+	for _, sha := range blobs {
 		if !referenced[sha] {
 			unreferenced = append(unreferenced, sha)
 		}
 	}
 	slices.Sort(unreferenced)
-	defer p.trimCache(keep)
-	if len(drop) == 0 && len(unreferenced) == 0 {
-		return
-	}
 	var deletes []any
 	for _, g := range drop {
 		deletes = append(deletes, &zk.DeleteRequest{Path: p.paths.HistoryNode(g), Version: -1})
@@ -93,5 +102,5 @@ func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 		done += len(chunk)
 	}
 	p.log.Info("gc", "history_deleted", len(drop), "blobs_deleted", len(unreferenced),
-		"history_kept", len(keep), "blobs_kept", len(st.blobs)-len(unreferenced))
+		"history_kept", len(keep), "blobs_kept", len(blobs)-len(unreferenced))
 }

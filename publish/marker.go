@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +29,11 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 
 	// a. Content first: blobs are content-addressed, so creating them is
 	// idempotent and harmless if the publish goes no further.
-	if err := p.storeBlobs(ctx, pl, pl.newBlobs); err != nil {
+	entering := make(map[string][]byte, len(pl.entering))
+	for _, sha := range pl.entering {
+		entering[sha] = pl.blobData[sha]
+	}
+	if err := p.storeBlobData(ctx, entering, pl.acl.Meta); err != nil {
 		return err
 	}
 
@@ -51,6 +57,16 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 	}
 	p.log.Info("marker set", "generation", pl.gen, "publish_id", id, "marker_version", markerVer)
 
+	// c2. Before any item is overwritten or deleted, the live content it
+	// holds must be stored as a blob (the history invariant: a retained
+	// generation's content is a blob or a live item). Under the marker no
+	// other publish writes items and no GC runs (the root's version is
+	// ours), so what is checked here stays true until the final commit.
+	if err := p.backfillOverwritten(ctx, st, pl, rootVer); err != nil {
+		return fmt.Errorf("marker-mode publish of generation %d stopped after the marker was set, before any item was written; the live generation is unchanged, the marker %s stays and the next publish takes it over: %w",
+			pl.gen, p.paths.Marker(), err)
+	}
+
 	// d. Items, each write fenced by the marker's version.
 	if err := p.writeItems(ctx, pl, markerVer, mark, st.liveGen()); err != nil {
 		if errors.Is(err, errSimulatedCrash) {
@@ -70,14 +86,17 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 		err := p.commit(ctx, "final", ops, kinds, st.liveGen(), pl, res)
 		var br *blobRaceError
 		if errors.As(err, &br) && race < maxBlobRaces {
-			// A GC removed a blob we stored before the marker was set:
-			// store it again (we still hold the marker) and commit again.
-			p.log.Info("blob store changed before the final commit; storing blobs again", "reason", br.Error())
+			// A departing blob checked before the items were written is
+			// gone (removed outside zkconf: no GC runs while we hold the
+			// marker), or the history parent is: restore what can be.
+			p.log.Info("blob store changed before the final commit", "reason", br.Error())
 			if err := p.ensureMeta(ctx, &state{rootStat: st.rootStat}, true, pl.acl.Meta); err != nil {
 				return err
 			}
-			if err := p.storeBlobs(ctx, pl, append(append([]string{}, pl.newBlobs...), pl.oldBlobs...)); err != nil {
-				return err
+			if br.sha != "" {
+				if err := p.backfill(ctx, st, []string{br.sha}, rootVer, pl.acl.Meta); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -93,12 +112,18 @@ func (p *Publisher) expiredMidway(pl *plan) error {
 		pl.gen, p.paths.Root, zk.ErrSessionExpired)
 }
 
-// storeBlobs creates the blobs of the given contents; NodeExists is fine.
-func (p *Publisher) storeBlobs(ctx context.Context, pl *plan, shas []string) error {
-	return parallel(ctx, len(shas), 4, func(ctx context.Context, i int) error {
+// blobWorkers is how many blob creates are in flight at once: the client
+// pipelines them on its one connection.
+const blobWorkers = 16
+
+// storeBlobData creates the blobs of the given contents (sha256 → data),
+// pipelined; NodeExists is fine. A missing blobs parent is created.
+func (p *Publisher) storeBlobData(ctx context.Context, blobs map[string][]byte, acl []zk.ACL) error {
+	shas := slices.Sorted(maps.Keys(blobs))
+	create := func(ctx context.Context, i int) error {
 		sha := shas[i]
 		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.Blob(sha), pl.blobData[sha], 0, pl.acl.Meta)
+			return p.conn.Create(p.paths.Blob(sha), blobs[sha], 0, acl)
 		})
 		if denied(err) {
 			return access.Explain(err, p.paths.Blob(sha), access.OpCreate)
@@ -107,7 +132,48 @@ func (p *Publisher) storeBlobs(ctx context.Context, pl *plan, shas []string) err
 			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
 		}
 		return nil
-	})
+	}
+	err := parallel(ctx, len(shas), blobWorkers, create)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
+			return err
+		}
+		err = parallel(ctx, len(shas), blobWorkers, create)
+	}
+	return err
+}
+
+// backfill stores, for each sha256 of the live generation whose blob is
+// missing, the blob, taking the content from a live item and verifying it.
+func (p *Publisher) backfill(ctx context.Context, st *state, shas []string, rootVersion int32, acl []zk.ACL) error {
+	missing, err := p.missingDeparting(ctx, st, shas, rootVersion, acl)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		p.log.Info("storing live contents whose blobs are missing before overwriting them", "blobs", len(missing))
+	}
+	return p.storeBlobData(ctx, missing, acl)
+}
+
+// backfillOverwritten backfills the live contents of every item this
+// marker-mode publish overwrites or deletes. It covers more than the
+// departing contents: an item of the new set may hold a live content under
+// another name, but until that item is written the content would be
+// nowhere if the publish died.
+func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan, rootVersion int32) error {
+	if st.live == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var shas []string
+	for _, n := range append(slices.Clone(pl.sets), pl.deletes...) {
+		if it, ok := st.live.Items[n]; ok && !seen[it.SHA256] {
+			seen[it.SHA256] = true
+			shas = append(shas, it.SHA256)
+		}
+	}
+	return p.backfill(ctx, st, shas, rootVersion, pl.acl.Meta)
 }
 
 // createLiveness creates this publish's ephemeral liveness node. Its name
@@ -344,15 +410,27 @@ func (p *Publisher) finalOps(pl *plan, rootVer, markerVer int32) ([]any, []opKin
 		&zk.DeleteRequest{Path: p.paths.Marker(), Version: markerVer},
 	}
 	kinds := []opKind{{"root", ""}, {"marker", ""}}
-	for _, sha := range append(append([]string{}, pl.newBlobs...), pl.oldBlobs...) {
-		ops = append(ops, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
-		kinds = append(kinds, opKind{"blob", sha})
+	var checks []any
+	var checkKinds []opKind
+	for _, sha := range pl.departing {
+		checks = append(checks, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
+		checkKinds = append(checkKinds, opKind{"blob", sha})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta})
-	kinds = append(kinds, opKind{"history", ""})
+	tail := []any{&zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta}}
+	tailKinds := []opKind{{"history", ""}}
 	if pl.fence != "" {
-		ops = append(ops, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
-		kinds = append(kinds, opKind{"fence", pl.fence})
+		tail = append(tail, &zk.CheckVersionRequest{Path: pl.fence, Version: -1})
+		tailKinds = append(tailKinds, opKind{"fence", pl.fence})
 	}
-	return ops, kinds
+	// The departing blobs were checked (or stored) under the marker before
+	// any item was written, and no GC can run while we hold it: their
+	// Checks are a second guard, left out if they would not fit (the
+	// departing set depends on the live generation, not on this request,
+	// so Validate cannot bound it).
+	if multiSize(ops)+multiSize(checks)+multiSize(tail) <= p.cfg.multiBudget {
+		ops, kinds = append(ops, checks...), append(kinds, checkKinds...)
+	} else {
+		p.log.Info("final commit too large with the departing blobs' checks; sending it without them", "checks", len(checks))
+	}
+	return append(ops, tail...), append(kinds, tailKinds...)
 }

@@ -41,6 +41,7 @@ type config struct {
 	// Test seams; nil in production.
 	beforeCommit func(stage string)
 	markerWrite  func(written int) error
+	afterCommit  func() (stop bool)
 }
 
 func defaultConfig() config {
@@ -98,6 +99,14 @@ func withBeforeCommit(fn func(stage string)) Option {
 // process had been killed; any other error aborts it normally.
 func withMarkerWrite(fn func(written int) error) Option {
 	return func(c *config) { c.markerWrite = fn }
+}
+
+// withAfterCommit is a test seam: fn runs right after a commit was
+// acknowledged (or found landed), before the new contents' blobs are
+// stored and before GC. Returning true makes Publish return there, as if
+// the publisher had died right after its acknowledgement.
+func withAfterCommit(fn func() (stop bool)) Option {
+	return func(c *config) { c.afterCommit = fn }
 }
 
 func (c *config) validate() error {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,8 +36,7 @@ type state struct {
 	children []string           // the root's children, marker excluded
 	marker   *markerState       // nil: no marker
 	history  []int64            // generations in the history, ascending
-	haveMeta bool               // history and blobs parents exist
-	blobs    map[string]bool    // sha256 of every stored blob
+	haveMeta bool               // the history parent exists (created with the blobs parent)
 }
 
 func (s *state) liveGen() int64 {
@@ -75,10 +75,19 @@ type plan struct {
 	added, changed, removed []string
 	// Operations, relative to the root's actual children.
 	creates, sets, deletes []string
-	newBlobs               []string // sha256 of contents to store
-	oldBlobs               []string // sha256 of stored contents referenced
-	blobData               map[string][]byte
-	unchanged              bool
+	// entering are the sha256 of contents the new set has and the live one
+	// does not: their blobs are stored after the acknowledgement (multi
+	// mode) or before the marker (marker mode). departing are the sha256
+	// of live contents no item of the new set has: the commit checks that
+	// their blobs exist (the history invariant, see the package doc).
+	entering, departing []string
+	// blobData is the content of every sha256 of the new set.
+	blobData map[string][]byte
+	// backfill holds departing contents whose blob is missing, read from
+	// the live items and verified: the commit creates those blobs instead
+	// of checking them.
+	backfill  map[string][]byte
+	unchanged bool
 	// rootVersion is the root's data version right after our commit, -1
 	// when unknown (the commit's outcome was found by reading).
 	rootVersion int32
@@ -94,15 +103,38 @@ type plan struct {
 // the first write; it never reports success for a publish that did not
 // land and never lands one twice.
 func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
-	if err := p.checkRequest(req); err != nil {
-		return nil, err
-	}
-	acl, err := p.inheritedACLs(ctx, req)
+	hashed, err := p.checkRequest(req)
 	if err != nil {
 		return nil, err
 	}
+	// The ACL reads and the state reads are independent: one round trip
+	// of latency instead of two.
+	var (
+		acl  access.Inherited
+		st   *state
+		serr error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st, serr = p.readState(ctx)
+	}()
+	acl, err = p.inheritedACLs(ctx, req, hashed)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, serr
+	}
 	for race := 1; ; race++ {
-		res, err := p.publishOnce(ctx, req, acl)
+		if st == nil {
+			if st, err = p.readState(ctx); err != nil {
+				return nil, err
+			}
+		}
+		res, err := p.publishOnce(ctx, req, hashed, acl, st)
+		st = nil
 		var br *blobRaceError
 		if errors.As(err, &br) && race < maxBlobRaces {
 			p.log.Info("blob store changed under the publish; planning again", "reason", br.Error())
@@ -112,11 +144,18 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 	}
 }
 
-// checkRequest validates the request without touching ZooKeeper.
-func (p *Publisher) checkRequest(req Request) error {
-	var errs []error
-	if err := Validate(req.Items, ValidateOptions{AllowEmpty: req.AllowEmpty, MaxSetSize: p.cfg.maxSet}); err != nil {
-		errs = append(errs, err)
+// checkRequest validates the request without touching ZooKeeper and
+// returns the set's manifest entries: the set is hashed here, once per
+// publish. Validate's generic manifest check is replaced by the exact one
+// for this root (manifestCheck), reported in the same place.
+func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) {
+	errs := validateItems(req.Items, ValidateOptions{AllowEmpty: req.AllowEmpty, MaxSetSize: p.cfg.maxSet})
+	var hashed map[string]manifest.Item
+	if len(errs) == 0 {
+		hashed = hashItems(req.Items)
+		if err := p.manifestCheck(req, hashed, p.cfg.acl); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if req.Mode < ModeAuto || req.Mode > ModeMarker {
 		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %d", req.Mode)})
@@ -125,19 +164,19 @@ func (p *Publisher) checkRequest(req Request) error {
 		errs = append(errs, &InputError{Err: errors.New("ExpectGeneration and RollbackOf must not be negative")})
 	}
 	if len(errs) > 0 {
-		return joinErrors(flatten(errs))
+		return nil, joinErrors(errs)
 	}
-	return p.manifestCheck(req, p.cfg.acl)
+	return hashed, nil
 }
 
 // manifestCheck checks that the final commit carrying the manifest fits,
 // with the history entry created with acl.
-func (p *Publisher) manifestCheck(req Request, acl []zk.ACL) error {
+func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, acl []zk.ACL) error {
 	budget := p.cfg.multiBudget
 	if req.Fence != "" {
 		budget -= opSize(&zk.CheckVersionRequest{Path: req.Fence})
 	}
-	return manifestProblem(req.Items, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
+	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
 }
 
 // inheritedACLs reads, once per publish, the ACLs the nodes it creates
@@ -145,7 +184,7 @@ func (p *Publisher) manifestCheck(req Request, acl []zk.ACL) error {
 // metadata (access.InheritedACLs; the configured ACL where those nodes do
 // not exist yet). The manifest's size check is repeated with the real ACL
 // when it is larger than the configured one.
-func (p *Publisher) inheritedACLs(ctx context.Context, req Request) (access.Inherited, error) {
+func (p *Publisher) inheritedACLs(ctx context.Context, req Request, hashed map[string]manifest.Item) (access.Inherited, error) {
 	acl, err := read(ctx, func() (access.Inherited, error) {
 		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
 	})
@@ -153,7 +192,7 @@ func (p *Publisher) inheritedACLs(ctx context.Context, req Request) (access.Inhe
 		return access.Inherited{}, err
 	}
 	if aclSize(acl.Meta) > aclSize(p.cfg.acl) {
-		if err := p.manifestCheck(req, acl.Meta); err != nil {
+		if err := p.manifestCheck(req, hashed, acl.Meta); err != nil {
 			return access.Inherited{}, err
 		}
 	}
@@ -179,11 +218,7 @@ func newPublishID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (p *Publisher) publishOnce(ctx context.Context, req Request, acl access.Inherited) (*Result, error) {
-	st, err := p.readState(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl access.Inherited, st *state) (*Result, error) {
 	if req.Fence != "" {
 		if err := p.checkFence(ctx, req.Fence); err != nil {
 			return nil, err
@@ -202,7 +237,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, acl access.Inh
 		return nil, fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
 			p.paths.Root, len(st.children))
 	}
-	pl := p.plan(st, req)
+	pl := p.plan(st, req, hashed)
 	pl.acl = acl
 	res := &Result{
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
@@ -246,10 +281,11 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, acl access.Inh
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
 		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size)
+	var err error
 	if useMarker {
 		err = p.publishMarker(ctx, st, pl, res)
 	} else {
-		err = p.commit(ctx, "multi", ops, kinds, st.liveGen(), pl, res)
+		err = p.commitMulti(ctx, st, pl, ops, kinds, res)
 	}
 	if err != nil {
 		return nil, err
@@ -257,62 +293,254 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, acl access.Inh
 	res.PublishID = pl.next.PublishID
 	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
 		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
+	if p.cfg.afterCommit != nil && p.cfg.afterCommit() {
+		return res, nil // test seam: the publisher "dies" right after its acknowledgement
+	}
+	// Storing the new contents' blobs and the GC run side by side: the GC
+	// never deletes a blob our generation references, so neither waits
+	// for the other.
+	var wg sync.WaitGroup
+	if !useMarker {
+		wg.Go(func() { p.storeEntering(ctx, pl) })
+	}
 	p.gc(ctx, st, pl)
+	wg.Wait()
 	return res, nil
 }
 
-// readState reads the root, its children, a marker if any, the history
-// list and the blob list. The root is read first: its children must be
-// listed after it, so that a marker set after our read of the root (which
-// moves the root's version) cannot be missed while our compare-and-swap
-// still succeeds. The three listings are independent and run together.
-func (p *Publisher) readState(ctx context.Context) (*state, error) {
-	st := &state{}
-	for attempt := 0; ; attempt++ {
-		data, rs, err := p.get(ctx, p.paths.Root)
+// commitMulti sends the multi-mode commit. When it fails only because a
+// departing content's blob is missing (a publisher stopped after its
+// acknowledgement, before storing its blobs) or because a blob it creates
+// appeared meanwhile, nothing was applied: it reads which departing blobs
+// exist, takes the missing contents from the live items (verified against
+// the live manifest) and sends the commit again, under the same
+// compare-and-swap, creating those blobs instead of checking them.
+func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []any, kinds []opKind, res *Result) error {
+	for round := 1; ; round++ {
+		err := p.commit(ctx, "multi", ops, kinds, st.liveGen(), pl, res)
+		var br *blobRaceError
+		if !errors.As(err, &br) || br.sha == "" || round >= maxBlobRaces {
+			return err
+		}
+		p.log.Info("departing content not stored as expected; sending the commit again with its blobs", "reason", br.Error(), "round", round)
+		rootVersion := int32(-1)
+		if st.rootStat != nil {
+			rootVersion = st.rootStat.Version
+		}
+		missing, err := p.missingDeparting(ctx, st, pl.departing, rootVersion, pl.acl.Meta)
+		if err != nil {
+			return err
+		}
+		pl.backfill = missing
+		ops, kinds = p.multiOps(st, pl)
+		if len(missing) > 0 && multiSize(ops) > p.cfg.multiBudget {
+			// Too large with the blobs inside: store them first (content-
+			// addressed, verified: harmless if the commit never lands) and
+			// keep the checks.
+			if err := p.storeBlobData(ctx, missing, pl.acl.Meta); err != nil {
+				return err
+			}
+			pl.backfill = nil
+			ops, kinds = p.multiOps(st, pl)
+		}
+	}
+}
+
+// missingDeparting returns, for every departing content whose blob does
+// not exist, that content read from a live item and verified against the
+// live manifest.
+// rootVersion is the root's data version this publish expects (a changed
+// root explains a content found nowhere as a conflict).
+func (p *Publisher) missingDeparting(ctx context.Context, st *state, departing []string, rootVersion int32, acl []zk.ACL) (map[string][]byte, error) {
+	exist := make([]bool, len(departing))
+	err := parallel(ctx, len(departing), 8, func(ctx context.Context, i int) error {
+		s, err := p.exists(ctx, p.paths.Blob(departing[i]))
+		exist[i] = s != nil
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var absent []string
+	for i, sha := range departing {
+		if !exist[i] {
+			absent = append(absent, sha)
+		}
+	}
+	out, err := p.liveContents(ctx, st, absent, rootVersion)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		// The blobs parent may be missing too (a tree whose blobs were
+		// removed by hand): creating into it would fail.
+		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// liveContents reads the content of each sha256 from a live item the
+// live manifest records with it, verified. A content found in no live item
+// is looked up once more as a blob (it may have been stored meanwhile);
+// if it is not there either, the root moved on (a ConflictError) or the
+// history is damaged (an error: nothing is written).
+func (p *Publisher) liveContents(ctx context.Context, st *state, shas []string, rootVersion int32) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(shas) == 0 {
+		return out, nil
+	}
+	names := namesByHash(st.live)
+	data := make([][]byte, len(shas))
+	err := parallel(ctx, len(shas), 8, func(ctx context.Context, i int) error {
+		d, ok, err := p.liveContent(ctx, names[shas[i]], shas[i])
+		if ok {
+			data[i] = d
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, sha := range shas {
+		if data[i] != nil {
+			out[sha] = data[i]
+			continue
+		}
+		s, err := p.exists(ctx, p.paths.Blob(sha))
 		if err != nil {
 			return nil, err
 		}
-		st.rootStat, st.rootData = rs, data
+		if s != nil {
+			continue
+		}
+		_, rs, err := p.get(ctx, p.paths.Root)
+		if err != nil {
+			return nil, err
+		}
+		if rs == nil || rs.Version != rootVersion {
+			return nil, p.conflict(ctx, st.liveGen(), "the root changed while the live content of departing items was read")
+		}
+		return nil, fmt.Errorf("content %.12s of live generation %d (items %v) is neither stored as a blob (%s) nor held by a live item: the history of %s is damaged (a blob or an item was changed outside zkconf); nothing was written",
+			sha, st.liveGen(), names[sha], p.paths.Blob(sha), p.paths.Root)
+	}
+	return out, nil
+}
+
+// liveContent reads the live items named (which the live manifest records
+// with content sha) until one holds that content.
+func (p *Publisher) liveContent(ctx context.Context, names []string, sha string) ([]byte, bool, error) {
+	for _, n := range names {
+		d, s, err := p.get(ctx, p.paths.Item(n))
+		if err != nil {
+			return nil, false, err
+		}
+		if s != nil && manifest.Hash(d) == sha {
+			return d, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// namesByHash maps each content sha256 of m to the item names holding it.
+func namesByHash(m *manifest.Manifest) map[string][]string {
+	out := map[string][]string{}
+	if m == nil {
+		return out
+	}
+	for _, n := range m.Names() {
+		sha := m.Items[n].SHA256
+		out[sha] = append(out[sha], n)
+	}
+	return out
+}
+
+// storeEntering stores, after the acknowledgement, the blobs of the
+// contents that entered the live set (those not created by the commit
+// itself), best effort: until then those contents are live items, and the
+// next publish that overwrites them stores any blob still missing.
+func (p *Publisher) storeEntering(ctx context.Context, pl *plan) {
+	if len(pl.entering) == 0 || ctx.Err() != nil {
+		return
+	}
+	start := time.Now()
+	blobs := make(map[string][]byte, len(pl.entering))
+	for _, sha := range pl.entering {
+		if _, done := pl.backfill[sha]; !done {
+			blobs[sha] = pl.blobData[sha]
+		}
+	}
+	// One transaction of creates (a few fsyncs instead of one per blob);
+	// if it fails (a blob already stored, say a content coming back, or
+	// anything else), the creates one by one, NodeExists being fine.
+	ops := make([]any, 0, len(blobs))
+	for _, sha := range slices.Sorted(maps.Keys(blobs)) {
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: blobs[sha], Acl: pl.acl.Meta})
+	}
+	if len(ops) < 2 || multiSize(ops) > p.cfg.multiBudget {
+		ops = nil
+	} else if _, err := p.multi(ctx, ops); err != nil {
+		ops = nil
+	}
+	if ops == nil {
+		if err := p.storeBlobData(ctx, blobs, pl.acl.Meta); err != nil {
+			p.log.Warn("could not store the new contents' blobs (the next publish stores them)", "generation", pl.gen, "error", err)
+			return
+		}
+	}
+	p.log.Debug("blobs stored", "generation", pl.gen, "blobs", len(blobs), "took", time.Since(start))
+}
+
+// readState reads the root, its children, a marker if any and the history
+// list, in one round trip. The listing must agree with the root we read:
+// a marker set after our read of the root (which moves the root's version)
+// must not be missed while our compare-and-swap still succeeds, so the
+// listing's stat of the root is compared with the read's. The blob store is
+// not listed: the commit's Check ops say whether the blobs it needs exist.
+func (p *Publisher) readState(ctx context.Context) (*state, error) {
+	st := &state{}
+	for attempt := 0; ; attempt++ {
 		var (
-			kids, blobs   []string
-			gens          []int64
-			okK, okH, okB bool
+			data   []byte
+			rs, ks *zk.Stat
+			kids   []string
+			gens   []int64
+			okH    bool
 		)
-		err = parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
+		err := parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
 			var err error
 			switch i {
 			case 0:
-				if rs != nil {
-					kids, okK, err = p.children(ctx, p.paths.Root)
-				}
+				data, rs, err = p.get(ctx, p.paths.Root)
 			case 1:
-				gens, okH, err = p.historyGens(ctx)
+				kids, ks, err = p.childrenStat(ctx, p.paths.Root)
 			case 2:
-				blobs, okB, err = p.children(ctx, p.paths.Blobs())
+				gens, okH, err = p.historyGens(ctx)
 			}
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		if rs != nil && !okK {
-			// Deleted between the reads: read again.
+		// The root and its children are read in the same round trip, in
+		// either order. A marker is created in one transaction with a
+		// write of the root's data, so if the listing's stat shows the
+		// same data version (and the same node) as the read, no marker
+		// appeared or went between the two; otherwise read again.
+		if (rs == nil) != (ks == nil) || rs != nil && (rs.Czxid != ks.Czxid || rs.Version != ks.Version) {
 			if err := backoff(ctx, attempt); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		st.rootStat, st.rootData = rs, data
 		st.children = slices.DeleteFunc(kids, func(n string) bool { return n == manifest.MarkerName })
 		if len(st.children) != len(kids) {
 			st.marker = &markerState{}
 		}
 		st.history = gens
-		st.haveMeta = okH && okB
-		st.blobs = make(map[string]bool, len(blobs))
-		for _, b := range blobs {
-			st.blobs[b] = true
-		}
+		st.haveMeta = okH
 		break
 	}
 	if st.rootStat != nil {
@@ -410,7 +638,7 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 }
 
 // plan computes the next manifest and the operations to reach it.
-func (p *Publisher) plan(st *state, req Request) *plan {
+func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item) *plan {
 	gen := st.liveGen()
 	if len(st.history) > 0 {
 		gen = max(gen, st.history[len(st.history)-1])
@@ -420,10 +648,7 @@ func (p *Publisher) plan(st *state, req Request) *plan {
 	next := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
 		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
-		RollbackOf: req.RollbackOf, Items: make(map[string]manifest.Item, len(req.Items)),
-	}
-	for n, d := range req.Items {
-		next.Items[n] = manifest.ItemOf(d)
+		RollbackOf: req.RollbackOf, Items: hashed,
 	}
 	pl.next = next
 	pl.nextBytes = next.Encode()
@@ -474,18 +699,28 @@ func (p *Publisher) plan(st *state, req Request) *plan {
 			pl.deletes = append(pl.deletes, n)
 		}
 	}
-	for _, n := range sortedNames(req.Items) {
-		sha := next.Items[n].SHA256
-		if _, dup := pl.blobData[sha]; dup {
+	// Contents entering and leaving the live set (by hash, whatever the
+	// item names): see the history invariant in the package doc.
+	liveSHA := make(map[string]bool, len(liveItems))
+	for _, it := range liveItems {
+		liveSHA[it.SHA256] = true
+	}
+	for n, it := range next.Items {
+		if _, dup := pl.blobData[it.SHA256]; dup {
 			continue
 		}
-		pl.blobData[sha] = req.Items[n]
-		if st.blobs[sha] {
-			pl.oldBlobs = append(pl.oldBlobs, sha)
-		} else {
-			pl.newBlobs = append(pl.newBlobs, sha)
+		pl.blobData[it.SHA256] = req.Items[n]
+		if !liveSHA[it.SHA256] {
+			pl.entering = append(pl.entering, it.SHA256)
 		}
 	}
+	for sha := range liveSHA {
+		if _, kept := pl.blobData[sha]; !kept {
+			pl.departing = append(pl.departing, sha)
+		}
+	}
+	slices.Sort(pl.entering)
+	slices.Sort(pl.departing)
 	return pl
 }
 
@@ -509,11 +744,12 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 		add(opKind{"marker", ""}, &zk.DeleteRequest{Path: p.paths.Marker(), Version: st.marker.stat.Version})
 	}
 	p.itemOps(pl, add)
-	for _, sha := range pl.newBlobs {
-		add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: pl.acl.Meta})
-	}
-	for _, sha := range pl.oldBlobs {
-		add(opKind{"blob", sha}, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
+	for _, sha := range pl.departing {
+		if d, ok := pl.backfill[sha]; ok {
+			add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: d, Acl: pl.acl.Meta})
+		} else {
+			add(opKind{"blob", sha}, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
+		}
 	}
 	add(opKind{"history", ""}, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta})
 	if pl.fence != "" {
@@ -581,7 +817,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			p.cfg.beforeCommit(stage)
 		}
 		mark := p.mark()
-		res.CommitAttempts = send
+		res.CommitAttempts++
 		resp, err := p.multi(ctx, ops)
 		if err == nil {
 			res.Zxid = p.commitZxid(ctx, resp, pl.gen)
@@ -662,7 +898,7 @@ func (p *Publisher) commitFailure(ctx context.Context, k opKind, opErr error, ba
 	case k.what == "item" && errors.Is(opErr, zk.ErrNotEmpty):
 		return fmt.Errorf("item node %s has children: a zkconf root holds only leaf items: %w", p.paths.Item(k.name), opErr)
 	case k.what == "blob" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
-		return &blobRaceError{path: p.paths.Blob(k.name)}
+		return &blobRaceError{path: p.paths.Blob(k.name), sha: k.name}
 	case k.what == "history" && errors.Is(opErr, zk.ErrNoNode):
 		p.metaReady.Store(false)
 		return &blobRaceError{path: p.paths.History()}

@@ -273,7 +273,12 @@ func (p *Publisher) readItems(ctx context.Context, m *manifest.Manifest) (map[st
 	return items, "", nil
 }
 
-// readPast reads generation g from the history and the blob store.
+// readPast reads generation g from the history and the blob store. A
+// content with no blob is read from the live items when the live
+// generation has it (the history invariant: every content a retained
+// generation references is a blob, or live, or both; the blobs of a
+// publish's new contents are stored after its acknowledgement, or by the
+// next publish that overwrites them).
 func (p *Publisher) readPast(ctx context.Context, g int64) (*manifest.Manifest, map[string][]byte, error) {
 	m, err := p.historyManifest(ctx, g)
 	if err != nil {
@@ -281,11 +286,26 @@ func (p *Publisher) readPast(ctx context.Context, g int64) (*manifest.Manifest, 
 	}
 	names := m.Names()
 	data := make([][]byte, len(names))
+	live := &liveIndex{p: p}
 	err = parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
 		it := m.Items[names[i]]
 		d, st, err := p.get(ctx, p.paths.Blob(it.SHA256))
 		if err != nil {
 			return err
+		}
+		if st == nil {
+			// Not stored: live content? A live item that no longer holds it
+			// was overwritten after its content was stored, so look for the
+			// blob once more.
+			ld, ok, lerr := live.content(ctx, it.SHA256)
+			if lerr != nil {
+				return lerr
+			}
+			if ok {
+				d, st = ld, &zk.Stat{}
+			} else if d, st, err = p.get(ctx, p.paths.Blob(it.SHA256)); err != nil {
+				return err
+			}
 		}
 		if st == nil {
 			return fmt.Errorf("generation %d: content of item %q is no longer stored (removed by retention): %w", g, names[i], ErrGenerationNotFound)
@@ -304,6 +324,33 @@ func (p *Publisher) readPast(ctx context.Context, g int64) (*manifest.Manifest, 
 		items[n] = data[i]
 	}
 	return m, items, nil
+}
+
+// liveIndex finds contents among the live items, reading the live
+// manifest once, on first use.
+type liveIndex struct {
+	p     *Publisher
+	mu    sync.Mutex
+	read  bool
+	names map[string][]string // sha256 → live item names
+}
+
+// content returns a live item holding content sha, verified.
+func (l *liveIndex) content(ctx context.Context, sha string) ([]byte, bool, error) {
+	l.mu.Lock()
+	if !l.read {
+		m, _, err := l.p.Current(ctx)
+		switch {
+		case errors.Is(err, ErrNotPublished):
+		case err != nil:
+			l.mu.Unlock()
+			return nil, false, err
+		}
+		l.names, l.read = namesByHash(m), true
+	}
+	names := l.names[sha]
+	l.mu.Unlock()
+	return l.p.liveContent(ctx, names, sha)
 }
 
 // historyManifest reads generation g's manifest from the history. History

@@ -45,6 +45,21 @@ type ValidateOptions struct {
 // ErrInvalidInput (size problems are *TooLargeError). Messages never quote
 // item content: parse errors give a line and column only.
 func Validate(items map[string][]byte, opts ValidateOptions) error {
+	errs := validateItems(items, opts)
+	if len(errs) == 0 && len(items) > 0 {
+		// Publish checks this exactly for its root; here with generous
+		// path and publisher lengths.
+		l := layout.New("/"+strings.Repeat("r", 63), "/"+strings.Repeat("m", 63))
+		if err := manifestProblem(hashItems(items), strings.Repeat("p", 64), 0, l, zk.WorldACL(zk.PermAll), DefaultMultiBudget); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return joinErrors(errs)
+}
+
+// validateItems is Validate without the manifest size check: names, item
+// and set sizes, emptiness, syntax.
+func validateItems(items map[string][]byte, opts ValidateOptions) []error {
 	itemLimit := opts.MaxItemSize
 	if itemLimit <= 0 || itemLimit > ItemLimit {
 		itemLimit = ItemLimit
@@ -79,27 +94,27 @@ func Validate(items map[string][]byte, opts ValidateOptions) error {
 	if total > setLimit {
 		errs = append(errs, &TooLargeError{What: "set", Size: total, Limit: setLimit})
 	}
-	if len(errs) == 0 && len(items) > 0 {
-		// Publish checks this exactly for its root; here with generous
-		// path and publisher lengths.
-		l := layout.New("/"+strings.Repeat("r", 63), "/"+strings.Repeat("m", 63))
-		if err := manifestProblem(items, strings.Repeat("p", 64), 0, l, zk.WorldACL(zk.PermAll), DefaultMultiBudget); err != nil {
-			errs = append(errs, err)
-		}
+	return errs
+}
+
+// hashItems returns the manifest entry of every item: the one place a
+// publish hashes its set.
+func hashItems(items map[string][]byte) map[string]manifest.Item {
+	out := make(map[string]manifest.Item, len(items))
+	for n, d := range items {
+		out[n] = manifest.ItemOf(d)
 	}
-	return joinErrors(errs)
+	return out
 }
 
 // manifestProblem reports a manifest too large for one znode, or for the
 // marker-mode final commit that carries it twice with a Check per blob.
-func manifestProblem(items map[string][]byte, publisher string, rollbackOf int64, l layout.Paths, acl []zk.ACL, budget int) error {
+// hashed is the set's manifest entries (hashItems).
+func manifestProblem(hashed map[string]manifest.Item, publisher string, rollbackOf int64, l layout.Paths, acl []zk.ACL, budget int) error {
 	m := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
 		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
-		RollbackOf: max(rollbackOf, 1<<62), Items: make(map[string]manifest.Item, len(items)),
-	}
-	for n, d := range items {
-		m.Items[n] = manifest.ItemOf(d)
+		RollbackOf: max(rollbackOf, 1<<62), Items: hashed,
 	}
 	mb := m.Encode()
 	hint := "publish fewer items (or shorter names)"

@@ -104,20 +104,31 @@ func (p *Publisher) get(ctx context.Context, path string) ([]byte, *zk.Stat, err
 
 // children lists a node's children; NoNode is reported as (nil, false, nil).
 func (p *Publisher) children(ctx context.Context, path string) ([]string, bool, error) {
-	c, err := read(ctx, func() ([]string, error) {
-		c, _, err := p.conn.Children(path)
-		return c, err
+	c, st, err := p.childrenStat(ctx, path)
+	return c, st != nil, err
+}
+
+// childrenStat lists a node's children with the node's stat as of the
+// listing; NoNode is reported as (nil, nil, nil).
+func (p *Publisher) childrenStat(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	type listing struct {
+		names []string
+		stat  *zk.Stat
+	}
+	l, err := read(ctx, func() (listing, error) {
+		c, st, err := p.conn.Children(path)
+		return listing{c, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if denied(err) {
-		return nil, false, access.Explain(err, path, access.OpList)
+		return nil, nil, access.Explain(err, path, access.OpList)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("list %s: %w", path, err)
+		return nil, nil, fmt.Errorf("list %s: %w", path, err)
 	}
-	return c, true, nil
+	return l.names, l.stat, nil
 }
 
 // exists stats a node; NoNode is reported as (nil, nil).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -31,21 +32,31 @@ type Inherited struct {
 // ADMIN on both: without it ZooKeeper hides the digests ("user:x") and the
 // ACL cannot be copied, which is a *PermissionError.
 func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallback []zk.ACL) (Inherited, error) {
-	var in Inherited
-	for _, n := range []struct {
-		path string
-		dst  *[]zk.ACL
-	}{{paths.Root, &in.Item}, {paths.History(), &in.Meta}} {
-		acl, err := copyableACL(ctx, conn, n.path)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			acl = fallback
-		case err != nil:
+	// Both reads are sent at once: go-zookeeper pipelines concurrent
+	// requests on one connection, so this costs one round trip on the
+	// publish path instead of two.
+	paths2 := [2]string{paths.Root, paths.History()}
+	var acls [2][]zk.ACL
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range paths2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acl, err := copyableACL(ctx, conn, paths2[i])
+			if errors.Is(err, zk.ErrNoNode) {
+				acl, err = fallback, nil
+			}
+			acls[i], errs[i] = acl, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return Inherited{}, err
 		}
-		*n.dst = acl
 	}
-	return in, nil
+	return Inherited{Item: acls[0], Meta: acls[1]}, nil
 }
 
 // copyableACL reads p's ACL and refuses a redacted one.

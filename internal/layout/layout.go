@@ -31,14 +31,23 @@ const (
 	DefaultMeta = "/zkconf"
 )
 
-// Paths names the znodes of one config root.
+// Paths names the znodes of one config root. It is a value type; build it
+// with New, which escapes the root key once. A Paths literal, or one whose
+// Root or Meta was changed after New, works too: the base is then computed
+// on every call.
 type Paths struct {
 	Root string
 	Meta string
+	// base is baseOf(root, meta), computed by New for those two values.
+	base, root, meta string
 }
 
 // New returns the layout of root with its metadata under meta.
-func New(root, meta string) Paths { return Paths{Root: root, Meta: meta} }
+func New(root, meta string) Paths {
+	return Paths{Root: root, Meta: meta, base: baseOf(root, meta), root: root, meta: meta}
+}
+
+func baseOf(root, meta string) string { return meta + "/roots/" + RootKey(root) }
 
 // ValidateRoot checks that p is an absolute ZooKeeper path usable as a root.
 func ValidateRoot(p string) error {
@@ -57,9 +66,13 @@ func ValidateRoot(p string) error {
 	return nil
 }
 
+// keyEscaper escapes "%" first, then "/" (a Replacer is safe for
+// concurrent use).
+var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
 // RootKey escapes a root path into one node name.
 func RootKey(root string) string {
-	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(strings.TrimPrefix(root, "/"))
+	return keyEscaper.Replace(strings.TrimPrefix(root, "/"))
 }
 
 // Item is the znode of item name.
@@ -69,7 +82,12 @@ func (p Paths) Item(name string) string { return p.Root + "/" + name }
 func (p Paths) Marker() string { return p.Root + "/invalid" }
 
 // Base is the root's metadata node.
-func (p Paths) Base() string { return p.Meta + "/roots/" + RootKey(p.Root) }
+func (p Paths) Base() string {
+	if p.base != "" && p.Root == p.root && p.Meta == p.meta {
+		return p.base
+	}
+	return baseOf(p.Root, p.Meta)
+}
 
 // History is the parent of the history entries.
 func (p Paths) History() string { return p.Base() + "/history" }
@@ -92,7 +110,7 @@ func ParseHistoryName(name string) (int64, bool) {
 func (p Paths) Blobs() string { return p.Base() + "/blobs" }
 
 // Blob is the node holding content with the given sha256.
-func (p Paths) Blob(sha string) string { return p.Blobs() + "/" + sha }
+func (p Paths) Blob(sha string) string { return p.Base() + "/blobs/" + sha }
 
 // Publishing is the parent of live marker-mode publishes' ephemeral nodes.
 func (p Paths) Publishing() string { return p.Base() + "/publishing" }
