@@ -112,7 +112,10 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 	for _, t := range ts {
 		for _, old := range r.targets {
 			if equalSpec(old.spec, t.spec) {
-				t.applied, t.result = old.applied, old.result
+				t.applied, t.out, t.files, t.result = old.applied, old.out, old.files, old.result
+				// The writer remembers what it wrote: keeping it spares
+				// reading every file again.
+				t.dir = old.dir
 			}
 		}
 	}
@@ -251,7 +254,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	}
 	for _, s := range stagedAll {
 		if !failed[s.t] {
-			s.t.applied = snap
+			s.t.applied, s.t.out, s.t.files = snap, s.out, s.files
 			s.t.result.Generation, s.t.result.OK, s.t.result.LastError = gen, true, ""
 			s.t.result.LastAttempt, s.t.result.UpdatedAt = gen, time.Now()
 		}
@@ -272,9 +275,14 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	out.Err = errors.Join(out.Err, errors.Join(errs...))
 }
 
-// Repair re-renders the last applied snapshot wherever an output no longer
-// matches it (drift), without check or reload. It returns the targets it
-// restored.
+// Repair restores the last applied output wherever it no longer matches
+// what is on disk (drift), without check or reload. It returns the targets
+// it restored.
+//
+// The drift watcher also sees the agent's own writes, so most calls find
+// nothing to do: the check comes first and writes nothing (for a dir
+// target, it reads only files whose inode, size, mode, owner, mtime or
+// ctime changed), and nothing is rendered again.
 func (r *Renderer) Repair() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -283,13 +291,15 @@ func (r *Renderer) Repair() []string {
 		if t.applied == nil {
 			continue
 		}
-		s, err := t.stage(t.applied)
+		if ok, err := t.matches(); err == nil && ok {
+			continue
+		}
+		s, err := t.repairStage()
 		if err != nil {
 			r.log.Warn("drift repair: render failed", "target", t.spec.Name, "error", err)
 			continue
 		}
 		if !s.changed {
-			s.abort()
 			continue
 		}
 		if _, err := s.commit(); err != nil {

@@ -52,6 +52,14 @@ type Options struct {
 	// new status after every apply attempt and state change. It must not
 	// block for long.
 	OnStatus func(Status)
+	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
+	// MemoryLimitOff (the zero value) leaves the runtime alone,
+	// MemoryLimitAuto sizes it from the applied snapshot after every apply
+	// (AutoMemoryLimit; confagent's default), a positive value is a fixed
+	// limit in bytes. GOMEMLIMIT in the environment takes precedence. The
+	// limit is process-wide: an embedder with a heap of its own should
+	// leave it off.
+	MemoryLimit int64
 }
 
 // StateFileName is the persisted snapshot's file name inside StateDir.
@@ -68,6 +76,7 @@ type Daemon struct {
 	r       *Renderer
 	metrics *Metrics
 	reconf  chan Options
+	mem     *memLimiter
 
 	mu        sync.Mutex
 	opts      Options
@@ -90,7 +99,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1)}
+	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil)}
 	d.metrics = NewMetrics(d.staleSeconds)
 	r, err := NewRenderer(opts.Targets, opts.Apply, log, d.metrics)
 	if err != nil {
@@ -156,7 +165,7 @@ func (d *Daemon) Close() error {
 }
 
 // Reconfigure hands a new, already validated configuration to the running
-// daemon. Targets, apply mode and staleness limit change live. Settings
+// daemon. Targets, apply mode, staleness and memory limits change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
 // state dir, agent id) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
@@ -222,6 +231,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			drift.watch(d.r.Dests())
 		}
 		if !out.Skipped {
+			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
 		}
 	}
@@ -255,7 +265,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.Lock()
 			// Only what can change live is taken over.
 			d.opts.Targets, d.opts.Apply, d.opts.StaleAfter = o.Targets, o.Apply, o.StaleAfter
+			d.opts.MemoryLimit = o.MemoryLimit
 			d.mu.Unlock()
+			d.mem.configure(o.MemoryLimit)
 			d.log.Info("configuration reloaded", "targets", len(o.Targets))
 			apply(d.cache.Snapshot())
 		case <-driftC:

@@ -50,8 +50,12 @@ type target struct {
 	dir  *render.DirWriter
 
 	// applied is the snapshot whose output the destination holds, nil until
-	// the first successful apply; drift repair re-renders it.
+	// the first successful apply; out (file and template targets) or files
+	// (dir targets) is that output, which drift repair compares with the
+	// disk without rendering again.
 	applied Snapshot
+	out     []byte
+	files   map[string][]byte
 	result  TargetResult
 }
 
@@ -119,33 +123,77 @@ type staged struct {
 	changed bool
 	commit  func() (bool, error)
 	abort   func()
+	// out or files is the output, recorded in the target once applied.
+	out   []byte
+	files map[string][]byte
 }
 
-// stage renders and stages snap's output for t. A stage that changes
-// nothing is returned with changed=false and nothing left to clean up.
+func unchanged(t *target, out []byte, files map[string][]byte) *staged {
+	return &staged{t: t, out: out, files: files,
+		commit: func() (bool, error) { return false, nil }, abort: func() {}}
+}
+
+// stage renders and stages snap's output for t. An output identical to
+// what is in place is not staged at all: it is returned with
+// changed=false, having written nothing.
 func (t *target) stage(snap Snapshot) (*staged, error) {
 	if t.spec.Kind == KindDir {
-		sd, err := t.dir.Stage(t.selected(snap), t.fileOptions())
-		if err != nil {
-			return nil, err
-		}
-		return &staged{t: t, path: sd.Path(), changed: sd.Changed(), commit: sd.Commit, abort: sd.Abort}, nil
+		files := t.selected(snap)
+		return t.stageDir(files)
 	}
 	data, err := t.output(snap)
 	if err != nil {
 		return nil, err
 	}
-	// The parent of a rendered file is usually a directory like /etc/app
-	// that the service's user must traverse: 0755, as install(1) would.
-	err = os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755) // #nosec G301 -- see above
-	if err != nil {
-		return nil, fmt.Errorf("create directory of %s: %w", t.spec.Dest, err)
-	}
-	sf, err := render.Stage(t.spec.Dest, data, t.fileOptions())
+	return t.stageFile(data)
+}
+
+// stageDir stages files for a dir target.
+func (t *target) stageDir(files map[string][]byte) (*staged, error) {
+	sd, err := t.dir.StageIfChanged(files, t.fileOptions())
 	if err != nil {
 		return nil, err
 	}
-	return &staged{t: t, path: sf.Path(), changed: sf.Changed(), commit: sf.Commit, abort: sf.Abort}, nil
+	if sd == nil {
+		return unchanged(t, nil, files), nil
+	}
+	return &staged{t: t, path: sd.Path(), changed: true, commit: sd.Commit, abort: sd.Abort, files: files}, nil
+}
+
+// stageFile stages data for a file or template target.
+func (t *target) stageFile(data []byte) (*staged, error) {
+	// The parent of a rendered file is usually a directory like /etc/app
+	// that the service's user must traverse: 0755, as install(1) would.
+	err := os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755) // #nosec G301 -- see above
+	if err != nil {
+		return nil, fmt.Errorf("create directory of %s: %w", t.spec.Dest, err)
+	}
+	sf, err := render.StageIfChanged(t.spec.Dest, data, t.fileOptions())
+	if err != nil {
+		return nil, err
+	}
+	if sf == nil {
+		return unchanged(t, data, nil), nil
+	}
+	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, out: data}, nil
+}
+
+// matches reports whether the destination still holds the applied output,
+// reading no file whose identity is unchanged (dir targets) and writing
+// nothing: the drift check.
+func (t *target) matches() (bool, error) {
+	if t.spec.Kind == KindDir {
+		return t.dir.Matches(t.files, t.fileOptions())
+	}
+	return render.Matches(t.spec.Dest, t.out, t.fileOptions())
+}
+
+// repairStage stages the applied output again, for drift repair.
+func (t *target) repairStage() (*staged, error) {
+	if t.spec.Kind == KindDir {
+		return t.stageDir(t.files)
+	}
+	return t.stageFile(t.out)
 }
 
 // check runs the target's check command against the staged output.

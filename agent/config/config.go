@@ -115,8 +115,23 @@ type Config struct {
 	// hit ZooKeeper as a herd.
 	ResyncInterval time.Duration
 	ResyncJitter   time.Duration
-	Targets        []Target
+	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,
+	// or MemoryLimitAuto (sized from the applied config set) or
+	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
+	MemoryLimit int64
+	Targets     []Target
 }
+
+// MemoryLimit values besides a size in bytes (key memory_limit: "auto",
+// "off").
+const (
+	MemoryLimitAuto int64 = 0
+	MemoryLimitOff  int64 = -1
+)
+
+// MinMemoryLimit is the smallest fixed memory_limit accepted: below it the
+// agent's own fixed heap would keep the collector running constantly.
+const MinMemoryLimit = 8 << 20
 
 // ZooKeeper holds the connection settings.
 type ZooKeeper struct {
@@ -355,6 +370,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("stale_after", DefaultStaleAfter.String())
 	v.SetDefault("resync_interval", DefaultResyncInterval.String())
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())
+	v.SetDefault("memory_limit", "auto")
 	// agent_id defaults to the hostname, looked up in decode so that a
 	// failing lookup becomes a reported problem.
 }

@@ -279,6 +279,20 @@ resync_jitter: 20m
 			},
 		},
 		{
+			name: "memory limit",
+			yaml: minimal + `
+memory_limit: lots
+`,
+			want: []string{`memory_limit: invalid memory limit "lots": want auto, off or a size like "64MiB"`},
+		},
+		{
+			name: "memory limit too small",
+			yaml: minimal + `
+memory_limit: 1MiB
+`,
+			want: []string{"memory_limit: 1048576 bytes is too small: at least 8MiB, or auto, or off"},
+		},
+		{
 			name: "bare number duration and jitter",
 			yaml: `
 zookeeper:
@@ -640,5 +654,31 @@ func TestExampleConfig(t *testing.T) {
 		if !strings.Contains(string(data), leaf+":") {
 			t.Errorf("example does not document %q", k)
 		}
+	}
+}
+
+func TestLoadMemoryLimit(t *testing.T) {
+	f := newFixture(t)
+	for in, want := range map[string]int64{
+		"":                       MemoryLimitAuto,
+		"memory_limit: auto":     MemoryLimitAuto,
+		"memory_limit: off":      MemoryLimitOff,
+		"memory_limit: 64MiB":    64 << 20,
+		"memory_limit: 100MB":    100e6,
+		"memory_limit: 1GiB":     1 << 30,
+		"memory_limit: 20971520": 20 << 20,
+	} {
+		c, err := Load(f.config(t, minimal+"\n"+in+"\n"))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if c.MemoryLimit != want {
+			t.Errorf("%q: MemoryLimit = %d, want %d", in, c.MemoryLimit, want)
+		}
+	}
+	t.Setenv("CONFAGENT_MEMORY_LIMIT", "off")
+	c, err := Load(f.config(t, minimal+"\nmemory_limit: 64MiB\n"))
+	if err != nil || c.MemoryLimit != MemoryLimitOff {
+		t.Fatalf("environment override: %v, %v", c, err)
 	}
 }

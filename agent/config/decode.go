@@ -26,7 +26,7 @@ var (
 		"root", "meta", "state_dir", "agent_id",
 		"http.listen", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
-		"targets",
+		"memory_limit", "targets",
 	}
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
 	targetKeys = []string{
@@ -62,6 +62,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		StaleAfter:     d.duration("stale_after"),
 		ResyncInterval: d.duration("resync_interval"),
 		ResyncJitter:   d.duration("resync_jitter"),
+		MemoryLimit:    d.memoryLimit("memory_limit"),
 	}
 	if c.AgentID == "" && !p.has("agent_id") {
 		host, err := os.Hostname()
@@ -206,6 +207,51 @@ func (d decoder) duration(key string) time.Duration {
 		d.p.addf(d.full(key), "must be a duration like \"10s\", got %s", kind(t))
 		return 0
 	}
+}
+
+// memoryLimit accepts "auto", "off" or a size in bytes with an optional
+// unit: B, KiB, MiB, GiB, TiB (GOMEMLIMIT's syntax) or KB, MB, GB, TB
+// (decimal).
+func (d decoder) memoryLimit(key string) int64 {
+	s := strings.TrimSpace(d.string(key))
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return MemoryLimitAuto
+	case "off":
+		return MemoryLimitOff
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		d.p.addf(d.full(key), "invalid memory limit %q: want auto, off or a size like \"64MiB\"", s)
+		return MemoryLimitAuto
+	}
+	return n
+}
+
+// parseSize parses a positive size like "64MiB", "100MB" or "1048576".
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("size out of range")
+	}
+	return n * mult, nil
 }
 
 func (d decoder) bool(key string) bool {

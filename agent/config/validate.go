@@ -78,6 +78,9 @@ func (c *Config) validate(p *problems) {
 		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
 	}
 	positive(p, "stale_after", c.StaleAfter)
+	if c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit && !p.has("memory_limit") {
+		p.addf("memory_limit", "%d bytes is too small: at least %dMiB, or auto, or off", c.MemoryLimit, MinMemoryLimit>>20)
+	}
 	positive(p, "resync_interval", c.ResyncInterval)
 	if !p.has("resync_jitter") {
 		switch {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,7 +44,8 @@ var ErrInvalidName = errors.New("invalid file name")
 var ErrNotManaged = errors.New("entry not managed by zkconf")
 
 // DirWriter atomically replaces the whole set of files in a directory, with
-// the algorithm of Kubernetes' AtomicWriter plus fsyncs and crash clean-up.
+// the algorithm of Kubernetes' AtomicWriter plus fsyncs and crash clean-up,
+// and without rewriting files that did not change.
 //
 // Layout of a managed directory:
 //
@@ -51,38 +53,75 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //	dir/..data -> ..2024_05_01_10_00_00.123456789
 //	dir/app.conf -> ..data/app.conf       one link per payload name
 //
+// A DirWriter remembers the generation directory it last wrote (or
+// verified): for each file, the content it holds (the caller's slice, by
+// reference) and its identity as lstat saw it (device, inode, size, mode,
+// owner, mtime, ctime). A file whose identity is unchanged still holds that
+// content, so comparing it with a new payload needs one lstat and an
+// in-memory comparison, not a read. An identity recorded less than
+// racyWindow (100 ms; 3 s on filesystems with coarse timestamps) after the
+// file's mtime is not trusted (an edit within the same timestamp tick
+// would keep the times; git calls this "racily clean"): such files, and
+// every file after a restart, are compared by reading them, and recorded
+// again.
+//
 // Write (and Stage followed by Commit) proceeds as follows:
 //
 //  1. Validate every name: a plain file name, not empty, not ".", no "/",
 //     no NUL, not starting with ".." (reserved for the entries above).
-//  2. Clean up after a crash: remove a stale "..data_tmp" and timestamped
-//     directories that "..data" does not point to.
+//  2. List dir once. Clean up after a crash: remove a stale "..data_tmp"
+//     and timestamped directories that "..data" does not point to.
 //  3. readlink "..data" to find the current set. Refuse to go on if a
-//     payload name exists in dir as anything but our own link.
-//  4. If the current set has exactly the payload's names, contents and
-//     modes (and owners, if requested), skip to step 9.
-//  5. Create "..<timestamp>.<random>" (mode 0755) and write every file in
-//     it with its final mode and owner; fsync each file and the directory,
-//     so the set is durable before it can become visible.
+//     payload name exists in dir as anything but our own link; note
+//     missing links, and our links to names no longer in the payload.
+//  4. Compare the current set with the payload, file by file: lstat only
+//     where the record vouches for the file (above), content otherwise.
+//     Each file identical in content, mode and owner is "kept". If every
+//     payload name is kept and there is no other file, the set is the
+//     same: skip to step 9 (StageIfChanged returns nil if the links need
+//     nothing either).
+//  5. Create "..<timestamp>.<random>" (mode 0755). Hard-link every kept
+//     file from the current set (same inode: the current set is immutable
+//     and was fsynced when written, so the link is as durable and nothing
+//     is read or written), and record the ctime the link gave the inode;
+//     write every other file with its final mode and
+//     owner and fsync it (and write it too if linking fails, as on a
+//     filesystem without hard links). fsync the directory, so the set is
+//     durable before it can become visible.
 //  6. (Stage only) return; the caller may run a check command against the
 //     new directory. Abort removes it and leaves the old set in place.
-//  7. symlink "..data_tmp" -> the new directory (relative), after removing
+//  7. Re-check (Commit only) step 4 against the current set; if it is by
+//     now identical, discard the staged directory and go to step 9.
+//     symlink "..data_tmp" -> the new directory (relative), after removing
 //     any stale "..data_tmp", then rename "..data_tmp" over "..data": the
-//     atomic swap.
+//     atomic swap. The new directory's record replaces the old one.
 //  8. fsync dir, making the swap durable.
 //  9. Create missing top-level links name -> ..data/name (only after the
 //     swap, so that they never dangle) and remove top-level links to
 //     ..data/<name> whose name is no longer in the payload; fsync dir if
 //     anything changed.
-//  10. Remove the previous timestamped directory.
+//  10. Remove the previous timestamped directory (a kept file lives on
+//     through its link in the new one), and record the ctime this gave
+//     the kept files.
+//
+// Matches runs steps 1, 3 and 4 (and the link checks of 9) without
+// writing anything, to find drift.
 //
 // Crash safety: the set visible through "..data" is always one complete
 // set, because a timestamped directory is never modified after it is
-// linked and is only linked after it is complete and fsynced. A top-level
-// link either points into that set or dangles (a name removed by the new
-// generation, between steps 7 and 9); it never points at a partial file. A
-// crash leaves at most a stale "..data_tmp" and orphan directories, which
-// step 2 of the next write removes.
+// linked and is only linked after it is complete and fsynced; a kept file
+// is an inode that was already complete and fsynced, and is never written
+// again. A top-level link either points into that set or dangles (a name
+// removed by the new generation, between steps 7 and 9); it never points
+// at a partial file. A crash leaves at most a stale "..data_tmp" and
+// orphan directories, which step 2 of the next write removes.
+//
+// Drift: someone editing dir/name in place edits the current set's inode,
+// and also any staged set it was linked into; the edit changes the
+// inode's ctime and mtime (or, through a rename, the inode), so the next
+// comparison no longer trusts the record, reads the file and finds the
+// difference. A record is refreshed after our own link or unlink only if
+// the mtime, size, mode and owner are still the verified ones.
 //
 // Consumers that need a consistent set must resolve "..data" once and read
 // every file through the resolved directory (ReadCurrent does that, and
@@ -91,9 +130,72 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //
 // A DirWriter must be the only writer of its directory: it is not safe for
 // concurrent use, and two DirWriters (or processes) on the same directory
-// will delete each other's staged sets.
+// will delete each other's staged sets. It keeps references to the
+// payloads it is given: their contents must never be modified.
 type DirWriter struct {
 	dir string
+	rec *genRecord // what the generation directory rec.name holds, or nil
+}
+
+// racyWindow is how long after a file's mtime its identity can be trusted
+// to change on any further edit: well above the kernel's coarse timestamp
+// tick (at most 10 ms) on filesystems with sub-millisecond timestamps
+// (ext4, XFS, Btrfs, tmpfs), and above the 10 ms to 2 s granularity of the
+// others, recognised by an mtime that is a whole number of milliseconds.
+func racyWindow(mtime time.Time) time.Duration {
+	if mtime.Nanosecond()%int(time.Millisecond) != 0 {
+		return 100 * time.Millisecond
+	}
+	return 3 * time.Second
+}
+
+// fileID is what lstat says about a file, minus the link count: equal IDs
+// mean the same inode with the same size, mode, owner, modification and
+// change times. Hard-linking a file and removing a link change its ctime,
+// so DirWriter records the ctime again after doing either (refresh).
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mode         fs.FileMode
+	uid, gid     uint32
+	mtime, ctime int64
+}
+
+// refresh returns fr with the ctime that lstat(path) shows now, if path is
+// still fr's inode with fr's size, mode, owner and mtime; an untrusted
+// record (the file will be read) otherwise.
+func refresh(fr fileRecord, path string) fileRecord {
+	if !fr.trusted {
+		return fr
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fileRecord{}
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return fileRecord{}
+	}
+	want := fr.id
+	want.ctime = id.ctime
+	if id != want {
+		return fileRecord{}
+	}
+	fr.id = id
+	return fr
+}
+
+// fileRecord says that a file held data when its identity was id.
+type fileRecord struct {
+	data    []byte
+	id      fileID
+	trusted bool // id can vouch for data (see racyWindow)
+}
+
+// genRecord records the files of one generation directory.
+type genRecord struct {
+	name  string
+	files map[string]fileRecord
 }
 
 // NewDirWriter returns a DirWriter for dir, which is created (mode 0755,
@@ -112,18 +214,47 @@ func (w *DirWriter) Dir() string { return w.dir }
 // top-level link was in place. Stale entries from a previous crash are
 // removed even when nothing changed.
 func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bool, err error) {
-	current, same, err := w.prepare(files, opts)
+	p, err := w.prepare(files, opts)
 	if err != nil {
 		return false, err
 	}
-	if same {
-		return w.finish(files, current, "")
+	if p.same {
+		return w.finish(files, p.current, "")
 	}
-	s, err := w.stage(files, opts)
+	s, err := w.stage(files, opts, p)
 	if err != nil {
 		return false, err
 	}
 	return s.commit(false)
+}
+
+// Matches reports whether Write would change nothing that consumers can
+// see: the current set holds exactly files with opts' mode and owner, and
+// every top-level link is in place. It writes nothing (stale entries of a
+// crash are left for the next write) and reads only files whose identity
+// changed since this DirWriter last wrote or verified them.
+func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, error) {
+	if err := w.validate(files, opts); err != nil {
+		return false, err
+	}
+	entries, err := os.ReadDir(w.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("render: %w", err)
+	}
+	current, err := w.readLink()
+	if err != nil || current == "" {
+		return false, err
+	}
+	linksOK, err := w.checkLinks(entries, files)
+	if err != nil || !linksOK {
+		// A foreign entry in a payload slot is drift too; Write reports it.
+		return false, nil
+	}
+	same, _, err := w.matchSet(current, files, opts, true)
+	return same, err
 }
 
 // StagedDir is a complete, fsynced timestamped directory that is not yet
@@ -135,6 +266,7 @@ type StagedDir struct {
 	files   map[string][]byte
 	opts    FileOptions
 	path    string
+	recs    map[string]fileRecord
 	changed bool
 	done    bool
 }
@@ -143,27 +275,46 @@ type StagedDir struct {
 // timestamped directory without making it visible, so that a check command
 // can validate it first (Path). The directory is created even when nothing
 // changed, so a check always has something to look at; Changed tells
-// whether committing would swap anything.
+// whether committing would change anything consumers can see.
 //
-// files must not be modified until Commit or Abort returns.
+// files' contents must never be modified (see DirWriter).
 func (w *DirWriter) Stage(files map[string][]byte, opts FileOptions) (*StagedDir, error) {
-	_, same, err := w.prepare(files, opts)
+	p, err := w.prepare(files, opts)
 	if err != nil {
 		return nil, err
 	}
-	s, err := w.stage(files, opts)
+	s, err := w.stage(files, opts, p)
 	if err != nil {
 		return nil, err
 	}
-	s.changed = !same
+	s.changed = !p.same || !p.linksOK
+	return s, nil
+}
+
+// StageIfChanged is Stage for callers that have nothing to check when
+// nothing would change: it returns nil, having written nothing (but the
+// removal of a crash's leftovers), when Matches would report true.
+func (w *DirWriter) StageIfChanged(files map[string][]byte, opts FileOptions) (*StagedDir, error) {
+	p, err := w.prepare(files, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p.same && p.linksOK {
+		return nil, nil
+	}
+	s, err := w.stage(files, opts, p)
+	if err != nil {
+		return nil, err
+	}
+	s.changed = true
 	return s, nil
 }
 
 // Path returns the absolute path of the staged timestamped directory.
 func (s *StagedDir) Path() string { return s.path }
 
-// Changed reports whether, when Stage ran, the staged set differed from the
-// current one. Commit re-checks.
+// Changed reports whether, when Stage ran, committing would have changed
+// the current set or its links. Commit re-checks.
 func (s *StagedDir) Changed() bool { return s.changed }
 
 // Commit swaps the staged set in (steps 7-10 of Write). If by now the
@@ -181,6 +332,15 @@ func (s *StagedDir) Abort() {
 	}
 	s.done = true
 	_ = os.RemoveAll(s.path) // best effort: an orphan is removed by the next write
+	// Removing the links changed the ctime of the current files linked
+	// into the staged set.
+	if rec := s.w.rec; rec != nil {
+		for name, fr := range rec.files {
+			if _, linked := s.recs[name]; linked {
+				rec.files[name] = refresh(fr, filepath.Join(s.w.dir, rec.name, name))
+			}
+		}
+	}
 }
 
 func (s *StagedDir) commit(recheck bool) (bool, error) {
@@ -194,7 +354,7 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 		return false, err
 	}
 	if recheck && current != "" {
-		same, err := dirMatches(filepath.Join(w.dir, current), s.files, s.opts)
+		same, _, err := w.matchSet(current, s.files, s.opts, true)
 		if err != nil {
 			s.Abort()
 			return false, err
@@ -220,6 +380,7 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 		_ = os.RemoveAll(s.path)
 		return false, fmt.Errorf("render: swap %s: %w", DataLink, err)
 	}
+	w.rec = &genRecord{name: newName, files: s.recs}
 	// From here on the new set is visible: report changed=true whatever
 	// happens, so that the caller reloads its consumers.
 	if err := syncDir(w.dir); err != nil {
@@ -228,48 +389,194 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	if _, err := w.finish(s.files, newName, current); err != nil {
 		return true, err
 	}
+	if current != "" {
+		// Removing the previous set changed the ctime of every file
+		// linked from it.
+		for name, fr := range s.recs {
+			s.recs[name] = refresh(fr, filepath.Join(s.path, name))
+		}
+	}
 	return true, nil
 }
 
-// prepare runs steps 1-4: validation, crash clean-up, readlink, conflict
-// check and comparison. It returns the current generation directory's name
-// ("" if none) and whether it already matches the payload.
-func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (current string, same bool, err error) {
+// prepared is what steps 1-4 found.
+type prepared struct {
+	current string                // current generation directory, "" if none
+	same    bool                  // current holds exactly the payload
+	linksOK bool                  // every top-level link is in place, none extra
+	keep    map[string]fileRecord // current's files identical to the payload's
+}
+
+func (w *DirWriter) validate(files map[string][]byte, opts FileOptions) error {
 	if err := opts.validate(); err != nil {
-		return "", false, err
+		return err
 	}
 	for name := range files {
 		if err := ValidateName(name); err != nil {
-			return "", false, err
+			return err
 		}
+	}
+	return nil
+}
+
+// prepare runs steps 1-4: validation, crash clean-up, readlink, link
+// checks and comparison.
+func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepared, err error) {
+	if err := w.validate(files, opts); err != nil {
+		return p, err
 	}
 	if err := os.MkdirAll(w.dir, dirMode); err != nil {
-		return "", false, fmt.Errorf("render: %w", err)
+		return p, fmt.Errorf("render: %w", err)
 	}
-	current, err = w.readLink()
+	p.current, err = w.readLink()
 	if err != nil {
-		return "", false, err
+		return p, err
 	}
-	if err := w.removeStale(current, ""); err != nil {
-		return "", false, err
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return p, fmt.Errorf("render: %w", err)
 	}
-	for name := range files {
-		if err := w.checkLinkSlot(name); err != nil {
-			return "", false, err
+	if err := w.removeStale(entries, p.current, ""); err != nil {
+		return p, err
+	}
+	p.linksOK, err = w.checkLinks(entries, files)
+	if err != nil {
+		return p, err
+	}
+	if p.current == "" {
+		return p, nil
+	}
+	p.same, p.keep, err = w.matchSet(p.current, files, opts, false)
+	return p, err
+}
+
+// checkLinks checks the top-level entries (a listing of dir) against the
+// payload: it fails with ErrNotManaged if a payload name is taken by
+// anything but our own link, and reports whether every payload name has
+// its link and no link of ours is left for a name not in the payload.
+func (w *DirWriter) checkLinks(entries []fs.DirEntry, files map[string][]byte) (ok bool, err error) {
+	ok = true
+	seen := 0
+	for _, e := range entries {
+		name := e.Name()
+		_, want := files[name]
+		if e.Type()&fs.ModeSymlink == 0 {
+			if want {
+				return false, fmt.Errorf("render: %s: %w", filepath.Join(w.dir, name), ErrNotManaged)
+			}
+			continue
+		}
+		own := w.isOwnLink(name)
+		switch {
+		case want && own:
+			seen++
+		case want:
+			return false, fmt.Errorf("render: %s: %w", filepath.Join(w.dir, name), ErrNotManaged)
+		case own:
+			ok = false // ours, for a name no longer in the payload
 		}
 	}
-	if current == "" {
-		return "", false, nil
+	return ok && seen == len(files), nil
+}
+
+// matchSet compares generation directory gen with the payload. It reports
+// whether gen holds exactly the payload, and which of its files hold their
+// payload content (with their records). With quick, it stops at the first
+// difference. What it learns becomes the record of gen.
+func (w *DirWriter) matchSet(gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
+	entries, err := os.ReadDir(filepath.Join(w.dir, gen))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil, nil
 	}
-	same, err = dirMatches(filepath.Join(w.dir, current), files, opts)
 	if err != nil {
-		return "", false, err
+		return false, nil, fmt.Errorf("render: %w", err)
 	}
-	return current, same, nil
+	var old map[string]fileRecord
+	if w.rec != nil && w.rec.name == gen {
+		old = w.rec.files
+	}
+	same = len(entries) == len(files)
+	keep = make(map[string]fileRecord, len(files))
+	// The new record of gen: keep, plus files still vouched for that
+	// differ from this payload (a check that is aborted leaves them).
+	rec := make(map[string]fileRecord, len(files))
+	defer func() {
+		// A quick pass that stopped early saw only part of gen: keep
+		// the old record then.
+		if err == nil && (same || !quick) {
+			w.rec = &genRecord{name: gen, files: rec}
+		}
+	}()
+	for _, e := range entries {
+		if quick && !same {
+			return false, keep, nil
+		}
+		data, ok := files[e.Name()]
+		if !ok || !e.Type().IsRegular() {
+			same = false
+			continue
+		}
+		fr, match, err := checkFile(filepath.Join(w.dir, gen, e.Name()), old[e.Name()], data, opts)
+		if err != nil {
+			return false, nil, err
+		}
+		if fr.trusted || match {
+			rec[e.Name()] = fr
+		}
+		if !match {
+			same = false
+			continue
+		}
+		keep[e.Name()] = fr
+	}
+	return same, keep, nil
+}
+
+// checkFile reports whether the file at path holds data with opts' mode
+// and owner, and returns its record if so (or the old record, if it still
+// vouches for the file's other content). A trusted record whose identity
+// lstat still sees vouches for the content; otherwise the file is read.
+func checkFile(path string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
+	if old.trusted {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fileRecord{}, false, nil
+		}
+		if err != nil {
+			return fileRecord{}, false, fmt.Errorf("render: %w", err)
+		}
+		if id, ok := idOf(fi); ok && id == old.id {
+			if !attrsMatch(fi, opts) || !sameBytes(old.data, data) {
+				return old, false, nil
+			}
+			// Keep the caller's slice: the old one may belong to a
+			// payload the caller is about to drop.
+			return fileRecord{data: data, id: id, trusted: true}, true, nil
+		}
+	}
+	now := time.Now()
+	fi, same, err := sameFileInfo(path, data, opts)
+	if err != nil || !same {
+		return fileRecord{}, false, err
+	}
+	id, ok := idOf(fi)
+	return fileRecord{data: data, id: id, trusted: ok && now.Sub(fi.ModTime()) > racyWindow(fi.ModTime())}, true, nil
+}
+
+// sameBytes is bytes.Equal that skips the comparison for two views of the
+// same memory (the same item of two snapshots).
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return bytes.Equal(a, b)
 }
 
 // stage runs step 5.
-func (w *DirWriter) stage(files map[string][]byte, opts FileOptions) (s *StagedDir, err error) {
+func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared) (s *StagedDir, err error) {
 	prefix := ".." + time.Now().UTC().Format(tsLayout) + "."
 	path, err := os.MkdirTemp(w.dir, prefix)
 	if err != nil {
@@ -283,15 +590,33 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions) (s *StagedD
 	if err := os.Chmod(path, dirMode); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	recs := make(map[string]fileRecord, len(files))
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := writeNew(filepath.Join(path, name), files[name], opts); err != nil {
+		if fr, ok := p.keep[name]; ok {
+			// The current set is immutable: share its inode. Any error
+			// (EXDEV, EPERM, no hard links here) just means writing.
+			if os.Link(filepath.Join(w.dir, p.current, name), filepath.Join(path, name)) == nil {
+				// The link changed the inode's ctime; both names are
+				// the same inode.
+				fr = refresh(fr, filepath.Join(path, name))
+				recs[name] = fr
+				if w.rec != nil && w.rec.name == p.current {
+					w.rec.files[name] = fr
+				}
+				continue
+			}
+		}
+		id, err := writeNew(filepath.Join(path, name), files[name], opts)
+		if err != nil {
 			return nil, err
 		}
+		// Just written: not trusted until racyWindow has passed.
+		recs[name] = fileRecord{data: files[name], id: id}
 	}
 	if err := syncDir(path); err != nil {
 		return nil, err
 	}
-	return &StagedDir{w: w, files: files, opts: opts, path: path, changed: true}, nil
+	return &StagedDir{w: w, files: files, opts: opts, path: path, recs: recs, changed: true}, nil
 }
 
 // finish runs steps 9-10: reconcile top-level links with the payload, then
@@ -304,7 +629,7 @@ func (w *DirWriter) finish(files map[string][]byte, current, old string) (change
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		name := e.Name()
-		if !w.isOwnLink(name) {
+		if e.Type()&fs.ModeSymlink == 0 || !w.isOwnLink(name) {
 			continue
 		}
 		if _, keep := files[name]; keep {
@@ -364,17 +689,17 @@ func (w *DirWriter) readLink() (string, error) {
 
 // removeStale removes "..data_tmp" and every timestamped directory except
 // keep1 and keep2: the leftovers of a crash or of an abandoned Stage.
-func (w *DirWriter) removeStale(keep1, keep2 string) error {
-	if err := os.Remove(filepath.Join(w.dir, DataTmpLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("render: remove stale %s: %w", DataTmpLink, err)
-	}
-	entries, err := os.ReadDir(w.dir)
-	if err != nil {
-		return fmt.Errorf("render: %w", err)
-	}
+// entries is a listing of dir.
+func (w *DirWriter) removeStale(entries []fs.DirEntry, keep1, keep2 string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
+		if name == DataTmpLink {
+			if err := os.Remove(filepath.Join(w.dir, DataTmpLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("render: remove stale %s: %w", DataTmpLink, err)
+			}
+			continue
+		}
 		if !e.IsDir() || !isGenerationDir(name) || name == keep1 || name == keep2 {
 			continue
 		}
@@ -383,19 +708,6 @@ func (w *DirWriter) removeStale(keep1, keep2 string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkLinkSlot makes sure dir/name is free or already our own link.
-func (w *DirWriter) checkLinkSlot(name string) error {
-	if w.isOwnLink(name) {
-		return nil
-	}
-	if _, err := os.Lstat(filepath.Join(w.dir, name)); err == nil {
-		return fmt.Errorf("render: %s: %w", filepath.Join(w.dir, name), ErrNotManaged)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("render: %w", err)
-	}
-	return nil
 }
 
 // isOwnLink reports whether dir/name is a symlink to ..data/name, i.e. one
@@ -414,37 +726,12 @@ func (w *DirWriter) isOwnLink(name string) bool {
 	return target == filepath.Join(DataLink, name)
 }
 
-// dirMatches reports whether the generation directory dir holds exactly
-// the payload's names, each identical in content, mode and owner.
-func dirMatches(dir string, files map[string][]byte, opts FileOptions) (bool, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("render: %w", err)
-	}
-	if len(entries) != len(files) {
-		return false, nil
-	}
-	for _, e := range entries {
-		data, ok := files[e.Name()]
-		if !ok || !e.Type().IsRegular() {
-			return false, nil
-		}
-		same, err := sameFile(filepath.Join(dir, e.Name()), data, opts)
-		if err != nil || !same {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// writeNew creates path exclusively with data, owner and mode, and fsyncs it.
-func writeNew(path string, data []byte, opts FileOptions) (err error) {
+// writeNew creates path exclusively with data, owner and mode, fsyncs it,
+// and returns its identity.
+func writeNew(path string, data []byte, opts FileOptions) (id fileID, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("render: %w", err)
+		return id, fmt.Errorf("render: %w", err)
 	}
 	defer func() {
 		if cerr := f.Close(); cerr != nil && err == nil {
@@ -452,15 +739,18 @@ func writeNew(path string, data []byte, opts FileOptions) (err error) {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("render: %w", err)
+		return id, fmt.Errorf("render: %w", err)
 	}
 	if err := applyOwnerMode(f, opts); err != nil {
-		return err
+		return id, err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("render: %w", err)
+		return id, fmt.Errorf("render: %w", err)
 	}
-	return nil
+	if fi, err := f.Stat(); err == nil {
+		id, _ = idOf(fi)
+	}
+	return id, nil
 }
 
 // isGenerationDir reports whether name looks like "..<timestamp>.<random>".

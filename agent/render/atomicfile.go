@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -186,6 +187,40 @@ func Stage(path string, data []byte, opts FileOptions) (*StagedFile, error) {
 	}
 	s.changed = !same
 	return s, nil
+}
+
+// Matches reports whether the file at path (resolved as WriteFile would)
+// already has exactly data as content, opts' mode and (where requested)
+// owner: whether WriteFile would change nothing. It writes nothing. A
+// destination WriteFile would refuse (a symlink not to be followed, a
+// directory) is an error.
+func Matches(path string, data []byte, opts FileOptions) (bool, error) {
+	if err := opts.validate(); err != nil {
+		return false, err
+	}
+	dest, err := resolveDest(path, opts.FollowSymlink)
+	if err != nil {
+		return false, err
+	}
+	return sameFile(dest, data, opts)
+}
+
+// StageIfChanged is Stage for callers that have nothing to check when the
+// destination is already identical: it returns nil (and writes nothing)
+// in that case, and otherwise a staged file whose Changed is true.
+func StageIfChanged(path string, data []byte, opts FileOptions) (*StagedFile, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dest, err := resolveDest(path, opts.FollowSymlink)
+	if err != nil {
+		return nil, err
+	}
+	same, err := sameFile(dest, data, opts)
+	if err != nil || same {
+		return nil, err
+	}
+	return stage(path, dest, data, opts)
 }
 
 func stage(path, dest string, data []byte, opts FileOptions) (s *StagedFile, err error) {
@@ -359,25 +394,41 @@ func resolveDest(path string, follow bool) (string, error) {
 // data as content, opts.Mode as mode and (where requested) opts' owner.
 // A missing file is simply "not the same".
 func sameFile(path string, data []byte, opts FileOptions) (bool, error) {
+	_, same, err := sameFileInfo(path, data, opts)
+	return same, err
+}
+
+// sameFileInfo is sameFile that also returns what fstat said about the
+// file it compared (nil when it does not exist).
+func sameFileInfo(path string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("render: %w", err)
+		return nil, false, fmt.Errorf("render: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, fmt.Errorf("render: %w", err)
+		return nil, false, fmt.Errorf("render: %w", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode()&modeBits != opts.Mode {
-		return false, nil
+	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || !attrsMatch(fi, opts) {
+		return fi, false, nil
 	}
-	if !ownerMatches(fi, opts) {
-		return false, nil
-	}
-	return sameContent(f, data)
+	contentReads.Add(1)
+	same, err := sameContent(f, data)
+	return fi, same, err
+}
+
+// contentReads counts files whose content was read for a comparison (for
+// tests: what DirWriter's records spare).
+var contentReads atomic.Int64
+
+// attrsMatch reports whether fi has opts' mode bits and (where requested)
+// owner.
+func attrsMatch(fi fs.FileInfo, opts FileOptions) bool {
+	return fi.Mode()&modeBits == opts.Mode && ownerMatches(fi, opts)
 }
 
 // sameContent compares r with data chunk by chunk, so that comparing a

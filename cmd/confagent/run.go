@@ -196,7 +196,20 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
+		MemoryLimit: memoryLimit(cfg.MemoryLimit),
 	}, errors.Join(errs...)
+}
+
+// memoryLimit maps memory_limit to the daemon's option: the agent package
+// leaves the limit off unless asked, confagent sizes it by default.
+func memoryLimit(v int64) int64 {
+	switch v {
+	case config.MemoryLimitAuto:
+		return agent.MemoryLimitAuto
+	case config.MemoryLimitOff:
+		return agent.MemoryLimitOff
+	}
+	return v
 }
 
 func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {

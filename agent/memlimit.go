@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// Values of Options.MemoryLimit besides a size in bytes.
+const (
+	// MemoryLimitOff (the zero value) leaves the Go runtime's limit alone
+	// (none, unless GOMEMLIMIT says otherwise): only GOGC paces the
+	// collector. The limit is process-wide, so this is what an embedder
+	// gets unless it asks.
+	MemoryLimitOff int64 = 0
+	// MemoryLimitAuto sizes the soft memory limit from the applied
+	// snapshot (AutoMemoryLimit), recomputed after every apply:
+	// confagent's default.
+	MemoryLimitAuto int64 = -1
+)
+
+// The automatic limit is memLimitBase plus memLimitPerByte times the size
+// of the snapshot. What counts against the limit is all of the runtime's
+// memory: about 5.5 MiB that is not heap (stacks, GC metadata, runtime
+// structures; measured on linux/amd64) plus the heap, whose live part is
+// about 4 MiB of the agent's own (ZooKeeper client, HTTP server, metrics)
+// plus a few times the config set (the applied snapshot, the next one
+// while it is fetched and verified, the state file's encoding, rendered
+// templates). The base leaves some 2.5 MiB of heap headroom over the fixed
+// part; the per-byte part keeps the limit about 1.2 times above a live
+// heap of 5 times the set, so a large set cannot make the collector run
+// back to back (thrash), and for large sets the limit is above GOGC's own
+// target (twice the live heap) and changes nothing. For 100 × 4 KiB items:
+// 14.3 MiB; for a 50 MiB set: 312 MiB.
+const (
+	memLimitBase    = 12 << 20
+	memLimitPerByte = 6
+)
+
+// AutoMemoryLimit is the soft memory limit (debug.SetMemoryLimit) the
+// agent sets for a snapshot of dataBytes bytes of items with
+// MemoryLimitAuto.
+func AutoMemoryLimit(dataBytes int64) int64 {
+	if dataBytes < 0 {
+		dataBytes = 0
+	}
+	if dataBytes > (math.MaxInt64-memLimitBase)/memLimitPerByte {
+		return math.MaxInt64
+	}
+	return memLimitBase + memLimitPerByte*dataBytes
+}
+
+// memLimiter applies Options.MemoryLimit. GOMEMLIMIT in the environment,
+// the Go runtime's own setting, always wins: the agent then never changes
+// the limit.
+type memLimiter struct {
+	log      *slog.Logger
+	env      bool  // GOMEMLIMIT is set
+	setting  int64 // Options.MemoryLimit
+	set      int64 // limit last set, 0 if none
+	data     int64 // snapshot size the automatic limit was computed for
+	setLimit func(int64) int64
+}
+
+// newMemLimiter applies setting with setLimit (debug.SetMemoryLimit when
+// nil).
+func newMemLimiter(log *slog.Logger, setting int64, setLimit func(int64) int64) *memLimiter {
+	if setLimit == nil {
+		setLimit = debug.SetMemoryLimit
+	}
+	m := &memLimiter{log: log, env: os.Getenv("GOMEMLIMIT") != "", data: -1, setLimit: setLimit, setting: MemoryLimitOff}
+	m.configure(setting)
+	return m
+}
+
+// configure takes a (new) Options.MemoryLimit.
+func (m *memLimiter) configure(setting int64) {
+	if m.env {
+		if setting > 0 && setting != m.setting {
+			m.log.Warn("memory_limit ignored: GOMEMLIMIT is set in the environment and takes precedence",
+				"GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
+		}
+		m.setting = setting
+		return
+	}
+	old := m.setting
+	m.setting = setting
+	switch {
+	case setting > 0:
+		m.apply(setting)
+	case setting == MemoryLimitAuto:
+		if m.data >= 0 {
+			m.apply(AutoMemoryLimit(m.data))
+		}
+	default: // off
+		if old != MemoryLimitOff && m.set != 0 {
+			m.apply(math.MaxInt64) // the runtime's default: no limit
+		}
+	}
+}
+
+// observe recomputes the automatic limit for a snapshot of dataBytes.
+func (m *memLimiter) observe(dataBytes int64) {
+	m.data = dataBytes
+	if !m.env && m.setting == MemoryLimitAuto {
+		m.apply(AutoMemoryLimit(dataBytes))
+	}
+	if m.log.Enabled(context.Background(), slog.LevelDebug) {
+		st := readMemStats()
+		m.log.Debug("memory", "limit", m.set, "snapshot_bytes", m.data, "heap_live", st.heapLive,
+			"heap_objects", st.heapObjects, "non_heap", st.nonHeap, "heap_free", st.heapFree)
+	}
+}
+
+func (m *memLimiter) apply(limit int64) {
+	if limit == m.set {
+		return
+	}
+	m.setLimit(limit)
+	m.set = limit
+	m.log.Debug("memory limit set", "bytes", limit)
+}
+
+type memStats struct{ heapLive, heapObjects, nonHeap, heapFree int64 }
+
+// readMemStats reads what the memory limit is compared with: the runtime's
+// total memory is the heap's objects plus its free and unused parts plus
+// everything else (nonHeap: stacks, metadata, runtime structures).
+func readMemStats() memStats {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+	}
+	metrics.Read(s)
+	v := func(i int) int64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s[i].Value.Uint64())
+	}
+	return memStats{heapLive: v(0), heapObjects: v(1), heapFree: v(3),
+		nonHeap: v(2) - v(1) - v(3) - v(4) - v(5)}
+}
+
+// snapshotBytes is the total size of snap's items.
+func snapshotBytes(snap Snapshot) int64 {
+	var n int64
+	for _, name := range snap.Names() {
+		b, _ := snap.Get(name)
+		n += int64(len(b))
+	}
+	return n
+}

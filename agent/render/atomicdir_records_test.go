@@ -1,0 +1,280 @@
+//go:build linux
+
+package render
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bigPayload is n files of size bytes each, file i holding content tag.
+func bigPayload(n, size int, tag string) map[string][]byte {
+	m := make(map[string][]byte, n)
+	for i := range n {
+		name := fmt.Sprintf("item-%03d.conf", i)
+		m[name] = []byte(strings.Repeat(fmt.Sprintf("%s %s\n", name, tag), size)[:size])
+	}
+	return m
+}
+
+// settled writes files and leaves dir as after a write long ago: every
+// file's mtime is past racyWindow and the writer has verified it since, so
+// its records vouch for every file.
+func settled(t *testing.T, files map[string][]byte) (string, *DirWriter) {
+	t.Helper()
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	if _, err := w.Write(files, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	for name := range files {
+		if err := os.Chtimes(filepath.Join(dir, name), past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Chtimes changed every identity: this pass reads each file once and
+	// records it as trusted.
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches after settling = %v, %v", ok, err)
+	}
+	return dir, w
+}
+
+func inodes(t *testing.T, dir string, files map[string][]byte) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for name := range files {
+		ino, _ := inode(t, filepath.Join(dir, name))
+		out[name] = ino
+	}
+	return out
+}
+
+// TestDirWriterRewritesOnlyChangedFiles: a new set that differs from the
+// current one in one file of 50 writes that file only; the other 49 are
+// hard links to the same inodes, and none of them is read.
+func TestDirWriterRewritesOnlyChangedFiles(t *testing.T) {
+	files := bigPayload(50, 4096, "v1")
+	dir, w := settled(t, files)
+	before := inodes(t, dir, files)
+	gen1, _ := CurrentPath(dir)
+
+	next := make(map[string][]byte, len(files))
+	for k, v := range files {
+		next[k] = v
+	}
+	next["item-007.conf"] = []byte("changed\n")
+	reads := contentReads.Load()
+	if changed, err := w.Write(next, opts(0o640)); err != nil || !changed {
+		t.Fatalf("Write = %v, %v", changed, err)
+	}
+	if n := contentReads.Load() - reads; n != 0 {
+		t.Errorf("Write read %d files, want 0", n)
+	}
+	assertSet(t, dir, next, 0o640)
+	if gen2, _ := CurrentPath(dir); gen2 == gen1 {
+		t.Fatal("no new generation directory")
+	}
+	after := inodes(t, dir, next)
+	for name := range next {
+		if name == "item-007.conf" {
+			if after[name] == before[name] {
+				t.Errorf("%s: the changed file kept its inode", name)
+			}
+		} else if after[name] != before[name] {
+			t.Errorf("%s: unchanged file rewritten (inode %d -> %d)", name, before[name], after[name])
+		}
+	}
+
+	// The drift check that follows (the watcher sees our own writes)
+	// writes nothing and reads at most the file just written, whose
+	// mtime is too recent to vouch for it.
+	reads = contentReads.Load()
+	gen2, _ := CurrentPath(dir)
+	if ok, err := w.Matches(next, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches = %v, %v", ok, err)
+	}
+	if n := contentReads.Load() - reads; n > 1 {
+		t.Errorf("Matches read %d files, want at most 1", n)
+	}
+	if gen3, _ := CurrentPath(dir); gen3 != gen2 || len(generationDirs(t, dir)) != 1 {
+		t.Error("Matches changed the directory")
+	}
+	// An identical set writes nothing either.
+	if changed, err := w.Write(next, opts(0o640)); err != nil || changed {
+		t.Fatalf("identical Write = %v, %v", changed, err)
+	}
+	if gen3, _ := CurrentPath(dir); gen3 != gen2 {
+		t.Error("identical Write swapped the set")
+	}
+}
+
+// TestDirWriterMatchesFindsEdits: every kind of edit of an unchanged,
+// trusted file is found without a read of the others, and Write repairs
+// it.
+func TestDirWriterMatchesFindsEdits(t *testing.T) {
+	edits := map[string]func(t *testing.T, path string){
+		"rewrite in place, same size": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("x", 4096)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"rewrite in place, same size, mtime put back": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("y", 4096)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, past, past); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"chmod": func(t *testing.T, path string) {
+			if err := os.Chmod(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"replaced by rename inside the set": func(t *testing.T, path string) {
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := real + ".new"
+			if err := os.WriteFile(tmp, []byte(strings.Repeat("z", 4096)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(tmp, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, real); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, edit := range edits {
+		t.Run(name, func(t *testing.T) {
+			files := bigPayload(20, 4096, "v1")
+			dir, w := settled(t, files)
+			edit(t, filepath.Join(dir, "item-003.conf"))
+			reads := contentReads.Load()
+			if ok, err := w.Matches(files, opts(0o640)); err != nil || ok {
+				t.Fatalf("Matches after the edit = %v, %v; want drift", ok, err)
+			}
+			if n := contentReads.Load() - reads; n > 1 {
+				t.Errorf("Matches read %d files, want at most the edited one", n)
+			}
+			if changed, err := w.Write(files, opts(0o640)); err != nil || !changed {
+				t.Fatalf("repairing Write = %v, %v", changed, err)
+			}
+			assertSet(t, dir, files, 0o640)
+			if ok, err := w.Matches(files, opts(0o640)); err != nil || !ok {
+				t.Fatalf("Matches after repair = %v, %v", ok, err)
+			}
+		})
+	}
+}
+
+// TestDirWriterEditBetweenStageAndCommit: an unchanged file is linked into
+// the staged set, so editing it in place before Commit edits the staged
+// copy too. The record still holds the verified identity: the edit is
+// found as drift after the swap.
+func TestDirWriterEditBetweenStageAndCommit(t *testing.T) {
+	files := bigPayload(10, 512, "v1")
+	dir, w := settled(t, files)
+	next := bigPayload(10, 512, "v1")
+	next["item-000.conf"] = []byte("new\n")
+	s, err := w.Stage(next, opts(0o640))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "item-005.conf"), []byte("edited by hand\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := s.Commit(); err != nil || !changed {
+		t.Fatalf("Commit = %v, %v", changed, err)
+	}
+	if ok, err := w.Matches(next, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches = %v, %v; want the edit found", ok, err)
+	}
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	assertSet(t, dir, next, 0o640)
+}
+
+// TestDirWriterAbortKeepsRecords: aborting a staged set unlinks its files,
+// which changes the current files' ctime; the records follow, so the next
+// check still reads nothing.
+func TestDirWriterAbortKeepsRecords(t *testing.T) {
+	files := bigPayload(20, 1024, "v1")
+	dir, w := settled(t, files)
+	next := bigPayload(20, 1024, "v1")
+	next["item-001.conf"] = []byte("rejected by the check\n")
+	s, err := w.StageIfChanged(next, opts(0o640))
+	if err != nil || s == nil {
+		t.Fatalf("StageIfChanged = %v, %v", s, err)
+	}
+	s.Abort()
+	reads := contentReads.Load()
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches = %v, %v", ok, err)
+	}
+	if n := contentReads.Load() - reads; n != 0 {
+		t.Errorf("Matches after Abort read %d files, want 0", n)
+	}
+	if s, err := w.StageIfChanged(files, opts(0o640)); err != nil || s != nil {
+		t.Fatalf("StageIfChanged of the current set = %v, %v; want nil, nil", s, err)
+	}
+	assertSet(t, dir, files, 0o640)
+}
+
+// TestDirWriterMatchesLinks: a missing or extra top-level link is drift;
+// Matches reports it and writes nothing.
+func TestDirWriterMatchesLinks(t *testing.T) {
+	files := payload("a", "1", "b", "2")
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches before any write = %v, %v", ok, err)
+	}
+	if _, err := w.Write(files, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches with a link missing = %v, %v", ok, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "b")); err == nil {
+		t.Fatal("Matches restored the link")
+	}
+	s, err := w.StageIfChanged(files, opts(0o640))
+	if err != nil || s == nil {
+		t.Fatalf("StageIfChanged = %v, %v; want the link to restore", s, err)
+	}
+	if changed, err := s.Commit(); err != nil || !changed {
+		t.Fatalf("Commit = %v, %v", changed, err)
+	}
+	assertSet(t, dir, files, 0o640)
+	if err := os.Symlink(filepath.Join(DataLink, "gone"), filepath.Join(dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches with an extra link = %v, %v", ok, err)
+	}
+}
+
+func TestRacyWindow(t *testing.T) {
+	fine := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	if got := racyWindow(fine); got != 100*time.Millisecond {
+		t.Errorf("nanosecond mtime: %v", got)
+	}
+	for _, coarse := range []time.Time{fine.Truncate(time.Second), fine.Truncate(10 * time.Millisecond)} {
+		if got := racyWindow(coarse); got != 3*time.Second {
+			t.Errorf("mtime %v: %v, want 3s", coarse, got)
+		}
+	}
+}
