@@ -143,7 +143,7 @@ func readMemStats() memStats {
 		if s[i].Value.Kind() != metrics.KindUint64 {
 			return 0
 		}
-		return int64(s[i].Value.Uint64())
+		return int64(min(s[i].Value.Uint64(), math.MaxInt64)) // #nosec G115 -- clamped
 	}
 	return memStats{heapLive: v(0), heapObjects: v(1), heapFree: v(3),
 		nonHeap: v(2) - v(1) - v(3) - v(4) - v(5)}
