@@ -76,6 +76,39 @@ func TestPublishInheritsACLs(t *testing.T) {
 	wantACL(paths.PublishingNode(live[0]), pol.MetaACL())
 }
 
+// TestPublishFollowsACLChanges: a Publisher reuses the ACLs it copied only
+// while the root and the history parent keep the same ACL version, so an
+// ACL changed (say by `confpush acl --repair`) or a root re-created between
+// two publishes of one Publisher is what the next publish's new nodes get.
+func TestPublishFollowsACLChanges(t *testing.T) {
+	c := startZK(t)
+	root := "/acl/follow"
+	paths := layout.New(root, layout.DefaultMeta)
+	p := newPub(t, c, root)
+	conn := p.Conn()
+	mustPublish(t, p, Request{Items: items(1, 50, "a")})
+	mustPublish(t, p, Request{Items: items(2, 50, "a")}) // the ACLs are now cached
+
+	itemACL := append(zk.WorldACL(zk.PermAll), zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.2"})
+	metaACL := append(zk.WorldACL(zk.PermAll), zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.3"})
+	if _, err := conn.SetACL(paths.Root, itemACL, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.SetACL(paths.History(), metaACL, -1); err != nil {
+		t.Fatal(err)
+	}
+	res := mustPublish(t, p, Request{Items: items(3, 50, "b")})
+	check := func(path string, want []zk.ACL) {
+		t.Helper()
+		got, _, err := conn.GetACL(path)
+		if err != nil || !access.SameACL(got, want) {
+			t.Errorf("%s has ACL %v (%v), want %v", path, got, err, want)
+		}
+	}
+	check(paths.Item("item-02.conf"), itemACL) // created by this publish
+	check(paths.HistoryNode(res.Generation), metaACL)
+}
+
 // TestPublishPermissionDenied: a refusal by ZooKeeper's ACLs is a
 // *access.PermissionError naming the node and the permission, returned at
 // once (never retried), and nothing is written.

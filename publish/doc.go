@@ -68,7 +68,8 @@
 // on such a Create, someone having stored it meanwhile, turns it back
 // into a Check). After the acknowledgement, the blobs of the contents that
 // entered the live set are created, pipelined (NodeExists is fine), best
-// effort, then GC runs.
+// effort, while GC runs beside them (GC never deletes a blob the new
+// generation references, so neither waits for the other).
 //
 // Marker mode:
 //
@@ -146,7 +147,7 @@
 //
 // # History and garbage collection
 //
-// After each commit (and the blob stores that follow it), best effort:
+// After each commit, beside the blob stores that follow it, best effort:
 // keep the newest Retention history entries (the live one always); when
 // some fall out, list the blob store and delete those entries and every
 // blob no kept generation references, in transactions that start with

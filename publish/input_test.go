@@ -178,6 +178,19 @@ func TestBadInput(t *testing.T) {
 				`item "d.yml": invalid YAML at line 2 (document 2)`},
 		},
 		{
+			name: "YAMLDuplicateKey",
+			load: func(t *testing.T, dir string) input {
+				write(dir, "e.yaml", "user: app\npassword: "+secret+"\nuser: "+secret+"\n")
+				write(dir, "f.yml", "ok: 1\n---\nlist:\n  - {k: 1, k: "+secret+"}\n")
+				m, err := LoadDir(dir, LoadOptions{})
+				return input{m, err}
+			},
+			validate: ValidateOptions{Syntax: true},
+			want: []string{"2 problems",
+				`item "e.yaml": invalid YAML (document 1): YAML mapping has a duplicate key at line 3`,
+				`item "f.yml": invalid YAML (document 2): YAML mapping has a duplicate key at line 4`},
+		},
+		{
 			name: "SubDirectoryRefused",
 			load: func(t *testing.T, dir string) input {
 				write(dir, "a.conf", "a")

@@ -37,6 +37,7 @@ type state struct {
 	marker   *markerState       // nil: no marker
 	history  []int64            // generations in the history, ascending
 	haveMeta bool               // the history parent exists (created with the blobs parent)
+	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
 }
 
 func (s *state) liveGen() int64 {
@@ -103,29 +104,74 @@ type plan struct {
 // the first write; it never reports success for a publish that did not
 // land and never lands one twice.
 func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
+	// The reads go out first and the request is validated and hashed
+	// while they are in flight: reading changes nothing, and hashing a
+	// large set costs about as much as a round trip. A bad request still
+	// gets its error at once: the reads are cancelled.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type stateRead struct {
+		st  *state
+		err error
+	}
+	type aclRead struct {
+		in  access.Inherited
+		err error
+	}
+	stc := make(chan stateRead, 1)
+	go func() {
+		st, err := p.readState(rctx)
+		stc <- stateRead{st, err}
+	}()
+	// The inherited ACLs are read once and reused while the root and the
+	// history parent show the same ACL versions (readState reads their
+	// stats anyway); the first publish reads them beside the state.
+	var aclc chan aclRead
+	cached := p.cachedACLs()
+	if cached == nil {
+		aclc = make(chan aclRead, 1)
+		go func() {
+			in, err := p.readACLs(rctx)
+			aclc <- aclRead{in, err}
+		}()
+	}
 	hashed, err := p.checkRequest(req)
 	if err != nil {
+		cancel()
+		<-stc
+		if aclc != nil {
+			<-aclc
+		}
 		return nil, err
 	}
-	// The ACL reads and the state reads are independent: one round trip
-	// of latency instead of two.
-	var (
-		acl  access.Inherited
-		st   *state
-		serr error
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		st, serr = p.readState(ctx)
-	}()
-	acl, err = p.inheritedACLs(ctx, req, hashed)
-	<-done
-	if err != nil {
-		return nil, err
+	sr := <-stc
+	var acl access.Inherited
+	if aclc != nil {
+		ar := <-aclc
+		if ar.err != nil {
+			return nil, ar.err
+		}
+		acl = ar.in
+	} else {
+		acl = *cached
 	}
-	if serr != nil {
-		return nil, serr
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	st := sr.st
+	if acl.ItemFrom != access.ACLVersionOf(st.rootStat) || acl.MetaFrom != access.ACLVersionOf(st.histStat) {
+		if acl, err = p.readACLs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p.mu.Lock()
+	p.acls = &acl
+	p.mu.Unlock()
+	if aclSize(acl.Meta) > aclSize(p.cfg.acl) {
+		// The manifest's size check, again with the real history ACL.
+		if err := p.manifestCheck(req, hashed, acl.Meta); err != nil {
+			return nil, err
+		}
 	}
 	for race := 1; ; race++ {
 		if st == nil {
@@ -179,24 +225,21 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
 }
 
-// inheritedACLs reads, once per publish, the ACLs the nodes it creates
-// get: the root's for items and the marker, the history parent's for
-// metadata (access.InheritedACLs; the configured ACL where those nodes do
-// not exist yet). The manifest's size check is repeated with the real ACL
-// when it is larger than the configured one.
-func (p *Publisher) inheritedACLs(ctx context.Context, req Request, hashed map[string]manifest.Item) (access.Inherited, error) {
-	acl, err := read(ctx, func() (access.Inherited, error) {
+// readACLs reads the ACLs the nodes a publish creates get: the root's for
+// items and the marker, the history parent's for metadata
+// (access.InheritedACLs; the configured ACL where those nodes do not exist
+// yet).
+func (p *Publisher) readACLs(ctx context.Context) (access.Inherited, error) {
+	return read(ctx, func() (access.Inherited, error) {
 		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
 	})
-	if err != nil {
-		return access.Inherited{}, err
-	}
-	if aclSize(acl.Meta) > aclSize(p.cfg.acl) {
-		if err := p.manifestCheck(req, hashed, acl.Meta); err != nil {
-			return access.Inherited{}, err
-		}
-	}
-	return acl, nil
+}
+
+// cachedACLs returns the ACLs the last publish used, or nil.
+func (p *Publisher) cachedACLs() *access.Inherited {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acls
 }
 
 func flatten(errs []error) []error {
@@ -506,7 +549,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			rs, ks *zk.Stat
 			kids   []string
 			gens   []int64
-			okH    bool
+			hs     *zk.Stat
 		)
 		err := parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
 			var err error
@@ -516,7 +559,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			case 1:
 				kids, ks, err = p.childrenStat(ctx, p.paths.Root)
 			case 2:
-				gens, okH, err = p.historyGens(ctx)
+				gens, hs, err = p.historyList(ctx)
 			}
 			return err
 		})
@@ -540,7 +583,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			st.marker = &markerState{}
 		}
 		st.history = gens
-		st.haveMeta = okH
+		st.haveMeta, st.histStat = hs != nil, hs
 		break
 	}
 	if st.rootStat != nil {

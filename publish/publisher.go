@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
@@ -135,6 +136,7 @@ type Publisher struct {
 	mu         sync.Mutex
 	cacheRoot  int64 // root Czxid the cache belongs to
 	historyMan map[int64]*manifest.Manifest
+	acls       *access.Inherited // the last ACLs read, reused while their versions hold
 }
 
 // New returns a Publisher for root. sess is the connection's session
@@ -427,9 +429,16 @@ func (p *Publisher) History(ctx context.Context) ([]*manifest.Manifest, error) {
 
 // historyGens lists the generations in the history, ascending.
 func (p *Publisher) historyGens(ctx context.Context) ([]int64, bool, error) {
-	names, ok, err := p.children(ctx, p.paths.History())
+	gens, st, err := p.historyList(ctx)
+	return gens, st != nil, err
+}
+
+// historyList is historyGens with the history parent's stat (nil: it does
+// not exist).
+func (p *Publisher) historyList(ctx context.Context) ([]int64, *zk.Stat, error) {
+	names, st, err := p.childrenStat(ctx, p.paths.History())
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	gens := make([]int64, 0, len(names))
 	for _, n := range names {
@@ -438,7 +447,7 @@ func (p *Publisher) historyGens(ctx context.Context) ([]int64, bool, error) {
 		}
 	}
 	slices.Sort(gens)
-	return gens, ok, nil
+	return gens, st, nil
 }
 
 // Rollback publishes generation to's content as a new generation (with

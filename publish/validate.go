@@ -21,6 +21,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/safeyaml"
 )
 
 // ValidateOptions says what Validate checks besides names and sizes.
@@ -219,6 +220,15 @@ func checkYAML(data []byte) error {
 				return fmt.Errorf("invalid YAML at line %s (document %d): %s", m[1], doc, msg)
 			}
 			return fmt.Errorf("invalid YAML (document %d): %s", doc, msg)
+		}
+		// The agents' YAML reader refuses duplicate keys (and alias bombs):
+		// refuse them here too, not on every host after the publish.
+		if err := safeyaml.CheckNode(&n, safeyaml.LimitsFor(data, 100)); err != nil {
+			var se *safeyaml.SyntaxError
+			if errors.As(err, &se) {
+				return fmt.Errorf("invalid YAML at line %d (document %d): unparsable value", se.Line, doc)
+			}
+			return fmt.Errorf("invalid YAML (document %d): %w", doc, err)
 		}
 	}
 }

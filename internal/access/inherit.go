@@ -24,6 +24,27 @@ type Inherited struct {
 	// publishing (liveness) nodes, and metadata parents the publisher has
 	// to create.
 	Meta []zk.ACL
+	// ItemFrom and MetaFrom identify the ACLs copied: the root's and the
+	// history parent's node and ACL version as read (zero where the node
+	// did not exist and the fallback was used). A caller holding an
+	// Inherited may reuse it as long as both nodes still show the same.
+	ItemFrom, MetaFrom ACLVersion
+}
+
+// ACLVersion identifies one version of a node's ACL: the node (its
+// creation zxid, so a node deleted and created again differs) and the
+// ACL's version. The zero value is "no such node".
+type ACLVersion struct {
+	Czxid    int64
+	Aversion int32
+}
+
+// ACLVersionOf returns the ACLVersion a stat shows; nil is the zero value.
+func ACLVersionOf(st *zk.Stat) ACLVersion {
+	if st == nil {
+		return ACLVersion{}
+	}
+	return ACLVersion{Czxid: st.Czxid, Aversion: st.Aversion}
 }
 
 // InheritedACLs reads the ACLs of the root and of the history parent,
@@ -37,17 +58,18 @@ func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallb
 	// publish path instead of two.
 	paths2 := [2]string{paths.Root, paths.History()}
 	var acls [2][]zk.ACL
+	var from [2]ACLVersion
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i := range paths2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			acl, err := copyableACL(ctx, conn, paths2[i])
+			acl, st, err := copyableACL(ctx, conn, paths2[i])
 			if errors.Is(err, zk.ErrNoNode) {
-				acl, err = fallback, nil
+				acl, st, err = fallback, nil, nil
 			}
-			acls[i], errs[i] = acl, err
+			acls[i], from[i], errs[i] = acl, ACLVersionOf(st), err
 		}()
 	}
 	wg.Wait()
@@ -56,19 +78,19 @@ func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallb
 			return Inherited{}, err
 		}
 	}
-	return Inherited{Item: acls[0], Meta: acls[1]}, nil
+	return Inherited{Item: acls[0], Meta: acls[1], ItemFrom: from[0], MetaFrom: from[1]}, nil
 }
 
 // copyableACL reads p's ACL and refuses a redacted one.
-func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, error) {
-	acl, _, err := getACL(ctx, conn, p)
+func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.Stat, error) {
+	acl, st, err := getACL(ctx, conn, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if redacted(acl) {
-		return nil, &PermissionError{Op: OpReadACL, Path: p, Node: p, Perm: "ADMIN (needed to copy its ACL)", Err: zk.ErrNoAuth}
+		return nil, nil, &PermissionError{Op: OpReadACL, Path: p, Node: p, Perm: "ADMIN (needed to copy its ACL)", Err: zk.ErrNoAuth}
 	}
-	return acl, nil
+	return acl, st, nil
 }
 
 // ReadStatusNodeACL returns the ACL an agent gives its status node: the
@@ -125,7 +147,7 @@ func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) er
 	switch role {
 	case RolePublisher:
 		for _, p := range []string{paths.Root, paths.History()} {
-			if _, err := copyableACL(ctx, conn, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if _, _, err := copyableACL(ctx, conn, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 		}
@@ -155,7 +177,7 @@ var ErrForeignACL = errors.New("the root's ACL is not one confpush init makes")
 // which the policy gives the publisher alone. Any other entry is
 // ErrForeignACL: the policy must then be given explicitly.
 func PolicyFromRoot(ctx context.Context, conn *zk.Conn, paths layout.Paths, publisher Identity) (Policy, error) {
-	acl, err := copyableACL(ctx, conn, paths.Root)
+	acl, _, err := copyableACL(ctx, conn, paths.Root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return Policy{}, fmt.Errorf("root %s does not exist: %w", paths.Root, ErrNotInitialized)
 	}

@@ -75,6 +75,15 @@ func Validate(data []byte) error {
 	return err
 }
 
+// CheckNode runs Decode's checks (duplicate keys, depth, alias expansion,
+// scalars) on an already parsed document, for callers that parse a stream
+// of several documents themselves.
+func CheckNode(n *yaml.Node, lim Limits) error {
+	d := &decoder{lim: lim}
+	_, err := d.value(n, 0)
+	return err
+}
+
 type decoder struct {
 	lim    Limits
 	values int
