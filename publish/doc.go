@@ -130,8 +130,10 @@
 //
 // # ACLs
 //
-// Once per publish the publisher reads the ACLs of the root and of the
-// history parent (access.InheritedACLs) and creates items and the marker
+// The publisher copies the ACLs of the root and of the history parent
+// (access.InheritedACLs) on its first publish, and again whenever the stats
+// its state reads return show another ACL version (or another node) for
+// either; it creates items and the marker
 // with the root's, history entries, blobs, liveness nodes and missing
 // metadata parents with the history parent's; the transaction size
 // estimate counts those ACLs. A tree without access control (never set up

@@ -78,9 +78,9 @@ func WithMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget 
 // WithMaxSetSize bounds the total size of a set. Default 64 MiB.
 func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
 
-// WithACL sets the fallback ACL of the nodes the publisher creates. Once
-// per publish the publisher copies the ACLs of the live tree
-// (access.InheritedACLs): items, the marker and the root get the root's ACL,
+// WithACL sets the fallback ACL of the nodes the publisher creates. The
+// publisher copies the ACLs of the live tree (access.InheritedACLs, read
+// again whenever their ACL version changes): items, the marker and the root get the root's ACL,
 // history entries, blobs, liveness nodes and missing metadata parents the
 // history parent's; acl is used only where those nodes do not exist yet (a
 // tree without `confpush init`). Default zk.WorldACL(zk.PermAll).

@@ -40,7 +40,8 @@
 // (ReadStatusNodeACL), which is why agents may read the base.
 //
 // The publisher creates every node with the ACL of the node that holds it,
-// read once per publish (InheritedACLs): items and the marker get the
+// read by InheritedACLs (a publisher re-reads it whenever the ACL version
+// changes): items and the marker get the
 // root's, history entries, blobs and liveness nodes the history parent's.
 // So publishing needs no knowledge of the policy, and Init or a repair
 // changes what the next publish creates.
