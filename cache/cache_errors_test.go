@@ -79,14 +79,7 @@ func TestCacheErrorMessages(t *testing.T) {
 // refused (the cache then ignores it: TestCorruptStateFileIgnored).
 func TestCacheStateFileErrorMessages(t *testing.T) {
 	items := map[string][]byte{"a": []byte("alpha")}
-	good, err := encodeState("/r", newTestSnapshot(t, 2, items), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h stateHeader
-	if err := json.Unmarshal(good, &h); err != nil {
-		t.Fatal(err)
-	}
+	good, h := encodedState(t, items)
 	h.Format = 3
 	future, _ := json.Marshal(h)
 	for _, tc := range []struct {

@@ -315,14 +315,7 @@ func TestStateLegacyFormat(t *testing.T) {
 
 func TestStateFileRejects(t *testing.T) {
 	items := map[string][]byte{"a": []byte("alpha"), "b": []byte("beta")}
-	good, err := encodeState("/r", newTestSnapshot(t, 2, items), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h stateHeader
-	if err := json.Unmarshal(good, &h); err != nil {
-		t.Fatal(err)
-	}
+	good, h := encodedState(t, items)
 	var b stateBody
 	_ = json.Unmarshal(h.Body, &b)
 	// Format 2 with items inline.
@@ -466,4 +459,19 @@ func TestCacheStateIncremental(t *testing.T) {
 	if s, err := loadState(path, "/config"); err != nil || s.Generation() != g3 {
 		t.Fatalf("state after recovery: %v %v", s, err)
 	}
+}
+
+// encodedState is a valid state file of generation 2 for root "/r" holding
+// items, and its decoded header.
+func encodedState(t *testing.T, items map[string][]byte) ([]byte, stateHeader) {
+	t.Helper()
+	good, err := encodeState("/r", newTestSnapshot(t, 2, items), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h stateHeader
+	if err := json.Unmarshal(good, &h); err != nil {
+		t.Fatal(err)
+	}
+	return good, h
 }

@@ -82,24 +82,7 @@ func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 
 // get reads a node; NoNode is reported as (nil, nil, nil).
 func (p *Publisher) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	type res struct {
-		data []byte
-		st   *zk.Stat
-	}
-	r, err := read(ctx, func() (res, error) {
-		d, st, err := p.conn.Get(path)
-		return res{d, st}, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil, nil
-	}
-	if denied(err) {
-		return nil, nil, access.Explain(err, path, access.OpRead)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return r.data, r.st, nil
+	return readNode(ctx, path, access.OpRead, "read", func() ([]byte, *zk.Stat, error) { return p.conn.Get(path) })
 }
 
 // children lists a node's children; NoNode is reported as (nil, false, nil).
@@ -111,24 +94,31 @@ func (p *Publisher) children(ctx context.Context, path string) ([]string, bool, 
 // childrenStat lists a node's children with the node's stat as of the
 // listing; NoNode is reported as (nil, nil, nil).
 func (p *Publisher) childrenStat(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	type listing struct {
-		names []string
-		stat  *zk.Stat
+	return readNode(ctx, path, access.OpList, "list", func() ([]string, *zk.Stat, error) { return p.conn.Children(path) })
+}
+
+// readNode runs a read of path that returns a value and the node's stat,
+// retried like every read; NoNode is reported as a zero value and a nil
+// stat, a refusal is explained for op, other errors name verb and path.
+func readNode[T any](ctx context.Context, path string, op access.Op, verb string, fn func() (T, *zk.Stat, error)) (T, *zk.Stat, error) {
+	type result struct {
+		v  T
+		st *zk.Stat
 	}
-	l, err := read(ctx, func() (listing, error) {
-		c, st, err := p.conn.Children(path)
-		return listing{c, st}, err
+	var zero T
+	r, err := read(ctx, func() (result, error) {
+		v, st, err := fn()
+		return result{v, st}, err
 	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil, nil
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return zero, nil, nil
+	case denied(err):
+		return zero, nil, access.Explain(err, path, op)
+	case err != nil:
+		return zero, nil, fmt.Errorf("%s %s: %w", verb, path, err)
 	}
-	if denied(err) {
-		return nil, nil, access.Explain(err, path, access.OpList)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", path, err)
-	}
-	return l.names, l.stat, nil
+	return r.v, r.st, nil
 }
 
 // exists stats a node; NoNode is reported as (nil, nil).

@@ -170,14 +170,7 @@ type StagedFile struct {
 //
 // data must not be modified until Commit or Abort returns.
 func Stage(path string, data []byte, opts FileOptions) (*StagedFile, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	dest, err := resolveDest(path, opts.FollowSymlink)
-	if err != nil {
-		return nil, err
-	}
-	same, err := sameFile(dest, data, opts)
+	dest, same, err := compareDest(path, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -195,28 +188,29 @@ func Stage(path string, data []byte, opts FileOptions) (*StagedFile, error) {
 // destination WriteFile would refuse (a symlink not to be followed, a
 // directory) is an error.
 func Matches(path string, data []byte, opts FileOptions) (bool, error) {
+	_, same, err := compareDest(path, data, opts)
+	return same, err
+}
+
+// compareDest validates opts, resolves path's destination as WriteFile
+// would and reports whether it already holds data with opts' mode and
+// owner.
+func compareDest(path string, data []byte, opts FileOptions) (dest string, same bool, err error) {
 	if err := opts.validate(); err != nil {
-		return false, err
+		return "", false, err
 	}
-	dest, err := resolveDest(path, opts.FollowSymlink)
-	if err != nil {
-		return false, err
+	if dest, err = resolveDest(path, opts.FollowSymlink); err != nil {
+		return "", false, err
 	}
-	return sameFile(dest, data, opts)
+	same, err = sameFile(dest, data, opts)
+	return dest, same, err
 }
 
 // StageIfChanged is Stage for callers that have nothing to check when the
 // destination is already identical: it returns nil (and writes nothing)
 // in that case, and otherwise a staged file whose Changed is true.
 func StageIfChanged(path string, data []byte, opts FileOptions) (*StagedFile, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	dest, err := resolveDest(path, opts.FollowSymlink)
-	if err != nil {
-		return nil, err
-	}
-	same, err := sameFile(dest, data, opts)
+	dest, same, err := compareDest(path, data, opts)
 	if err != nil || same {
 		return nil, err
 	}
