@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -79,7 +80,7 @@ func (e *env) profileAgent(ctx context.Context, name string, sched *schedule) (*
 			file = append(file, a.at[0]-pt.sent)
 			pub = append(pub, pt.acked-pt.call)
 		}
-		if err := sleep(ctx, e.cfg.AgentGap); err != nil {
+		if err := work.Sleep(ctx, e.cfg.AgentGap); err != nil {
 			return nil, err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // AgentResult is the propagation to M confagent processes rendering a dir
@@ -442,7 +443,7 @@ func (e *env) measureAgents(ctx context.Context, bin string, t *target, m int) (
 			pub = append(pub, pt.acked-pt.call)
 		}
 		// Each publish finds the agents idle (Config.AgentGap).
-		if err := sleep(ctx, e.cfg.AgentGap); err != nil {
+		if err := work.Sleep(ctx, e.cfg.AgentGap); err != nil {
 			return nil, err
 		}
 	}

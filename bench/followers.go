@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Follower kinds.
@@ -141,7 +142,7 @@ func startProject(ctx context.Context, clients []*client, root, meta string, sch
 			}
 		})
 	}
-	err := parallel(ctx, len(f.caches), 64, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, len(f.caches), 64, func(ctx context.Context, i int) error {
 		_, err := f.caches[i].Wait(ctx, g0)
 		return err
 	})
@@ -191,7 +192,7 @@ func (f *projectFleet) check(g int64) error {
 func (f *projectFleet) close() {
 	f.cancel()
 	f.wg.Wait()
-	_ = parallel(context.Background(), len(f.caches), 64, func(_ context.Context, i int) error {
+	_ = work.Parallel(context.Background(), len(f.caches), 64, func(_ context.Context, i int) error {
 		return f.caches[i].Close()
 	})
 }
@@ -322,7 +323,7 @@ func (m *rawFollower) read(ctx context.Context, names []string) error {
 		return nil
 	}
 	data := make([][]byte, len(names))
-	err := parallel(ctx, len(names), m.concurrency, func(_ context.Context, j int) error {
+	err := work.Parallel(ctx, len(names), m.concurrency, func(_ context.Context, j int) error {
 		b, _, err := m.conn.Get(m.root + "/" + names[j])
 		m.reqs.Add(1)
 		data[j] = b

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Footprint is one confagent's resource use while it holds (and renders,
@@ -42,18 +44,6 @@ type Footprint struct {
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // measureFootprint runs one confagent (HTTP endpoint on, as by default)
 // holding the footprint set: idle, then one publish per second.
 func (e *env) measureFootprint(ctx context.Context, bin string) (*Footprint, error) {
@@ -81,7 +71,7 @@ func (e *env) measureFootprint(ctx context.Context, bin string) (*Footprint, err
 	if c.Quick {
 		settle = 300 * time.Millisecond
 	}
-	if err := sleep(ctx, settle); err != nil {
+	if err := work.Sleep(ctx, settle); err != nil {
 		return nil, err
 	}
 	f := &Footprint{Items: c.FootprintItems, ItemSize: c.FootprintItemSize}
@@ -95,7 +85,7 @@ func (e *env) measureFootprint(ctx context.Context, bin string) (*Footprint, err
 		return nil, err
 	}
 	w0 := time.Now()
-	if err := sleep(ctx, c.FootprintIdle); err != nil {
+	if err := work.Sleep(ctx, c.FootprintIdle); err != nil {
 		return nil, err
 	}
 	s1, err := readProcStat(pid)
@@ -145,7 +135,7 @@ func (e *env) measureFootprint(ctx context.Context, bin string) (*Footprint, err
 		return nil, fmt.Errorf("footprint agent: %w\n%s", err, af.procs[0].logTail())
 	}
 	// Let the last publish's after-work (drift check, state file) finish.
-	if err := sleep(ctx, e.cfg.AgentGap); err != nil {
+	if err := work.Sleep(ctx, e.cfg.AgentGap); err != nil {
 		return nil, err
 	}
 	s2, err := readProcStat(pid)

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // FleetResult is one kind of follower at one fleet size, in one run.
@@ -202,14 +204,7 @@ func (e *env) pause(ctx context.Context) error {
 	if d > 0 {
 		d += rand.N(d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return work.Sleep(ctx, d)
 }
 
 // window is the server's and the taps' counters at the start of one

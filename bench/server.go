@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
@@ -259,7 +260,7 @@ func zkOptions[T any](v ...T) []T { return v }
 // server), and closes them all if one fails.
 func dialMany(ctx context.Context, n int, o dialOptions) ([]*client, error) {
 	out := make([]*client, n)
-	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, n, 32, func(ctx context.Context, i int) error {
 		c, err := dial(ctx, o)
 		out[i] = c
 		return err
@@ -274,54 +275,8 @@ func dialMany(ctx context.Context, n int, o dialOptions) ([]*client, error) {
 // closeAll closes sessions, a few at a time.
 func closeAll(cs []*client) {
 	cs = slices.DeleteFunc(slices.Clone(cs), func(c *client) bool { return c == nil })
-	_ = parallel(context.Background(), len(cs), 64, func(_ context.Context, i int) error {
+	_ = work.Parallel(context.Background(), len(cs), 64, func(_ context.Context, i int) error {
 		cs[i].conn.Close()
 		return nil
 	})
-}
-
-// parallel runs fn(ctx, i) for i in [0, n) on up to workers goroutines and
-// returns the first error; after an error no new calls start.
-func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		first error
-		next  int
-		wg    sync.WaitGroup
-	)
-	take := func() (int, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if next >= n || first != nil || ctx.Err() != nil {
-			return 0, false
-		}
-		next++
-		return next - 1, true
-	}
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i, ok := take()
-				if !ok {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if first == nil && next < n {
-		return ctx.Err()
-	}
-	return first
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 
@@ -209,14 +210,7 @@ func (n *nemesis) snapshot() []faultRec {
 
 // sleep waits d or until ctx ends; it reports whether d elapsed.
 func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return work.Sleep(ctx, d) == nil
 }
 
 // run executes every track until ctx ends; a fault in progress is healed

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -133,12 +134,12 @@ func (p *Publisher) storeBlobData(ctx context.Context, blobs map[string][]byte, 
 		}
 		return nil
 	}
-	err := parallel(ctx, len(shas), blobWorkers, create)
+	err := work.Parallel(ctx, len(shas), blobWorkers, create)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
 			return err
 		}
-		err = parallel(ctx, len(shas), blobWorkers, create)
+		err = work.Parallel(ctx, len(shas), blobWorkers, create)
 	}
 	return err
 }
@@ -314,7 +315,7 @@ func (p *Publisher) writeItems(ctx context.Context, pl *plan, markerVer int32, m
 		workers = 1 // the test seam counts writes in order
 	}
 	var written atomic.Int64
-	return parallel(ctx, len(ops), workers, func(ctx context.Context, i int) error {
+	return work.Parallel(ctx, len(ops), workers, func(ctx context.Context, i int) error {
 		if err := p.fencedWrite(ctx, ops[i], markerVer, mark, pl, baseGen); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // maxBlobRaces bounds how often a publish re-plans because the blob store
@@ -396,7 +397,7 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 // root explains a content found nowhere as a conflict).
 func (p *Publisher) missingDeparting(ctx context.Context, st *state, departing []string, rootVersion int32, acl []zk.ACL) (map[string][]byte, error) {
 	exist := make([]bool, len(departing))
-	err := parallel(ctx, len(departing), 8, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, len(departing), 8, func(ctx context.Context, i int) error {
 		s, err := p.exists(ctx, p.paths.Blob(departing[i]))
 		exist[i] = s != nil
 		return err
@@ -436,7 +437,7 @@ func (p *Publisher) liveContents(ctx context.Context, st *state, shas []string, 
 	}
 	names := namesByHash(st.live)
 	data := make([][]byte, len(shas))
-	err := parallel(ctx, len(shas), 8, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, len(shas), 8, func(ctx context.Context, i int) error {
 		d, ok, err := p.liveContent(ctx, names[shas[i]], shas[i])
 		if ok {
 			data[i] = d
@@ -551,7 +552,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			gens   []int64
 			hs     *zk.Stat
 		)
-		err := parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
+		err := work.Parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
 			var err error
 			switch i {
 			case 0:
@@ -657,7 +658,7 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 	p.log.Warn("taking over marker", "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID, "why", why)
 	actual := make([]manifest.Item, len(st.children))
 	present := make([]bool, len(st.children))
-	err := parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
 		d, s, err := p.get(ctx, p.paths.Item(st.children[i]))
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -254,7 +255,7 @@ func (p *Publisher) readItems(ctx context.Context, m *manifest.Manifest) (map[st
 	names := m.Names()
 	data := make([][]byte, len(names))
 	found := make([]bool, len(names))
-	err := parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+	err := work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
 		d, st, err := p.get(ctx, p.paths.Item(names[i]))
 		if err != nil {
 			return err
@@ -289,7 +290,7 @@ func (p *Publisher) readPast(ctx context.Context, g int64) (*manifest.Manifest, 
 	names := m.Names()
 	data := make([][]byte, len(names))
 	live := &liveIndex{p: p}
-	err = parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+	err = work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
 		it := m.Items[names[i]]
 		d, st, err := p.get(ctx, p.paths.Blob(it.SHA256))
 		if err != nil {

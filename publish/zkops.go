@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -55,15 +54,7 @@ func uncertain(err error) bool {
 
 // backoff waits before the next retry, or returns ctx's error.
 func backoff(ctx context.Context, attempt int) error {
-	d := 25 * time.Millisecond << min(attempt, 5) // 25ms .. 800ms
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return work.Sleep(ctx, 25*time.Millisecond<<min(attempt, 5)) // 25ms .. 800ms
 }
 
 // read runs an idempotent request, retrying connection loss and session
@@ -246,47 +237,4 @@ func (p *Publisher) waitSession(ctx context.Context) error {
 		return fmt.Errorf("sync %s: %w", p.paths.Root, err)
 	}
 	return nil
-}
-
-// parallel runs fn(ctx, i) for i in [0, n) on up to workers goroutines and
-// returns the first error; after an error no new calls start.
-func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	if n == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next  atomic.Int64
-		done  atomic.Int64
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if first == nil && int(done.Load()) < n {
-		// The parent context ended with work left undone.
-		return ctx.Err()
-	}
-	return first
 }

@@ -161,18 +161,7 @@ Credentials never come from an argument: the publisher's from
 Passwords must be at least 16 characters. See docs/security.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.rootArg(args); err != nil {
-				return err
-			}
-			creds, err := a.publisherCreds()
-			if err != nil {
-				return err
-			}
-			pub, err := access.ParseIdentity(creds)
-			if err != nil {
-				return usagef("publisher credentials: %v", err)
-			}
-			pol, _, err := a.policy(cmd, pub)
+			creds, _, pol, _, err := a.publisherPolicy(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -197,6 +186,24 @@ Passwords must be at least 16 characters. See docs/security.md.`,
 	return cmd
 }
 
+// publisherPolicy takes the root argument, the publisher's credentials and
+// identity, and the policy the flags give (explicit false: none given), as
+// init and acl both need them.
+func (a *app) publisherPolicy(cmd *cobra.Command, args []string) (creds string, pub access.Identity, pol access.Policy, explicit bool, err error) {
+	if err = a.rootArg(args); err != nil {
+		return
+	}
+	if creds, err = a.publisherCreds(); err != nil {
+		return
+	}
+	if pub, err = access.ParseIdentity(creds); err != nil {
+		err = usagef("publisher credentials: %v", err)
+		return
+	}
+	pol, explicit, err = a.policy(cmd, pub)
+	return
+}
+
 func (a *app) aclCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "acl [ROOT] [--repair]",
@@ -213,18 +220,7 @@ ACL can fix, do not count). With --repair, fixes them as init does (but never
 creates the root) and exits 7 only if some remain.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.rootArg(args); err != nil {
-				return err
-			}
-			creds, err := a.publisherCreds()
-			if err != nil {
-				return err
-			}
-			pub, err := access.ParseIdentity(creds)
-			if err != nil {
-				return usagef("publisher credentials: %v", err)
-			}
-			pol, explicit, err := a.policy(cmd, pub)
+			creds, pub, pol, explicit, err := a.publisherPolicy(cmd, args)
 			if err != nil {
 				return err
 			}
