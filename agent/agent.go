@@ -20,7 +20,23 @@
 //     its own.
 //  3. Commit: each staged output is swapped in with one rename.
 //  4. Reload: the reload command of every target whose output changed runs
-//     once. Unchanged outputs never trigger a reload.
+//     once. Unchanged outputs never trigger a reload, except one whose
+//     previous reload has not succeeded yet (below).
+//
+// Some failures are not the generation's fault and are retried with
+// backoff by the daemon (Outcome.Retry) until they clear, without a new
+// publish:
+//
+//   - A failed reload leaves the target "reload pending": the output is
+//     in place but its consumer never loaded it. The pending flag is set
+//     before the commit, persisted in the state directory, survives applies
+//     whose output is unchanged (they run the pending reload) and is
+//     covered by the reload of a newer generation; only a successful reload
+//     clears it. An agent that stops with a reload pending runs it after
+//     its restart.
+//   - A transient write error (render.ErrTransient: ENOSPC, EDQUOT, EIO
+//     and the like) does not reject the generation: it is staged again on
+//     the next retry.
 //
 // Drift repair re-renders the last applied snapshot when someone edits or
 // deletes an output (without check or reload: the content goes back to what
@@ -29,9 +45,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +93,22 @@ type Renderer struct {
 	lastErr  error
 	// attempted is the generation of the last Apply that was not skipped.
 	attempted int64
+
+	// Retried failures (issue 13). rejectErr is the error of the rejection
+	// recorded in rejected; pendingFile, when set, persists the names of
+	// the targets whose reload is pending, and savedPending is what it
+	// holds.
+	rejectErr    error
+	pendingFile  string
+	savedPending string
 }
+
+// Failure classes that the daemon retries with backoff
+// (TargetResult.Retrying).
+const (
+	RetryReload    = "reload"
+	RetryTransient = "transient"
+)
 
 // NewRenderer compiles specs. Every problem is reported at once.
 func NewRenderer(specs []TargetSpec, mode ApplyMode, log *slog.Logger, m *Metrics) (*Renderer, error) {
@@ -117,9 +152,15 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 				// reading every file again.
 				t.dir = old.dir
 			}
+			// The output in place was never loaded, whatever else about
+			// the target changed.
+			if old.spec.Name == t.spec.Name && old.spec.Dest == t.spec.Dest && old.reloadPending && t.spec.Reload != "" {
+				t.markReloadPending()
+			}
 		}
 	}
-	r.targets, r.mode, r.rejected = ts, mode, ""
+	r.targets, r.mode, r.rejected, r.rejectErr = ts, mode, "", nil
+	r.savePending()
 	return nil
 }
 
@@ -143,6 +184,9 @@ type Outcome struct {
 	Changed []string
 	// Err is every failure, joined.
 	Err error
+	// Retry is true when a failure is retried with backoff without a new
+	// generation: a reload is pending, or a write failed transiently.
+	Retry bool
 }
 
 // Apply renders snap to every target (see the package documentation for
@@ -154,11 +198,20 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	defer r.mu.Unlock()
 	out := Outcome{Generation: snap.Generation()}
 	if r.rejected != "" && r.rejected == snap.PublishID() {
-		out.Skipped = true
-		out.Err = r.lastErr
+		if !r.reloadsPending() {
+			out.Skipped = true
+			out.Err = r.lastErr
+			return out
+		}
+		// The generation stays rejected, but the outputs in place still
+		// have to be loaded.
+		out.Err = errors.Join(r.rejectErr, r.runReloads(ctx, r.targets, nil, 0))
+		out.Retry = true
+		r.lastErr = out.Err
+		r.metrics.observeTargets(r.targets)
 		return out
 	}
-	if r.applied != nil && r.applied.PublishID() == snap.PublishID() && r.allApplied(snap) {
+	if r.applied != nil && r.applied.PublishID() == snap.PublishID() && r.allApplied(snap) && !r.reloadsPending() {
 		out.Skipped = true
 		return out
 	}
@@ -176,7 +229,9 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		r.applied = snap
 		r.rejected = ""
 	}
+	out.Retry = out.Retry || r.reloadsPending()
 	r.metrics.observeApply(snap, out, time.Since(start))
+	r.metrics.observeTargets(r.targets)
 	if out.Err != nil {
 		r.log.Error("apply failed", "generation", snap.Generation(), "error", out.Err)
 	} else if len(out.Changed) > 0 {
@@ -207,11 +262,16 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	}
 	var errs []error
 	failed := map[*target]bool{}
+	rejecting := false // a failure that only a new generation can fix
 	fail := func(t *target, kind string, err error) {
 		failed[t] = true
-		errs = append(errs, fmt.Errorf("generation %d rejected: target %q: %s: %w", gen, t.spec.Name, kind, err))
-		t.result.OK, t.result.LastError, t.result.LastAttempt, t.result.UpdatedAt = false, fmt.Sprintf("%s: %v", kind, err), gen, time.Now()
-		r.metrics.failure(t.spec.Name, kind)
+		if render.IsTransient(err) {
+			kind = RetryTransient
+			errs = append(errs, r.failTarget(t, gen, kind, err))
+			return
+		}
+		rejecting = rejecting || kind != "write"
+		errs = append(errs, r.failTarget(t, gen, kind, err))
 	}
 	for _, t := range ts {
 		s, err := t.stage(snap)
@@ -233,46 +293,211 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		for _, t := range ts {
 			t.result.LastAttempt, t.result.UpdatedAt = gen, time.Now()
 		}
-		// Not retried in a loop: only a newer generation, or a new
-		// configuration, makes the renderer try again.
-		r.rejected = snap.PublishID()
-		out.Rejected = true
-		out.Err = errors.Join(out.Err, errors.Join(errs...))
+		if rejecting {
+			// Not retried in a loop: only a newer generation, or a new
+			// configuration, makes the renderer try again.
+			r.rejected = snap.PublishID()
+			r.rejectErr = errors.Join(errs...)
+			out.Rejected = true
+		} else {
+			out.Retry = true
+		}
+		// The outputs in place stay: those never loaded still need their
+		// reload.
+		out.Err = errors.Join(out.Err, errors.Join(errs...), r.runReloads(ctx, ts, nil, 0))
 		return
 	}
-	var changed []*target
+	// The pending flag is on disk before the new output is visible, so
+	// that an agent killed between the commit and the reload reloads after
+	// its restart.
+	wasPending := map[*target]bool{}
+	for _, s := range stagedAll {
+		if s.changed && s.t.spec.Reload != "" {
+			wasPending[s.t] = s.t.reloadPending
+			s.t.markReloadPending()
+		}
+	}
+	r.savePending()
+	changed := map[*target]bool{}
 	for _, s := range stagedAll {
 		if !s.changed {
 			s.abort()
 			continue
 		}
 		if _, err := s.commit(); err != nil {
+			if p, ok := wasPending[s.t]; ok && !p {
+				s.t.reloadPending = false
+			}
 			fail(s.t, "write", err)
 			continue
 		}
-		changed = append(changed, s.t)
+		changed[s.t] = true
+		out.Changed = append(out.Changed, s.t.spec.Name)
 	}
 	for _, s := range stagedAll {
 		if !failed[s.t] {
 			s.t.applied, s.t.out, s.t.files = snap, s.out, s.files
 			s.t.result.Generation, s.t.result.OK, s.t.result.LastError = gen, true, ""
 			s.t.result.LastAttempt, s.t.result.UpdatedAt = gen, time.Now()
+			if s.t.result.Retrying != RetryReload {
+				s.t.result.Retrying, s.t.result.Retries = "", 0
+			}
 		}
 	}
-	for _, t := range changed {
-		out.Changed = append(out.Changed, t.spec.Name)
-		output, err := t.reload(ctx, gen)
-		if err != nil {
-			fail(t, "reload", err)
+	if len(errs) > 0 && !rejecting {
+		out.Retry = true
+	}
+	out.Err = errors.Join(out.Err, errors.Join(errs...), r.runReloads(ctx, ts, changed, gen))
+}
+
+// failTarget records a failure of kind for t and returns it as an error.
+// A failure of a retried class counts a retry when it follows one of the
+// same class.
+func (r *Renderer) failTarget(t *target, gen int64, kind string, err error) error {
+	t.result.OK, t.result.LastError, t.result.LastAttempt, t.result.UpdatedAt = false, fmt.Sprintf("%s: %v", kind, err), gen, time.Now()
+	r.metrics.failure(t.spec.Name, kind)
+	switch kind {
+	case RetryReload, RetryTransient:
+		if t.result.Retrying == kind {
+			t.result.Retries++
+			r.metrics.retried(t.spec.Name, kind)
+		} else {
+			t.result.Retrying, t.result.Retries = kind, 0
+		}
+	}
+	switch kind {
+	case RetryReload:
+		return fmt.Errorf("generation %d in place but not loaded, reload retried: target %q: %s: %w", gen, t.spec.Name, kind, err)
+	case RetryTransient:
+		return fmt.Errorf("generation %d not applied yet, retried: target %q: %s write error: %w", gen, t.spec.Name, kind, err)
+	}
+	return fmt.Errorf("generation %d rejected: target %q: %s: %w", gen, t.spec.Name, kind, err)
+}
+
+// runReloads runs the reload of every target of ts whose output changed
+// (in changed) or whose reload is pending, and returns the failures. gen
+// is the generation just committed (0: the one in place).
+func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*target]bool, gen int64) error {
+	var errs []error
+	for _, t := range ts {
+		if !changed[t] && !t.reloadPending {
 			continue
 		}
-		if t.spec.Reload != "" {
-			t.result.Reloads++
-			r.metrics.reloaded(t.spec.Name)
-			r.log.Info("reloaded", "target", t.spec.Name, "generation", gen, "output", truncate(output, 512))
+		if t.spec.Reload == "" {
+			t.reloadPending = false
+			continue
+		}
+		g := gen
+		if !changed[t] && t.applied != nil {
+			g = t.applied.Generation()
+		}
+		retry := !changed[t]
+		output, err := t.reload(ctx, g)
+		if err != nil {
+			errs = append(errs, r.failTarget(t, g, RetryReload, err))
+			continue
+		}
+		t.reloadPending, t.result.ReloadPending = false, false
+		if t.result.Retrying == RetryReload {
+			t.result.Retrying, t.result.Retries = "", 0
+			if strings.HasPrefix(t.result.LastError, RetryReload+":") {
+				t.result.OK, t.result.LastError = true, ""
+			}
+		}
+		t.result.Reloads++
+		r.metrics.reloaded(t.spec.Name)
+		if retry {
+			r.log.Info("reloaded after a pending reload", "target", t.spec.Name, "generation", g, "output", truncate(output, 512))
+		} else {
+			r.log.Info("reloaded", "target", t.spec.Name, "generation", g, "output", truncate(output, 512))
 		}
 	}
-	out.Err = errors.Join(out.Err, errors.Join(errs...))
+	r.savePending()
+	return errors.Join(errs...)
+}
+
+// markReloadPending records that t's output has to be loaded.
+func (t *target) markReloadPending() {
+	t.reloadPending, t.result.ReloadPending = true, true
+}
+
+// reloadsPending reports whether any target's reload is pending.
+func (r *Renderer) reloadsPending() bool {
+	for _, t := range r.targets {
+		if t.reloadPending {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingState is the persisted list of targets whose reload is pending.
+type pendingState struct {
+	Reload []string `json:"reload_pending"`
+}
+
+// PersistPendingReloads makes the renderer keep the names of targets whose
+// reload is pending in path (in the state directory), and marks the
+// targets that path lists as pending: a reload that never succeeded
+// before a restart runs again after it, even though the output in place
+// is unchanged. Call it before the first Apply.
+func (r *Renderer) PersistPendingReloads(path string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pendingFile = path
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pending reloads: %w", err)
+	}
+	var st pendingState
+	if err := json.Unmarshal(b, &st); err != nil {
+		// Unreadable: the worst case is a reload that does not run again.
+		r.log.Warn("ignoring an unreadable pending-reloads file", "path", path, "error", err)
+		return nil
+	}
+	r.savedPending = string(b)
+	for _, t := range r.targets {
+		if slices.Contains(st.Reload, t.spec.Name) && t.spec.Reload != "" {
+			t.markReloadPending()
+			t.result.Retrying = RetryReload
+			r.log.Warn("reload pending from before the restart: it runs again", "target", t.spec.Name)
+		}
+	}
+	return nil
+}
+
+// savePending writes the pending reloads to pendingFile if they changed.
+// A write that fails is logged: the flag stays in memory.
+func (r *Renderer) savePending() {
+	if r.pendingFile == "" {
+		return
+	}
+	var st pendingState
+	for _, t := range r.targets {
+		if t.reloadPending {
+			st.Reload = append(st.Reload, t.spec.Name)
+		}
+	}
+	b, _ := json.Marshal(st)
+	if string(b) == r.savedPending || (len(st.Reload) == 0 && r.savedPending == "") {
+		return
+	}
+	if len(st.Reload) == 0 {
+		if err := os.Remove(r.pendingFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.log.Warn("cannot remove the pending-reloads file", "path", r.pendingFile, "error", err)
+			return
+		}
+		r.savedPending = ""
+		return
+	}
+	if _, err := render.WriteFile(r.pendingFile, b, render.FileOptions{Mode: 0o600, UID: -1, GID: -1}); err != nil {
+		r.log.Error("cannot persist the pending reloads: a restart would not run them again", "path", r.pendingFile, "error", err)
+		return
+	}
+	r.savedPending = string(b)
 }
 
 // Repair restores the last applied output wherever it no longer matches

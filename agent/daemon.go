@@ -65,6 +65,10 @@ type Options struct {
 // StateFileName is the persisted snapshot's file name inside StateDir.
 const StateFileName = "snapshot.state"
 
+// PendingReloadsFileName is the file inside StateDir that lists the
+// targets whose reload has not succeeded yet (see Renderer.PersistPendingReloads).
+const PendingReloadsFileName = "reload-pending.json"
+
 // Daemon follows a root and keeps every target rendered from its newest
 // generation: confagent's main loop.
 type Daemon struct {
@@ -106,6 +110,11 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.r = r
+	if !opts.NoPersist {
+		if err := r.PersistPendingReloads(filepath.Join(opts.StateDir, PendingReloadsFileName)); err != nil {
+			return nil, err
+		}
+	}
 	// The daemon owns the session, so that the cache and the status node
 	// share it and the daemon (the application, in seed 001's terms)
 	// decides what an expiry means: resync and re-register.
@@ -216,13 +225,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go d.status.run(sctx)
 		defer func() { cancel(); <-d.status.done }()
 	}
-	retry := newBackoff(time.Second, time.Minute)
+	// Failures that are not the generation's fault (a failed reload, a
+	// full disk, a failed write) are retried from this loop; the wait ends
+	// with ctx.
+	retry := newBackoff(time.Second, 5*time.Minute)
 	apply := func(snap *cache.Snapshot) {
 		if snap == nil {
 			return
 		}
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
-		if out.Err != nil && !out.Rejected {
+		if out.Retry || (out.Err != nil && !out.Rejected) {
 			retry.schedule()
 		} else {
 			retry.reset()

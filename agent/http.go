@@ -46,6 +46,8 @@ func (d *Daemon) Status() Status {
 // ZooKeeper not away for longer than the staleness limit.
 func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (bool, string) {
 	switch {
+	case retrying(s) != "":
+		return false, retrying(s)
 	case s.Generation == 0:
 		return false, "no generation applied yet"
 	case s.LastError != "":
@@ -54,6 +56,20 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
 	}
 	return true, ""
+}
+
+// retrying describes the first target whose failure is being retried, ""
+// when none is.
+func retrying(s Status) string {
+	for _, t := range s.Targets {
+		switch {
+		case t.Retrying == RetryReload || t.ReloadPending:
+			return fmt.Sprintf("target %q: reload not done yet, retrying (%d retries failed): %s", t.Name, t.Retries, t.LastError)
+		case t.Retrying != "":
+			return fmt.Sprintf("target %q: %s write error, retrying (%d retries failed): %s", t.Name, t.Retrying, t.Retries, t.LastError)
+		}
+	}
+	return ""
 }
 
 // Handler serves /healthz, /readyz, /status and /metrics.

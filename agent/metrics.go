@@ -21,6 +21,10 @@ type Metrics struct {
 	latency         prometheus.Histogram
 	zkState         *prometheus.GaugeVec
 	staleSeconds    prometheus.GaugeFunc
+
+	// Retried failures (issue 13).
+	retrying *prometheus.GaugeVec
+	retries  *prometheus.CounterVec
 }
 
 // NewMetrics registers the agent's metrics. stale reports how long the
@@ -36,7 +40,7 @@ func NewMetrics(stale func() float64) *Metrics {
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "zkconf_agent_applies_total", Help: "Apply attempts by result (ok, failed)."}, []string{"result"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "zkconf_agent_failures_total", Help: "Failures by target and kind (render, check, write, reload)."},
+			Name: "zkconf_agent_failures_total", Help: "Failures by target and kind (render, check, write, reload, transient)."},
 			[]string{"target", "kind"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "zkconf_agent_reloads_total", Help: "Successful reload commands by target."}, []string{"target"}),
@@ -53,6 +57,14 @@ func NewMetrics(stale func() float64) *Metrics {
 	}
 	m.staleSeconds = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "zkconf_agent_stale_seconds", Help: "Seconds since the agent last had a live view of ZooKeeper (0 while live)."}, stale)
+	m.retrying = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zkconf_agent_target_retrying",
+		Help: "1 while a target's failure is retried with backoff, by class (reload: a reload is pending; transient: a write failed with ENOSPC, EIO, EDQUOT or the like)."},
+		[]string{"target", "class"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zkconf_agent_retries_total", Help: "Retries of a failed reload or transient write that failed again, by target and class."},
+		[]string{"target", "class"})
+	reg.MustRegister(m.retrying, m.retries)
 	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
 		m.zkState, m.staleSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "failed"} {
@@ -79,6 +91,28 @@ func (m *Metrics) observeApply(snap Snapshot, out Outcome, _ time.Duration) {
 func (m *Metrics) failure(target, kind string) {
 	if m != nil {
 		m.failures.WithLabelValues(target, kind).Inc()
+	}
+}
+
+func (m *Metrics) retried(target, class string) {
+	if m != nil {
+		m.retries.WithLabelValues(target, class).Inc()
+	}
+}
+
+// observeTargets sets the retrying gauge of every target.
+func (m *Metrics) observeTargets(ts []*target) {
+	if m == nil {
+		return
+	}
+	for _, t := range ts {
+		for _, c := range []string{RetryReload, RetryTransient} {
+			v := 0.0
+			if t.result.Retrying == c {
+				v = 1
+			}
+			m.retrying.WithLabelValues(t.spec.Name, c).Set(v)
+		}
 	}
 }
 

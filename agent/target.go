@@ -57,6 +57,12 @@ type target struct {
 	out     []byte
 	files   map[string][]byte
 	result  TargetResult
+
+	// reloadPending is set (and persisted) before a changed output is
+	// committed and cleared by the reload that succeeds after it: a reload
+	// that failed, or never ran because the agent stopped, is run again
+	// (with backoff) even though later applies find the output unchanged.
+	reloadPending bool
 }
 
 // TargetResult is a target's last outcome (fleet.TargetResult on the wire).

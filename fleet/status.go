@@ -53,4 +53,35 @@ type TargetResult struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 	Reloads     int64     `json:"reloads"`
 	Repairs     int64     `json:"drift_repairs"`
+
+	// Failures the agent retries on its own, with backoff (issue 13).
+	// Retrying names the class of the failure being retried: "reload" (the
+	// reload command failed: it runs again until it succeeds) or
+	// "transient" (a write failed with ENOSPC, EIO, EDQUOT or the like);
+	// empty when nothing is retried. Retries counts the retries that
+	// failed since the failure began. ReloadPending is true while the
+	// output in place has not been loaded by a successful reload.
+	Retrying      string `json:"retrying,omitempty"`
+	Retries       int64  `json:"retries,omitempty"`
+	ReloadPending bool   `json:"reload_pending,omitempty"`
+}
+
+// Failing reports whether the target's last attempt failed or a failure
+// of it is being retried.
+func (t TargetResult) Failing() bool {
+	return !t.OK || t.Retrying != "" || t.ReloadPending
+}
+
+// Failing reports whether the agent reports an error or a failing target:
+// what `confpush status --fail-on-error` exits non-zero for.
+func (s Status) Failing() bool {
+	if s.LastError != "" {
+		return true
+	}
+	for _, t := range s.Targets {
+		if t.Failing() {
+			return true
+		}
+	}
+	return false
 }

@@ -214,6 +214,7 @@ func (w *DirWriter) Dir() string { return w.dir }
 // top-level link was in place. Stale entries from a previous crash are
 // removed even when nothing changed.
 func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bool, err error) {
+	defer func() { err = classify(err) }()
 	p, err := w.prepare(files, opts)
 	if err != nil {
 		return false, err
@@ -278,7 +279,8 @@ type StagedDir struct {
 // whether committing would change anything consumers can see.
 //
 // files' contents must never be modified (see DirWriter).
-func (w *DirWriter) Stage(files map[string][]byte, opts FileOptions) (*StagedDir, error) {
+func (w *DirWriter) Stage(files map[string][]byte, opts FileOptions) (_ *StagedDir, err error) {
+	defer func() { err = classify(err) }()
 	p, err := w.prepare(files, opts)
 	if err != nil {
 		return nil, err
@@ -294,7 +296,8 @@ func (w *DirWriter) Stage(files map[string][]byte, opts FileOptions) (*StagedDir
 // StageIfChanged is Stage for callers that have nothing to check when
 // nothing would change: it returns nil, having written nothing (but the
 // removal of a crash's leftovers), when Matches would report true.
-func (w *DirWriter) StageIfChanged(files map[string][]byte, opts FileOptions) (*StagedDir, error) {
+func (w *DirWriter) StageIfChanged(files map[string][]byte, opts FileOptions) (_ *StagedDir, err error) {
+	defer func() { err = classify(err) }()
 	p, err := w.prepare(files, opts)
 	if err != nil {
 		return nil, err
@@ -321,6 +324,7 @@ func (s *StagedDir) Changed() bool { return s.changed }
 // current set is identical, the staged directory is discarded instead and
 // only the top-level links are reconciled.
 func (s *StagedDir) Commit() (changed bool, err error) {
+	defer func() { err = classify(err) }()
 	return s.commit(true)
 }
 

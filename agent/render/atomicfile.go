@@ -122,6 +122,7 @@ func (o FileOptions) validate() error {
 //
 // WriteFile must not be called concurrently for the same destination.
 func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err error) {
+	defer func() { err = classify(err) }()
 	if err := opts.validate(); err != nil {
 		return false, err
 	}
@@ -169,7 +170,8 @@ type StagedFile struct {
 // would change anything.
 //
 // data must not be modified until Commit or Abort returns.
-func Stage(path string, data []byte, opts FileOptions) (*StagedFile, error) {
+func Stage(path string, data []byte, opts FileOptions) (_ *StagedFile, err error) {
+	defer func() { err = classify(err) }()
 	dest, same, err := compareDest(path, data, opts)
 	if err != nil {
 		return nil, err
@@ -209,7 +211,8 @@ func compareDest(path string, data []byte, opts FileOptions) (dest string, same 
 // StageIfChanged is Stage for callers that have nothing to check when the
 // destination is already identical: it returns nil (and writes nothing)
 // in that case, and otherwise a staged file whose Changed is true.
-func StageIfChanged(path string, data []byte, opts FileOptions) (*StagedFile, error) {
+func StageIfChanged(path string, data []byte, opts FileOptions) (_ *StagedFile, err error) {
+	defer func() { err = classify(err) }()
 	dest, same, err := compareDest(path, data, opts)
 	if err != nil || same {
 		return nil, err
@@ -260,6 +263,7 @@ func (s *StagedFile) Changed() bool { return s.changed }
 // destination became a symlink since Stage (and symlinks are not followed),
 // Commit fails with ErrSymlinkDest and leaves the destination alone.
 func (s *StagedFile) Commit() (changed bool, err error) {
+	defer func() { err = classify(err) }()
 	if s.done {
 		return false, ErrAlreadyDone
 	}

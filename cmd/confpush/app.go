@@ -33,6 +33,7 @@ const (
 	exitRollout    = 5 // --wait: the rollout did not complete
 	exitPermission = 6 // ZooKeeper refused the request: identity or ACL
 	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
+	exitFailing    = 8 // status --fail-on-error: an agent reports an error or a failing target
 )
 
 const exitCodesHelp = `Exit codes:
@@ -44,7 +45,8 @@ const exitCodesHelp = `Exit codes:
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time
   6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
      lacks a permission, or its password is wrong (never retried)
-  7  acl: ACLs differ from the policy (run 'confpush acl --repair')`
+  7  acl: ACLs differ from the policy (run 'confpush acl --repair')
+  8  status --fail-on-error: an agent reports an error or a failing target`
 
 // usageError marks an error as the user's (exit 2).
 type usageError struct{ err error }
@@ -290,6 +292,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &am) {
 			obj["acl"] = am.report
 		}
+		var af agentsFailingError
+		if errors.As(err, &af) {
+			obj["status"] = af.report
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -313,6 +319,8 @@ func classify(err error) (int, string) {
 		return exitACL, "acl_mismatch"
 	case errors.As(err, new(rolloutError)):
 		return exitRollout, "rollout_incomplete"
+	case errors.As(err, new(agentsFailingError)):
+		return exitFailing, "agents_failing"
 	case errors.Is(err, publish.ErrConflict):
 		return exitConflict, "conflict"
 	case errors.Is(err, publish.ErrMarkerBusy):

@@ -25,6 +25,19 @@ type rolloutError struct{ err error }
 func (e rolloutError) Error() string { return e.err.Error() }
 func (e rolloutError) Unwrap() error { return e.err }
 
+// agentsFailingError marks `status --fail-on-error` finding an agent that
+// reports an error or a failing target (exit 8).
+type agentsFailingError struct {
+	agents []string
+	// report is the --json status report, carried in the error object so
+	// that --json prints one object.
+	report map[string]any
+}
+
+func (e agentsFailingError) Error() string {
+	return fmt.Sprintf("%d agent(s) report an error or a failing target: %s", len(e.agents), strings.Join(e.agents, ", "))
+}
+
 func (a *app) paths() layout.Paths {
 	return layout.New(a.v.GetString("root"), a.v.GetString("meta"))
 }
@@ -71,7 +84,11 @@ generation each applied, how far behind the live one it is, its state, since
 when, and its last error; then a summary.
 
 With --wait-generation G it first waits (through watches) until enough agents
-(--min N, or --all) report generation G; exit 5 when they do not in time.`,
+(--min N, or --all) report generation G; exit 5 when they do not in time.
+
+With --fail-on-error it exits 8 when any agent reports an error, a failing
+target (a rejected generation, a reload not done yet, a transient write
+error being retried) or a status node that cannot be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.context(cmd)
@@ -86,10 +103,11 @@ With --wait-generation G it first waits (through watches) until enough agents
 					return err
 				}
 			}
-			return a.printStatus(ctx, conn)
+			return a.printStatus(ctx, conn, a.v.GetBool("fail-on-error"))
 		},
 	}
 	cmd.Flags().Int64("wait-generation", 0, "wait until agents report this generation")
+	cmd.Flags().Bool("fail-on-error", false, "exit 8 when any agent reports an error or a failing target")
 	a.rolloutFlags(cmd)
 	return cmd
 }
@@ -100,7 +118,7 @@ func (a *app) rolloutFlags(cmd *cobra.Command) {
 	cmd.Flags().Bool("all", false, "with a wait: every registered agent must apply the generation (the default)")
 }
 
-func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
+func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) error {
 	p := a.paths()
 	live, err := liveGeneration(conn, p.Root)
 	if err != nil {
@@ -118,8 +136,12 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 		Status *fleet.Status `json:"status,omitempty"`
 	}
 	rows := []row{}
+	var failing []string
 	for _, ag := range agents {
 		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0)}
+		if ag.Err != nil || ag.Status.Failing() {
+			failing = append(failing, ag.ID)
+		}
 		if ag.Err != nil {
 			r.Error = ag.Err.Error()
 		} else {
@@ -130,7 +152,7 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 	}
 	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing}}
-	a.emit(obj, func(out io.Writer) {
+	text := func(out io.Writer) {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
 		for _, r := range rows {
@@ -147,7 +169,14 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
-	})
+	}
+	if failOnError && len(failing) > 0 {
+		if !a.json() {
+			text(a.stdout)
+		}
+		return agentsFailingError{agents: failing, report: obj}
+	}
+	a.emit(obj, text)
 	return nil
 }
 
