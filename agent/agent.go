@@ -151,6 +151,9 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 				// The writer remembers what it wrote: keeping it spares
 				// reading every file again.
 				t.dir = old.dir
+				if t.dir != nil {
+					t.dir.SetGrace(t.spec.Grace)
+				}
 			}
 			// The output in place was never loaded, whatever else about
 			// the target changed.
@@ -538,6 +541,28 @@ func (r *Renderer) Repair() []string {
 		fixed = append(fixed, t.spec.Name)
 	}
 	return fixed
+}
+
+// SweepRetired removes the previous generation directories of dir targets
+// whose grace period has passed, and returns how long until the next one's
+// ends (0: none is kept).
+func (r *Renderer) SweepRetired() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var next time.Duration
+	for _, t := range r.targets {
+		if t.dir == nil {
+			continue
+		}
+		d, err := t.dir.Sweep()
+		if err != nil {
+			r.log.Warn("cannot remove a previous generation directory; the next write retries", "target", t.spec.Name, "error", err)
+		}
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return next
 }
 
 // Results returns every target's last result.

@@ -229,6 +229,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// full disk, a failed write) are retried from this loop; the wait ends
 	// with ctx.
 	retry := newBackoff(time.Second, 5*time.Minute)
+	// Previous generation directories of dir targets are removed when
+	// their grace period ends.
+	sweep := time.NewTimer(time.Hour)
+	sweep.Stop()
+	defer sweep.Stop()
+	rearmSweep := func() {
+		if next := d.r.SweepRetired(); next > 0 {
+			sweep.Reset(next)
+		}
+	}
 	apply := func(snap *cache.Snapshot) {
 		if snap == nil {
 			return
@@ -242,6 +252,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if drift != nil {
 			drift.watch(d.r.Dests())
 		}
+		rearmSweep()
 		if !out.Skipped {
 			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
@@ -284,9 +295,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			apply(d.cache.Snapshot())
 		case <-driftC:
 			if fixed := d.r.Repair(); len(fixed) > 0 {
+				rearmSweep()
 				d.publishStatus()
 			}
 			drift.watch(d.r.Dests())
+		case <-sweep.C:
+			rearmSweep()
 		case <-heartbeat:
 			d.opts.Heartbeat()
 		case <-retry.C():

@@ -3,17 +3,21 @@ package agent_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 
@@ -152,5 +156,109 @@ func TestFullDiskRetriedUntilSpaceReturns(t *testing.T) {
 	}
 	if !strings.Contains(get(t, srv.URL+"/metrics"), `zkconf_agent_target_retrying{class="transient",target="dir"} 0`) {
 		t.Fatal("retrying gauge not cleared")
+	}
+}
+
+// gracePeriodItems is a set of n items of generation g.
+func gracePeriodItems(g, n int) map[string]string {
+	items := map[string]string{}
+	for i := range n {
+		items[fmt.Sprintf("item-%02d", i+g)] = fmt.Sprintf("generation %d item %d\n", g, i)
+	}
+	return items
+}
+
+// TestDirGracePeriodKeepsResolvedSet: a reader that resolved ..data just
+// before a swap still opens every file of the set it resolved, with that
+// generation's content (the previous directory is kept for the grace
+// period); once the grace period is over the directory is removed, by
+// the running agent's timer and, for a directory left by an agent that
+// stopped, by the next agent at start. The swap is the test's publish,
+// not a timing accident; the grace period is shortened by a configuration
+// reload rather than waited out. On the old code the previous directory
+// was deleted during the swap (issue 13: one observation of 450 missed an
+// item).
+func TestDirGracePeriodKeepsResolvedSet(t *testing.T) {
+	c := zktest.Start(t)
+	p := publisher(t, c)
+	d := join(t.TempDir(), "d")
+	spec := func(grace time.Duration) []agent.TargetSpec {
+		s := dirSpec(d)
+		s.Grace = grace
+		return []agent.TargetSpec{s}
+	}
+	reconfigure := func(r *running, grace time.Duration) {
+		t.Helper()
+		if _, err := r.d.Reconfigure(agent.Options{Root: root, ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second},
+			AgentID: "test-agent", Targets: spec(grace), StaleAfter: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := func(dir string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			_, err := os.Stat(dir)
+			if errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("previous generation directory %s still there after its grace period: %v", dir, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	mustPublish(t, p, gracePeriodItems(1, 20))
+	r := startDaemon(t, c.Addrs(), t.TempDir(), spec(time.Hour))
+	r.waitGeneration(t, 1)
+	// The reader resolves ..data once...
+	resolved, err := render.CurrentPath(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ... then a swap happens (generation 2 shares no item with 1) ...
+	mustPublish(t, p, gracePeriodItems(2, 20))
+	r.waitGeneration(t, 2)
+	if now, err := render.CurrentPath(d); err != nil || now == resolved {
+		t.Fatalf("no swap: ..data -> %s (%v)", now, err)
+	}
+	// ... and the reader opens every file relative to what it resolved.
+	for name, want := range gracePeriodItems(1, 20) {
+		got, err := os.ReadFile(filepath.Join(resolved, name))
+		if err != nil {
+			t.Fatalf("reader of generation 1 after the swap: %v", err)
+		}
+		if string(got) != want {
+			t.Fatalf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if files, err := render.ReadCurrent(d); err != nil || len(files) != 20 || string(files["item-02"]) != gracePeriodItems(2, 20)["item-02"] {
+		t.Fatalf("current set: %d files, %v", len(files), err)
+	}
+
+	// The grace period ends (shortened by a reload of the
+	// configuration): the running agent removes the directory.
+	reconfigure(r, 10*time.Millisecond)
+	gone(resolved)
+
+	// A directory retired by an agent that then stops is removed by the
+	// next agent, at start.
+	reconfigure(r, time.Hour)
+	gen2, err := render.CurrentPath(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPublish(t, p, gracePeriodItems(3, 20))
+	r.waitGeneration(t, 3)
+	if _, err := os.Stat(gen2); err != nil {
+		t.Fatalf("generation 2's directory removed within its grace period: %v", err)
+	}
+	r.stop()
+	r = startDaemon(t, c.Addrs(), t.TempDir(), spec(10*time.Millisecond))
+	r.waitGeneration(t, 3)
+	gone(gen2)
+	if files, err := render.ReadCurrent(d); err != nil || len(files) != 20 || string(files["item-03"]) != gracePeriodItems(3, 20)["item-03"] {
+		t.Fatalf("current set after the restart: %d files, %v", len(files), err)
 	}
 }

@@ -41,6 +41,11 @@ type TargetSpec struct {
 	Timeout      time.Duration
 	// FollowSymlink allows a file destination that is a symlink.
 	FollowSymlink bool
+
+	// Grace is how long a dir target keeps its previous generation
+	// directory after a swap, for readers that resolved "..data" just
+	// before it (render.DirWriter.SetGrace); 0 removes it at once.
+	Grace time.Duration
 }
 
 // target is a TargetSpec compiled for rendering, plus what it last applied.
@@ -79,6 +84,7 @@ func compile(spec TargetSpec) (*target, error) {
 		t.tmpl = tm
 	case KindDir:
 		t.dir = render.NewDirWriter(spec.Dest)
+		t.dir.SetGrace(spec.Grace)
 	case KindFile:
 	default:
 		return nil, fmt.Errorf("target %q: unknown type %q", spec.Name, spec.Kind)

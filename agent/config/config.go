@@ -54,6 +54,12 @@ const (
 	DefaultTimeout        = 30 * time.Second
 )
 
+// DefaultGracePeriod is how long a dir target keeps its previous
+// generation directory after a swap (key grace_period): readers that
+// resolved "..data" just before the swap find every file of their set if
+// they open them within it.
+const DefaultGracePeriod = 5 * time.Second
+
 // ApplyMode says how a new generation is applied across targets.
 type ApplyMode string
 
@@ -190,6 +196,10 @@ type Target struct {
 	Timeout time.Duration
 	// FollowSymlink allows Dest to be a symlink whose target is replaced.
 	FollowSymlink bool
+	// GracePeriod is how long a dir target keeps the previous generation
+	// directory after a swap (key grace_period, dir targets only; 0
+	// removes it at once).
+	GracePeriod time.Duration
 	// Template is Src parsed with the render helpers; set by Validate.
 	Template *render.Template
 }

@@ -169,6 +169,7 @@ targets:
 			{
 				Name: "certs", Type: TargetDir, Dest: "/etc/app/certs", Items: []string{"*.pem", "ca-?.crt"},
 				Mode: 0o640, Owner: "4242", UID: 4242, GID: -1, Timeout: 30 * time.Second,
+				GracePeriod: DefaultGracePeriod,
 			},
 		},
 	}
@@ -375,6 +376,19 @@ targets: [{name: a, type: file, item: a, dest: /etc/a}]
 			name: "target not a mapping",
 			yaml: "zookeeper: {servers: [zk1:2181]}\ntargets: [app]\n",
 			want: []string{"targets[0]: must be a mapping, got a string"},
+		},
+		{
+			name: "grace_period",
+			yaml: `
+zookeeper: {servers: [zk1:2181]}
+targets:
+  - {name: a, type: dir, dest: /etc/a, grace_period: -1s}
+  - {name: b, type: file, item: b, dest: /etc/b, grace_period: 5s}
+`,
+			want: []string{
+				"targets[0].grace_period: must not be negative (0 removes the previous directory at once)",
+				"targets[1].grace_period: only valid for type dir (this target is file)",
+			},
 		},
 		{
 			name: "target basics",

@@ -31,7 +31,7 @@ var (
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
-		"check", "reload", "timeout", "follow_symlink",
+		"check", "reload", "timeout", "follow_symlink", "grace_period",
 	}
 )
 
@@ -381,9 +381,13 @@ func decodeTargets(raw any, baseDir string, p *problems) []Target {
 			Reload:        d.string("reload"),
 			Timeout:       d.duration("timeout"),
 			FollowSymlink: d.bool("follow_symlink"),
+			GracePeriod:   d.duration("grace_period"),
 		}
 		if _, set := m["timeout"]; !set {
 			t.Timeout = DefaultTimeout
+		}
+		if _, set := m["grace_period"]; !set && t.Type == TargetDir {
+			t.GracePeriod = DefaultGracePeriod
 		}
 		if t.Type == TargetDir && len(t.Items) == 0 {
 			if _, set := m["items"]; !set {

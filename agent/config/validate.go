@@ -224,6 +224,10 @@ func validateTarget(prefix string, t *Target, p *problems) {
 	onlyFor("src", t.Src != "", TargetTemplate)
 	onlyFor("item", t.Item != "", TargetFile)
 	onlyFor("items", len(t.Items) > 0, TargetDir)
+	onlyFor("grace_period", t.GracePeriod != 0, TargetDir)
+	if t.GracePeriod < 0 && !p.has(k("grace_period")) {
+		p.addf(k("grace_period"), "must not be negative (0 removes the previous directory at once)")
+	}
 	if t.FollowSymlink && t.Type == TargetDir {
 		p.addf(k("follow_symlink"), "not valid for type dir: the directory's links are managed by the agent")
 	}

@@ -70,7 +70,11 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //  1. Validate every name: a plain file name, not empty, not ".", no "/",
 //     no NUL, not starting with ".." (reserved for the entries above).
 //  2. List dir once. Clean up after a crash: remove a stale "..data_tmp"
-//     and timestamped directories that "..data" does not point to.
+//     and timestamped directories that "..data" does not point to, except
+//     those still within their grace period (step 10). A directory this
+//     DirWriter did not retire itself (left by a previous process, or by a
+//     crash) is dated by the mtime of "..data", the time of the last swap,
+//     and retired from then.
 //  3. readlink "..data" to find the current set. Refuse to go on if a
 //     payload name exists in dir as anything but our own link; note
 //     missing links, and our links to names no longer in the payload.
@@ -100,9 +104,13 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //     swap, so that they never dangle) and remove top-level links to
 //     ..data/<name> whose name is no longer in the payload; fsync dir if
 //     anything changed.
-//  10. Remove the previous timestamped directory (a kept file lives on
-//     through its link in the new one), and record the ctime this gave
-//     the kept files.
+//  10. Retire the previous timestamped directory. With no grace period
+//     (SetGrace, the default) remove it now; otherwise keep it, noting
+//     the time of the swap, and remove it once the grace period has passed:
+//     Sweep does that (the caller runs it on a timer), and so does step 2
+//     of every later write. A kept file lives on through its link in the
+//     new directory; whenever a previous directory is removed, record the
+//     ctime this gave the kept files.
 //
 // Matches runs steps 1, 3 and 4 (and the link checks of 9) without
 // writing anything, to find drift.
@@ -114,7 +122,8 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 // again. A top-level link either points into that set or dangles (a name
 // removed by the new generation, between steps 7 and 9); it never points
 // at a partial file. A crash leaves at most a stale "..data_tmp" and
-// orphan directories, which step 2 of the next write removes.
+// orphan directories, which step 2 of the next write removes (once their
+// grace period, counted from the last swap, has passed).
 //
 // Drift: someone editing dir/name in place edits the current set's inode,
 // and also any staged set it was linked into; the edit changes the
@@ -126,7 +135,13 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 // Consumers that need a consistent set must resolve "..data" once and read
 // every file through the resolved directory (ReadCurrent does that, and
 // re-checks the link afterwards). Opening dir/name link by link can mix two
-// generations when a swap happens in between.
+// generations when a swap happens in between. The bound a reader gets: one
+// that resolves "..data" once and then opens files relative to the
+// resolved directory always sees a complete set if it has opened them
+// within the grace period after the swap that replaced that directory
+// (an open file stays readable after the directory goes). Without a grace
+// period (0), a reader that resolved "..data" just before a swap can find
+// files missing.
 //
 // A DirWriter must be the only writer of its directory: it is not safe for
 // concurrent use, and two DirWriters (or processes) on the same directory
@@ -135,6 +150,86 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 type DirWriter struct {
 	dir string
 	rec *genRecord // what the generation directory rec.name holds, or nil
+
+	// grace is how long a replaced generation directory is kept for the
+	// readers that resolved "..data" before the swap; retired lists the
+	// directories kept, with the time they were replaced.
+	grace   time.Duration
+	retired []retiredDir
+}
+
+// retiredDir is a previous generation directory kept for its grace period.
+type retiredDir struct {
+	name string
+	at   time.Time // when it stopped being current
+}
+
+// SetGrace sets how long a generation directory is kept after a swap
+// replaced it, so that readers that resolved "..data" just before the swap
+// still find every file of the set they resolved (see DirWriter). 0, the
+// default, removes it at once; a negative d counts as 0.
+func (w *DirWriter) SetGrace(d time.Duration) { w.grace = max(d, 0) }
+
+// Sweep removes the retired generation directories whose grace period has
+// passed and returns how long until the next one's ends (0 when no
+// directory is kept). Owners of a DirWriter with a grace period call it on
+// a timer; every write also removes what has expired (step 2).
+func (w *DirWriter) Sweep() (next time.Duration, err error) {
+	if len(w.retired) == 0 {
+		return 0, nil
+	}
+	current, err := w.readLink()
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	var keep []retiredDir
+	var errs []error
+	removed := false
+	for _, r := range w.retired {
+		if r.name == current {
+			continue // made current again by hand: not ours to remove
+		}
+		if d := r.at.Add(w.grace).Sub(now); d > 0 {
+			keep = append(keep, r)
+			if next == 0 || d < next {
+				next = d
+			}
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(w.dir, r.name)); err != nil {
+			// Left for step 2 of the next write.
+			errs = append(errs, fmt.Errorf("render: remove previous generation: %w", err))
+			continue
+		}
+		removed = true
+	}
+	w.retired = keep
+	if removed {
+		w.refreshCurrent(current)
+	}
+	return next, errors.Join(errs...)
+}
+
+// refreshCurrent records the ctime that removing a previous generation
+// directory gave the files of current linked from it.
+func (w *DirWriter) refreshCurrent(current string) {
+	if w.rec == nil || w.rec.name != current {
+		return
+	}
+	for name, fr := range w.rec.files {
+		w.rec.files[name] = refresh(fr, filepath.Join(w.dir, current, name))
+	}
+}
+
+// retiredAt returns when DirWriter retired the directory name.
+func (w *DirWriter) retiredAt(name string) (time.Time, bool) {
+	for _, r := range w.retired {
+		if r.name == name {
+			return r.at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // racyWindow is how long after a file's mtime its identity can be trusted
@@ -440,7 +535,7 @@ func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepar
 	if err != nil {
 		return p, fmt.Errorf("render: %w", err)
 	}
-	if err := w.removeStale(entries, p.current, ""); err != nil {
+	if err := w.removeStale(entries, p.current); err != nil {
 		return p, err
 	}
 	p.linksOK, err = w.checkLinks(entries, files)
@@ -660,6 +755,10 @@ func (w *DirWriter) finish(files map[string][]byte, current, old string) (change
 		}
 	}
 	if old != "" && old != current {
+		if w.grace > 0 {
+			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
+			return changed, nil
+		}
 		if err := os.RemoveAll(filepath.Join(w.dir, old)); err != nil {
 			return changed, fmt.Errorf("render: remove previous generation: %w", err)
 		}
@@ -692,10 +791,24 @@ func (w *DirWriter) readLink() (string, error) {
 }
 
 // removeStale removes "..data_tmp" and every timestamped directory except
-// keep1 and keep2: the leftovers of a crash or of an abandoned Stage.
-// entries is a listing of dir.
-func (w *DirWriter) removeStale(entries []fs.DirEntry, keep1, keep2 string) error {
+// current and those within their grace period: the leftovers of a crash or
+// of an abandoned Stage, and previous generations whose grace period
+// passed. entries is a listing of dir.
+func (w *DirWriter) removeStale(entries []fs.DirEntry, current string) error {
 	var errs []error
+	now := time.Now()
+	var swapped time.Time // the last swap, for directories of unknown age
+	if w.grace > 0 {
+		if fi, err := os.Lstat(filepath.Join(w.dir, DataLink)); err == nil {
+			swapped = fi.ModTime()
+		}
+	}
+	removed := false
+	defer func() {
+		if removed {
+			w.refreshCurrent(current)
+		}
+	}()
 	for _, e := range entries {
 		name := e.Name()
 		if name == DataTmpLink {
@@ -704,12 +817,27 @@ func (w *DirWriter) removeStale(entries []fs.DirEntry, keep1, keep2 string) erro
 			}
 			continue
 		}
-		if !e.IsDir() || !isGenerationDir(name) || name == keep1 || name == keep2 {
+		if !e.IsDir() || !isGenerationDir(name) || name == current {
 			continue
+		}
+		if w.grace > 0 {
+			at, known := w.retiredAt(name)
+			if !known && !swapped.IsZero() {
+				// Not retired by this DirWriter (an earlier process's,
+				// or a crash's): at most as old as the last swap.
+				at, known = swapped, true
+				w.retired = append(w.retired, retiredDir{name: name, at: at})
+			}
+			if known && now.Before(at.Add(w.grace)) {
+				continue
+			}
 		}
 		if err := os.RemoveAll(filepath.Join(w.dir, name)); err != nil {
 			errs = append(errs, fmt.Errorf("render: remove orphan generation: %w", err))
+			continue
 		}
+		w.retired = slices.DeleteFunc(w.retired, func(r retiredDir) bool { return r.name == name })
+		removed = true
 	}
 	return errors.Join(errs...)
 }
@@ -788,8 +916,8 @@ func ValidateName(name string) error {
 // CurrentPath resolves dir/..data once and returns the absolute path of the
 // generation directory it points to. Files read through the returned path
 // all belong to one generation, as long as that directory still exists
-// (DirWriter removes it after the next swap; re-check with CurrentPath
-// after reading, as ReadCurrent does).
+// (DirWriter removes it after the next swap, or after its grace period;
+// re-check with CurrentPath after reading, as ReadCurrent does).
 func CurrentPath(dir string) (string, error) {
 	target, err := os.Readlink(filepath.Join(dir, DataLink))
 	if err != nil {

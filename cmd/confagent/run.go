@@ -169,6 +169,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
 			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
+			Grace: t.GracePeriod,
 		}
 		if t.Type == config.TargetTemplate {
 			b, err := os.ReadFile(t.Src)
