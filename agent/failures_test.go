@@ -79,7 +79,7 @@ func TestFullDiskRetriedUntilSpaceReturns(t *testing.T) {
 		t.Fatalf("dir target: %+v", tr)
 	}
 	err := r.d.Renderer().LastError()
-	if !errors.Is(err, render.ErrTransient) || !errors.Is(err, syscall.ENOSPC) {
+	if !errors.Is(err, render.ErrTransient) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "generation 2 not applied yet, retried") {
 		t.Fatalf("error is not the transient class: %v", err)
 	}
 	var te *render.TransientError
@@ -118,7 +118,7 @@ func TestFullDiskRetriedUntilSpaceReturns(t *testing.T) {
 	if code := status(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz = %d with a full disk", code)
 	}
-	if body := get(t, srv.URL+"/readyz"); !strings.Contains(body, "transient") {
+	if body := get(t, srv.URL+"/readyz"); !strings.Contains(body, `target "dir": transient write error, retrying`) {
 		t.Fatalf("/readyz does not name the transient error: %q", body)
 	}
 	metrics := get(t, srv.URL+"/metrics")

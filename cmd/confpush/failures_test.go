@@ -152,7 +152,8 @@ func TestFailedReloadRetriedUntilItSucceeds(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(out, "app.conf")); err != nil || string(got) != "v1" {
 		t.Fatalf("output = %q, %v", got, err)
 	}
-	if code, body := a.readyz(t); code != http.StatusServiceUnavailable || !strings.Contains(body, "reload") {
+	if code, body := a.readyz(t); code != http.StatusServiceUnavailable || !strings.Contains(body, `target "app": reload not done yet, retrying`) ||
+		!strings.Contains(body, "service refused the config") {
 		t.Fatalf("/readyz = %d %q while the reload fails", code, body)
 	}
 	poll(t, "reported the pending reload in the status node", func() (bool, string) {
@@ -161,7 +162,10 @@ func TestFailedReloadRetriedUntilItSucceeds(t *testing.T) {
 		return ok && tr.ReloadPending && tr.Retrying == agent.RetryReload && !tr.OK &&
 			strings.Contains(tr.LastError, "service refused the config"), tr.LastError
 	})
-	c.run("status", "--fail-on-error").want(t, 8, "web-1", "failing target")
+	if err := a.d.Renderer().LastError(); err == nil || !strings.Contains(err.Error(), `in place but not loaded, reload retried: target "app"`) {
+		t.Fatalf("apply error: %v", err)
+	}
+	c.run("status", "--fail-on-error").want(t, 8, "1 agent(s) report an error or a failing target: web-1")
 	c.run("status").want(t, 0)
 	code, obj := c.json("status", "--fail-on-error")
 	if code != 8 || obj["kind"] != "agents_failing" || obj["status"] == nil {
