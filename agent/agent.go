@@ -201,6 +201,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	defer r.mu.Unlock()
 	out := Outcome{Generation: snap.Generation()}
 	if r.rejected != "" && r.rejected == snap.PublishID() {
+		out.Rejected = true
 		if !r.reloadsPending() {
 			out.Skipped = true
 			out.Err = r.lastErr
@@ -209,7 +210,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		// The generation stays rejected, but the outputs in place still
 		// have to be loaded.
 		out.Err = errors.Join(r.rejectErr, r.runReloads(ctx, r.targets, nil, 0))
-		out.Retry = true
+		out.Retry = r.reloadsPending()
 		r.lastErr = out.Err
 		r.metrics.observeTargets(r.targets)
 		return out
@@ -329,7 +330,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		}
 		if _, err := s.commit(); err != nil {
 			if p, ok := wasPending[s.t]; ok && !p {
-				s.t.reloadPending = false
+				s.t.reloadPending, s.t.result.ReloadPending = false, false
 			}
 			fail(s.t, "write", err)
 			continue
@@ -465,7 +466,8 @@ func (r *Renderer) PersistPendingReloads(path string) error {
 	for _, t := range r.targets {
 		if slices.Contains(st.Reload, t.spec.Name) && t.spec.Reload != "" {
 			t.markReloadPending()
-			t.result.Retrying = RetryReload
+			t.result.OK, t.result.Retrying = false, RetryReload
+			t.result.LastError = RetryReload + ": had not succeeded when the agent stopped; running it again"
 			r.log.Warn("reload pending from before the restart: it runs again", "target", t.spec.Name)
 		}
 	}
