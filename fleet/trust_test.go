@@ -1,0 +1,205 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// Test identities: random-looking passwords of at least 16 bytes.
+var passwords = map[string]string{
+	"publisher": "Pu8l1sher-Pa55word-x7Q",
+	"web-1":     "web1-Secret-Pw-9fK2zqA",
+	"web-2":     "web2-Secret-Pw-3mL8vtB",
+}
+
+func ident(t *testing.T, user string) access.Identity {
+	t.Helper()
+	id, err := access.ParseIdentity(user + ":" + passwords[user])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func creds(user string) string { return user + ":" + passwords[user] }
+
+// securedTree initializes ACLs on the root with the publisher and the
+// given agent identities, and returns a publisher and its session.
+func securedTree(t *testing.T, c *zktest.Cluster, agents ...string) (*publish.Publisher, *zk.Conn) {
+	t.Helper()
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: creds("publisher")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	pol := access.Policy{Publisher: ident(t, "publisher")}
+	for _, a := range agents {
+		pol.Agents = append(pol.Agents, ident(t, a))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	p, err := publish.New(conn, sess, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, conn
+}
+
+// rawSession is a client session holding user's credentials.
+func rawSession(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
+	t.Helper()
+	conn := c.Connect(t, 4*time.Second)
+	if err := conn.AddAuth("digest", []byte(creds(user))); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// startSecureAgent runs a real agent with its own identity.
+func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	opts := agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return d
+}
+
+func forgedStatus(t *testing.T, id string, g int64) []byte {
+	t.Helper()
+	b, err := json.Marshal(fleet.Status{AgentID: id, Root: root, Generation: g, Attempted: g, State: "live", Ready: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
+	i := slices.IndexFunc(agents, func(a fleet.Agent) bool { return a.ID == id })
+	if i < 0 {
+		return fleet.Agent{}, false
+	}
+	return agents[i], true
+}
+
+// TestForgedStatusNotCounted: an attacker holding agent identity web-1
+// creates status nodes for agents that do not run, claiming the live
+// generation: one with a world ACL, one with the ACL web-1's own node
+// would have. Neither is counted: List shows them untrusted with the
+// reason, and a --all wait does not succeed (web-1, named by the policy,
+// is expected and gone). On the old code the wait reported success.
+func TestForgedStatusNotCounted(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	g := publishConf(t, p, "v1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	forger := rawSession(t, c, "web-1")
+	if _, err := forger.Create(paths.StatusNode("web-9"), forgedStatus(t, "web-9", g), zk.FlagEphemeral,
+		zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	own, err := access.ReadStatusNodeACL(ctx, forger, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := forger.Create(paths.StatusNode("web-8"), forgedStatus(t, "web-8", g), zk.FlagEphemeral, own); err != nil {
+		t.Fatal(err)
+	}
+
+	agents, err := fleet.List(ctx, conn, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"web-9", "web-8"} {
+		a, ok := find(agents, id)
+		if !ok || a.Trusted() || a.Applied(g) || a.Untrusted == "" {
+			t.Errorf("forged %s listed as %+v; want untrusted, not applied", id, a)
+		}
+	}
+	if a, ok := find(agents, "web-1"); !ok || !a.Gone() {
+		t.Errorf("web-1 (in the policy, not running) = %+v, %v; want gone", a, ok)
+	}
+	if s := fleet.Summarize(agents, g); s.AtLatest != 0 || s.Untrusted != 2 {
+		t.Errorf("summary %v", s)
+	}
+
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	var re *fleet.RolloutError
+	if !errors.As(err, &re) || len(pr.Applied) != 0 {
+		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
+	}
+	if !slices.Equal(pr.Untrusted, []string{"web-8", "web-9"}) || !slices.Equal(pr.Gone, []string{"web-1"}) {
+		t.Errorf("progress %+v", pr)
+	}
+}
+
+// TestPolicyAgentExpected: an agent identity of the policy whose agent
+// never started is expected: a --all wait does not succeed with only the
+// other agent applied, and names it gone. On the old code only the
+// running agent was needed.
+func TestPolicyAgentExpected(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	startSecureAgent(t, c.Addrs(), "web-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{Min: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if err == nil {
+		t.Fatalf("wait --all succeeded without web-2: %+v", pr)
+	}
+	if !slices.Equal(pr.Applied, []string{"web-1"}) || !slices.Equal(pr.Gone, []string{"web-2"}) || pr.Needed != 2 {
+		t.Errorf("progress %+v", pr)
+	}
+}
+
+// TestWaitNoExpectedAgents: a --all wait on a root no agent ever followed
+// fails at once with ErrNoExpectedAgents, not at the deadline.
+func TestWaitNoExpectedAgents(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	g := publishConf(t, p, "v1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
+		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
+	}
+}
