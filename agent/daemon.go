@@ -52,6 +52,11 @@ type Options struct {
 	// new status after every apply attempt and state change. It must not
 	// block for long.
 	OnStatus func(Status)
+	// Labels describe the agent (e.g. role, zone; canary rollouts select
+	// by them): reported in its status and registry nodes, with
+	// "hostname" added unless set. Keys and values follow Kubernetes
+	// label syntax (agent/config validates them).
+	Labels map[string]string
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
@@ -81,6 +86,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	opts      Options
 	lastState string // the cache state last reported
+	conflict  string // why the status node is not written (statusnode.go); guarded by mu
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -143,6 +149,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if opts.AgentID != "" {
 		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
+		d.status.reg, d.status.onChange = d.registration, d.onConflict
 	}
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
@@ -202,4 +204,123 @@ func TestWaitNoExpectedAgents(t *testing.T) {
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
 		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
 	}
+}
+
+// eventually polls cond until it holds or 60 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSquattedStatusNodeNotWritten: identity web-1 creates web-2's status
+// node, world-readable and writable, before web-2 starts. The real web-2
+// agent does not write into it (its status, check output included, would
+// be readable by anyone): it reports the conflict in /status and /readyz.
+// confpush acl --repair (access.Repair) deletes the squat, and web-2
+// creates its own node at once, trusted. On the old code web-2 wrote its
+// status into the squatted node.
+func TestSquattedStatusNodeNotWritten(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	squatter := rawSession(t, c, "web-1")
+	if _, err := squatter.Create(paths.StatusNode("web-2"), []byte("{}"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	d := startSecureAgent(t, c.Addrs(), "web-2")
+	eventually(t, "web-2 to report the conflict", func() bool { return d.Status().StatusNodeConflict != "" })
+	st := d.Status()
+	if st.Ready || !strings.Contains(st.NotReadyReason, "owned by another session") {
+		t.Errorf("readiness with a squatted node = %v %q", st.Ready, st.NotReadyReason)
+	}
+	// Still the squatter's, unwritten. The agent has applied generation
+	// g by now (the conflict is found when it first writes its status).
+	eventually(t, "web-2 to apply", func() bool { return d.Status().Generation == g })
+	data, stat, err := conn.Get(paths.StatusNode("web-2"))
+	if err != nil || string(data) != "{}" || stat.EphemeralOwner != squatter.SessionID() {
+		t.Fatalf("squatted node = %q (owner %x, squatter %x), %v; want it untouched", data, stat.EphemeralOwner, squatter.SessionID(), err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1"), ident(t, "web-2")}}
+	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web-2's own, trusted node", func() bool {
+		agents, err := fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "web-2")
+		return err == nil && ok && a.Applied(g)
+	})
+	if st := d.Status(); st.StatusNodeConflict != "" {
+		t.Errorf("conflict still reported after the take-over: %q", st.StatusNodeConflict)
+	}
+}
+
+// TestFastRestartWaitsForOldSession: an agent restarted while its previous
+// session is still alive (here: the old process cut off by a blackholed
+// proxy, its session not yet expired) does not write into the old
+// session's node; once that session expires, it creates its own. On the
+// old code the new process overwrote the old session's node at once.
+func TestFastRestartWaitsForOldSession(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	publishConf(t, p, "v1")
+	proxy := faultproxy.Start(t, c.Addrs()[0])
+	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 4*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, old, err := conn.Get(paths.StatusNode("host-r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole(true)
+	t.Cleanup(func() { proxy.Blackhole(false) })
+	d := startVersioned(t, c.Addrs(), "host-r", "new", 4*time.Second)
+	eventually(t, "the new process to see the old session's node", func() bool {
+		return d.Status().StatusNodeConflict != "" || !stillOwnedBy(conn, old.EphemeralOwner)
+	})
+	if b, st, err := conn.Get(paths.StatusNode("host-r")); err == nil && st.EphemeralOwner == old.EphemeralOwner &&
+		strings.Contains(string(b), `"version":"new"`) {
+		t.Fatal("the new process wrote into the old session's node")
+	}
+	eventually(t, "the new process's own node", func() bool {
+		b, st, err := conn.Get(paths.StatusNode("host-r"))
+		return err == nil && st.EphemeralOwner != old.EphemeralOwner && strings.Contains(string(b), `"version":"new"`)
+	})
+	eventually(t, "the conflict to clear", func() bool { return d.Status().StatusNodeConflict == "" })
+}
+
+func stillOwnedBy(conn *zk.Conn, owner int64) bool {
+	ok, st, err := conn.Exists(paths.StatusNode("host-r"))
+	return err == nil && ok && st.EphemeralOwner == owner
+}
+
+func startVersioned(t *testing.T, servers []string, id, version string, timeout time.Duration) *agent.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	opts := agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Version: version,
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: timeout},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return d
 }
