@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,6 +152,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.AgentID != "" {
 		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
 		d.status.reg, d.status.onChange = d.registration, d.onConflict
+		d.status.authUser, _, _ = strings.Cut(opts.ZK.Auth, ":")
 	}
 	return d, nil
 }
@@ -174,7 +177,7 @@ func (d *Daemon) Close() error {
 // Reconfigure hands a new, already validated configuration to the running
 // daemon. Targets, apply mode, staleness and memory limits change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id) keep their running values and are listed in
+// state dir, agent id, labels) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -188,7 +191,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 		needRestart = append(needRestart, "zookeeper.session_timeout")
 	}
 	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
-		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID} {
+		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
+		"labels": !maps.Equal(o.Labels, cur.Labels)} {
 		if changed {
 			needRestart = append(needRestart, k)
 		}

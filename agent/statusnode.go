@@ -44,6 +44,8 @@ type statusNode struct {
 	log      *slog.Logger
 	reg      func() fleet.Registration
 	onChange func(conflict string)
+	// authUser is the user of the agent's digest credentials ("" without).
+	authUser string
 	in       chan Status
 	done     chan struct{}
 
@@ -53,6 +55,7 @@ type statusNode struct {
 	conflict   string
 	watch      <-chan zk.Event
 	registered int64 // session in which the registry node was last written
+	warnedID   bool
 }
 
 func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
@@ -246,6 +249,13 @@ func (n *statusNode) createACL() ([]zk.ACL, error) {
 	acl, err := access.ReadStatusNodeACL(ctx, n.conn, n.paths)
 	if errors.Is(err, access.ErrNotInitialized) {
 		return n.acl, nil
+	}
+	if err == nil && n.authUser != n.agentID && !n.warnedID {
+		// Readers trust a node only when the identity that made it is
+		// the one its name says (docs/security.md).
+		n.warnedID = true
+		n.log.Warn("agent_id differs from the user of the agent's credentials: publishers will not trust its status "+
+			"node; set agent_id to the identity's user", "agent_id", n.agentID, "user", n.authUser)
 	}
 	return acl, err
 }

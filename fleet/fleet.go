@@ -339,7 +339,7 @@ func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts Wait
 		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
 	}
 	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
+		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
 	return w.run(ctx)
 }
 
@@ -361,6 +361,7 @@ type waiter struct {
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on
 	registered map[string]bool
+	regDirty   bool // list the registry again (see takeRegistryDirty)
 	acls       map[string]aclSeen
 	watched    map[string]bool
 	wake       chan struct{}
@@ -381,8 +382,10 @@ func (w *waiter) run(ctx context.Context) (Progress, error) {
 		if err := w.refreshChildren(ctx); err != nil {
 			return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
 		}
-		if err := w.refreshRegistry(ctx); err != nil {
-			return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
+		if w.takeRegistryDirty() {
+			if err := w.refreshRegistry(ctx); err != nil {
+				return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
+			}
 		}
 		pr := w.progress()
 		if w.opts.Progress != nil {
@@ -478,7 +481,16 @@ func (w *waiter) refreshRegistry(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("follow the agent registry: %w", err)
 	}
-	go w.await(ctx, ev)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-ev:
+			w.mu.Lock()
+			w.regDirty = true
+			w.mu.Unlock()
+			w.signal()
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	clear(w.registered)
@@ -488,6 +500,17 @@ func (w *waiter) refreshRegistry(ctx context.Context) error {
 	return nil
 }
 
+// takeRegistryDirty reports (and clears) whether the registry must be
+// listed again: at the start and after its child watch fired, not on every
+// status change.
+func (w *waiter) takeRegistryDirty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.regDirty
+	w.regDirty = false
+	return d
+}
+
 // childrenW lists parent with a child watch, or watches for it to appear.
 func (w *waiter) childrenW(parent string) ([]string, <-chan zk.Event, error) {
 	ids, _, ev, err := w.conn.ChildrenW(parent)
@@ -495,7 +518,10 @@ func (w *waiter) childrenW(parent string) ([]string, <-chan zk.Event, error) {
 		var ok bool
 		ok, _, ev, err = w.conn.ExistsW(parent)
 		if err == nil && ok {
-			w.signal()
+			// Created meanwhile: list it at once.
+			fired := make(chan zk.Event, 1)
+			fired <- zk.Event{Type: zk.EventNodeCreated, Path: parent}
+			ev = fired
 		}
 		ids = nil
 	}

@@ -155,6 +155,13 @@ func TestForgedStatusNotCounted(t *testing.T) {
 		t.Errorf("summary %v", s)
 	}
 
+	// A reader that cannot see the agents' digests (here an agent
+	// identity) cannot verify anything: its wait fails at once.
+	if _, err := fleet.Wait(ctx, forger, paths, g, fleet.WaitOptions{All: true}); err == nil ||
+		!strings.Contains(err.Error(), "cannot verify the agents' status nodes") || ctx.Err() != nil {
+		t.Errorf("wait by an agent identity = %v; want a verification error at once", err)
+	}
+
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
 	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
@@ -189,6 +196,46 @@ func TestPolicyAgentExpected(t *testing.T) {
 	}
 	if !slices.Equal(pr.Applied, []string{"web-1"}) || !slices.Equal(pr.Gone, []string{"web-2"}) || pr.Needed != 2 {
 		t.Errorf("progress %+v", pr)
+	}
+}
+
+// TestOpenModeUntrusted: without ACLs a node still counts only when it is
+// ephemeral, parses, and names itself: a persistent node, one claiming
+// another agent_id and one that is not JSON are listed untrusted with the
+// reason and expected by nobody. On the old code the first two counted as
+// applied.
+func TestOpenModeUntrusted(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	g := publishConf(t, p, "v1")
+	if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("persistent"), forgedStatus(t, "persistent", g), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("liar"), forgedStatus(t, "someone-else", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("garbage"), []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agents, err := fleet.List(ctx, conn, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, reason := range map[string]string{"persistent": "not ephemeral", "liar": `its agent_id "someone-else" is not its name`,
+		"garbage": "is not valid JSON"} {
+		a, ok := find(agents, id)
+		if !ok || a.Trusted() || a.Expected || !strings.Contains(a.Untrusted, reason) {
+			t.Errorf("%s listed as %+v; want untrusted (%s), not expected", id, a, reason)
+		}
+	}
+	_, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if !errors.Is(err, fleet.ErrNoExpectedAgents) {
+		t.Errorf("wait with untrusted nodes only = %v; want ErrNoExpectedAgents", err)
 	}
 }
 
@@ -249,6 +296,11 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	agents, err := fleet.List(ctx, conn, paths)
+	if a, ok := find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
+		!strings.Contains(a.Untrusted, "its ACL is world:anyone:cdrwa, not what agent web-2's identity gives it") {
+		t.Errorf("squatted web-2 listed as %+v, %v; want gone, its node untrusted for its ACL", a, err)
+	}
 	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1"), ident(t, "web-2")}}
 	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
 		t.Fatal(err)
