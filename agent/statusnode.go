@@ -56,6 +56,9 @@ type statusNode struct {
 	watch      <-chan zk.Event
 	registered int64 // session in which the registry node was last written
 	warnedID   bool
+	// conflictEpoch is the session epoch in which the conflict was last
+	// found: a new session retries at once.
+	conflictEpoch uint64
 }
 
 func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
@@ -100,12 +103,14 @@ func (n *statusNode) run(ctx context.Context) {
 		if st.Connected && st.Epoch != written && last != nil {
 			pending = true
 		}
-		if pending && st.Connected {
+		// In a conflict, nothing is tried until the watch on the foreign
+		// node fires or a new session starts: no request per update.
+		blocked := n.conflict != "" && n.watch != nil && n.conflictEpoch == st.Epoch
+		if pending && st.Connected && !blocked {
 			err := n.write(last)
 			switch {
 			case errors.Is(err, errConflict):
-				// Nothing to retry until the watch or a new session says
-				// the node went.
+				n.conflictEpoch = st.Epoch
 			case err != nil:
 				n.log.Warn("status node not written", "path", n.path, "error", err)
 				retry.schedule()
@@ -167,28 +172,40 @@ func (n *statusNode) write(data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
-	if errors.Is(err, zk.ErrNoNode) {
-		// The status parent does not exist yet (a fresh ensemble, or a
-		// root that was never published): create it, then retry.
-		if perr := zkconn.EnsurePath(n.conn, path.Dir(n.path), n.acl); perr != nil {
-			return perr
-		}
+	// Twice at most: a foreign node that vanishes between our create and
+	// our look at it is raced for once more.
+	for range 2 {
 		_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
-	}
-	switch {
-	case err == nil:
-		n.own(sid, 0)
-		return nil
-	case errors.Is(err, zk.ErrNodeExists):
-		// Our create may have landed before a connection loss, or another
-		// session holds the name.
-		return n.adopt(data)
-	case errors.Is(err, zk.ErrNoAuth):
-		return access.Explain(err, n.path, access.OpCreate)
+		if errors.Is(err, zk.ErrNoNode) {
+			// The status parent does not exist yet (a fresh ensemble, or a
+			// root that was never published): create it, then retry.
+			if perr := zkconn.EnsurePath(n.conn, path.Dir(n.path), n.acl); perr != nil {
+				return perr
+			}
+			_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
+		}
+		switch {
+		case err == nil:
+			n.own(sid, 0)
+			return nil
+		case errors.Is(err, zk.ErrNodeExists):
+			// Our create may have landed before a connection loss, or
+			// another session holds the name.
+			if err = n.adopt(data); !errors.Is(err, errVanished) {
+				return err
+			}
+			continue
+		case errors.Is(err, zk.ErrNoAuth):
+			return access.Explain(err, n.path, access.OpCreate)
+		}
+		return err
 	}
 	return err
 }
+
+// errVanished is a node of our name that existed at our create and not
+// when we looked at it.
+var errVanished = errors.New("status node vanished while being looked at")
 
 // adopt looks at an existing node of our name: ours (this session's) is
 // set with its version; another session's is a conflict, watched until it
@@ -199,8 +216,7 @@ func (n *statusNode) adopt(data []byte) error {
 		return err
 	}
 	if !ok {
-		n.watch = ev
-		return errors.New("status node vanished meanwhile; creating it again")
+		return errVanished
 	}
 	if sid := n.conn.SessionID(); st.EphemeralOwner == sid {
 		st2, err := n.conn.Set(n.path, data, st.Version)

@@ -137,6 +137,7 @@ func read(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id 
 	if errors.Is(err, zk.ErrNoNode) {
 		return a
 	}
+	a.HasNode = true // unreadable is still a node
 	var acl []zk.ACL
 	if err == nil && trustErr == nil && !trust.Open() {
 		acl, _, err = conn.GetACL(p.StatusNode(id))
@@ -338,7 +339,11 @@ func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts Wait
 		pr := Progress{Generation: g, Needed: opts.Min}
 		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
 	}
-	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, agents: map[string]Agent{}, seen: map[string]bool{},
+	policy := map[string]bool{}
+	for _, id := range trust.Agents() {
+		policy[id] = true
+	}
+	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
 		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
 	return w.run(ctx)
 }
@@ -361,7 +366,8 @@ type waiter struct {
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on
 	registered map[string]bool
-	regDirty   bool // list the registry again (see takeRegistryDirty)
+	policy     map[string]bool // the policy's agent identities (users)
+	regDirty   bool            // list the registry again (see takeRegistryDirty)
 	acls       map[string]aclSeen
 	watched    map[string]bool
 	wake       chan struct{}
@@ -545,6 +551,7 @@ func (w *waiter) readNode(id string, watch bool) (Agent, <-chan zk.Event, error)
 	if errors.Is(err, zk.ErrNoNode) {
 		return a, ev, err
 	}
+	a.HasNode = true // unreadable is still a node
 	var acl []zk.ACL
 	readErr := err
 	if err == nil && !w.trust.Open() {
@@ -603,10 +610,7 @@ func (w *waiter) await(ctx context.Context, ev <-chan zk.Event) {
 
 // expected reports whether the rollout waits for id. Called with mu held.
 func (w *waiter) expected(id string) bool {
-	if w.seen[id] || w.registered[id] {
-		return true
-	}
-	return slices.Contains(w.trust.Agents(), id)
+	return w.seen[id] || w.registered[id] || w.policy[id]
 }
 
 func (w *waiter) progress() Progress {
@@ -623,7 +627,9 @@ func (w *waiter) progress() Progress {
 	for id := range w.registered {
 		ids = append(ids, id)
 	}
-	ids = append(ids, w.trust.Agents()...)
+	for id := range w.policy {
+		ids = append(ids, id)
+	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	needed := 0

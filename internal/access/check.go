@@ -83,6 +83,7 @@ type engine struct {
 	conn  *zk.Conn
 	paths layout.Paths
 	p     Policy
+	trust Trust // p.Trust(), for status and registry nodes
 	// beforeSetACL is a test seam run before each SetACL; nil in
 	// production.
 	beforeSetACL func(path string)
@@ -104,7 +105,7 @@ func newEngine(conn *zk.Conn, paths layout.Paths, p Policy) (*engine, error) {
 	if conn == nil {
 		return nil, errors.New("nil ZooKeeper connection")
 	}
-	return &engine{conn: conn, paths: paths, p: p}, nil
+	return &engine{conn: conn, paths: paths, p: p, trust: p.Trust()}, nil
 }
 
 // checkWorkers bounds the GetACL requests Check has in flight.
@@ -277,7 +278,7 @@ func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) 
 	}
 	name := path.Base(t.path)
 	if reason := e.judgeOwned(t.kind, name, acl, st); reason != "" {
-		if want, ok := e.p.Trust().Want(name); ok && e.stalePublisher(acl, want) &&
+		if want, ok := e.trust.Want(name); ok && e.stalePublisher(acl, want) &&
 			(t.kind == KindRegistryNode || st.EphemeralOwner != 0) {
 			// The agent's own node from before a change of the
 			// publisher's password: keep it, fix the publisher's entry.
@@ -308,9 +309,9 @@ func (e *engine) stalePublisher(acl, want []zk.ACL) bool {
 // judgeOwned judges a status or registry node with the policy's Trust.
 func (e *engine) judgeOwned(k Kind, name string, acl []zk.ACL, st *zk.Stat) string {
 	if k == KindRegistryNode {
-		return e.p.Trust().JudgeACL(name, acl)
+		return e.trust.JudgeACL(name, acl)
 	}
-	return e.p.Trust().JudgeStatus(name, acl, st)
+	return e.trust.JudgeStatus(name, acl, st)
 }
 
 // untrusted is the mismatch of a status or registry node that is not

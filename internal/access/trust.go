@@ -64,14 +64,13 @@ func (p Policy) Trust() Trust {
 // otherwise the error is a *PermissionError: a reader that cannot verify
 // must not count anything.
 func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, error) {
-	doc, err := ReadStatusNodeACL(ctx, conn, paths)
+	doc, err := readStatusDoc(ctx, conn, paths)
 	if errors.Is(err, ErrNotInitialized) {
 		return Trust{}, nil
 	}
 	if err != nil {
 		return Trust{}, err
 	}
-	doc = doc[:len(doc)-len(zk.AuthACL(zk.PermAll))]
 	acl, _, err := copyableACL(ctx, conn, paths.Root)
 	if err != nil {
 		return Trust{}, fmt.Errorf("read the agent identities: %w", err)
