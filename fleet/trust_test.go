@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -375,4 +376,72 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 	go func() { _ = d.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; d.Close() })
 	return d
+}
+
+// TestRegistryNode: a running agent registers itself with its labels and
+// hostname, under its own ACL (another agent identity can neither read nor
+// delete it), and reports its labels in its status node. A registry node
+// forged by another identity is listed untrusted but still expected: the
+// forged agent is gone and blocks a --all wait; it cannot make one
+// succeed.
+func TestRegistryNode(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, acancel := context.WithCancel(ctx)
+	d, err := agent.NewDaemon(actx, agent.Options{
+		Root: root, AgentID: "web-1", StateDir: filepath.Join(dir, "state"), Labels: map[string]string{"role": "web"},
+		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds("web-1")},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(actx); close(done) }()
+	t.Cleanup(func() { acancel(); <-done; d.Close() })
+
+	var agents []fleet.Agent
+	eventually(t, "web-1 registered and applied", func() bool {
+		agents, err = fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "web-1")
+		return err == nil && ok && a.Applied(g) && a.Registration != nil
+	})
+	a, _ := find(agents, "web-1")
+	host, _ := os.Hostname()
+	if a.RegistryUntrusted != "" || a.Registration.Labels["role"] != "web" || a.Registration.Hostname != host ||
+		a.Registration.FirstSeen.IsZero() || a.Registration.LastSeen.Before(a.Registration.FirstSeen) {
+		t.Errorf("registration %+v (untrusted: %q)", a.Registration, a.RegistryUntrusted)
+	}
+	if a.Status.Labels["role"] != "web" || a.Status.Labels[agent.HostnameLabel] != host {
+		t.Errorf("status labels %v", a.Status.Labels)
+	}
+	web2 := rawSession(t, c, "web-2")
+	_, _, err = web2.Get(paths.AgentNode("web-1"))
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 reads web-1's registration: %v", err)
+	}
+	if err := web2.Delete(paths.AgentNode("web-1"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 deletes web-1's registration: %v", err)
+	}
+
+	// web-2's identity forges a registration for web-5.
+	if _, err := web2.Create(paths.AgentNode("web-5"), []byte(`{"first_seen":"2020-01-01T00:00:00Z"}`), 0,
+		zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	agents, err = fleet.List(ctx, conn, paths)
+	if f, ok := find(agents, "web-5"); err != nil || !ok || !f.Gone() || f.RegistryUntrusted == "" {
+		t.Errorf("forged registration listed as %+v, %v; want expected, gone, registry untrusted", f, err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if err == nil || !slices.Contains(pr.Gone, "web-5") || !slices.Contains(pr.Applied, "web-1") {
+		t.Errorf("wait --all with a forged registration = %+v, %v; want web-5 gone, blocking", pr, err)
+	}
 }
