@@ -30,7 +30,8 @@ type Agent struct {
 	// HasNode reports whether a status node exists under the agent's name.
 	HasNode bool
 	// Expected reports whether rollouts wait for this agent: it is
-	// registered, or the access policy names its identity.
+	// registered, the access policy names its identity, or its status node
+	// is trusted.
 	Expected bool
 	// Registration is the agent's registry node (nil when none);
 	// RegistryUntrusted says why it is not provably the agent's (it
@@ -238,7 +239,7 @@ func Summarize(agents []Agent, latest int64) Summary {
 		if a.Trusted() && a.Status.LastError != "" {
 			s.Failing++
 		}
-		if a.HasNode && !a.Trusted() || a.Err != nil && !errors.Is(a.Err, zk.ErrNoNode) {
+		if a.HasNode && !a.Trusted() {
 			s.Untrusted++
 		}
 		if a.Gone() {
@@ -256,8 +257,8 @@ func (s Summary) String() string {
 // WaitOptions says how many agents a rollout needs.
 type WaitOptions struct {
 	// All waits for every expected agent: registered (the agent
-	// registry), named by the access policy, or with a trusted status node
-	// when the wait starts (agents joining later are followed too). An
+	// registry), named by the access policy, or seen with a trusted status
+	// node during the wait (agents joining later are followed too). An
 	// expected agent without a trusted status node is gone and blocks the
 	// rollout until it is back or forgotten (confpush forget).
 	All bool
@@ -447,7 +448,7 @@ func (w *waiter) refreshChildren(ctx context.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			a, ev, err := w.readNode(id, true)
+			a, ev, err := w.readNode(id)
 			w.store(id, a, err)
 			if err != nil {
 				w.unwatch(id)
@@ -534,19 +535,9 @@ func (w *waiter) childrenW(parent string) ([]string, <-chan zk.Event, error) {
 	return ids, ev, err
 }
 
-// readNode reads and judges status node id, with a data watch when watch.
-func (w *waiter) readNode(id string, watch bool) (Agent, <-chan zk.Event, error) {
-	var (
-		b   []byte
-		st  *zk.Stat
-		ev  <-chan zk.Event
-		err error
-	)
-	if watch {
-		b, st, ev, err = w.conn.GetW(w.p.StatusNode(id))
-	} else {
-		b, st, err = w.conn.Get(w.p.StatusNode(id))
-	}
+// readNode reads and judges status node id, with a data watch.
+func (w *waiter) readNode(id string) (Agent, <-chan zk.Event, error) {
+	b, st, ev, err := w.conn.GetW(w.p.StatusNode(id))
 	a := decode(id, b, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return a, ev, err
@@ -591,7 +582,7 @@ func (w *waiter) follow(ctx context.Context, id string, ev <-chan zk.Event) {
 			a   Agent
 			err error
 		)
-		a, ev, err = w.readNode(id, true)
+		a, ev, err = w.readNode(id)
 		w.store(id, a, err)
 		w.signal()
 		if err != nil {
