@@ -227,10 +227,14 @@ func (n *statusNode) adopt(data []byte) error {
 		return nil
 	}
 	n.watch = ev
-	reason := fmt.Sprintf("status node %s is owned by another session (0x%x), not this agent's (0x%x): "+
+	owner := fmt.Sprintf("owned by another session (0x%x)", st.EphemeralOwner)
+	if st.EphemeralOwner == 0 {
+		owner = "persistent, owned by no session"
+	}
+	reason := fmt.Sprintf("status node %s is %s, not this agent's (0x%x): "+
 		"another identity squatting the name, or this agent's previous session not yet expired; "+
 		"not written, waiting for it to go (confpush acl --repair deletes a squatted one)",
-		n.path, st.EphemeralOwner, n.conn.SessionID())
+		n.path, owner, n.conn.SessionID())
 	if n.conflict != reason {
 		n.log.Warn("status node conflict: not writing into a node this session did not create",
 			"path", n.path, "owner_session", fmt.Sprintf("0x%x", st.EphemeralOwner),

@@ -287,6 +287,9 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 	if st.Ready || !strings.Contains(st.NotReadyReason, "owned by another session") {
 		t.Errorf("readiness with a squatted node = %v %q", st.Ready, st.NotReadyReason)
 	}
+	if v := conflictGauge(t, d); v != 1 {
+		t.Errorf("zkconf_agent_status_node_conflict = %v during the conflict, want 1", v)
+	}
 	// Still the squatter's, unwritten. The agent has applied generation
 	// g by now (the conflict is found when it first writes its status).
 	eventually(t, "web-2 to apply", func() bool { return d.Status().Generation == g })
@@ -314,6 +317,24 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 	if st := d.Status(); st.StatusNodeConflict != "" {
 		t.Errorf("conflict still reported after the take-over: %q", st.StatusNodeConflict)
 	}
+	if v := conflictGauge(t, d); v != 0 {
+		t.Errorf("zkconf_agent_status_node_conflict = %v after the take-over, want 0", v)
+	}
+}
+
+func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
+	t.Helper()
+	mfs, err := d.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "zkconf_agent_status_node_conflict" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no zkconf_agent_status_node_conflict metric")
+	return 0
 }
 
 // TestFastRestartWaitsForOldSession: an agent restarted while its previous
