@@ -343,11 +343,13 @@ func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
 // session's node; once that session expires, it creates its own. On the
 // old code the new process overwrote the old session's node at once.
 func TestFastRestartWaitsForOldSession(t *testing.T) {
-	c := zktest.Start(t)
+	// The old session lives long enough (15 s) for the new process to
+	// find its node on a loaded machine.
+	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
 	p, conn := newPublisher(t, c)
 	publishConf(t, p, "v1")
 	proxy := faultproxy.Start(t, c.Addrs()[0])
-	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 4*time.Second)
+	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
@@ -360,12 +362,14 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	proxy.Blackhole(true)
 	t.Cleanup(func() { proxy.Blackhole(false) })
 	d := startVersioned(t, c.Addrs(), "host-r", "new", 4*time.Second)
-	eventually(t, "the new process to see the old session's node", func() bool {
-		return d.Status().StatusNodeConflict != "" || !stillOwnedBy(conn, old.EphemeralOwner)
+	eventually(t, "the new process to report the old session's node", func() bool {
+		return d.Status().StatusNodeConflict != ""
 	})
-	if b, st, err := conn.Get(paths.StatusNode("host-r")); err == nil && st.EphemeralOwner == old.EphemeralOwner &&
-		strings.Contains(string(b), `"version":"new"`) {
-		t.Fatal("the new process wrote into the old session's node")
+	if !stillOwnedBy(conn, old.EphemeralOwner) {
+		t.Fatal("the old session's node went before the conflict could be checked")
+	}
+	if b, _, err := conn.Get(paths.StatusNode("host-r")); err != nil || strings.Contains(string(b), `"version":"new"`) {
+		t.Fatalf("the new process wrote into the old session's node: %s %v", b, err)
 	}
 	eventually(t, "the new process's own node", func() bool {
 		b, st, err := conn.Get(paths.StatusNode("host-r"))
