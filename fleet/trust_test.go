@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -469,4 +471,102 @@ func TestRegistryNode(t *testing.T) {
 	if err == nil || !slices.Contains(pr.Gone, "web-5") || !slices.Contains(pr.Applied, "web-1") {
 		t.Errorf("wait --all with a forged registration = %+v, %v; want web-5 gone, blocking", pr, err)
 	}
+}
+
+// logBuf is a goroutine-safe log destination.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLogged runs an agent with identity user under agent id, logging
+// into the returned buffer.
+func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
+	t.Helper()
+	dir := t.TempDir()
+	logs := &logBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return logs
+}
+
+// TestAgentIDMustBeUser: under ACLs an agent whose agent_id is not its
+// identity's user warns at start, and readers do not trust its node
+// (nobody can tell it from another identity's squat).
+func TestAgentIDMustBeUser(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	g := publishConf(t, p, "v1")
+	logs := startLogged(t, c, "host-x", "web-1")
+	eventually(t, "the agent_id warning", func() bool {
+		return strings.Contains(logs.String(), "agent_id differs from the user of the agent's credentials")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	eventually(t, "host-x's status node", func() bool {
+		agents, err := fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "host-x")
+		return err == nil && ok && a.HasNode && a.Status.Generation == g
+	})
+	agents, _ := fleet.List(ctx, conn, paths)
+	if a, _ := find(agents, "host-x"); a.Trusted() || !strings.Contains(a.Untrusted, `no agent identity "host-x"`) {
+		t.Errorf("host-x listed as %+v; want untrusted", a)
+	}
+}
+
+// TestRegistryMissingOnOldTree: on a tree initialized before the registry
+// existed the agent cannot create its registry node (no CREATE on the
+// metadata base): it warns and keeps working; confpush acl reports the
+// registry missing, acl --repair creates it, and the agent registers on its
+// next status write.
+func TestRegistryMissingOnOldTree(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	if err := conn.Delete(paths.Agents(), -1); err != nil {
+		t.Fatal(err)
+	}
+	publishConf(t, p, "v1")
+	logs := startLogged(t, c, "web-1", "web-1")
+	eventually(t, "the registry warning", func() bool {
+		s := logs.String()
+		return strings.Contains(s, "agent registry node not written") && strings.Contains(s, "creates the registry")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1")}}
+	ms, err := access.Check(ctx, conn, paths, pol)
+	if err != nil || !slices.ContainsFunc(ms, func(m access.Mismatch) bool { return m.Path == paths.Agents() && m.Fix == access.FixCreate }) {
+		t.Fatalf("Check = %v, %v; want the registry missing", ms, err)
+	}
+	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	publishConf(t, p, "v2")
+	eventually(t, "web-1 registered", func() bool {
+		ok, _, err := conn.Exists(paths.AgentNode("web-1"))
+		return err == nil && ok
+	})
 }
