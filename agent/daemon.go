@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +54,11 @@ type Options struct {
 	// new status after every apply attempt and state change. It must not
 	// block for long.
 	OnStatus func(Status)
+	// Labels describe the agent (e.g. role, zone; canary rollouts select
+	// by them): reported in its status and registry nodes, with
+	// "hostname" added unless set. Keys and values follow Kubernetes
+	// label syntax (agent/config validates them).
+	Labels map[string]string
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
@@ -85,6 +92,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	opts      Options
 	lastState string // the cache state last reported
+	conflict  string // why the status node is not written (statusnode.go); guarded by mu
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -152,6 +160,8 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if opts.AgentID != "" {
 		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
+		d.status.reg, d.status.onChange = d.registration, d.onConflict
+		d.status.authUser, _, _ = strings.Cut(opts.ZK.Auth, ":")
 	}
 	return d, nil
 }
@@ -176,7 +186,7 @@ func (d *Daemon) Close() error {
 // Reconfigure hands a new, already validated configuration to the running
 // daemon. Targets, apply mode, staleness and memory limits change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id) keep their running values and are listed in
+// state dir, agent id, labels) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -190,7 +200,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 		needRestart = append(needRestart, "zookeeper.session_timeout")
 	}
 	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
-		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID} {
+		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
+		"labels": !maps.Equal(o.Labels, cur.Labels)} {
 		if changed {
 			needRestart = append(needRestart, k)
 		}

@@ -38,6 +38,7 @@ func (d *Daemon) Status() Status {
 	if err := d.r.LastError(); err != nil {
 		s.LastError = err.Error()
 	}
+	s.Labels, s.StatusNodeConflict = d.labels(opts), d.statusConflict()
 	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
 	return s
 }
@@ -52,6 +53,8 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 		return false, "no generation applied yet"
 	case s.LastError != "":
 		return false, "last apply failed: " + s.LastError
+	case s.StatusNodeConflict != "":
+		return false, s.StatusNodeConflict
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
 	}

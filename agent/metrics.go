@@ -25,6 +25,7 @@ type Metrics struct {
 	// Retried failures (issue 13).
 	retrying *prometheus.GaugeVec
 	retries  *prometheus.CounterVec
+	statusConflict  prometheus.Gauge
 }
 
 // NewMetrics registers the agent's metrics. stale reports how long the
@@ -55,6 +56,9 @@ func NewMetrics(stale func() float64) *Metrics {
 			Name: "zkconf_agent_zookeeper_state", Help: "1 for the cache's current state (starting, live, stale, expired)."},
 			[]string{"state"}),
 	}
+	m.statusConflict = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "zkconf_agent_status_node_conflict",
+		Help: "1 while a node of the agent's status node name is owned by another session, so the agent does not write it."})
 	m.staleSeconds = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "zkconf_agent_stale_seconds", Help: "Seconds since the agent last had a live view of ZooKeeper (0 while live)."}, stale)
 	m.retrying = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -66,7 +70,7 @@ func NewMetrics(stale func() float64) *Metrics {
 		[]string{"target", "class"})
 	reg.MustRegister(m.retrying, m.retries)
 	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
-		m.zkState, m.staleSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.zkState, m.staleSeconds, m.statusConflict, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "failed"} {
 		m.applies.WithLabelValues(r)
 	}
@@ -141,4 +145,15 @@ func (m *Metrics) setState(state string, cacheGen int64) {
 		m.zkState.WithLabelValues(s).Set(v)
 	}
 	m.cacheGeneration.Set(float64(cacheGen))
+}
+
+func (m *Metrics) setStatusConflict(on bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.statusConflict.Set(v)
 }

@@ -4,42 +4,71 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
 // statusNode keeps the agent's ephemeral status node (layout's
-// status/<agent-id>) equal to its latest Status.
+// status/<agent-id>) equal to its latest Status, and its registry node
+// (layout's agents/<agent-id>) current.
 //
 // It runs on its own goroutine fed through a one-slot, latest-value channel,
 // so a slow or absent ZooKeeper never delays rendering: intermediate
-// statuses are dropped, the newest always wins. Writes are unconditional
-// sets (idempotent: safe to repeat after a connection loss). The node is
-// created when missing, and re-created after a session expiry, which the
-// go-zookeeper client follows with a silent new session that does not own
-// the old ephemeral node (the server deleted it).
+// statuses are dropped, the newest always wins.
+//
+// The agent writes only into a node it created in its current session
+// (issue 13): a node of its name owned by another session (another
+// identity squatting the name, or this agent's previous session still
+// alive after a fast restart) is never written. The conflict is reported
+// (log, /readyz, /status, metric) and the node watched: when it goes (its
+// session expires, or confpush acl --repair deletes it), the agent creates
+// its own at once. Sets carry the version of the agent's own last create
+// or set, so a node deleted and re-created by someone else between two
+// writes is noticed (BadVersion or NoNode) instead of overwritten.
 type statusNode struct {
-	conn  *zk.Conn
-	sess  *zkconn.Session
-	paths layout.Paths
-	path  string
-	acl   []zk.ACL
-	log   *slog.Logger
-	in    chan Status
-	done  chan struct{}
+	conn     *zk.Conn
+	sess     *zkconn.Session
+	paths    layout.Paths
+	agentID  string
+	path     string
+	acl      []zk.ACL
+	log      *slog.Logger
+	reg      func() fleet.Registration
+	onChange func(conflict string)
+	// authUser is the user of the agent's digest credentials ("" without).
+	authUser string
+	in       chan Status
+	done     chan struct{}
+
+	// Guarded by the run goroutine alone.
+	ownSession int64 // session that created the node we own (0: none)
+	ownVersion int32 // its data version after our last create or set
+	conflict   string
+	watch      <-chan zk.Event
+	registered int64 // session in which the registry node was last written
+	warnedID   bool
+	// conflictEpoch is the session epoch in which the conflict was last
+	// found: a new session retries at once.
+	conflictEpoch uint64
 }
 
 func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{conn: conn, sess: sess, paths: paths, path: paths.StatusNode(agentID), acl: acl, log: log,
+	return &statusNode{conn: conn, sess: sess, paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
+
+// errConflict marks a status node of the agent's name that another session
+// owns: the agent does not write into it.
+var errConflict = errors.New("status node owned by another session")
 
 // update hands over the newest status without blocking.
 func (n *statusNode) update(s Status) {
@@ -64,6 +93,8 @@ func (n *statusNode) run(ctx context.Context) {
 		written uint64 // session epoch at the last successful write
 	)
 	retry := newBackoff(200*time.Millisecond, 10*time.Second)
+	refresh := time.NewTicker(fleet.RegistryRefresh)
+	defer refresh.Stop()
 	for {
 		changed := n.sess.Changed()
 		st := n.sess.Status()
@@ -72,13 +103,21 @@ func (n *statusNode) run(ctx context.Context) {
 		if st.Connected && st.Epoch != written && last != nil {
 			pending = true
 		}
-		if pending && st.Connected {
-			if err := n.write(last); err != nil {
+		// In a conflict, nothing is tried until the watch on the foreign
+		// node fires or a new session starts: no request per update.
+		blocked := n.conflict != "" && n.watch != nil && n.conflictEpoch == st.Epoch
+		if pending && st.Connected && !blocked {
+			err := n.write(last)
+			switch {
+			case errors.Is(err, errConflict):
+				n.conflictEpoch = st.Epoch
+			case err != nil:
 				n.log.Warn("status node not written", "path", n.path, "error", err)
 				retry.schedule()
-			} else {
+			default:
 				pending, written = false, st.Epoch
 				retry.reset()
+				n.register(false)
 			}
 		}
 		select {
@@ -94,48 +133,136 @@ func (n *statusNode) run(ctx context.Context) {
 			last, pending = b, true
 		case <-changed:
 		case <-retry.C():
+		case <-n.watch:
+			// The foreign node changed or went: try to take over.
+			n.watch = nil
+			pending = true
+		case <-refresh.C:
+			if st.Connected && n.conflict == "" {
+				n.register(true)
+			}
 		}
 	}
 }
 
-// write sets the node, creating it (ephemeral) when it is missing.
+// write sets the node we own in this session, or creates it; a node of our
+// name that another session owns is a conflict, never written.
 func (n *statusNode) write(data []byte) error {
-	_, err := n.conn.Set(n.path, data, -1)
-	if errors.Is(err, zk.ErrNoNode) {
-		acl, aerr := n.createACL()
-		if aerr != nil {
-			return aerr
+	sid := n.conn.SessionID()
+	if n.ownSession == sid && sid != 0 {
+		st, err := n.conn.Set(n.path, data, n.ownVersion)
+		switch {
+		case err == nil:
+			n.ownVersion = st.Version
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+			// Our own set may have landed before a connection loss; or
+			// the node is no longer ours. Look again.
+			n.ownSession = 0
+			return n.adopt(data)
+		case errors.Is(err, zk.ErrNoNode):
+			n.ownSession = 0 // deleted (confpush acl --repair): create again
+		case errors.Is(err, zk.ErrNoAuth):
+			return access.Explain(err, n.path, access.OpWrite)
+		default:
+			return err
 		}
+	}
+	acl, err := n.createACL()
+	if err != nil {
+		return err
+	}
+	// Twice at most: a foreign node that vanishes between our create and
+	// our look at it is raced for once more.
+	for range 2 {
 		_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
 		if errors.Is(err, zk.ErrNoNode) {
 			// The status parent does not exist yet (a fresh ensemble, or a
 			// root that was never published): create it, then retry.
-			parent := path.Dir(n.path)
-			if perr := zkconn.EnsurePath(n.conn, parent, n.acl); perr != nil {
+			if perr := zkconn.EnsurePath(n.conn, path.Dir(n.path), n.acl); perr != nil {
 				return perr
 			}
 			_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
 		}
-		if errors.Is(err, zk.ErrNodeExists) {
+		switch {
+		case err == nil:
+			n.own(sid, 0)
+			return nil
+		case errors.Is(err, zk.ErrNodeExists):
 			// Our create may have landed before a connection loss, or
-			// another agent uses the same id.
-			return n.claim(data)
-		}
-		if errors.Is(err, zk.ErrNoAuth) {
+			// another session holds the name.
+			if err = n.adopt(data); !errors.Is(err, errVanished) {
+				return err
+			}
+			continue
+		case errors.Is(err, zk.ErrNoAuth):
 			return access.Explain(err, n.path, access.OpCreate)
 		}
-	}
-	if errors.Is(err, zk.ErrNoAuth) {
-		// Another identity's node of the same name (squatting, or two
-		// agents sharing an id), or a wrong password.
-		return access.Explain(err, n.path, access.OpWrite)
+		return err
 	}
 	return err
 }
 
-// createACL is the ACL of a new status node: what the tree's access policy
-// says (publisher and this agent's own identity), or the configured ACL on
-// a tree without access control.
+// errVanished is a node of our name that existed at our create and not
+// when we looked at it.
+var errVanished = errors.New("status node vanished while being looked at")
+
+// adopt looks at an existing node of our name: ours (this session's) is
+// set with its version; another session's is a conflict, watched until it
+// goes. exists checks no ACL, so even a node we may not read is judged.
+func (n *statusNode) adopt(data []byte) error {
+	ok, st, ev, err := n.conn.ExistsW(n.path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errVanished
+	}
+	if sid := n.conn.SessionID(); st.EphemeralOwner == sid {
+		st2, err := n.conn.Set(n.path, data, st.Version)
+		if err != nil {
+			return err
+		}
+		n.own(sid, st2.Version)
+		return nil
+	}
+	n.watch = ev
+	owner := fmt.Sprintf("owned by another session (0x%x)", st.EphemeralOwner)
+	if st.EphemeralOwner == 0 {
+		owner = "persistent, owned by no session"
+	}
+	reason := fmt.Sprintf("status node %s is %s, not this agent's (0x%x): "+
+		"another identity squatting the name, or this agent's previous session not yet expired; "+
+		"not written, waiting for it to go (confpush acl --repair deletes a squatted one)",
+		n.path, owner, n.conn.SessionID())
+	if n.conflict != reason {
+		n.log.Warn("status node conflict: not writing into a node this session did not create",
+			"path", n.path, "owner_session", fmt.Sprintf("0x%x", st.EphemeralOwner),
+			"own_session", fmt.Sprintf("0x%x", n.conn.SessionID()), "ephemeral", st.EphemeralOwner != 0)
+		n.setConflict(reason)
+	}
+	return errConflict
+}
+
+// own records the node we created or verified in session sid.
+func (n *statusNode) own(sid int64, version int32) {
+	n.ownSession, n.ownVersion = sid, version
+	if n.conflict != "" {
+		n.log.Info("status node conflict resolved: own node created", "path", n.path)
+		n.setConflict("")
+	}
+}
+
+func (n *statusNode) setConflict(reason string) {
+	n.conflict = reason
+	if n.onChange != nil {
+		n.onChange(reason)
+	}
+}
+
+// createACL is the ACL of a new status or registry node: what the tree's
+// access policy says (publisher and this agent's own identity), or the
+// configured ACL on a tree without access control.
 func (n *statusNode) createACL() ([]zk.ACL, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -143,20 +270,85 @@ func (n *statusNode) createACL() ([]zk.ACL, error) {
 	if errors.Is(err, access.ErrNotInitialized) {
 		return n.acl, nil
 	}
+	if err == nil && n.authUser != n.agentID && !n.warnedID {
+		// Readers trust a node only when the identity that made it is
+		// the one its name says (docs/security.md).
+		n.warnedID = true
+		n.log.Warn("agent_id differs from the user of the agent's credentials: publishers will not trust its status "+
+			"node; set agent_id to the identity's user", "agent_id", n.agentID, "user", n.authUser)
+	}
 	return acl, err
 }
 
-// claim handles a node that exists although our set found none: ours (the
-// create landed before a connection loss) is set again; another session's
-// means two agents share an id, which is reported, not overwritten.
-func (n *statusNode) claim(data []byte) error {
-	_, stat, err := n.conn.Get(n.path)
-	if err != nil {
+// register writes the agent's registry node: once per session (force
+// false: skipped when this session already did), and on the periodic
+// refresh (force true). Failures are logged and retried on the next
+// occasion: the registry only makes the agent expected, it never decides
+// what it runs.
+func (n *statusNode) register(force bool) {
+	sid := n.conn.SessionID()
+	if !force && n.registered == sid {
+		return
+	}
+	if err := n.writeRegistration(); err != nil {
+		n.log.Warn("agent registry node not written", "path", n.paths.AgentNode(n.agentID), "error", err)
+		return
+	}
+	n.registered = sid
+}
+
+func (n *statusNode) writeRegistration() error {
+	p := n.paths.AgentNode(n.agentID)
+	r := fleet.Registration{}
+	if n.reg != nil {
+		r = n.reg()
+	}
+	now := time.Now().UTC()
+	r.LastSeen = now
+	for range 5 {
+		b, st, err := n.conn.Get(p)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			r.FirstSeen = now
+			data, _ := json.Marshal(r)
+			acl, aerr := n.createACL()
+			if aerr != nil {
+				return aerr
+			}
+			_, err = n.conn.Create(p, data, 0, acl)
+			if errors.Is(err, zk.ErrNoNode) {
+				if perr := zkconn.EnsurePath(n.conn, n.paths.Agents(), n.acl); perr != nil {
+					return fmt.Errorf("%w (on an ACL'd tree, 'confpush acl --repair' creates the registry)", perr)
+				}
+				_, err = n.conn.Create(p, data, 0, acl)
+			}
+			if errors.Is(err, zk.ErrNodeExists) {
+				continue
+			}
+			if errors.Is(err, zk.ErrNoAuth) {
+				return access.Explain(err, p, access.OpCreate)
+			}
+			return err
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: another identity may hold this agent's registry name", access.Explain(err, p, access.OpRead))
+		case err != nil:
+			return err
+		}
+		var old fleet.Registration
+		if json.Unmarshal(b, &old) == nil && !old.FirstSeen.IsZero() {
+			r.FirstSeen = old.FirstSeen
+		} else {
+			r.FirstSeen = now
+		}
+		data, _ := json.Marshal(r)
+		_, err = n.conn.Set(p, data, st.Version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue
+		}
+		if errors.Is(err, zk.ErrNoAuth) {
+			return access.Explain(err, p, access.OpWrite)
+		}
 		return err
 	}
-	if stat.EphemeralOwner != n.conn.SessionID() {
-		return errors.New("status node is owned by another session: is agent_id unique?")
-	}
-	_, err = n.conn.Set(n.path, data, -1)
-	return err
+	return errors.New("registry node kept changing")
 }

@@ -11,35 +11,67 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 )
 
-// Agent is one status node as read.
+// Agent is one agent as a reader sees it: its status node (when it has
+// one) and its registration (when it registered).
 type Agent struct {
 	ID     string
 	Status Status
-	// Err is set when the node could not be read or decoded.
+	// Err is set when the status node could not be read or decoded; an
+	// unreadable or undecodable node is also Untrusted.
 	Err error
+	// Untrusted says why the status node is not provably the agent's (see
+	// access.Trust): such a node is shown, never counted as applied. ""
+	// for a trusted node and for an agent without a status node.
+	Untrusted string
+	// HasNode reports whether a status node exists under the agent's name.
+	HasNode bool
+	// Expected reports whether rollouts wait for this agent: it is
+	// registered, the access policy names its identity, or its status node
+	// is trusted.
+	Expected bool
+	// Registration is the agent's registry node (nil when none);
+	// RegistryUntrusted says why it is not provably the agent's (it
+	// still makes the agent expected: forging one can only block).
+	Registration      *Registration
+	RegistryUntrusted string
 }
 
-// Applied reports whether the agent runs generation g or newer.
-func (a Agent) Applied(g int64) bool { return a.Err == nil && a.Status.Generation >= g }
+// Trusted reports whether the agent has a status node that is provably its
+// own.
+func (a Agent) Trusted() bool { return a.HasNode && a.Err == nil && a.Untrusted == "" }
+
+// Gone reports whether the agent is expected but has no trusted status
+// node: stopped, partitioned, or its name squatted.
+func (a Agent) Gone() bool { return a.Expected && !a.Trusted() }
+
+// Applied reports whether the agent runs generation g or newer, on a
+// trusted status node.
+func (a Agent) Applied(g int64) bool { return a.Trusted() && a.Status.Generation >= g }
 
 // Rejected reports whether the agent tried generation g (or newer) and
 // failed, without having applied it.
 func (a Agent) Rejected(g int64) bool {
-	return a.Err == nil && !a.Applied(g) && a.Status.Attempted >= g && a.Status.LastError != ""
+	return a.Trusted() && !a.Applied(g) && a.Status.Attempted >= g && a.Status.LastError != ""
 }
 
-// List reads every agent's status node, sorted by id. A root without any
-// agent gives an empty list.
+// List reads every agent's status node and the agent registry, and judges
+// each status node (access.ReadTrust): the agents sorted by id, expected
+// ones without a trusted status node included (Gone). A root without any
+// agent gives an empty list. A reader that cannot verify (without the
+// publisher's ADMIN on an ACL'd tree) sees every node untrusted.
 func List(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
+	trust, trustErr := access.ReadTrust(ctx, conn, p)
 	ids, _, err := conn.Children(p.Status())
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
+	}
+	regs, err := listRegistry(conn, p)
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(ids)
 	out := make([]Agent, len(ids))
@@ -50,18 +82,95 @@ func List(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = read(conn, p, id)
+			out[i] = read(conn, p, trust, trustErr, id)
 		}()
 	}
 	wg.Wait()
 	// Agents that left between the listing and the read are not agents.
 	out = slices.DeleteFunc(out, func(a Agent) bool { return errors.Is(a.Err, zk.ErrNoNode) })
+	byID := map[string]int{}
+	for i, a := range out {
+		byID[a.ID] = i
+	}
+	expect := func(id string) *Agent {
+		i, ok := byID[id]
+		if !ok {
+			out = append(out, Agent{ID: id})
+			i = len(out) - 1
+			byID[id] = i
+		}
+		out[i].Expected = true
+		return &out[i]
+	}
+	for _, id := range trust.Agents() {
+		expect(id)
+	}
+	for _, id := range regs {
+		a := expect(id)
+		a.Registration, a.RegistryUntrusted = readRegistration(conn, p, trust, trustErr, id)
+	}
+	for i := range out {
+		if out[i].Trusted() {
+			out[i].Expected = true
+		}
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.ID, b.ID) })
 	return out, ctx.Err()
 }
 
-func read(conn *zk.Conn, p layout.Paths, id string) Agent {
-	b, _, err := conn.Get(p.StatusNode(id))
-	return decode(id, b, err)
+// listRegistry lists the registered agents (none when the registry does
+// not exist).
+func listRegistry(conn *zk.Conn, p layout.Paths) ([]string, error) {
+	ids, _, err := conn.Children(p.Agents())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the agent registry %s: %w", p.Agents(), err)
+	}
+	return ids, nil
+}
+
+// read reads and judges one status node.
+func read(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) Agent {
+	b, st, err := conn.Get(p.StatusNode(id))
+	a := decode(id, b, err)
+	if errors.Is(err, zk.ErrNoNode) {
+		return a
+	}
+	a.HasNode = true // unreadable is still a node
+	var acl []zk.ACL
+	if err == nil && trustErr == nil && !trust.Open() {
+		acl, _, err = conn.GetACL(p.StatusNode(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			a.Err = err
+			return a
+		}
+	}
+	a.Untrusted = judge(trust, trustErr, a, acl, st, err)
+	return a
+}
+
+// judge returns why status node a (its ACL and Stat as read, readErr the
+// first read error) is not provably its agent's, or "".
+func judge(trust access.Trust, trustErr error, a Agent, acl []zk.ACL, st *zk.Stat, readErr error) string {
+	switch {
+	case trustErr != nil:
+		return "cannot be verified: " + trustErr.Error()
+	case errors.Is(readErr, zk.ErrNoAuth):
+		return access.Unreadable(readErr)
+	case readErr != nil:
+		return "cannot be read: " + readErr.Error()
+	case a.Err != nil:
+		return a.Err.Error()
+	}
+	if r := trust.JudgeStatus(a.ID, acl, st); r != "" {
+		return r
+	}
+	if a.Status.AgentID != a.ID {
+		return fmt.Sprintf("its agent_id %q is not its name", a.Status.AgentID)
+	}
+	return ""
 }
 
 func decode(id string, b []byte, err error) Agent {
@@ -70,21 +179,52 @@ func decode(id string, b []byte, err error) Agent {
 		a.Err = err
 		return a
 	}
+	a.HasNode = true
 	if err := json.Unmarshal(b, &a.Status); err != nil {
 		a.Err = fmt.Errorf("status of %s is not valid JSON: %w", id, err)
 	}
 	return a
 }
 
+// readRegistration reads and judges one registry node. An unreadable or
+// foreign one is returned nil with the reason.
+func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (*Registration, string) {
+	b, _, err := conn.Get(p.AgentNode(id))
+	if err != nil {
+		if errors.Is(err, zk.ErrNoAuth) {
+			return nil, access.Unreadable(err)
+		}
+		return nil, "cannot be read: " + err.Error()
+	}
+	var r Registration
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, "not a registration: " + err.Error()
+	}
+	if trustErr != nil {
+		return &r, "cannot be verified: " + trustErr.Error()
+	}
+	if trust.Open() {
+		return &r, ""
+	}
+	acl, _, err := conn.GetACL(p.AgentNode(id))
+	if err != nil {
+		return &r, "cannot read its ACL: " + err.Error()
+	}
+	return &r, trust.JudgeACL(id, acl)
+}
+
 // Summary counts agents against the latest generation. AtLatest + Behind
-// = Total; Failing counts agents whose last attempt failed, wherever they
-// are.
+// = Total; Behind includes Untrusted and Gone agents (never counted as
+// applied); Failing counts agents whose last attempt failed, wherever
+// they are.
 type Summary struct {
-	Latest   int64
-	Total    int
-	AtLatest int
-	Behind   int
-	Failing  int
+	Latest    int64
+	Total     int
+	AtLatest  int
+	Behind    int
+	Failing   int
+	Untrusted int
+	Gone      int
 }
 
 // Summarize counts agents at, behind and failing generation latest.
@@ -96,22 +236,31 @@ func Summarize(agents []Agent, latest int64) Summary {
 		} else {
 			s.Behind++
 		}
-		if a.Err != nil || a.Status.LastError != "" {
+		if a.Trusted() && a.Status.LastError != "" {
 			s.Failing++
+		}
+		if a.HasNode && !a.Trusted() {
+			s.Untrusted++
+		}
+		if a.Gone() {
+			s.Gone++
 		}
 	}
 	return s
 }
 
 func (s Summary) String() string {
-	return fmt.Sprintf("%d agent(s): %d at generation %d, %d behind, %d failing", s.Total, s.AtLatest, s.Latest, s.Behind, s.Failing)
+	return fmt.Sprintf("%d agent(s): %d at generation %d, %d behind, %d failing, %d untrusted, %d gone",
+		s.Total, s.AtLatest, s.Latest, s.Behind, s.Failing, s.Untrusted, s.Gone)
 }
 
 // WaitOptions says how many agents a rollout needs.
 type WaitOptions struct {
-	// All waits for every agent registered when the wait starts (agents
-	// joining later are followed too). An agent that leaves counts as
-	// failed.
+	// All waits for every expected agent: registered (the agent
+	// registry), named by the access policy, or seen with a trusted status
+	// node during the wait (agents joining later are followed too). An
+	// expected agent without a trusted status node is gone and blocks the
+	// rollout until it is back or forgotten (confpush forget).
 	All bool
 	// Min waits until at least Min agents applied the generation. With
 	// neither All nor Min set, All is assumed.
@@ -126,13 +275,22 @@ type Progress struct {
 	Applied    []string
 	Rejected   []string
 	Pending    []string
-	Gone       []string
-	Needed     int // agents that must apply for success
+	// Gone are expected agents without a trusted status node.
+	Gone []string
+	// Untrusted are status nodes not provably their agent's, of agents
+	// not expected: shown, never needed nor counted.
+	Untrusted []string
+	Needed    int // agents that must apply for success
 }
 
+// ErrNoExpectedAgents is a --all wait with nobody to wait for: no agent is
+// registered, the policy names none, and no trusted status node exists.
+var ErrNoExpectedAgents = errors.New("no agent is expected to apply it: none registered, none in the access policy, " +
+	"none with a trusted status node")
+
 // RolloutError is a rollout that did not complete: the agents that
-// rejected the generation (with their errors), left, or did not apply it
-// in time.
+// rejected the generation (with their errors), are gone, or did not apply
+// it in time.
 type RolloutError struct {
 	Progress Progress
 	Errors   map[string]string
@@ -147,10 +305,17 @@ func (e *RolloutError) Error() string {
 		fmt.Fprintf(&b, "; %s failed: %s", id, e.Errors[id])
 	}
 	for _, id := range e.Progress.Gone {
-		fmt.Fprintf(&b, "; %s left (status node gone)", id)
+		if why := e.Errors[id]; why != "" {
+			fmt.Fprintf(&b, "; %s gone (its status node is untrusted: %s)", id, why)
+		} else {
+			fmt.Fprintf(&b, "; %s gone (no status node; 'confpush forget %s' if it was removed)", id, id)
+		}
 	}
 	if len(e.Progress.Pending) > 0 {
 		fmt.Fprintf(&b, "; not yet applied: %s", strings.Join(e.Progress.Pending, ", "))
+	}
+	if len(e.Progress.Untrusted) > 0 {
+		fmt.Fprintf(&b, "; untrusted status nodes not counted: %s", strings.Join(e.Progress.Untrusted, ", "))
 	}
 	if e.Cause != nil {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
@@ -160,31 +325,53 @@ func (e *RolloutError) Error() string {
 
 func (e *RolloutError) Unwrap() error { return e.Cause }
 
-// Wait follows the agents' status nodes with watches (no polling) until
-// enough of them report generation g, and returns the final progress. It
-// fails early, with a *RolloutError, when success has become impossible
-// (too many rejections), and when ctx ends.
+// Wait follows the agents' status nodes and the agent registry with
+// watches (no polling) until enough agents report generation g on trusted
+// status nodes, and returns the final progress. It fails early, with a
+// *RolloutError, when success has become impossible (rejections), when an
+// All wait has no expected agent (ErrNoExpectedAgents), when the reader
+// cannot verify status nodes, and when ctx ends.
 func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions) (Progress, error) {
 	if !opts.All && opts.Min <= 0 {
 		opts.All = true
 	}
-	w := &waiter{conn: conn, p: p, g: g, opts: opts, agents: map[string]Agent{}, initial: map[string]bool{},
-		wake: make(chan struct{}, 1)}
+	trust, err := access.ReadTrust(ctx, conn, p)
+	if err != nil {
+		pr := Progress{Generation: g, Needed: opts.Min}
+		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
+	}
+	policy := map[string]bool{}
+	for _, id := range trust.Agents() {
+		policy[id] = true
+	}
+	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
+		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
 	return w.run(ctx)
 }
 
+// aclSeen is a status node's ACL as read for one creation and ACL version.
+type aclSeen struct {
+	czxid    int64
+	aversion int32
+	acl      []zk.ACL
+	err      error
+}
+
 type waiter struct {
-	conn    *zk.Conn
-	p       layout.Paths
-	g       int64
-	opts    WaitOptions
-	mu      sync.Mutex
-	agents  map[string]Agent
-	initial map[string]bool // agents registered at the start, for All
-	gone    map[string]bool
-	watched map[string]bool
-	wake    chan struct{}
-	started bool
+	conn       *zk.Conn
+	p          layout.Paths
+	g          int64
+	opts       WaitOptions
+	trust      access.Trust
+	mu         sync.Mutex
+	agents     map[string]Agent
+	seen       map[string]bool // agents seen with a trusted node: expected from then on
+	registered map[string]bool
+	policy     map[string]bool // the policy's agent identities (users)
+	regDirty   bool            // list the registry again (see takeRegistryDirty)
+	acls       map[string]aclSeen
+	watched    map[string]bool
+	wake       chan struct{}
 }
 
 func (w *waiter) signal() {
@@ -195,16 +382,24 @@ func (w *waiter) signal() {
 }
 
 func (w *waiter) run(ctx context.Context) (Progress, error) {
-	w.gone, w.watched = map[string]bool{}, map[string]bool{}
+	w.watched = map[string]bool{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
 		if err := w.refreshChildren(ctx); err != nil {
 			return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
 		}
+		if w.takeRegistryDirty() {
+			if err := w.refreshRegistry(ctx); err != nil {
+				return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
+			}
+		}
 		pr := w.progress()
 		if w.opts.Progress != nil {
 			w.opts.Progress(pr)
+		}
+		if w.opts.All && pr.Needed == 0 {
+			return pr, &RolloutError{Progress: pr, Errors: w.errors(), Cause: ErrNoExpectedAgents}
 		}
 		done, failed := w.verdict(pr)
 		if done {
@@ -221,71 +416,177 @@ func (w *waiter) run(ctx context.Context) (Progress, error) {
 	}
 }
 
-// refreshChildren lists the status nodes with a child watch and starts a
-// data watch on every agent not yet followed.
+// refreshChildren lists the status nodes with a child watch, reads every
+// node not yet followed (before the verdict, so that a node present now
+// counts now) and follows it through data watches.
 func (w *waiter) refreshChildren(ctx context.Context) error {
-	ids, _, ev, err := w.conn.ChildrenW(w.p.Status())
-	if errors.Is(err, zk.ErrNoNode) {
-		// No agent ever registered: wait for the parent to appear.
-		var ok bool
-		ok, _, ev, err = w.conn.ExistsW(w.p.Status())
-		if err == nil && ok {
-			w.signal()
-		}
-		ids = nil
-	}
+	ids, ev, err := w.childrenW(w.p.Status())
 	if err != nil {
 		return fmt.Errorf("follow agents: %w", err)
 	}
 	go w.await(ctx, ev)
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	present := map[string]bool{}
+	var fresh []string
 	for _, id := range ids {
 		present[id] = true
-		if !w.started {
-			w.initial[id] = true
-		}
-		delete(w.gone, id)
 		if !w.watched[id] {
 			w.watched[id] = true
-			go w.follow(ctx, id)
+			fresh = append(fresh, id)
 		}
 	}
-	w.started = true
 	for id := range w.agents {
 		if !present[id] {
-			w.gone[id] = true
+			delete(w.agents, id)
 		}
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, id := range fresh {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a, ev, err := w.readNode(id)
+			w.store(id, a, err)
+			if err != nil {
+				w.unwatch(id)
+				return
+			}
+			go w.follow(ctx, id, ev)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// store records a status node as read.
+func (w *waiter) store(id string, a Agent, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if errors.Is(err, zk.ErrNoNode) {
+		delete(w.agents, id)
+		return
+	}
+	w.agents[id] = a
+	if a.Trusted() {
+		w.seen[id] = true
+	}
+}
+
+func (w *waiter) unwatch(id string) {
+	w.mu.Lock()
+	w.watched[id] = false
+	w.mu.Unlock()
+}
+
+// refreshRegistry lists the registered agents with a child watch: an agent
+// forgotten (its registry node deleted) stops being expected at once.
+func (w *waiter) refreshRegistry(ctx context.Context) error {
+	ids, ev, err := w.childrenW(w.p.Agents())
+	if err != nil {
+		return fmt.Errorf("follow the agent registry: %w", err)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-ev:
+			w.mu.Lock()
+			w.regDirty = true
+			w.mu.Unlock()
+			w.signal()
+		}
+	}()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.registered)
+	for _, id := range ids {
+		w.registered[id] = true
 	}
 	return nil
 }
 
-// follow keeps agent id's status up to date through data watches.
-func (w *waiter) follow(ctx context.Context, id string) {
-	defer func() {
+// takeRegistryDirty reports (and clears) whether the registry must be
+// listed again: at the start and after its child watch fired, not on every
+// status change.
+func (w *waiter) takeRegistryDirty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.regDirty
+	w.regDirty = false
+	return d
+}
+
+// childrenW lists parent with a child watch, or watches for it to appear.
+func (w *waiter) childrenW(parent string) ([]string, <-chan zk.Event, error) {
+	ids, _, ev, err := w.conn.ChildrenW(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		var ok bool
+		ok, _, ev, err = w.conn.ExistsW(parent)
+		if err == nil && ok {
+			// Created meanwhile: list it at once.
+			fired := make(chan zk.Event, 1)
+			fired <- zk.Event{Type: zk.EventNodeCreated, Path: parent}
+			ev = fired
+		}
+		ids = nil
+	}
+	return ids, ev, err
+}
+
+// readNode reads and judges status node id, with a data watch.
+func (w *waiter) readNode(id string) (Agent, <-chan zk.Event, error) {
+	b, st, ev, err := w.conn.GetW(w.p.StatusNode(id))
+	a := decode(id, b, err)
+	if errors.Is(err, zk.ErrNoNode) {
+		return a, ev, err
+	}
+	a.HasNode = true // unreadable is still a node
+	var acl []zk.ACL
+	readErr := err
+	if err == nil && !w.trust.Open() {
+		// The ACL is read again only when the node or its ACL version
+		// changed: one read per node, not one per publish.
 		w.mu.Lock()
-		w.watched[id] = false
+		seen, ok := w.acls[id]
 		w.mu.Unlock()
-	}()
+		if !ok || seen.czxid != st.Czxid || seen.aversion != st.Aversion {
+			var ast *zk.Stat
+			seen.acl, ast, seen.err = w.conn.GetACL(w.p.StatusNode(id))
+			seen.czxid, seen.aversion = st.Czxid, st.Aversion
+			if ast != nil && (ast.Czxid != st.Czxid || ast.Aversion != st.Aversion) {
+				seen.aversion = -1 // changed between the reads: read again next time
+			}
+			w.mu.Lock()
+			w.acls[id] = seen
+			w.mu.Unlock()
+		}
+		acl, readErr = seen.acl, seen.err
+	}
+	a.Untrusted = judge(w.trust, nil, a, acl, st, readErr)
+	return a, ev, err
+}
+
+// follow keeps agent id's status up to date through data watches, from
+// the watch ev of its first read.
+func (w *waiter) follow(ctx context.Context, id string, ev <-chan zk.Event) {
+	defer w.unwatch(id)
 	for {
-		b, _, ev, err := w.conn.GetW(w.p.StatusNode(id))
-		a := decode(id, b, err)
-		w.mu.Lock()
-		if errors.Is(err, zk.ErrNoNode) {
-			w.gone[id] = true
-		} else {
-			w.agents[id] = a
-		}
-		w.mu.Unlock()
-		w.signal()
-		if err != nil {
-			return
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ev:
+		}
+		var (
+			a   Agent
+			err error
+		)
+		a, ev, err = w.readNode(id)
+		w.store(id, a, err)
+		w.signal()
+		if err != nil {
+			return
 		}
 	}
 }
@@ -298,36 +599,52 @@ func (w *waiter) await(ctx context.Context, ev <-chan zk.Event) {
 	}
 }
 
+// expected reports whether the rollout waits for id. Called with mu held.
+func (w *waiter) expected(id string) bool {
+	return w.seen[id] || w.registered[id] || w.policy[id]
+}
+
 func (w *waiter) progress() Progress {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pr := Progress{Generation: w.g}
-	ids := make([]string, 0, len(w.agents))
+	var ids []string
 	for id := range w.agents {
 		ids = append(ids, id)
 	}
-	for id := range w.initial {
-		if _, ok := w.agents[id]; !ok {
-			ids = append(ids, id)
-		}
+	for id := range w.seen {
+		ids = append(ids, id)
+	}
+	for id := range w.registered {
+		ids = append(ids, id)
+	}
+	for id := range w.policy {
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	needed := 0
 	for _, id := range ids {
-		a, seen := w.agents[id]
+		a := w.agents[id]
+		exp := w.expected(id)
+		if exp {
+			needed++
+		}
 		switch {
-		case seen && a.Applied(w.g):
+		case a.Applied(w.g):
 			pr.Applied = append(pr.Applied, id)
-		case w.gone[id]:
-			pr.Gone = append(pr.Gone, id)
-		case seen && a.Rejected(w.g):
+		case a.Rejected(w.g):
 			pr.Rejected = append(pr.Rejected, id)
+		case exp && !a.Trusted():
+			pr.Gone = append(pr.Gone, id)
+		case !exp:
+			pr.Untrusted = append(pr.Untrusted, id)
 		default:
 			pr.Pending = append(pr.Pending, id)
 		}
 	}
 	if w.opts.All {
-		pr.Needed = len(ids)
+		pr.Needed = needed
 	} else {
 		pr.Needed = w.opts.Min
 	}
@@ -340,6 +657,8 @@ func (w *waiter) errors() map[string]string {
 	out := map[string]string{}
 	for id, a := range w.agents {
 		switch {
+		case a.Untrusted != "":
+			out[id] = a.Untrusted
 		case a.Err != nil:
 			out[id] = a.Err.Error()
 		case a.Status.LastError != "":
@@ -350,12 +669,13 @@ func (w *waiter) errors() map[string]string {
 }
 
 // verdict decides whether the rollout succeeded or cannot succeed any more.
+// A gone agent never ends the wait: it may come back, or be forgotten.
 func (w *waiter) verdict(pr Progress) (done, failed bool) {
 	if w.opts.All {
-		if len(pr.Rejected)+len(pr.Gone) > 0 && len(pr.Pending) == 0 {
+		if len(pr.Rejected) > 0 && len(pr.Pending) == 0 {
 			return false, true
 		}
-		return len(pr.Applied) == pr.Needed && pr.Needed > 0, false
+		return len(pr.Applied) == pr.Needed && pr.Needed > 0 && len(pr.Gone) == 0, false
 	}
 	if len(pr.Applied) >= w.opts.Min {
 		return true, false

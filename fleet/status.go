@@ -35,7 +35,31 @@ type Status struct {
 	Attempted int64          `json:"attempted"`
 	LastError string         `json:"last_error,omitempty"`
 	Targets   []TargetResult `json:"targets"`
+
+	// Labels are the agent's configured labels plus "hostname" (issue 13:
+	// canary rollouts select agents by them). StatusNodeConflict, when
+	// set, says why the agent does not write its status node (a node of
+	// its name that another session owns); /status reports it, the node
+	// itself cannot.
+	Labels             map[string]string `json:"labels,omitempty"`
+	StatusNodeConflict string            `json:"status_node_conflict,omitempty"`
 }
+
+// Registration is an agent's registry node (layout's agents/<agent-id>):
+// persistent, written by the agent itself when it starts, on every new
+// session and every RegistryRefresh otherwise, so that rollouts know who
+// should answer even while an agent is down.
+type Registration struct {
+	FirstSeen time.Time         `json:"first_seen"`
+	LastSeen  time.Time         `json:"last_seen"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Hostname  string            `json:"hostname,omitempty"`
+}
+
+// RegistryRefresh is how often a running agent refreshes last_seen in its
+// registry node besides its starts and new sessions: rare, so that the
+// fleet's writes do not grow with publishes.
+const RegistryRefresh = 5 * time.Minute
 
 // TargetResult is a target's last outcome, as /status and the status node
 // report it.

@@ -126,6 +126,11 @@ type Config struct {
 	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
 	Targets     []Target
+	// Labels describe the agent (key labels; Kubernetes label syntax;
+	// keys are lowercased like every configuration key). The agent adds
+	// "hostname" unless set, and reports them in its status and registry
+	// nodes.
+	Labels map[string]string
 }
 
 // MemoryLimit values besides a size in bytes (key memory_limit: "auto",

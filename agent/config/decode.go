@@ -26,7 +26,7 @@ var (
 		"root", "meta", "state_dir", "agent_id",
 		"http.listen", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
-		"memory_limit", "targets",
+		"memory_limit", "targets", "labels",
 	}
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
 	targetKeys = []string{
@@ -80,6 +80,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		}
 	}
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p)
+	c.Labels = decodeLabels(v.Get("labels"), p)
 	return c
 }
 
@@ -103,7 +104,7 @@ func parseLevel(s string) (slog.Level, bool) {
 func checkUnknownKeys(keys []string, p *problems) {
 	slices.Sort(keys)
 	for _, k := range keys {
-		if slices.Contains(topKeys, k) {
+		if slices.Contains(topKeys, k) || strings.HasPrefix(k, "labels.") {
 			continue
 		}
 		if slices.Contains(sections, k) {

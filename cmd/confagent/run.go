@@ -197,7 +197,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
-		MemoryLimit: memoryLimit(cfg.MemoryLimit),
+		MemoryLimit: memoryLimit(cfg.MemoryLimit), Labels: cfg.Labels,
 	}, errors.Join(errs...)
 }
 

@@ -148,9 +148,10 @@ func (a *app) initCommand() *cobra.Command {
 		Use:   "init ROOT --publisher-auth-file F [--agent-digest user:digest]... [--agent-auth-file F]... [--world-readable]",
 		Short: "Set up ZooKeeper ACLs for a root: publisher, agents, nobody else",
 		Long: `Create ROOT (empty), its missing ancestors and its metadata tree (history,
-blobs, publishing, status, election) with digest ACLs: the publisher may do
-everything; each agent identity may read the root and its items and create
-and write only its own status node; anyone else may do nothing (or, with
+blobs, publishing, status, election, the agent registry) with digest ACLs:
+the publisher may do everything; each agent identity may read the root and
+its items and create and write only its own status and registry nodes;
+anyone else may do nothing (or, with
 --world-readable, read the root and its items). On an existing tree it sets
 every ACL that differs (idempotent): this also locks down a tree published
 before ACLs. The agent list is complete: an identity left out loses access.
@@ -217,7 +218,9 @@ init' makes, give the policy with the same flags as init.
 
 Without --repair, exits 7 when differences are found (advisories, which no
 ACL can fix, do not count). With --repair, fixes them as init does (but never
-creates the root) and exits 7 only if some remain.`,
+creates the root) and exits 7 only if some remain. Status and registry nodes
+that are not provably their agent's (ACL not exactly the one its identity
+gives, not ephemeral, unreadable) are differences; --repair deletes them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			creds, pub, pol, explicit, err := a.publisherPolicy(cmd, args)

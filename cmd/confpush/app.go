@@ -136,7 +136,7 @@ log-level), then the defaults.
 	pf.String("tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
-		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand())
+		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
 	}

@@ -134,30 +134,60 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		Behind int64         `json:"behind"`
 		Error  string        `json:"error,omitempty"`
 		Status *fleet.Status `json:"status,omitempty"`
+		// Trust (issue 13): an untrusted status node is shown, never
+		// counted; a gone agent is expected but has no trusted node.
+		Trusted           bool                `json:"trusted"`
+		Untrusted         string              `json:"untrusted,omitempty"`
+		Expected          bool                `json:"expected"`
+		Gone              bool                `json:"gone"`
+		Registration      *fleet.Registration `json:"registration,omitempty"`
+		RegistryUntrusted string              `json:"registry_untrusted,omitempty"`
 	}
 	rows := []row{}
 	var failing []string
 	for _, ag := range agents {
-		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0)}
-		if ag.Err != nil || ag.Status.Failing() {
+		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0), Trusted: ag.Trusted(), Untrusted: ag.Untrusted,
+			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted}
+		// Gone and untrusted agents fail the check too: a monitoring
+		// script must not read "all good" while a host is missing or a
+		// status node is forged.
+		if ag.Err != nil || ag.Status.Failing() || !r.Trusted || r.Gone {
 			failing = append(failing, ag.ID)
 		}
-		if ag.Err != nil {
+		switch {
+		case ag.Err != nil:
 			r.Error = ag.Err.Error()
-		} else {
+		case ag.HasNode:
 			st := ag.Status
 			r.Status = &st
 		}
 		rows = append(rows, r)
 	}
 	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
-		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing}}
+		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
+		"untrusted": sum.Untrusted, "gone": sum.Gone}}
 	text := func(out io.Writer) {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
 		for _, r := range rows {
-			if r.Status == nil {
-				fmt.Fprintf(w, "%s\t?\t?\t?\t?\t%s\n", r.ID, oneLine(r.Error))
+			note := ""
+			if r.RegistryUntrusted != "" {
+				note = " [registry node untrusted: " + r.RegistryUntrusted + "]"
+			}
+			switch {
+			case r.Gone:
+				seen := "never registered"
+				if r.Registration != nil {
+					seen = "last seen " + time.Since(r.Registration.LastSeen).Round(time.Second).String() + " ago"
+				}
+				why := "no status node"
+				if r.Untrusted != "" {
+					why = "status node untrusted: " + r.Untrusted
+				}
+				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t%s\n", r.ID, seen, oneLine(why+note))
+				continue
+			case !r.Trusted:
+				fmt.Fprintf(w, "%s\t-\t-\tuntrusted\t-\t%s\n", r.ID, oneLine(r.Untrusted+note))
 				continue
 			}
 			st := r.Status
@@ -165,7 +195,7 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			if !st.Since.IsZero() {
 				since = time.Since(st.Since).Round(time.Second).String() + " ago"
 			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, st.State, since, oneLine(st.LastError))
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, st.State, since, oneLine(st.LastError+note))
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
@@ -224,8 +254,12 @@ func newProgress(w io.Writer, quiet bool) *progress {
 }
 
 func (p *progress) line(pr fleet.Progress) string {
-	return fmt.Sprintf("generation %d: %d/%d applied, %d pending, %d failed, %d gone",
+	l := fmt.Sprintf("generation %d: %d/%d applied, %d pending, %d failed, %d gone",
 		pr.Generation, len(pr.Applied), pr.Needed, len(pr.Pending), len(pr.Rejected), len(pr.Gone))
+	if len(pr.Untrusted) > 0 {
+		l += fmt.Sprintf(", %d untrusted (not counted)", len(pr.Untrusted))
+	}
+	return l
 }
 
 func (p *progress) update(pr fleet.Progress) {

@@ -83,6 +83,7 @@ type engine struct {
 	conn  *zk.Conn
 	paths layout.Paths
 	p     Policy
+	trust Trust // p.Trust(), for status and registry nodes
 	// beforeSetACL is a test seam run before each SetACL; nil in
 	// production.
 	beforeSetACL func(path string)
@@ -104,7 +105,7 @@ func newEngine(conn *zk.Conn, paths layout.Paths, p Policy) (*engine, error) {
 	if conn == nil {
 		return nil, errors.New("nil ZooKeeper connection")
 	}
-	return &engine{conn: conn, paths: paths, p: p}, nil
+	return &engine{conn: conn, paths: paths, p: p, trust: p.Trust()}, nil
 }
 
 // checkWorkers bounds the GetACL requests Check has in flight.
@@ -129,7 +130,7 @@ func Check(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) ([]
 type target struct {
 	path string
 	kind Kind
-	want []zk.ACL // nil: a status node
+	want []zk.ACL // nil: a status or registry node, judged by Trust
 }
 
 func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
@@ -255,10 +256,15 @@ feed:
 }
 
 func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) {
-	acl, _, err := getACL(ctx, e.conn, t.path)
+	acl, st, err := getACL(ctx, e.conn, t.path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil // gone meanwhile (a publish, an agent leaving)
+	case errors.Is(err, ErrPermission) && t.want == nil:
+		// A status or registry node the publisher cannot read is not one
+		// any agent of the policy made (they all grant it ALL): it can
+		// only hide a status or block a rollout.
+		return []Mismatch{untrusted(t, nil, Unreadable(err))}, nil
 	case errors.Is(err, ErrPermission):
 		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil
 	case err != nil:
@@ -270,15 +276,51 @@ func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) 
 		}
 		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, t.want)}, nil
 	}
-	v := e.p.statusVerdict(path.Base(t.path), acl)
-	var out []Mismatch
-	if v.fix != FixNone {
-		out = append(out, Mismatch{Path: t.path, Kind: t.kind, Got: acl, Want: v.want, Fix: v.fix, Problem: v.problem})
+	name := path.Base(t.path)
+	if reason := e.judgeOwned(t.kind, name, acl, st); reason != "" {
+		if want, ok := e.trust.Want(name); ok && e.stalePublisher(acl, want) &&
+			(t.kind == KindRegistryNode || st.EphemeralOwner != 0) {
+			// The agent's own node from before a change of the
+			// publisher's password: keep it, fix the publisher's entry.
+			return []Mismatch{e.aclMismatch(t.path, t.kind, acl, want)}, nil
+		}
+		return []Mismatch{untrusted(t, acl, reason)}, nil
 	}
-	if v.squat != "" {
-		out = append(out, Mismatch{Path: t.path, Kind: t.kind, Got: acl, Fix: FixNone, Problem: v.squat})
+	return nil, nil
+}
+
+// stalePublisher reports whether acl grants the agent's identity of want
+// ALL and otherwise names only digest identities of the publisher's user:
+// a node the agent made when the publisher had another password.
+func (e *engine) stalePublisher(acl, want []zk.ACL) bool {
+	agent := want[len(want)-1]
+	eff := effective(acl)
+	if eff[aclKey{agent.Scheme, agent.ID}] != zk.PermAll {
+		return false
 	}
-	return out, nil
+	for k := range eff {
+		if k != (aclKey{agent.Scheme, agent.ID}) && (k.scheme != "digest" || userOf(k.id) != e.p.Publisher.User) {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeOwned judges a status or registry node with the policy's Trust.
+func (e *engine) judgeOwned(k Kind, name string, acl []zk.ACL, st *zk.Stat) string {
+	if k == KindRegistryNode {
+		return e.trust.JudgeACL(name, acl)
+	}
+	return e.trust.JudgeStatus(name, acl, st)
+}
+
+// untrusted is the mismatch of a status or registry node that is not
+// provably its agent's: Repair deletes it (a real agent creates its node
+// again: a status node at once, watching it; a registry node on its next
+// session or refresh).
+func untrusted(t target, acl []zk.ACL, reason string) Mismatch {
+	return Mismatch{Path: t.path, Kind: t.kind, Got: acl, Fix: FixDelete,
+		Problem: "untrusted: " + reason + "; delete it (its agent, if it may, creates it again)"}
 }
 
 func (e *engine) aclMismatch(p string, k Kind, got, want []zk.ACL) Mismatch {
@@ -392,48 +434,4 @@ func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 			"status-ACL document names %s; want %s", e.p.Describe(got), e.p.Describe(wantACL))}, true, nil
 	}
 	return Mismatch{}, false, nil
-}
-
-// verdict is the judgement of a status node's ACL.
-type verdict struct {
-	fix     Fix
-	want    []zk.ACL
-	problem string
-	squat   string
-}
-
-// statusVerdict judges a status node named name. Its ACL must be the
-// publisher's ALL plus ALL for the identities of the agent that created it
-// (the "auth" scheme expanded by the server). A node naming no agent of
-// the policy (world-writable, from before the ACLs, or from a removed
-// identity) is deleted; one with extra entries is narrowed. A node named
-// after one agent identity but owned by another is reported as possible
-// squatting.
-func (p Policy) statusVerdict(name string, acl []zk.ACL) verdict {
-	eff := effective(acl)
-	pub := aclKey{"digest", p.Publisher.ID()}
-	want := []zk.ACL{p.Publisher.ACL(zk.PermAll)}
-	var owners []string
-	for _, a := range p.agents() {
-		if _, ok := eff[aclKey{"digest", a.ID()}]; ok {
-			want = append(want, a.ACL(zk.PermAll))
-			owners = append(owners, a.User)
-		}
-	}
-	v := verdict{fix: FixNone}
-	switch {
-	case SameACL(acl, want):
-	case len(owners) == 0 && eff[pub] == 0:
-		v = verdict{fix: FixDelete, problem: fmt.Sprintf(
-			"has %s: no identity of the policy owns it; delete it (its agent creates it again if it may)", p.Describe(acl))}
-	default:
-		v = verdict{fix: FixSetACL, want: want, problem: fmt.Sprintf("has %s; want %s", p.Describe(acl), p.Describe(want))}
-	}
-	for _, a := range p.agents() {
-		if a.User == name && len(owners) > 0 && !slices.Contains(owners, name) {
-			v.squat = fmt.Sprintf("named after agent identity %q but owned by %s: another identity may be squatting "+
-				"its status node; remove that identity from the policy, re-run init, then delete the node", name, strings.Join(owners, ", "))
-		}
-	}
-	return v
 }

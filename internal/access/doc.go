@@ -29,6 +29,8 @@
 //	  election, and all below      publisher cdrwa
 //	  status                       publisher cdrwa, agents c
 //	  status/<agent-id>            publisher cdrwa, creating agent cdrwa
+//	  agents                       publisher cdrwa, agents c   (the registry)
+//	  agents/<agent-id>            publisher cdrwa, creating agent cdrwa
 //	ancestors Init creates         publisher cdrwa
 //
 // Agents get CREATE on the status parent but not DELETE (that would let
@@ -61,11 +63,12 @@
 //     StateAuthFailed but never emits it.
 //   - Anyone with CREATE on a parent may create a node under a name that
 //     does not exist yet, with any ACL, even one naming another identity's
-//     digest. So an agent identity can squat another agent's status node
-//     name before that agent starts (Check reports a node named after one
-//     agent identity but owned by another), and anyone with DELETE on the
-//     root's parent can delete the root while it has no items (Check
-//     reports such a parent, KindAncestor).
+//     digest. So an agent identity can create a status or registry node
+//     under another agent's name. Readers therefore trust such a node only
+//     when its ACL is exactly the named agent's (Trust, ReadTrust); Check
+//     reports any other as untrusted and Repair deletes it. Anyone with
+//     DELETE on the root's parent can delete the root while it has no
+//     items (Check reports such a parent, KindAncestor).
 //   - Digests are unsalted SHA-1. The publisher's is readable by every
 //     agent identity (status-ACL document) and every agent's by the
 //     publisher: passwords must be random (ParseIdentity refuses short

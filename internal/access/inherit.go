@@ -104,6 +104,16 @@ func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.St
 // its configured ACL. A *PermissionError means the agent identity may not
 // read the base: a wrong password or an identity the policy does not name.
 func ReadStatusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
+	acl, err := readStatusDoc(ctx, conn, paths)
+	if err != nil {
+		return nil, err
+	}
+	return append(acl, zk.AuthACL(zk.PermAll)...), nil
+}
+
+// readStatusDoc reads the status-ACL document's entries (see
+// ReadStatusNodeACL for the errors).
+func readStatusDoc(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
 	base := paths.Base()
 	data, err := call(ctx, func() ([]byte, error) {
 		b, _, err := conn.Get(base)
@@ -121,7 +131,7 @@ func ReadStatusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", base, err)
 	}
-	return append(acl, zk.AuthACL(zk.PermAll)...), nil
+	return acl, nil
 }
 
 // Role is what a session is meant to do, for Probe.

@@ -125,6 +125,12 @@ func (p Policy) StatusACL() []zk.ACL {
 	return acl
 }
 
+// RegistryACL is the ACL of the agent registry (<base>/agents): like the
+// status parent, publisher ALL (it deletes the nodes of agents it forgets)
+// and agents CREATE only: no READ (agents do not list each other), no
+// DELETE (an agent could delete another's registration).
+func (p Policy) RegistryACL() []zk.ACL { return p.StatusACL() }
+
 // StatusNodeACL is the ACL an agent gives its status node when it creates
 // it: publisher ALL and ALL for the creating session's own ids (the "auth"
 // scheme, which the server replaces by the session's digest ids), so that
@@ -141,8 +147,9 @@ func (p Policy) StatusNodeACL() []zk.ACL {
 func (p Policy) AncestorACL() []zk.ACL { return []zk.ACL{p.Publisher.ACL(zk.PermAll)} }
 
 // ACLs returns the intended ACL of every fixed node of the layout: the
-// root, the metadata base, history, blobs, publishing, status and
-// election. Nodes below them follow ItemACL, MetaACL and StatusNodeACL.
+// root, the metadata base, history, blobs, publishing, status, election
+// and the agent registry. Nodes below them follow ItemACL, MetaACL and
+// StatusNodeACL (status and registry nodes).
 func (p Policy) ACLs(paths layout.Paths) map[string][]zk.ACL {
 	return map[string][]zk.ACL{
 		paths.Root:         p.RootACL(),
@@ -152,6 +159,7 @@ func (p Policy) ACLs(paths layout.Paths) map[string][]zk.ACL {
 		paths.Publishing(): p.MetaACL(),
 		paths.Status():     p.StatusACL(),
 		paths.Election():   p.MetaACL(),
+		paths.Agents():     p.RegistryACL(),
 	}
 }
 
@@ -175,6 +183,8 @@ const (
 	KindStatusNode     Kind = "status node"
 	KindElection       Kind = "election"
 	KindElectionNode   Kind = "election node"
+	KindRegistry       Kind = "agent registry"
+	KindRegistryNode   Kind = "registry node"
 )
 
 // fixedNode is one node of the layout whose ACL the policy fixes.
@@ -183,7 +193,7 @@ type fixedNode struct {
 	kind Kind
 	acl  []zk.ACL
 	// child is the kind of its children and childACL their ACL (nil for
-	// status nodes, judged by statusVerdict).
+	// status and registry nodes, judged by Trust).
 	child    Kind
 	childACL []zk.ACL
 }
@@ -199,6 +209,7 @@ func (p Policy) fixedNodes(paths layout.Paths) []fixedNode {
 		{paths.Publishing(), KindPublishing, meta, KindPublishingNode, meta},
 		{paths.Status(), KindStatus, p.StatusACL(), KindStatusNode, nil},
 		{paths.Election(), KindElection, meta, KindElectionNode, meta},
+		{paths.Agents(), KindRegistry, p.RegistryACL(), KindRegistryNode, nil},
 	}
 }
 

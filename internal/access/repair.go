@@ -88,14 +88,11 @@ func (e *engine) fix(ctx context.Context, m Mismatch) (*Action, error) {
 			return &Action{Path: m.Path, Kind: m.Kind, Did: FixCreate, Detail: e.p.Describe(m.Want)}, nil
 		}
 		// Created by someone else meanwhile: make its ACL right.
-		return e.setACL(ctx, m.Path, m.Kind, func([]zk.ACL) verdict { return verdict{fix: FixSetACL, want: m.Want} })
-	case FixSetACL, FixDelete:
-		judge := func([]zk.ACL) verdict { return verdict{fix: FixSetACL, want: m.Want} }
-		if m.Kind == KindStatusNode {
-			name := path.Base(m.Path)
-			judge = func(acl []zk.ACL) verdict { return e.p.statusVerdict(name, acl) }
-		}
-		return e.setACL(ctx, m.Path, m.Kind, judge)
+		return e.setACL(ctx, m.Path, m.Kind, m.Want)
+	case FixSetACL:
+		return e.setACL(ctx, m.Path, m.Kind, m.Want)
+	case FixDelete:
+		return e.deleteUntrusted(ctx, m.Path, m.Kind)
 	case FixDocument:
 		return e.writeDocument(ctx)
 	case FixNone:
@@ -117,11 +114,9 @@ func (e *engine) create(ctx context.Context, p string, data []byte, acl []zk.ACL
 	return false, wrap(Explain(err, p, OpCreate), p, OpCreate)
 }
 
-// setACL brings one node to what judge says of its current ACL, with a
-// compare-and-swap on the ACL version (a status node to be deleted is
-// deleted with a compare-and-swap on its data version, after its ACL was
-// judged).
-func (e *engine) setACL(ctx context.Context, p string, k Kind, judge func([]zk.ACL) verdict) (*Action, error) {
+// setACL sets one node's ACL to want, with a compare-and-swap on the ACL
+// version.
+func (e *engine) setACL(ctx context.Context, p string, k Kind, want []zk.ACL) (*Action, error) {
 	for range casAttempts {
 		got, st, err := getACL(ctx, e.conn, p)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -130,30 +125,17 @@ func (e *engine) setACL(ctx context.Context, p string, k Kind, judge func([]zk.A
 		if err != nil {
 			return nil, err
 		}
-		v := judge(got)
-		switch {
-		case v.fix == FixDelete:
-			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, st.Version) })
-			switch {
-			case err == nil:
-				return &Action{Path: p, Kind: k, Did: FixDelete, Detail: "had " + e.p.Describe(got)}, nil
-			case errors.Is(err, zk.ErrNoNode):
-				return nil, nil
-			case errors.Is(err, zk.ErrBadVersion):
-				continue
-			}
-			return nil, wrap(Explain(err, p, OpDelete), p, OpDelete)
-		case v.fix != FixSetACL || SameACL(got, v.want):
+		if SameACL(got, want) {
 			return nil, nil
 		}
 		if e.beforeSetACL != nil {
 			e.beforeSetACL(p)
 		}
-		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.SetACL(p, v.want, st.Aversion) })
+		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.SetACL(p, want, st.Aversion) })
 		switch {
 		case err == nil:
 			return &Action{Path: p, Kind: k, Did: FixSetACL,
-				Detail: fmt.Sprintf("%s -> %s", e.p.Describe(got), e.p.Describe(v.want))}, nil
+				Detail: fmt.Sprintf("%s -> %s", e.p.Describe(got), e.p.Describe(want))}, nil
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, nil
 		case errors.Is(err, zk.ErrBadVersion):
@@ -162,6 +144,55 @@ func (e *engine) setACL(ctx context.Context, p string, k Kind, judge func([]zk.A
 		return nil, wrap(Explain(err, p, OpSetACL), p, OpSetACL)
 	}
 	return nil, fmt.Errorf("set ACL of %s: %w", p, ErrConcurrentChange)
+}
+
+// deleteUntrusted deletes a status or registry node that is still not
+// provably its agent's when judged again, with a compare-and-swap on the
+// data version (a node changed meanwhile is judged anew). DELETE is the publisher's permission on the
+// parent, so even a node it cannot read is deleted; its Stat then comes
+// from exists, which checks no ACL.
+func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action, error) {
+	for range casAttempts {
+		got, st, err := getACL(ctx, e.conn, p)
+		var reason string
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, nil
+		case errors.Is(err, ErrPermission):
+			reason = Unreadable(err)
+			st, err = call(ctx, func() (*zk.Stat, error) {
+				ok, st, err := e.conn.Exists(p)
+				if err == nil && !ok {
+					err = zk.ErrNoNode
+				}
+				return st, err
+			})
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("exists %s: %w", p, err)
+			}
+		case err != nil:
+			return nil, err
+		default:
+			reason = e.judgeOwned(k, path.Base(p), got, st)
+		}
+		if reason == "" {
+			return nil, nil
+		}
+		_, err = call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, st.Version) })
+		switch {
+		case err == nil:
+			return &Action{Path: p, Kind: k, Did: FixDelete, Detail: "untrusted: " + reason}, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
+		}
+		return nil, wrap(Explain(err, p, OpDelete), p, OpDelete)
+	}
+	return nil, fmt.Errorf("delete %s: %w", p, ErrConcurrentChange)
 }
 
 // writeDocument writes the status-ACL document on the metadata base, with

@@ -479,7 +479,7 @@ func TestCheckRepair(t *testing.T) {
 		t.Errorf("status-ACL document after Repair: %v", err)
 	}
 
-	t.Run("status node squatting is reported", func(t *testing.T) {
+	t.Run("status node squatting is untrusted and repaired", func(t *testing.T) {
 		db := mustID(t, "db1")
 		pol := pol
 		pol.Agents = append(slices.Clone(pol.Agents), db)
@@ -494,8 +494,14 @@ func TestCheckRepair(t *testing.T) {
 		ms, err := access.Check(ctx, pub, paths, pol)
 		wantOK(t, "check", err)
 		i := slices.IndexFunc(ms, func(m access.Mismatch) bool { return m.Path == paths.StatusNode("db1") })
-		if i < 0 || ms[i].Repairable() || !strings.Contains(ms[i].Problem, "squatting") {
-			t.Errorf("Check = %v; want a squatting advisory on %s", ms, paths.StatusNode("db1"))
+		if i < 0 || ms[i].Fix != access.FixDelete || !strings.Contains(ms[i].Problem, "untrusted") {
+			t.Fatalf("Check = %v; want %s untrusted, to delete", ms, paths.StatusNode("db1"))
+		}
+		if _, err := access.Repair(ctx, pub, paths, pol); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, _ := pub.Exists(paths.StatusNode("db1")); ok {
+			t.Error("the squatted status node survived Repair")
 		}
 	})
 

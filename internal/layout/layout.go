@@ -13,6 +13,9 @@
 //	<meta>/roots/<key>/status/<agent id>
 //	                               ephemeral: what that agent applied
 //	<meta>/roots/<key>/election/   confpush watch leader election
+//	<meta>/roots/<key>/agents/<agent id>
+//	                               persistent: the agent registry (JSON:
+//	                               first_seen, last_seen, labels, hostname)
 //
 // <key> is the root path with "/" escaped (RootKey), so that roots nested in
 // one another never see each other's metadata as items.
@@ -126,3 +129,10 @@ func (p Paths) StatusNode(agent string) string { return p.Status() + "/" + agent
 
 // Election is the parent of confpush watch's election nodes.
 func (p Paths) Election() string { return p.Base() + "/election" }
+
+// Agents is the parent of the agent registry: one persistent node per agent
+// that ever ran, so that a rollout knows who should answer.
+func (p Paths) Agents() string { return p.Base() + "/agents" }
+
+// AgentNode is agent id's registry node.
+func (p Paths) AgentNode(agent string) string { return p.Agents() + "/" + agent }

@@ -1,0 +1,572 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// Test identities: random-looking passwords of at least 16 bytes.
+var passwords = map[string]string{
+	"publisher": "Pu8l1sher-Pa55word-x7Q",
+	"web-1":     "web1-Secret-Pw-9fK2zqA",
+	"web-2":     "web2-Secret-Pw-3mL8vtB",
+}
+
+func ident(t *testing.T, user string) access.Identity {
+	t.Helper()
+	id, err := access.ParseIdentity(user + ":" + passwords[user])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func creds(user string) string { return user + ":" + passwords[user] }
+
+// securedTree initializes ACLs on the root with the publisher and the
+// given agent identities, and returns a publisher and its session.
+func securedTree(t *testing.T, c *zktest.Cluster, agents ...string) (*publish.Publisher, *zk.Conn) {
+	t.Helper()
+	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: creds("publisher")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	pol := access.Policy{Publisher: ident(t, "publisher")}
+	for _, a := range agents {
+		pol.Agents = append(pol.Agents, ident(t, a))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	p, err := publish.New(conn, sess, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, conn
+}
+
+// rawSession is a client session holding user's credentials.
+func rawSession(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
+	t.Helper()
+	conn := c.Connect(t, 4*time.Second)
+	if err := conn.AddAuth("digest", []byte(creds(user))); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// startSecureAgent runs a real agent with its own identity.
+func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	opts := agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return d
+}
+
+func forgedStatus(t *testing.T, id string, g int64) []byte {
+	t.Helper()
+	b, err := json.Marshal(fleet.Status{AgentID: id, Root: root, Generation: g, Attempted: g, State: "live", Ready: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
+	i := slices.IndexFunc(agents, func(a fleet.Agent) bool { return a.ID == id })
+	if i < 0 {
+		return fleet.Agent{}, false
+	}
+	return agents[i], true
+}
+
+// TestForgedStatusNotCounted: an attacker holding agent identity web-1
+// creates status nodes for agents that do not run, claiming the live
+// generation: one with a world ACL, one with the ACL web-1's own node
+// would have. Neither is counted: List shows them untrusted with the
+// reason, and a --all wait does not succeed (web-1, named by the policy,
+// is expected and gone). On the old code the wait reported success.
+func TestForgedStatusNotCounted(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	g := publishConf(t, p, "v1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	forger := rawSession(t, c, "web-1")
+	if _, err := forger.Create(paths.StatusNode("web-9"), forgedStatus(t, "web-9", g), zk.FlagEphemeral,
+		zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	own, err := access.ReadStatusNodeACL(ctx, forger, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := forger.Create(paths.StatusNode("web-8"), forgedStatus(t, "web-8", g), zk.FlagEphemeral, own); err != nil {
+		t.Fatal(err)
+	}
+
+	agents, err := fleet.List(ctx, conn, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"web-9", "web-8"} {
+		a, ok := find(agents, id)
+		if !ok || a.Trusted() || a.Applied(g) || a.Untrusted == "" {
+			t.Errorf("forged %s listed as %+v; want untrusted, not applied", id, a)
+		}
+	}
+	if a, ok := find(agents, "web-1"); !ok || !a.Gone() {
+		t.Errorf("web-1 (in the policy, not running) = %+v, %v; want gone", a, ok)
+	}
+	if s := fleet.Summarize(agents, g); s.AtLatest != 0 || s.Untrusted != 2 {
+		t.Errorf("summary %v", s)
+	}
+
+	// A reader that cannot see the agents' digests (here an agent
+	// identity) cannot verify anything: its wait fails at once.
+	if _, err := fleet.Wait(ctx, forger, paths, g, fleet.WaitOptions{All: true}); err == nil ||
+		!strings.Contains(err.Error(), "cannot verify the agents' status nodes") || ctx.Err() != nil {
+		t.Errorf("wait by an agent identity = %v; want a verification error at once", err)
+	}
+
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	var re *fleet.RolloutError
+	if !errors.As(err, &re) || len(pr.Applied) != 0 {
+		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
+	}
+	if !slices.Equal(pr.Untrusted, []string{"web-8", "web-9"}) || !slices.Equal(pr.Gone, []string{"web-1"}) {
+		t.Errorf("progress %+v", pr)
+	}
+}
+
+// TestPolicyAgentExpected: an agent identity of the policy whose agent
+// never started is expected: a --all wait does not succeed with only the
+// other agent applied, and names it gone. On the old code only the
+// running agent was needed.
+func TestPolicyAgentExpected(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	startSecureAgent(t, c.Addrs(), "web-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{Min: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if err == nil {
+		t.Fatalf("wait --all succeeded without web-2: %+v", pr)
+	}
+	if !slices.Equal(pr.Applied, []string{"web-1"}) || !slices.Equal(pr.Gone, []string{"web-2"}) || pr.Needed != 2 {
+		t.Errorf("progress %+v", pr)
+	}
+}
+
+// TestOpenModeUntrusted: without ACLs a node still counts only when it is
+// ephemeral, parses, and names itself: a persistent node, one claiming
+// another agent_id and one that is not JSON are listed untrusted with the
+// reason and expected by nobody. On the old code the first two counted as
+// applied.
+func TestOpenModeUntrusted(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	g := publishConf(t, p, "v1")
+	if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("persistent"), forgedStatus(t, "persistent", g), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("liar"), forgedStatus(t, "someone-else", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.StatusNode("garbage"), []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agents, err := fleet.List(ctx, conn, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, reason := range map[string]string{"persistent": "not ephemeral", "liar": `its agent_id "someone-else" is not its name`,
+		"garbage": "is not valid JSON"} {
+		a, ok := find(agents, id)
+		if !ok || a.Trusted() || a.Expected || !strings.Contains(a.Untrusted, reason) {
+			t.Errorf("%s listed as %+v; want untrusted (%s), not expected", id, a, reason)
+		}
+	}
+	_, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if !errors.Is(err, fleet.ErrNoExpectedAgents) {
+		t.Errorf("wait with untrusted nodes only = %v; want ErrNoExpectedAgents", err)
+	}
+}
+
+// TestWaitNoExpectedAgents: a --all wait on a root no agent ever followed
+// fails at once with ErrNoExpectedAgents, not at the deadline.
+func TestWaitNoExpectedAgents(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	g := publishConf(t, p, "v1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
+		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
+	}
+}
+
+// eventually polls cond until it holds or 60 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSquattedStatusNodeNotWritten: identity web-1 creates web-2's status
+// node, world-readable and writable, before web-2 starts. The real web-2
+// agent does not write into it (its status, check output included, would
+// be readable by anyone): it reports the conflict in /status and /readyz.
+// confpush acl --repair (access.Repair) deletes the squat, and web-2
+// creates its own node at once, trusted. On the old code web-2 wrote its
+// status into the squatted node.
+func TestSquattedStatusNodeNotWritten(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	squatter := rawSession(t, c, "web-1")
+	if _, err := squatter.Create(paths.StatusNode("web-2"), []byte("{}"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	d := startSecureAgent(t, c.Addrs(), "web-2")
+	eventually(t, "web-2 to report the conflict", func() bool { return d.Status().StatusNodeConflict != "" })
+	st := d.Status()
+	if st.Ready || !strings.Contains(st.NotReadyReason, "owned by another session") {
+		t.Errorf("readiness with a squatted node = %v %q", st.Ready, st.NotReadyReason)
+	}
+	if v := conflictGauge(t, d); v != 1 {
+		t.Errorf("zkconf_agent_status_node_conflict = %v during the conflict, want 1", v)
+	}
+	// Still the squatter's, unwritten. The agent has applied generation
+	// g by now (the conflict is found when it first writes its status).
+	eventually(t, "web-2 to apply", func() bool { return d.Status().Generation == g })
+	data, stat, err := conn.Get(paths.StatusNode("web-2"))
+	if err != nil || string(data) != "{}" || stat.EphemeralOwner != squatter.SessionID() {
+		t.Fatalf("squatted node = %q (owner %x, squatter %x), %v; want it untouched", data, stat.EphemeralOwner, squatter.SessionID(), err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	agents, err := fleet.List(ctx, conn, paths)
+	if a, ok := find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
+		!strings.Contains(a.Untrusted, "its ACL is world:anyone:cdrwa, not what agent web-2's identity gives it") {
+		t.Errorf("squatted web-2 listed as %+v, %v; want gone, its node untrusted for its ACL", a, err)
+	}
+	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1"), ident(t, "web-2")}}
+	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web-2's own, trusted node", func() bool {
+		agents, err := fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "web-2")
+		return err == nil && ok && a.Applied(g)
+	})
+	if st := d.Status(); st.StatusNodeConflict != "" {
+		t.Errorf("conflict still reported after the take-over: %q", st.StatusNodeConflict)
+	}
+	if v := conflictGauge(t, d); v != 0 {
+		t.Errorf("zkconf_agent_status_node_conflict = %v after the take-over, want 0", v)
+	}
+}
+
+func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
+	t.Helper()
+	mfs, err := d.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "zkconf_agent_status_node_conflict" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no zkconf_agent_status_node_conflict metric")
+	return 0
+}
+
+// TestFastRestartWaitsForOldSession: an agent restarted while its previous
+// session is still alive (here: the old process cut off by a blackholed
+// proxy, its session not yet expired) does not write into the old
+// session's node; once that session expires, it creates its own. On the
+// old code the new process overwrote the old session's node at once.
+func TestFastRestartWaitsForOldSession(t *testing.T) {
+	// The old session lives long enough (15 s) for the new process to
+	// find its node on a loaded machine.
+	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
+	p, conn := newPublisher(t, c)
+	publishConf(t, p, "v1")
+	proxy := faultproxy.Start(t, c.Addrs()[0])
+	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, old, err := conn.Get(paths.StatusNode("host-r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole(true)
+	t.Cleanup(func() { proxy.Blackhole(false) })
+	d := startVersioned(t, c.Addrs(), "host-r", "new", 4*time.Second)
+	eventually(t, "the new process to report the old session's node", func() bool {
+		return d.Status().StatusNodeConflict != ""
+	})
+	if !stillOwnedBy(conn, old.EphemeralOwner) {
+		t.Fatal("the old session's node went before the conflict could be checked")
+	}
+	if b, _, err := conn.Get(paths.StatusNode("host-r")); err != nil || strings.Contains(string(b), `"version":"new"`) {
+		t.Fatalf("the new process wrote into the old session's node: %s %v", b, err)
+	}
+	eventually(t, "the new process's own node", func() bool {
+		b, st, err := conn.Get(paths.StatusNode("host-r"))
+		return err == nil && st.EphemeralOwner != old.EphemeralOwner && strings.Contains(string(b), `"version":"new"`)
+	})
+	eventually(t, "the conflict to clear", func() bool { return d.Status().StatusNodeConflict == "" })
+}
+
+func stillOwnedBy(conn *zk.Conn, owner int64) bool {
+	ok, st, err := conn.Exists(paths.StatusNode("host-r"))
+	return err == nil && ok && st.EphemeralOwner == owner
+}
+
+func startVersioned(t *testing.T, servers []string, id, version string, timeout time.Duration) *agent.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	opts := agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Version: version,
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: timeout},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return d
+}
+
+// TestRegistryNode: a running agent registers itself with its labels and
+// hostname, under its own ACL (another agent identity can neither read nor
+// delete it), and reports its labels in its status node. A registry node
+// forged by another identity is listed untrusted but still expected: the
+// forged agent is gone and blocks a --all wait; it cannot make one
+// succeed.
+func TestRegistryNode(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1", "web-2")
+	g := publishConf(t, p, "v1")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, acancel := context.WithCancel(ctx)
+	d, err := agent.NewDaemon(actx, agent.Options{
+		Root: root, AgentID: "web-1", StateDir: filepath.Join(dir, "state"), Labels: map[string]string{"role": "web"},
+		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds("web-1")},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(actx); close(done) }()
+	t.Cleanup(func() { acancel(); <-done; d.Close() })
+
+	var agents []fleet.Agent
+	eventually(t, "web-1 registered and applied", func() bool {
+		agents, err = fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "web-1")
+		return err == nil && ok && a.Applied(g) && a.Registration != nil
+	})
+	a, _ := find(agents, "web-1")
+	host, _ := os.Hostname()
+	if a.RegistryUntrusted != "" || a.Registration.Labels["role"] != "web" || a.Registration.Hostname != host ||
+		a.Registration.FirstSeen.IsZero() || a.Registration.LastSeen.Before(a.Registration.FirstSeen) {
+		t.Errorf("registration %+v (untrusted: %q)", a.Registration, a.RegistryUntrusted)
+	}
+	if a.Status.Labels["role"] != "web" || a.Status.Labels[agent.HostnameLabel] != host {
+		t.Errorf("status labels %v", a.Status.Labels)
+	}
+	web2 := rawSession(t, c, "web-2")
+	_, _, err = web2.Get(paths.AgentNode("web-1"))
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 reads web-1's registration: %v", err)
+	}
+	if err := web2.Delete(paths.AgentNode("web-1"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 deletes web-1's registration: %v", err)
+	}
+
+	// web-2's identity forges a registration for web-5.
+	if _, err := web2.Create(paths.AgentNode("web-5"), []byte(`{"first_seen":"2020-01-01T00:00:00Z"}`), 0,
+		zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	agents, err = fleet.List(ctx, conn, paths)
+	if f, ok := find(agents, "web-5"); err != nil || !ok || !f.Gone() || f.RegistryUntrusted == "" {
+		t.Errorf("forged registration listed as %+v, %v; want expected, gone, registry untrusted", f, err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	if err == nil || !slices.Contains(pr.Gone, "web-5") || !slices.Contains(pr.Applied, "web-1") {
+		t.Errorf("wait --all with a forged registration = %+v, %v; want web-5 gone, blocking", pr, err)
+	}
+}
+
+// logBuf is a goroutine-safe log destination.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLogged runs an agent with identity user under agent id, logging
+// into the returned buffer.
+func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
+	t.Helper()
+	dir := t.TempDir()
+	logs := &logBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := agent.NewDaemon(ctx, agent.Options{
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)},
+		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return logs
+}
+
+// TestAgentIDMustBeUser: under ACLs an agent whose agent_id is not its
+// identity's user warns at start, and readers do not trust its node
+// (nobody can tell it from another identity's squat).
+func TestAgentIDMustBeUser(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	g := publishConf(t, p, "v1")
+	logs := startLogged(t, c, "host-x", "web-1")
+	eventually(t, "the agent_id warning", func() bool {
+		return strings.Contains(logs.String(), "agent_id differs from the user of the agent's credentials")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	eventually(t, "host-x's status node", func() bool {
+		agents, err := fleet.List(ctx, conn, paths)
+		a, ok := find(agents, "host-x")
+		return err == nil && ok && a.HasNode && a.Status.Generation == g
+	})
+	agents, _ := fleet.List(ctx, conn, paths)
+	if a, _ := find(agents, "host-x"); a.Trusted() || !strings.Contains(a.Untrusted, `no agent identity "host-x"`) {
+		t.Errorf("host-x listed as %+v; want untrusted", a)
+	}
+}
+
+// TestRegistryMissingOnOldTree: on a tree initialized before the registry
+// existed the agent cannot create its registry node (no CREATE on the
+// metadata base): it warns and keeps working; confpush acl reports the
+// registry missing, acl --repair creates it, and the agent registers on its
+// next status write.
+func TestRegistryMissingOnOldTree(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := securedTree(t, c, "web-1")
+	if err := conn.Delete(paths.Agents(), -1); err != nil {
+		t.Fatal(err)
+	}
+	publishConf(t, p, "v1")
+	logs := startLogged(t, c, "web-1", "web-1")
+	eventually(t, "the registry warning", func() bool {
+		s := logs.String()
+		return strings.Contains(s, "agent registry node not written") && strings.Contains(s, "creates the registry")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1")}}
+	ms, err := access.Check(ctx, conn, paths, pol)
+	if err != nil || !slices.ContainsFunc(ms, func(m access.Mismatch) bool { return m.Path == paths.Agents() && m.Fix == access.FixCreate }) {
+		t.Fatalf("Check = %v, %v; want the registry missing", ms, err)
+	}
+	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
+		t.Fatal(err)
+	}
+	publishConf(t, p, "v2")
+	eventually(t, "web-1 registered", func() bool {
+		ok, _, err := conn.Exists(paths.AgentNode("web-1"))
+		return err == nil && ok
+	})
+}
