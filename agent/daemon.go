@@ -238,8 +238,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	// Failures that are not the generation's fault (a failed reload, a
 	// full disk, a failed write) are retried from this loop; the wait ends
-	// with ctx.
-	retry := newBackoff(time.Second, 5*time.Minute)
+	// with ctx. The cap is short (30 s) because what ends these failures
+	// is usually an operator freeing disk or fixing a service, who expects
+	// the agent to notice within seconds; a retry costs one stage or one
+	// reload command.
+	retry := newBackoff(time.Second, 30*time.Second)
 	// Previous generation directories of dir targets are removed when
 	// their grace period ends.
 	sweep := time.NewTimer(time.Hour)
