@@ -69,8 +69,7 @@ const StateFileName = "snapshot.state"
 // generation: confagent's main loop.
 type Daemon struct {
 	log     *slog.Logger
-	conn    *zk.Conn
-	sess    *zkconn.Session
+	zk      *zkconn.Client
 	cache   *cache.Cache
 	status  *statusNode
 	r       *Renderer
@@ -108,13 +107,21 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	d.r = r
 	// The daemon owns the session, so that the cache and the status node
 	// share it and the daemon (the application, in seed 001's terms)
-	// decides what an expiry means: resync and re-register.
-	conn, sess, err := zkconn.Dial(opts.ZK)
+	// decides what an expiry means: resync and re-register. A Client,
+	// because a ZooKeeper server wiped or rebuilt on the same address
+	// refuses a connection that has seen a newer zxid forever: the Client
+	// replaces it, and both the cache and the status node take the current
+	// connection from it and treat the replacement as an expiry.
+	zcfg := opts.ZK
+	if zcfg.Logger == nil {
+		zcfg.Logger = log
+	}
+	client, err := zkconn.DialClient(zcfg)
 	if err != nil {
 		return nil, err
 	}
-	d.conn, d.sess = conn, sess
-	copts := []cache.Option{cache.WithConn(conn, sess), cache.WithLogger(log)}
+	d.zk = client
+	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log)}
 	if !opts.NoPersist {
 		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
 	}
@@ -129,7 +136,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	c, err := cache.New(ctx, opts.Root, copts...)
 	if err != nil {
-		conn.Close()
+		client.Close()
 		return nil, err
 	}
 	d.cache = c
@@ -142,7 +149,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		meta = layout.DefaultMeta
 	}
 	if opts.AgentID != "" {
-		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
+		d.status = newStatusNode(client, layout.New(opts.Root, meta), opts.AgentID, acl, log)
 	}
 	return d, nil
 }
@@ -160,7 +167,7 @@ func (d *Daemon) Metrics() *Metrics { return d.metrics }
 // ephemeral, goes with it).
 func (d *Daemon) Close() error {
 	err := d.cache.Close()
-	d.conn.Close()
+	d.zk.Close()
 	return err
 }
 

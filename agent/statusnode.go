@@ -26,7 +26,8 @@ import (
 // go-zookeeper client follows with a silent new session that does not own
 // the old ephemeral node (the server deleted it).
 type statusNode struct {
-	conn  *zk.Conn
+	zk    *zkconn.Client
+	conn  *zk.Conn // zk's current connection, taken before each write
 	sess  *zkconn.Session
 	paths layout.Paths
 	path  string
@@ -36,8 +37,8 @@ type statusNode struct {
 	done  chan struct{}
 }
 
-func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{conn: conn, sess: sess, paths: paths, path: paths.StatusNode(agentID), acl: acl, log: log,
+func newStatusNode(client *zkconn.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+	return &statusNode{zk: client, sess: client.Session(), paths: paths, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
 
@@ -73,6 +74,9 @@ func (n *statusNode) run(ctx context.Context) {
 			pending = true
 		}
 		if pending && st.Connected {
+			// A replaced connection (refused session) is a new session:
+			// the Session's Epoch moved, so the node is written again.
+			n.conn = n.zk.Conn()
 			if err := n.write(last); err != nil {
 				n.log.Warn("status node not written", "path", n.path, "error", err)
 				retry.schedule()

@@ -24,9 +24,10 @@ const closeGrace = 10 * time.Second
 type Cache struct {
 	root    string
 	paths   layout.Paths
-	conn    *zk.Conn
+	client  *zkconn.Client
+	conn    *zk.Conn // client's current connection, taken by the loop before each cycle
 	sess    *zkconn.Session
-	ownConn bool
+	ownConn bool // the cache dialled client and closes it
 	opts    options
 	log     *slog.Logger
 	store   *stateStore // nil without WithStateFile; used by New, then the loop only
@@ -63,8 +64,8 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 			return nil, err
 		}
 	}
-	if o.conn == nil && o.cfg == nil {
-		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithConn)")
+	if o.conn == nil && o.cfg == nil && o.client == nil {
+		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig, WithConn or WithClient)")
 	}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -101,19 +102,23 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	}
 	c.states <- c.state
 
-	if o.conn != nil {
-		c.conn, c.sess = o.conn, o.sess
-	} else {
+	switch {
+	case o.client != nil:
+		c.client = o.client
+	case o.conn != nil:
+		c.client = zkconn.Fixed(o.conn, o.sess)
+	default:
 		cfg := *o.cfg
 		if cfg.Logger == nil {
 			cfg.Logger = o.log
 		}
-		conn, sess, err := zkconn.Dial(cfg)
+		cl, err := zkconn.DialClient(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
-		c.conn, c.sess, c.ownConn = conn, sess, true
+		c.client, c.ownConn = cl, true
 	}
+	c.conn, c.sess = c.client.Conn(), c.client.Session()
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -190,7 +195,7 @@ func (c *Cache) Close() error {
 		close(c.done)
 		c.cancel()
 		if c.ownConn {
-			c.conn.Close()
+			c.client.Close()
 		}
 		grace := time.NewTimer(closeGrace)
 		defer grace.Stop()

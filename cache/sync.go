@@ -109,6 +109,7 @@ func (c *Cache) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		changed := c.sess.Changed()
 		st := c.sess.Status()
+		c.conn = c.client.Conn() // a Client may have replaced it (refused session)
 		if c.checkExpiry(ls, st) {
 			dirty = true
 		}
@@ -238,7 +239,7 @@ func (c *Cache) onWatch(ls *loopState, ev zk.Event, ok bool) bool {
 		}
 		return true
 	case errors.Is(ev.Err, zk.ErrClosing):
-		if !c.ownConn {
+		if !c.client.Redials() || c.client.Closed() {
 			ls.connClosed = true
 			c.waiting(ls, ErrConnClosed)
 			c.log.Error("the application closed the ZooKeeper connection under the cache; it serves its last snapshot until Close")
@@ -285,6 +286,15 @@ func (c *Cache) onDisconnected(ls *loopState, st zkconn.Status) {
 	err := ErrDisconnected
 	if st.State == zk.StateAuthFailed {
 		err = fmt.Errorf("%w: %w", ErrDisconnected, zkconn.ErrAuthFailed)
+	}
+	if st.Refused(2, refusedReport) {
+		// A Client replaces the connection itself (its bound is the
+		// session timeout); WithConn's owner has to.
+		err = fmt.Errorf("%w (%d handshakes closed in %v)", ErrRefused, st.HandshakeFailures, time.Since(st.FailingSince).Round(time.Second))
+		if ls.lastWait != ErrRefused.Error() {
+			ls.lastWait = ErrRefused.Error()
+			c.log.Error("ZooKeeper closes every session handshake of this connection: a server wiped or rebuilt on the same address refuses a client that has seen a newer zxid", "owner_redials", c.client.Redials(), "err", err)
+		}
 	}
 	switch c.State().State {
 	case StateExpired:
@@ -596,6 +606,10 @@ func (c *Cache) call(ctx context.Context, fn func() error) error {
 	}
 	return err
 }
+
+// refusedReport is how long handshakes must have failed before the state
+// says ErrRefused.
+const refusedReport = 10 * time.Second
 
 // permRetry is how often a cache without permission to read re-checks.
 const permRetry = 30 * time.Second
