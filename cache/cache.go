@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -36,6 +37,7 @@ type Cache struct {
 	updates chan *Snapshot // 1 slot, latest value
 	states  chan StateInfo // 1 slot, latest value
 	notify  chan *Snapshot // 1 slot, latest value, feeds OnUpdate
+	adopt   chan string    // 1 slot, latest value: Adopt's requests
 	stats   counters
 
 	mu       sync.Mutex
@@ -81,6 +83,7 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 		updates:  make(chan *Snapshot, 1),
 		states:   make(chan StateInfo, 1),
 		notify:   make(chan *Snapshot, 1),
+		adopt:    make(chan string, 1),
 		snapWake: make(chan struct{}),
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -185,6 +188,25 @@ func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error
 	}
 }
 
+// Adopt makes a cache with IncarnationRefuse follow the incarnation inc
+// (32 hex digits) when the root holds it; with inc empty, the incarnation
+// it refuses now, or, when it refuses none, whatever other incarnation its
+// next read of the root finds (then the permission lapses). It is how an
+// operator accepts a ZooKeeper that was wiped or rebuilt.
+func (c *Cache) Adopt(inc string) error {
+	if inc != "" && !manifest.ValidIncarnation(inc) {
+		return fmt.Errorf("cache: adopt: %q is not an incarnation id (32 lower-case hex digits)", inc)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.adopt:
+	default:
+	}
+	c.adopt <- inc
+	return nil
+}
+
 // Close stops the cache; no goroutine of it outlives Close. A connection the
 // cache dialled is closed; one given with WithConn is not (requests still in
 // flight on it are waited for, up to a grace period; nothing is applied
@@ -263,10 +285,12 @@ func (c *Cache) setState(st State, err error) {
 	next := prev
 	next.State, next.Err = st, err
 	if s := c.snap.Load(); s != nil {
-		next.Generation = s.Generation()
+		next.Generation, next.Incarnation = s.Generation(), s.Incarnation()
 	}
 	next.Expiries = c.stats.expiries.Load()
-	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries {
+	next.IncarnationSwitches = c.stats.incarnationSwitches.Load()
+	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries &&
+		prev.Incarnation == next.Incarnation && prev.IncarnationSwitches == next.IncarnationSwitches {
 		c.mu.Unlock()
 		return
 	}

@@ -38,6 +38,7 @@ type options struct {
 	jitter      time.Duration
 	concurrency int
 	onUpdate    func(*Snapshot)
+	incarnation IncarnationPolicy
 }
 
 func defaultOptions() options {

@@ -55,7 +55,7 @@ type StateInfo struct {
 	// Err says why the cache is not Live (nil when Live). Branch on it with
 	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
 	// ErrNotPublished, ErrPublishInProgress, ErrTorn, ErrBackwards,
-	// ErrNotSynced, ErrConnClosed, ErrRefused, manifest.ErrForeign,
+	// ErrNotSynced, ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
 	// manifest.ErrFutureFormat, zkconn.ErrAuthFailed, or a ZooKeeper error.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
@@ -64,6 +64,12 @@ type StateInfo struct {
 	// application reading StateChanges (latest value only) can miss a short
 	// StateExpired; a changed Expiries tells it one happened.
 	Expiries uint64
+	// Incarnation is the incarnation of the snapshot served ("": none, or
+	// published before incarnations existed).
+	Incarnation string
+	// IncarnationSwitches counts the switches to a new incarnation this
+	// cache followed (IncarnationFollow).
+	IncarnationSwitches uint64
 }
 
 // Errors reported in StateInfo.Err and returned by Wait. Callers branch on

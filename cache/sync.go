@@ -70,6 +70,11 @@ type loopState struct {
 	errs          int // consecutive failed cycles
 	connClosed    bool
 	lastWait      string // last waiting condition logged
+	// refused is the incarnation refused by the last read (IncarnationRefuse);
+	// adopted the one the application adopted; adoptAny adopts whichever
+	// other incarnation the next read finds.
+	refused, adopted string
+	adoptAny         bool
 	w             watchSet
 }
 
@@ -211,6 +216,9 @@ func (c *Cache) run(ctx context.Context) {
 			dirty = c.onWatch(ls, ev, ok) || dirty
 		case <-retryC:
 			retry, retryC = nil, nil
+		case inc := <-c.adopt:
+			c.onAdopt(ls, inc)
+			ls.full, dirty = true, true
 		case <-resyncC:
 			c.stats.resyncs.Add(1)
 			ls.full, dirty = true, true
@@ -387,14 +395,24 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	}
 
 	cur := c.snap.Load()
+	switching := false
 	if cur != nil {
 		if cur.same(m) {
 			ls.w.marker = nil
 			ls.full, ls.torn = false, 0
+			ls.adoptAny, ls.refused = false, ""
 			c.live(ls)
 			return nil
 		}
-		if !cur.supersededBy(m.Generation, stat.Mzxid) {
+		if !cur.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: stat.Mzxid}) {
+			if refuse := c.checkSwitch(ls, cur, m, stat.Mzxid); refuse != nil {
+				ls.w.marker = nil
+				ls.full, ls.torn = false, 0
+				c.waiting(ls, refuse)
+				return nil
+			}
+			switching = true
+		} else if !cur.supersededBy(m.Generation, stat.Mzxid) {
 			ls.w.marker = nil
 			ls.full, ls.torn = false, 0
 			c.stats.backwardsRejected.Add(1)
@@ -451,12 +469,64 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	if err := ctx.Err(); err != nil {
 		return err // closed meanwhile: nothing is applied or persisted after Close
 	}
+	s.left = cur.nextLeft(m.Incarnation)
+	ls.adoptAny, ls.refused = false, ""
+	if switching {
+		c.stats.incarnationSwitches.Add(1)
+		c.log.Warn("the root holds a new incarnation (ZooKeeper wiped or rebuilt, or another ensemble): following it; its generations start over",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(), "held_zxid", cur.Zxid(),
+			"new_incarnation", m.Incarnation, "new_generation", m.Generation, "new_zxid", stat.Mzxid, "policy", c.opts.incarnation.String())
+	}
 	c.apply(s)
 	c.live(ls)
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
 	}
 	return nil
+}
+
+// checkSwitch decides on a root read naming another incarnation than the
+// held snapshot's: nil to follow it, else the reason to keep the held
+// snapshot (an incarnation held before, at a generation not newer than the
+// one held in it; or the policy refuses and nothing was adopted).
+func (c *Cache) checkSwitch(ls *loopState, cur *Snapshot, m *manifest.Manifest, zxid int64) error {
+	if mark, ok := cur.leftMark(m.Incarnation); ok && !(m.Generation > mark.Generation && zxid > mark.Zxid) {
+		// Never backwards within an incarnation, even one left since.
+		c.stats.backwardsRejected.Add(1)
+		berr := &BackwardsError{HeldGeneration: mark.Generation, HeldZxid: mark.Zxid, SeenGeneration: m.Generation, SeenZxid: zxid}
+		if ls.lastWait != berr.Error() {
+			c.log.Warn("refusing to go backwards: the root holds an incarnation this cache held before, at a generation not newer than the one it held in it",
+				"incarnation", m.Incarnation, "held_generation", mark.Generation, "seen_generation", m.Generation,
+				"current_incarnation", orLegacy(cur.Incarnation()), "current_generation", cur.Generation())
+		}
+		ls.adoptAny = false
+		return berr
+	}
+	if c.opts.incarnation != IncarnationRefuse || ls.adoptAny || (ls.adopted != "" && ls.adopted == m.Incarnation) {
+		return nil
+	}
+	ls.refused = m.Incarnation
+	ierr := &IncarnationError{HeldIncarnation: cur.Incarnation(), HeldGeneration: cur.Generation(), SeenIncarnation: m.Incarnation, SeenGeneration: m.Generation}
+	if ls.lastWait != ierr.Error() {
+		c.stats.incarnationsRefused.Add(1)
+		c.log.Warn("refusing the root's new incarnation (incarnation policy refuse); serving the held snapshot until an operator adopts it",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(),
+			"new_incarnation", m.Incarnation, "new_generation", m.Generation)
+	}
+	return ierr
+}
+
+// onAdopt records an Adopt request.
+func (c *Cache) onAdopt(ls *loopState, inc string) {
+	switch {
+	case inc != "":
+		ls.adopted = inc
+	case ls.refused != "":
+		ls.adopted = ls.refused
+	default:
+		ls.adoptAny = true
+	}
+	c.log.Info("adopting a new incarnation of the root on request", "incarnation", orLegacy(ls.adopted), "any", ls.adoptAny)
 }
 
 // logMarker logs who is publishing (never item contents).
