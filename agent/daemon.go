@@ -52,6 +52,11 @@ type Options struct {
 	// new status after every apply attempt and state change. It must not
 	// block for long.
 	OnStatus func(Status)
+	// Incarnation is what the agent does when the root holds a new
+	// incarnation (ZooKeeper wiped or rebuilt): cache.IncarnationFollow
+	// (the zero value) or cache.IncarnationRefuse (until adopted: see
+	// AdoptFileName).
+	Incarnation cache.IncarnationPolicy
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
@@ -121,7 +126,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.zk = client
-	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log)}
+	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation)}
 	if !opts.NoPersist {
 		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
 	}
@@ -140,6 +145,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.cache = c
+	d.registerIncarnationMetrics()
 	acl := opts.ACL
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
@@ -250,6 +256,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.onState(d.cache.State())
 	apply(d.cache.Snapshot())
+	// confagent adopt leaves its request in the state dir; it is looked
+	// for at start and then every few seconds (a stat).
+	d.checkAdopt()
+	adoptTick := time.NewTicker(adoptPoll)
+	defer adoptTick.Stop()
 	var driftC <-chan struct{}
 	if drift != nil {
 		driftC = drift.events()
@@ -284,12 +295,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			drift.watch(d.r.Dests())
 		case <-heartbeat:
 			d.opts.Heartbeat()
+		case <-adoptTick.C:
+			d.checkAdopt()
 		case <-retry.C():
 			d.log.Info("retrying apply after a failure")
 			apply(d.cache.Snapshot())
 		}
 	}
 }
+
+// adoptPoll is how often the daemon looks for an adopt request.
+const adoptPoll = 2 * time.Second
 
 // onState records the cache's state. The status node is written only when
 // the state itself changes: a new generation is reported by the apply that
@@ -299,8 +315,11 @@ func (d *Daemon) onState(st cache.StateInfo) {
 	name := stateName(st.State)
 	d.metrics.setState(name, st.Generation)
 	d.mu.Lock()
-	changed := name != d.lastState
-	d.lastState = name
+	// A refused incarnation or session is reported at once, even when the
+	// state's name (stale) does not change.
+	key := name + incarnationKey(st)
+	changed := key != d.lastState
+	d.lastState = key
 	d.mu.Unlock()
 	if changed {
 		d.publishStatus()

@@ -38,6 +38,7 @@ func (d *Daemon) Status() Status {
 	if err := d.r.LastError(); err != nil {
 		s.LastError = err.Error()
 	}
+	d.incarnationStatus(st, &s)
 	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
 	return s
 }
@@ -50,6 +51,9 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 		return false, "no generation applied yet"
 	case s.LastError != "":
 		return false, "last apply failed: " + s.LastError
+	case s.IncarnationRefused != "":
+		return false, fmt.Sprintf("refusing the root's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
+			s.IncarnationRefused, s.Generation, s.Incarnation)
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
 	}

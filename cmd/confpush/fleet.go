@@ -100,7 +100,7 @@ func (a *app) rolloutFlags(cmd *cobra.Command) {
 	cmd.Flags().Bool("all", false, "with a wait: every registered agent must apply the generation (the default)")
 }
 
-func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
+func (a *app) printStatus(ctx context.Context, conn *zk.Conn) (err error) {
 	p := a.paths()
 	live, err := liveGeneration(conn, p.Root)
 	if err != nil {
@@ -130,6 +130,17 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 	}
 	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing}}
+	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
+	// root's incarnation, or holding another one, are listed and make
+	// status fail.
+	liveInc, incProblems := incarnationProblems(conn, p.Root, agents)
+	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
+	defer func() {
+		if len(incProblems) > 0 && err == nil {
+			err = fmt.Errorf("%d agent(s) do not follow the root's incarnation %s (ZooKeeper wiped or rebuilt?): %s",
+				len(incProblems), orNone(liveInc), strings.Join(incProblems, "; "))
+		}
+	}()
 	a.emit(obj, func(out io.Writer) {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
@@ -147,8 +158,48 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
+		if liveInc != "" {
+			fmt.Fprintf(out, "incarnation %s\n", liveInc)
+		}
+		for _, pr := range incProblems {
+			fmt.Fprintf(out, "INCARNATION: %s\n", pr)
+		}
 	})
 	return nil
+}
+
+// incarnationProblems reads the root's incarnation and lists the agents
+// that do not follow it: refusing it (incarnation: refuse, waiting for
+// confagent adopt) or holding another one.
+func incarnationProblems(conn *zk.Conn, root string, agents []fleet.Agent) (string, []string) {
+	live := ""
+	if b, _, err := conn.Get(root); err == nil {
+		if m, err := manifest.Decode(b); err == nil {
+			live = m.Incarnation
+		}
+	}
+	problems := []string{}
+	for _, ag := range agents {
+		if ag.Err != nil {
+			continue
+		}
+		st := ag.Status
+		switch {
+		case st.IncarnationRefused != "":
+			problems = append(problems, fmt.Sprintf("agent %s refuses the new incarnation %s and serves generation %d of incarnation %s (incarnation: refuse; run confagent adopt on it)",
+				ag.ID, st.IncarnationRefused, st.Generation, orNone(st.Incarnation)))
+		case live != "" && st.Incarnation != "" && st.Incarnation != live:
+			problems = append(problems, fmt.Sprintf("agent %s holds incarnation %s (generation %d), not the root's %s", ag.ID, st.Incarnation, st.CacheGeneration, live))
+		}
+	}
+	return live, problems
+}
+
+func orNone(inc string) string {
+	if inc == "" {
+		return "(none)"
+	}
+	return inc
 }
 
 func oneLine(s string) string {
