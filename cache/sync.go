@@ -75,7 +75,7 @@ type loopState struct {
 	// other incarnation the next read finds.
 	refused, adopted string
 	adoptAny         bool
-	w             watchSet
+	w                watchSet
 }
 
 // run is the cache's single sync loop. It never blocks on a consumer: it
