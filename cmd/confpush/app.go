@@ -290,6 +290,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &am) {
 			obj["acl"] = am.report
 		}
+		var ie incarnationStatusError
+		if errors.As(err, &ie) {
+			obj["status"] = ie.report
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -331,6 +335,8 @@ func classify(err error) (int, string) {
 		return exitError, "not_published"
 	case errors.Is(err, publish.ErrGenerationNotFound):
 		return exitError, "generation_not_found"
+	case errors.As(err, new(incarnationStatusError)):
+		return exitError, "incarnation_mismatch"
 	}
 	return exitError, "error"
 }

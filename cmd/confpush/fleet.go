@@ -135,12 +135,18 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) (err error) {
 	// status fail.
 	liveInc, incProblems := incarnationProblems(conn, p.Root, agents)
 	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
-	defer func() {
-		if len(incProblems) > 0 && err == nil {
-			err = fmt.Errorf("%d agent(s) do not follow the root's incarnation %s (ZooKeeper wiped or rebuilt?): %s",
-				len(incProblems), orNone(liveInc), strings.Join(incProblems, "; "))
+	if len(incProblems) > 0 {
+		ie := incarnationStatusError{report: obj, msg: fmt.Sprintf("%d agent(s) do not follow the root's incarnation %s (ZooKeeper wiped or rebuilt?): %s",
+			len(incProblems), orNone(liveInc), strings.Join(incProblems, "; "))}
+		if a.json() {
+			return ie // one JSON object: the error, carrying the status
 		}
-	}()
+		defer func() {
+			if err == nil {
+				err = ie
+			}
+		}()
+	}
 	a.emit(obj, func(out io.Writer) {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
@@ -194,6 +200,15 @@ func incarnationProblems(conn *zk.Conn, root string, agents []fleet.Agent) (stri
 	}
 	return live, problems
 }
+
+// incarnationStatusError fails confpush status when agents do not follow
+// the root's incarnation; with --json its object carries the status.
+type incarnationStatusError struct {
+	msg    string
+	report map[string]any
+}
+
+func (e incarnationStatusError) Error() string { return e.msg }
 
 func orNone(inc string) string {
 	if inc == "" {
