@@ -55,7 +55,7 @@ type Cache struct {
 // so Snapshot may be non-nil at once, then follows the root in the
 // background until Close. New does not wait for ZooKeeper: use Wait for the
 // first snapshot and State or StateChanges for freshness. ctx bounds New
-// only. Exactly one of WithServers, WithConfig or WithConn is required.
+// only. Exactly one of WithServers, WithConfig, WithConn or WithClient is required.
 func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	if err := layout.ValidateRoot(root); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)

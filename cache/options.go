@@ -83,7 +83,7 @@ func WithConfig(cfg Config) Option {
 
 func (o *options) setConfig(cfg zkconn.Config) error {
 	if o.conn != nil || o.cfg != nil || o.client != nil {
-		return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+		return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -108,7 +108,7 @@ func WithConn(conn *zk.Conn, sess *Session) Option {
 			return errors.New("cache: WithConn needs both the connection and its session tracker")
 		}
 		if o.conn != nil || o.cfg != nil || o.client != nil {
-			return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+			return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
 		}
 		o.conn, o.sess = conn, sess
 		return nil
