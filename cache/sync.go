@@ -114,7 +114,9 @@ func (c *Cache) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		changed := c.sess.Changed()
 		st := c.sess.Status()
-		c.conn = c.client.Conn() // a Client may have replaced it (refused session)
+		if conn := c.client.Conn(); conn != c.conn {
+			c.conn = conn // the Client replaced it (refused session)
+		}
 		if c.checkExpiry(ls, st) {
 			dirty = true
 		}
