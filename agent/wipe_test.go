@@ -34,10 +34,9 @@ type wipeFixture struct {
 func newWipeFixture(t *testing.T) *wipeFixture {
 	t.Helper()
 	c := zktest.Start(t)
-	p := publisher(t, c)
-	res := mustPublish(t, p, map[string]string{"app.conf": "old 1"})
-	mustPublish(t, p, map[string]string{"app.conf": "old 2"})
-	mustPublish(t, p, map[string]string{"app.conf": "old 3"})
+	// Transactions first: the old generations' zxids, and the zxid every
+	// client has seen, stay above what the wiped server reaches in the
+	// test (as in production, where the old ensemble had a long history).
 	conn := c.Connect(t, 4*time.Second)
 	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -47,6 +46,10 @@ func newWipeFixture(t *testing.T) *wipeFixture {
 			t.Fatal(err)
 		}
 	}
+	p := publisher(t, c)
+	res := mustPublish(t, p, map[string]string{"app.conf": "old 1"})
+	mustPublish(t, p, map[string]string{"app.conf": "old 2"})
+	mustPublish(t, p, map[string]string{"app.conf": "old 3"})
 	return &wipeFixture{zk: c, oldInc: res.Manifest.Incarnation}
 }
 

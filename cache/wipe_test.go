@@ -30,15 +30,16 @@ func startWipeScenario(t *testing.T) *wipeScenario {
 	t.Helper()
 	w := &wipeScenario{zk: zktest.Start(t), oldInc: manifest.NewIncarnation(), newInc: manifest.NewIncarnation()}
 	conn := w.zk.Connect(t, 10*time.Second)
+	// History before the publishes: the old generations' zxids, and those
+	// clients have seen, stay above what the wiped server reaches in the
+	// test, so it keeps refusing their sessions and its generations look
+	// older by zxid too (as after wiping a long-lived ensemble).
+	bumpZxid(t, conn, 200)
 	rp := newRawPublisher(t, conn, "/config")
 	rp.inc = w.oldInc
 	for i := range 3 {
 		rp.publish(set(3, "old"+string(rune('a'+i))))
 	}
-	// History before the publishes: the zxids clients have seen stay above
-	// what the wiped server reaches in the test, so it keeps refusing their
-	// sessions (as a server wiped in production does for a long time).
-	bumpZxid(t, conn, 200)
 	m, _, err := rp.current()
 	if err != nil {
 		t.Fatal(err)

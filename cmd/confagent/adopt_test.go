@@ -53,10 +53,8 @@ func (e *env) waitStatusNode(t *testing.T, what string, ok func(agent.Status) bo
 func TestAdoptAfterWipe(t *testing.T) {
 	e := newEnv(t)
 	e.writeConfig(t, "incarnation: refuse\n")
-	for g := 1; g <= 3; g++ {
-		e.publish(t, set(g, 3))
-	}
-	// Clients' zxids above what the wiped server reaches in the test.
+	// Zxids (old generations', clients') above what the wiped server
+	// reaches in the test.
 	conn := e.c.Connect(t, 4*time.Second)
 	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -65,6 +63,9 @@ func TestAdoptAfterWipe(t *testing.T) {
 		if _, err := conn.Set("/bump", nil, -1); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for g := 1; g <= 3; g++ {
+		e.publish(t, set(g, 3))
 	}
 	p := e.start(t)
 	old := e.waitApplied(t, "agent-under-test", 3)
