@@ -180,7 +180,7 @@ func (d *Daemon) Close() error {
 // Reconfigure hands a new, already validated configuration to the running
 // daemon. Targets, apply mode, staleness and memory limits change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id) keep their running values and are listed in
+// state dir, agent id, incarnation policy) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -194,7 +194,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 		needRestart = append(needRestart, "zookeeper.session_timeout")
 	}
 	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
-		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID} {
+		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
+		"incarnation": o.Incarnation != cur.Incarnation} {
 		if changed {
 			needRestart = append(needRestart, k)
 		}

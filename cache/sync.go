@@ -75,6 +75,7 @@ type loopState struct {
 	// other incarnation the next read finds.
 	refused, adopted string
 	adoptAny         bool
+	replaced         uint64 // connection replacements already reported
 	w                watchSet
 }
 
@@ -84,6 +85,7 @@ func (c *Cache) run(ctx context.Context) {
 	defer close(c.loopDone)
 	ls := &loopState{needSync: true, full: true, noMarker: -1}
 	ls.expiries = c.sess.Status().Expiries
+	ls.replaced = c.sess.Status().Replaced
 
 	var retry *time.Timer // pending retry or jitter delay; cycles wait for it
 	var retryC <-chan time.Time
@@ -283,6 +285,11 @@ func (c *Cache) onExpiry(ls *loopState, n uint64) {
 	ls.w = watchSet{}
 	ls.lastWait = ""
 	c.setState(StateExpired, fmt.Errorf("%w (%w)", ErrSessionExpired, zk.ErrSessionExpired))
+	if r := c.sess.Status().Replaced; r != ls.replaced {
+		ls.replaced = r
+		c.log.Warn("the ZooKeeper connection was replaced (the servers refused its session): serving the last snapshot and resyncing on the new session")
+		return
+	}
 	if c.ownConn {
 		c.log.Warn("ZooKeeper session expired; serving the last snapshot and resyncing on a new session")
 	} else {
@@ -528,7 +535,11 @@ func (c *Cache) onAdopt(ls *loopState, inc string) {
 	default:
 		ls.adoptAny = true
 	}
-	c.log.Info("adopting a new incarnation of the root on request", "incarnation", orLegacy(ls.adopted), "any", ls.adoptAny)
+	if ls.adoptAny {
+		c.log.Info("adopting, on request, whatever new incarnation of the root the next read finds")
+		return
+	}
+	c.log.Info("adopting a new incarnation of the root on request", "incarnation", ls.adopted)
 }
 
 // logMarker logs who is publishing (never item contents).
