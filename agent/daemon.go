@@ -59,6 +59,11 @@ type Options struct {
 	// "hostname" added unless set. Keys and values follow Kubernetes
 	// label syntax (agent/config validates them).
 	Labels map[string]string
+	// Incarnation is what the agent does when the root holds a new
+	// incarnation (ZooKeeper wiped or rebuilt): cache.IncarnationFollow
+	// (the zero value) or cache.IncarnationRefuse (until adopted: see
+	// AdoptFileName).
+	Incarnation cache.IncarnationPolicy
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
@@ -80,8 +85,7 @@ const PendingReloadsFileName = "reload-pending.json"
 // generation: confagent's main loop.
 type Daemon struct {
 	log     *slog.Logger
-	conn    *zk.Conn
-	sess    *zkconn.Session
+	zk      *zkconn.Client
 	cache   *cache.Cache
 	status  *statusNode
 	r       *Renderer
@@ -125,13 +129,21 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	// The daemon owns the session, so that the cache and the status node
 	// share it and the daemon (the application, in seed 001's terms)
-	// decides what an expiry means: resync and re-register.
-	conn, sess, err := zkconn.Dial(opts.ZK)
+	// decides what an expiry means: resync and re-register. A Client,
+	// because a ZooKeeper server wiped or rebuilt on the same address
+	// refuses a connection that has seen a newer zxid forever: the Client
+	// replaces it, and both the cache and the status node take the current
+	// connection from it and treat the replacement as an expiry.
+	zcfg := opts.ZK
+	if zcfg.Logger == nil {
+		zcfg.Logger = log
+	}
+	client, err := zkconn.DialClient(zcfg)
 	if err != nil {
 		return nil, err
 	}
-	d.conn, d.sess = conn, sess
-	copts := []cache.Option{cache.WithConn(conn, sess), cache.WithLogger(log)}
+	d.zk = client
+	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation)}
 	if !opts.NoPersist {
 		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
 	}
@@ -146,10 +158,11 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	c, err := cache.New(ctx, opts.Root, copts...)
 	if err != nil {
-		conn.Close()
+		client.Close()
 		return nil, err
 	}
 	d.cache = c
+	d.registerIncarnationMetrics()
 	acl := opts.ACL
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
@@ -159,7 +172,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		meta = layout.DefaultMeta
 	}
 	if opts.AgentID != "" {
-		d.status = newStatusNode(conn, sess, layout.New(opts.Root, meta), opts.AgentID, acl, log)
+		d.status = newStatusNode(client, layout.New(opts.Root, meta), opts.AgentID, acl, log)
 		d.status.reg, d.status.onChange = d.registration, d.onConflict
 		d.status.authUser, _, _ = strings.Cut(opts.ZK.Auth, ":")
 	}
@@ -179,14 +192,14 @@ func (d *Daemon) Metrics() *Metrics { return d.metrics }
 // ephemeral, goes with it).
 func (d *Daemon) Close() error {
 	err := d.cache.Close()
-	d.conn.Close()
+	d.zk.Close()
 	return err
 }
 
 // Reconfigure hands a new, already validated configuration to the running
 // daemon. Targets, apply mode, staleness and memory limits change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id, labels) keep their running values and are listed in
+// state dir, agent id, labels, incarnation policy) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -201,7 +214,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 	}
 	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
 		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
-		"labels": !maps.Equal(o.Labels, cur.Labels)} {
+		"labels":      !maps.Equal(o.Labels, cur.Labels),
+		"incarnation": o.Incarnation != cur.Incarnation} {
 		if changed {
 			needRestart = append(needRestart, k)
 		}
@@ -280,6 +294,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.onState(d.cache.State())
 	apply(d.cache.Snapshot())
+	// confagent adopt leaves its request in the state dir; it is looked
+	// for at start and then every few seconds (a stat).
+	d.checkAdopt()
+	adoptTick := time.NewTicker(adoptPoll)
+	defer adoptTick.Stop()
 	var driftC <-chan struct{}
 	if drift != nil {
 		driftC = drift.events()
@@ -317,12 +336,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			rearmSweep()
 		case <-heartbeat:
 			d.opts.Heartbeat()
+		case <-adoptTick.C:
+			d.checkAdopt()
 		case <-retry.C():
 			d.log.Info("retrying apply after a failure")
 			apply(d.cache.Snapshot())
 		}
 	}
 }
+
+// adoptPoll is how often the daemon looks for an adopt request.
+const adoptPoll = 2 * time.Second
 
 // onState records the cache's state. The status node is written only when
 // the state itself changes: a new generation is reported by the apply that
@@ -332,8 +356,11 @@ func (d *Daemon) onState(st cache.StateInfo) {
 	name := stateName(st.State)
 	d.metrics.setState(name, st.Generation)
 	d.mu.Lock()
-	changed := name != d.lastState
-	d.lastState = name
+	// A refused incarnation or session is reported at once, even when the
+	// state's name (stale) does not change.
+	key := name + incarnationKey(st)
+	changed := key != d.lastState
+	d.lastState = key
 	d.mu.Unlock()
 	if changed {
 		d.publishStatus()

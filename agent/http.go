@@ -39,6 +39,7 @@ func (d *Daemon) Status() Status {
 		s.LastError = err.Error()
 	}
 	s.Labels, s.StatusNodeConflict = d.labels(opts), d.statusConflict()
+	d.incarnationStatus(st, &s)
 	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
 	return s
 }
@@ -55,6 +56,9 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 		return false, "last apply failed: " + s.LastError
 	case s.StatusNodeConflict != "":
 		return false, s.StatusNodeConflict
+	case s.IncarnationRefused != "":
+		return false, fmt.Sprintf("refusing the root's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
+			s.IncarnationRefused, s.Generation, s.Incarnation)
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
 	}

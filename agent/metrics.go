@@ -23,9 +23,9 @@ type Metrics struct {
 	staleSeconds    prometheus.GaugeFunc
 
 	// Retried failures (issue 13).
-	retrying *prometheus.GaugeVec
-	retries  *prometheus.CounterVec
-	statusConflict  prometheus.Gauge
+	retrying       *prometheus.GaugeVec
+	retries        *prometheus.CounterVec
+	statusConflict prometheus.Gauge
 }
 
 // NewMetrics registers the agent's metrics. stale reports how long the

@@ -35,7 +35,8 @@ import (
 // or set, so a node deleted and re-created by someone else between two
 // writes is noticed (BadVersion or NoNode) instead of overwritten.
 type statusNode struct {
-	conn     *zk.Conn
+	zk       *zkconn.Client
+	conn     *zk.Conn // zk's current connection, taken before each write
 	sess     *zkconn.Session
 	paths    layout.Paths
 	agentID  string
@@ -61,8 +62,8 @@ type statusNode struct {
 	conflictEpoch uint64
 }
 
-func newStatusNode(conn *zk.Conn, sess *zkconn.Session, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{conn: conn, sess: sess, paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
+func newStatusNode(client *zkconn.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+	return &statusNode{zk: client, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
 
@@ -107,6 +108,9 @@ func (n *statusNode) run(ctx context.Context) {
 		// node fires or a new session starts: no request per update.
 		blocked := n.conflict != "" && n.watch != nil && n.conflictEpoch == st.Epoch
 		if pending && st.Connected && !blocked {
+			// A replaced connection (refused session) is a new session:
+			// the Session's Epoch moved, so the node is written again.
+			n.conn = n.zk.Conn()
 			err := n.write(last)
 			switch {
 			case errors.Is(err, errConflict):

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -24,9 +25,10 @@ const closeGrace = 10 * time.Second
 type Cache struct {
 	root    string
 	paths   layout.Paths
-	conn    *zk.Conn
+	client  *zkconn.Client
+	conn    *zk.Conn // client's current connection, taken by the loop before each cycle
 	sess    *zkconn.Session
-	ownConn bool
+	ownConn bool // the cache dialled client and closes it
 	opts    options
 	log     *slog.Logger
 	store   *stateStore // nil without WithStateFile; used by New, then the loop only
@@ -35,6 +37,7 @@ type Cache struct {
 	updates chan *Snapshot // 1 slot, latest value
 	states  chan StateInfo // 1 slot, latest value
 	notify  chan *Snapshot // 1 slot, latest value, feeds OnUpdate
+	adopt   chan string    // 1 slot, latest value: Adopt's requests
 	stats   counters
 
 	mu       sync.Mutex
@@ -52,7 +55,7 @@ type Cache struct {
 // so Snapshot may be non-nil at once, then follows the root in the
 // background until Close. New does not wait for ZooKeeper: use Wait for the
 // first snapshot and State or StateChanges for freshness. ctx bounds New
-// only. Exactly one of WithServers, WithConfig or WithConn is required.
+// only. Exactly one of WithServers, WithConfig, WithConn or WithClient is required.
 func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	if err := layout.ValidateRoot(root); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
@@ -63,8 +66,8 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 			return nil, err
 		}
 	}
-	if o.conn == nil && o.cfg == nil {
-		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithConn)")
+	if o.conn == nil && o.cfg == nil && o.client == nil {
+		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig, WithConn or WithClient)")
 	}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -80,6 +83,7 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 		updates:  make(chan *Snapshot, 1),
 		states:   make(chan StateInfo, 1),
 		notify:   make(chan *Snapshot, 1),
+		adopt:    make(chan string, 1),
 		snapWake: make(chan struct{}),
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -101,19 +105,23 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	}
 	c.states <- c.state
 
-	if o.conn != nil {
-		c.conn, c.sess = o.conn, o.sess
-	} else {
+	switch {
+	case o.client != nil:
+		c.client = o.client
+	case o.conn != nil:
+		c.client = zkconn.Fixed(o.conn, o.sess)
+	default:
 		cfg := *o.cfg
 		if cfg.Logger == nil {
 			cfg.Logger = o.log
 		}
-		conn, sess, err := zkconn.Dial(cfg)
+		cl, err := zkconn.DialClient(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
-		c.conn, c.sess, c.ownConn = conn, sess, true
+		c.client, c.ownConn = cl, true
 	}
+	c.conn, c.sess = c.client.Conn(), c.client.Session()
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -180,6 +188,25 @@ func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error
 	}
 }
 
+// Adopt makes a cache with IncarnationRefuse follow the incarnation inc
+// (32 hex digits) when the root holds it; with inc empty, the incarnation
+// it refuses now, or, when it refuses none, whatever other incarnation its
+// next read of the root finds (then the permission lapses). It is how an
+// operator accepts a ZooKeeper that was wiped or rebuilt.
+func (c *Cache) Adopt(inc string) error {
+	if inc != "" && !manifest.ValidIncarnation(inc) {
+		return fmt.Errorf("cache: adopt: %q is not an incarnation id (32 lower-case hex digits)", inc)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.adopt:
+	default:
+	}
+	c.adopt <- inc
+	return nil
+}
+
 // Close stops the cache; no goroutine of it outlives Close. A connection the
 // cache dialled is closed; one given with WithConn is not (requests still in
 // flight on it are waited for, up to a grace period; nothing is applied
@@ -190,7 +217,7 @@ func (c *Cache) Close() error {
 		close(c.done)
 		c.cancel()
 		if c.ownConn {
-			c.conn.Close()
+			c.client.Close()
 		}
 		grace := time.NewTimer(closeGrace)
 		defer grace.Stop()
@@ -258,10 +285,12 @@ func (c *Cache) setState(st State, err error) {
 	next := prev
 	next.State, next.Err = st, err
 	if s := c.snap.Load(); s != nil {
-		next.Generation = s.Generation()
+		next.Generation, next.Incarnation = s.Generation(), s.Incarnation()
 	}
 	next.Expiries = c.stats.expiries.Load()
-	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries {
+	next.IncarnationSwitches = c.stats.incarnationSwitches.Load()
+	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries &&
+		prev.Incarnation == next.Incarnation && prev.IncarnationSwitches == next.IncarnationSwitches {
 		c.mu.Unlock()
 		return
 	}

@@ -42,7 +42,14 @@
 //     Stats.BackwardsRejected, logged) and the cache waits for the watch:
 //     a snapshot is never replaced by an older one, whether the older one
 //     comes from a lagging server, another ensemble, or a state file newer
-//     than the server.
+//     than the server. Generations compare within an incarnation
+//     (manifest.Manifest.Incarnation) only: a root published anew on a
+//     ZooKeeper wiped or rebuilt starts a new incarnation, which the cache
+//     follows from whatever generation it has (IncarnationFollow, the
+//     default: logged, counted in Stats.IncarnationSwitches) or refuses
+//     until Adopt (IncarnationRefuse: *IncarnationError). An incarnation it
+//     left is only taken again above the generation it held in it
+//     (Snapshot.LeftIncarnations, persisted).
 //  5. The marker (<root>/invalid, a marker-mode publish in progress) is read
 //     with GetW when the root's children version (Cversion) differs from the
 //     one at which the marker was last seen absent (or the root znode was
@@ -92,6 +99,14 @@
 //     leadership is the application's decision (a library must not hide a
 //     fatal error). StateInfo.Expiries lets an application that only reads
 //     the latest state notice an expiry it did not see.
+//   - Refused session (zkconn.Status.Refused: every handshake closed, the
+//     way a server wiped or rebuilt on the same address refuses a client
+//     that has seen a newer zxid; the go-zookeeper client would retry with
+//     that zxid forever): a cache that dials itself (WithServers,
+//     WithConfig) or uses a Client (WithClient) gets a fresh connection
+//     after the session timeout, counted as an expiry; on the
+//     application's connection (WithConn) the state says ErrRefused and
+//     the application must dial again.
 //   - Closed channels (after EventNotWatching) are never read twice: every
 //     watch channel is dropped after its one event.
 //

@@ -145,6 +145,9 @@ type rawPublisher struct {
 	t    testing.TB
 	conn *zk.Conn
 	p    layout.Paths
+	// inc is the incarnation of a first publish (the live manifest's is
+	// carried); "" publishes legacy manifests.
+	inc string
 }
 
 func newRawPublisher(t testing.TB, conn *zk.Conn, root string) *rawPublisher {
@@ -186,6 +189,7 @@ func nextManifest(old *manifest.Manifest, items map[string][]byte, mode string) 
 		PublishedAt: time.Now().UTC(), Publisher: "test@host", Mode: mode, Items: map[string]manifest.Item{}}
 	if old != nil {
 		m.Generation = old.Generation + 1
+		m.Incarnation = old.Incarnation
 	}
 	for name, data := range items {
 		m.Items[name] = manifest.ItemOf(data)
@@ -235,6 +239,9 @@ func (rp *rawPublisher) tryPublish(items map[string][]byte) (int64, int64, error
 		return 0, 0, err
 	}
 	m := nextManifest(old, items, manifest.ModeMulti)
+	if m.Incarnation == "" {
+		m.Incarnation = rp.inc
+	}
 	ops := append([]any{&zk.SetDataRequest{Path: rp.p.Root, Data: m.Encode(), Version: ver}}, rp.itemOps(old, items)...)
 	res, err := rp.conn.Multi(ops...)
 	if err != nil {

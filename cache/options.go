@@ -28,6 +28,7 @@ type Option func(*options) error
 
 type options struct {
 	cfg         *zkconn.Config
+	client      *zkconn.Client
 	conn        *zk.Conn
 	sess        *zkconn.Session
 	meta        string
@@ -37,6 +38,7 @@ type options struct {
 	jitter      time.Duration
 	concurrency int
 	onUpdate    func(*Snapshot)
+	incarnation IncarnationPolicy
 }
 
 func defaultOptions() options {
@@ -80,8 +82,8 @@ func WithConfig(cfg Config) Option {
 }
 
 func (o *options) setConfig(cfg zkconn.Config) error {
-	if o.conn != nil || o.cfg != nil {
-		return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+	if o.conn != nil || o.cfg != nil || o.client != nil {
+		return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -95,16 +97,50 @@ func (o *options) setConfig(cfg zkconn.Config) error {
 // zk.WithEventCallback(sess.Callback), sess from NewSession. The cache never
 // closes conn. After a session expiry it reports StateExpired and resyncs on
 // the client's new session, and leaves every other consequence of the
-// expiry to the application.
+// expiry to the application. When the servers refuse the connection's
+// session (every handshake closed for a while: a server wiped or rebuilt
+// on the same address), the cache reports ErrRefused and can do nothing
+// more on it: the application must dial a new connection and start a new
+// cache on it (WithClient does that by itself).
 func WithConn(conn *zk.Conn, sess *Session) Option {
 	return func(o *options) error {
 		if conn == nil || sess == nil {
 			return errors.New("cache: WithConn needs both the connection and its session tracker")
 		}
-		if o.conn != nil || o.cfg != nil {
-			return errors.New("cache: give exactly one of WithServers, WithConfig or WithConn")
+		if o.conn != nil || o.cfg != nil || o.client != nil {
+			return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
 		}
 		o.conn, o.sess = conn, sess
+		return nil
+	}
+}
+
+// Client is a ZooKeeper connection that replaces itself with a fresh one
+// when the servers refuse its session (a server wiped or rebuilt on the
+// same address refuses a client that has seen a newer zxid; the client
+// library would retry forever). Its Session counts a replacement as an
+// expiry. See WithClient.
+type Client = zkconn.Client
+
+// DialClient dials a Client with cfg. The caller owns it and closes it.
+func DialClient(cfg Config) (*Client, error) { return zkconn.DialClient(cfg) }
+
+// WithClient makes the cache use a Client the application owns and shares
+// (the cache never closes it): like WithConn, but the connection is
+// replaced when the servers refuse its session, and the cache follows the
+// replacement (it resyncs in full, as after an expiry). Everything else the
+// application keeps on that connection (ephemeral nodes, watches) must take
+// the connection from Client.Conn for every unit of work and treat the
+// replacement as an expiry.
+func WithClient(cl *Client) Option {
+	return func(o *options) error {
+		if cl == nil {
+			return errors.New("cache: WithClient needs a client")
+		}
+		if o.conn != nil || o.cfg != nil || o.client != nil {
+			return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
+		}
+		o.client = cl
 		return nil
 	}
 }

@@ -18,6 +18,9 @@ type Snapshot struct {
 	items     map[string][]byte
 	names     []string
 	persisted bool
+	// left: incarnations held before and left (IncarnationFollow), with
+	// the newest generation held in each; persisted with the snapshot.
+	left []IncarnationMark
 }
 
 // newSnapshot builds a snapshot. items must hold exactly m's items, each

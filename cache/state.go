@@ -55,7 +55,7 @@ type StateInfo struct {
 	// Err says why the cache is not Live (nil when Live). Branch on it with
 	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
 	// ErrNotPublished, ErrPublishInProgress, ErrTorn, ErrBackwards,
-	// ErrNotSynced, ErrConnClosed, manifest.ErrForeign,
+	// ErrNotSynced, ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
 	// manifest.ErrFutureFormat, zkconn.ErrAuthFailed, or a ZooKeeper error.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
@@ -64,6 +64,12 @@ type StateInfo struct {
 	// application reading StateChanges (latest value only) can miss a short
 	// StateExpired; a changed Expiries tells it one happened.
 	Expiries uint64
+	// Incarnation is the incarnation of the snapshot served ("": none, or
+	// published before incarnations existed).
+	Incarnation string
+	// IncarnationSwitches counts the switches to a new incarnation this
+	// cache followed (IncarnationFollow).
+	IncarnationSwitches uint64
 }
 
 // Errors reported in StateInfo.Err and returned by Wait. Callers branch on
@@ -86,6 +92,13 @@ var (
 	// ErrConnClosed means the application closed the connection it gave
 	// the cache (WithConn); the cache can do nothing more until Close.
 	ErrConnClosed = errors.New("cache: the ZooKeeper connection was closed by its owner")
+	// ErrRefused means every connection to ZooKeeper was closed during the
+	// session handshake for a while: a server wiped or rebuilt on the same
+	// address refuses a client that has seen a newer zxid than its own,
+	// and the client library retries with that zxid forever. A cache that
+	// dials itself (WithServers, WithConfig) or uses a Client replaces the
+	// connection; with WithConn the application must dial a new one.
+	ErrRefused = errors.New("cache: ZooKeeper refuses this connection's session (every handshake closed; a wiped or rebuilt server?); a fresh connection is needed")
 	// ErrRootMissing means the root znode does not exist; the cache watches
 	// for its creation.
 	ErrRootMissing = errors.New("cache: config root does not exist")

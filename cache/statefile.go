@@ -88,6 +88,8 @@ type stateBody struct {
 	Zxid     int64           `json:"zxid"`
 	SavedAt  time.Time       `json:"saved_at"`
 	Manifest json.RawMessage `json:"manifest"`
+	// Left is the incarnations held before (Snapshot.LeftIncarnations).
+	Left []IncarnationMark `json:"left_incarnations,omitempty"`
 	// Items holds every item's content in format 1 only.
 	Items map[string][]byte `json:"items,omitempty"`
 }
@@ -100,6 +102,7 @@ type stateCommit struct {
 	format int
 	m      *manifest.Manifest
 	zxid   int64
+	left   []IncarnationMark
 	// items is every item's content (format 1), already checked against
 	// m; nil in format 2, whose items are in the item directory.
 	items map[string][]byte
@@ -112,6 +115,7 @@ func encodeState(root string, s *Snapshot, now time.Time) ([]byte, error) {
 		Zxid:     s.zxid,
 		SavedAt:  now.UTC(),
 		Manifest: s.m.Encode(),
+		Left:     s.left,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
@@ -158,7 +162,12 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 	if m.TotalSize() > maxStateFile {
 		return nil, fmt.Errorf("%w: items total %d bytes, more than %d", errStateFile, m.TotalSize(), maxStateFile)
 	}
-	c := &stateCommit{format: h.Format, m: m, zxid: b.Zxid}
+	for _, l := range b.Left {
+		if !manifest.ValidIncarnation(l.Incarnation) || l.Generation < 1 || l.Zxid <= 0 {
+			return nil, fmt.Errorf("%w: bad left incarnation %q", errStateFile, l.Incarnation)
+		}
+	}
+	c := &stateCommit{format: h.Format, m: m, zxid: b.Zxid, left: b.Left}
 	if h.Format == stateFormat {
 		if b.Items != nil {
 			return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, h.Format)
@@ -243,7 +252,9 @@ func (st *stateStore) load() (*Snapshot, error) {
 	if c.items != nil {
 		// Format 1: everything was in the file. The first write
 		// replaces it with format 2 (every item file is new then).
-		return newSnapshot(c.m, c.zxid, c.items, true), nil
+		s := newSnapshot(c.m, c.zxid, c.items, true)
+		s.left = c.left
+		return s, nil
 	}
 	items := make(map[string][]byte, len(c.m.Items))
 	byHash := make(map[string][]byte, len(c.m.Items))
@@ -265,7 +276,9 @@ func (st *stateStore) load() (*Snapshot, error) {
 	for h := range byHash {
 		st.have[h] = struct{}{}
 	}
-	return newSnapshot(c.m, c.zxid, items, true), nil
+	s := newSnapshot(c.m, c.zxid, items, true)
+	s.left = c.left
+	return s, nil
 }
 
 // readBounded reads a file of at most max bytes.

@@ -43,6 +43,12 @@ type Stats struct {
 	Errors uint64
 	// PersistErrors counts failures to write the state file.
 	PersistErrors uint64
+	// IncarnationSwitches counts switches to a new incarnation of the root
+	// (IncarnationFollow, or an adopted one).
+	IncarnationSwitches uint64
+	// IncarnationsRefused counts root reads refused because they named
+	// another incarnation (IncarnationRefuse).
+	IncarnationsRefused uint64
 	// LastApply is when the last snapshot was applied (zero: never).
 	LastApply time.Time
 }
@@ -51,6 +57,7 @@ type counters struct {
 	requests, rootReads, markerChecks, syncs, itemsFetched, applied atomic.Uint64
 	resyncs, reconnects, expiries, tornRetries, backwardsRejected   atomic.Uint64
 	markerWaits, errors, persistErrors                              atomic.Uint64
+	incarnationSwitches, incarnationsRefused                        atomic.Uint64
 	lastApply                                                       atomic.Int64 // unix nanoseconds
 }
 
@@ -70,6 +77,9 @@ func (c *counters) snapshot() Stats {
 		MarkerWaits:       c.markerWaits.Load(),
 		Errors:            c.errors.Load(),
 		PersistErrors:     c.persistErrors.Load(),
+
+		IncarnationSwitches: c.incarnationSwitches.Load(),
+		IncarnationsRefused: c.incarnationsRefused.Load(),
 	}
 	if ns := c.lastApply.Load(); ns != 0 {
 		s.LastApply = time.Unix(0, ns)

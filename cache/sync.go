@@ -70,7 +70,13 @@ type loopState struct {
 	errs          int // consecutive failed cycles
 	connClosed    bool
 	lastWait      string // last waiting condition logged
-	w             watchSet
+	// refused is the incarnation refused by the last read (IncarnationRefuse);
+	// adopted the one the application adopted; adoptAny adopts whichever
+	// other incarnation the next read finds.
+	refused, adopted string
+	adoptAny         bool
+	replaced         uint64 // connection replacements already reported
+	w                watchSet
 }
 
 // run is the cache's single sync loop. It never blocks on a consumer: it
@@ -79,6 +85,7 @@ func (c *Cache) run(ctx context.Context) {
 	defer close(c.loopDone)
 	ls := &loopState{needSync: true, full: true, noMarker: -1}
 	ls.expiries = c.sess.Status().Expiries
+	ls.replaced = c.sess.Status().Replaced
 
 	var retry *time.Timer // pending retry or jitter delay; cycles wait for it
 	var retryC <-chan time.Time
@@ -109,6 +116,9 @@ func (c *Cache) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		changed := c.sess.Changed()
 		st := c.sess.Status()
+		if conn := c.client.Conn(); conn != c.conn {
+			c.conn = conn // the Client replaced it (refused session)
+		}
 		if c.checkExpiry(ls, st) {
 			dirty = true
 		}
@@ -210,6 +220,9 @@ func (c *Cache) run(ctx context.Context) {
 			dirty = c.onWatch(ls, ev, ok) || dirty
 		case <-retryC:
 			retry, retryC = nil, nil
+		case inc := <-c.adopt:
+			c.onAdopt(ls, inc)
+			ls.full, dirty = true, true
 		case <-resyncC:
 			c.stats.resyncs.Add(1)
 			ls.full, dirty = true, true
@@ -238,7 +251,7 @@ func (c *Cache) onWatch(ls *loopState, ev zk.Event, ok bool) bool {
 		}
 		return true
 	case errors.Is(ev.Err, zk.ErrClosing):
-		if !c.ownConn {
+		if !c.client.Redials() || c.client.Closed() {
 			ls.connClosed = true
 			c.waiting(ls, ErrConnClosed)
 			c.log.Error("the application closed the ZooKeeper connection under the cache; it serves its last snapshot until Close")
@@ -272,6 +285,11 @@ func (c *Cache) onExpiry(ls *loopState, n uint64) {
 	ls.w = watchSet{}
 	ls.lastWait = ""
 	c.setState(StateExpired, fmt.Errorf("%w (%w)", ErrSessionExpired, zk.ErrSessionExpired))
+	if r := c.sess.Status().Replaced; r != ls.replaced {
+		ls.replaced = r
+		c.log.Warn("the ZooKeeper connection was replaced (the servers refused its session): serving the last snapshot and resyncing on the new session")
+		return
+	}
 	if c.ownConn {
 		c.log.Warn("ZooKeeper session expired; serving the last snapshot and resyncing on a new session")
 	} else {
@@ -285,6 +303,15 @@ func (c *Cache) onDisconnected(ls *loopState, st zkconn.Status) {
 	err := ErrDisconnected
 	if st.State == zk.StateAuthFailed {
 		err = fmt.Errorf("%w: %w", ErrDisconnected, zkconn.ErrAuthFailed)
+	}
+	if st.Refused(2, refusedReport) {
+		// A Client replaces the connection itself (its bound is the
+		// session timeout); WithConn's owner has to.
+		err = fmt.Errorf("%w (%d handshakes closed in %v)", ErrRefused, st.HandshakeFailures, time.Since(st.FailingSince).Round(time.Second))
+		if ls.lastWait != ErrRefused.Error() {
+			ls.lastWait = ErrRefused.Error()
+			c.log.Error("ZooKeeper closes every session handshake of this connection: a server wiped or rebuilt on the same address refuses a client that has seen a newer zxid", "owner_redials", c.client.Redials(), "err", err)
+		}
 	}
 	switch c.State().State {
 	case StateExpired:
@@ -377,14 +404,24 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	}
 
 	cur := c.snap.Load()
+	switching := false
 	if cur != nil {
 		if cur.same(m) {
 			ls.w.marker = nil
 			ls.full, ls.torn = false, 0
+			ls.adoptAny, ls.refused = false, ""
 			c.live(ls)
 			return nil
 		}
-		if !cur.supersededBy(m.Generation, stat.Mzxid) {
+		if !cur.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: stat.Mzxid}) {
+			if refuse := c.checkSwitch(ls, cur, m, stat.Mzxid); refuse != nil {
+				ls.w.marker = nil
+				ls.full, ls.torn = false, 0
+				c.waiting(ls, refuse)
+				return nil
+			}
+			switching = true
+		} else if !cur.supersededBy(m.Generation, stat.Mzxid) {
 			ls.w.marker = nil
 			ls.full, ls.torn = false, 0
 			c.stats.backwardsRejected.Add(1)
@@ -441,12 +478,68 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	if err := ctx.Err(); err != nil {
 		return err // closed meanwhile: nothing is applied or persisted after Close
 	}
+	s.left = cur.nextLeft(m.Incarnation)
+	ls.adoptAny, ls.refused = false, ""
+	if switching {
+		c.stats.incarnationSwitches.Add(1)
+		c.log.Warn("the root holds a new incarnation (ZooKeeper wiped or rebuilt, or another ensemble): following it; its generations start over",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(), "held_zxid", cur.Zxid(),
+			"new_incarnation", m.Incarnation, "new_generation", m.Generation, "new_zxid", stat.Mzxid, "policy", c.opts.incarnation.String())
+	}
 	c.apply(s)
 	c.live(ls)
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
 	}
 	return nil
+}
+
+// checkSwitch decides on a root read naming another incarnation than the
+// held snapshot's: nil to follow it, else the reason to keep the held
+// snapshot (an incarnation held before, at a generation not newer than the
+// one held in it; or the policy refuses and nothing was adopted).
+func (c *Cache) checkSwitch(ls *loopState, cur *Snapshot, m *manifest.Manifest, zxid int64) error {
+	if mark, ok := cur.leftMark(m.Incarnation); ok && !(m.Generation > mark.Generation && zxid > mark.Zxid) {
+		// Never backwards within an incarnation, even one left since.
+		c.stats.backwardsRejected.Add(1)
+		berr := &BackwardsError{HeldGeneration: mark.Generation, HeldZxid: mark.Zxid, SeenGeneration: m.Generation, SeenZxid: zxid}
+		if ls.lastWait != berr.Error() {
+			c.log.Warn("refusing to go backwards: the root holds an incarnation this cache held before, at a generation not newer than the one it held in it",
+				"incarnation", m.Incarnation, "held_generation", mark.Generation, "seen_generation", m.Generation,
+				"current_incarnation", orLegacy(cur.Incarnation()), "current_generation", cur.Generation())
+		}
+		ls.adoptAny = false
+		return berr
+	}
+	if c.opts.incarnation != IncarnationRefuse || ls.adoptAny || (ls.adopted != "" && ls.adopted == m.Incarnation) {
+		return nil
+	}
+	ls.refused = m.Incarnation
+	ierr := &IncarnationError{HeldIncarnation: cur.Incarnation(), HeldGeneration: cur.Generation(), SeenIncarnation: m.Incarnation, SeenGeneration: m.Generation}
+	if ls.lastWait != ierr.Error() {
+		c.stats.incarnationsRefused.Add(1)
+		c.log.Warn("refusing the root's new incarnation (incarnation policy refuse); serving the held snapshot until an operator adopts it",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(),
+			"new_incarnation", m.Incarnation, "new_generation", m.Generation)
+	}
+	return ierr
+}
+
+// onAdopt records an Adopt request.
+func (c *Cache) onAdopt(ls *loopState, inc string) {
+	switch {
+	case inc != "":
+		ls.adopted = inc
+	case ls.refused != "":
+		ls.adopted = ls.refused
+	default:
+		ls.adoptAny = true
+	}
+	if ls.adoptAny {
+		c.log.Info("adopting, on request, whatever new incarnation of the root the next read finds")
+		return
+	}
+	c.log.Info("adopting a new incarnation of the root on request", "incarnation", ls.adopted)
 }
 
 // logMarker logs who is publishing (never item contents).
@@ -596,6 +689,10 @@ func (c *Cache) call(ctx context.Context, fn func() error) error {
 	}
 	return err
 }
+
+// refusedReport is how long handshakes must have failed before the state
+// says ErrRefused.
+const refusedReport = 10 * time.Second
 
 // permRetry is how often a cache without permission to read re-checks.
 const permRetry = 30 * time.Second

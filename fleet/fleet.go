@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/manifest"
 )
 
 // Agent is one agent as a reader sees it: its status node (when it has
@@ -56,6 +57,22 @@ func (a Agent) Applied(g int64) bool { return a.Trusted() && a.Status.Generation
 // failed, without having applied it.
 func (a Agent) Rejected(g int64) bool {
 	return a.Trusted() && !a.Applied(g) && a.Status.Attempted >= g && a.Status.LastError != ""
+}
+
+// AppliedIn is Applied for generation g of root incarnation inc: after a
+// ZooKeeper wipe generation numbers start again, so an agent still on the
+// old incarnation's generation 7 has not applied the new one's generation
+// 4. An empty inc, or an agent that reports none (a root or agent from
+// before incarnations), compares generations alone.
+func (a Agent) AppliedIn(g int64, inc string) bool {
+	return a.Applied(g) && (inc == "" || a.Status.Incarnation == "" || a.Status.Incarnation == inc)
+}
+
+// Refuses reports whether the agent refuses root incarnation inc
+// (incarnation: refuse) and so cannot apply any generation of it until an
+// operator runs confagent adopt on it.
+func (a Agent) Refuses(inc string) bool {
+	return a.Trusted() && inc != "" && a.Status.IncarnationRefused == inc
 }
 
 // List reads every agent's status node and the agent registry, and judges
@@ -267,6 +284,9 @@ type WaitOptions struct {
 	Min int
 	// Progress, when set, is called after every change seen.
 	Progress func(Progress)
+	// Incarnation is the root incarnation generation g belongs to. Empty:
+	// Wait reads it from the root's manifest when it starts.
+	Incarnation string
 }
 
 // Progress is a rollout's state while it is followed.
@@ -340,6 +360,9 @@ func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts Wait
 		pr := Progress{Generation: g, Needed: opts.Min}
 		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
 	}
+	if opts.Incarnation == "" {
+		opts.Incarnation = rootIncarnation(conn, p.Root)
+	}
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
@@ -347,6 +370,20 @@ func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts Wait
 	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
 		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
 	return w.run(ctx)
+}
+
+// rootIncarnation is the incarnation of the root's live manifest, or ""
+// when it cannot be read (then generations are compared alone).
+func rootIncarnation(conn *zk.Conn, root string) string {
+	b, _, err := conn.Get(root)
+	if err != nil {
+		return ""
+	}
+	m, err := manifest.Decode(b)
+	if err != nil {
+		return ""
+	}
+	return m.Incarnation
 }
 
 // aclSeen is a status node's ACL as read for one creation and ACL version.
@@ -631,9 +668,9 @@ func (w *waiter) progress() Progress {
 			needed++
 		}
 		switch {
-		case a.Applied(w.g):
+		case a.AppliedIn(w.g, w.opts.Incarnation):
 			pr.Applied = append(pr.Applied, id)
-		case a.Rejected(w.g):
+		case a.Rejected(w.g) || a.Refuses(w.opts.Incarnation):
 			pr.Rejected = append(pr.Rejected, id)
 		case exp && !a.Trusted():
 			pr.Gone = append(pr.Gone, id)
@@ -661,6 +698,8 @@ func (w *waiter) errors() map[string]string {
 			out[id] = a.Untrusted
 		case a.Err != nil:
 			out[id] = a.Err.Error()
+		case a.Refuses(w.opts.Incarnation):
+			out[id] = fmt.Sprintf("refuses the root's new incarnation %s (incarnation: refuse): run confagent adopt on it", a.Status.IncarnationRefused)
 		case a.Status.LastError != "":
 			out[id] = a.Status.LastError
 		}

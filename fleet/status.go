@@ -43,6 +43,23 @@ type Status struct {
 	// itself cannot.
 	Labels             map[string]string `json:"labels,omitempty"`
 	StatusNodeConflict string            `json:"status_node_conflict,omitempty"`
+	// Incarnations and sessions (a ZooKeeper wiped or rebuilt; see
+	// docs/design.md).
+	//
+	// Incarnation is the root incarnation of the snapshot the cache holds.
+	Incarnation string `json:"incarnation,omitempty"`
+	// IncarnationRefused is the root's new incarnation the agent refuses
+	// (incarnation: refuse) until an operator runs confagent adopt.
+	IncarnationRefused string `json:"incarnation_refused,omitempty"`
+	// IncarnationSwitches counts the new incarnations the agent followed
+	// since it started.
+	IncarnationSwitches uint64 `json:"incarnation_switches,omitempty"`
+	// SessionsReplaced counts the ZooKeeper connections the agent replaced
+	// because the servers refused their session.
+	SessionsReplaced uint64 `json:"zk_sessions_replaced,omitempty"`
+	// SessionRefused is true while ZooKeeper refuses the agent's session
+	// (only /status can show it: the status node needs a session).
+	SessionRefused bool `json:"zk_session_refused,omitempty"`
 }
 
 // Registration is an agent's registry node (layout's agents/<agent-id>):

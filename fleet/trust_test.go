@@ -19,6 +19,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
@@ -569,4 +570,65 @@ func TestRegistryMissingOnOldTree(t *testing.T) {
 		ok, _, err := conn.Exists(paths.AgentNode("web-1"))
 		return err == nil && ok
 	})
+}
+
+// TestWaitComparesIncarnations: after a ZooKeeper wipe generation numbers
+// start again, so an agent still holding the old incarnation's generation
+// 7 has not applied the new incarnation's generation 1, and an agent that
+// refuses the new incarnation fails the rollout at once (it cannot apply
+// it until an operator adopts).
+func TestWaitComparesIncarnations(t *testing.T) {
+	c := zktest.Start(t)
+	p, conn := newPublisher(t, c)
+	g := publishConf(t, p, "v1")
+	b, _, err := conn.Get(paths.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Decode(b)
+	if err != nil || m.Incarnation == "" {
+		t.Fatalf("live manifest has no incarnation: %v", err)
+	}
+	if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	put := func(st fleet.Status) {
+		t.Helper()
+		data, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Create(paths.StatusNode(st.AgentID), data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := manifest.NewIncarnation()
+	put(fleet.Status{AgentID: "current", Root: paths.Root, Generation: g, CacheGeneration: g, Incarnation: m.Incarnation, State: "live"})
+	put(fleet.Status{AgentID: "stuck", Root: paths.Root, Generation: 7, CacheGeneration: 7, Incarnation: old, State: "live"})
+
+	// The stuck agent's generation 7 must not count for generation 1: with
+	// Min 2 the wait can only end by its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	pr, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{Min: 2})
+	if err == nil || !slices.Equal(pr.Applied, []string{"current"}) || !slices.Equal(pr.Pending, []string{"stuck"}) {
+		t.Fatalf("old incarnation's generation counted: applied %v, pending %v, err %v", pr.Applied, pr.Pending, err)
+	}
+
+	// A refusing agent makes an --all wait fail early, naming the cause.
+	if err := conn.Delete(paths.StatusNode("stuck"), -1); err != nil {
+		t.Fatal(err)
+	}
+	put(fleet.Status{AgentID: "stuck", Root: paths.Root, Generation: 7, CacheGeneration: 7, Incarnation: old,
+		IncarnationRefused: m.Incarnation, Attempted: 7, State: "stale"})
+	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pr, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	var re *fleet.RolloutError
+	if !errors.As(err, &re) || !slices.Equal(pr.Rejected, []string{"stuck"}) || !strings.Contains(err.Error(), "confagent adopt") {
+		t.Fatalf("refusing agent: rejected %v, err %v", pr.Rejected, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the wait ran to its deadline instead of failing early: %v", err)
+	}
 }

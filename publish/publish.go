@@ -39,6 +39,8 @@ type state struct {
 	history  []int64            // generations in the history, ascending
 	haveMeta bool               // the history parent exists (created with the blobs parent)
 	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
+	// incarnation is the root's incarnation to carry ("": start a new one).
+	incarnation string
 }
 
 func (s *state) liveGen() int64 {
@@ -606,7 +608,25 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			return nil, err
 		}
 	}
+	p.readIncarnation(ctx, st)
 	return st, nil
+}
+
+// readIncarnation sets the incarnation the next generation carries: the
+// live manifest's; with no live manifest but a history (the root deleted
+// and re-created, its metadata kept: generations continue from the
+// history), the newest history entry's. Otherwise (first publish, a
+// ZooKeeper wiped or rebuilt, or a legacy manifest without one) it stays
+// empty and plan starts a new incarnation.
+func (p *Publisher) readIncarnation(ctx context.Context, st *state) {
+	switch {
+	case st.live != nil:
+		st.incarnation = st.live.Incarnation
+	case len(st.history) > 0:
+		if hm, err := p.historyManifest(ctx, st.history[len(st.history)-1]); err == nil {
+			st.incarnation = hm.Incarnation
+		}
+	}
 }
 
 // readMarker reads a marker and whether its publish is alive.
@@ -689,10 +709,14 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	}
 	gen++
 	pl := &plan{gen: gen, items: req.Items, blobData: map[string][]byte{}, rootVersion: -1, fence: req.Fence}
+	inc := st.incarnation
+	if inc == "" {
+		inc = manifest.NewIncarnation()
+	}
 	next := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
 		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
-		RollbackOf: req.RollbackOf, Items: hashed,
+		RollbackOf: req.RollbackOf, Incarnation: inc, Items: hashed,
 	}
 	pl.next = next
 	pl.nextBytes = next.Encode()

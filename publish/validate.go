@@ -115,7 +115,7 @@ func manifestProblem(hashed map[string]manifest.Item, publisher string, rollback
 	m := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
 		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
-		RollbackOf: max(rollbackOf, 1<<62), Items: hashed,
+		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Items: hashed,
 	}
 	mb := m.Encode()
 	hint := "publish fewer items (or shorter names)"

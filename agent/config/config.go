@@ -121,6 +121,11 @@ type Config struct {
 	// hit ZooKeeper as a herd.
 	ResyncInterval time.Duration
 	ResyncJitter   time.Duration
+	// Incarnation is what the agent does when the root is published anew
+	// on a ZooKeeper wiped or rebuilt (a new incarnation): "follow" (the
+	// default) or "refuse" (keep the last good config until `confagent
+	// adopt`).
+	Incarnation string
 	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,
 	// or MemoryLimitAuto (sized from the applied config set) or
 	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
@@ -386,6 +391,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("resync_interval", DefaultResyncInterval.String())
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())
 	v.SetDefault("memory_limit", "auto")
+	v.SetDefault("incarnation", "follow")
 	// agent_id defaults to the hostname, looked up in decode so that a
 	// failing lookup becomes a reported problem.
 }

@@ -76,6 +76,7 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		StaleAfter:     60 * time.Second,
 		ResyncInterval: 10 * time.Minute,
 		ResyncJitter:   5 * time.Second,
+		Incarnation:    "follow",
 		Targets: []Target{{
 			Name: "app", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
 			Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second,
@@ -155,6 +156,7 @@ targets:
 		StaleAfter:     2 * time.Minute,
 		ResyncInterval: time.Hour,
 		ResyncJitter:   0,
+		Incarnation:    "follow",
 		Targets: []Target{
 			{
 				Name: "app.props", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
@@ -285,6 +287,13 @@ resync_jitter: 20m
 memory_limit: lots
 `,
 			want: []string{`memory_limit: invalid memory limit "lots": want auto, off or a size like "64MiB"`},
+		},
+		{
+			name: "incarnation policy",
+			yaml: minimal + `
+incarnation: ignore
+`,
+			want: []string{`incarnation: unknown policy "ignore": want follow or refuse`},
 		},
 		{
 			name: "memory limit too small",

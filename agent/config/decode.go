@@ -26,7 +26,7 @@ var (
 		"root", "meta", "state_dir", "agent_id",
 		"http.listen", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
-		"memory_limit", "targets", "labels",
+		"memory_limit", "incarnation", "targets", "labels",
 	}
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
 	targetKeys = []string{
@@ -63,6 +63,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		ResyncInterval: d.duration("resync_interval"),
 		ResyncJitter:   d.duration("resync_jitter"),
 		MemoryLimit:    d.memoryLimit("memory_limit"),
+		Incarnation:    d.string("incarnation"),
 	}
 	if c.AgentID == "" && !p.has("agent_id") {
 		host, err := os.Hostname()

@@ -77,6 +77,9 @@ func (c *Config) validate(p *problems) {
 	if !p.has("apply") && c.Apply != ApplyAll && c.Apply != ApplyIndependent {
 		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
 	}
+	if !p.has("incarnation") && c.Incarnation != "follow" && c.Incarnation != "refuse" {
+		p.addf("incarnation", "unknown policy %q: want follow or refuse", c.Incarnation)
+	}
 	positive(p, "stale_after", c.StaleAfter)
 	if c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit && !p.has("memory_limit") {
 		p.addf("memory_limit", "%d bytes is too small: at least %dMiB, or auto, or off", c.MemoryLimit, MinMemoryLimit>>20)

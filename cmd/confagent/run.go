@@ -23,6 +23,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/config"
+	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -100,6 +101,40 @@ Exit codes: 0 success, 1 runtime error, 2 usage, 3 invalid configuration.`,
 			return nil
 		},
 	})
+	var adoptInc string
+	adopt := &cobra.Command{
+		Use:   "adopt",
+		Short: "Make the agent follow the root's new incarnation (incarnation: refuse)",
+		Long: `adopt tells the agent to follow the new incarnation of its root (the root
+published anew on a ZooKeeper that was wiped or rebuilt) that it refuses under
+"incarnation: refuse". It writes a request into the state directory: a running
+agent picks it up within seconds, a stopped one at its next start. Without
+--incarnation the agent adopts the incarnation it refuses when it reads the
+request (its /status and confpush status name it as incarnation_refused).`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := config.Load(f.config)
+			if err != nil {
+				printConfigErr(stderr, f.config, err)
+				code = exitConfig
+				return nil
+			}
+			if err := agent.WriteAdopt(cfg.StateDir, adoptInc); err != nil {
+				fmt.Fprintf(stderr, "confagent adopt: %v\n", err)
+				code = exitError
+				return nil
+			}
+			what := "the incarnation it refuses now"
+			if adoptInc != "" {
+				what = "incarnation " + adoptInc
+			}
+			fmt.Fprintf(stdout, "adopt request written to %s: the agent follows %s (a running agent within seconds, a stopped one at its start)\n",
+				filepath.Join(cfg.StateDir, agent.AdoptFileName), what)
+			return nil
+		},
+	}
+	adopt.Flags().StringVar(&adoptInc, "incarnation", "", "adopt only this incarnation id (32 hex digits)")
+	root.AddCommand(adopt)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -197,8 +232,18 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
-		MemoryLimit: memoryLimit(cfg.MemoryLimit), Labels: cfg.Labels,
+		MemoryLimit: memoryLimit(cfg.MemoryLimit), Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
 	}, errors.Join(errs...)
+}
+
+// incarnationPolicy maps the incarnation key (validated: follow or
+// refuse) to the cache's policy.
+func incarnationPolicy(v string) cache.IncarnationPolicy {
+	p, err := cache.ParseIncarnationPolicy(v)
+	if err != nil {
+		return cache.IncarnationFollow
+	}
+	return p
 }
 
 // memoryLimit maps memory_limit to the daemon's option: the agent package

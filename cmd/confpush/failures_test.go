@@ -165,7 +165,7 @@ func TestFailedReloadRetriedUntilItSucceeds(t *testing.T) {
 	if err := a.d.Renderer().LastError(); err == nil || !strings.Contains(err.Error(), `in place but not loaded, reload retried: target "app"`) {
 		t.Fatalf("apply error: %v", err)
 	}
-	c.run("status", "--fail-on-error").want(t, 8, "1 agent(s) report an error or a failing target: web-1")
+	c.run("status", "--fail-on-error").want(t, 8, "1 agent(s) report an error or a failing target, are gone or untrusted, or do not follow the root's incarnation: web-1")
 	c.run("status").want(t, 0)
 	code, obj := c.json("status", "--fail-on-error")
 	if code != 8 || obj["kind"] != "agents_failing" || obj["status"] == nil {

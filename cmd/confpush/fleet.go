@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,7 +27,8 @@ func (e rolloutError) Error() string { return e.err.Error() }
 func (e rolloutError) Unwrap() error { return e.err }
 
 // agentsFailingError marks `status --fail-on-error` finding an agent that
-// reports an error or a failing target (exit 8).
+// reports an error or a failing target, is gone or untrusted, or does not
+// follow the root's incarnation (exit 8).
 type agentsFailingError struct {
 	agents []string
 	// report is the --json status report, carried in the error object so
@@ -35,7 +37,7 @@ type agentsFailingError struct {
 }
 
 func (e agentsFailingError) Error() string {
-	return fmt.Sprintf("%d agent(s) report an error or a failing target: %s", len(e.agents), strings.Join(e.agents, ", "))
+	return fmt.Sprintf("%d agent(s) report an error or a failing target, are gone or untrusted, or do not follow the root's incarnation: %s", len(e.agents), strings.Join(e.agents, ", "))
 }
 
 func (a *app) paths() layout.Paths {
@@ -166,6 +168,16 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
 		"untrusted": sum.Untrusted, "gone": sum.Gone}}
+	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
+	// root's incarnation, or holding another one, are listed, and fail
+	// --fail-on-error like any other failing agent.
+	liveInc, incProblems, incAgents := incarnationProblems(conn, p.Root, agents)
+	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
+	for _, id := range incAgents {
+		if !slices.Contains(failing, id) {
+			failing = append(failing, id)
+		}
+	}
 	text := func(out io.Writer) {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
@@ -199,6 +211,12 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
+		if liveInc != "" {
+			fmt.Fprintf(out, "incarnation %s\n", liveInc)
+		}
+		for _, pr := range incProblems {
+			fmt.Fprintf(out, "INCARNATION: %s\n", pr)
+		}
 	}
 	if failOnError && len(failing) > 0 {
 		if !a.json() {
@@ -208,6 +226,43 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 	}
 	a.emit(obj, text)
 	return nil
+}
+
+// incarnationProblems reads the root's incarnation and lists the agents
+// that do not follow it: refusing it (incarnation: refuse, waiting for
+// confagent adopt) or holding another one.
+func incarnationProblems(conn *zk.Conn, root string, agents []fleet.Agent) (live string, problems, ids []string) {
+	if b, _, err := conn.Get(root); err == nil {
+		if m, err := manifest.Decode(b); err == nil {
+			live = m.Incarnation
+		}
+	}
+	problems = []string{}
+	for _, ag := range agents {
+		if ag.Err != nil || !ag.Trusted() {
+			continue
+		}
+		st := ag.Status
+		n := len(problems)
+		switch {
+		case st.IncarnationRefused != "":
+			problems = append(problems, fmt.Sprintf("agent %s refuses the new incarnation %s and serves generation %d of incarnation %s (incarnation: refuse; run confagent adopt on it)",
+				ag.ID, st.IncarnationRefused, st.Generation, orNone(st.Incarnation)))
+		case live != "" && st.Incarnation != "" && st.Incarnation != live:
+			problems = append(problems, fmt.Sprintf("agent %s holds incarnation %s (generation %d), not the root's %s", ag.ID, st.Incarnation, st.CacheGeneration, live))
+		}
+		if len(problems) > n {
+			ids = append(ids, ag.ID)
+		}
+	}
+	return live, problems, ids
+}
+
+func orNone(inc string) string {
+	if inc == "" {
+		return "(none)"
+	}
+	return inc
 }
 
 func oneLine(s string) string {

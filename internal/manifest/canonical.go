@@ -56,6 +56,12 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 			return nil, false
 		}
 	}
+	if p.lit(`,"incarnation":`) {
+		// Encode omits an empty one; anything but a valid id declines.
+		if m.Incarnation, ok = p.str(all); !ok || !ValidIncarnation(m.Incarnation) {
+			return nil, false
+		}
+	}
 	if !p.lit(`,"items":`) {
 		return nil, false
 	}

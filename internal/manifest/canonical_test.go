@@ -102,7 +102,23 @@ func canonicalSeeds(tb testing.TB) [][]byte {
 	emptyItems.Items = map[string]Item{}
 	zone := *m
 	zone.PublishedAt = time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("", 5*3600+30*60))
-	seeds := [][]byte{enc, marker.Encode(), emptyItems.Encode(), zone.Encode()}
+	inc := *m
+	inc.RollbackOf, inc.Incarnation = 3, "0123456789abcdef0123456789abcdef"
+	incEnc := inc.Encode()
+	seeds := [][]byte{enc, marker.Encode(), emptyItems.Encode(), zone.Encode(), incEnc}
+	for _, r := range []struct{ old, new string }{
+		{`"0123456789abcdef0123456789abcdef"`, `""`},
+		{`"0123456789abcdef0123456789abcdef"`, `"0123456789ABCDEF0123456789abcdef"`},
+		{`"0123456789abcdef0123456789abcdef"`, `"0123456789abcdef0123456789abcde"`},
+		{`"0123456789abcdef0123456789abcdef"`, `null`},
+		{`"0123456789abcdef0123456789abcdef"`, `"0123456789abcdef0123456789abcdef","incarnation":"fedcba98765432100123456789abcdef"`},
+		{`"rollback_of":3,`, ``},
+	} {
+		if !bytes.Contains(incEnc, []byte(r.old)) {
+			tb.Fatalf("seed %q not in %s", r.old, incEnc)
+		}
+		seeds = append(seeds, bytes.Replace(incEnc, []byte(r.old), []byte(r.new), 1))
+	}
 	for _, r := range []struct{ old, new string }{
 		{`"generation":42`, `"generation":042`},
 		{`"generation":42`, `"generation":42.0`},
@@ -155,8 +171,8 @@ func TestDecodeCanonicalSeeds(t *testing.T) {
 		}
 	}
 	// The count pins that the fast path is really used.
-	if accepted < 4 {
-		t.Fatalf("fast path accepted %d seeds, want at least the 4 canonical ones", accepted)
+	if accepted < 6 {
+		t.Fatalf("fast path accepted %d seeds, want at least the 6 canonical ones", accepted)
 	}
 }
 
@@ -164,6 +180,7 @@ func TestDecodeCanonicalAcceptsEncode(t *testing.T) {
 	for _, m := range []*Manifest{
 		{Format: 1, Generation: 1, PublishID: "a", PublishedAt: time.Now(), Publisher: "", Mode: ModeMulti, Items: map[string]Item{}},
 		{Format: 1, Generation: 1<<62 + 5, PublishID: "x y", PublishedAt: time.Unix(0, 0), Publisher: "ü@h", Mode: ModeMarker, RollbackOf: 3},
+		{Format: 1, Generation: 7, PublishID: "i", Publisher: "p", Mode: ModeMulti, Incarnation: NewIncarnation()},
 		{Format: 1, Generation: 9, PublishID: "id", Publisher: "p", Mode: ModeMulti, Items: map[string]Item{
 			"b": ItemOf([]byte("b")), "a": ItemOf([]byte("a")), "a.b": ItemOf(nil), "Z": {SHA256: strings.Repeat("0", 64), Size: 1 << 40}}},
 	} {

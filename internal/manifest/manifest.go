@@ -7,6 +7,7 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -51,6 +52,14 @@ type Manifest struct {
 	// RollbackOf is the generation whose content this one republished, when
 	// it was made by a rollback.
 	RollbackOf int64 `json:"rollback_of,omitempty"`
+	// Incarnation identifies the root's history: a random id (32 hex
+	// digits, NewIncarnation) created with the first generation of a root
+	// that has no manifest and no history, and carried by every later
+	// generation, rollbacks included. A ZooKeeper wiped or rebuilt and
+	// published again starts a new incarnation, whose generations and zxids
+	// start over: readers compare generations only within an incarnation.
+	// Empty in manifests written before incarnations existed (legacy).
+	Incarnation string `json:"incarnation,omitempty"`
 	// Items maps every item name to its hash and size.
 	Items map[string]Item `json:"items"`
 }
@@ -70,6 +79,28 @@ var (
 	// ErrFutureFormat means the manifest was written by a newer zkconf.
 	ErrFutureFormat = errors.New("manifest format is newer than this zkconf understands")
 )
+
+// NewIncarnation returns a fresh random incarnation id (128 bits, hex).
+func NewIncarnation() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("manifest: no randomness: %v", err)) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// ValidIncarnation reports whether s is an incarnation id: 32 lower-case hex
+// digits.
+func ValidIncarnation(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	var bad byte
+	for i := 0; i < len(s); i++ {
+		bad |= notLowerHex[s[i]]
+	}
+	return bad == 0
+}
 
 // Hash returns the hex sha256 of data, the form manifests record.
 func Hash(data []byte) string {
@@ -175,6 +206,9 @@ func (m *Manifest) validate() error {
 	}
 	if m.Mode != ModeMulti && m.Mode != ModeMarker {
 		return fmt.Errorf("unknown mode %q", m.Mode)
+	}
+	if m.Incarnation != "" && !ValidIncarnation(m.Incarnation) {
+		return errors.New("bad incarnation (not 32 lower-case hex digits)")
 	}
 	if m.Items == nil {
 		m.Items = map[string]Item{}

@@ -22,6 +22,9 @@ func FuzzDecode(f *testing.F) {
 	marker := *valid
 	marker.Mode, marker.RollbackOf, marker.Items = ModeMarker, 7, nil
 	f.Add(marker.Encode())
+	inc := *valid
+	inc.Incarnation = NewIncarnation()
+	f.Add(inc.Encode())
 	for _, s := range []string{"", " \n", "{}", `{"format":2}`, `{"format":0}`, `{"format":1}`, `{"format":1.5}`,
 		`{"format":1,"generation":1,"publish_id":"x","mode":"multi","items":{"a/b":{"sha256":"","size":1}}}`,
 		`{"format":1,"generation":-1}`, `null`, `[1,2]`, `{"format":1,"generation":1,"publish_id":"x","mode":"multi","published_at":"0000-01-01T00:00:00+23:59"}`} {
@@ -46,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Encode/Decode is not stable:\n%q\n%q", enc, enc2)
 		}
 		if !m.SameContent(m2) || m.Generation != m2.Generation || m.PublishID != m2.PublishID || m.Mode != m2.Mode ||
-			m.RollbackOf != m2.RollbackOf || !m.PublishedAt.Equal(m2.PublishedAt) {
+			m.RollbackOf != m2.RollbackOf || m.Incarnation != m2.Incarnation || !m.PublishedAt.Equal(m2.PublishedAt) {
 			t.Fatalf("round trip changed the manifest: %+v -> %+v", m, m2)
 		}
 	})
@@ -54,7 +57,8 @@ func FuzzDecode(f *testing.F) {
 
 func checkValid(t *testing.T, m *Manifest) {
 	t.Helper()
-	if m.Format != FormatVersion || m.Generation < 1 || m.PublishID == "" || (m.Mode != ModeMulti && m.Mode != ModeMarker) || m.Items == nil {
+	if m.Format != FormatVersion || m.Generation < 1 || m.PublishID == "" || (m.Mode != ModeMulti && m.Mode != ModeMarker) || m.Items == nil ||
+		(m.Incarnation != "" && !ValidIncarnation(m.Incarnation)) {
 		t.Fatalf("Decode accepted an invalid manifest: %+v", m)
 	}
 	for name, it := range m.Items {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,25 @@ func TestDecodeErrors(t *testing.T) {
 		_, err := Decode([]byte(c.data))
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("Decode(%q) = %v, want %v containing %q", c.data, err, c.want, c.msg)
+		}
+	}
+}
+
+// TestDecodeBadIncarnation: an incarnation that is not 32 lower-case hex
+// digits makes the manifest foreign; a valid one and none (legacy) decode.
+func TestDecodeBadIncarnation(t *testing.T) {
+	base := `{"format":1,"generation":1,"publish_id":"p","published_at":"2025-01-02T03:04:05Z","publisher":"u","mode":"multi",%s"items":{}}`
+	for _, bad := range []string{`"x"`, `"0123456789ABCDEF0123456789abcdef"`, `"0123456789abcdef0123456789abcde"`, `7`} {
+		_, err := Decode([]byte(fmt.Sprintf(base, `"incarnation":`+bad+`,`)))
+		if !errors.Is(err, ErrForeign) || (bad != `7` && err.Error() != "root data is not a zkconf manifest: bad incarnation (not 32 lower-case hex digits)") {
+			t.Errorf("incarnation %s: %v", bad, err)
+		}
+	}
+	inc := NewIncarnation()
+	for data, want := range map[string]string{fmt.Sprintf(base, ""): "", fmt.Sprintf(base, `"incarnation":"`+inc+`",`): inc} {
+		m, err := Decode([]byte(data))
+		if err != nil || m.Incarnation != want {
+			t.Errorf("Decode(%s) = %v, %v", data, m, err)
 		}
 	}
 }

@@ -34,6 +34,10 @@ type Config struct {
 	TLS *tls.Config
 	// Logger receives the client library's messages at debug level.
 	Logger *slog.Logger
+	// RedialAfter is how long every session handshake must have failed
+	// before a Client replaces its connection (Status.Refused); the
+	// session timeout when zero, at least 2s.
+	RedialAfter time.Duration
 }
 
 // Validate reports whether the configuration can be dialled.
@@ -60,6 +64,17 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	s := NewSession()
+	conn, err := dial(cfg, s.Callback)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, s, nil
+}
+
+// dial is Dial with the event callback given: a Client forwards only the
+// current connection's events to its Session.
+func dial(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
@@ -67,9 +82,8 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := NewSession()
 	opts := options(
-		zk.WithEventCallback(s.Callback),
+		zk.WithEventCallback(callback),
 		zk.WithLogger(slogPrintf{log}),
 		zk.WithLogInfo(false),
 	)
@@ -79,7 +93,7 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 		// A wrong CA or server name would otherwise show only as a client
 		// retrying forever; one handshake up front turns it into an error.
 		if err := probeTLS(cfg.Servers, tcfg, names); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		opts = append(opts, zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
 			c := tcfg.Clone()
@@ -97,15 +111,15 @@ func Dial(cfg Config) (*zk.Conn, *Session, error) {
 	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to ZooKeeper %s: %w", strings.Join(cfg.Servers, ","), err)
+		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", strings.Join(cfg.Servers, ","), err)
 	}
 	if cfg.Auth != "" {
 		if err := conn.AddAuth("digest", []byte(cfg.Auth)); err != nil {
 			conn.Close()
-			return nil, nil, fmt.Errorf("ZooKeeper authentication: %w", err)
+			return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
 		}
 	}
-	return conn, s, nil
+	return conn, nil
 }
 
 // options collects client options in a slice; the client's option type is
@@ -132,6 +146,35 @@ type Status struct {
 	Expiries uint64
 	// Since is when State was entered.
 	Since time.Time
+	// HandshakeFailures counts the connections, since the last session,
+	// that reached a server (StateConnected) and were closed before a
+	// session was established (see Refused). 0 while a session exists.
+	HandshakeFailures uint64
+	// FailingSince is when the first of those failures happened (zero when
+	// HandshakeFailures is 0).
+	FailingSince time.Time
+	// Replaced counts the connections a Client replaced by a fresh one
+	// (each is also counted in Expiries: the old session is gone).
+	Replaced uint64
+}
+
+// Refused reports whether the servers look like they refuse this client's
+// session: at least minFailures handshake failures in a row, the first at
+// least bound ago, and no session since. A ZooKeeper server whose data is
+// older than the zxid the client has seen (a server wiped or rebuilt, or
+// one left behind by its ensemble) logs "Refusing session request for
+// client ... as it has seen zxid ..." and closes the socket: the
+// go-zookeeper client then reconnects with the same last zxid forever,
+// showing only StateConnecting, StateConnected, StateDisconnected, round
+// after round. Only a fresh client (last zxid 0) gets a session.
+//
+// A server without quorum, or still starting, closes the socket in the same
+// way; bound keeps such a pause from looking like a refusal, and a false
+// positive only costs a fresh client: a new session (ephemeral nodes
+// re-created, a full resync).
+func (st Status) Refused(minFailures int, bound time.Duration) bool {
+	return !st.Connected && st.HandshakeFailures >= uint64(max(minFailures, 1)) &&
+		!st.FailingSince.IsZero() && time.Since(st.FailingSince) >= bound
 }
 
 // Session tracks a connection's state from the client's event callback. It
@@ -139,6 +182,7 @@ type Status struct {
 type Session struct {
 	mu      sync.Mutex
 	st      Status
+	tcpUp   bool          // StateConnected seen, no session yet: a handshake is running
 	changed chan struct{} // closed and replaced on every change
 }
 
@@ -160,16 +204,45 @@ func (s *Session) Callback(ev zk.Event) {
 	case zk.StateHasSession:
 		s.st.Connected = true
 		s.st.Epoch++
+		s.st.HandshakeFailures, s.st.FailingSince, s.tcpUp = 0, time.Time{}, false
 	case zk.StateExpired:
+		// The server answered the handshake (with "no such session"): not
+		// a refusal.
 		s.st.Connected = false
 		s.st.Expiries++
+		s.tcpUp = false
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateAuthFailed:
 		s.st.Connected = false
+		if s.tcpUp {
+			// The socket closed during the handshake.
+			s.tcpUp = false
+			s.st.HandshakeFailures++
+			if s.st.FailingSince.IsZero() {
+				s.st.FailingSince = time.Now()
+			}
+		}
 	case zk.StateConnected:
 		// TCP only; a session is not there yet.
+		s.tcpUp = true
 	default:
 	}
 	s.st.State = ev.State
+	s.st.Since = time.Now()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// replaced records that a Client swapped the connection for a fresh one:
+// the old session is gone for the Session's readers (an expiry: watches
+// lost, ephemeral nodes to re-create), and the failure count starts over.
+func (s *Session) replaced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Connected = false
+	s.st.Expiries++
+	s.st.Replaced++
+	s.st.HandshakeFailures, s.st.FailingSince, s.tcpUp = 0, time.Time{}, false
+	s.st.State = zk.StateExpired
 	s.st.Since = time.Now()
 	close(s.changed)
 	s.changed = make(chan struct{})

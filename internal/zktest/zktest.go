@@ -418,6 +418,35 @@ func (c *Cluster) Restart(i int) {
 	c.WaitServing(i)
 }
 
+// Wipe kills server i, deletes its data (snapshots and transaction logs:
+// everything under its data directory but its myid), and starts it again on
+// the same ports, waiting until it serves when it can alone (standalone). It
+// is a server rebuilt or wiped on the same address: its zxids start over,
+// so it refuses a client that has seen a newer one. In an ensemble the
+// wiped server resyncs from the leader (wipe a majority, or all, to lose
+// the data).
+func (c *Cluster) Wipe(i int) {
+	c.t.Helper()
+	c.Kill(i)
+	dir := filepath.Join(c.Servers[i].Dir, "data")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		c.t.Fatalf("zktest: wipe: %v", err)
+	}
+	for _, e := range entries {
+		if e.Name() == "myid" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			c.t.Fatalf("zktest: wipe: %v", err)
+		}
+	}
+	c.StartServer(i)
+	if len(c.Servers) == 1 {
+		c.WaitServing(i)
+	}
+}
+
 // StartServer starts server i again without waiting for it to serve (useful
 // when it cannot serve until a quorum is back).
 func (c *Cluster) StartServer(i int) {

@@ -161,3 +161,21 @@ func TestTLSServer(t *testing.T) {
 		t.Fatalf("exists over TLS = %v, %v", ok, err)
 	}
 }
+
+// TestWipe: a wiped server comes back on the same address with no data.
+func TestWipe(t *testing.T) {
+	c := zktest.Start(t)
+	addr := c.Addrs()[0]
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c.Wipe(0)
+	if c.Addrs()[0] != addr {
+		t.Fatalf("address changed: %s -> %s", addr, c.Addrs()[0])
+	}
+	ok, _, err := c.Connect(t, 4*time.Second).Exists("/x")
+	if err != nil || ok {
+		t.Fatalf("after the wipe /x exists=%v (%v), want gone", ok, err)
+	}
+}

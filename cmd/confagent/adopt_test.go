@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// waitStatusNode watches the agent's status node until ok holds.
+func (e *env) waitStatusNode(t *testing.T, what string, ok func(agent.Status) bool) agent.Status {
+	t.Helper()
+	conn := e.c.Connect(t, 4*time.Second)
+	path := layout.New(testRoot, layout.DefaultMeta).StatusNode("agent-under-test")
+	timeout := time.After(60 * time.Second)
+	for {
+		var st agent.Status
+		exists, _, ev, err := conn.ExistsW(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			b, _, gev, err := conn.GetW(path)
+			if err == nil && json.Unmarshal(b, &st) == nil && ok(st) {
+				return st
+			}
+			if err == nil {
+				ev = gev
+			}
+		}
+		select {
+		case <-ev:
+		case <-timeout:
+			t.Fatalf("the agent's status node never showed %s (last %+v)", what, st)
+		}
+	}
+}
+
+// TestAdoptAfterWipe: the confagent binary with incarnation: refuse, its
+// ZooKeeper wiped and published anew, keeps its files and reports the
+// refused incarnation in its status node; `confagent adopt` (what an
+// operator runs next to the systemd service) makes it follow.
+func TestAdoptAfterWipe(t *testing.T) {
+	e := newEnv(t)
+	e.writeConfig(t, "incarnation: refuse\n")
+	// Zxids (old generations', clients') above what the wiped server
+	// reaches in the test.
+	conn := e.c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if _, err := conn.Set("/bump", nil, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for g := 1; g <= 3; g++ {
+		e.publish(t, set(g, 3))
+	}
+	p := e.start(t)
+	old := e.waitApplied(t, "agent-under-test", 3)
+
+	e.c.Wipe(0)
+	zc, sess, err := zkconn.Dial(zkconn.Config{Servers: e.c.Addrs(), SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(zc.Close)
+	e.pub, err = publish.New(zc, sess, testRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := 1; g <= 4; g++ {
+		e.publish(t, set(10+g, 3))
+	}
+	st := e.waitStatusNode(t, "a refused incarnation", func(s agent.Status) bool { return s.IncarnationRefused != "" })
+	if st.Generation != 3 || st.Incarnation != old.Incarnation || st.Ready {
+		t.Fatalf("refusing agent: %+v", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.out, "d", "item00")); !strings.HasPrefix(string(b), "gen=3 ") {
+		t.Fatalf("files changed while refusing: %q", b)
+	}
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"adopt", "--config", e.cfgPath, "--incarnation", "NOT-HEX"}, &out, &errb); code != exitError ||
+		!strings.Contains(errb.String(), "not an incarnation id") {
+		t.Fatalf("adopt with a bad id: exit %d, %s", code, errb.String())
+	}
+	if code := run([]string{"adopt", "--config", e.cfgPath}, &out, &errb); code != exitOK {
+		t.Fatalf("adopt: exit %d: %s", code, errb.String())
+	}
+	st = e.waitStatusNode(t, "generation 4 of the adopted incarnation", func(s agent.Status) bool {
+		return s.Generation == 4 && s.Incarnation == st.IncarnationRefused && s.IncarnationRefused == ""
+	})
+	if b, _ := os.ReadFile(filepath.Join(e.out, "d", "item00")); !strings.HasPrefix(string(b), "gen=14 ") {
+		t.Fatalf("files after adopt: %q", b)
+	}
+	p.waitLog(t, "adopt requested by an operator")
+}
