@@ -44,6 +44,10 @@ var (
 	// publisher lost what entitled it to publish (a leader's election
 	// node). Nothing of the write that found it gone was applied.
 	ErrFenced = errors.New("publish fenced off")
+	// ErrGenerationExhausted means the root is at the largest generation
+	// an int64 holds: the next one would wrap to a negative number, so
+	// nothing is published to that root any more. Nothing was written.
+	ErrGenerationExhausted = errors.New("generation numbers exhausted")
 	// ErrSessionExpired is the client's session-expiry error; errors caused
 	// by an expiry wrap it. Publish never retries a write after an expiry.
 	ErrSessionExpired = zk.ErrSessionExpired

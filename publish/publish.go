@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"sync"
@@ -46,6 +47,17 @@ func (s *state) liveGen() int64 {
 		return 0
 	}
 	return s.live.Generation
+}
+
+// topGen is the highest generation the root has used: the live one or the
+// newest history entry, whichever is higher (a root deleted and recreated
+// never reuses a generation).
+func (s *state) topGen() int64 {
+	g := s.liveGen()
+	if len(s.history) > 0 {
+		g = max(g, s.history[len(s.history)-1])
+	}
+	return g
 }
 
 // markerState describes a marker found under the root.
@@ -294,6 +306,12 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		res.DryRun = req.DryRun
 		p.log.Info("unchanged", "generation", liveGen)
 		return res, nil
+	}
+	if top := st.topGen(); top == math.MaxInt64 {
+		// The next generation would wrap to -2^63: refuse before
+		// anything is written (dry runs included), whatever the mode.
+		return nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
+			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
 
 	ops, kinds := p.multiOps(st, pl)
@@ -683,11 +701,7 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 
 // plan computes the next manifest and the operations to reach it.
 func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item) *plan {
-	gen := st.liveGen()
-	if len(st.history) > 0 {
-		gen = max(gen, st.history[len(st.history)-1])
-	}
-	gen++
+	gen := st.topGen() + 1 // wraps at math.MaxInt64: publishOnce refuses that before using it
 	pl := &plan{gen: gen, items: req.Items, blobData: map[string][]byte{}, rootVersion: -1, fence: req.Fence}
 	next := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
