@@ -120,6 +120,9 @@ type Config struct {
 	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
 	Targets     []Target
+	// File is the configuration file Load read (empty for a Config built
+	// in code). Validate refuses any target that would write it.
+	File string
 }
 
 // MemoryLimit values besides a size in bytes (key memory_limit: "auto",
@@ -351,6 +354,7 @@ func Load(path string) (*Config, error) {
 	}
 	p := newProblems()
 	c := decode(v, filepath.Dir(abs), p)
+	c.File = abs
 	c.validate(p)
 	if err := p.err(); err != nil {
 		return nil, err
