@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,66 @@ func TestGenerationExhausted(t *testing.T) {
 	}
 	if _, err := manifest.Decode(huge.Encode()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTamperedItemRepaired: an item changed behind confpush's back with a
+// plain ZooKeeper set is found by reads (which name it instead of
+// answering from stored copies) and rewritten by the next publish of the
+// same set (the old code compared manifests only and answered
+// "unchanged"), with --force, in marker mode, and reported by a dry run
+// without writing.
+func TestTamperedItemRepaired(t *testing.T) {
+	c := startZK(t)
+	p := newPub(t, c, "/tamper")
+	set := items(3, 50, "v1")
+	mustPublish(t, p, Request{Items: set})
+	tamper := func(name string) {
+		t.Helper()
+		if _, err := p.conn.Set(p.paths.Item(name), []byte("edited by hand "+secret), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tamper("item-01.conf")
+	_, _, err := p.Read(testCtx(t), 0)
+	var me *ItemMismatchError
+	if !errors.As(err, &me) || me.Item != "item-01.conf" || me.Generation != 1 || !errors.Is(err, ErrTorn) {
+		t.Fatalf("live read of a tampered root: %v, want an ItemMismatchError naming item-01.conf", err)
+	}
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "changed outside confpush") {
+		t.Fatalf("message: %v", err)
+	}
+
+	before := treeSnapshot(t, p.conn, "/tamper", p.paths.Base())
+	res, err := p.Publish(testCtx(t), Request{Items: set, DryRun: true})
+	if err != nil || res.Unchanged || !slices.Equal(res.Repaired, []string{"item-01.conf"}) {
+		t.Fatalf("dry run over a tampered item: %+v, %v", res, err)
+	}
+	if after := treeSnapshot(t, p.conn, "/tamper", p.paths.Base()); !maps.Equal(before, after) {
+		t.Fatal("a dry run wrote")
+	}
+
+	for i, req := range []Request{
+		{Items: set},
+		{Items: set, Force: true},
+		{Items: set, Mode: ModeMarker},
+	} {
+		if i > 0 {
+			tamper("item-02.conf")
+		}
+		res := mustPublish(t, p, req)
+		want := "item-01.conf"
+		if i > 0 {
+			want = "item-02.conf"
+		}
+		if res.Unchanged || !slices.Equal(res.Repaired, []string{want}) {
+			t.Fatalf("publish %d of the same set over tampered %s: %+v", i, want, res)
+		}
+		checkLive(t, p, res.Generation, set)
+	}
+	// Nothing tampered: the same set is unchanged again.
+	if res := mustPublish(t, p, Request{Items: set}); !res.Unchanged || len(res.Repaired) != 0 {
+		t.Fatalf("clean root: %+v", res)
 	}
 }

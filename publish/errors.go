@@ -184,3 +184,23 @@ func (e *blobRaceError) Error() string {
 // errSimulatedCrash is returned by a test seam to make a marker-mode
 // publish stop dead, as if the process had been killed: no clean-up runs.
 var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")
+
+// ItemMismatchError reports a live item that is missing or does not match
+// the live manifest while no publish is in progress: it was changed
+// outside confpush (a plain ZooKeeper write). Reads refuse to answer for
+// it; the next publish of the set rewrites it. It matches ErrTorn and
+// never carries the item's content.
+type ItemMismatchError struct {
+	Root       string
+	Item       string
+	Generation int64
+}
+
+// Error names the item, the root and the generation.
+func (e *ItemMismatchError) Error() string {
+	return fmt.Sprintf("item %q of %s does not match the manifest of generation %d: it was changed outside confpush (or a publish is in progress); publishing the set again repairs it",
+		e.Item, e.Root, e.Generation)
+}
+
+// Is makes an *ItemMismatchError match ErrTorn.
+func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }

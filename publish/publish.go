@@ -40,6 +40,9 @@ type state struct {
 	history  []int64            // generations in the history, ascending
 	haveMeta bool               // the history parent exists (created with the blobs parent)
 	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
+	// tampered are live items whose content does not match the live
+	// manifest (changed outside confpush): the plan rewrites them.
+	tampered map[string]bool
 }
 
 func (s *state) liveGen() int64 {
@@ -67,6 +70,9 @@ type markerState struct {
 	stat   *zk.Stat
 	live   bool // its publish's liveness node exists
 	actual map[string]manifest.Item
+	// takeover says what this publish does to the marker, for the log and
+	// Result.TookOver.
+	takeover string
 }
 
 // markerInfo is the JSON held by the marker (and by the publish's liveness
@@ -292,6 +298,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	} else if st.live == nil && len(st.children) > 0 {
 		return nil, fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
 			p.paths.Root, len(st.children))
+	} else if st.live != nil {
+		if err := p.verifyUnchanged(ctx, st, hashed); err != nil {
+			return nil, err
+		}
 	}
 	pl := p.plan(st, req, hashed)
 	pl.acl = acl
@@ -299,6 +309,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
 		Added: pl.added, Changed: pl.changed, Removed: pl.removed,
 	}
+	if st.marker != nil {
+		res.TookOver = st.marker.takeover
+	}
+	res.Repaired = slices.Sorted(maps.Keys(st.tampered))
 	if pl.unchanged && !req.Force {
 		res.Generation, res.Manifest, res.Unchanged = liveGen, st.live, true
 		res.Zxid = st.rootStat.Mzxid
@@ -661,19 +675,26 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 		st.marker = nil
 		return nil
 	}
-	if (ms.live || ms.bad != nil) && !req.OverrideMarker {
-		owner, id := ms.info.Publisher, ms.info.PublishID
-		if ms.bad != nil {
-			owner, id = "unknown (unreadable marker)", "unknown"
-		}
-		return &MarkerBusyError{Root: p.paths.Root, Owner: owner, PublishID: id,
-			Age: time.Since(time.UnixMilli(ms.stat.Mtime))}
+	age := time.Since(time.UnixMilli(ms.stat.Mtime)).Round(time.Second)
+	if ms.live && !req.OverrideMarker {
+		return &MarkerBusyError{Root: p.paths.Root, Owner: ms.info.Publisher, PublishID: ms.info.PublishID, Age: age}
 	}
-	why := "its publish is gone"
-	if ms.live || ms.bad != nil {
-		why = "override requested"
+	// A marker whose data confpush did not write (made by hand, or by a
+	// tool that crashed) names no publish, so no liveness node can exist
+	// for it: it is as dead as one whose publisher is gone, and leaving it
+	// would block every agent that does not hold the live generation.
+	switch {
+	case ms.bad != nil:
+		ms.takeover = fmt.Sprintf("took over an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
+			p.paths.Marker(), age)
+	case ms.live:
+		ms.takeover = fmt.Sprintf("took over the marker %s of the live publish %s by %s (set %v ago): override requested",
+			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
+	default:
+		ms.takeover = fmt.Sprintf("took over an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
+			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
 	}
-	p.log.Warn("taking over marker", "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID, "why", why)
+	p.log.Warn(ms.takeover, "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID)
 	actual := make([]manifest.Item, len(st.children))
 	present := make([]bool, len(st.children))
 	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
@@ -696,6 +717,50 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 		}
 	}
 	st.children = slices.Collect(maps.Keys(ms.actual))
+	return nil
+}
+
+// verifyUnchanged reads the live items the plan would leave alone (same
+// name and content in the live manifest and the new set) and records in
+// st.tampered those whose content does not match the manifest: an item
+// changed behind confpush's back with a plain ZooKeeper write. Comparing
+// manifests alone would skip it as unchanged and the damage would outlive
+// any number of publishes; the plan rewrites it in the same commit.
+func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[string]manifest.Item) error {
+	present := make(map[string]bool, len(st.children))
+	for _, c := range st.children {
+		present[c] = true
+	}
+	var names []string
+	for n, it := range hashed {
+		if old, ok := st.live.Items[n]; ok && old == it && present[n] {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	bad := make([]bool, len(names))
+	err := work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+		d, s, err := p.get(ctx, p.paths.Item(names[i]))
+		if err != nil {
+			return err
+		}
+		// A missing item (deleted since the listing) is rewritten too.
+		bad[i] = s == nil || !st.live.Matches(names[i], d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, n := range names {
+		if bad[i] {
+			if st.tampered == nil {
+				st.tampered = map[string]bool{}
+			}
+			st.tampered[n] = true
+			p.log.Warn("live item does not match the manifest (changed outside confpush); this publish rewrites it",
+				"item", n, "generation", st.live.Generation)
+		}
+	}
 	return nil
 }
 
@@ -729,7 +794,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			pl.removed = append(pl.removed, n)
 		}
 	}
-	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next)
+	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next) && len(st.tampered) == 0
 
 	// Operations against what is actually under the root: with a marker
 	// taken over, the children's real content; otherwise the live
@@ -748,7 +813,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 		switch {
 		case !present[n]:
 			pl.creates = append(pl.creates, n)
-		case !known || cur != next.Items[n]:
+		case !known || cur != next.Items[n] || st.tampered[n]:
 			pl.sets = append(pl.sets, n)
 		}
 	}
@@ -768,7 +833,9 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			continue
 		}
 		pl.blobData[it.SHA256] = req.Items[n]
-		if !liveSHA[it.SHA256] {
+		// A repaired item's content is stored as a blob too: its live
+		// copy cannot serve as one (it was changed).
+		if !liveSHA[it.SHA256] || st.tampered[n] {
 			pl.entering = append(pl.entering, it.SHA256)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
@@ -111,6 +112,10 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 		return err
 	}
 	sum := fleet.Summarize(agents, live)
+	marker, err := publish.InspectMarker(ctx, conn, p)
+	if err != nil {
+		return err
+	}
 	type row struct {
 		ID     string        `json:"id"`
 		Behind int64         `json:"behind"`
@@ -130,7 +135,14 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn) error {
 	}
 	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing}}
+	if marker != nil {
+		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
+			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
+	}
 	a.emit(obj, func(out io.Writer) {
+		if marker != nil {
+			fmt.Fprintf(out, "marker: %s\n\n", marker)
+		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
 		for _, r := range rows {
