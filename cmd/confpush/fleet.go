@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // rolloutError marks a rollout that failed or timed out (exit 5).
