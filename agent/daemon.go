@@ -81,6 +81,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	opts      Options
 	lastState string // the cache state last reported
+	lastWhy   string // why the cache was not live, as last reported
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -285,15 +286,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // onState records the cache's state. The status node is written only when
-// the state itself changes: a new generation is reported by the apply that
-// follows it, and writing twice per publish would double the fleet's
-// writes to ZooKeeper.
+// the state itself, or the reason the cache is not live, changes: a new
+// generation is reported by the apply that follows it, and writing twice
+// per publish would double the fleet's writes to ZooKeeper. The reason
+// matters to whoever reads the node (an abandoned marker, an item that
+// does not match the manifest: both name what to fix).
 func (d *Daemon) onState(st cache.StateInfo) {
 	name := stateName(st.State)
+	why := ""
+	if st.State != cache.StateLive && st.Err != nil {
+		why = st.Err.Error()
+	}
 	d.metrics.setState(name, st.Generation)
 	d.mu.Lock()
-	changed := name != d.lastState
-	d.lastState = name
+	changed := name != d.lastState || why != d.lastWhy
+	d.lastState, d.lastWhy = name, why
 	d.mu.Unlock()
 	if changed {
 		d.publishStatus()

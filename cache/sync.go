@@ -651,7 +651,7 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 			case r.err == nil:
 				items[r.name] = r.data
 			case errors.Is(r.err, errMismatch), errors.Is(r.err, zk.ErrNoNode):
-				if torn == nil {
+				if torn == nil || r.name < torn.Item { // the same item each time, when it is the only one
 					torn = &ItemMismatchError{Item: r.name, Generation: m.Generation, Missing: errors.Is(r.err, zk.ErrNoNode)}
 				}
 			case errors.Is(r.err, errAborted):
