@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +138,40 @@ func newPublisher(t *testing.T, zkc *zktest.Cluster) *publish.Publisher {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestHugeGeneration: a manifest claiming generation 2^63-1 wraps nothing
+// on the reading side: the cache serves it, persists it and loads it back,
+// and a real publisher refuses to go past it without writing.
+func TestHugeGeneration(t *testing.T) {
+	zkc := zktest.Start(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	raw := zkc.Connect(t, 4*time.Second)
+	log, _ := testLogger(t)
+	state := t.TempDir() + "/state"
+	v1 := set(2, "v1")
+	pub.publish(v1)
+	m, _, err := pub.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Generation = math.MaxInt64
+	if _, err := raw.Set("/config", m.Encode(), -1); err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	waitGen(t, c, math.MaxInt64, v1)
+	c.Close()
+	again := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	if s := again.Snapshot(); s == nil || s.Generation() != math.MaxInt64 {
+		t.Fatalf("persisted generation 2^63-1 not loaded back: %v", s)
+	}
+	waitState(t, again, "live", isLive)
+	_, err = newPublisher(t, zkc).Publish(testCtx(t), publish.Request{Items: set(2, "v2")})
+	if !errors.Is(err, publish.ErrGenerationExhausted) {
+		t.Fatalf("publish past 2^63-1: %v", err)
+	}
+	if s := again.Snapshot(); s.Generation() != math.MaxInt64 {
+		t.Fatalf("generation %d after the refused publish", s.Generation())
+	}
 }
