@@ -413,8 +413,9 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	// last seen absent, and on every full resync.
 	if full || stat.Cversion != ls.noMarker || stat.Czxid != ls.noMarkerCzxid {
 		var mdata []byte
+		var mstat *zk.Stat
 		var mw <-chan zk.Event
-		err := c.call(ctx, func() (err error) { mdata, _, mw, err = c.conn.GetW(c.paths.Marker()); return err })
+		err := c.call(ctx, func() (err error) { mdata, mstat, mw, err = c.conn.GetW(c.paths.Marker()); return err })
 		c.stats.requests.Add(1)
 		c.stats.markerChecks.Add(1)
 		switch {
@@ -439,7 +440,7 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 				return nil
 			}
 			ls.w.liveness = nil
-			return c.abandonedMarker(ctx, ls, m, stat.Mzxid, cur, mk)
+			return c.abandonedMarker(ctx, ls, m, stat.Mzxid, cur, mk, mstat.Mzxid)
 		}
 	}
 
@@ -514,11 +515,25 @@ func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerInfo, <-cha
 // is served (the marker is only reported); otherwise the held snapshot is
 // kept and the state says that an abandoned marker blocks the root and that
 // the next publish takes it over. The root and marker watches are armed.
-func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, m *manifest.Manifest, zxid int64, cur *Snapshot, mk markerInfo) error {
+func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, m *manifest.Manifest, zxid int64, cur *Snapshot, mk markerInfo, markerMzxid int64) error {
 	s, err := c.fetch(ctx, m, zxid, cur)
 	var mismatch *ItemMismatchError
 	switch {
 	case errors.As(err, &mismatch):
+		// A publish that just finished deletes its marker in its final
+		// commit and its liveness node right after: if the marker is
+		// gone or was rewritten since it was read, read the root again
+		// rather than report an abandoned marker that is not.
+		var ok bool
+		var now *zk.Stat
+		err := c.call(ctx, func() (err error) { ok, now, err = c.conn.Exists(c.paths.Marker()); return err })
+		c.stats.requests.Add(1)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", c.paths.Marker(), err)
+		}
+		if !ok || now.Mzxid != markerMzxid {
+			return errAgain
+		}
 		c.stats.markerWaits.Add(1)
 		c.waiting(ls, &AbandonedMarkerError{Marker: c.paths.Marker(), PublishID: mk.publishID, Publisher: mk.publisher,
 			Foreign: mk.foreign, Generation: m.Generation, Item: mismatch.Item})
