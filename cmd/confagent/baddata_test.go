@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,37 @@ func TestAgentTamperedItemAndAbandonedMarker(t *testing.T) {
 	}
 	if strings.Contains(p.log(), tampered) {
 		t.Fatalf("item content reached the agent's log:\n%s", p.log())
+	}
+}
+
+// TestCheckConfigProtectedDest: check-config (and so start-up) refuses a
+// target that would let a publisher replace the agent's own configuration
+// (here a dir target over the configuration's directory) or state, every
+// such target at once.
+func TestCheckConfigProtectedDest(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "confagent.yaml")
+	yaml := `zookeeper: {servers: [zk1:2181]}
+state_dir: ` + filepath.Join(dir, "state") + `
+targets:
+  - {name: all, type: dir, dest: ` + dir + `}
+  - {name: self, type: file, item: x, dest: ` + cfg + `}
+  - {name: state, type: file, item: x, dest: ` + filepath.Join(dir, "state", "snapshot.state") + `}
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check-config", "--config", cfg}, &out, &errb); code != exitConfig {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitConfig, out.String(), errb.String())
+	}
+	for _, want := range []string{
+		"targets[0].dest: directory " + dir + " contains",
+		"targets[1].dest: " + cfg + " is or is inside the configuration file",
+		"targets[2].dest: " + filepath.Join(dir, "state", "snapshot.state") + " is inside state_dir",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("check-config does not report %q:\n%s", want, errb.String())
+		}
 	}
 }
