@@ -70,8 +70,8 @@ type markerState struct {
 	stat   *zk.Stat
 	live   bool // its publish's liveness node exists
 	actual map[string]manifest.Item
-	// takeover says what this publish does to the marker, for the log and
-	// Result.TookOver.
+	// takeover describes the marker this publish takes over, for the log
+	// and Result.TookOver ("took over " + takeover).
 	takeover string
 }
 
@@ -310,7 +310,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		Added: pl.added, Changed: pl.changed, Removed: pl.removed,
 	}
 	if st.marker != nil {
-		res.TookOver = st.marker.takeover
+		res.TookOver = "took over " + st.marker.takeover
 	}
 	res.Repaired = slices.Sorted(maps.Keys(st.tampered))
 	if pl.unchanged && !req.Force {
@@ -350,6 +350,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	if req.DryRun {
 		res.DryRun = true
 		pl.next.PublishID = ""
+		if st.marker != nil {
+			res.TookOver = "would take over " + st.marker.takeover
+		}
 		return res, nil
 	}
 	if err := p.ensureMeta(ctx, st, useMarker, pl.acl.Meta); err != nil {
@@ -685,16 +688,16 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 	// would block every agent that does not hold the live generation.
 	switch {
 	case ms.bad != nil:
-		ms.takeover = fmt.Sprintf("took over an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
+		ms.takeover = fmt.Sprintf("an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
 			p.paths.Marker(), age)
 	case ms.live:
-		ms.takeover = fmt.Sprintf("took over the marker %s of the live publish %s by %s (set %v ago): override requested",
+		ms.takeover = fmt.Sprintf("the marker %s of the live publish %s by %s (set %v ago): override requested",
 			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
 	default:
-		ms.takeover = fmt.Sprintf("took over an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
+		ms.takeover = fmt.Sprintf("an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
 			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
 	}
-	p.log.Warn(ms.takeover, "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID)
+	p.log.Warn("taking over "+ms.takeover, "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID)
 	actual := make([]manifest.Item, len(st.children))
 	present := make([]bool, len(st.children))
 	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {

@@ -122,7 +122,8 @@ type Result struct {
 	CommitAttempts int
 	// TookOver, when not empty, says which marker this publish took over
 	// (an abandoned one: its publisher is gone, or its data was not written
-	// by confpush; or a live one, with OverrideMarker) and why.
+	// by confpush; or a live one, with OverrideMarker) and why. A dry run
+	// says which it would take over.
 	TookOver string
 	// Repaired lists live items whose content did not match the live
 	// manifest (changed outside confpush) and that this publish rewrote.

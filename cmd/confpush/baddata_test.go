@@ -55,6 +55,10 @@ func TestCLIAbandonedMarker(t *testing.T) {
 	if m, _ := obj["marker"].(map[string]any); code != 0 || m["foreign"] != true || m["live"] != false {
 		t.Fatalf("--json status with an abandoned marker: %d %v", code, obj)
 	}
+	c.run("publish", "--dry-run", v2).want(t, 0, "would take over an abandoned marker /cli/abandoned/invalid", "dry run: would publish generation 2")
+	if ok, _, err := conn.Exists("/cli/abandoned/invalid"); err != nil || !ok {
+		t.Fatalf("a dry run removed the marker (%v)", err)
+	}
 	c.run("publish", v2).want(t, 0, "took over an abandoned marker /cli/abandoned/invalid", "published generation 2")
 	if o := c.run("status"); o.code != 0 || strings.Contains(o.stdout, "marker:") {
 		t.Fatalf("status after the takeover: %+v", o)
