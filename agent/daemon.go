@@ -97,6 +97,7 @@ type Daemon struct {
 	opts      Options
 	lastState string // the cache state last reported
 	conflict  string // why the status node is not written (statusnode.go); guarded by mu
+	lastWhy   string // why the cache was not live, as last reported
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -349,18 +350,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 const adoptPoll = 2 * time.Second
 
 // onState records the cache's state. The status node is written only when
-// the state itself changes: a new generation is reported by the apply that
-// follows it, and writing twice per publish would double the fleet's
-// writes to ZooKeeper.
+// the state itself, or the reason the cache is not live, changes: a new
+// generation is reported by the apply that follows it, and writing twice
+// per publish would double the fleet's writes to ZooKeeper. The reason
+// matters to whoever reads the node (an abandoned marker, an item that
+// does not match the manifest: both name what to fix).
 func (d *Daemon) onState(st cache.StateInfo) {
 	name := stateName(st.State)
+	why := ""
+	if st.State != cache.StateLive && st.Err != nil {
+		why = st.Err.Error()
+	}
 	d.metrics.setState(name, st.Generation)
 	d.mu.Lock()
 	// A refused incarnation or session is reported at once, even when the
-	// state's name (stale) does not change.
+	// state's name (stale) does not change; so is a new reason.
 	key := name + incarnationKey(st)
-	changed := key != d.lastState
-	d.lastState = key
+	changed := key != d.lastState || why != d.lastWhy
+	d.lastState, d.lastWhy = key, why
 	d.mu.Unlock()
 	if changed {
 		d.publishStatus()

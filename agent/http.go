@@ -47,11 +47,18 @@ func (d *Daemon) Status() Status {
 // ready decides /readyz: something applied, the last apply clean, and
 // ZooKeeper not away for longer than the staleness limit.
 func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (bool, string) {
+	// Why the cache is not live (an abandoned marker, an item that does not
+	// match the manifest, ...) is part of the reason: it is what an
+	// operator has to act on, and the status node carries it.
+	why := ""
+	if st.State != cache.StateLive && st.Err != nil {
+		why = ": " + st.Err.Error()
+	}
 	switch {
 	case retrying(s) != "":
 		return false, retrying(s)
 	case s.Generation == 0:
-		return false, "no generation applied yet"
+		return false, "no generation applied yet" + why
 	case s.LastError != "":
 		return false, "last apply failed: " + s.LastError
 	case s.StatusNodeConflict != "":
@@ -60,7 +67,7 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 		return false, fmt.Sprintf("refusing the root's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
 			s.IncarnationRefused, s.Generation, s.Incarnation)
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
-		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)", s.StaleSeconds, staleAfter)
+		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)%s", s.StaleSeconds, staleAfter, why)
 	}
 	return true, ""
 }

@@ -59,14 +59,26 @@
 //     get no notification when a publish merely starts (herd effect): they
 //     keep serving the committed generation, which is still current. If
 //     the marker exists and the held snapshot is not the committed
-//     generation, the cache keeps its snapshot and waits for the marker or
-//     root watch (ErrPublishInProgress).
+//     generation, the cache checks that the publish that set it is alive:
+//     its liveness node <meta>/roots/<key>/publishing/<publish id> exists
+//     (ExistsW, whose watch fires when the publisher goes). The publisher
+//     creates that node before the marker and deletes it after its final
+//     commit, so a marker without one is abandoned (as is a marker whose
+//     data confpush did not write). For a live publish the cache keeps its
+//     snapshot and waits for the marker, root or liveness watch
+//     (ErrPublishInProgress). For an abandoned marker it reads the items
+//     of the root's manifest as in step 6: if every one verifies, that
+//     generation is consistent and is served (logged); otherwise it keeps
+//     its snapshot and reports an *AbandonedMarkerError
+//     (ErrAbandonedMarker) naming the marker and the first item that does
+//     not verify, until the next publish takes the marker over.
 //  6. Items whose sha256 equals the held snapshot's are reused; the others
 //     are read and each is verified against the manifest (size and sha256).
 //     A missing item or a mismatch means a newer publish is landing: the
 //     attempt is dropped whole and the root re-read after a jittered
 //     exponential backoff (10 ms up to 2 s; after 20 tries in a row up to
-//     30 s, and the state reports ErrTorn from the 5th). Because every item
+//     30 s, and the state reports, from the 5th, an *ItemMismatchError
+//     naming the item, which matches ErrTorn). Because every item
 //     is checked against the manifest read in step 3, a snapshot is exactly
 //     that generation, item for item; nothing from two generations is ever
 //     assembled. A publish that changes k items costs one root read and k
@@ -129,11 +141,14 @@
 //   - While a marker-mode publish is in progress a cache that does not hold
 //     the generation committed before it waits (it cannot read that
 //     generation: its items are being overwritten); a publisher that died
-//     with its marker in place stalls such caches until the next publish
-//     takes the marker over and commits.
+//     with its marker in place (or a marker made by hand) leaves such caches
+//     on their snapshot, reporting ErrAbandonedMarker, until the next
+//     publish takes the marker over and commits, unless the items still
+//     verify against the root's manifest, which is then served.
 //   - A root changed by hand (not through a zkconf publisher) so that its
-//     items do not match its manifest is never served; the cache reports
-//     ErrTorn and keeps the snapshot it holds.
+//     items do not match its manifest is never served; the cache reports an
+//     *ItemMismatchError naming the item (ErrTorn) and keeps the snapshot it
+//     holds. The next publish of the set rewrites the item.
 //   - Zxids of two ensembles cannot be compared: a state file from another
 //     ensemble whose commit zxid is higher than the new ensemble's is
 //     refused until the new ensemble passes it. Delete the state file when

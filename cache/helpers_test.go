@@ -261,8 +261,9 @@ type markerPublish struct {
 	items map[string][]byte
 }
 
-// beginMarker creates the marker (atomically with a check of the root's
-// version) and returns the publish, with no item written yet.
+// beginMarker creates the publish's ephemeral liveness node, then the
+// marker (atomically with a check of the root's version), in the protocol's
+// order, and returns the publish, with no item written yet.
 func (rp *rawPublisher) beginMarker(items map[string][]byte) *markerPublish {
 	rp.t.Helper()
 	old, ver, err := rp.current()
@@ -270,6 +271,12 @@ func (rp *rawPublisher) beginMarker(items map[string][]byte) *markerPublish {
 		rp.t.Fatalf("marker publish: %v", err)
 	}
 	mk, _ := json.Marshal(map[string]any{"publish_id": "test", "publisher": "test@host", "started_at": time.Now().UTC(), "base_generation": old.Generation})
+	if err := zkconn.EnsurePath(rp.conn, rp.p.Publishing(), acl); err != nil {
+		rp.t.Fatalf("liveness parent: %v", err)
+	}
+	if _, err := rp.conn.Create(rp.p.PublishingNode("test"), mk, zk.FlagEphemeral, acl); err != nil {
+		rp.t.Fatalf("create liveness node: %v", err)
+	}
 	if _, err := rp.conn.Multi(&zk.CheckVersionRequest{Path: rp.p.Root, Version: ver},
 		&zk.CreateRequest{Path: rp.p.Marker(), Data: mk, Acl: acl}); err != nil {
 		rp.t.Fatalf("create marker: %v", err)
@@ -297,6 +304,9 @@ func (mp *markerPublish) commit() int64 {
 	if _, err := mp.rp.conn.Multi(&zk.SetDataRequest{Path: mp.rp.p.Root, Data: mp.m.Encode(), Version: mp.ver},
 		&zk.DeleteRequest{Path: mp.rp.p.Marker(), Version: -1}); err != nil {
 		mp.rp.t.Fatalf("marker publish commit: %v", err)
+	}
+	if err := mp.rp.conn.Delete(mp.rp.p.PublishingNode("test"), -1); err != nil {
+		mp.rp.t.Fatalf("delete liveness node: %v", err)
 	}
 	return mp.m.Generation
 }

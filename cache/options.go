@@ -146,9 +146,10 @@ func WithClient(cl *Client) Option {
 }
 
 // WithMeta sets the metadata path of the zkconf layout (layout.DefaultMeta,
-// "/zkconf", by default). The cache reads only the root, its items and its
-// marker today, none of which live under the metadata path; the option is
-// validated and kept so that every component is configured with one layout.
+// "/zkconf", by default). Besides the root, its items and its marker, the
+// cache reads under it only the liveness node of the publish a marker
+// names (to tell a live marker-mode publish from an abandoned marker), so
+// it must be the publishers' metadata path.
 func WithMeta(meta string) Option {
 	return func(o *options) error {
 		if err := layout.ValidateRoot(meta); err != nil {

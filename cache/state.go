@@ -54,8 +54,9 @@ type StateInfo struct {
 	Since time.Time
 	// Err says why the cache is not Live (nil when Live). Branch on it with
 	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
-	// ErrNotPublished, ErrPublishInProgress, ErrTorn, ErrBackwards,
-	// ErrNotSynced, ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
+	// ErrNotPublished, ErrPublishInProgress, ErrAbandonedMarker, ErrTorn
+	// (an *ItemMismatchError naming the item), ErrBackwards, ErrNotSynced,
+	// ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
 	// manifest.ErrFutureFormat, zkconn.ErrAuthFailed, or a ZooKeeper error.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
@@ -117,7 +118,67 @@ var (
 	// file newer than the server). The held snapshot is kept. Use
 	// errors.As with *BackwardsError for details.
 	ErrBackwards = errors.New("cache: ZooKeeper returned an older generation than the one held")
+	// ErrAbandonedMarker means a marker whose publisher is gone (no
+	// liveness node; or a marker not written by confpush) is on the root
+	// and the live items do not verify against the root's manifest: the
+	// held snapshot is kept until the next publish takes the marker over.
+	// Use errors.As with *AbandonedMarkerError for details.
+	ErrAbandonedMarker = errors.New("cache: an abandoned marker blocks the root")
 )
+
+// ItemMismatchError names an item that is missing or does not match the
+// root's manifest: a publish is landing, or the item was changed behind
+// the publisher's back (a raw ZooKeeper write), which lasts until the next
+// publish repairs it. It matches ErrTorn. It never carries content.
+type ItemMismatchError struct {
+	// Item is the first item found missing or different.
+	Item string
+	// Generation is the manifest's generation.
+	Generation int64
+	// Missing is true when the item's node does not exist.
+	Missing bool
+}
+
+// Error names the item and the generation.
+func (e *ItemMismatchError) Error() string {
+	what := "does not match"
+	if e.Missing {
+		what = "is missing from the root but is in"
+	}
+	return fmt.Sprintf("cache: item %q %s the manifest of generation %d (changed behind the publisher's back, or a publish is landing); keeping the held snapshot",
+		e.Item, what, e.Generation)
+}
+
+// Is makes an *ItemMismatchError match ErrTorn.
+func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }
+
+// AbandonedMarkerError describes an abandoned marker that blocks a root. It
+// matches ErrAbandonedMarker.
+type AbandonedMarkerError struct {
+	// Marker is the marker's path.
+	Marker string
+	// PublishID and Publisher are what the marker names (empty when it
+	// was not written by confpush: Foreign).
+	PublishID, Publisher string
+	Foreign              bool
+	// Generation is the root's manifest's generation and Item the first
+	// item that does not verify against it.
+	Generation int64
+	Item       string
+}
+
+// Error says what blocks the root and what unblocks it.
+func (e *AbandonedMarkerError) Error() string {
+	owner := fmt.Sprintf("of publish %s by %s, whose publisher is gone", e.PublishID, e.Publisher)
+	if e.Foreign {
+		owner = "not written by confpush"
+	}
+	return fmt.Sprintf("cache: an abandoned marker %s (%s) blocks the root: item %q does not match the manifest of generation %d; keeping the held snapshot until the next confpush publish takes the marker over",
+		e.Marker, owner, e.Item, e.Generation)
+}
+
+// Is makes an *AbandonedMarkerError match ErrAbandonedMarker.
+func (e *AbandonedMarkerError) Is(target error) bool { return target == ErrAbandonedMarker }
 
 // BackwardsError describes a generation the cache refused because it is not
 // newer than the one it holds. It matches ErrBackwards.

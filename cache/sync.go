@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,10 @@ type watchSet struct {
 	// marker is the data watch on the marker while one exists (from GetW,
 	// which arms nothing when the node is missing).
 	marker <-chan zk.Event
+	// liveness is the exists watch on the liveness node of the publish a
+	// marker names, while the cache waits for that publish: it fires when
+	// the publisher goes away and leaves its marker behind.
+	liveness <-chan zk.Event
 }
 
 // loopState is the sync loop's private state.
@@ -137,6 +142,9 @@ func (c *Cache) run(ctx context.Context) {
 			case ev, ok := <-ls.w.marker:
 				ls.w.marker = nil
 				dirty = c.onWatch(ls, ev, ok) || dirty
+			case ev, ok := <-ls.w.liveness:
+				ls.w.liveness = nil
+				dirty = c.onWatch(ls, ev, ok) || dirty
 			}
 			continue
 		}
@@ -217,6 +225,9 @@ func (c *Cache) run(ctx context.Context) {
 			dirty = c.onWatch(ls, ev, ok) || dirty
 		case ev, ok := <-ls.w.marker:
 			ls.w.marker = nil
+			dirty = c.onWatch(ls, ev, ok) || dirty
+		case ev, ok := <-ls.w.liveness:
+			ls.w.liveness = nil
 			dirty = c.onWatch(ls, ev, ok) || dirty
 		case <-retryC:
 			retry, retryC = nil, nil
@@ -389,7 +400,7 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 
 	m, err := manifest.Decode(data)
 	if err != nil {
-		ls.w.marker = nil
+		ls.w.marker, ls.w.liveness = nil, nil
 		ls.full, ls.torn = false, 0
 		if errors.Is(err, manifest.ErrEmpty) {
 			c.waiting(ls, ErrNotPublished)
@@ -407,7 +418,7 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	switching := false
 	if cur != nil {
 		if cur.same(m) {
-			ls.w.marker = nil
+			ls.w.marker, ls.w.liveness = nil, nil
 			ls.full, ls.torn = false, 0
 			ls.adoptAny, ls.refused = false, ""
 			c.live(ls)
@@ -415,14 +426,14 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 		}
 		if !cur.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: stat.Mzxid}) {
 			if refuse := c.checkSwitch(ls, cur, m, stat.Mzxid); refuse != nil {
-				ls.w.marker = nil
+				ls.w.marker, ls.w.liveness = nil, nil
 				ls.full, ls.torn = false, 0
 				c.waiting(ls, refuse)
 				return nil
 			}
 			switching = true
 		} else if !cur.supersededBy(m.Generation, stat.Mzxid) {
-			ls.w.marker = nil
+			ls.w.marker, ls.w.liveness = nil, nil
 			ls.full, ls.torn = false, 0
 			c.stats.backwardsRejected.Add(1)
 			berr := &BackwardsError{HeldGeneration: cur.Generation(), HeldZxid: cur.Zxid(), SeenGeneration: m.Generation, SeenZxid: stat.Mzxid}
@@ -439,41 +450,55 @@ func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
 	// last seen absent, and on every full resync.
 	if full || stat.Cversion != ls.noMarker || stat.Czxid != ls.noMarkerCzxid {
 		var mdata []byte
+		var mstat *zk.Stat
 		var mw <-chan zk.Event
-		err := c.call(ctx, func() (err error) { mdata, _, mw, err = c.conn.GetW(c.paths.Marker()); return err })
+		err := c.call(ctx, func() (err error) { mdata, mstat, mw, err = c.conn.GetW(c.paths.Marker()); return err })
 		c.stats.requests.Add(1)
 		c.stats.markerChecks.Add(1)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			ls.noMarker, ls.noMarkerCzxid = stat.Cversion, stat.Czxid
-			ls.w.marker = nil
+			ls.w.marker, ls.w.liveness = nil, nil
 		case err != nil:
 			return fmt.Errorf("read %s: %w", c.paths.Marker(), err)
 		default:
 			ls.noMarker = -1
 			ls.w.marker = mw
 			ls.full, ls.torn = false, 0
-			c.stats.markerWaits.Add(1)
-			c.logMarker(mdata)
-			c.waiting(ls, ErrPublishInProgress)
-			return nil
+			mk, lw, err := c.markerOwner(ctx, mdata)
+			if err != nil {
+				return err
+			}
+			if mk.live {
+				ls.w.liveness = lw
+				c.stats.markerWaits.Add(1)
+				c.logMarker(mdata)
+				c.waiting(ls, ErrPublishInProgress)
+				return nil
+			}
+			ls.w.liveness = nil
+			return c.abandonedMarker(ctx, ls, m, stat.Mzxid, cur, mk, mstat.Mzxid)
 		}
 	}
 
 	s, err := c.fetch(ctx, m, stat.Mzxid, cur)
+	var mismatch *ItemMismatchError
+	if errors.As(err, &mismatch) {
+		ls.full = false
+		ls.torn++
+		c.stats.tornRetries.Add(1)
+		c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", m.Generation, "item", mismatch.Item, "attempt", ls.torn)
+		if ls.torn >= tornReport {
+			// Named: an item edited behind the publisher's back stays
+			// this way until the next publish repairs it.
+			c.waiting(ls, mismatch)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	ls.full = false
-	if s == nil {
-		ls.torn++
-		c.stats.tornRetries.Add(1)
-		c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", m.Generation, "attempt", ls.torn)
-		if ls.torn >= tornReport {
-			c.waiting(ls, ErrTorn)
-		}
-		return nil
-	}
 	ls.torn = 0
 	if err := ctx.Err(); err != nil {
 		return err // closed meanwhile: nothing is applied or persisted after Close
@@ -542,6 +567,82 @@ func (c *Cache) onAdopt(ls *loopState, inc string) {
 	c.log.Info("adopting a new incarnation of the root on request", "incarnation", ls.adopted)
 }
 
+// markerInfo is what the cache reads of a marker.
+type markerInfo struct {
+	publishID, publisher string
+	foreign              bool // not written by a zkconf publisher
+	live                 bool // its publish's liveness node exists
+}
+
+// markerOwner reads whether the publish that set a marker is alive: its
+// liveness node exists. A publisher creates that ephemeral node before the
+// marker and deletes it only after its final commit removed the marker, so
+// a marker without one belongs to a dead publisher (or was not written by
+// one at all). While the publish is alive the returned watch fires when the
+// liveness node goes.
+func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerInfo, <-chan zk.Event, error) {
+	var mk struct {
+		PublishID string `json:"publish_id"`
+		Publisher string `json:"publisher"`
+	}
+	if json.Unmarshal(data, &mk) != nil || mk.PublishID == "" || strings.ContainsAny(mk.PublishID, "/\x00") ||
+		mk.PublishID == "." || mk.PublishID == ".." {
+		return markerInfo{foreign: true}, nil, nil
+	}
+	info := markerInfo{publishID: mk.PublishID, publisher: mk.Publisher}
+	var lw <-chan zk.Event
+	err := c.call(ctx, func() (err error) {
+		info.live, _, lw, err = c.conn.ExistsW(c.paths.PublishingNode(mk.PublishID))
+		return err
+	})
+	c.stats.requests.Add(1)
+	if err != nil {
+		return info, nil, fmt.Errorf("read %s: %w", c.paths.PublishingNode(mk.PublishID), err)
+	}
+	return info, lw, nil
+}
+
+// abandonedMarker handles a marker whose publisher is gone. Waiting for it
+// would block this cache until someone publishes again, so: if every item
+// verifies against the root's manifest, that generation is consistent and
+// is served (the marker is only reported); otherwise the held snapshot is
+// kept and the state says that an abandoned marker blocks the root and that
+// the next publish takes it over. The root and marker watches are armed.
+func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, m *manifest.Manifest, zxid int64, cur *Snapshot, mk markerInfo, markerMzxid int64) error {
+	s, err := c.fetch(ctx, m, zxid, cur)
+	var mismatch *ItemMismatchError
+	switch {
+	case errors.As(err, &mismatch):
+		// A publish that just finished deletes its marker in its final
+		// commit and its liveness node right after: if the marker is
+		// gone or was rewritten since it was read, read the root again
+		// rather than report an abandoned marker that is not.
+		var ok bool
+		var now *zk.Stat
+		err := c.call(ctx, func() (err error) { ok, now, err = c.conn.Exists(c.paths.Marker()); return err })
+		c.stats.requests.Add(1)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", c.paths.Marker(), err)
+		}
+		if !ok || now.Mzxid != markerMzxid {
+			return errAgain
+		}
+		c.stats.markerWaits.Add(1)
+		c.waiting(ls, &AbandonedMarkerError{Marker: c.paths.Marker(), PublishID: mk.publishID, Publisher: mk.publisher,
+			Foreign: mk.foreign, Generation: m.Generation, Item: mismatch.Item})
+		return nil
+	case err != nil:
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	c.log.Warn("an abandoned marker is on the root (its publisher is gone), but every item verifies against the root's manifest: serving that generation; the next confpush publish takes the marker over",
+		"marker", c.paths.Marker(), "publish_id", mk.publishID, "publisher", mk.publisher, "foreign", mk.foreign, "generation", m.Generation)
+	c.apply(s)
+	c.live(ls)
+	return nil
+}
+
 // logMarker logs who is publishing (never item contents).
 func (c *Cache) logMarker(data []byte) {
 	var mk struct {
@@ -560,9 +661,10 @@ func (c *Cache) logMarker(data []byte) {
 
 // fetch assembles generation m: items whose sha256 equals the held
 // snapshot's are reused, the others are read, several in flight, and each
-// is verified against m. It returns nil, nil when an item is missing or
-// does not match (a newer publish is landing): nothing from two generations
-// is ever assembled.
+// is verified against m. It returns an *ItemMismatchError naming an item
+// that is missing or does not match (a newer publish is landing, or the
+// item was changed behind the publisher's back): nothing from two
+// generations is ever assembled.
 func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur *Snapshot) (*Snapshot, error) {
 	items := make(map[string][]byte, len(m.Items))
 	var todo []string
@@ -602,7 +704,9 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 			items[name] = data
 			return newSnapshotNames(m, zxid, items, names, false), nil
 		case err == nil, errors.Is(err, zk.ErrNoNode):
-			return nil, nil // torn: a newer publish is landing
+			// Torn: a newer publish is landing (or the item was changed
+			// behind the publisher's back).
+			return nil, &ItemMismatchError{Item: name, Generation: m.Generation, Missing: err != nil}
 		default:
 			return nil, fmt.Errorf("read item %s: %w", name, err)
 		}
@@ -644,7 +748,7 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 			}
 		}()
 	}
-	torn := false
+	var torn *ItemMismatchError
 	var firstErr error
 	for range todo {
 		select {
@@ -655,7 +759,9 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 			case r.err == nil:
 				items[r.name] = r.data
 			case errors.Is(r.err, errMismatch), errors.Is(r.err, zk.ErrNoNode):
-				torn = true
+				if torn == nil || r.name < torn.Item { // the same item each time, when it is the only one
+					torn = &ItemMismatchError{Item: r.name, Generation: m.Generation, Missing: errors.Is(r.err, zk.ErrNoNode)}
+				}
 			case errors.Is(r.err, errAborted):
 			default:
 				if firstErr == nil {
@@ -667,8 +773,8 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if torn {
-		return nil, nil
+	if torn != nil {
+		return nil, torn
 	}
 	return newSnapshotNames(m, zxid, items, names, false), nil
 }

@@ -42,10 +42,18 @@
 //     MarkerBusyError (owner, age) unless OverrideMarker. A dead (or
 //     overridden) marker is taken over: the root's actual children are read
 //     and hashed, since the dead publish may have written some of them, and
-//     the diff is computed against them.
+//     the diff is computed against them. A marker whose data confpush did
+//     not write (made by hand, or by a crashed tool) names no publish, so
+//     no liveness node can exist for it: it is dead and taken over too.
+//     Result.TookOver says which marker was taken over and why.
+//     Without a marker, every live item the plan would leave alone (same
+//     name and hash in M and the new set) is read and verified against M:
+//     an item changed outside confpush is rewritten in the commit
+//     (Result.Repaired) instead of being skipped as unchanged.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
-//     the diff. Identical content (and no marker): Result.Unchanged, no
-//     write, unless Force. DryRun stops here.
+//     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
+//     Identical content (and no marker, and no item to repair):
+//     Result.Unchanged, no write, unless Force. DryRun stops here.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
 //     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto).
 //

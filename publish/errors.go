@@ -44,6 +44,10 @@ var (
 	// publisher lost what entitled it to publish (a leader's election
 	// node). Nothing of the write that found it gone was applied.
 	ErrFenced = errors.New("publish fenced off")
+	// ErrGenerationExhausted means the root is at the largest generation
+	// an int64 holds: the next one would wrap to a negative number, so
+	// nothing is published to that root any more. Nothing was written.
+	ErrGenerationExhausted = errors.New("generation numbers exhausted")
 	// ErrSessionExpired is the client's session-expiry error; errors caused
 	// by an expiry wrap it. Publish never retries a write after an expiry.
 	ErrSessionExpired = zk.ErrSessionExpired
@@ -180,3 +184,23 @@ func (e *blobRaceError) Error() string {
 // errSimulatedCrash is returned by a test seam to make a marker-mode
 // publish stop dead, as if the process had been killed: no clean-up runs.
 var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")
+
+// ItemMismatchError reports a live item that is missing or does not match
+// the live manifest while no publish is in progress: it was changed
+// outside confpush (a plain ZooKeeper write). Reads refuse to answer for
+// it; the next publish of the set rewrites it. It matches ErrTorn and
+// never carries the item's content.
+type ItemMismatchError struct {
+	Root       string
+	Item       string
+	Generation int64
+}
+
+// Error names the item, the root and the generation.
+func (e *ItemMismatchError) Error() string {
+	return fmt.Sprintf("item %q of %s does not match the manifest of generation %d: it was changed outside confpush (or a publish is in progress); publishing the set again repairs it",
+		e.Item, e.Root, e.Generation)
+}
+
+// Is makes an *ItemMismatchError match ErrTorn.
+func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }

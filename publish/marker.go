@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
@@ -434,4 +436,61 @@ func (p *Publisher) finalOps(pl *plan, rootVer, markerVer int32) ([]any, []opKin
 		p.log.Info("final commit too large with the departing blobs' checks; sending it without them", "checks", len(checks))
 	}
 	return append(ops, tail...), append(kinds, tailKinds...)
+}
+
+// MarkerReport describes a root's marker, for status displays.
+type MarkerReport struct {
+	// PublishID and Publisher are what the marker names (empty when its
+	// data was not written by confpush).
+	PublishID, Publisher string
+	// Age is how long ago the marker was last written.
+	Age time.Duration
+	// Live is true when its publish's liveness node exists.
+	Live bool
+	// Foreign is true when the marker's data was not written by confpush.
+	Foreign bool
+}
+
+// String says what the marker means and what to do about it.
+func (r *MarkerReport) String() string {
+	switch {
+	case r.Live:
+		return fmt.Sprintf("a marker-mode publish (%s by %s, started %v ago) is in progress", r.PublishID, r.Publisher, r.Age.Round(time.Second))
+	case r.Foreign:
+		return fmt.Sprintf("an abandoned marker (set %v ago, not written by confpush) blocks agents that do not hold the live generation; the next `confpush publish` takes it over", r.Age.Round(time.Second))
+	default:
+		return fmt.Sprintf("an abandoned marker (publish %s by %s, set %v ago; its publisher is gone) blocks agents that do not hold the live generation; the next `confpush publish` takes it over",
+			r.PublishID, r.Publisher, r.Age.Round(time.Second))
+	}
+}
+
+// InspectMarker reads the marker of paths.Root and whether its publish is
+// alive; it returns nil when there is no marker.
+func InspectMarker(ctx context.Context, conn *zk.Conn, paths layout.Paths) (*MarkerReport, error) {
+	type node struct {
+		data []byte
+		stat *zk.Stat
+	}
+	n, err := read(ctx, func() (node, error) {
+		d, s, err := conn.Get(paths.Marker())
+		if errors.Is(err, zk.ErrNoNode) {
+			return node{}, nil
+		}
+		return node{d, s}, err
+	})
+	if err != nil || n.stat == nil {
+		return nil, err
+	}
+	r := &MarkerReport{Age: time.Since(time.UnixMilli(n.stat.Mtime))}
+	var info markerInfo
+	if json.Unmarshal(n.data, &info) != nil || info.PublishID == "" || path.Base(info.PublishID) != info.PublishID {
+		r.Foreign = true
+		return r, nil
+	}
+	r.PublishID, r.Publisher = info.PublishID, info.Publisher
+	r.Live, err = read(ctx, func() (bool, error) {
+		ok, _, err := conn.Exists(paths.PublishingNode(info.PublishID))
+		return ok, err
+	})
+	return r, err
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"sync"
@@ -41,6 +42,9 @@ type state struct {
 	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
 	// incarnation is the root's incarnation to carry ("": start a new one).
 	incarnation string
+	// tampered are live items whose content does not match the live
+	// manifest (changed outside confpush): the plan rewrites them.
+	tampered map[string]bool
 }
 
 func (s *state) liveGen() int64 {
@@ -50,6 +54,17 @@ func (s *state) liveGen() int64 {
 	return s.live.Generation
 }
 
+// topGen is the highest generation the root has used: the live one or the
+// newest history entry, whichever is higher (a root deleted and recreated
+// never reuses a generation).
+func (s *state) topGen() int64 {
+	g := s.liveGen()
+	if len(s.history) > 0 {
+		g = max(g, s.history[len(s.history)-1])
+	}
+	return g
+}
+
 // markerState describes a marker found under the root.
 type markerState struct {
 	info   markerInfo
@@ -57,6 +72,9 @@ type markerState struct {
 	stat   *zk.Stat
 	live   bool // its publish's liveness node exists
 	actual map[string]manifest.Item
+	// takeover describes the marker this publish takes over, for the log
+	// and Result.TookOver ("took over " + takeover).
+	takeover string
 }
 
 // markerInfo is the JSON held by the marker (and by the publish's liveness
@@ -282,6 +300,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	} else if st.live == nil && len(st.children) > 0 {
 		return nil, fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
 			p.paths.Root, len(st.children))
+	} else if st.live != nil {
+		if err := p.verifyUnchanged(ctx, st, hashed); err != nil {
+			return nil, err
+		}
 	}
 	pl := p.plan(st, req, hashed)
 	pl.acl = acl
@@ -289,6 +311,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
 		Added: pl.added, Changed: pl.changed, Removed: pl.removed,
 	}
+	if st.marker != nil {
+		res.TookOver = "took over " + st.marker.takeover
+	}
+	res.Repaired = slices.Sorted(maps.Keys(st.tampered))
 	if pl.unchanged && !req.Force {
 		res.Generation, res.Manifest, res.Unchanged = liveGen, st.live, true
 		res.Zxid = st.rootStat.Mzxid
@@ -296,6 +322,12 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		res.DryRun = req.DryRun
 		p.log.Info("unchanged", "generation", liveGen)
 		return res, nil
+	}
+	if top := st.topGen(); top == math.MaxInt64 {
+		// The next generation would wrap to -2^63: refuse before
+		// anything is written (dry runs included), whatever the mode.
+		return nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
+			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
 
 	ops, kinds := p.multiOps(st, pl)
@@ -320,6 +352,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	if req.DryRun {
 		res.DryRun = true
 		pl.next.PublishID = ""
+		if st.marker != nil {
+			res.TookOver = "would take over " + st.marker.takeover
+		}
 		return res, nil
 	}
 	if err := p.ensureMeta(ctx, st, useMarker, pl.acl.Meta); err != nil {
@@ -663,19 +698,26 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 		st.marker = nil
 		return nil
 	}
-	if (ms.live || ms.bad != nil) && !req.OverrideMarker {
-		owner, id := ms.info.Publisher, ms.info.PublishID
-		if ms.bad != nil {
-			owner, id = "unknown (unreadable marker)", "unknown"
-		}
-		return &MarkerBusyError{Root: p.paths.Root, Owner: owner, PublishID: id,
-			Age: time.Since(time.UnixMilli(ms.stat.Mtime))}
+	age := time.Since(time.UnixMilli(ms.stat.Mtime)).Round(time.Second)
+	if ms.live && !req.OverrideMarker {
+		return &MarkerBusyError{Root: p.paths.Root, Owner: ms.info.Publisher, PublishID: ms.info.PublishID, Age: age}
 	}
-	why := "its publish is gone"
-	if ms.live || ms.bad != nil {
-		why = "override requested"
+	// A marker whose data confpush did not write (made by hand, or by a
+	// tool that crashed) names no publish, so no liveness node can exist
+	// for it: it is as dead as one whose publisher is gone, and leaving it
+	// would block every agent that does not hold the live generation.
+	switch {
+	case ms.bad != nil:
+		ms.takeover = fmt.Sprintf("an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
+			p.paths.Marker(), age)
+	case ms.live:
+		ms.takeover = fmt.Sprintf("the marker %s of the live publish %s by %s (set %v ago): override requested",
+			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
+	default:
+		ms.takeover = fmt.Sprintf("an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
+			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
 	}
-	p.log.Warn("taking over marker", "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID, "why", why)
+	p.log.Warn("taking over "+ms.takeover, "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID)
 	actual := make([]manifest.Item, len(st.children))
 	present := make([]bool, len(st.children))
 	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
@@ -701,13 +743,53 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 	return nil
 }
 
+// verifyUnchanged reads the live items the plan would leave alone (same
+// name and content in the live manifest and the new set) and records in
+// st.tampered those whose content does not match the manifest: an item
+// changed behind confpush's back with a plain ZooKeeper write. Comparing
+// manifests alone would skip it as unchanged and the damage would outlive
+// any number of publishes; the plan rewrites it in the same commit.
+func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[string]manifest.Item) error {
+	present := make(map[string]bool, len(st.children))
+	for _, c := range st.children {
+		present[c] = true
+	}
+	var names []string
+	for n, it := range hashed {
+		if old, ok := st.live.Items[n]; ok && old == it && present[n] {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	bad := make([]bool, len(names))
+	err := work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+		d, s, err := p.get(ctx, p.paths.Item(names[i]))
+		if err != nil {
+			return err
+		}
+		// A missing item (deleted since the listing) is rewritten too.
+		bad[i] = s == nil || !st.live.Matches(names[i], d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, n := range names {
+		if bad[i] {
+			if st.tampered == nil {
+				st.tampered = map[string]bool{}
+			}
+			st.tampered[n] = true
+			p.log.Warn("live item does not match the manifest (changed outside confpush); this publish rewrites it",
+				"item", n, "generation", st.live.Generation)
+		}
+	}
+	return nil
+}
+
 // plan computes the next manifest and the operations to reach it.
 func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item) *plan {
-	gen := st.liveGen()
-	if len(st.history) > 0 {
-		gen = max(gen, st.history[len(st.history)-1])
-	}
-	gen++
+	gen := st.topGen() + 1 // wraps at math.MaxInt64: publishOnce refuses that before using it
 	pl := &plan{gen: gen, items: req.Items, blobData: map[string][]byte{}, rootVersion: -1, fence: req.Fence}
 	inc := st.incarnation
 	if inc == "" {
@@ -739,7 +821,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			pl.removed = append(pl.removed, n)
 		}
 	}
-	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next)
+	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next) && len(st.tampered) == 0
 
 	// Operations against what is actually under the root: with a marker
 	// taken over, the children's real content; otherwise the live
@@ -758,7 +840,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 		switch {
 		case !present[n]:
 			pl.creates = append(pl.creates, n)
-		case !known || cur != next.Items[n]:
+		case !known || cur != next.Items[n] || st.tampered[n]:
 			pl.sets = append(pl.sets, n)
 		}
 	}
@@ -778,7 +860,9 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			continue
 		}
 		pl.blobData[it.SHA256] = req.Items[n]
-		if !liveSHA[it.SHA256] {
+		// A repaired item's content is stored as a blob too: its live
+		// copy cannot serve as one (it was changed).
+		if !liveSHA[it.SHA256] || st.tampered[n] {
 			pl.entering = append(pl.entering, it.SHA256)
 		}
 	}

@@ -120,6 +120,14 @@ type Result struct {
 	// when a commit was lost with the connection and, having been found
 	// not applied, was sent again under the same compare-and-swap).
 	CommitAttempts int
+	// TookOver, when not empty, says which marker this publish took over
+	// (an abandoned one: its publisher is gone, or its data was not written
+	// by confpush; or a live one, with OverrideMarker) and why. A dry run
+	// says which it would take over.
+	TookOver string
+	// Repaired lists live items whose content did not match the live
+	// manifest (changed outside confpush) and that this publish rewrote.
+	Repaired []string
 }
 
 // Publisher publishes config sets to one root. It is safe for concurrent
@@ -212,9 +220,12 @@ func (p *Publisher) Current(ctx context.Context) (*manifest.Manifest, *zk.Stat, 
 // Read returns a generation's manifest and items. Generation 0 means the
 // live one, read from the root with manifest verification: the items read
 // must all match the manifest's hashes, else the read is retried (a
-// publish landed in between); if it stays torn (a marker-mode publish is
-// in progress, or died), the live generation's content is read from the
-// history and blob store instead, verified the same way. Other
+// publish landed in between); if it stays torn while a marker exists (a
+// marker-mode publish is in progress, or died), the live generation's
+// content is read from the history and blob store instead, verified the
+// same way. Without a marker, an item that keeps not matching the same
+// manifest was changed outside confpush: Read fails with an
+// *ItemMismatchError naming it rather than answer from stored copies. Other
 // generations are read from the history and blob store, and fail with
 // ErrGenerationNotFound when retention removed them.
 func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manifest, map[string][]byte, error) {
@@ -224,6 +235,7 @@ func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manif
 	if generation > 0 {
 		return p.readPast(ctx, generation)
 	}
+	lastID, same := "", 0 // torn reads in a row under the same manifest
 	for attempt := 0; ; attempt++ {
 		m, _, err := p.Current(ctx)
 		if err != nil {
@@ -236,11 +248,24 @@ func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manif
 		if torn == "" {
 			return m, items, nil
 		}
+		if m.PublishID == lastID {
+			same++
+		} else {
+			lastID, same = m.PublishID, 0
+		}
 		p.log.Debug("live read torn; retrying", "generation", m.Generation, "item", torn, "attempt", attempt)
 		if attempt >= 2 {
-			hm, hitems, herr := p.readPast(ctx, m.Generation)
-			if herr == nil && hm.PublishID == m.PublishID {
-				return hm, hitems, nil
+			ms, err := p.exists(ctx, p.paths.Marker())
+			if err != nil {
+				return nil, nil, err
+			}
+			if ms != nil {
+				hm, hitems, herr := p.readPast(ctx, m.Generation)
+				if herr == nil && hm.PublishID == m.PublishID {
+					return hm, hitems, nil
+				}
+			} else if same >= 2 {
+				return nil, nil, &ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation}
 			}
 		}
 		if err := backoff(ctx, attempt); err != nil {

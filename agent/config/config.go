@@ -136,6 +136,9 @@ type Config struct {
 	// "hostname" unless set, and reports them in its status and registry
 	// nodes.
 	Labels map[string]string
+	// File is the configuration file Load read (empty for a Config built
+	// in code). Validate refuses any target that would write it.
+	File string
 }
 
 // MemoryLimit values besides a size in bytes (key memory_limit: "auto",
@@ -371,6 +374,7 @@ func Load(path string) (*Config, error) {
 	}
 	p := newProblems()
 	c := decode(v, filepath.Dir(abs), p)
+	c.File = abs
 	c.validate(p)
 	if err := p.err(); err != nil {
 		return nil, err

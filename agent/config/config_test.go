@@ -59,12 +59,14 @@ targets:
 
 func TestLoadMinimalDefaults(t *testing.T) {
 	f := newFixture(t)
-	c, err := Load(f.config(t, minimal))
+	file := f.config(t, minimal)
+	c, err := Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
 	want := &Config{
+		File:           file,
 		ZooKeeper:      ZooKeeper{Servers: []string{"zk1:2181"}, SessionTimeout: 10 * time.Second},
 		Root:           "/config",
 		Meta:           "/zkconf",
@@ -141,6 +143,7 @@ targets:
 	}
 	c.Targets[1].Template = nil
 	want := &Config{
+		File: filepath.Join(f.dir, "confagent.yaml"),
 		ZooKeeper: ZooKeeper{
 			Servers:        []string{"zk1:2181", "zk2:2182"},
 			SessionTimeout: 4 * time.Second,

@@ -167,13 +167,7 @@ func (c *Config) validateTargets(p *problems) {
 			continue
 		}
 		dests[t.Dest] = i
-		if !p.has("state_dir") && c.StateDir != "" {
-			if within(c.StateDir, t.Dest) {
-				p.addf(key, "%s is inside state_dir %s, which the agent manages itself", t.Dest, c.StateDir)
-			} else if t.Type == TargetDir && within(t.Dest, c.StateDir) {
-				p.addf(key, "directory %s contains state_dir %s", t.Dest, c.StateDir)
-			}
-		}
+		c.checkProtected(key, t, p)
 	}
 	// A directory target owns everything under its dest: any other target
 	// inside it would be deleted or shadowed at the next swap.
@@ -193,6 +187,89 @@ func (c *Config) validateTargets(p *problems) {
 			}
 		}
 	}
+}
+
+// protectedPath is a file or directory of the agent's own that no target
+// may write: a publisher able to replace the agent's configuration could
+// change a check command and run code on every host.
+type protectedPath struct {
+	what, path string
+}
+
+// protected lists the agent's own files and directories: its
+// configuration file, credentials, TLS files, template sources and the
+// state directory (which holds the state file and its .d directory).
+func (c *Config) protected(p *problems) []protectedPath {
+	var out []protectedPath
+	add := func(key, what, path string) {
+		if path != "" && filepath.IsAbs(path) && !p.has(key) {
+			out = append(out, protectedPath{what, filepath.Clean(path)})
+		}
+	}
+	add("state_dir", "state_dir", c.StateDir)
+	add("", "the configuration file", c.File)
+	add("zookeeper.auth_file", "zookeeper.auth_file", c.ZooKeeper.AuthFile)
+	add("zookeeper.tls", "zookeeper.tls.ca_file", c.ZooKeeper.TLS.CAFile)
+	add("zookeeper.tls", "zookeeper.tls.cert_file", c.ZooKeeper.TLS.CertFile)
+	add("zookeeper.tls", "zookeeper.tls.key_file", c.ZooKeeper.TLS.KeyFile)
+	for i := range c.Targets {
+		if c.Targets[i].Type == TargetTemplate {
+			add("", fmt.Sprintf("targets[%d].src", i), c.Targets[i].Src)
+		}
+	}
+	return out
+}
+
+// checkProtected refuses a target whose dest is one of the agent's own
+// files or directories or inside one, or (a dir target, which replaces its
+// whole directory) contains one. Paths are compared cleaned and, where
+// they exist, with symlinks resolved.
+func (c *Config) checkProtected(key string, t *Target, p *problems) {
+	dests := []string{t.Dest}
+	if r := resolveExisting(t.Dest, t.FollowSymlink); r != t.Dest {
+		dests = append(dests, r)
+	}
+	for _, pp := range c.protected(p) {
+		prots := []string{pp.path}
+		if r := resolveExisting(pp.path, true); r != pp.path {
+			prots = append(prots, r)
+		}
+		inside, contains := false, false
+		for _, d := range dests {
+			for _, q := range prots {
+				inside = inside || within(q, d)
+				contains = contains || t.Type == TargetDir && within(d, q)
+			}
+		}
+		switch {
+		case inside && pp.what == "state_dir":
+			p.addf(key, "%s is inside state_dir %s, which the agent manages itself", t.Dest, pp.path)
+		case inside:
+			p.addf(key, "%s is or is inside %s %s: a target must not write the agent's own configuration, credentials or TLS files (a publisher could change them)", t.Dest, pp.what, pp.path)
+		case contains:
+			p.addf(key, "directory %s contains %s %s: a dir target replaces everything under it", t.Dest, pp.what, pp.path)
+		default:
+			continue
+		}
+		return // one problem per dest is enough to fix it
+	}
+}
+
+// resolveExisting returns path with the symlinks of its longest existing
+// prefix resolved; the last component is resolved only when last is set
+// (a target without follow_symlink replaces a symlink at its dest rather
+// than what it points to). Whatever cannot be resolved is kept as is.
+func resolveExisting(path string, last bool) string {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if last {
+		if r, err := filepath.EvalSymlinks(path); err == nil {
+			return r
+		}
+	}
+	if dir == path {
+		return path
+	}
+	return filepath.Join(resolveExisting(dir, true), base)
 }
 
 func validateTarget(prefix string, t *Target, p *problems) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/BurntSushi/toml"
 
@@ -98,6 +99,10 @@ func (e *Error) Unwrap() error { return e.Err }
 type Template struct {
 	tmpl   *template.Template
 	limits Limits
+	// literals are the template's string constants: a missing item whose
+	// name is one of them is named in the error (template text is not
+	// secret); any other name argument may be item content and is not.
+	literals map[string]bool
 }
 
 // Parse parses a template with the helpers below and default Limits.
@@ -136,7 +141,59 @@ func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 		// Parse errors quote only the template text, which is not secret.
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	return &Template{tmpl: t, limits: st.limits}, nil
+	return &Template{tmpl: t, limits: st.limits, literals: stringLiterals(t)}, nil
+}
+
+// stringLiterals collects the string constants of every template in t.
+func stringLiterals(t *template.Template) map[string]bool {
+	out := map[string]bool{}
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.StringNode:
+			out[n.Text] = true
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.ChainNode:
+			walk(n.Node)
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil {
+			walk(tt.Tree.Root)
+		}
+	}
+	return out
 }
 
 // Name returns the template's name.
@@ -144,7 +201,7 @@ func (t *Template) Name() string { return t.tmpl.Name() }
 
 // Execute renders the template from snap. Errors are *Error values.
 func (t *Template) Execute(snap Snapshot) ([]byte, error) {
-	st := &execState{snap: snap, limits: t.limits, parsed: make(map[string]any)}
+	st := &execState{snap: snap, limits: t.limits, parsed: make(map[string]any), literals: t.literals}
 	// Clone so that concurrent executions each bind their own snapshot.
 	tmpl, err := t.tmpl.Clone()
 	if err != nil {
@@ -203,6 +260,8 @@ type execState struct {
 	snap   Snapshot
 	limits Limits
 	parsed map[string]any // "json\x00name" -> parsed value, per execution
+	// literals are the template's string constants (Template.literals).
+	literals map[string]bool
 }
 
 func (st *execState) funcs() template.FuncMap {
@@ -236,16 +295,24 @@ func (st *execState) has(name string) bool {
 	return ok
 }
 
-func (st *execState) get(name string) ([]byte, error) {
+// get returns an item for helper. A name argument the template does not
+// spell out as a literal may be computed from item content ({{ item (trim
+// (item "secret")) }} passes a secret as the name): when no item has that
+// name, the error gives its length, never its value.
+func (st *execState) get(helper, name string) ([]byte, error) {
 	data, ok := st.snap.Get(name)
 	if !ok {
-		return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
+		if st.literals[name] && ValidateName(name) == nil {
+			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
+		}
+		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d (argument of %d bytes, not shown)",
+			helper, st.snap.Generation(), len(name))
 	}
 	return data, nil
 }
 
 func (st *execState) item(name string) (string, error) {
-	data, err := st.get(name)
+	data, err := st.get("item", name)
 	if err != nil {
 		return "", err
 	}
@@ -259,7 +326,7 @@ func (st *execState) cached(format, name string, parse func([]byte) (any, error)
 	if v, ok := st.parsed[key]; ok {
 		return v, nil
 	}
-	data, err := st.get(name)
+	data, err := st.get(strings.ToLower(format), name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/layout"
 )
 
 // TestNoSecretInAgentLogs publishes a recognisable secret and drives the
@@ -50,5 +57,92 @@ func TestNoSecretInAgentLogs(t *testing.T) {
 	st := e.waitApplied(t, "agent-under-test", g)
 	if strings.Contains(st.LastError, secret) {
 		t.Fatalf("the secret reached the status node: %s", st.LastError)
+	}
+}
+
+// TestNoSecretFromTemplateNameArgument: a template passing one item's
+// content as another helper's item name ({{ item (trim (item "item00")) }})
+// fails the render, and the secret appears in none of the error, the
+// agent's log, /status or the status node; the error still says what went
+// wrong and where.
+func TestNoSecretFromTemplateNameArgument(t *testing.T) {
+	const secret = "s3cr3t-NAME-ARG-77"
+	t.Setenv("CONFAGENT_HTTP_LISTEN", "127.0.0.1:0")
+	e := newEnv(t)
+	tmpl := filepath.Join(e.dir, "leak.tmpl")
+	writeAtomic(t, tmpl, `{{ item (trim (item "item00")) }}{{ json (item "item01") }}`)
+	e.writeConfig(t, `  - name: leaky
+    type: template
+    src: `+tmpl+`
+    dest: `+filepath.Join(e.out, "leaky.conf")+`
+apply: independent
+`)
+	items := set(1, 3)
+	items["item00"] = []byte("  password=" + secret + "  \n")
+	items["item01"] = []byte(secret)
+	g := e.publish(t, items)
+	p := e.start(t)
+	p.waitLog(t, "not shown")
+	st := e.waitStatus(t, "agent-under-test", func(st agent.Status) bool {
+		return st.CacheGeneration >= g && st.LastError != ""
+	})
+
+	addr := ""
+	for _, l := range strings.Split(p.log(), "\n") {
+		if _, a, ok := strings.Cut(l, `msg="http listening" addr=`); ok {
+			addr = strings.Fields(a)[0]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no http address in the log:\n%s", p.log())
+	}
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "argument of 27 bytes, not shown") {
+		t.Errorf("/status does not report the render error:\n%s", body)
+	}
+	for what, s := range map[string]string{"log": p.log(), "/status": string(body), "status node": st.LastError} {
+		if strings.Contains(s, secret) {
+			t.Errorf("the secret reached the agent's %s:\n%s", what, s)
+		}
+	}
+	if !strings.Contains(st.LastError, "not shown") {
+		t.Errorf("the status node does not carry the render error: %+v", st)
+	}
+}
+
+// waitStatus watches an agent's status node until ok holds.
+func (e *env) waitStatus(t *testing.T, agentID string, ok func(agent.Status) bool) agent.Status {
+	t.Helper()
+	conn := e.c.Connect(t, 4*time.Second)
+	path := layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID)
+	timeout := time.After(60 * time.Second)
+	for {
+		var st agent.Status
+		found, _, ev, err := conn.ExistsW(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			b, _, gev, err := conn.GetW(path)
+			if err == nil && json.Unmarshal(b, &st) == nil && ok(st) {
+				return st
+			}
+			if err == nil {
+				ev = gev
+			}
+		}
+		select {
+		case <-ev:
+		case <-timeout:
+			t.Fatalf("agent %s never reported the awaited status (last %+v)", agentID, st)
+		}
 	}
 }

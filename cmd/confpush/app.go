@@ -339,6 +339,10 @@ func classify(err error) (int, string) {
 		return exitError, "not_published"
 	case errors.Is(err, publish.ErrGenerationNotFound):
 		return exitError, "generation_not_found"
+	case errors.As(err, new(*publish.ItemMismatchError)):
+		return exitError, "item_mismatch"
+	case errors.Is(err, publish.ErrGenerationExhausted):
+		return exitError, "generation_exhausted"
 	}
 	return exitError, "error"
 }

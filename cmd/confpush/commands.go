@@ -182,6 +182,12 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 		"added": nonNil(res.Added), "changed": nonNil(res.Changed), "removed": nonNil(res.Removed),
 		"recovered": res.Recovered,
 	}
+	if res.TookOver != "" {
+		obj["took_over"] = res.TookOver
+	}
+	if len(res.Repaired) > 0 {
+		obj["repaired"] = res.Repaired
+	}
 	if res.Manifest != nil {
 		obj["items"] = len(res.Manifest.Items)
 		obj["bytes"] = res.Manifest.TotalSize()
@@ -190,6 +196,9 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 		obj["rollback_of"] = rollbackOf
 	}
 	a.emit(obj, func(w io.Writer) {
+		if res.TookOver != "" {
+			fmt.Fprintln(w, res.TookOver)
+		}
 		switch {
 		case res.Unchanged:
 			fmt.Fprintf(w, "unchanged at generation %d (%s)\n", res.Generation, root)
@@ -211,6 +220,9 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 		}
 		for _, n := range res.Removed {
 			fmt.Fprintf(w, "  - %s\n", n)
+		}
+		for _, n := range res.Repaired {
+			fmt.Fprintf(w, "  ! %s did not match the manifest (changed outside confpush): rewritten\n", n)
 		}
 		if res.Recovered {
 			fmt.Fprintln(w, "  (the connection was lost during the commit; its outcome was verified)")

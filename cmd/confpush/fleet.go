@@ -18,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // rolloutError marks a rollout that failed or timed out (exit 5).
@@ -131,6 +132,10 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		return err
 	}
 	sum := fleet.Summarize(agents, live)
+	marker, err := publish.InspectMarker(ctx, conn, p)
+	if err != nil {
+		return err
+	}
 	type row struct {
 		ID     string        `json:"id"`
 		Behind int64         `json:"behind"`
@@ -178,7 +183,14 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			failing = append(failing, id)
 		}
 	}
+	if marker != nil {
+		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
+			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
+	}
 	text := func(out io.Writer) {
+		if marker != nil {
+			fmt.Fprintf(out, "marker: %s\n\n", marker)
+		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
 		for _, r := range rows {

@@ -287,12 +287,22 @@ func ValidateName(name string) error {
 	case name == "zookeeper":
 		return fmt.Errorf("item name %q is reserved by ZooKeeper", name)
 	}
+	pos := 0
 	for _, r := range name {
-		// ZooKeeper refuses U+0000, U+0001-U+001F, U+007F-U+009F,
-		// U+D800-U+F8FF and U+FFF0-U+FFFF in node names.
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 && r <= 0xffff {
-			return fmt.Errorf("item name %q contains character %U, which ZooKeeper or a file system cannot hold", name, r)
+		pos++
+		if zkRefuses(r) {
+			return fmt.Errorf("item name %q: character %d is %U, which a ZooKeeper node name cannot hold", name, pos, r)
 		}
 	}
 	return nil
+}
+
+// zkRefuses reports whether ZooKeeper refuses r in a node name. The rule is
+// the server's PathUtils.validatePath: U+0000-U+001F, U+007F-U+009F,
+// U+D800-U+F8FF and U+FFF0-U+FFFF. Java sees a character above U+FFFF as a
+// surrogate pair (U+D800-U+DFFF), so every supplementary character (emoji,
+// most historic scripts) is refused too: the server answers "invalid
+// arguments" to a create naming one.
+func zkRefuses(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0
 }

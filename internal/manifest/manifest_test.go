@@ -29,6 +29,7 @@ func TestValidateName(t *testing.T) {
 		"\xff\xfe":                        "not valid UTF-8",
 		"zookeeper":                       "reserved by ZooKeeper",
 		"priv\ue000":                      "U+E000",
+		"smile\U0001F600":                 "character 6 is U+1F600",
 	}
 	for n, want := range bad {
 		err := ValidateName(n)
