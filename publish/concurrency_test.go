@@ -65,7 +65,7 @@ func TestTornReadChecker(t *testing.T) {
 	pub := newPub(t, c, "/torn")
 	readerConn, _ := dial(t, testSession, c.Addrs()...)
 	gate := &itemReadGate{prefix: "/torn/"}
-	libReader := mustNew(t, gatedDial(t, c.Addrs(), gate), nil, "/torn")
+	libReader := mustNew(t, dialObserved(t, c.Addrs(), gate.sent), nil, "/torn")
 
 	var (
 		mu        sync.Mutex
@@ -352,28 +352,29 @@ func (g *itemReadGate) sent(frame []byte) {
 	}
 }
 
-// gatedConn passes each request frame the client writes through the gate.
-// The client writes one frame per Write; the first is the connect request,
+// observedConn shows each request frame the client writes to observe. The
+// client writes one frame per Write; the first is the connect request,
 // which has no opcode.
-type gatedConn struct {
+type observedConn struct {
 	net.Conn
-	gate      *itemReadGate
+	observe   func(frame []byte)
 	connected bool // the connect request is written
 }
 
-func (c *gatedConn) Write(b []byte) (int, error) {
+func (c *observedConn) Write(b []byte) (int, error) {
 	if c.connected {
-		c.gate.sent(b)
+		c.observe(b)
 	}
 	c.connected = true
 	return c.Conn.Write(b)
 }
 
-// gatedDial connects to addrs with every connection's requests passing
-// through gate, and waits for the session. Its session timeout is the
-// servers' 30 s maximum: while the gate holds a request, the client sends
-// no ping.
-func gatedDial(t testing.TB, addrs []string, gate *itemReadGate) *zk.Conn {
+// dialObserved connects to addrs with every request frame (after the
+// connect request) shown to observe before it is sent, and waits for the
+// session. observe runs on the client's send loop: while it blocks, the
+// client sends nothing, not even a ping, hence the servers' 30 s maximum
+// as the session timeout.
+func dialObserved(t testing.TB, addrs []string, observe func(frame []byte)) *zk.Conn {
 	t.Helper()
 	sess := zkconn.NewSession()
 	conn, _, err := zk.Connect(addrs, 30*time.Second,
@@ -384,7 +385,7 @@ func gatedDial(t testing.TB, addrs []string, gate *itemReadGate) *zk.Conn {
 			if err != nil {
 				return nil, err
 			}
-			return &gatedConn{Conn: nc, gate: gate}, nil
+			return &observedConn{Conn: nc, observe: observe}, nil
 		}))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
