@@ -123,7 +123,10 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 
 // TestStatusNodeRecreatedAfterExpiry: an agent whose session expires
 // (blackholed past the session timeout) re-creates its status node on the
-// new session within a few seconds.
+// new session, prompted by the session event: the waits are bounded by a
+// generous deadline, far below the 10-minute safety-net resync
+// (cache.DefaultResyncInterval) that could otherwise re-create the node,
+// and nothing is asserted about how long it took.
 func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := newPublisher(t, c)
@@ -141,6 +144,9 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	}
 	owner := stat.EphemeralOwner
 
+	cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	proxy.Blackhole(true)
 	// The server deletes the ephemeral node when the session expires.
 	for {
@@ -177,7 +183,4 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 		}
 	}
 	t.Logf("status node re-created %v after the partition ended", time.Since(start).Round(time.Millisecond))
-	if el := time.Since(start); el > 10*time.Second {
-		t.Fatalf("re-created after %v", el)
-	}
 }
