@@ -29,7 +29,9 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 	dir := t.TempDir()
 	opts := agent.Options{
 		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		ZK: zkconn.Config{Servers: servers, SessionTimeout: time.Second},
+		// The test servers' longest session: a loaded machine must not
+		// expire it by stalling the agent; the expiry test blackholes it.
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: 4 * time.Second},
 		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
 			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1, Check: check}},
 	}
@@ -46,7 +48,7 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 
 func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := p.Publish(ctx, publish.Request{Items: map[string][]byte{"app.conf": []byte(content)}})
 	if err != nil {
