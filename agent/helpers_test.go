@@ -75,7 +75,9 @@ func startDaemon(t testing.TB, addrs []string, stateDir string, specs []agent.Ta
 	t.Helper()
 	r := &running{statuses: make(chan agent.Status, 10000), done: make(chan error, 1)}
 	opts := agent.Options{
-		Root: root, ZK: zkconn.Config{Servers: addrs, SessionTimeout: 2 * time.Second},
+		// The test servers' longest session (4s): a loaded machine must not
+		// expire it by stalling the daemon.
+		Root: root, ZK: zkconn.Config{Servers: addrs, SessionTimeout: 4 * time.Second},
 		AgentID: "test-agent", StateDir: stateDir, Targets: specs, Logger: testLog(t),
 		OnStatus: func(s agent.Status) {
 			select {

@@ -135,9 +135,10 @@ func TestChangeAcrossSessionExpiry(t *testing.T) {
 // TestLeaderKilled: the cache is connected to the ensemble's leader (through
 // a proxy, so the test knows where it is connected), the leader is killed,
 // the client reconnects to a follower within its session, and a change
-// published through the new leader reaches the cache.
+// published through the new leader reaches the cache. The session is long
+// (20s): a leader election on a loaded machine must not outlast it.
 func TestLeaderKilled(t *testing.T) {
-	zkc := zktest.StartEnsemble(t, 3)
+	zkc := zktest.StartWith(t, zktest.Options{Size: 3, MaxSessionTimeout: 30 * time.Second})
 	leader := zkc.Leader()
 	follower := (leader + 1) % 3
 	direct := zkc.Connect(t, 4*time.Second, zkc.Addrs()[follower])
@@ -147,7 +148,7 @@ func TestLeaderKilled(t *testing.T) {
 
 	v1 := set(6, "v1")
 	pub.publish(v1)
-	c := newCache(t, "/config", WithServers([]string{proxy.Addr()}, 4*time.Second), WithLogger(log))
+	c := newCache(t, "/config", WithServers([]string{proxy.Addr()}, 20*time.Second), WithLogger(log))
 	waitGen(t, c, 1, v1)
 	waitState(t, c, "live", isLive)
 

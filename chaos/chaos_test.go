@@ -14,11 +14,19 @@ import (
 // TestChaos is the 90-second chaos run of `make test` (`make chaos` runs
 // the 10-minute one). CHAOS_SEED replays a seed, CHAOS_TEST_DURATION
 // changes the length. Skipped with -short.
+//
+// `make test` runs it beside the other packages on a 2-core machine, so its
+// time bounds are liveness deadlines, not the timing claim: a slack of
+// smokeSlack (not 15s) in the convergence bound and for an agent's SIGTERM
+// exit and configuration reload (a recovery after an agent cut took 18s of
+// the default 25s bound with two CPU-bound processes beside it). Every
+// safety property is checked as in `make chaos`.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes 90s against a real ensemble; skipped with -short")
 	}
-	cfg := Config{Duration: 90 * time.Second, Out: testWriter{t}}
+	const smokeSlack = time.Minute
+	cfg := Config{Duration: 90 * time.Second, Out: testWriter{t}, Slack: smokeSlack}
 	if s := os.Getenv("CHAOS_TEST_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {

@@ -41,7 +41,8 @@ type Config struct {
 	ResyncInterval time.Duration
 	// Slack is the part of the convergence bound that covers process
 	// start-up, client reconnection back-off and a loaded machine (default
-	// 15s). See Bound.
+	// 15s). See Bound. It is also how long an agent may take to exit on
+	// SIGTERM and to report a configuration edit as rejected or reloaded.
 	Slack time.Duration
 	// PollInterval is how often the checker reads every agent's outputs
 	// (default 40ms).

@@ -176,6 +176,9 @@ type nemesis struct {
 	pubProxies []*faultproxy.Proxy
 	log        *eventLog
 	violate    func(v Violation)
+	// grace is how long an agent may take to report a configuration
+	// edit as rejected or reloaded (Config.Slack).
+	grace time.Duration
 
 	mu     sync.Mutex
 	faults []*faultRec
@@ -340,9 +343,9 @@ func (n *nemesis) agentStep(ctx context.Context, a *agentProc, s step) {
 			a.signal(syscall.SIGHUP)
 		}
 		sleep(ctx, s.Down)
-		if !waitCount(&a.rejected, rejected, 10*time.Second) {
+		if !waitCount(&a.rejected, rejected, n.grace) {
 			n.violate(Violation{Property: "config-reload", Agent: a.idx, At: time.Now(),
-				Msg: fmt.Sprintf("%s: the invalid configuration (%s) was never reported as rejected within %v + 10s", a.id, v.name, s.Down)})
+				Msg: fmt.Sprintf("%s: the invalid configuration (%s) was never reported as rejected within %v + %v", a.id, v.name, s.Down, n.grace)})
 		}
 		if err := a.writeConfig(a.validConfig(), true); err != nil {
 			panic(fatalError{err.Error()})
@@ -350,9 +353,9 @@ func (n *nemesis) agentStep(ctx context.Context, a *agentProc, s step) {
 		if s.Hup {
 			a.signal(syscall.SIGHUP)
 		}
-		if !waitCount(&a.reloaded, reloaded, 10*time.Second) {
+		if !waitCount(&a.reloaded, reloaded, n.grace) {
 			n.violate(Violation{Property: "config-reload", Agent: a.idx, At: time.Now(),
-				Msg: fmt.Sprintf("%s: the restored valid configuration was not reloaded within 10s", a.id)})
+				Msg: fmt.Sprintf("%s: the restored valid configuration was not reloaded within %v", a.id, n.grace)})
 		}
 		n.end(r)
 	}

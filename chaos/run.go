@@ -181,7 +181,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	var stopOnce sync.Once
 	stopPublisher := func() { stopOnce.Do(func() { close(stopPub); <-pubDone }) }
 	defer stopPublisher()
-	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate}
+	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate, grace: cfg.Slack}
 	if cfg.sabotage {
 		go func() {
 			if sleep(fctx, cfg.FaultPhase()/2) {
@@ -277,7 +277,7 @@ func (r *runner) agentExited(a *agentProc, code int, tail string) {
 }
 
 // stopAgents stops every agent: SIGTERM, which must end it cleanly within
-// 15s (checked when check is set), then SIGKILL.
+// the slack (checked when check is set), then SIGKILL.
 func (r *runner) stopAgents(check bool) {
 	var wg sync.WaitGroup
 	for _, a := range r.agents {
@@ -287,9 +287,9 @@ func (r *runner) stopAgents(check bool) {
 			if !a.running() {
 				return
 			}
-			if ok := a.stop(syscall.SIGTERM, 15*time.Second); !ok && check {
+			if ok := a.stop(syscall.SIGTERM, r.cfg.Slack); !ok && check {
 				r.violate(Violation{Property: "agent-exit", Agent: a.idx, At: time.Now(),
-					Msg: fmt.Sprintf("%s did not exit within 15s of SIGTERM; last log lines:\n%s", a.id, a.tail())})
+					Msg: fmt.Sprintf("%s did not exit within %v of SIGTERM; last log lines:\n%s", a.id, r.cfg.Slack, a.tail())})
 			}
 		}()
 	}

@@ -29,7 +29,9 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 	dir := t.TempDir()
 	opts := agent.Options{
 		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		ZK: zkconn.Config{Servers: servers, SessionTimeout: time.Second},
+		// The test servers' longest session: a loaded machine must not
+		// expire it by stalling the agent; the expiry test blackholes it.
+		ZK: zkconn.Config{Servers: servers, SessionTimeout: 4 * time.Second},
 		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
 			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1, Check: check}},
 	}
@@ -46,7 +48,7 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 
 func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := p.Publish(ctx, publish.Request{Items: map[string][]byte{"app.conf": []byte(content)}})
 	if err != nil {
@@ -123,7 +125,10 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 
 // TestStatusNodeRecreatedAfterExpiry: an agent whose session expires
 // (blackholed past the session timeout) re-creates its status node on the
-// new session within a few seconds.
+// new session, prompted by the session event: the waits are bounded by a
+// generous deadline, far below the 10-minute safety-net resync
+// (cache.DefaultResyncInterval) that could otherwise re-create the node,
+// and nothing is asserted about how long it took.
 func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := newPublisher(t, c)
@@ -141,6 +146,9 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	}
 	owner := stat.EphemeralOwner
 
+	cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	proxy.Blackhole(true)
 	// The server deletes the ephemeral node when the session expires.
 	for {
@@ -177,7 +185,4 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 		}
 	}
 	t.Logf("status node re-created %v after the partition ended", time.Since(start).Round(time.Millisecond))
-	if el := time.Since(start); el > 10*time.Second {
-		t.Fatalf("re-created after %v", el)
-	}
 }

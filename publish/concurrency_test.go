@@ -1,11 +1,15 @@
 package publish
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 
@@ -34,16 +39,33 @@ func digestOf(items map[string][]byte) digest {
 // verified against the manifest, retried when torn), one through
 // Publisher.Read. No reader may ever accept a set that differs, item for
 // item, from what was published as that generation.
+//
+// That the readers really read across publishes is not left to the
+// scheduler: every tenth publish is straddled by each reader in turn. The
+// reader has read the root (the live generation's manifest) and holds its
+// first item read until the publisher has committed the next generation,
+// which changes at least one of the items that manifest names, so the read
+// is torn by construction and must be seen as torn: the agent-style reader
+// must count it torn, Publisher.Read must return a later generation than
+// the one whose root it first read. Between straddles both readers run
+// freely, as before, for the overlaps the scheduler happens to make.
 func TestTornReadChecker(t *testing.T) {
 	t.Parallel()
-	const publishes = 1000
+	const (
+		publishes   = 1000
+		straddleGap = 10 // a straddled publish per reader every straddleGap
+	)
 	// What is tested is what readers see, not durability: skipping the
 	// transaction log's fsync keeps the test fast on a busy disk.
 	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second, Config: map[string]string{"forceSync": "no"}})
-	ctx := testCtx(t)
+	// 1,000 publishes with the race detector on a loaded 2-core machine
+	// take minutes: the context bounds a hang, not the speed.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
 	pub := newPub(t, c, "/torn")
 	readerConn, _ := dial(t, testSession, c.Addrs()...)
-	libReader := mustNew(t, readerConn, nil, "/torn")
+	gate := &itemReadGate{prefix: "/torn/"}
+	libReader := mustNew(t, dialObserved(t, c.Addrs(), gate.sent), nil, "/torn")
 
 	var (
 		mu        sync.Mutex
@@ -56,24 +78,34 @@ func TestTornReadChecker(t *testing.T) {
 	}
 	res := mustPublish(t, pub, Request{Items: clone(set)})
 	published[res.Generation] = digestOf(set)
+	live := res.Generation
 
 	done := make(chan struct{})
 	type readerStats struct {
-		accepted map[int64]digest
-		torn     int
-		reads    int
-		err      error
+		accepted  map[int64]digest
+		torn      int
+		reads     int
+		issued    int // straddles handed to the reader
+		straddled int // reads held across a publish, each seen as torn
+		err       error
+		straddle  chan *straddle
+		exited    chan struct{}
 	}
-	agent := &readerStats{accepted: map[int64]digest{}}
-	lib := &readerStats{accepted: map[int64]digest{}}
+	newStats := func() *readerStats {
+		return &readerStats{accepted: map[int64]digest{}, straddle: make(chan *straddle), exited: make(chan struct{})}
+	}
+	agent, lib := newStats(), newStats()
 	var wg sync.WaitGroup
 
 	// The agent-style reader: exactly what a consumer that verifies does.
 	wg.Go(func() {
+		defer close(agent.exited)
 		for {
+			var st *straddle
 			select {
 			case <-done:
 				return
+			case st = <-agent.straddle:
 			default:
 			}
 			data, _, err := readerConn.Get("/torn")
@@ -84,6 +116,9 @@ func TestTornReadChecker(t *testing.T) {
 			m, err := manifest.Decode(data)
 			if err != nil {
 				agent.err = err
+				return
+			}
+			if st != nil && !st.hold(done) {
 				return
 			}
 			got := map[string][]byte{}
@@ -101,6 +136,13 @@ func TestTornReadChecker(t *testing.T) {
 				got[n] = b
 			}
 			agent.reads++
+			if st != nil {
+				if !torn {
+					agent.err = fmt.Errorf("the root of generation %d read before a publish and its items after it were not seen as torn", m.Generation)
+					return
+				}
+				agent.straddled++
+			}
 			if torn {
 				agent.torn++ // retried: never accepted
 				continue
@@ -113,12 +155,17 @@ func TestTornReadChecker(t *testing.T) {
 			agent.accepted[m.Generation] = d
 		}
 	})
-	// The library reader.
+	// The library reader. Its connection's gate holds the first item read
+	// of a straddled Read, after Read has read the root.
 	wg.Go(func() {
+		defer close(lib.exited)
 		for {
+			var st *straddle
 			select {
 			case <-done:
 				return
+			case st = <-lib.straddle:
+				gate.arm(st, done)
 			default:
 			}
 			m, got, err := libReader.Read(ctx, 0)
@@ -127,9 +174,34 @@ func TestTornReadChecker(t *testing.T) {
 				return
 			}
 			lib.reads++
+			if st != nil {
+				if gate.armed() {
+					lib.err = errors.New("a straddled Publisher.Read read no item")
+					return
+				}
+				// Read first read the root of st.before; had it accepted
+				// that generation, it would have accepted the next one's
+				// items under it.
+				if m.Generation <= st.before {
+					lib.err = fmt.Errorf("Publisher.Read held across the publish after generation %d returned generation %d", st.before, m.Generation)
+					return
+				}
+				lib.straddled++
+			}
 			lib.accepted[m.Generation] = digestOf(got)
 		}
 	})
+	stop := func(format string, args ...any) {
+		t.Helper()
+		close(done)
+		wg.Wait()
+		for name, r := range map[string]*readerStats{"agent-style": agent, "Publisher.Read": lib} {
+			if r.err != nil {
+				t.Errorf("%s reader: %v", name, r.err)
+			}
+		}
+		t.Fatalf(format, args...)
+	}
 
 	start := time.Now()
 	names := sortedNames(set)
@@ -144,16 +216,45 @@ func TestTornReadChecker(t *testing.T) {
 			delete(next, old)
 			next[fmt.Sprintf("new-%04d.yaml", i)] = content(200, fmt.Sprintf("new/%d", i))
 		}
+		// Straddle this publish with one reader: hand it the straddle, and
+		// publish once it holds the live root and no item yet.
+		var r *readerStats
+		switch i % straddleGap {
+		case 3:
+			r = agent
+		case 8:
+			r = lib
+		}
+		var st *straddle
+		if r != nil {
+			st = &straddle{before: live, ready: make(chan struct{}), done: make(chan struct{})}
+			select {
+			case r.straddle <- st:
+			case <-r.exited:
+				stop("publish %d: the straddling reader stopped", i)
+			case <-ctx.Done():
+				stop("publish %d: the reader did not take up the straddle: %v", i, ctx.Err())
+			}
+			select {
+			case <-st.ready:
+			case <-r.exited:
+				stop("publish %d: the straddling reader stopped", i)
+			case <-ctx.Done():
+				stop("publish %d: the reader did not reach the straddle: %v", i, ctx.Err())
+			}
+			r.issued++
+		}
 		res, err := pub.Publish(ctx, Request{Items: next})
+		if st != nil {
+			close(st.done)
+		}
 		if err != nil {
-			close(done)
-			wg.Wait()
-			t.Fatalf("publish %d: %v", i, err)
+			stop("publish %d: %v", i, err)
 		}
 		mu.Lock()
 		published[res.Generation] = digestOf(next)
 		mu.Unlock()
-		set, names = next, sortedNames(next)
+		set, names, live = next, sortedNames(next), res.Generation
 	}
 	elapsed := time.Since(start)
 	close(done)
@@ -171,10 +272,10 @@ func TestTornReadChecker(t *testing.T) {
 				t.Errorf("%s reader accepted generation %d with content that was not published as it", name, g)
 			}
 		}
-		t.Logf("%s reader: %d verified reads, %d of them torn and retried (Publisher.Read retries inside), %d generations accepted, %d mismatches accepted",
-			name, r.reads, r.torn, len(r.accepted), mismatches)
-		if len(r.accepted) < 20 {
-			t.Errorf("%s reader accepted only %d generations: it did not run alongside the publishes", name, len(r.accepted))
+		t.Logf("%s reader: %d verified reads, %d of them torn and retried (Publisher.Read retries inside), %d held across a publish, %d generations accepted, %d mismatches accepted",
+			name, r.reads, r.torn, r.straddled, len(r.accepted), mismatches)
+		if r.issued < publishes/straddleGap-1 || r.straddled != r.issued {
+			t.Errorf("%s reader: %d of %d reads held across a publish seen as torn, want all of about %d", name, r.straddled, r.issued, publishes/straddleGap)
 		}
 	}
 	if len(published) != publishes {
@@ -185,6 +286,117 @@ func TestTornReadChecker(t *testing.T) {
 	if h := historyList(t, pub.conn, pub.paths); len(h) != DefaultRetention || h[len(h)-1] != publishes {
 		t.Fatalf("history %v: want the newest %d generations", h, DefaultRetention)
 	}
+}
+
+// straddle is one read forced across a publish: the reader, having read the
+// root of generation before, signals ready and reads no item until done.
+type straddle struct {
+	before int64
+	ready  chan struct{}
+	done   chan struct{}
+}
+
+// hold signals that the reader holds the root and waits for the publish;
+// false when the test is stopping.
+func (s *straddle) hold(stop <-chan struct{}) bool {
+	close(s.ready)
+	select {
+	case <-s.done:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// itemReadGate holds, when armed, the first getData request for a path
+// under prefix that a connection sends, until the armed straddle is done.
+// Publisher.Read reads the root before any item, so the hold falls between
+// its root read and its item reads, which no timing could guarantee.
+type itemReadGate struct {
+	prefix string
+	mu     sync.Mutex
+	st     *straddle
+	stop   <-chan struct{}
+}
+
+func (g *itemReadGate) arm(st *straddle, stop <-chan struct{}) {
+	g.mu.Lock()
+	g.st, g.stop = st, stop
+	g.mu.Unlock()
+}
+
+func (g *itemReadGate) armed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.st != nil
+}
+
+// sent is called with every request frame before it is written.
+func (g *itemReadGate) sent(frame []byte) {
+	// A request frame: length, xid, opcode, then for getData the path as
+	// length and bytes (the ZooKeeper wire protocol).
+	const opGetData = 4
+	if len(frame) < 16 || binary.BigEndian.Uint32(frame[8:12]) != opGetData {
+		return
+	}
+	n := int(binary.BigEndian.Uint32(frame[12:16]))
+	if n > len(frame)-16 || !strings.HasPrefix(string(frame[16:16+n]), g.prefix) {
+		return
+	}
+	g.mu.Lock()
+	st, stop := g.st, g.stop
+	g.st = nil
+	g.mu.Unlock()
+	if st != nil {
+		st.hold(stop)
+	}
+}
+
+// observedConn shows each request frame the client writes to observe. The
+// client writes one frame per Write; the first is the connect request,
+// which has no opcode.
+type observedConn struct {
+	net.Conn
+	observe   func(frame []byte)
+	connected bool // the connect request is written
+}
+
+func (c *observedConn) Write(b []byte) (int, error) {
+	if c.connected {
+		c.observe(b)
+	}
+	c.connected = true
+	return c.Conn.Write(b)
+}
+
+// dialObserved connects to addrs with every request frame (after the
+// connect request) shown to observe before it is sent, and waits for the
+// session. observe runs on the client's send loop: while it blocks, the
+// client sends nothing, not even a ping, hence the servers' 30 s maximum
+// as the session timeout.
+func dialObserved(t testing.TB, addrs []string, observe func(frame []byte)) *zk.Conn {
+	t.Helper()
+	sess := zkconn.NewSession()
+	conn, _, err := zk.Connect(addrs, 30*time.Second,
+		zk.WithEventCallback(sess.Callback),
+		zk.WithLogger(quiet{}),
+		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			nc, err := net.DialTimeout(network, address, timeout)
+			if err != nil {
+				return nil, err
+			}
+			return &observedConn{Conn: nc, observe: observe}, nil
+		}))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := sess.WaitConnected(ctx); err != nil {
+		t.Fatalf("wait for session: %v", err)
+	}
+	return conn
 }
 
 // TestRacingPublishers starts 8 publishers, each on its own session, on a

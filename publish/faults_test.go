@@ -21,22 +21,39 @@ import (
 // opMulti is ZooKeeper's opcode for a multi request.
 const opMultiCode = 14
 
-// spyConn reports when the client has written a Multi request to the
-// socket: go-zookeeper writes each request with one Write of the whole
-// packet (length, xid, opcode, body).
+// spyConn is the client's side of a rig's connection. go-zookeeper writes
+// each request with one Write of the whole packet (length, xid, opcode,
+// body), so a Multi can be recognised and lost on its way; and what the
+// server sends can be withheld from the client (deaf), so that a response
+// is lost with the connection whatever the scheduling: no latency race.
 type spyConn struct {
 	net.Conn
 	onMulti *atomic.Pointer[func()]
+	deaf    atomic.Bool
 }
 
 func (s *spyConn) Write(b []byte) (int, error) {
-	n, err := s.Conn.Write(b)
 	if len(b) >= 12 && binary.BigEndian.Uint32(b[8:12]) == opMultiCode {
 		if f := s.onMulti.Swap(nil); f != nil {
+			// Lost on the way: the server never receives it.
 			(*f)()
+			return len(b), nil
 		}
 	}
-	return n, err
+	return s.Conn.Write(b)
+}
+
+func (s *spyConn) Read(b []byte) (int, error) {
+	for {
+		n, err := s.Conn.Read(b)
+		if !s.deaf.Load() {
+			return n, err
+		}
+		if err != nil {
+			return 0, err
+		}
+		// Withheld: read on until the connection is cut.
+	}
 }
 
 // zkOptions collects client options (their type is unexported).
@@ -55,6 +72,7 @@ type rig struct {
 	sess    *zkconn.Session // nil when built without a tracker
 	direct  *zk.Conn
 	onMulti atomic.Pointer[func()]
+	current atomic.Pointer[spyConn] // the client's newest connection
 }
 
 func newRig(t *testing.T, c *zktest.Cluster, sessionTimeout time.Duration, tracker bool) *rig {
@@ -65,7 +83,9 @@ func newRig(t *testing.T, c *zktest.Cluster, sessionTimeout time.Duration, track
 		if err != nil {
 			return nil, err
 		}
-		return &spyConn{Conn: nc, onMulti: &r.onMulti}, nil
+		sc := &spyConn{Conn: nc, onMulti: &r.onMulti}
+		r.current.Store(sc)
+		return sc, nil
 	}
 	connected := make(chan struct{})
 	var once sync.Once
@@ -99,9 +119,14 @@ func newRig(t *testing.T, c *zktest.Cluster, sessionTimeout time.Duration, track
 	return r
 }
 
-// armMulti runs f (once) right after the client has written its next Multi
-// to the socket.
-func (r *rig) armMulti(f func()) { r.onMulti.Store(&f) }
+// loseMulti makes the client's next Multi get lost: it is never written to
+// the socket, f (a cut) runs instead.
+func (r *rig) loseMulti(f func()) { r.onMulti.Store(&f) }
+
+// deafen withholds from the client everything the server sends on its
+// current connection from now on: a response is then lost with the
+// connection when the test cuts it.
+func (r *rig) deafen() { r.current.Load().deaf.Store(true) }
 
 // created returns a channel closed when path exists (watched on the direct
 // connection, so the proxy's faults do not affect it).
@@ -176,12 +201,14 @@ func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected in
 // TestConnectionLossAroundCommit cuts the publisher's connection while a
 // commit is in flight, on either side of the server applying it. The
 // connection loss is real (the proxy drops the TCP connection; the client
-// reports ErrConnectionClosed); the proxy's latency holds the request (or
-// the response) in the proxy long enough to cut it deterministically.
+// reports ErrConnectionClosed). Which side of the apply it falls on is
+// decided by events, not by a latency racing the scheduler: not landed,
+// the Multi is lost before it reaches the socket and the connection cut;
+// landed, the client's connection is deaf from just before the Multi (the
+// response never reaches it) and is cut once the server shows the commit.
 func TestConnectionLossAroundCommit(t *testing.T) {
 	t.Parallel()
 	c := startZK(t) // long sessions: a cut must never turn into an expiry
-	const latency = 700 * time.Millisecond
 
 	for _, tc := range []struct {
 		name   string
@@ -204,10 +231,10 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 				if stage != tc.stage || !armed.CompareAndSwap(true, false) {
 					return
 				}
-				r.proxy.Delay(latency)
-				if !tc.landed {
-					// The Multi is in the proxy, held by the latency: cut.
-					r.armMulti(func() { r.proxy.Cut(); r.proxy.Delay(0) })
+				if tc.landed {
+					r.deafen()
+				} else {
+					r.loseMulti(r.proxy.Cut)
 				}
 			}))
 			base := items(5, 100, "base")
@@ -218,8 +245,8 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 			gen := int64(2)
 			cutDone := make(chan struct{})
 			if tc.landed {
-				// The response is held by the latency once the server has
-				// applied the commit: cut when the server shows it.
+				// The response is withheld from the deaf client: cut when
+				// the server shows the commit applied.
 				witness := p.paths.HistoryNode(gen)
 				if tc.stage == "marker" {
 					witness = p.paths.Marker()
@@ -229,7 +256,6 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 					defer close(cutDone)
 					<-appeared
 					r.proxy.Cut()
-					r.proxy.Delay(0)
 				}()
 			} else {
 				close(cutDone)
@@ -297,7 +323,7 @@ func TestSessionExpiryDuringCommit(t *testing.T) {
 					return
 				}
 				if tc.landed {
-					r.proxy.Delay(500 * time.Millisecond)
+					r.deafen() // the response never reaches the client
 				} else {
 					r.proxy.Blackhole(true) // the Multi is held, never delivered
 				}
@@ -313,11 +339,11 @@ func TestSessionExpiryDuringCommit(t *testing.T) {
 				defer close(lifted)
 				if tc.landed {
 					<-r.created(p.paths.HistoryNode(2))
-					// Applied; the response is held by the latency: lose it
-					// and keep the client out until its session expires.
+					// Applied; the response is withheld from the deaf client:
+					// lose it and keep the client out until its session
+					// expires.
 					r.proxy.Blackhole(true)
 					r.proxy.Cut()
-					r.proxy.Delay(0)
 				}
 				<-gone
 				r.proxy.Blackhole(false)

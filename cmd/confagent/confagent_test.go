@@ -353,7 +353,7 @@ func TestSIGKILLDuringRendersNeverPartial(t *testing.T) {
 	if pubErr != nil {
 		t.Fatalf("publisher: %v", pubErr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	m, _, err := e.pub.Current(ctx)
 	cancel()
 	if err != nil {

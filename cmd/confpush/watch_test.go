@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,12 +64,29 @@ func (w *watcher) output() string {
 	return strings.Join(w.lines, "\n")
 }
 
+// lineCount is the number of output lines so far.
+func (w *watcher) lineCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.lines)
+}
+
 // waitFor waits for an output line containing s.
 func (w *watcher) waitFor(t *testing.T, name, s string) {
 	t.Helper()
+	w.waitForSince(t, name, s, 0)
+}
+
+// waitForSince waits for an output line containing s after the first from
+// lines.
+func (w *watcher) waitForSince(t *testing.T, name, s string, from int) {
+	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
-		if strings.Contains(w.output(), s) {
+		w.mu.Lock()
+		found := slices.ContainsFunc(w.lines[from:], func(l string) bool { return strings.Contains(l, s) })
+		w.mu.Unlock()
+		if found {
 			return
 		}
 		select {
@@ -100,16 +118,22 @@ func TestWatchFencedFailover(t *testing.T) {
 		}
 	}
 	write("v1")
-	args := func(zk, debounce string) []string {
-		return []string{"--zk", zk, "--root", "/config", "--session-timeout", "1s", "--log-level", "info",
+	args := func(zk, debounce, level string) []string {
+		return []string{"--zk", zk, "--root", "/config", "--session-timeout", "1s", "--log-level", level,
 			"watch", "--debounce", debounce, dir}
 	}
-	a := startWatcher(t, bin, args(proxy.Addr(), "2s")...)
+	a := startWatcher(t, bin, args(proxy.Addr(), "2s", "debug")...)
 	a.waitFor(t, "A", "published generation 1")
-	b := startWatcher(t, bin, args(c.Addrs()[0], "200ms")...)
+	b := startWatcher(t, bin, args(c.Addrs()[0], "200ms", "info")...)
 	b.waitFor(t, "B", "campaigning")
 
+	from := a.lineCount()
 	proxy.Blackhole(true)
+	// The change must find A disconnected, whatever the scheduling: wait
+	// for A's ZooKeeper client (go-zookeeper, at debug level) to fail a
+	// reconnection attempt, which it logs only after it has reported the
+	// disconnection to A's session tracker.
+	a.waitForSince(t, "A", "authentication failed", from)
 	write("v2")
 	// A sees the change but, disconnected, holds its publish back.
 	a.waitFor(t, "A", "publish pending until reconnected")

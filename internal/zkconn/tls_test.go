@@ -28,7 +28,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := sess.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := sess.WaitConnected(ctx); err != nil {
 		t.Fatal(err)

@@ -119,7 +119,7 @@ func TestNoServerOutlivesCrash(t *testing.T) {
 	// PR_SET_PDEATHSIG delivers SIGKILL when the child exits; the kernel may
 	// take a moment to reap. Nothing signals us when an unrelated pid goes
 	// away, so poll /proc with a generous bound.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) || zombie(pid) {
 			return
