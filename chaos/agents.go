@@ -47,6 +47,9 @@ type agentProc struct {
 	tmplOut string // template target
 	state   string
 	picky   bool // its dir target's check rejects PoisonToken
+	// extraConfig is appended to the valid configuration (see
+	// incarnationConfig).
+	extraConfig string
 	proxies []*faultproxy.Proxy
 	bin     string
 	sess    time.Duration
@@ -121,6 +124,8 @@ func (a *agentProc) validConfig() string {
 		fmt.Fprintf(&b, "    timeout: 20s\n")
 	}
 	fmt.Fprintf(&b, "  - name: summary\n    type: template\n    src: %s\n    dest: %s\n    mode: \"0644\"\n", q(a.tmpl), q(a.tmplOut))
+	fmt.Fprintf(&b, "    reload: %s\n", q(a.reloadCommand()))
+	b.WriteString(a.extraConfig)
 	return b.String()
 }
 
