@@ -173,6 +173,9 @@ func (n *nemesis) diskFullStep(ctx context.Context, a *agentProc, s step) {
 	}
 	n.end(r)
 	n.log.add("fault", "%s: disk healed with the publisher held; behind generation %s then: %v", a.id, genName(want), behind)
+	if a.picky && n.work.poisoned(want) {
+		return // it rightly stays behind: nothing to wait for
+	}
 	deadline := time.Now().Add(n.bound)
 	for time.Now().Before(deadline) && !n.shows(a, want) {
 		time.Sleep(50 * time.Millisecond)
@@ -254,13 +257,16 @@ func (n *nemesis) reloadFailStep(ctx context.Context, a *agentProc, s step) {
 	sleep(ctx, s.Down)
 	release := n.work.hold()
 	defer release()
+	// Wait until the agent has nothing newer to apply and its last reload
+	// failed: then only a retry can make a reload succeed.
 	want, _ := n.work.latest()
 	wantNonce := n.work.nonceOfKey(want)
+	stuck := a.picky && n.work.poisoned(want) // the picky agent stays on an older generation
 	var failed *reloadLine
 	deadline := time.Now().Add(n.bound)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		lines := readReloadLog(a)
-		if l := len(lines); l > 0 && !lines[l-1].OK && lines[l-1].Nonce == wantNonce {
+		if l := len(lines); l > 0 && !lines[l-1].OK && (lines[l-1].Nonce == wantNonce || stuck) {
 			failed = &lines[l-1]
 			break
 		}
@@ -288,11 +294,14 @@ func (n *nemesis) reloadFailStep(ctx context.Context, a *agentProc, s step) {
 	}
 }
 
-// retried reports whether the failed reload of h succeeded after the heal,
-// within bound.
+// retried reports whether a reload succeeded after the heal, within
+// bound. Nothing was published meanwhile and the failed reload was of the
+// newest generation: a success is the retry (or, should the agent still
+// have had something older to apply, its next apply, which is no
+// forgotten failure either).
 func retried(lines []reloadLine, h reloadHeal, bound time.Duration) bool {
 	for _, l := range lines {
-		if l.OK && l.Nonce == h.Failed.Nonce && l.Gen == h.Failed.Gen && !l.At.Before(h.At) && !l.At.After(h.At.Add(bound)) {
+		if l.OK && !l.At.Before(h.At) && !l.At.After(h.At.Add(bound)) {
 			return true
 		}
 	}
@@ -719,6 +728,19 @@ func (n *nemesis) samples() ([]reloadHeal, []fleetSample, []squatSample) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.reloadHeals), slices.Clone(n.fleetSamples), slices.Clone(n.squatSamples)
+}
+
+// poisoned reports whether acknowledged generation k (a gkey) carries
+// content the picky agent's check rejects.
+func (w *workload) poisoned(k int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range w.acked[k] {
+		if w.poison[sigOf(d)] {
+			return true
+		}
+	}
+	return false
 }
 
 // nonceOfKey is the request nonce of an acknowledged generation (gkey).
