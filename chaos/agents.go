@@ -47,9 +47,6 @@ type agentProc struct {
 	tmplOut string // template target
 	state   string
 	picky   bool // its dir target's check rejects PoisonToken
-	// extraConfig is appended to the valid configuration (see
-	// incarnationConfig).
-	extraConfig string
 	proxies []*faultproxy.Proxy
 	bin     string
 	sess    time.Duration
@@ -57,6 +54,10 @@ type agentProc struct {
 	resync  time.Duration
 	log     *eventLog
 	onExit  func(a *agentProc, code int, tail string) // unexpected exits
+
+	// extraConfig is appended to the valid configuration (see
+	// incarnationConfig).
+	extraConfig string
 
 	logf *os.File
 

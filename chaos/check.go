@@ -209,7 +209,7 @@ type checker struct {
 	poisonGen map[int64]bool
 	nonceOf   map[string]string // app.json sha -> request nonce
 
-	maxInc     int // the highest incarnation in hist
+	maxInc int // the highest incarnation in hist
 
 	violations []Violation
 	states     int

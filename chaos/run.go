@@ -66,8 +66,8 @@ type runner struct {
 	incLine    string // incarnationConfig's line, or empty
 
 	zkMu     sync.Mutex
-	checkZK  *zk.Conn   // the checker's session, straight to the servers
-	pubConn  *zk.Conn   // the publisher's session
+	checkZK  *zk.Conn  // the checker's session, straight to the servers
+	pubConn  *zk.Conn  // the publisher's session
 	preViews []*zkView // the history of every incarnation before a wipe
 
 	mu         sync.Mutex
@@ -511,6 +511,10 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		WorstRecoveryAgent: rec.worstAgent, WorstRecoveryWhat: rec.worstWhat, Violations: all, WorkDir: cfg.WorkDir,
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
+		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
+	}
+	for _, v := range views[:len(views)-1] {
+		s.HistoryVerified += v.historyRead
 	}
 	for _, f := range faults {
 		if f.Kind != "agent-exit" {
