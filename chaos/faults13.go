@@ -86,22 +86,29 @@ func incarnationConfig(probeDir string, valid string) string {
 	return line
 }
 
-// fleetView is what a publisher's rollout sees (confpush status, publish
-// --wait): the status nodes it would count, and which of them count as
-// having applied generation gen. On branch i13-trust, fleet.List is
-// expected to judge each node (trusted or not) and Applied/Summarize to
-// count trusted nodes only; adjust here if the names differ.
-func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64) (applied []string, sum fleet.Summary, err error) {
+// fleetView is what a publisher sees of a rollout: the agents that
+// `confpush status` (fleet.List, Agent.Applied, fleet.Summarize) counts as
+// having applied generation gen, and those a `publish --wait` (fleet.Wait)
+// counts, followed for waitFor. On branch i13-trust, Agent.Applied counts
+// only trusted nodes (Agent.Trusted: in open mode ephemeral, agent_id equal
+// to the node's name) and Wait never counts untrusted ones; the names
+// used here are the same on both branches.
+func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64, waitFor time.Duration) (applied []string, sum fleet.Summary, waited []string, err error) {
 	agents, err := fleet.List(ctx, conn, paths)
 	if err != nil {
-		return nil, fleet.Summary{}, err
+		return nil, fleet.Summary{}, nil, err
 	}
 	for _, a := range agents {
 		if a.Applied(gen) {
 			applied = append(applied, a.ID)
 		}
 	}
-	return applied, fleet.Summarize(agents, gen), nil
+	// A Min no rollout reaches: Wait follows until its deadline and
+	// returns what it counted.
+	wctx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	pr, _ := fleet.Wait(wctx, conn, paths, gen, fleet.WaitOptions{Min: 1 << 20})
+	return applied, fleet.Summarize(agents, gen), pr.Applied, nil
 }
 
 // reinitTree is what an operator runs on a recreated, empty ensemble
@@ -177,7 +184,7 @@ func (n *nemesis) diskFullStep(ctx context.Context, a *agentProc, s step) {
 		return // it rightly stays behind: nothing to wait for
 	}
 	deadline := time.Now().Add(n.bound)
-	for time.Now().Before(deadline) && !n.shows(a, want) {
+	for time.Now().Before(deadline) && ctx.Err() == nil && !n.shows(a, want) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -346,6 +353,7 @@ type fleetSample struct {
 	Gen      int64
 	Applied  []string // ids the view counts as having applied Gen
 	AtLatest int      // fleet.Summarize's count
+	Waited   []string // ids fleet.Wait counts as having applied Gen
 	Forged   []string // forged nodes that existed around the reading
 }
 
@@ -443,10 +451,10 @@ func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
 		}
 		at := time.Now()
 		vctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		applied, sum, err := fleetView(vctx, viewer, paths, gen)
+		applied, sum, waited, err := fleetView(vctx, viewer, paths, gen, time.Second)
 		cancel()
 		if err == nil {
-			n.recordFleet(fleetSample{At: at, Gen: gen, Applied: applied, AtLatest: sum.AtLatest, Forged: forged})
+			n.recordFleet(fleetSample{At: at, Gen: gen, Applied: applied, AtLatest: sum.AtLatest, Waited: waited, Forged: forged})
 		}
 		if squatted {
 			b, st, err := forger.Get(squat)
@@ -490,19 +498,25 @@ func liveGeneration(conn *zk.Conn) (int64, error) {
 // a forged node as applied, and no squatted node, while still the
 // forger's, got content other than the forger's.
 func (c *checker) checkForged(fleetSamples []fleetSample, squats []squatSample) {
-	for _, s := range fleetSamples {
-		var counted []string
-		for _, id := range s.Applied {
-			if slices.Contains(s.Forged, id) {
-				counted = append(counted, id)
+	forgedIn := func(ids, forged []string) (out []string) {
+		for _, id := range ids {
+			if slices.Contains(forged, id) {
+				out = append(out, id)
 			}
 		}
+		return out
+	}
+	for _, s := range fleetSamples {
+		counted := forgedIn(s.Applied, s.Forged)
 		real := len(s.Applied) - len(counted)
 		switch {
 		case len(counted) > 0:
-			c.violate("forged-status", -1, s.At, "the fleet view counts forged status node(s) %v as having applied generation %d", counted, s.Gen)
+			c.violate("forged-status", -1, s.At, "the fleet view (fleet.List) counts forged status node(s) %v as having applied generation %d", counted, s.Gen)
 		case s.AtLatest > real:
 			c.violate("forged-status", -1, s.At, "the fleet summary counts %d agents at generation %d, only %d real agents applied it", s.AtLatest, s.Gen, real)
+		}
+		if w := forgedIn(s.Waited, s.Forged); len(w) > 0 {
+			c.violate("forged-status", -1, s.At, "a rollout wait (fleet.Wait) counts forged status node(s) %v as having applied generation %d", w, s.Gen)
 		}
 	}
 	seen := map[int]bool{}
@@ -531,9 +545,11 @@ func (n *nemesis) wipeStep(ctx context.Context, s step) {
 	for i := range c.Servers {
 		c.Kill(i)
 	}
+	// All down before any is wiped and restarted: a wiped server starting
+	// beside one that still has the data would just sync it back (which is
+	// why zktest's one-server Wipe, on branch i13-wipe, does not do here).
 	for _, srv := range c.Servers {
-		// Keep myid: the server is the same, its data is gone.
-		if err := os.RemoveAll(filepath.Join(srv.Dir, "data", "version-2")); err != nil {
+		if err := wipeData(filepath.Join(srv.Dir, "data")); err != nil {
 			panic(fatalError{fmt.Sprintf("wipe %s: %v", srv.Dir, err)})
 		}
 	}
@@ -548,6 +564,23 @@ func (n *nemesis) wipeStep(ctx context.Context, s step) {
 		panic(fatalError{fmt.Sprintf("after the wipe: %v", err)})
 	}
 	n.end(r)
+}
+
+// wipeData removes everything of a server's data directory but myid: the
+// server is the same, its data is gone.
+func wipeData(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != "myid" {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkIncarnations verifies that every wipe gave the tree a new

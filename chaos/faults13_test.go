@@ -98,6 +98,8 @@ func TestCheckForgedReportsCountedForgeries(t *testing.T) {
 	counted.Applied = []string{"agent-0", "ghost-1-5"}
 	summed := clean
 	summed.AtLatest = 3
+	waited := clean
+	waited.Waited = []string{"agent-0", "ghost-1-5"}
 	squatOK := squatSample{At: now, Agent: 1, Path: "/s/agent-1", Ours: true}
 	squatWritten := squatOK
 	squatWritten.Changed = true
@@ -112,6 +114,7 @@ func TestCheckForgedReportsCountedForgeries(t *testing.T) {
 		{"clean", []fleetSample{clean}, []squatSample{squatOK, squatGone}, nil},
 		{"a forged node counted as applied", []fleetSample{clean, counted}, nil, []string{"forged-status"}},
 		{"the summary counts more than the real agents", []fleetSample{summed}, nil, []string{"forged-status"}},
+		{"a rollout wait counts a forged node", []fleetSample{waited}, nil, []string{"forged-status"}},
 		{"the agent wrote into the squatted node (reported once)", nil, []squatSample{squatOK, squatWritten, squatWritten}, []string{"forged-status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
