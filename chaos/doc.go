@@ -38,7 +38,8 @@
 // not exist and squats a stopped agent's node) and, once per run,
 // ensemble-wipe (every server's data wiped, the publisher starting over on
 // the empty tree). The disk-full, reload and wipe faults heal with the
-// publisher held, so that only the agent's own retry can bring it back.
+// publisher held (the first two within a budget of a fifth of the run),
+// so that only the agent's own retry can bring it back.
 //
 // # The checker
 //

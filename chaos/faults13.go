@@ -171,17 +171,17 @@ func (n *nemesis) diskFullStep(ctx context.Context, a *agentProc, s step) {
 		panic(fatalError{fmt.Sprintf("%s: fill the output filesystem: %v", a.id, err)})
 	}
 	sleep(ctx, s.Down)
-	release := n.work.hold()
+	release, held := n.work.tryHold()
 	defer release()
 	want, _ := n.work.latest()
-	behind := !n.shows(a, want)
+	behind := want != 0 && !n.shows(a, want)
 	if err := os.Remove(a.ballast()); err != nil {
 		panic(fatalError{fmt.Sprintf("%s: remove the ballast: %v", a.id, err)})
 	}
 	n.end(r)
-	n.log.add("fault", "%s: disk healed with the publisher held; behind generation %s then: %v", a.id, genName(want), behind)
-	if a.picky && n.work.poisoned(want) {
-		return // it rightly stays behind: nothing to wait for
+	n.log.add("fault", "%s: disk healed, publisher held %v; behind generation %s then: %v", a.id, held, genName(want), behind)
+	if !held || !behind || (a.picky && n.work.poisoned(want)) {
+		return // nothing to wait for (the picky agent rightly stays behind a poisoned one)
 	}
 	deadline := time.Now().Add(n.bound)
 	for time.Now().Before(deadline) && ctx.Err() == nil && !n.shows(a, want) {
@@ -250,6 +250,7 @@ type reloadHeal struct {
 	Agent  int
 	At     time.Time
 	Failed reloadLine
+	Held   bool // nothing was published meanwhile
 }
 
 // reloadFailStep makes the agent's reloads fail for s.Down, then, with the
@@ -262,15 +263,19 @@ func (n *nemesis) reloadFailStep(ctx context.Context, a *agentProc, s step) {
 		panic(fatalError{err.Error()})
 	}
 	sleep(ctx, s.Down)
-	release := n.work.hold()
+	release, held := n.work.tryHold()
 	defer release()
 	// Wait until the agent has nothing newer to apply and its last reload
-	// failed: then only a retry can make a reload succeed.
+	// failed: then, the publisher held, only a retry can make a reload
+	// succeed. Not held, the newest failure is taken as it is.
 	want, _ := n.work.latest()
 	wantNonce := n.work.nonceOfKey(want)
-	stuck := a.picky && n.work.poisoned(want) // the picky agent stays on an older generation
+	stuck := !held || a.picky && n.work.poisoned(want) // the picky agent stays on an older generation
 	var failed *reloadLine
 	deadline := time.Now().Add(n.bound)
+	if want == 0 {
+		deadline = time.Now() // nothing acknowledged in this incarnation yet
+	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		lines := readReloadLog(a)
 		if l := len(lines); l > 0 && !lines[l-1].OK && (lines[l-1].Nonce == wantNonce || stuck) {
@@ -287,11 +292,11 @@ func (n *nemesis) reloadFailStep(ctx context.Context, a *agentProc, s step) {
 		n.log.add("fault", "%s: no failed reload of generation %s to retry (not exercised)", a.id, genName(want))
 		return
 	}
-	h := reloadHeal{Agent: a.idx, At: time.Now(), Failed: *failed}
+	h := reloadHeal{Agent: a.idx, At: time.Now(), Failed: *failed, Held: held}
 	n.mu.Lock()
 	n.reloadHeals = append(n.reloadHeals, h)
 	n.mu.Unlock()
-	n.log.add("fault", "%s: reload of generation %s failed; flag removed with the publisher held", a.id, genName(want))
+	n.log.add("fault", "%s: reload of generation %d (request %s) failed; flag removed, publisher held %v", a.id, failed.Gen, failed.Nonce, held)
 	deadline = time.Now().Add(n.bound)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if retried(readReloadLog(a), h, n.bound) {
@@ -322,8 +327,12 @@ func retried(lines []reloadLine, h reloadHeal, bound time.Duration) bool {
 func (c *checker) checkReloads(agent int, lines []reloadLine, heals []reloadHeal, finalGen int64, finalNonce string, bound time.Duration, now time.Time) {
 	for _, h := range heals {
 		if h.Agent == agent && !retried(lines, h, bound) {
-			c.violate("reload-retry", agent, h.At, "the failed reload of generation %d (request %s) was not retried successfully within %v after the reload command was fixed (nothing was published meanwhile)",
-				h.Failed.Gen, h.Failed.Nonce, bound)
+			note := ""
+			if h.Held {
+				note = " (nothing was published meanwhile)"
+			}
+			c.violate("reload-retry", agent, h.At, "the failed reload of generation %d (request %s) was not retried successfully within %v after the reload command was fixed%s",
+				h.Failed.Gen, h.Failed.Nonce, bound, note)
 		}
 	}
 	var last *reloadLine

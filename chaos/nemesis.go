@@ -138,17 +138,17 @@ func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule 
 				switch r := rng.IntN(100); {
 				case r < 20:
 					kind = fAgentCut
-				case r < 36:
+				case r < 37:
 					kind = fAgentBlackhole
-				case r < 52:
+				case r < 54:
 					kind = fAgentLatency
-				case r < 68:
+				case r < 71:
 					kind = fAgentKill
-				case r < 78:
+				case r < 85:
 					kind = fAgentConfig
-				case r < 86:
+				case r < 90:
 					kind = fAgentDiskFull
-				case r < 94:
+				case r < 95:
 					kind = fAgentReloadFail
 				default:
 					kind = fForgedStatus

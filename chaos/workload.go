@@ -78,10 +78,13 @@ type workload struct {
 	timeout time.Duration
 
 	// The gate pauses the publisher between two publishes (see hold).
-	gateMu sync.Mutex
-	gate   *sync.Cond
-	holds  int
-	busy   bool
+	gateMu    sync.Mutex
+	gate      *sync.Cond
+	holds     int
+	busy      bool
+	started   time.Time     // when run started
+	heldSince time.Time     // when the current pause began
+	heldTotal time.Duration // pauses so far
 
 	mu      sync.Mutex
 	inc     int
@@ -110,6 +113,9 @@ func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
 
 // run publishes until stop is closed, pausing between publishes.
 func (w *workload) run(stop <-chan struct{}) {
+	w.gateMu.Lock()
+	w.started = time.Now()
+	w.gateMu.Unlock()
 	for {
 		select {
 		case <-stop:
@@ -134,16 +140,39 @@ func (w *workload) run(stop <-chan struct{}) {
 // returned function is called; holds by several faults overlap.
 func (w *workload) hold() (release func()) {
 	w.gateMu.Lock()
+	defer w.gateMu.Unlock()
+	return w.holdLocked()
+}
+
+// tryHold holds the publisher unless another fault holds it already or
+// pauses took a fifth of the time it has been running: agents that do not
+// retry on their own would otherwise keep it paused for the bound after
+// every fault, and little would be published.
+func (w *workload) tryHold() (release func(), ok bool) {
+	w.gateMu.Lock()
+	defer w.gateMu.Unlock()
+	if w.holds > 0 || w.started.IsZero() || w.heldTotal > time.Since(w.started)/5 {
+		return func() {}, false
+	}
+	return w.holdLocked(), true
+}
+
+func (w *workload) holdLocked() (release func()) {
 	w.holds++
+	if w.holds == 1 {
+		w.heldSince = time.Now()
+	}
 	for w.busy {
 		w.gate.Wait()
 	}
-	w.gateMu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			w.gateMu.Lock()
 			w.holds--
+			if w.holds == 0 {
+				w.heldTotal += time.Since(w.heldSince)
+			}
 			w.gate.Broadcast()
 			w.gateMu.Unlock()
 		})
