@@ -317,3 +317,53 @@ func TestDiskFullFillsTheOutputFilesystem(t *testing.T) {
 		t.Fatalf("after the heal: %v", err)
 	}
 }
+
+// TestHoldPausesThePublisher: a hold waits for the publish in progress,
+// holds overlap, and tryHold declines when another fault holds the
+// publisher or pauses used their share of the run.
+func TestHoldPausesThePublisher(t *testing.T) {
+	w := newWorkload(1, nil, nil)
+	if _, ok := w.tryHold(); ok {
+		t.Fatal("tryHold before the publisher runs")
+	}
+	w.started = time.Now().Add(-100 * time.Second)
+	w.busy = true // a publish in progress
+	got := make(chan func())
+	go func() { r, _ := w.tryHold(); got <- r }()
+	select {
+	case <-got:
+		t.Fatal("the hold did not wait for the publish in progress")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.gateMu.Lock()
+	w.busy = false
+	w.gate.Broadcast()
+	w.gateMu.Unlock()
+	var release func()
+	select {
+	case release = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hold never returned after the publish ended")
+	}
+	if _, ok := w.tryHold(); ok {
+		t.Fatal("tryHold while another fault holds the publisher")
+	}
+	wipe := w.hold() // the wipe holds regardless
+	release()
+	if w.holds != 1 {
+		t.Fatalf("%d holds after one release", w.holds)
+	}
+	wipe()
+	if w.holds != 0 {
+		t.Fatalf("%d holds after both releases", w.holds)
+	}
+	if r, ok := w.tryHold(); !ok {
+		t.Fatal("tryHold declined with nobody holding and the budget unused")
+	} else {
+		r()
+	}
+	w.heldTotal = 30 * time.Second // more than a fifth of 100s
+	if _, ok := w.tryHold(); ok {
+		t.Fatal("tryHold beyond the budget")
+	}
+}
