@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -389,18 +390,18 @@ func forgedStatus(id string, gen int64) []byte {
 // while the agent is stopped; the fleet view and the squatted node are
 // sampled for s.Down, then everything forged is removed.
 func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
-	forger, err := n.dial()
+	forger, err := n.auxDial()
 	if err != nil {
 		n.log.add("fault", "%s: forger cannot connect (%v); skipped", fForgedStatus, err)
 		return
 	}
-	defer forger.Close()
-	viewer, err := n.dial()
+	defer n.auxClose(forger)
+	viewer, err := n.auxDial()
 	if err != nil {
 		n.log.add("fault", "%s: fleet viewer cannot connect (%v); skipped", fForgedStatus, err)
 		return
 	}
-	defer viewer.Close()
+	defer n.auxClose(viewer)
 	paths := layout.New(chaosRoot, layout.DefaultMeta)
 	gen, err := liveGeneration(forger)
 	if err != nil {
@@ -479,6 +480,40 @@ func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
 	}
 }
 
+// auxDial opens a session of the nemesis's own (the forger's, the fleet
+// viewer's). An ensemble wipe closes them all: a session that has seen the
+// old ensemble's zxids is refused by the new one, and its requests would
+// wait for ever.
+func (n *nemesis) auxDial() (*zk.Conn, error) {
+	conn, err := n.dial()
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.aux == nil {
+		n.aux = map[*zk.Conn]bool{}
+	}
+	n.aux[conn] = true
+	return conn, nil
+}
+
+func (n *nemesis) auxClose(conn *zk.Conn) {
+	n.mu.Lock()
+	delete(n.aux, conn)
+	n.mu.Unlock()
+	conn.Close()
+}
+
+func (n *nemesis) closeAux() {
+	n.mu.Lock()
+	conns := slices.Collect(maps.Keys(n.aux))
+	n.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 func (n *nemesis) recordFleet(s fleetSample) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -554,6 +589,7 @@ func (n *nemesis) wipeStep(ctx context.Context, s step) {
 	for i := range c.Servers {
 		c.Kill(i)
 	}
+	n.closeAux()
 	// All down before any is wiped and restarted: a wiped server starting
 	// beside one that still has the data would just sync it back (which is
 	// why zktest's one-server Wipe, on branch i13-wipe, does not do here).

@@ -221,6 +221,7 @@ type nemesis struct {
 	reloadHeals  []reloadHeal
 	fleetSamples []fleetSample
 	squatSamples []squatSample
+	aux          map[*zk.Conn]bool // see auxDial
 }
 
 func (n *nemesis) begin(kind, target string, agent int, detail string) *faultRec {
