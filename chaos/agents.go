@@ -55,6 +55,10 @@ type agentProc struct {
 	log     *eventLog
 	onExit  func(a *agentProc, code int, tail string) // unexpected exits
 
+	// extraConfig is appended to the valid configuration (see
+	// incarnationConfig).
+	extraConfig string
+
 	logf *os.File
 
 	mu       sync.Mutex
@@ -121,6 +125,8 @@ func (a *agentProc) validConfig() string {
 		fmt.Fprintf(&b, "    timeout: 20s\n")
 	}
 	fmt.Fprintf(&b, "  - name: summary\n    type: template\n    src: %s\n    dest: %s\n    mode: \"0644\"\n", q(a.tmpl), q(a.tmplOut))
+	fmt.Fprintf(&b, "    reload: %s\n", q(a.reloadCommand()))
+	b.WriteString(a.extraConfig)
 	return b.String()
 }
 

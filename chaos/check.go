@@ -21,7 +21,7 @@ import (
 type Violation struct {
 	// Property: P1-torn, P2-backwards, P3-partial, P4-publish,
 	// P5-convergence, P6-rejected-content, recovery, agent-exit,
-	// config-reload.
+	// config-reload, reload-retry, forged-status, incarnation.
 	Property string
 	Agent    int // -1 when not one agent's
 	At       time.Time
@@ -39,7 +39,9 @@ func (v Violation) who() string {
 // histEntry is one generation as ZooKeeper's history records it, decoded
 // by the checker itself.
 type histEntry struct {
-	Gen         int64
+	Gen         int64 // as the manifest says: restarts in every incarnation
+	Inc         int   // the run's count of ensemble wipes before it (see gkey)
+	IncID       string
 	PublishID   string
 	Mode        string
 	RollbackOf  int64
@@ -57,6 +59,10 @@ type wireManifest struct {
 	PublishedAt time.Time `json:"published_at"`
 	Mode        string    `json:"mode"`
 	RollbackOf  int64     `json:"rollback_of"`
+	// Incarnation identifies the tree's incarnation (a new one after the
+	// ensemble lost its data and the root was created again); see
+	// incarnationOf.
+	Incarnation string `json:"incarnation"`
 	Items       map[string]struct {
 		SHA256 string `json:"sha256"`
 		Size   int64  `json:"size"`
@@ -72,7 +78,7 @@ func decodeEntry(data []byte) (*histEntry, error) {
 		return nil, fmt.Errorf("not a manifest (format %d, generation %d, publish id %q)", m.Format, m.Generation, m.PublishID)
 	}
 	e := &histEntry{Gen: m.Generation, PublishID: m.PublishID, Mode: m.Mode, RollbackOf: m.RollbackOf,
-		PublishedAt: m.PublishedAt, Items: map[string]sig{}}
+		PublishedAt: m.PublishedAt, IncID: m.Incarnation, Items: map[string]sig{}}
 	for n, it := range m.Items {
 		e.Items[n] = sig{SHA: it.SHA256, Size: it.Size}
 	}
@@ -87,6 +93,7 @@ type zkView struct {
 	marker      bool
 	blobs       map[string]bool
 	historyRead int
+	inc         int // the run's incarnation count when it was read
 }
 
 // readZK reads the history, the live root and the blob list directly.
@@ -166,13 +173,43 @@ func obsSigs(items map[string]itemObs) map[string]sig {
 	return out
 }
 
-// checker verifies everything recorded against the history.
+// gkey is the checker's key for generation gen of the run's incarnation
+// inc (0 before any ensemble wipe, 1 after the first, ...). Generation
+// numbers restart with every incarnation; keys order generations across
+// incarnations the only way an agent may move: old incarnation to new.
+func gkey(inc int, gen int64) int64 { return int64(inc)<<40 | gen }
+
+// splitKey is gkey's inverse.
+func splitKey(k int64) (inc int, gen int64) { return int(k >> 40), k & (1<<40 - 1) }
+
+// genName names a key for messages: "17", or "3 of incarnation 1".
+func genName(k int64) string {
+	inc, g := splitKey(k)
+	if inc == 0 {
+		return fmt.Sprint(g)
+	}
+	return fmt.Sprintf("%d of incarnation %d", g, inc)
+}
+
+func genNames(ks []int64) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = genName(k)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// checker verifies everything recorded against the history. hist is keyed
+// by gkey: the history of every incarnation the run went through (the
+// ones before an ensemble wipe as read just before it).
 type checker struct {
 	hist      map[int64]*histEntry
 	byDigest  map[string][]int64
 	known     map[string]map[sig]bool
 	poisonGen map[int64]bool
 	nonceOf   map[string]string // app.json sha -> request nonce
+
+	maxInc int // the highest incarnation in hist
 
 	violations []Violation
 	states     int
@@ -183,6 +220,7 @@ func newChecker(hist map[int64]*histEntry, records []*pubRecord, poison map[sig]
 	c := &checker{hist: hist, byDigest: map[string][]int64{}, known: map[string]map[sig]bool{},
 		poisonGen: map[int64]bool{}, nonceOf: map[string]string{}}
 	for g, e := range hist {
+		c.maxInc = max(c.maxInc, e.Inc)
 		d := digest(e.Items)
 		c.byDigest[d] = append(c.byDigest[d], g)
 		for n, s := range e.Items {
@@ -242,14 +280,14 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 		if picky {
 			clean := slices.DeleteFunc(slices.Clone(cands), func(g int64) bool { return c.poisonGen[g] })
 			if len(clean) == 0 {
-				c.violate("P6-rejected-content", id, s.First, "dir target rendered generation(s) %v, whose content this agent's check rejects", cands)
+				c.violate("P6-rejected-content", id, s.First, "dir target rendered generation(s) %s, whose content this agent's check rejects", genNames(cands))
 				continue
 			}
 			cands = clean
 		}
 		i := sort.Search(len(cands), func(i int) bool { return cands[i] >= floor })
 		if i == len(cands) {
-			c.violate("P2-backwards", id, s.First, "dir target went back: after generation %d it shows a set that only generation(s) %v had", floor, cands)
+			c.violate("P2-backwards", id, s.First, "dir target went back: after generation %s it shows a set that only generation(s) %s had", genName(floor), genNames(cands))
 			continue
 		}
 		floor = cands[i]
@@ -268,7 +306,8 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 			c.violate("P3-partial", id, s.First, "template output is partial or garbled: %s", s.Bad)
 			continue
 		}
-		e := c.hist[s.Gen]
+		k := c.templateKey(s.Gen, s.Nonce, last)
+		e := c.hist[k]
 		if e == nil {
 			c.violate("P1-torn", id, s.First, "template output names generation %d, which is not in the history", s.Gen)
 			continue
@@ -280,13 +319,14 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 		if want := c.nonceOf[e.Items["app.json"].SHA]; want != s.Nonce {
 			c.violate("P1-torn", id, s.First, "template output of generation %d shows request %q through the json helper, the generation has %q", s.Gen, s.Nonce, want)
 		}
-		if picky && c.poisonGen[s.Gen] {
-			c.violate("P6-rejected-content", id, s.First, "template output shows generation %d, whose content this agent's check rejects", s.Gen)
+		if picky && c.poisonGen[k] {
+			c.violate("P6-rejected-content", id, s.First, "template output shows generation %s, whose content this agent's check rejects", genName(k))
 		}
-		if s.Gen < last {
-			c.violate("P2-backwards", id, s.First, "template output went back from generation %d to %d", last, s.Gen)
+		if k < last {
+			c.violate("P2-backwards", id, s.First, "template output went back from generation %s to %s", genName(last), genName(k))
 		}
-		last = max(last, s.Gen)
+		s.Assigned = k
+		last = max(last, k)
 	}
 
 	// top-level links, read one by one: each a whole item.
@@ -299,6 +339,34 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 			}
 		}
 	}
+}
+
+// templateKey finds the history entry a template output names: the
+// output shows the generation number, which every incarnation reuses, and
+// the request nonce, which is the publish attempt's own. The entry whose
+// nonce matches wins; without one (a torn output, reported by the caller),
+// the newest incarnation not above the previous output's, so that the
+// mismatch is not also reported as a step back.
+func (c *checker) templateKey(gen int64, nonce string, last int64) int64 {
+	var fallback int64
+	lastInc, _ := splitKey(last)
+	for inc := 0; inc <= c.maxInc; inc++ {
+		k := gkey(inc, gen)
+		e := c.hist[k]
+		if e == nil {
+			continue
+		}
+		if c.nonceOf[e.Items["app.json"].SHA] == nonce {
+			return k
+		}
+		if fallback == 0 || inc <= lastInc {
+			fallback = k
+		}
+	}
+	if fallback == 0 {
+		return gen
+	}
+	return fallback
 }
 
 // checkFiles checks that every file is a whole item (property 3).
@@ -351,7 +419,7 @@ func (c *checker) closest(items map[string]sig, _ bool) string {
 	if best == 0 {
 		return "no history"
 	}
-	return fmt.Sprintf("closest is generation %d: %s", best, diffSets(c.hist[best].Items, items, c))
+	return fmt.Sprintf("closest is generation %s: %s", genName(best), diffSets(c.hist[best].Items, items, c))
 }
 
 // diffSets describes want vs got, naming for each differing item the
@@ -364,12 +432,12 @@ func diffSets(want, got map[string]sig, c *checker) string {
 		case !ok:
 			parts = append(parts, fmt.Sprintf("%q missing", n))
 		case g != want[n]:
-			parts = append(parts, fmt.Sprintf("%q differs (seen in generations %v)", n, head(c.gensWith(n, g), 6)))
+			parts = append(parts, fmt.Sprintf("%q differs (seen in generations %s)", n, genNames(head(c.gensWith(n, g), 6))))
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(got)) {
 		if _, ok := want[n]; !ok {
-			parts = append(parts, fmt.Sprintf("%q extra (seen in generations %v)", n, head(c.gensWith(n, got[n]), 6)))
+			parts = append(parts, fmt.Sprintf("%q extra (seen in generations %s)", n, genNames(head(c.gensWith(n, got[n]), 6))))
 		}
 	}
 	if len(parts) > 12 {
@@ -447,10 +515,13 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 			c.violate("P4-publish", -1, now, "live root holds generation %d, the final publish was acknowledged as %d", v.live.Gen, final.Gen)
 		}
 	}
-	if v.marker {
+	// A view read just before an ensemble wipe (final == nil) may catch a
+	// marker-mode publish that failed half way: its marker and items are
+	// left for the next publish to take over, which the wipe prevents.
+	if v.marker && final != nil {
 		c.violate("P4-publish", -1, now, "a marker (invalid) is left on the root after the final publish")
 	}
-	if !maps.Equal(v.live.Items, v.liveItems) {
+	if !maps.Equal(v.live.Items, v.liveItems) && !(v.marker && final == nil) {
 		c.violate("P4-publish", -1, now, "live root's items do not match its manifest: %s", diffSets(v.live.Items, v.liveItems, c))
 	}
 	// The history invariant: every content a retained generation

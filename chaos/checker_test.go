@@ -352,9 +352,27 @@ func TestScheduleIsSeededAndComplete(t *testing.T) {
 			kinds[s.Kind] = true
 		}
 	}
-	for _, k := range append(slices.Clone(clusterKinds), agentKinds...) {
+	for _, k := range append(append(slices.Clone(clusterKinds), fEnsembleWipe), agentKinds...) {
 		if !kinds[k] {
 			t.Errorf("fault kind %s missing from the schedule", k)
+		}
+	}
+	// One wipe per run; in a long run, not in the first minute.
+	for _, phase := range []time.Duration{65 * time.Second, 10 * time.Minute} {
+		for seed := uint64(1); seed <= 20; seed++ {
+			sch := makeSchedule(seed, phase, 4*time.Second, 5)
+			wipes, at := 0, time.Duration(0)
+			var t0 time.Duration
+			for _, s := range sch.Cluster {
+				t0 += s.Gap
+				if s.Kind == fEnsembleWipe {
+					wipes, at = wipes+1, t0
+				}
+				t0 += s.Down + 4*time.Second
+			}
+			if wipes != 1 || (phase > 3*time.Minute && at < time.Minute) {
+				t.Errorf("seed %d, phase %v: %d wipes, at %v", seed, phase, wipes, at)
+			}
 		}
 	}
 	for _, s := range a.Cluster {

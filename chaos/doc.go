@@ -31,6 +31,16 @@
 // session timeout). Every ensemble and agent fault kind occurs in every
 // run; publisher faults are drawn at random.
 //
+// The fault kinds of issue 13 (faults13.go): agent-disk-full (the
+// agent's own output tmpfs filled with a ballast file), agent-reload-fail
+// (the template target's reload fails while a flag file exists),
+// forged-status (another session creates status nodes for agents that do
+// not exist and squats a stopped agent's node) and, once per run,
+// ensemble-wipe (every server's data wiped, the publisher starting over on
+// the empty tree). The disk-full, reload and wipe faults heal with the
+// publisher held (the first two within a budget of a fifth of the run),
+// so that only the agent's own retry can bring it back.
+//
 // # The checker
 //
 // The checker shares no code with the agent's rendering. It polls every
@@ -63,6 +73,15 @@
 //     Config.Bound (2 x session timeout + resync jitter + slack);
 //
 // and besides: the picky agent never renders content its check rejects;
+// after a healed reload failure a reload succeeds within the bound with
+// nothing new published, and every agent's last reload succeeded for the
+// final generation (reload-retry); the fleet view and a rollout wait never
+// count a forged status node, and a squatted node keeps the forger's
+// content (forged-status); every ensemble wipe gives the root a new
+// incarnation id (incarnation); properties 1 to 3 hold per incarnation
+// and across a wipe only from the old incarnation to the new one, and
+// every agent reaches the new incarnation's first generation within the
+// bound;
 // after every agent fault the agent catches up with the generation
 // acknowledged by then within the same bound (the window restarting after
 // anything that held it back); no agent exits on its own or ignores

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/work"
@@ -29,11 +32,14 @@ const (
 )
 
 // FaultKinds lists every fault kind, in summary order.
-var FaultKinds = []string{fLeaderKill, fFollowerKill, fQuorumLoss, fAgentCut, fAgentBlackhole,
-	fAgentLatency, fAgentKill, fAgentConfig, fPubCut, fPubPartition}
+var FaultKinds = []string{fLeaderKill, fFollowerKill, fQuorumLoss, fEnsembleWipe, fAgentCut, fAgentBlackhole,
+	fAgentLatency, fAgentKill, fAgentConfig, fAgentDiskFull, fAgentReloadFail, fForgedStatus, fPubCut, fPubPartition}
 
+// clusterKinds are drawn at random on the ensemble track; an ensemble
+// wipe is scheduled once per run besides.
 var clusterKinds = []string{fLeaderKill, fFollowerKill, fQuorumLoss}
-var agentKinds = []string{fAgentCut, fAgentBlackhole, fAgentLatency, fAgentKill, fAgentConfig}
+var agentKinds = []string{fAgentCut, fAgentBlackhole, fAgentLatency, fAgentKill, fAgentConfig,
+	fAgentDiskFull, fAgentReloadFail, fForgedStatus}
 
 // step is one scheduled fault.
 type step struct {
@@ -58,6 +64,8 @@ func (s step) String() string {
 		return fmt.Sprintf("%s %q for %v (in place %v, SIGHUP %v)", s.Kind, invalidConfigs[s.N].name, s.Down, s.Flag, s.Hup)
 	case fAgentKill:
 		return fmt.Sprintf("%s restart after %v (right after an apply %v)", s.Kind, s.Down, s.Flag)
+	case fForgedStatus:
+		return fmt.Sprintf("%s variant %d for %v", s.Kind, s.N%2, s.Down)
 	}
 	return fmt.Sprintf("%s for %v", s.Kind, s.Down)
 }
@@ -76,8 +84,11 @@ func ms(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 // makeSchedule draws the plan. Every fault kind appears at least once: the
-// cluster track starts with the three ensemble faults in random order, and
-// the first fault of each agent is a different agent fault kind.
+// cluster track starts with the three ensemble faults in random order,
+// followed by the run's one ensemble wipe (in a long run, at the first
+// step past the first minute), and the agent fault kinds are dealt round
+// the agents for their first faults (the first of each agent, then the
+// second of the first agents while kinds remain), in a seeded rotation.
 func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	short := phase < 3*time.Minute
@@ -92,17 +103,24 @@ func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule 
 	// Ensemble.
 	first := append([]string{}, clusterKinds...)
 	rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	wiped := false
 	for t, i := time.Duration(0), 0; t < phase; i++ {
 		var kind string
-		if i < len(first) {
+		switch {
+		case i < len(first):
 			kind = first[i]
-		} else {
+		case !wiped && (short || t >= time.Minute):
+			kind, wiped = fEnsembleWipe, true
+		default:
 			kind = clusterKinds[rng.IntN(len(clusterKinds))]
 		}
 		s := step{Kind: kind, Gap: gap(2*time.Second, 5*time.Second, 4*time.Second, 20*time.Second), Pick: rng.IntN(1 << 20)}
-		if kind == fQuorumLoss {
+		switch kind {
+		case fQuorumLoss:
 			s.Down = ms(rng, sess*3/2, sess*5/2)
-		} else {
+		case fEnsembleWipe:
+			s.Down = ms(rng, time.Second, 3*time.Second)
+		default:
 			s.Down = ms(rng, 2*time.Second, 7*time.Second)
 		}
 		sch.Cluster = append(sch.Cluster, s)
@@ -113,19 +131,27 @@ func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule 
 	off := rng.IntN(len(agentKinds))
 	for a := range agents {
 		for t, i := time.Duration(0), 0; t < phase; i++ {
-			kind := agentKinds[(a+off)%len(agentKinds)]
-			if i > 0 {
+			var kind string
+			if slot := a + i*agents; slot < len(agentKinds) {
+				kind = agentKinds[(slot+off)%len(agentKinds)]
+			} else {
 				switch r := rng.IntN(100); {
-				case r < 25:
+				case r < 20:
 					kind = fAgentCut
-				case r < 45:
+				case r < 37:
 					kind = fAgentBlackhole
-				case r < 65:
+				case r < 54:
 					kind = fAgentLatency
-				case r < 85:
+				case r < 71:
 					kind = fAgentKill
-				default:
+				case r < 85:
 					kind = fAgentConfig
+				case r < 90:
+					kind = fAgentDiskFull
+				case r < 95:
+					kind = fAgentReloadFail
+				default:
+					kind = fForgedStatus
 				}
 			}
 			s := step{Kind: kind, Gap: gap(time.Second, 5*time.Second, 2*time.Second, 15*time.Second)}
@@ -140,6 +166,10 @@ func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule 
 				s.Down, s.Flag = ms(rng, 0, 3*time.Second), rng.IntN(2) == 0
 			case fAgentConfig:
 				s.N, s.Down, s.Flag, s.Hup = rng.IntN(len(invalidConfigs)), ms(rng, 2*time.Second, 5*time.Second), rng.IntN(2) == 0, rng.IntN(3) == 0
+			case fAgentDiskFull, fAgentReloadFail:
+				s.Down = ms(rng, 2*time.Second, 6*time.Second)
+			case fForgedStatus:
+				s.N, s.Pick, s.Down = rng.IntN(2), rng.IntN(1<<20), ms(rng, 3*time.Second, 6*time.Second)
 			}
 			sch.Agents[a] = append(sch.Agents[a], s)
 			t += s.Gap + s.Down + time.Second
@@ -180,8 +210,21 @@ type nemesis struct {
 	// edit as rejected or reloaded (Config.Slack).
 	grace time.Duration
 
-	mu     sync.Mutex
-	faults []*faultRec
+	// For the faults of issue 13 (faults13.go).
+	work       *workload
+	bound      time.Duration
+	sess       time.Duration
+	shows      func(a *agentProc, k int64) bool
+	dial       func() (*zk.Conn, error)
+	beforeWipe func() error
+	afterWipe  func() error
+
+	mu           sync.Mutex
+	faults       []*faultRec
+	reloadHeals  []reloadHeal
+	fleetSamples []fleetSample
+	squatSamples []squatSample
+	aux          map[*zk.Conn]bool // see auxDial
 }
 
 func (n *nemesis) begin(kind, target string, agent int, detail string) *faultRec {
@@ -254,6 +297,10 @@ func (n *nemesis) run(ctx context.Context, sch *schedule) error {
 }
 
 func (n *nemesis) clusterStep(ctx context.Context, s step) {
+	if s.Kind == fEnsembleWipe {
+		n.wipeStep(ctx, s)
+		return
+	}
 	c := n.cluster
 	leader := c.Leader()
 	var followers []int
@@ -290,6 +337,12 @@ func (n *nemesis) clusterStep(ctx context.Context, s step) {
 
 func (n *nemesis) agentStep(ctx context.Context, a *agentProc, s step) {
 	switch s.Kind {
+	case fAgentDiskFull:
+		n.diskFullStep(ctx, a, s)
+	case fAgentReloadFail:
+		n.reloadFailStep(ctx, a, s)
+	case fForgedStatus:
+		n.forgedStep(ctx, a, s)
 	case fAgentCut:
 		r := n.begin(s.Kind, a.id, a.idx, fmt.Sprintf(", %d cuts", s.N))
 		for i := range s.N {
@@ -409,7 +462,8 @@ func (n *nemesis) publisherStep(ctx context.Context, s step) {
 }
 
 // heal undoes everything: every server running and serving, every proxy
-// clean, every agent running its valid configuration.
+// clean, every agent's disk free and reload working, every agent running
+// its valid configuration.
 func (n *nemesis) heal() {
 	c := n.cluster
 	for i := range c.Servers {
@@ -426,6 +480,8 @@ func (n *nemesis) heal() {
 	}
 	for _, a := range n.agents {
 		a.faultAll(clean)
+		_ = os.Remove(a.ballast())
+		_ = os.Remove(a.reloadFlag())
 		if err := a.writeConfig(a.validConfig(), true); err != nil {
 			panic(fatalError{err.Error()})
 		}

@@ -17,9 +17,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/publish"
 )
 
 // Run runs the chaos suite once and returns its summary. An error means
@@ -61,8 +59,16 @@ type runner struct {
 	obs      []*agentObs
 	work     *workload
 	nem      *nemesis
-	checkZK  *zk.Conn
 	finished chan struct{} // closed when the run stops restarting agents
+
+	pubProxies []*faultproxy.Proxy
+	pubLogger  *slog.Logger
+	incLine    string // incarnationConfig's line, or empty
+
+	zkMu     sync.Mutex
+	checkZK  *zk.Conn  // the checker's session, straight to the servers
+	pubConn  *zk.Conn  // the publisher's session
+	preViews []*zkView // the history of every incarnation before a wipe
 
 	mu         sync.Mutex
 	violations []Violation
@@ -106,8 +112,8 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer checkConn.Close()
 	r.checkZK = checkConn
+	defer func() { r.zk().Close() }()
 
 	// The publisher, through its own proxies.
 	pubProxies := newProxies()
@@ -116,16 +122,18 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	defer pubLog.Close()
-	slogger := slog.New(slog.NewTextHandler(pubLog, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: addrs(pubProxies), SessionTimeout: cfg.SessionTimeout, Logger: slogger})
+	r.pubProxies = pubProxies
+	r.pubLogger = slog.New(slog.NewTextHandler(pubLog, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	conn, pub, err := r.newPublisher()
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	pub, err := publish.New(conn, sess, chaosRoot, publish.WithRetention(1<<30), publish.WithPublisherName("chaos@publisher"), publish.WithLogger(slogger))
-	if err != nil {
-		return nil, err
-	}
+	r.pubConn = conn
+	defer func() {
+		r.zkMu.Lock()
+		defer r.zkMu.Unlock()
+		r.pubConn.Close()
+	}()
 	r.work = newWorkload(cfg.Seed, pub, r.log)
 	ictx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	first, err := r.work.final(ictx, kindInitial) // retried until acknowledged
@@ -138,6 +146,17 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	for i := range cfg.Agents {
 		a, err := newAgent(i, cfg.WorkDir, newProxies(), &cfg, r.log)
 		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			r.incLine = incarnationConfig(a.dir, a.validConfig())
+			r.log.add("run", "agents follow a new incarnation (%s): %v", fEnsembleWipe, r.incLine != "")
+		}
+		a.extraConfig = r.incLine
+		if err := a.writeConfig(a.validConfig(), true); err != nil {
+			return nil, err
+		}
+		if err := mountOutputs(r.h, a); err != nil {
 			return nil, err
 		}
 		a.onExit = r.agentExited
@@ -166,7 +185,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		}
 		obsWG.Wait()
 	}()
-	if err := r.waitAll(ctx, first.Gen, 90*time.Second, nil); err != nil {
+	if err := r.waitAll(ctx, gkey(first.Inc, first.Gen), 90*time.Second, nil); err != nil {
 		return nil, fmt.Errorf("agents never rendered the first generation: %w", err)
 	}
 	r.log.add("run", "every agent rendered generation %d; faults start", first.Gen)
@@ -181,7 +200,10 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	var stopOnce sync.Once
 	stopPublisher := func() { stopOnce.Do(func() { close(stopPub); <-pubDone }) }
 	defer stopPublisher()
-	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate, grace: cfg.Slack}
+	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate, grace: cfg.Slack,
+		work: r.work, bound: cfg.Bound(), sess: cfg.SessionTimeout, shows: r.shows,
+		dial:       func() (*zk.Conn, error) { return dialDirect(r.cluster.Addrs(), cfg.SessionTimeout) },
+		beforeWipe: r.beforeWipe, afterWipe: r.afterWipe}
 	if cfg.sabotage {
 		go func() {
 			if sleep(fctx, cfg.FaultPhase()/2) {
@@ -211,7 +233,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	}
 	r.log.addAt(final.End, "run", "final generation %d acknowledged; waiting for convergence (bound %v)", final.Gen, cfg.Bound())
 	conv := map[int]time.Duration{}
-	_ = r.waitAll(ctx, final.Gen, cfg.Bound()+60*time.Second, func(i int, at time.Time) {
+	_ = r.waitAll(ctx, gkey(final.Inc, final.Gen), cfg.Bound()+60*time.Second, func(i int, at time.Time) {
 		conv[i] = at.Sub(final.End)
 	})
 	for i, a := range r.agents {
@@ -234,7 +256,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	// Offline checks against what ZooKeeper holds.
 	var view *zkView
 	for attempt := 0; ; attempt++ {
-		view, err = readZK(r.checkZK, chaosRoot, layout.DefaultMeta)
+		view, err = readZK(r.zk(), chaosRoot, layout.DefaultMeta)
 		if err == nil || attempt == 10 {
 			break
 		}
@@ -332,7 +354,7 @@ func (r *runner) logState(a *agentProc) func(string, *obsState) {
 
 // statusGen reads an agent's status node.
 func (r *runner) statusGen(a *agentProc) (int64, bool) {
-	b, _, err := r.checkZK.Get(layout.New(chaosRoot, layout.DefaultMeta).StatusNode(a.id))
+	b, _, err := r.zk().Get(layout.New(chaosRoot, layout.DefaultMeta).StatusNode(a.id))
 	if err != nil {
 		return 0, false
 	}
@@ -346,7 +368,7 @@ func (r *runner) statusGen(a *agentProc) (int64, bool) {
 }
 
 func (r *runner) statusJSON(a *agentProc) string {
-	b, _, err := r.checkZK.Get(layout.New(chaosRoot, layout.DefaultMeta).StatusNode(a.id))
+	b, _, err := r.zk().Get(layout.New(chaosRoot, layout.DefaultMeta).StatusNode(a.id))
 	if err != nil {
 		return err.Error()
 	}
@@ -366,10 +388,12 @@ func (r *runner) describeOutputs(i int) string {
 	return s
 }
 
-// waitAll waits until every agent shows generation g in both outputs and
-// in its status node; done is told when each one got there.
-func (r *runner) waitAll(ctx context.Context, g int64, timeout time.Duration, done func(int, time.Time)) error {
-	want := digest(r.work.itemsOf(g))
+// waitAll waits until every agent shows generation k (a gkey) in both
+// outputs and in its status node; done is told when each one got there.
+func (r *runner) waitAll(ctx context.Context, k int64, timeout time.Duration, done func(int, time.Time)) error {
+	want := digest(r.work.itemsOf(k))
+	wantNonce := r.work.nonceOfKey(k)
+	_, g := splitKey(k)
 	deadline := time.Now().Add(timeout)
 	reached := map[int]bool{}
 	lastStatus := time.Time{}
@@ -396,7 +420,7 @@ func (r *runner) waitAll(ctx context.Context, g int64, timeout time.Duration, do
 			}
 			d, t := r.obs[i].latest(tDir), r.obs[i].latest(tTmpl)
 			st, ok := statusOK[i]
-			if !ok || d == nil || t == nil || t.Gen != g || d.Absent || digest(obsSigs(d.Items)) != want {
+			if !ok || d == nil || t == nil || t.Gen != g || t.Nonce != wantNonce || d.Absent || digest(obsSigs(d.Items)) != want {
 				continue
 			}
 			at := st
@@ -421,9 +445,41 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	cfg := r.cfg
 	records, ackedAt, poison := r.work.snapshot()
 	r.writeRecords(records)
-	c := newChecker(view.history, records, poison)
+	r.zkMu.Lock()
+	view.inc = len(r.preViews)
+	views := append(slices.Clone(r.preViews), view)
+	r.zkMu.Unlock()
+	hist := map[int64]*histEntry{}
+	for _, v := range views {
+		for g, e := range v.history {
+			e.Inc = v.inc
+			hist[gkey(v.inc, g)] = e
+		}
+	}
+	c := newChecker(hist, records, poison)
 	now := time.Now()
-	pstats := c.checkHistory(view, records, final, now)
+	var pstats publishStats
+	for _, v := range views {
+		var mine []*pubRecord
+		for _, rec := range records {
+			if rec.Inc == v.inc {
+				mine = append(mine, rec)
+			}
+		}
+		fin := final
+		if v != view {
+			fin = nil
+		}
+		before := len(c.violations)
+		st := c.checkHistory(v, mine, fin, now)
+		if len(views) > 1 {
+			for i := before; i < len(c.violations); i++ {
+				c.violations[i].Msg = fmt.Sprintf("incarnation %d: %s", v.inc, c.violations[i].Msg)
+			}
+		}
+		pstats = pstats.add(st)
+	}
+	c.checkIncarnations(views, now)
 	for i, o := range r.obs {
 		c.checkAgent(o, r.agents[i].picky)
 	}
@@ -431,7 +487,12 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	r.mu.Lock()
 	faults = append(faults, r.exits...)
 	r.mu.Unlock()
-	rec := r.checkRecoveries(c, faults, ackedAt, final.End)
+	rec := r.checkRecoveries(c, append(slices.Clone(faults), wipeRecoveries(faults, records, len(r.agents))...), ackedAt, final.End)
+	heals, fleetSamples, squats := r.nem.samples()
+	for i, a := range r.agents {
+		c.checkReloads(i, readReloadLog(a), heals, final.Gen, final.Nonce, cfg.Bound(), now)
+	}
+	c.checkForged(fleetSamples, squats)
 
 	r.mu.Lock()
 	all := append(slices.Clone(r.violations), c.violations...)
@@ -450,6 +511,10 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		WorstRecoveryAgent: rec.worstAgent, WorstRecoveryWhat: rec.worstWhat, Violations: all, WorkDir: cfg.WorkDir,
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
+		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
+	}
+	for _, v := range views[:len(views)-1] {
+		s.HistoryVerified += v.historyRead
 	}
 	for _, f := range faults {
 		if f.Kind != "agent-exit" {
@@ -511,6 +576,8 @@ func (r *runner) checkRecoveries(c *checker, faults []faultRec, ackedAt map[int6
 		e := f.End
 		var ge int64
 		for _, g := range gens {
+			// The newest acknowledged by then: the highest key of the
+			// newest incarnation, as keys order incarnations.
 			if !ackedAt[g].After(e) && g > ge {
 				ge = g
 			}
@@ -523,11 +590,7 @@ func (r *runner) checkRecoveries(c *checker, faults []faultRec, ackedAt map[int6
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			for _, s := range o.states[target] {
-				g := s.Gen
-				if target == tDir {
-					g = s.Assigned
-				}
-				if g >= ge && !s.Last.Before(e) {
+				if g := s.Assigned; g >= ge && !s.Last.Before(e) {
 					if s.First.Before(e) {
 						return e, true
 					}
@@ -578,7 +641,7 @@ func (r *runner) checkRecoveries(c *checker, faults []faultRec, ackedAt map[int6
 		}
 		st.checked++
 		if !ok1 || !ok2 {
-			c.violate("recovery", f.Agent, e, "after %s on %s ended, the agent never reached generation %d (acknowledged by then)", f.Kind, f.Target, ge)
+			c.violate("recovery", f.Agent, e, "after %s on %s ended, the agent never reached generation %s (acknowledged by then)", f.Kind, f.Target, genName(ge))
 			continue
 		}
 		d := at.Sub(start)
@@ -587,8 +650,8 @@ func (r *runner) checkRecoveries(c *checker, faults []faultRec, ackedAt map[int6
 			st.worstWhat = fmt.Sprintf("after %s ended at %.1fs and what held it back after it, until %.1fs", f.Kind, r.log.since(e).Seconds(), r.log.since(start).Seconds())
 		}
 		if d > bound {
-			c.violate("recovery", f.Agent, e, "after %s on %s ended (and what else held it back, until +%v), the agent took %v more to reach generation %d (bound %v)",
-				f.Kind, f.Target, start.Sub(e).Round(time.Millisecond), d.Round(time.Millisecond), ge, bound)
+			c.violate("recovery", f.Agent, e, "after %s on %s ended (and what else held it back, until +%v), the agent took %v more to reach generation %s (bound %v)",
+				f.Kind, f.Target, start.Sub(e).Round(time.Millisecond), d.Round(time.Millisecond), genName(ge), bound)
 		}
 	}
 	return st

@@ -55,7 +55,8 @@ type pubRecord struct {
 	Mode       publish.Mode
 	Items      map[string]sig
 	Poison     bool
-	RollbackOf int64
+	RollbackOf int64 // a generation of the same incarnation
+	Inc        int   // the incarnation it was sent to (see gkey)
 	Start, End time.Time
 
 	Outcome   string
@@ -76,12 +77,22 @@ type workload struct {
 	seed    uint64
 	timeout time.Duration
 
+	// The gate pauses the publisher between two publishes (see hold).
+	gateMu    sync.Mutex
+	gate      *sync.Cond
+	holds     int
+	busy      bool
+	started   time.Time     // when run started
+	heldSince time.Time     // when the current pause began
+	heldTotal time.Duration // pauses so far
+
 	mu      sync.Mutex
+	inc     int
 	records []*pubRecord
-	acked   map[int64]map[string][]byte // acknowledged generation -> contents
-	ackedAt map[int64]time.Time
-	order   []int64 // acknowledged generations, in order
-	digests map[string][]int64
+	acked   map[int64]map[string][]byte // acknowledged generation (gkey) -> contents
+	ackedAt map[int64]time.Time         // by gkey
+	order   []int64                     // acknowledged generations of the current incarnation (gkeys), in order
+	digests map[string][]int64          // gkeys
 	poison  map[sig]bool
 
 	base      map[string][]byte
@@ -91,23 +102,111 @@ type workload struct {
 }
 
 func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
-	return &workload{
+	w := &workload{
 		rng: rand.New(rand.NewPCG(seed, 2)), pub: pub, log: log, seed: seed, timeout: 25 * time.Second,
 		acked: map[int64]map[string][]byte{}, digests: map[string][]int64{}, ackedAt: map[int64]time.Time{}, poison: map[sig]bool{},
 		base: map[string][]byte{},
 	}
+	w.gate = sync.NewCond(&w.gateMu)
+	return w
 }
 
 // run publishes until stop is closed, pausing between publishes.
 func (w *workload) run(stop <-chan struct{}) {
+	w.gateMu.Lock()
+	w.started = time.Now()
+	w.gateMu.Unlock()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-time.After(time.Duration(100+w.rng.IntN(900)) * time.Millisecond):
 		}
+		w.gateMu.Lock()
+		for w.holds > 0 {
+			w.gate.Wait()
+		}
+		w.busy = true
+		w.gateMu.Unlock()
 		w.step()
+		w.gateMu.Lock()
+		w.busy = false
+		w.gate.Broadcast()
+		w.gateMu.Unlock()
 	}
+}
+
+// hold stops the publisher after the publish in progress, until the
+// returned function is called; holds by several faults overlap.
+func (w *workload) hold() (release func()) {
+	w.gateMu.Lock()
+	defer w.gateMu.Unlock()
+	return w.holdLocked()
+}
+
+// tryHold holds the publisher unless another fault holds it already or
+// pauses took a fifth of the time it has been running: agents that do not
+// retry on their own would otherwise keep it paused for the bound after
+// every fault, and little would be published.
+func (w *workload) tryHold() (release func(), ok bool) {
+	w.gateMu.Lock()
+	defer w.gateMu.Unlock()
+	if w.holds > 0 || w.started.IsZero() || w.heldTotal > time.Since(w.started)/5 {
+		return func() {}, false
+	}
+	return w.holdLocked(), true
+}
+
+func (w *workload) holdLocked() (release func()) {
+	w.holds++
+	if w.holds == 1 {
+		w.heldSince = time.Now()
+	}
+	for w.busy {
+		w.gate.Wait()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.gateMu.Lock()
+			w.holds--
+			if w.holds == 0 {
+				w.heldTotal += time.Since(w.heldSince)
+			}
+			w.gate.Broadcast()
+			w.gateMu.Unlock()
+		})
+	}
+}
+
+// newIncarnation points the publisher at the tree recreated after an
+// ensemble wipe: generations restart, and rollbacks only go back to
+// generations of the new incarnation.
+func (w *workload) newIncarnation(pub *publish.Publisher) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pub = pub
+	w.inc++
+	w.order = nil
+	w.busyCount = 0
+}
+
+// incarnation is the publisher's current incarnation count.
+func (w *workload) incarnation() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inc
+}
+
+// latest is the newest acknowledged generation (gkey) and its time.
+func (w *workload) latest() (int64, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.order) == 0 {
+		return 0, time.Time{}
+	}
+	k := w.order[len(w.order)-1]
+	return k, w.ackedAt[k]
 }
 
 // step makes one publish of a random kind.
@@ -208,9 +307,10 @@ func (w *workload) publishKind(kind string) *pubRecord {
 func (w *workload) rollback() {
 	w.mu.Lock()
 	recent := w.order[max(0, len(w.order)-15):]
-	to := recent[w.rng.IntN(len(recent))]
-	items := w.acked[to]
+	toKey := recent[w.rng.IntN(len(recent))]
+	items := w.acked[toKey]
 	w.mu.Unlock()
+	_, to := splitKey(toKey)
 	w.seq++
 	rec := &pubRecord{Seq: w.seq, Kind: kindRollback, Mode: publish.ModeAuto, Items: sigs(items), RollbackOf: to}
 	rec.Nonce = nonceOf(items)
@@ -252,13 +352,15 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 		w.busyCount = 0
 	}
 	w.mu.Lock()
+	rec.Inc = w.inc
 	w.records = append(w.records, rec)
 	if rec.Outcome == outAcked {
-		w.acked[rec.Gen] = items
-		w.ackedAt[rec.Gen] = rec.End
-		w.order = append(w.order, rec.Gen)
+		k := gkey(rec.Inc, rec.Gen)
+		w.acked[k] = items
+		w.ackedAt[k] = rec.End
+		w.order = append(w.order, k)
 		d := digest(rec.Items)
-		w.digests[d] = append(w.digests[d], rec.Gen)
+		w.digests[d] = append(w.digests[d], k)
 	}
 	w.mu.Unlock()
 	what := rec.Kind
@@ -267,8 +369,8 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	}
 	switch rec.Outcome {
 	case outAcked:
-		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items, %d bytes%s) -> generation %d acked in %v (mode %s, recovered %v)",
-			rec.Seq, what, rec.Mode, len(rec.Items), totalSize(rec.Items), poisonNote(rec.Poison), rec.Gen,
+		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items, %d bytes%s) -> generation %s acked in %v (mode %s, recovered %v)",
+			rec.Seq, what, rec.Mode, len(rec.Items), totalSize(rec.Items), poisonNote(rec.Poison), genName(gkey(rec.Inc, rec.Gen)),
 			rec.End.Sub(rec.Start).Round(time.Millisecond), rec.ResMode, rec.Recovered)
 	default:
 		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items%s) -> %s after %v: %s", rec.Seq, what, rec.Mode,
@@ -445,7 +547,7 @@ func totalSize(items map[string]sig) int64 {
 	return n
 }
 
-// itemsOf returns the item signatures of an acknowledged generation.
+// itemsOf returns the item signatures of an acknowledged generation (gkey).
 func (w *workload) itemsOf(g int64) map[string]sig {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -462,5 +564,5 @@ func (w *workload) describe(items map[string]sig) string {
 	if len(gens) == 0 {
 		return "no acknowledged generation (yet)"
 	}
-	return fmt.Sprintf("generation(s) %v", gens)
+	return fmt.Sprintf("generation(s) %s", genNames(gens))
 }
