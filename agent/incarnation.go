@@ -38,7 +38,7 @@ func WriteAdopt(stateDir, inc string) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.WriteString(inc + "\n"); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write's error is the one to report
 		return fmt.Errorf("adopt: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

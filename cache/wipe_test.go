@@ -18,12 +18,11 @@ import (
 // generations 1..4 of a new incarnation, returning it and the items of its
 // generation 4, and the manifest of the old generation 3.
 type wipeScenario struct {
-	zk           *zktest.Cluster
-	oldInc       string
-	newInc       string
-	oldGen3      *manifest.Manifest
-	newItems     map[string][]byte
-	publishAfter func() *rawPublisher
+	zk       *zktest.Cluster
+	oldInc   string
+	newInc   string
+	oldGen3  *manifest.Manifest
+	newItems map[string][]byte
 }
 
 func startWipeScenario(t *testing.T) *wipeScenario {

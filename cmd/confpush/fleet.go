@@ -91,7 +91,9 @@ With --wait-generation G it first waits (through watches) until enough agents
 
 With --fail-on-error it exits 8 when any agent reports an error, a failing
 target (a rejected generation, a reload not done yet, a transient write
-error being retried) or a status node that cannot be read.`,
+error being retried), a status node that cannot be read or is untrusted, an
+expected agent that is gone, or an agent that does not follow the root's
+incarnation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.context(cmd)

@@ -173,7 +173,9 @@ type Status struct {
 // positive only costs a fresh client: a new session (ephemeral nodes
 // re-created, a full resync).
 func (st Status) Refused(minFailures int, bound time.Duration) bool {
-	return !st.Connected && st.HandshakeFailures >= uint64(max(minFailures, 1)) &&
+	// HandshakeFailures only grows from 0: compare in int64, which holds
+	// any count a process reaches.
+	return !st.Connected && int64(st.HandshakeFailures) >= int64(max(minFailures, 1)) && // #nosec G115 -- a count of failed handshakes
 		!st.FailingSince.IsZero() && time.Since(st.FailingSince) >= bound
 }
 
