@@ -123,7 +123,7 @@ type Config struct {
 	ResyncJitter   time.Duration
 	// Incarnation is what the agent does when the root is published anew
 	// on a ZooKeeper wiped or rebuilt (a new incarnation): "follow" (the
-	// default) or "refuse" (keep the last good config until `confagent
+	// default; also "" in a Config built in code) or "refuse" (keep the last good config until `confagent
 	// adopt`).
 	Incarnation string
 	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,

@@ -77,7 +77,8 @@ func (c *Config) validate(p *problems) {
 	if !p.has("apply") && c.Apply != ApplyAll && c.Apply != ApplyIndependent {
 		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
 	}
-	if !p.has("incarnation") && c.Incarnation != "follow" && c.Incarnation != "refuse" {
+	// "" is the zero value of a Config built in code: the default, follow.
+	if !p.has("incarnation") && c.Incarnation != "" && c.Incarnation != "follow" && c.Incarnation != "refuse" {
 		p.addf("incarnation", "unknown policy %q: want follow or refuse", c.Incarnation)
 	}
 	positive(p, "stale_after", c.StaleAfter)
