@@ -268,9 +268,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			sweep.Reset(next)
 		}
 	}
-	apply := func(snap *cache.Snapshot) {
+	// apply applies snap; fresh is false for a retry. The backoff grows
+	// only over retries of the same attempt: a new generation (or
+	// configuration) starts it again at its minimum, so an agent that
+	// failed through a burst of publishes still notices a fix within about
+	// a second of the last one.
+	apply := func(snap *cache.Snapshot, fresh bool) {
 		if snap == nil {
 			return
+		}
+		if fresh {
+			retry.reset()
 		}
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
 		if out.Retry || (out.Err != nil && !out.Rejected) {
@@ -294,7 +302,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		heartbeat = t.C
 	}
 	d.onState(d.cache.State())
-	apply(d.cache.Snapshot())
+	apply(d.cache.Snapshot(), true)
 	// confagent adopt leaves its request in the state dir; it is looked
 	// for at start and then every few seconds (a stat).
 	d.checkAdopt()
@@ -311,7 +319,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.cache.Done():
 			return errors.New("cache stopped")
 		case snap := <-d.cache.Updates():
-			apply(snap)
+			apply(snap, true)
 		case st := <-d.cache.StateChanges():
 			d.onState(st)
 		case o := <-d.reconf:
@@ -326,7 +334,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.Unlock()
 			d.mem.configure(o.MemoryLimit)
 			d.log.Info("configuration reloaded", "targets", len(o.Targets))
-			apply(d.cache.Snapshot())
+			apply(d.cache.Snapshot(), true)
 		case <-driftC:
 			if fixed := d.r.Repair(); len(fixed) > 0 {
 				rearmSweep()
@@ -341,7 +349,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.checkAdopt()
 		case <-retry.C():
 			d.log.Info("retrying apply after a failure")
-			apply(d.cache.Snapshot())
+			apply(d.cache.Snapshot(), false)
 		}
 	}
 }
