@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,39 +11,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 )
-
-// waitStatusNode watches the agent's status node until ok holds.
-func (e *env) waitStatusNode(t *testing.T, what string, ok func(agent.Status) bool) agent.Status {
-	t.Helper()
-	conn := e.c.Connect(t, 4*time.Second)
-	path := layout.New(testRoot, layout.DefaultMeta).StatusNode("agent-under-test")
-	timeout := time.After(60 * time.Second)
-	for {
-		var st agent.Status
-		exists, _, ev, err := conn.ExistsW(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if exists {
-			b, _, gev, err := conn.GetW(path)
-			if err == nil && json.Unmarshal(b, &st) == nil && ok(st) {
-				return st
-			}
-			if err == nil {
-				ev = gev
-			}
-		}
-		select {
-		case <-ev:
-		case <-timeout:
-			t.Fatalf("the agent's status node never showed %s (last %+v)", what, st)
-		}
-	}
-}
 
 // TestAdoptAfterWipe: the confagent binary with incarnation: refuse, its
 // ZooKeeper wiped and published anew, keeps its files and reports the
@@ -83,7 +52,7 @@ func TestAdoptAfterWipe(t *testing.T) {
 	for g := 1; g <= 4; g++ {
 		e.publish(t, set(10+g, 3))
 	}
-	st := e.waitStatusNode(t, "a refused incarnation", func(s agent.Status) bool { return s.IncarnationRefused != "" })
+	st := e.waitStatus(t, "agent-under-test", func(s agent.Status) bool { return s.IncarnationRefused != "" })
 	if st.Generation != 3 || st.Incarnation != old.Incarnation || st.Ready {
 		t.Fatalf("refusing agent: %+v", st)
 	}
@@ -99,7 +68,7 @@ func TestAdoptAfterWipe(t *testing.T) {
 	if code := run([]string{"adopt", "--config", e.cfgPath}, &out, &errb); code != exitOK {
 		t.Fatalf("adopt: exit %d: %s", code, errb.String())
 	}
-	st = e.waitStatusNode(t, "generation 4 of the adopted incarnation", func(s agent.Status) bool {
+	st = e.waitStatus(t, "agent-under-test", func(s agent.Status) bool {
 		return s.Generation == 4 && s.Incarnation == st.IncarnationRefused && s.IncarnationRefused == ""
 	})
 	if b, _ := os.ReadFile(filepath.Join(e.out, "d", "item00")); !strings.HasPrefix(string(b), "gen=14 ") {

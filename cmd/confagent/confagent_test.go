@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
@@ -213,30 +211,7 @@ func (p *proc) log() string {
 // polling) until it reports generation g applied.
 func (e *env) waitApplied(t *testing.T, agentID string, g int64) agent.Status {
 	t.Helper()
-	conn := e.c.Connect(t, 4*time.Second)
-	path := layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID)
-	timeout := time.After(60 * time.Second)
-	for {
-		var st agent.Status
-		ok, _, ev, err := conn.ExistsW(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			b, _, gev, err := conn.GetW(path)
-			if err == nil && json.Unmarshal(b, &st) == nil && st.Generation >= g {
-				return st
-			}
-			if err == nil {
-				ev = gev
-			}
-		}
-		select {
-		case <-ev:
-		case <-timeout:
-			t.Fatalf("agent %s never reported generation %d (last %+v)", agentID, g, st)
-		}
-	}
+	return e.waitStatus(t, agentID, func(st agent.Status) bool { return st.Generation >= g })
 }
 
 // checkOutputs verifies that every output is complete and of one
