@@ -26,15 +26,26 @@ var paths = layout.New(root, layout.DefaultMeta)
 
 func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon {
 	t.Helper()
+	return runAgent(t, id, func(o *agent.Options) {
+		// The test servers' longest session: a loaded machine must not
+		// expire it by stalling the agent; the expiry test blackholes it.
+		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: 4 * time.Second}
+		o.Targets[0].Check = check
+	})
+}
+
+// runAgent runs a real agent with id, one file target (item app.conf) and
+// a state dir in a temporary directory; adjust sets the rest (at least the
+// ZooKeeper config). The agent stops with the test.
+func runAgent(t *testing.T, id string, adjust func(*agent.Options)) *agent.Daemon {
+	t.Helper()
 	dir := t.TempDir()
 	opts := agent.Options{
 		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		// The test servers' longest session: a loaded machine must not
-		// expire it by stalling the agent; the expiry test blackholes it.
-		ZK: zkconn.Config{Servers: servers, SessionTimeout: 4 * time.Second},
 		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1, Check: check}},
+			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
 	}
+	adjust(&opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := agent.NewDaemon(ctx, opts)
 	if err != nil {

@@ -81,22 +81,9 @@ func rawSession(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
 // startSecureAgent runs a real agent with its own identity.
 func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
 	t.Helper()
-	dir := t.TempDir()
-	opts := agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		ZK: zkconn.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)},
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
-	return d
+	return runAgent(t, id, func(o *agent.Options) {
+		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)}
+	})
 }
 
 func forgedStatus(t *testing.T, id string, g int64) []byte {
@@ -388,22 +375,10 @@ func stillOwnedBy(conn *zk.Conn, owner int64) bool {
 
 func startVersioned(t *testing.T, servers []string, id, version string, timeout time.Duration) *agent.Daemon {
 	t.Helper()
-	dir := t.TempDir()
-	opts := agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Version: version,
-		ZK: zkconn.Config{Servers: servers, SessionTimeout: timeout},
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
-	return d
+	return runAgent(t, id, func(o *agent.Options) {
+		o.Version = version
+		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: timeout}
+	})
 }
 
 // TestRegistryNode: a running agent registers itself with its labels and
@@ -496,21 +471,11 @@ func (l *logBuf) String() string {
 // into the returned buffer.
 func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
 	t.Helper()
-	dir := t.TempDir()
 	logs := &logBuf{}
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)},
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	runAgent(t, id, func(o *agent.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		o.ZK = zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
 	return logs
 }
 
