@@ -248,7 +248,18 @@ func (c *Cache) apply(s *Snapshot) {
 	if c.store != nil {
 		if err := c.store.write(s); err != nil {
 			c.stats.persistErrors.Add(1)
-			c.log.Warn("could not persist the snapshot", "path", c.opts.stateFile, "generation", s.Generation(), "err", err)
+			// A full disk (or any write error) must not leave an older
+			// generation behind as the restart state: a crash after this
+			// hand-out would restart from it and act on it (backwards).
+			// Without a state file a restart waits for ZooKeeper instead.
+			// Removing a file works on a full disk.
+			if rerr := c.store.retract(); rerr != nil {
+				c.log.Error("could not persist the snapshot nor remove the older persisted one: a restart before the next successful write would start from an older generation",
+					"path", c.opts.stateFile, "generation", s.Generation(), "err", err, "remove_err", rerr)
+			} else {
+				c.log.Warn("could not persist the snapshot; removed the older persisted one (a restart before the next successful write waits for ZooKeeper)",
+					"path", c.opts.stateFile, "generation", s.Generation(), "err", err)
+			}
 		}
 	}
 	c.snap.Store(s)

@@ -168,7 +168,10 @@ func WithMeta(meta string) Option {
 // so an apply writes only the items that changed (files mode 0600,
 // directories created 0700). A state that is torn, incomplete or corrupt is
 // ignored as a whole (logged); the previous single-file format is read and
-// replaced on the first apply.
+// replaced on the first apply. A write that fails (a full disk) is logged
+// and counted (Stats.PersistErrors), and the older state is removed before
+// the snapshot is handed out, so a restart never starts from a generation
+// older than one already handed out; it waits for ZooKeeper instead.
 func WithStateFile(path string) Option {
 	return func(o *options) error {
 		if path == "" {

@@ -400,6 +400,21 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 	return nil
 }
 
+// retract removes the commit file, durably, after a failed write: the
+// state it names is older than the snapshot being handed out. Item files
+// stay (the next successful write sweeps what it does not reference).
+func (st *stateStore) retract() error {
+	if err := os.Remove(st.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("state file: %w", err)
+	}
+	st.have = map[string]struct{}{}
+	st.swept = false
+	if err := syncDir(filepath.Dir(st.path)); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
+
 // prepare creates the state file's directory and the item directory (mode
 // 0700) and makes the latter's entry durable.
 func (st *stateStore) prepare() error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -412,10 +413,19 @@ func TestCacheStateIncremental(t *testing.T) {
 	c.Close()
 	c = start()
 	waitGen(t, c, g2, v2)
+	// The hook takes an image of the state as a crash at this point
+	// leaves it (item files durable, the commit file still the previous
+	// one); the write then fails, and the cache, which lives on, removes
+	// the older commit file (TestStateNotLeftBehindOnFullDisk). The
+	// restart below starts from the image: what the dead process left.
 	crashed := make(chan struct{}, 1)
+	image := t.TempDir()
 	hook := func() error {
 		select {
 		case crashed <- struct{}{}:
+			if out, err := exec.Command("cp", "-a", path, path+itemDirSuffix, image).CombinedOutput(); err != nil {
+				return fmt.Errorf("image of the state: %v: %s", err, out)
+			}
 		default:
 		}
 		return errors.New("simulated crash before the commit point")
@@ -431,6 +441,12 @@ func TestCacheStateIncremental(t *testing.T) {
 	}
 	c.Close()
 	zkc.Stop(0)
+	if err := os.RemoveAll(path + itemDirSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(image, filepath.Base(path)), filepath.Join(image, filepath.Base(path)+itemDirSuffix), filepath.Dir(path)).CombinedOutput(); err != nil {
+		t.Fatalf("restore the crash image: %v: %s", err, out)
+	}
 	c = start()
 	if s := c.Snapshot(); s == nil || s.Generation() != g2 || !s.FromStateFile() {
 		t.Fatalf("after the crash: %v, want generation %d from the state file", s, g2)
