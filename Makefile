@@ -66,8 +66,8 @@ chaos: zookeeper
 
 fuzz:
 	@failed=; for t in \
-		./internal/manifest:FuzzDecode \
-		./internal/manifest:FuzzValidateName \
+		./manifest:FuzzDecode \
+		./manifest:FuzzValidateName \
 		./agent/render:FuzzDirName \
 		./agent/render:FuzzTemplateHostileData \
 		./agent/render:FuzzTemplateText \

@@ -18,7 +18,7 @@ import (
 
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Options configure a Daemon. cmd/confagent builds them from the YAML
@@ -26,7 +26,7 @@ import (
 type Options struct {
 	Root    string
 	Meta    string
-	ZK      zkconn.Config
+	ZK      zkclient.Config
 	AgentID string
 	// StateDir holds the persisted snapshot (created 0700).
 	StateDir string
@@ -85,7 +85,7 @@ const PendingReloadsFileName = "reload-pending.json"
 // generation: confagent's main loop.
 type Daemon struct {
 	log     *slog.Logger
-	zk      *zkconn.Client
+	zk      *zkclient.Client
 	cache   *cache.Cache
 	status  *statusNode
 	r       *Renderer
@@ -139,7 +139,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	if zcfg.Logger == nil {
 		zcfg.Logger = log
 	}
-	client, err := zkconn.DialClient(zcfg)
+	client, err := zkclient.Dial(zcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // mountTmpfs mounts a tmpfs of the given size on a new directory and
@@ -189,7 +189,7 @@ func TestDirGracePeriodKeepsResolvedSet(t *testing.T) {
 	}
 	reconfigure := func(r *running, grace time.Duration) {
 		t.Helper()
-		if _, err := r.d.Reconfigure(agent.Options{Root: root, ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second},
+		if _, err := r.d.Reconfigure(agent.Options{Root: root, ZK: zkclient.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second},
 			AgentID: "test-agent", Targets: spec(grace), StaleAfter: time.Minute}); err != nil {
 			t.Fatal(err)
 		}

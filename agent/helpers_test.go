@@ -12,9 +12,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 const root = "/config"
@@ -35,7 +35,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // publisher returns a publisher on its own session.
 func publisher(t testing.TB, c *zktest.Cluster) *publish.Publisher {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func startDaemon(t testing.TB, addrs []string, stateDir string, specs []agent.Ta
 	opts := agent.Options{
 		// The test servers' longest session (4s): a loaded machine must not
 		// expire it by stalling the daemon.
-		Root: root, ZK: zkconn.Config{Servers: addrs, SessionTimeout: 4 * time.Second},
+		Root: root, ZK: zkclient.Config{Servers: addrs, SessionTimeout: 4 * time.Second},
 		AgentID: "test-agent", StateDir: stateDir, Targets: specs, Logger: testLog(t),
 		OnStatus: func(s agent.Status) {
 			select {

@@ -15,6 +15,7 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // statusNode keeps the agent's ephemeral status node (layout's
@@ -35,9 +36,9 @@ import (
 // or set, so a node deleted and re-created by someone else between two
 // writes is noticed (BadVersion or NoNode) instead of overwritten.
 type statusNode struct {
-	zk       *zkconn.Client
+	zk       *zkclient.Client
 	conn     *zk.Conn // zk's current connection, taken before each write
-	sess     *zkconn.Session
+	sess     *zkclient.Session
 	paths    layout.Paths
 	agentID  string
 	path     string
@@ -62,7 +63,7 @@ type statusNode struct {
 	conflictEpoch uint64
 }
 
-func newStatusNode(client *zkconn.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+func newStatusNode(client *zkclient.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
 	return &statusNode{zk: client, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // profileAgent runs confagent's daemon (package agent, the same code as
@@ -39,7 +39,7 @@ func (e *env) profileAgent(ctx context.Context, name string, sched *schedule) (*
 	defer fw.close()
 	d, err := agent.NewDaemon(ctx, agent.Options{
 		Root: t.root, Meta: e.meta, AgentID: "confbench-inproc", StateDir: filepath.Join(base, "state"),
-		ZK:     zkconn.Config{Servers: e.srv.addrs, SessionTimeout: e.cfg.SessionTimeout, Logger: e.quiet},
+		ZK:     zkclient.Config{Servers: e.srv.addrs, SessionTimeout: e.cfg.SessionTimeout, Logger: e.quiet},
 		Logger: e.quiet,
 		Targets: []agent.TargetSpec{{Name: "d", Kind: agent.KindDir, Dest: dest, Mode: 0o640,
 			UID: -1, GID: -1, Timeout: 30 * time.Second}},

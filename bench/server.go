@@ -18,8 +18,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // runner implements zktest.TB for a program: Fatalf unwinds (recovered by
@@ -215,12 +215,12 @@ const sessionWait = 30 * time.Second
 // client is one ZooKeeper session of the benchmark.
 type client struct {
 	conn *zk.Conn
-	sess *zkconn.Session
+	sess *zkclient.Session
 }
 
 // dial opens a session through a counting tap and waits for it.
 func dial(ctx context.Context, o dialOptions) (*client, error) {
-	sess := zkconn.NewSession()
+	sess := zkclient.NewSession()
 	counts, clock := o.counts, o.clock
 	opts := zkOptions(
 		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestAbandonedMarker: a marker without a live publisher never blocks a
@@ -123,7 +124,7 @@ func TestAbandonedMarker(t *testing.T) {
 // newPublisher is a real confpush publisher on its own session.
 func newPublisher(t *testing.T, zkc *zktest.Cluster) *publish.Publisher {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // closeGrace bounds how long Close waits for requests still in flight on a
@@ -25,9 +25,9 @@ const closeGrace = 10 * time.Second
 type Cache struct {
 	root    string
 	paths   layout.Paths
-	client  *zkconn.Client
+	client  *zkclient.Client
 	conn    *zk.Conn // client's current connection, taken by the loop before each cycle
-	sess    *zkconn.Session
+	sess    *zkclient.Session
 	ownConn bool // the cache dialled client and closes it
 	opts    options
 	log     *slog.Logger
@@ -109,13 +109,13 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	case o.client != nil:
 		c.client = o.client
 	case o.conn != nil:
-		c.client = zkconn.Fixed(o.conn, o.sess)
+		c.client = zkclient.Fixed(o.conn, o.sess)
 	default:
 		cfg := *o.cfg
 		if cfg.Logger == nil {
 			cfg.Logger = o.log
 		}
-		cl, err := zkconn.DialClient(cfg)
+		cl, err := zkclient.Dial(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}

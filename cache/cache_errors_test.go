@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 

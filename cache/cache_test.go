@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestLoadChangeAddRemove: initial load, then a change, an addition and a
@@ -163,7 +163,7 @@ func TestRootMissingEmptyForeign(t *testing.T) {
 // closes it, and Close leaves no goroutine behind (goleak in TestMain).
 func TestWithConnAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@
 // (WithFetchConcurrency) on the same connection.
 //
 //  1. Wait for a session. The session is tracked through the client's
-//     synchronous event callback (zkconn.Session), never its 6-slot event
+//     synchronous event callback (zkclient.Session), never its 6-slot event
 //     channel, which drops events.
 //  2. On the first read of every session, and after every reconnect, send
 //     Sync(root), so that the server answering is as current as the leader:
@@ -94,13 +94,13 @@
 //
 //   - Disconnect: state Stale (ErrDisconnected); the snapshot is still
 //     served. Watch channels receive nothing on a plain disconnect.
-//   - Reconnect within the session (zkconn.Status.Epoch changed): a full
+//   - Reconnect within the session (zkclient.Status.Epoch changed): a full
 //     resync (steps 2-6, marker read regardless) even if no watch fired. The
 //     client re-registers watches in the background and only logs failures,
 //     and an exists watch can miss a create followed by a delete while
 //     disconnected; the resync does not depend on either. WithResyncJitter
 //     spreads these resyncs over a fleet.
-//   - Expiry (zkconn.Status.Expiries changed, or EventNotWatching with
+//   - Expiry (zkclient.Status.Expiries changed, or EventNotWatching with
 //     zk.ErrSessionExpired on a watch channel): state Expired
 //     (ErrSessionExpired), every watch is forgotten, and the cache resyncs on
 //     the client's new session (which the go-zookeeper client opens
@@ -111,7 +111,7 @@
 //     leadership is the application's decision (a library must not hide a
 //     fatal error). StateInfo.Expiries lets an application that only reads
 //     the latest state notice an expiry it did not see.
-//   - Refused session (zkconn.Status.Refused: every handshake closed, the
+//   - Refused session (zkclient.Status.Refused: every handshake closed, the
 //     way a server wiped or rebuilt on the same address refuses a client
 //     that has seen a newer zxid; the go-zookeeper client would retry with
 //     that zxid forever): a cache that dials itself (WithServers,

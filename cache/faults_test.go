@@ -8,8 +8,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestChangeWhileCutOff: the cache's connection is cut and held (the
@@ -75,7 +75,7 @@ func TestChangeAcrossSessionExpiry(t *testing.T) {
 			if own {
 				opts = append(opts, WithServers([]string{proxy.Addr()}, time.Second))
 			} else {
-				conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{proxy.Addr()}, SessionTimeout: time.Second})
+				conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: []string{proxy.Addr()}, SessionTimeout: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}

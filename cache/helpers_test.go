@@ -20,8 +20,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 func TestMain(m *testing.M) {

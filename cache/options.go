@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Defaults of the options.
@@ -27,10 +27,10 @@ const (
 type Option func(*options) error
 
 type options struct {
-	cfg         *zkconn.Config
-	client      *zkconn.Client
+	cfg         *zkclient.Config
+	client      *zkclient.Client
 	conn        *zk.Conn
-	sess        *zkconn.Session
+	sess        *zkclient.Session
 	meta        string
 	stateFile   string
 	log         *slog.Logger
@@ -58,30 +58,17 @@ func WithServers(servers []string, sessionTimeout time.Duration) Option {
 		if sessionTimeout == 0 {
 			sessionTimeout = DefaultSessionTimeout
 		}
-		return o.setConfig(zkconn.Config{Servers: servers, SessionTimeout: sessionTimeout})
+		return o.setConfig(zkclient.Config{Servers: servers, SessionTimeout: sessionTimeout})
 	}
 }
 
-// Session tracks a connection's state through the client's event callback.
-// An application that dials ZooKeeper itself and hands the connection to
-// WithConn creates one with NewSession and dials with
-// zk.WithEventCallback(sess.Callback).
-type Session = zkconn.Session
-
-// NewSession returns a session tracker for WithConn.
-func NewSession() *Session { return zkconn.NewSession() }
-
-// Config says how the cache dials ZooKeeper itself (WithConfig): servers,
-// session timeout, digest credentials, TLS.
-type Config = zkconn.Config
-
 // WithConfig makes the cache dial its own connection with cfg (servers,
 // session timeout, auth, TLS). Like WithServers, the cache owns it.
-func WithConfig(cfg Config) Option {
+func WithConfig(cfg zkclient.Config) Option {
 	return func(o *options) error { return o.setConfig(cfg) }
 }
 
-func (o *options) setConfig(cfg zkconn.Config) error {
+func (o *options) setConfig(cfg zkclient.Config) error {
 	if o.conn != nil || o.cfg != nil || o.client != nil {
 		return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
 	}
@@ -94,7 +81,7 @@ func (o *options) setConfig(cfg zkconn.Config) error {
 
 // WithConn makes the cache use a connection the application owns. sess must
 // track that connection: the application dials with
-// zk.WithEventCallback(sess.Callback), sess from NewSession. The cache never
+// zk.WithEventCallback(sess.Callback), sess from zkclient.NewSession. The cache never
 // closes conn. After a session expiry it reports StateExpired and resyncs on
 // the client's new session, and leaves every other consequence of the
 // expiry to the application. When the servers refuse the connection's
@@ -102,7 +89,7 @@ func (o *options) setConfig(cfg zkconn.Config) error {
 // on the same address), the cache reports ErrRefused and can do nothing
 // more on it: the application must dial a new connection and start a new
 // cache on it (WithClient does that by itself).
-func WithConn(conn *zk.Conn, sess *Session) Option {
+func WithConn(conn *zk.Conn, sess *zkclient.Session) Option {
 	return func(o *options) error {
 		if conn == nil || sess == nil {
 			return errors.New("cache: WithConn needs both the connection and its session tracker")
@@ -115,16 +102,6 @@ func WithConn(conn *zk.Conn, sess *Session) Option {
 	}
 }
 
-// Client is a ZooKeeper connection that replaces itself with a fresh one
-// when the servers refuse its session (a server wiped or rebuilt on the
-// same address refuses a client that has seen a newer zxid; the client
-// library would retry forever). Its Session counts a replacement as an
-// expiry. See WithClient.
-type Client = zkconn.Client
-
-// DialClient dials a Client with cfg. The caller owns it and closes it.
-func DialClient(cfg Config) (*Client, error) { return zkconn.DialClient(cfg) }
-
 // WithClient makes the cache use a Client the application owns and shares
 // (the cache never closes it): like WithConn, but the connection is
 // replaced when the servers refuse its session, and the cache follows the
@@ -132,7 +109,7 @@ func DialClient(cfg Config) (*Client, error) { return zkconn.DialClient(cfg) }
 // application keeps on that connection (ephemeral nodes, watches) must take
 // the connection from Client.Conn for every unit of work and treat the
 // replacement as an expiry.
-func WithClient(cl *Client) Option {
+func WithClient(cl *zkclient.Client) Option {
 	return func(o *options) error {
 		if cl == nil {
 			return errors.New("cache: WithClient needs a client")

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestWithRealPublisher follows publishes made by package publish, in multi
@@ -22,7 +22,7 @@ func TestWithRealPublisher(t *testing.T) {
 		items  = 12
 	)
 	zkc := zktest.Start(t)
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

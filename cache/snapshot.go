@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // Snapshot is one published generation of a config root, complete and

@@ -57,7 +57,7 @@ type StateInfo struct {
 	// ErrNotPublished, ErrPublishInProgress, ErrAbandonedMarker, ErrTorn
 	// (an *ItemMismatchError naming the item), ErrBackwards, ErrNotSynced,
 	// ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
-	// manifest.ErrFutureFormat, zkconn.ErrAuthFailed, or a ZooKeeper error.
+	// manifest.ErrFutureFormat, zkclient.ErrAuthFailed, or a ZooKeeper error.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
 	Generation int64

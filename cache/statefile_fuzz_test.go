@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 var fzRoots = []string{"/config", "/config/web", "/c"}

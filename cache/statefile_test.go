@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 

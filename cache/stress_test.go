@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestTornReadStress: a publisher (package publish, multi mode) commits
@@ -25,7 +25,7 @@ func TestTornReadStress(t *testing.T) {
 	}
 	zkc := zktest.Start(t)
 	log, _ := testLogger(t)
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

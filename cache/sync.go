@@ -14,8 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Backoff bounds.
@@ -274,7 +275,7 @@ func (c *Cache) onWatch(ls *loopState, ev zk.Event, ok bool) bool {
 }
 
 // checkExpiry notices expiries counted by the session tracker.
-func (c *Cache) checkExpiry(ls *loopState, st zkconn.Status) bool {
+func (c *Cache) checkExpiry(ls *loopState, st zkclient.Status) bool {
 	if st.Expiries == ls.expiries {
 		return false
 	}
@@ -310,10 +311,10 @@ func (c *Cache) onExpiry(ls *loopState, n uint64) {
 
 // onDisconnected reports a lost session (state Stale, or still Expired or
 // Starting).
-func (c *Cache) onDisconnected(ls *loopState, st zkconn.Status) {
+func (c *Cache) onDisconnected(ls *loopState, st zkclient.Status) {
 	err := ErrDisconnected
 	if st.State == zk.StateAuthFailed {
-		err = fmt.Errorf("%w: %w", ErrDisconnected, zkconn.ErrAuthFailed)
+		err = fmt.Errorf("%w: %w", ErrDisconnected, zkclient.ErrAuthFailed)
 	}
 	if st.Refused(2, refusedReport) {
 		// A Client replaces the connection itself (its bound is the

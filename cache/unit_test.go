@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 func newTestSnapshot(t *testing.T, gen int64, items map[string][]byte) *Snapshot {

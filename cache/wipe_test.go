@@ -8,8 +8,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // wipeScenario publishes generations 1..3 of incarnation old on a
@@ -172,7 +173,7 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 func TestWithConnReportsRefusedSession(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
-	sess := NewSession()
+	sess := zkclient.NewSession()
 	conn, _, err := zk.Connect(w.zk.Addrs(), 4*time.Second, zk.WithEventCallback(sess.Callback), zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)

@@ -50,8 +50,8 @@ import (
 	"github.com/zkconf/zkconf/agent/config"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Fault kinds of issue 13.
@@ -95,7 +95,7 @@ func incarnationConfig(probeDir string, valid string) string {
 // to the node's name) and Wait never counts untrusted ones; the names
 // used here are the same on both branches.
 func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64, waitFor time.Duration) (applied []string, sum fleet.Summary, waited []string, err error) {
-	agents, err := fleet.List(ctx, conn, paths)
+	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if err != nil {
 		return nil, fleet.Summary{}, nil, err
 	}
@@ -108,7 +108,7 @@ func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64
 	// returns what it counted.
 	wctx, cancel := context.WithTimeout(ctx, waitFor)
 	defer cancel()
-	pr, _ := fleet.Wait(wctx, conn, paths, gen, fleet.WaitOptions{Min: 1 << 20})
+	pr, _ := fleet.Wait(wctx, conn, paths.Root, paths.Meta, gen, fleet.WaitOptions{Min: 1 << 20})
 	return applied, fleet.Summarize(agents, gen), pr.Applied, nil
 }
 
@@ -671,7 +671,7 @@ func dialDirect(addrs []string, sess time.Duration) (*zk.Conn, error) {
 
 // newPublisher dials the publisher's session through its proxies.
 func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout, Logger: r.pubLogger})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout, Logger: r.pubLogger})
 	if err != nil {
 		return nil, nil, err
 	}

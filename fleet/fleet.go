@@ -13,7 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // Agent is one agent as a reader sees it: its status node (when it has
@@ -75,12 +75,26 @@ func (a Agent) Refuses(inc string) bool {
 	return a.Trusted() && inc != "" && a.Status.IncarnationRefused == inc
 }
 
-// List reads every agent's status node and the agent registry, and judges
+// List reads every agent's status node of root (its metadata under meta;
+// the default, /zkconf, when empty) and the agent registry, and judges
 // each status node (access.ReadTrust): the agents sorted by id, expected
 // ones without a trusted status node included (Gone). A root without any
 // agent gives an empty list. A reader that cannot verify (without the
 // publisher's ADMIN on an ACL'd tree) sees every node untrusted.
-func List(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
+func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
+	return list(ctx, conn, paths(root, meta))
+}
+
+// paths is the layout of root with its metadata under meta (the default
+// metadata path when meta is empty).
+func paths(root, meta string) layout.Paths {
+	if meta == "" {
+		meta = layout.DefaultMeta
+	}
+	return layout.New(root, meta)
+}
+
+func list(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
 	trust, trustErr := access.ReadTrust(ctx, conn, p)
 	ids, _, err := conn.Children(p.Status())
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -345,13 +359,15 @@ func (e *RolloutError) Error() string {
 
 func (e *RolloutError) Unwrap() error { return e.Cause }
 
-// Wait follows the agents' status nodes and the agent registry with
-// watches (no polling) until enough agents report generation g on trusted
+// Wait follows the agents' status nodes of root (metadata under meta, as
+// for List) and the agent registry with watches (no polling) until enough
+// agents report generation g on trusted
 // status nodes, and returns the final progress. It fails early, with a
 // *RolloutError, when success has become impossible (rejections), when an
 // All wait has no expected agent (ErrNoExpectedAgents), when the reader
 // cannot verify status nodes, and when ctx ends.
-func Wait(ctx context.Context, conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions) (Progress, error) {
+func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts WaitOptions) (Progress, error) {
+	p := paths(root, meta)
 	if !opts.All && opts.Min <= 0 {
 		opts.All = true
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 const root = "/config"
@@ -29,7 +29,7 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 	return runAgent(t, id, func(o *agent.Options) {
 		// The test servers' longest session: a loaded machine must not
 		// expire it by stalling the agent; the expiry test blackholes it.
-		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: 4 * time.Second}
+		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second}
 		o.Targets[0].Check = check
 	})
 }
@@ -70,7 +70,7 @@ func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
 
 func newPublisher(t *testing.T, c *zktest.Cluster) (*publish.Publisher, *zk.Conn) {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,19 +96,19 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// All three must be registered and at 1 before the scenario starts.
-	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 3}); err != nil {
+	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 3}); err != nil {
 		t.Fatal(err)
 	}
 
 	g := publishConf(t, p, "v2")
-	pr, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	if err != nil {
 		t.Fatalf("wait --all: %v", err)
 	}
 	if len(pr.Applied) != 3 {
 		t.Fatalf("applied = %v", pr.Applied)
 	}
-	agents, err := fleet.List(ctx, conn, paths)
+	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if err != nil || len(agents) != 3 {
 		t.Fatalf("list = %v, %v", agents, err)
 	}
@@ -117,7 +117,7 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	}
 
 	g = publishConf(t, p, "v3")
-	pr, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) {
 		t.Fatalf("wait with a failing check = %v", err)
@@ -128,7 +128,7 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	if !strings.Contains(err.Error(), "host-c failed") || !strings.Contains(err.Error(), "check") {
 		t.Fatalf("error does not name the agent and its error: %v", err)
 	}
-	agents, _ = fleet.List(ctx, conn, paths)
+	agents, _ = fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if s := fleet.Summarize(agents, g); s.AtLatest != 2 || s.Behind != 1 || s.Failing != 1 {
 		t.Fatalf("summary %v", s)
 	}
@@ -148,7 +148,7 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	startAgent(t, []string{proxy.Addr()}, "host-x", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, stat, err := conn.Get(paths.StatusNode("host-x"))

@@ -19,10 +19,11 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Test identities: random-looking passwords of at least 16 bytes.
@@ -47,7 +48,7 @@ func creds(user string) string { return user + ":" + passwords[user] }
 // given agent identities, and returns a publisher and its session.
 func securedTree(t *testing.T, c *zktest.Cluster, agents ...string) (*publish.Publisher, *zk.Conn) {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: creds("publisher")})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: creds("publisher")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func rawSession(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
 func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
 	t.Helper()
 	return runAgent(t, id, func(o *agent.Options) {
-		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)}
+		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)}
 	})
 }
 
@@ -129,7 +130,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	agents, err := fleet.List(ctx, conn, paths)
+	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,14 +149,14 @@ func TestForgedStatusNotCounted(t *testing.T) {
 
 	// A reader that cannot see the agents' digests (here an agent
 	// identity) cannot verify anything: its wait fails at once.
-	if _, err := fleet.Wait(ctx, forger, paths, g, fleet.WaitOptions{All: true}); err == nil ||
+	if _, err := fleet.Wait(ctx, forger, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true}); err == nil ||
 		!strings.Contains(err.Error(), "cannot verify the agents' status nodes") || ctx.Err() != nil {
 		t.Errorf("wait by an agent identity = %v; want a verification error at once", err)
 	}
 
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || len(pr.Applied) != 0 {
 		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
@@ -176,12 +177,12 @@ func TestPolicyAgentExpected(t *testing.T) {
 	startSecureAgent(t, c.Addrs(), "web-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	if err == nil {
 		t.Fatalf("wait --all succeeded without web-2: %+v", pr)
 	}
@@ -213,7 +214,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	agents, err := fleet.List(ctx, conn, paths)
+	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 			t.Errorf("%s listed as %+v; want untrusted (%s), not expected", id, a, reason)
 		}
 	}
-	_, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	_, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) {
 		t.Errorf("wait with untrusted nodes only = %v; want ErrNoExpectedAgents", err)
 	}
@@ -238,7 +239,7 @@ func TestWaitNoExpectedAgents(t *testing.T) {
 	g := publishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	_, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
 		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
 	}
@@ -290,7 +291,7 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	agents, err := fleet.List(ctx, conn, paths)
+	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if a, ok := find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
 		!strings.Contains(a.Untrusted, "its ACL is world:anyone:cdrwa, not what agent web-2's identity gives it") {
 		t.Errorf("squatted web-2 listed as %+v, %v; want gone, its node untrusted for its ACL", a, err)
@@ -300,7 +301,7 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "web-2's own, trusted node", func() bool {
-		agents, err := fleet.List(ctx, conn, paths)
+		agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 		a, ok := find(agents, "web-2")
 		return err == nil && ok && a.Applied(g)
 	})
@@ -342,7 +343,7 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, old, err := conn.Get(paths.StatusNode("host-r"))
@@ -377,7 +378,7 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 	t.Helper()
 	return runAgent(t, id, func(o *agent.Options) {
 		o.Version = version
-		o.ZK = zkconn.Config{Servers: servers, SessionTimeout: timeout}
+		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: timeout}
 	})
 }
 
@@ -397,7 +398,7 @@ func TestRegistryNode(t *testing.T) {
 	actx, acancel := context.WithCancel(ctx)
 	d, err := agent.NewDaemon(actx, agent.Options{
 		Root: root, AgentID: "web-1", StateDir: filepath.Join(dir, "state"), Labels: map[string]string{"role": "web"},
-		ZK: zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds("web-1")},
+		ZK: zkclient.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds("web-1")},
 		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
 			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
 	})
@@ -410,7 +411,7 @@ func TestRegistryNode(t *testing.T) {
 
 	var agents []fleet.Agent
 	eventually(t, "web-1 registered and applied", func() bool {
-		agents, err = fleet.List(ctx, conn, paths)
+		agents, err = fleet.List(ctx, conn, paths.Root, paths.Meta)
 		a, ok := find(agents, "web-1")
 		return err == nil && ok && a.Applied(g) && a.Registration != nil
 	})
@@ -437,13 +438,13 @@ func TestRegistryNode(t *testing.T) {
 		zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	agents, err = fleet.List(ctx, conn, paths)
+	agents, err = fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if f, ok := find(agents, "web-5"); err != nil || !ok || !f.Gone() || f.RegistryUntrusted == "" {
 		t.Errorf("forged registration listed as %+v, %v; want expected, gone, registry untrusted", f, err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	if err == nil || !slices.Contains(pr.Gone, "web-5") || !slices.Contains(pr.Applied, "web-1") {
 		t.Errorf("wait --all with a forged registration = %+v, %v; want web-5 gone, blocking", pr, err)
 	}
@@ -474,7 +475,7 @@ func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
 	logs := &logBuf{}
 	runAgent(t, id, func(o *agent.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-		o.ZK = zkconn.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)}
+		o.ZK = zkclient.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)}
 	})
 	return logs
 }
@@ -493,11 +494,11 @@ func TestAgentIDMustBeUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	eventually(t, "host-x's status node", func() bool {
-		agents, err := fleet.List(ctx, conn, paths)
+		agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
 		a, ok := find(agents, "host-x")
 		return err == nil && ok && a.HasNode && a.Status.Generation == g
 	})
-	agents, _ := fleet.List(ctx, conn, paths)
+	agents, _ := fleet.List(ctx, conn, paths.Root, paths.Meta)
 	if a, _ := find(agents, "host-x"); a.Trusted() || !strings.Contains(a.Untrusted, `no agent identity "host-x"`) {
 		t.Errorf("host-x listed as %+v; want untrusted", a)
 	}
@@ -575,7 +576,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 	// Min 2 the wait can only end by its deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	pr, err := fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{Min: 2})
+	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{Min: 2})
 	if err == nil || !slices.Equal(pr.Applied, []string{"current"}) || !slices.Equal(pr.Pending, []string{"stuck"}) {
 		t.Fatalf("old incarnation's generation counted: applied %v, pending %v, err %v", pr.Applied, pr.Pending, err)
 	}
@@ -588,7 +589,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 		IncarnationRefused: m.Incarnation, Attempted: 7, State: "stale"})
 	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pr, err = fleet.Wait(ctx, conn, paths, g, fleet.WaitOptions{All: true})
+	pr, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || !slices.Equal(pr.Rejected, []string{"stuck"}) || !strings.Contains(err.Error(), "confagent adopt") {
 		t.Fatalf("refusing agent: rejected %v, err %v", pr.Rejected, err)

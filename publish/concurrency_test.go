@@ -17,9 +17,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // digest is a set as item name -> sha256, for item-for-item comparison.
@@ -376,7 +376,7 @@ func (c *observedConn) Write(b []byte) (int, error) {
 // as the session timeout.
 func dialObserved(t testing.TB, addrs []string, observe func(frame []byte)) *zk.Conn {
 	t.Helper()
-	sess := zkconn.NewSession()
+	sess := zkclient.NewSession()
 	conn, _, err := zk.Connect(addrs, 30*time.Second,
 		zk.WithEventCallback(sess.Callback),
 		zk.WithLogger(quiet{}),

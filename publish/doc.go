@@ -132,8 +132,8 @@
 // marker is dead and the next publish takes it over). A context that ends
 // while a commit is in flight gives ErrOutcomeUnknown with the publish id
 // and generation to look for. A refusal by ZooKeeper's access control
-// (NoAuth) is an *access.PermissionError naming the node and the
-// permission missing (errors.Is(err, access.ErrPermission)); it is never
+// (NoAuth) is an error naming the node and the permission missing
+// (errors.Is(err, zkclient.ErrPermission)); it is never
 // retried.
 //
 // # ACLs

@@ -13,9 +13,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // opMulti is ZooKeeper's opcode for a multi request.
@@ -69,7 +69,7 @@ type rig struct {
 	t       *testing.T
 	proxy   *faultproxy.Proxy
 	conn    *zk.Conn
-	sess    *zkconn.Session // nil when built without a tracker
+	sess    *zkclient.Session // nil when built without a tracker
 	direct  *zk.Conn
 	onMulti atomic.Pointer[func()]
 	current atomic.Pointer[spyConn] // the client's newest connection
@@ -95,7 +95,7 @@ func newRig(t *testing.T, c *zktest.Cluster, sessionTimeout time.Duration, track
 		}
 	}
 	if tracker {
-		r.sess = zkconn.NewSession()
+		r.sess = zkclient.NewSession()
 		cb = func(ev zk.Event) {
 			r.sess.Callback(ev)
 			if ev.State == zk.StateHasSession {

@@ -16,9 +16,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // testSession is the session timeout of the tests' connections. A loaded
@@ -57,9 +57,9 @@ func (w tWriter) Write(b []byte) (int, error) {
 
 // dial connects through zkconn (with a session tracker) to addrs and waits
 // for the session. The connection is closed in t.Cleanup.
-func dial(t testing.TB, sessionTimeout time.Duration, addrs ...string) (*zk.Conn, *zkconn.Session) {
+func dial(t testing.TB, sessionTimeout time.Duration, addrs ...string) (*zk.Conn, *zkclient.Session) {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: addrs, SessionTimeout: sessionTimeout})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: addrs, SessionTimeout: sessionTimeout})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -79,7 +79,7 @@ func newPub(t testing.TB, c *zktest.Cluster, root string, opts ...Option) *Publi
 	return mustNew(t, conn, sess, root, opts...)
 }
 
-func mustNew(t testing.TB, conn *zk.Conn, sess *zkconn.Session, root string, opts ...Option) *Publisher {
+func mustNew(t testing.TB, conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) *Publisher {
 	t.Helper()
 	opts = append([]Option{WithLogger(testLogger(t)), WithPublisherName("tester@test")}, opts...)
 	p, err := New(conn, sess, root, opts...)

@@ -3,7 +3,7 @@ package publish
 import (
 	"testing"
 
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // TestIncarnation: the first publish of a root creates an incarnation,

@@ -464,9 +464,14 @@ func (r *MarkerReport) String() string {
 	}
 }
 
-// InspectMarker reads the marker of paths.Root and whether its publish is
-// alive; it returns nil when there is no marker.
-func InspectMarker(ctx context.Context, conn *zk.Conn, paths layout.Paths) (*MarkerReport, error) {
+// InspectMarker reads the marker of root (its publishes' metadata under
+// meta, the default when empty) and whether its publish is alive; it
+// returns nil when there is no marker.
+func InspectMarker(ctx context.Context, conn *zk.Conn, root, meta string) (*MarkerReport, error) {
+	if meta == "" {
+		meta = layout.DefaultMeta
+	}
+	paths := layout.New(root, meta)
 	type node struct {
 		data []byte
 		stat *zk.Stat

@@ -14,9 +14,9 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Mode selects how a set is committed.
@@ -135,7 +135,7 @@ type Result struct {
 // the root's compare-and-swap, the losers getting ErrConflict.
 type Publisher struct {
 	conn  *zk.Conn
-	sess  *zkconn.Session
+	sess  *zkclient.Session
 	paths layout.Paths
 	cfg   config
 	log   *slog.Logger
@@ -149,9 +149,9 @@ type Publisher struct {
 }
 
 // New returns a Publisher for root. sess is the connection's session
-// tracker (zkconn.Dial returns it); it may be nil, in which case session
+// tracker (zkclient.DialConn returns it); it may be nil, in which case session
 // expiry is detected from errors and session ids only.
-func New(conn *zk.Conn, sess *zkconn.Session, root string, opts ...Option) (*Publisher, error) {
+func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*Publisher, error) {
 	if conn == nil {
 		return nil, errors.New("publish: nil ZooKeeper connection")
 	}
@@ -193,9 +193,6 @@ func (p *Publisher) Conn() *zk.Conn { return p.conn }
 
 // Root returns the config root.
 func (p *Publisher) Root() string { return p.paths.Root }
-
-// Paths returns the layout of the root and its metadata.
-func (p *Publisher) Paths() layout.Paths { return p.paths }
 
 // Current returns the live manifest and the root's stat. It returns
 // ErrNotPublished when the root does not exist or holds no manifest.

@@ -20,7 +20,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/safeyaml"
 )
 

@@ -30,7 +30,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // EnvPrefix is the prefix of environment variables overriding config keys.
@@ -164,7 +164,7 @@ type ZooKeeper struct {
 	AuthFile string
 	// TLS, when its CA file is set, makes every connection use TLS
 	// (ZooKeeper's secureClientPort).
-	TLS zkconn.TLSFiles
+	TLS zkclient.TLSFiles
 }
 
 // HTTP holds the status endpoint settings.

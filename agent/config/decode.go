@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
-
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // topKeys are the valid flattened keys outside targets; sections are the
@@ -46,7 +45,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 			Servers:        d.stringList("zookeeper.servers"),
 			SessionTimeout: d.duration("zookeeper.session_timeout"),
 			AuthFile:       resolvePath(baseDir, d.string("zookeeper.auth_file")),
-			TLS: zkconn.TLSFiles{
+			TLS: zkclient.TLSFiles{
 				CAFile:     resolvePath(baseDir, d.string("zookeeper.tls.ca_file")),
 				CertFile:   resolvePath(baseDir, d.string("zookeeper.tls.cert_file")),
 				KeyFile:    resolvePath(baseDir, d.string("zookeeper.tls.key_file")),

@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestAdoptAfterWipe: the confagent binary with incarnation: refuse, its
@@ -40,7 +40,7 @@ func TestAdoptAfterWipe(t *testing.T) {
 	old := e.waitApplied(t, "agent-under-test", 3)
 
 	e.c.Wipe(0)
-	zc, sess, err := zkconn.Dial(zkconn.Config{Servers: e.c.Addrs(), SessionTimeout: 4 * time.Second})
+	zc, sess, err := zkclient.DialConn(zkclient.Config{Servers: e.c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

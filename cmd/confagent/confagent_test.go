@@ -21,9 +21,9 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // binary is the confagent binary built once for the subprocess tests.
@@ -57,7 +57,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	c := zktest.Start(t)
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

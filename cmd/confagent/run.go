@@ -25,6 +25,7 @@ import (
 	"github.com/zkconf/zkconf/agent/config"
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -216,7 +217,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		}
 		specs = append(specs, s)
 	}
-	zc := zkconn.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Logger: log}
+	zc := zkclient.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Logger: log}
 	auth, err := zkconn.LoadAuth(cfg.ZooKeeper.AuthFile)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))

@@ -14,6 +14,7 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // aclMismatchError marks ACLs that differ from the policy and were not
@@ -126,7 +127,7 @@ func (a *app) rootArg(args []string) error {
 func (a *app) dialAs(ctx context.Context, creds string) (*zk.Conn, error) {
 	cfg := a.zkConfig()
 	cfg.Auth = creds
-	conn, sess, err := zkconn.Dial(cfg)
+	conn, sess, err := zkclient.DialConn(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Exit codes.
@@ -193,9 +194,9 @@ func (a *app) configure(cmd *cobra.Command) error {
 		return usagef("credentials: %v", err)
 	}
 	a.auth = auth
-	files := zkconn.TLSFiles{CAFile: v.GetString("tls-ca-file"), CertFile: v.GetString("tls-cert-file"),
+	files := zkclient.TLSFiles{CAFile: v.GetString("tls-ca-file"), CertFile: v.GetString("tls-cert-file"),
 		KeyFile: v.GetString("tls-key-file"), ServerName: v.GetString("tls-server-name")}
-	if files != (zkconn.TLSFiles{}) {
+	if files != (zkclient.TLSFiles{}) {
 		if files.CAFile == "" {
 			return usagef("--tls-ca-file is required with the other --tls-* flags")
 		}
@@ -206,14 +207,14 @@ func (a *app) configure(cmd *cobra.Command) error {
 	return nil
 }
 
-func (a *app) zkConfig() zkconn.Config {
+func (a *app) zkConfig() zkclient.Config {
 	var servers []string
 	for _, s := range strings.Split(a.v.GetString("zk"), ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			servers = append(servers, s)
 		}
 	}
-	return zkconn.Config{Servers: servers, SessionTimeout: a.v.GetDuration("session-timeout"), Logger: a.log,
+	return zkclient.Config{Servers: servers, SessionTimeout: a.v.GetDuration("session-timeout"), Logger: a.log,
 		Auth: a.auth, TLS: a.tls}
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // inProcessAgent runs an agent daemon in the test process until stop (or
@@ -35,7 +35,7 @@ func startAgent(t *testing.T, zkAddr, root, stateDir string, specs []agent.Targe
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := agent.NewDaemon(ctx, agent.Options{
-		Root: root, ZK: zkconn.Config{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second},
+		Root: root, ZK: zkclient.Config{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second},
 		AgentID: "web-1", StateDir: stateDir, Targets: specs,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

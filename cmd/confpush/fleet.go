@@ -16,9 +16,9 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // rolloutError marks a rollout that failed or timed out (exit 5).
@@ -46,9 +46,9 @@ func (a *app) paths() layout.Paths {
 }
 
 // dial connects and waits for a session.
-func (a *app) dial(ctx context.Context) (*zk.Conn, *zkconn.Session, error) {
+func (a *app) dial(ctx context.Context) (*zk.Conn, *zkclient.Session, error) {
 	cfg := a.zkConfig()
-	conn, sess, err := zkconn.Dial(cfg)
+	conn, sess, err := zkclient.DialConn(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,12 +129,12 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 	if err != nil {
 		return err
 	}
-	agents, err := fleet.List(ctx, conn, p)
+	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
 	if err != nil {
 		return err
 	}
 	sum := fleet.Summarize(agents, live)
-	marker, err := publish.InspectMarker(ctx, conn, p)
+	marker, err := publish.InspectMarker(ctx, conn, p.Root, p.Meta)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
 	}
 	pr := newProgress(a.stderr, a.v.GetBool("json"))
 	opts.Progress = pr.update
-	final, err := fleet.Wait(ctx, conn, a.paths(), g, opts)
+	final, err := fleet.Wait(ctx, conn, a.paths().Root, a.paths().Meta, g, opts)
 	pr.done(final)
 	if err != nil {
 		return rolloutError{err}

@@ -37,7 +37,7 @@ remove the identity with 'confpush init' (without it) as well.`,
 			}
 			defer conn.Close()
 			p := a.paths()
-			agents, err := fleet.List(ctx, conn, p)
+			agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // runAgent runs a real agent in-process until the returned stop is called
@@ -22,7 +22,7 @@ func runAgent(t *testing.T, servers, root, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := agent.NewDaemon(ctx, agent.Options{
 		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		ZK: zkconn.Config{Servers: strings.Split(servers, ","), SessionTimeout: 4 * time.Second},
+		ZK: zkclient.Config{Servers: strings.Split(servers, ","), SessionTimeout: 4 * time.Second},
 		Targets: []agent.TargetSpec{{Name: "a", Kind: agent.KindFile, Item: "a.conf",
 			Dest: filepath.Join(dir, "a.conf"), Mode: 0o640, UID: -1, GID: -1}},
 	})

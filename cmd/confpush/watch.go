@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/election"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func (a *app) watchCommand() *cobra.Command {
@@ -91,7 +91,7 @@ var errLeadershipLost = errors.New("leadership lost")
 
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
-func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkconn.Session, lead election.Leadership,
+func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Session, lead election.Leadership,
 	w *fsnotify.Watcher, dir string, debounce time.Duration, flatten bool) error {
 	publishNow := true // the directory may have changed while we did not lead
 	var timer <-chan time.Time

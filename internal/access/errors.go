@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Op is a ZooKeeper operation, as named in permission errors. Each needs
@@ -44,11 +45,12 @@ func (op Op) need(p string) (perm, node string) {
 	return "the permission " + string(op) + " needs", p
 }
 
-// ErrPermission matches every *PermissionError (errors.Is).
-var ErrPermission = errors.New("permission denied")
+// ErrPermission matches every *PermissionError (errors.Is). It is
+// zkclient's, so that callers outside the module can name it.
+var ErrPermission = zkclient.ErrPermission
 
-// ErrAuthRejected matches every *AuthError (errors.Is).
-var ErrAuthRejected = errors.New("ZooKeeper authentication rejected")
+// ErrAuthRejected matches every *AuthError (errors.Is); zkclient's too.
+var ErrAuthRejected = zkclient.ErrAuthRejected
 
 // ErrNotInitialized means the root's access tree was never set up by
 // Init: the root or its metadata base (with its status-ACL document) is

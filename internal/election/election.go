@@ -33,19 +33,20 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Candidate runs for leadership in one directory.
 type Candidate struct {
 	conn *zk.Conn
-	sess *zkconn.Session
+	sess *zkclient.Session
 	dir  string
 	acl  []zk.ACL
 	data []byte
 }
 
 // New returns a candidate for dir; data is stored in its node (who it is).
-func New(conn *zk.Conn, sess *zkconn.Session, dir string, data []byte, acl []zk.ACL) *Candidate {
+func New(conn *zk.Conn, sess *zkclient.Session, dir string, data []byte, acl []zk.ACL) *Candidate {
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
 	}
@@ -57,7 +58,7 @@ type Leadership struct {
 	// Node is the leader's election node: the fence.
 	Node string
 	// Epoch is the session epoch in which leadership was won; a different
-	// epoch means the connection was lost since (see zkconn.Status).
+	// epoch means the connection was lost since (see zkclient.Status).
 	Epoch uint64
 }
 

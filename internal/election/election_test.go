@@ -7,13 +7,13 @@ import (
 
 	"github.com/zkconf/zkconf/internal/election"
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func dial(t *testing.T, addr string, timeout time.Duration) *election.Candidate {
 	t.Helper()
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{addr}, SessionTimeout: timeout})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: []string{addr}, SessionTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package zkconn_test
+package zkclient_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // waitFor waits until the session's status satisfies ok.
-func waitFor(t *testing.T, s *zkconn.Session, what string, ok func(zkconn.Status) bool) zkconn.Status {
+func waitFor(t *testing.T, s *zkclient.Session, what string, ok func(zkclient.Status) bool) zkclient.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -37,7 +37,7 @@ func TestSessionTracksReconnectAndExpiry(t *testing.T) {
 	p := faultproxy.Start(t, c.Addrs()[0])
 	// 3s: long enough that a reconnect after a cut on a loaded machine
 	// keeps the session, short enough for the expiry phase.
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: 3 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: []string{p.Addr()}, SessionTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,17 +53,17 @@ func TestSessionTracksReconnectAndExpiry(t *testing.T) {
 	}
 
 	p.Cut()
-	st = waitFor(t, sess, "reconnected", func(s zkconn.Status) bool { return s.Connected && s.Epoch >= 2 })
+	st = waitFor(t, sess, "reconnected", func(s zkclient.Status) bool { return s.Connected && s.Epoch >= 2 })
 	if st.Expiries != 0 {
 		t.Fatalf("a cut counted an expiry: %+v", st)
 	}
 
 	p.Blackhole(true)
-	waitFor(t, sess, "disconnected", func(s zkconn.Status) bool { return !s.Connected })
+	waitFor(t, sess, "disconnected", func(s zkclient.Status) bool { return !s.Connected })
 	// Hold the partition past the session timeout (server side), then lift.
 	expireOnServer(t, c, conn.SessionID())
 	p.Blackhole(false)
-	st = waitFor(t, sess, "expired and back", func(s zkconn.Status) bool { return s.Expiries == 1 && s.Connected })
+	st = waitFor(t, sess, "expired and back", func(s zkclient.Status) bool { return s.Expiries == 1 && s.Connected })
 	if st.State != zk.StateHasSession {
 		t.Fatalf("state after expiry = %v", st.State)
 	}

@@ -1,4 +1,4 @@
-package zkconn
+package zkclient
 
 import (
 	"log/slog"
@@ -56,9 +56,9 @@ type Client struct {
 	closing sync.WaitGroup // replaced connections being closed
 }
 
-// DialClient dials like Dial and returns a Client that replaces the
+// Dial dials like DialConn and returns a Client that replaces the
 // connection when the servers refuse its session. Close it when done.
-func DialClient(cfg Config) (*Client, error) {
+func Dial(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package zkconn_test
+package zkclient_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // raiseZxid makes a few writes so that the client has seen a zxid the
@@ -29,12 +29,12 @@ func raiseZxid(t *testing.T, conn *zk.Conn, n int) {
 // with a fresh one that gets a session on the wiped server.
 func TestClientReplacesRefusedConnection(t *testing.T) {
 	c := zktest.Start(t)
-	cl, err := zkconn.DialClient(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	plain, psess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	plain, psess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestClientReplacesRefusedConnection(t *testing.T) {
 		t.Fatalf("status %+v: the replacement must count as an expiry", st)
 	}
 	// The plain client, meanwhile, is refused: handshakes counted.
-	st := waitFor(t, psess, "refused", func(st zkconn.Status) bool { return st.Refused(2, 0) })
+	st := waitFor(t, psess, "refused", func(st zkclient.Status) bool { return st.Refused(2, 0) })
 	if st.Connected {
 		t.Fatalf("plain client connected to the wiped server: %+v", st)
 	}

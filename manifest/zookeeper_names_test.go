@@ -10,9 +10,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/manifest"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestValidateNameMatchesZooKeeper: for every character class, the name
@@ -22,7 +22,7 @@ import (
 // publish with "invalid arguments".
 func TestValidateNameMatchesZooKeeper(t *testing.T) {
 	c := zktest.Start(t)
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

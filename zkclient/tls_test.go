@@ -1,4 +1,4 @@
-package zkconn_test
+package zkclient_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func TestTLS(t *testing.T) {
@@ -18,12 +18,12 @@ func TestTLS(t *testing.T) {
 	// Dial by name: the certificate is checked against "localhost", not the
 	// IP the client resolves it to.
 	byName := []string{net.JoinHostPort("localhost", strconv.Itoa(c.Servers[0].SecurePort))}
-	good := zkconn.TLSFiles{CAFile: c.CA.CertFile}
+	good := zkclient.TLSFiles{CAFile: c.CA.CertFile}
 	cfg, err := good.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: byName, SessionTimeout: 4 * time.Second, TLS: cfg})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: byName, SessionTimeout: 4 * time.Second, TLS: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,27 +42,27 @@ func TestTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := zkconn.TLSFiles{CAFile: other.CertFile}.Load()
+		cfg, err := zkclient.TLSFiles{CAFile: other.CertFile}.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = zkconn.Dial(zkconn.Config{Servers: byName, TLS: cfg})
-		if !errors.Is(err, zkconn.ErrTLS) || !strings.Contains(err.Error(), "unknown authority") {
+		_, _, err = zkclient.DialConn(zkclient.Config{Servers: byName, TLS: cfg})
+		if !errors.Is(err, zkclient.ErrTLS) || !strings.Contains(err.Error(), "unknown authority") {
 			t.Fatalf("dial with a wrong CA = %v", err)
 		}
 	})
 	t.Run("wrong server name", func(t *testing.T) {
-		cfg, err := zkconn.TLSFiles{CAFile: c.CA.CertFile, ServerName: "zk.example.com"}.Load()
+		cfg, err := zkclient.TLSFiles{CAFile: c.CA.CertFile, ServerName: "zk.example.com"}.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = zkconn.Dial(zkconn.Config{Servers: byName, TLS: cfg})
-		if !errors.Is(err, zkconn.ErrTLS) || !strings.Contains(err.Error(), "zk.example.com") {
+		_, _, err = zkclient.DialConn(zkclient.Config{Servers: byName, TLS: cfg})
+		if !errors.Is(err, zkclient.ErrTLS) || !strings.Contains(err.Error(), "zk.example.com") {
 			t.Fatalf("dial with a wrong server name = %v", err)
 		}
 	})
 	t.Run("bad files", func(t *testing.T) {
-		_, err := zkconn.TLSFiles{CAFile: "/nonexistent", CertFile: "x"}.Load()
+		_, err := zkclient.TLSFiles{CAFile: "/nonexistent", CertFile: "x"}.Load()
 		if err == nil || !strings.Contains(err.Error(), "CA file") || !strings.Contains(err.Error(), "together") {
 			t.Fatalf("bad files = %v", err)
 		}
@@ -76,14 +76,14 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := zkconn.Dial(zkconn.Config{Servers: addrs, TLS: noCert}); !errors.Is(err, zkconn.ErrTLS) {
+	if _, _, err := zkclient.DialConn(zkclient.Config{Servers: addrs, TLS: noCert}); !errors.Is(err, zkclient.ErrTLS) {
 		t.Fatalf("dial without a client certificate to a server that needs one = %v", err)
 	}
 	withCert, err := c.CA.ClientTLS("localhost", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, sess, err := zkconn.Dial(zkconn.Config{Servers: addrs, SessionTimeout: 4 * time.Second, TLS: withCert})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: addrs, SessionTimeout: 4 * time.Second, TLS: withCert})
 	if err != nil {
 		t.Fatal(err)
 	}
