@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // TestCacheErrorMessages pins the messages docs/errors.md lists for a wrong

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // bigSet is count items of size bytes each, tagged.

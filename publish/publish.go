@@ -17,8 +17,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // maxBlobRaces bounds how often a publish re-plans because the blob store

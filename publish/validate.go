@@ -20,8 +20,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/safeyaml"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // ValidateOptions says what Validate checks besides names and sizes.

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/internal/textdiff"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
 
