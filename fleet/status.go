@@ -36,8 +36,8 @@ type Status struct {
 	LastError string         `json:"last_error,omitempty"`
 	Targets   []TargetResult `json:"targets"`
 
-	// Labels are the agent's configured labels plus "hostname" (issue 13:
-	// canary rollouts select agents by them). StatusNodeConflict, when
+	// Labels are the agent's configured labels plus "hostname" (rollouts
+	// select agents by them). StatusNodeConflict, when
 	// set, says why the agent does not write its status node (a node of
 	// its name that another session owns); /status reports it, the node
 	// itself cannot.
@@ -95,7 +95,7 @@ type TargetResult struct {
 	Reloads     int64     `json:"reloads"`
 	Repairs     int64     `json:"drift_repairs"`
 
-	// Failures the agent retries on its own, with backoff (issue 13).
+	// Failures the agent retries on its own, with backoff.
 	// Retrying names the class of the failure being retried: "reload" (the
 	// reload command failed: it runs again until it succeeds) or
 	// "transient" (a write failed with ENOSPC, EIO, EDQUOT or the like);

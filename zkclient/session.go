@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // Config says how to reach ZooKeeper.
@@ -54,7 +55,7 @@ func (c Config) Validate() error {
 	if c.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("session timeout %v is negative", c.SessionTimeout))
 	}
-	return errors.Join(errs...)
+	return errlist.Join(errs...)
 }
 
 // DialConn connects to ZooKeeper and returns the connection and its Session

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // TLSFiles names the files of a TLS client configuration.
@@ -53,7 +55,7 @@ func (f TLSFiles) Load() (*tls.Config, error) {
 			cfg.Certificates = []tls.Certificate{pair}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errlist.Join(errs...); err != nil {
 		return nil, err
 	}
 	return cfg, nil

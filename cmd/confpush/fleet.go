@@ -143,7 +143,7 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		Behind int64         `json:"behind"`
 		Error  string        `json:"error,omitempty"`
 		Status *fleet.Status `json:"status,omitempty"`
-		// Trust (issue 13): an untrusted status node is shown, never
+		// Trust: an untrusted status node is shown, never
 		// counted; a gone agent is expected but has no trusted node.
 		Trusted           bool                `json:"trusted"`
 		Untrusted         string              `json:"untrusted,omitempty"`

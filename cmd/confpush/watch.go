@@ -96,8 +96,10 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Ses
 	publishNow := true // the directory may have changed while we did not lead
 	var timer <-chan time.Time
 	for {
-		// While disconnected, publishing is suspended (seed 000): a
-		// pending publish waits for the session to come back.
+		// While disconnected, publishing is suspended: a pending
+		// publish waits for the session to come back (a write sent on a
+		// lost connection has an unknown outcome, which only the session
+		// can resolve).
 		if publishNow && !sess.Status().Connected {
 			a.log.Info("publish pending until reconnected")
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/layout"
 )
 
@@ -54,7 +55,7 @@ func (p Policy) Validate() error {
 		}
 		seen[a.User] = a.Digest
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errlist.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidPolicy, err)
 	}
 	return nil

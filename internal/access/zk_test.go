@@ -86,7 +86,7 @@ func aclOf(t *testing.T, conn *zk.Conn, p string) []zk.ACL {
 	return acl
 }
 
-// TestModel is issue 9's "done when" for ACLs against a real server: with
+// TestModel checks the access model against a real server: with
 // Init in place an agent identity cannot publish or touch another agent's
 // status node, a stranger can read nothing, and the publisher works as
 // before, its new items carrying the root's ACL.

@@ -1,6 +1,6 @@
 // Package election elects one leader among processes that share a
 // ZooKeeper directory, the recipe of the ZooKeeper documentation with the
-// fixes of seed 003:
+// fixes its known edge cases need:
 //
 //  1. Create an ephemeral-sequential node "<dir>/_c_<guid>-n_" with a fresh
 //     GUID in its name.

@@ -17,14 +17,15 @@ import (
 )
 
 // IsRecoverable reports whether err is a ZooKeeper connection error after
-// which the handle is still valid (seed 001's recoverable class): the
+// which the handle is still valid (the recoverable class: the connection
+// was lost, the session may live on): the
 // outcome of a write in flight is unknown and must be checked, not assumed.
 func IsRecoverable(err error) bool {
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
 }
 
-// IsFatal reports whether err means the session or handle is gone (seed
-// 001's fatal class): expiry, authentication failure, or a closed handle.
+// IsFatal reports whether err means the session or handle is gone (the
+// fatal class): expiry, authentication failure, or a closed handle.
 func IsFatal(err error) bool {
 	return errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrAuthFailed) ||
 		errors.Is(err, zk.ErrClosing) || errors.Is(err, zkclient.ErrAuthFailed)
