@@ -132,6 +132,8 @@ func ExampleStateInfo() {
 		switch {
 		case st.State == cache.StateLive:
 			return fmt.Sprintf("live at generation %d", st.Generation)
+		case errors.Is(st.Err, zkclient.ErrAuthFailed): // before ErrDisconnected, which it matches too
+			return "ZooKeeper refused the credentials"
 		case errors.Is(st.Err, cache.ErrRootMissing), errors.Is(st.Err, cache.ErrNotPublished):
 			return "nothing published yet; waiting for the first publish"
 		case errors.Is(st.Err, cache.ErrDisconnected), errors.Is(st.Err, cache.ErrResyncing),
@@ -145,8 +147,7 @@ func ExampleStateInfo() {
 			return "the root is not a manifest this version understands"
 		case errors.Is(st.Err, cache.ErrIncarnationRefused):
 			return "the root holds a new history; an operator must adopt it"
-		case errors.Is(st.Err, zkclient.ErrAuthFailed), errors.Is(st.Err, cache.ErrRefused),
-			errors.Is(st.Err, cache.ErrConnClosed):
+		case errors.Is(st.Err, cache.ErrRefused), errors.Is(st.Err, cache.ErrConnClosed):
 			return "the connection cannot recover on its own"
 		case st.Err != nil:
 			return "not live: " + st.Err.Error()

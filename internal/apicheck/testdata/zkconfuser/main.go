@@ -223,6 +223,8 @@ func stateBranch(err error) string {
 		return "live"
 	case errors.Is(err, cache.ErrClosed):
 		return "closed"
+	case errors.Is(err, zkclient.ErrAuthFailed): // before ErrDisconnected, which it matches too
+		return "auth"
 	case errors.Is(err, cache.ErrRootMissing):
 		return "root missing"
 	case errors.Is(err, cache.ErrNotPublished):
@@ -244,8 +246,6 @@ func stateBranch(err error) string {
 		return "new incarnation refused"
 	case errors.Is(err, manifest.ErrForeign), errors.Is(err, manifest.ErrFutureFormat):
 		return "not a manifest this version reads"
-	case errors.Is(err, zkclient.ErrAuthFailed):
-		return "auth"
 	case errors.Is(err, cache.ErrRefused), errors.Is(err, cache.ErrConnClosed):
 		return "connection lost for good"
 	default:
