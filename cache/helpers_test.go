@@ -17,16 +17,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // testTimeout bounds every wait in these tests: generous, because a JVM and
 // -race on a small machine are slow, but a hang still fails.

@@ -122,8 +122,8 @@ func WithClient(cl *zkclient.Client) Option {
 	}
 }
 
-// WithMeta sets the metadata path of the zkconf layout (layout.DefaultMeta,
-// "/zkconf", by default). Besides the root, its items and its marker, the
+// WithMeta sets the metadata path of the zkconf layout ("/zkconf" by
+// default). Besides the root, its items and its marker, the
 // cache reads under it only the liveness node of the publish a marker
 // names (to tell a live marker-mode publish from an abandoned marker), so
 // it must be the publishers' metadata path.

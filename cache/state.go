@@ -58,6 +58,8 @@ type StateInfo struct {
 	// (an *ItemMismatchError naming the item), ErrBackwards, ErrNotSynced,
 	// ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
 	// manifest.ErrFutureFormat, zkclient.ErrAuthFailed, or a ZooKeeper error.
+	// Refused credentials match both ErrDisconnected and
+	// zkclient.ErrAuthFailed: test the latter first.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
 	Generation int64

@@ -24,8 +24,9 @@ type Agent struct {
 	// Err is set when the status node could not be read or decoded; an
 	// unreadable or undecodable node is also Untrusted.
 	Err error
-	// Untrusted says why the status node is not provably the agent's (see
-	// access.Trust): such a node is shown, never counted as applied. ""
+	// Untrusted says why the status node is not provably the agent's (on
+	// a tree `confpush init` set up, its ACL must be the one the agent's
+	// identity gives it): such a node is shown, never counted as applied. ""
 	// for a trusted node and for an agent without a status node.
 	Untrusted string
 	// HasNode reports whether a status node exists under the agent's name.
@@ -77,7 +78,7 @@ func (a Agent) Refuses(inc string) bool {
 
 // List reads every agent's status node of root (its metadata under meta;
 // the default, /zkconf, when empty) and the agent registry, and judges
-// each status node (access.ReadTrust): the agents sorted by id, expected
+// each status node (Agent.Untrusted): the agents sorted by id, expected
 // ones without a trusted status node included (Gone). A root without any
 // agent gives an empty list. A reader that cannot verify (without the
 // publisher's ADMIN on an ACL'd tree) sees every node untrusted.
@@ -365,7 +366,9 @@ func (e *RolloutError) Unwrap() error { return e.Cause }
 // status nodes, and returns the final progress. It fails early, with a
 // *RolloutError, when success has become impossible (rejections), when an
 // All wait has no expected agent (ErrNoExpectedAgents), when the reader
-// cannot verify status nodes, and when ctx ends.
+// cannot verify status nodes (without the publisher's ADMIN on the root of
+// a tree `confpush init` set up; the error matches zkclient.ErrPermission),
+// and when ctx ends.
 func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts WaitOptions) (Progress, error) {
 	p := paths(root, meta)
 	if !opts.All && opts.Min <= 0 {

@@ -1,7 +1,8 @@
-// Package fleet is the status protocol between agents and publishers: every
-// agent keeps an ephemeral status node (layout's status/<agent-id>) holding
-// a Status in JSON, and publishers list those nodes to see which host runs
-// which generation, or follow them to wait for a rollout.
+// Package fleet is the status protocol between agents and publishers:
+// every agent keeps an ephemeral status node
+// (<meta>/roots/<key>/status/<agent-id>) holding a Status in JSON, and
+// publishers list those nodes to see which host runs which generation, or
+// follow them to wait for a rollout.
 //
 // Status nodes live outside the config root, so they are never mistaken for
 // items and never fire item watches; being ephemeral, an agent's node goes
@@ -36,8 +37,8 @@ type Status struct {
 	LastError string         `json:"last_error,omitempty"`
 	Targets   []TargetResult `json:"targets"`
 
-	// Labels are the agent's configured labels plus "hostname" (rollouts
-	// select agents by them). StatusNodeConflict, when
+	// Labels are the agent's configured labels plus "hostname" (canary
+	// rollouts select agents by them). StatusNodeConflict, when
 	// set, says why the agent does not write its status node (a node of
 	// its name that another session owns); /status reports it, the node
 	// itself cannot.
@@ -62,10 +63,11 @@ type Status struct {
 	SessionRefused bool `json:"zk_session_refused,omitempty"`
 }
 
-// Registration is an agent's registry node (layout's agents/<agent-id>):
-// persistent, written by the agent itself when it starts, on every new
-// session and every RegistryRefresh otherwise, so that rollouts know who
-// should answer even while an agent is down.
+// Registration is an agent's registry node
+// (<meta>/roots/<key>/agents/<agent-id>): persistent, written by the agent
+// itself when it starts, on every new session and every RegistryRefresh
+// otherwise, so that rollouts know who should answer even while an agent
+// is down.
 type Registration struct {
 	FirstSeen time.Time         `json:"first_seen"`
 	LastSeen  time.Time         `json:"last_seen"`

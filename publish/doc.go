@@ -4,10 +4,10 @@
 // # Data model
 //
 // A root znode holds one config set: its data is the manifest (package
-// internal/manifest: generation, publish id, publisher, mode, and the
-// sha256 and size of every item), its children are the items. The child
-// "invalid" is the marker of a marker-mode publish in progress. History
-// and content live under the metadata path (package internal/layout):
+// manifest: generation, publish id, publisher, mode, and the sha256 and
+// size of every item), its children are the items. The child "invalid" is
+// the marker of a marker-mode publish in progress. History and content
+// live under the metadata path (WithMeta; docs/design.md lists every node):
 //
 //	<meta>/roots/<key>/history/g-<gen>   that generation's manifest
 //	<meta>/roots/<key>/blobs/<sha256>    item content, stored once
@@ -106,7 +106,7 @@
 // marker too, and deletes its liveness node so the next publish does not
 // wait for it.
 //
-// # Errors, by class (seed 001)
+// # Errors, by class
 //
 // Normal state: BadVersion or NodeExists on the root is a ConflictError
 // carrying the generation that won (read after the failure);
@@ -139,7 +139,7 @@
 // # ACLs
 //
 // The publisher copies the ACLs of the root and of the history parent
-// (access.InheritedACLs) on its first publish, and again whenever the stats
+// (as `confpush init` set them) on its first publish, and again whenever the stats
 // its state reads return show another ACL version (or another node) for
 // either; it creates items and the marker
 // with the root's, history entries, blobs, liveness nodes and missing

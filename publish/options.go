@@ -55,7 +55,7 @@ func defaultConfig() config {
 }
 
 // WithMeta sets the metadata path (history, blobs, liveness nodes).
-// Default layout.DefaultMeta ("/zkconf").
+// Default "/zkconf".
 func WithMeta(path string) Option { return func(c *config) { c.meta = path } }
 
 // WithRetention sets how many generations the history keeps (at least 1;
@@ -79,8 +79,8 @@ func WithMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget 
 func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
 
 // WithACL sets the fallback ACL of the nodes the publisher creates. The
-// publisher copies the ACLs of the live tree (access.InheritedACLs, read
-// again whenever their ACL version changes): items, the marker and the root get the root's ACL,
+// publisher copies the ACLs of the live tree (as `confpush init` set them,
+// read again whenever their ACL version changes): items, the marker and the root get the root's ACL,
 // history entries, blobs, liveness nodes and missing metadata parents the
 // history parent's; acl is used only where those nodes do not exist yet (a
 // tree without `confpush init`). Default zk.WorldACL(zk.PermAll).

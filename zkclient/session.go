@@ -1,4 +1,4 @@
-// Package zkconn dials ZooKeeper the way every zkconf component needs it:
+// Package zkclient dials ZooKeeper the way every zkconf component needs it:
 // with state tracked through the client's synchronous event callback (its
 // 6-slot event channel drops events), session expiry made visible (the
 // go-zookeeper client silently opens a new session after expiry), the

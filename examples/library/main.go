@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func main() {
@@ -42,10 +44,14 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	opts := []cache.Option{
-		cache.WithServers(strings.Split(*zkServers, ","), *session),
-		cache.WithLogger(log),
+	// The cache dials its own connection with this configuration (TLS
+	// and digest credentials go here too) and owns it: it carries on over
+	// session expiries and replaces a connection the servers refuse.
+	zkConfig := zkclient.Config{Servers: strings.Split(*zkServers, ","), SessionTimeout: *session, Logger: log}
+	if err := zkConfig.Validate(); err != nil {
+		return err
 	}
+	opts := []cache.Option{cache.WithConfig(zkConfig), cache.WithLogger(log)}
 	if *stateFile != "" {
 		opts = append(opts, cache.WithStateFile(*stateFile))
 	}
@@ -93,7 +99,11 @@ func run() error {
 				// the same connection would release its work here.
 				log.Warn("ZooKeeper session expired; pausing work", "since", st.Since)
 			default:
-				log.Warn("configuration may be stale; pausing work", "state", st.State, "reason", st.Err, "since", st.Since)
+				if needsOperator(st.Err) {
+					log.Error("configuration is stuck until someone acts; pausing work", "state", st.State, "reason", st.Err, "since", st.Since)
+				} else {
+					log.Warn("configuration may be stale; pausing work", "state", st.State, "reason", st.Err, "since", st.Since)
+				}
 			}
 
 		case <-tick.C:
@@ -103,6 +113,33 @@ func run() error {
 			// A unit of work, fenced by the generation's commit zxid.
 			fmt.Printf("working with %s=%q (generation %d, zxid 0x%x)\n", *key, value, applied.Generation(), applied.Zxid())
 		}
+	}
+}
+
+// needsOperator reports whether a cache that is not Live stays so until
+// someone acts, as opposed to a disconnection, a resync or a publish in
+// progress, which end by themselves. The cache keeps serving its last good
+// snapshot in every case.
+func needsOperator(err error) bool {
+	var refused *cache.IncarnationError
+	switch {
+	case errors.As(err, &refused):
+		// ZooKeeper was wiped or rebuilt and published anew; this
+		// application refuses the new history until c.Adopt is called
+		// (only with cache.WithIncarnationPolicy(cache.IncarnationRefuse)).
+		return true
+	case errors.Is(err, cache.ErrAbandonedMarker), errors.Is(err, cache.ErrTorn):
+		// A publisher died mid-publish, or an item was changed by hand:
+		// the next publish repairs the root.
+		return true
+	case errors.Is(err, manifest.ErrForeign), errors.Is(err, manifest.ErrFutureFormat):
+		// The root holds something this version cannot read.
+		return true
+	case errors.Is(err, zkclient.ErrAuthFailed), errors.Is(err, cache.ErrRootMissing),
+		errors.Is(err, cache.ErrNotPublished):
+		return true
+	default:
+		return false
 	}
 }
 

@@ -5,6 +5,8 @@
 // Every server is a child java process started with PR_SET_PDEATHSIG=SIGKILL
 // and in its own process group, and is killed in t.Cleanup: no server outlives
 // the test that started it, nor the test binary if it panics or times out.
+// Code without a testing.TB (a TestMain, examples, make demo's zkdev) starts
+// servers with Launch, or shares one with Shared, and stops them itself.
 //
 // The server is found through $ZOOKEEPER_CLASSPATH, or else the Debian
 // package's /etc/zookeeper/conf:/usr/share/java/zookeeper.jar, which

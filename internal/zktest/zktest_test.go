@@ -179,3 +179,33 @@ func TestWipe(t *testing.T) {
 		t.Fatalf("after the wipe /x exists=%v (%v), want gone", ok, err)
 	}
 }
+
+// TestShared: a Shared server starts on the first Addrs, serves the same
+// address to every later call, and is gone after Stop; Launch reports a
+// server that cannot start as an error (no exit, no panic) and removes
+// what it made.
+func TestShared(t *testing.T) {
+	var s zktest.Shared
+	defer s.Stop()
+	addrs := s.Addrs()
+	if out, err := zktest.FourLetter(addrs[0], "srvr", 5*time.Second); err != nil || !strings.Contains(out, "Mode: standalone") {
+		t.Fatalf("srvr = %q, %v; want a standalone server", out, err)
+	}
+	if again := s.Addrs(); fmt.Sprint(again) != fmt.Sprint(addrs) {
+		t.Fatalf("second Addrs = %v; want the same server %v", again, addrs)
+	}
+	s.Stop()
+	if out, err := zktest.FourLetter(addrs[0], "srvr", 5*time.Second); err == nil && out != "" {
+		t.Fatalf("server still answers after Stop: %q", out)
+	}
+
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where Launch makes its directories
+	c, stop, err := zktest.Launch(zktest.Options{Config: map[string]string{"tickTime": "not-a-number"}})
+	if err == nil || c != nil || stop != nil || !strings.Contains(err.Error(), "exited before serving") {
+		t.Fatalf("Launch with a broken zoo.cfg = %v, %v, %v; want an error naming the exit", c, stop != nil, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("Launch left %d entries in %s", len(left), tmp)
+	}
+}

@@ -1,0 +1,126 @@
+package apicheck
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// TestExternalModule builds testdata/zkconfuser in a module of its own that
+// requires zkconf (replaced by this checkout), as a user's program would,
+// vets it, and runs it against a real ZooKeeper. The program names every
+// error the public packages document for callers to branch on, so the
+// build fails when one is unexported or moved to an internal package (which
+// no other module may import); the run checks that the documented branches
+// are the ones taken: a stale ExpectGeneration is a *publish.ConflictError,
+// a bad name is a *publish.InputError, a publish under a read-only node
+// matches zkclient.ErrPermission, a cache of an unpublished root says
+// cache.ErrRootMissing, Wait after Close says cache.ErrClosed, and a rollout
+// without agents fails with fleet.ErrNoExpectedAgents.
+//
+// It works offline: the module's go.sum is copied and GOPROXY=off, since
+// every dependency is already in the module cache for this checkout.
+func TestExternalModule(t *testing.T) {
+	checkout := moduleRoot(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("testdata", "zkconfuser", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(checkout, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := "module example.com/zkconfuser\n\n" +
+		"go " + goVersion(t, checkout) + "\n\n" +
+		"require github.com/zkconf/zkconf v0.0.0\n\n" +
+		"replace github.com/zkconf/zkconf => " + checkout + "\n"
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "zkconfuser")
+	goCmd(t, dir, "build", "-o", bin, ".")
+	goCmd(t, dir, "vet", ".")
+
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--zk", zkc.ConnString(), "--root", "/config/app")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zkconfuser: %v\n%s", err, out)
+	}
+	want := []string{
+		"publish: generation 1, 2 items, added [app.json feature.txt]",
+		"publish: generation 2, changed [feature.txt]",
+		"stale publish: conflict (expected generation 1, live 2; ErrConflict true)",
+		"name ../escape: invalid",
+		"bad publish: invalid input (*InputError; ErrInvalidInput true)",
+		"publish under a read-only node: permission denied",
+		"cache: generation 2, workers=4, feature=on, state live",
+		"cache of an unpublished root: root missing",
+		"wait after close: closed",
+		"rollout: no expected agents",
+		"fleet: 0 agent(s): 0 at generation 2, 0 behind, 0 failing, 0 untrusted, 0 gone",
+	}
+	var got []string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("zkconfuser printed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// moduleRoot is the directory of this checkout's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		t.Fatalf("not inside the zkconf module (GOMOD=%q)", gomod)
+	}
+	return filepath.Dir(gomod)
+}
+
+// goVersion is the go directive of the checkout's go.mod, so the user's
+// module asks for the same language version.
+func goVersion(t *testing.T, checkout string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(checkout, "go.mod")).Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json: %v", err)
+	}
+	var mod struct{ Go string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Go == "" {
+		t.Fatalf("no go directive in %s/go.mod (%v)", checkout, err)
+	}
+	return mod.Go
+}
+
+// goCmd runs the go command in the user's module, offline: -mod=mod lets it
+// add the requirements the program's imports need to go.mod, resolved from
+// zkconf's own go.mod and the module cache, never the network.
+func goCmd(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
