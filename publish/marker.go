@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -113,70 +111,6 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 func (p *Publisher) expiredMidway(pl *plan) error {
 	return fmt.Errorf("session expired during the marker-mode publish of generation %d to %s: stopped without retrying; the live generation is unchanged, the marker stays and the next publish takes it over: %w",
 		pl.gen, p.paths.Root, zk.ErrSessionExpired)
-}
-
-// blobWorkers is how many blob creates are in flight at once: the client
-// pipelines them on its one connection.
-const blobWorkers = 16
-
-// storeBlobData creates the blobs of the given contents (sha256 → data),
-// pipelined; NodeExists is fine. A missing blobs parent is created.
-func (p *Publisher) storeBlobData(ctx context.Context, blobs map[string][]byte, acl []zk.ACL) error {
-	shas := slices.Sorted(maps.Keys(blobs))
-	create := func(ctx context.Context, i int) error {
-		sha := shas[i]
-		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.Blob(sha), blobs[sha], 0, acl)
-		})
-		if denied(err) {
-			return access.Explain(err, p.paths.Blob(sha), access.OpCreate)
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
-		}
-		return nil
-	}
-	err := work.Parallel(ctx, len(shas), blobWorkers, create)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
-			return err
-		}
-		err = work.Parallel(ctx, len(shas), blobWorkers, create)
-	}
-	return err
-}
-
-// backfill stores, for each sha256 of the live generation whose blob is
-// missing, the blob, taking the content from a live item and verifying it.
-func (p *Publisher) backfill(ctx context.Context, st *state, shas []string, rootVersion int32, acl []zk.ACL) error {
-	missing, err := p.missingDeparting(ctx, st, shas, rootVersion, acl)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		p.log.Info("storing live contents whose blobs are missing before overwriting them", "blobs", len(missing))
-	}
-	return p.storeBlobData(ctx, missing, acl)
-}
-
-// backfillOverwritten backfills the live contents of every item this
-// marker-mode publish overwrites or deletes. It covers more than the
-// departing contents: an item of the new set may hold a live content under
-// another name, but until that item is written the content would be
-// nowhere if the publish died.
-func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan, rootVersion int32) error {
-	if st.live == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var shas []string
-	for _, n := range append(slices.Clone(pl.sets), pl.deletes...) {
-		if it, ok := st.live.Items[n]; ok && !seen[it.SHA256] {
-			seen[it.SHA256] = true
-			shas = append(shas, it.SHA256)
-		}
-	}
-	return p.backfill(ctx, st, shas, rootVersion, pl.acl.Meta)
 }
 
 // createLiveness creates this publish's ephemeral liveness node. Its name
