@@ -91,9 +91,7 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds []opKind, baseGen int64, pl *plan, res *Result) error {
 	id := pl.next.PublishID
 	for send := 1; ; send++ {
-		if p.cfg.beforeCommit != nil {
-			p.cfg.beforeCommit(stage)
-		}
+		p.cfg.hooks.commitSending(stage)
 		mark := p.mark()
 		res.CommitAttempts++
 		resp, err := p.multi(ctx, ops)

@@ -2,10 +2,8 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // publishMarker runs the marker protocol (see the package documentation):
@@ -23,10 +22,10 @@ import (
 // commit the manifest while deleting the marker.
 func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res *Result) error {
 	id := pl.next.PublishID
-	info, _ := json.Marshal(markerInfo{
+	info := (&manifest.Marker{
 		PublishID: id, Publisher: p.cfg.name, StartedAt: time.Now().UTC(),
 		BaseGeneration: st.liveGen(), Generation: pl.gen,
-	})
+	}).Encode()
 
 	// a. Content first: blobs are content-addressed, so creating them is
 	// idempotent and harmless if the publish goes no further.
@@ -44,12 +43,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 		return err
 	}
 	mark := p.mark()
-	crashed := false
-	defer func() {
-		if !crashed {
-			p.dropLiveness(ctx, live)
-		}
-	}()
+	defer p.dropLiveness(ctx, live)
 
 	// c. The marker, with the root's compare-and-swap.
 	rootVer, markerVer, err := p.placeMarker(ctx, st, pl, info, mark)
@@ -70,10 +64,6 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 
 	// d. Items, each write fenced by the marker's version.
 	if err := p.writeItems(ctx, pl, markerVer, mark, st.liveGen()); err != nil {
-		if errors.Is(err, errSimulatedCrash) {
-			crashed = true
-			return err
-		}
 		return fmt.Errorf("marker-mode publish of generation %d stopped after the marker was set; the live generation is unchanged, the marker %s stays and the next publish takes it over: %w",
 			pl.gen, p.paths.Marker(), err)
 	}
@@ -167,9 +157,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		if p.expiredSince(mark) {
 			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zk.ErrSessionExpired)
 		}
-		if p.cfg.beforeCommit != nil {
-			p.cfg.beforeCommit("marker")
-		}
+		p.cfg.hooks.commitSending("marker")
 		resp, err := p.multi(ctx, ops)
 		if err == nil {
 			var rv, mv int32
@@ -188,19 +176,12 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 			if werr := p.waitSession(ctx); werr != nil {
 				return 0, 0, fmt.Errorf("setting the marker of %s: %w", p.paths.Root, werr)
 			}
-			data, ms, rerr := p.get(ctx, p.paths.Marker())
+			rv, mv, ours, rerr := p.markerSetBy(ctx, pl.next.PublishID)
 			if rerr != nil {
 				return 0, 0, rerr
 			}
-			var got markerInfo
-			if ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
-				_, rs, rerr := p.get(ctx, p.paths.Root)
-				if rerr != nil {
-					return 0, 0, rerr
-				}
-				if rs != nil {
-					return rs.Version, ms.Version, nil
-				}
+			if ours {
+				return rv, mv, nil
 			}
 			if p.expiredSince(mark) || errors.Is(err, zk.ErrSessionExpired) {
 				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zk.ErrSessionExpired)
@@ -219,12 +200,8 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		}
 		if send > 1 {
 			// An earlier send may have landed late: then the marker is ours.
-			data, ms, rerr := p.get(ctx, p.paths.Marker())
-			var got markerInfo
-			if rerr == nil && ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
-				if _, rs, rerr := p.get(ctx, p.paths.Root); rerr == nil && rs != nil {
-					return rs.Version, ms.Version, nil
-				}
+			if rv, mv, ours, rerr := p.markerSetBy(ctx, pl.next.PublishID); rerr == nil && ours {
+				return rv, mv, nil
 			}
 		}
 		if ferr := p.fenceFailure(ctx, pl, kinds[i], opErr); ferr != nil {
@@ -237,6 +214,23 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 	}
 }
 
+// markerSetBy reports whether the marker names publish id (an earlier send
+// of placeMarker landed) and, if so, the root's and the marker's versions.
+func (p *Publisher) markerSetBy(ctx context.Context, id string) (rootVer, markerVer int32, ours bool, err error) {
+	data, ms, err := p.get(ctx, p.paths.Marker())
+	if err != nil || ms == nil {
+		return 0, 0, false, err
+	}
+	if m, derr := manifest.DecodeMarker(data); derr != nil || m.PublishID != id {
+		return 0, 0, false, nil
+	}
+	_, rs, err := p.get(ctx, p.paths.Root)
+	if err != nil || rs == nil {
+		return 0, 0, false, err
+	}
+	return rs.Version, ms.Version, true, nil
+}
+
 // writeItems writes the plan's item operations under the marker. Each write
 // is a Multi with Check(marker, version): if another publish took the
 // marker over (which changes its version) or finished (which deletes it),
@@ -246,20 +240,12 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 func (p *Publisher) writeItems(ctx context.Context, pl *plan, markerVer int32, mark sessionMark, baseGen int64) error {
 	var ops []any
 	p.itemOps(pl, func(_ opKind, op any) { ops = append(ops, op) })
-	workers := 4
-	if p.cfg.markerWrite != nil {
-		workers = 1 // the test seam counts writes in order
-	}
 	var written atomic.Int64
-	return work.Parallel(ctx, len(ops), workers, func(ctx context.Context, i int) error {
+	return work.Parallel(ctx, len(ops), p.cfg.hooks.itemWriters(4), func(ctx context.Context, i int) error {
 		if err := p.fencedWrite(ctx, ops[i], markerVer, mark, pl, baseGen); err != nil {
 			return err
 		}
-		n := written.Add(1)
-		if p.cfg.markerWrite != nil {
-			return p.cfg.markerWrite(int(n))
-		}
-		return nil
+		return p.cfg.hooks.itemWritten(int(written.Add(1)))
 	})
 }
 
@@ -421,8 +407,8 @@ func InspectMarker(ctx context.Context, conn *zk.Conn, root, meta string) (*Mark
 		return nil, err
 	}
 	r := &MarkerReport{Age: time.Since(time.UnixMilli(n.stat.Mtime))}
-	var info markerInfo
-	if json.Unmarshal(n.data, &info) != nil || info.PublishID == "" || path.Base(info.PublishID) != info.PublishID {
+	info, err := manifest.DecodeMarker(n.data)
+	if err != nil {
 		r.Foreign = true
 		return r, nil
 	}

@@ -59,6 +59,7 @@ func TestMarkerMode(t *testing.T) {
 		killed := mustNew(t, killedConn, killedSess, root, WithPublisherName("doomed@test"),
 			withMarkerWrite(func(n int) error {
 				if n == 3 {
+					killedConn.Close() // the process is gone: its session and liveness node go
 					return errSimulatedCrash
 				}
 				return nil
@@ -67,7 +68,6 @@ func TestMarkerMode(t *testing.T) {
 		if !errors.Is(err, errSimulatedCrash) {
 			t.Fatalf("simulated crash: %v", err)
 		}
-		killedConn.Close() // the process is gone: its session and liveness node go
 
 		observer := c.Connect(t, testSession)
 		if ok, _, _ := observer.Exists(p.paths.Marker()); !ok {
@@ -114,6 +114,7 @@ func TestMarkerMode(t *testing.T) {
 		killedConn, killedSess := dial(t, testSession, c.Addrs()...)
 		killed := mustNew(t, killedConn, killedSess, root, withMarkerWrite(func(n int) error {
 			if n == 2 {
+				killedConn.Close()
 				return errSimulatedCrash
 			}
 			return nil
@@ -123,7 +124,6 @@ func TestMarkerMode(t *testing.T) {
 		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 			t.Fatal(err)
 		}
-		killedConn.Close()
 		// Republishing the live content is not "unchanged": the children
 		// are half-written and the marker must go.
 		res := mustPublish(t, p, Request{Items: base})

@@ -243,8 +243,8 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	res.PublishID = pl.next.PublishID
 	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
 		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
-	if p.cfg.afterCommit != nil && p.cfg.afterCommit() {
-		return res, nil // test seam: the publisher "dies" right after its acknowledgement
+	if p.cfg.hooks.stopAfterAck() {
+		return res, nil
 	}
 	// Storing the new contents' blobs and the GC run side by side: the GC
 	// never deletes a blob our generation references, so neither waits

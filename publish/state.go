@@ -2,11 +2,9 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"time"
 
@@ -54,24 +52,15 @@ func (s *state) topGen() int64 {
 
 // markerState describes a marker found under the root.
 type markerState struct {
-	info   markerInfo
-	bad    error // the marker's data could not be decoded
+	// info is what the marker names; nil when its data was not written by
+	// confpush (manifest.ErrForeign): no publish, so nothing to wait for.
+	info   *manifest.Marker
 	stat   *zk.Stat
 	live   bool // its publish's liveness node exists
 	actual map[string]manifest.Item
 	// takeover describes the marker this publish takes over, for the log
 	// and Result.TookOver ("took over " + takeover).
 	takeover string
-}
-
-// markerInfo is the JSON held by the marker (and by the publish's liveness
-// node).
-type markerInfo struct {
-	PublishID      string    `json:"publish_id"`
-	Publisher      string    `json:"publisher"`
-	StartedAt      time.Time `json:"started_at"`
-	BaseGeneration int64     `json:"base_generation"`
-	Generation     int64     `json:"generation"`
 }
 
 // readState reads the root, its children, a marker if any and the history
@@ -178,15 +167,16 @@ func (p *Publisher) readMarker(ctx context.Context, ms *markerState) error {
 		return nil
 	}
 	ms.stat = stat
-	if err := json.Unmarshal(data, &ms.info); err != nil || ms.info.PublishID == "" || path.Base(ms.info.PublishID) != ms.info.PublishID {
-		ms.bad = fmt.Errorf("marker data is not a zkconf marker")
-		return nil
+	info, err := manifest.DecodeMarker(data)
+	if err != nil {
+		return nil // foreign: ms.info stays nil
 	}
-	ls, err := p.exists(ctx, p.paths.PublishingNode(ms.info.PublishID))
+	ms.info = info
+	liveness, err := p.exists(ctx, p.paths.PublishingNode(info.PublishID))
 	if err != nil {
 		return err
 	}
-	ms.live = ls != nil
+	ms.live = liveness != nil
 	return nil
 }
 
@@ -208,7 +198,7 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 	// for it: it is as dead as one whose publisher is gone, and leaving it
 	// would block every agent that does not hold the live generation.
 	switch {
-	case ms.bad != nil:
+	case ms.info == nil:
 		ms.takeover = fmt.Sprintf("an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
 			p.paths.Marker(), age)
 	case ms.live:
