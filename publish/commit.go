@@ -38,13 +38,14 @@ func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool, acl 
 	return nil
 }
 
-// commitMulti sends the multi-mode commit. When it fails only because a
-// departing content's blob is missing (a publisher stopped after its
-// acknowledgement, before storing its blobs) or because a blob it creates
-// appeared meanwhile, nothing was applied: it reads which departing blobs
-// exist, takes the missing contents from the live items (verified against
-// the live manifest) and sends the commit again, under the same
-// compare-and-swap, creating those blobs instead of checking them.
+// commitMulti runs step 6 in multi mode: it sends the one transaction.
+// When it fails only because a departing content's blob is missing (a
+// publisher stopped after its acknowledgement, before storing its blobs)
+// or because a blob it creates appeared meanwhile, nothing was applied:
+// it reads which departing blobs exist, takes the missing contents from
+// the live items (verified against the live manifest) and sends the
+// commit again, under the same compare-and-swap, creating those blobs
+// instead of checking them.
 func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []any, kinds []opKind, res *Result) error {
 	for round := 1; ; round++ {
 		err := p.commit(ctx, "multi", ops, kinds, st.liveGen(), pl, res)
@@ -53,25 +54,8 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 			return err
 		}
 		p.log.Info("departing content not stored as expected; sending the commit again with its blobs", "reason", br.Error(), "round", round)
-		rootVersion := int32(-1)
-		if st.rootStat != nil {
-			rootVersion = st.rootStat.Version
-		}
-		missing, err := p.missingDeparting(ctx, st, pl.departing, rootVersion, pl.acl.Meta)
-		if err != nil {
+		if ops, kinds, err = p.withMissingBlobs(ctx, st, pl); err != nil {
 			return err
-		}
-		pl.backfill = missing
-		ops, kinds = p.multiOps(st, pl)
-		if len(missing) > 0 && multiSize(ops) > p.cfg.multiBudget {
-			// Too large with the blobs inside: store them first (content-
-			// addressed, verified: harmless if the commit never lands) and
-			// keep the checks.
-			if err := p.storeBlobData(ctx, missing, pl.acl.Meta); err != nil {
-				return err
-			}
-			pl.backfill = nil
-			ops, kinds = p.multiOps(st, pl)
 		}
 	}
 }

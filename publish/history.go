@@ -15,6 +15,80 @@ import (
 	"github.com/zkconf/zkconf/manifest"
 )
 
+// This file keeps the history invariant (docs/design.md, "History
+// invariant"): every content a retained history entry references is
+// stored as a blob, or is the content of a live item of the current
+// generation, or both. The plan names the contents entering and leaving
+// the live set (contentFlow); a commit checks that the blob of every
+// departing content exists, and when one is missing (a publisher died
+// between its acknowledgement and its blob stores) takes the content from
+// the live items and creates the blob (missingDeparting, withMissingBlobs,
+// backfill); the blobs of entering contents are stored after a multi-mode
+// acknowledgement (storeEntering) or before the marker is set
+// (storeBlobData), and a marker-mode publish stores the live content of
+// every item before overwriting it (backfillOverwritten).
+
+// contentFlow computes, from the live items to the next set, the data of
+// every content of the next set by sha256, the contents entering the live
+// set (their blobs are this publish's to store) and the contents departing
+// it (their blobs must exist when it commits), by hash whatever the item
+// names, each list sorted.
+func contentFlow(live, next map[string]manifest.Item, items map[string][]byte, tampered map[string]bool) (blobData map[string][]byte, entering, departing []string) {
+	blobData = map[string][]byte{}
+	liveSHA := make(map[string]bool, len(live))
+	for _, it := range live {
+		liveSHA[it.SHA256] = true
+	}
+	for n, it := range next {
+		if _, dup := blobData[it.SHA256]; dup {
+			continue
+		}
+		blobData[it.SHA256] = items[n]
+		// A repaired item's content is stored as a blob too: its live
+		// copy cannot serve as one (it was changed).
+		if !liveSHA[it.SHA256] || tampered[n] {
+			entering = append(entering, it.SHA256)
+		}
+	}
+	for sha := range liveSHA {
+		if _, kept := blobData[sha]; !kept {
+			departing = append(departing, sha)
+		}
+	}
+	slices.Sort(entering)
+	slices.Sort(departing)
+	return blobData, entering, departing
+}
+
+// withMissingBlobs rebuilds the multi-mode commit after it failed on a
+// departing content's blob: the departing contents whose blobs are missing
+// are read from the live items (verified) and created by the commit in
+// place of their checks, or stored first when the commit would not fit
+// with them inside.
+func (p *Publisher) withMissingBlobs(ctx context.Context, st *state, pl *plan) ([]any, []opKind, error) {
+	rootVersion := int32(-1)
+	if st.rootStat != nil {
+		rootVersion = st.rootStat.Version
+	}
+	missing, err := p.missingDeparting(ctx, st, pl.departing, rootVersion, pl.acl.Meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl.backfill = missing
+	ops, kinds := p.multiOps(st, pl)
+	if len(missing) > 0 && multiSize(ops) > p.cfg.multiBudget {
+		// Too large with the blobs inside: store them first (content-
+		// addressed, verified: harmless if the commit never lands) and
+		// keep the checks.
+		if err := p.storeBlobData(ctx, missing, pl.acl.Meta); err != nil {
+			return nil, nil, err
+		}
+		pl.backfill = nil
+		ops, kinds = p.multiOps(st, pl)
+	}
+	return ops, kinds, nil
+}
+
 // missingDeparting returns, for every departing content whose blob does
 // not exist, that content read from a live item and verified against the
 // live manifest.

@@ -16,10 +16,10 @@ import (
 	"github.com/zkconf/zkconf/manifest"
 )
 
-// publishMarker runs the marker protocol (see the package documentation):
-// store blobs, create the liveness node, set the marker (bumping the root's
-// version), write the items one by one fenced by the marker's version, and
-// commit the manifest while deleting the marker.
+// publishMarker runs step 6 in marker mode (6a to 6f of the package
+// documentation): store blobs, create the liveness node, set the marker
+// (bumping the root's version), write the items one by one fenced by the
+// marker's version, and commit the manifest while deleting the marker.
 func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res *Result) error {
 	id := pl.next.PublishID
 	info := (&manifest.Marker{
@@ -27,7 +27,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 		BaseGeneration: st.liveGen(), Generation: pl.gen,
 	}).Encode()
 
-	// a. Content first: blobs are content-addressed, so creating them is
+	// Step 6a. Content first: blobs are content-addressed, so creating them is
 	// idempotent and harmless if the publish goes no further.
 	entering := make(map[string][]byte, len(pl.entering))
 	for _, sha := range pl.entering {
@@ -37,22 +37,24 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 		return err
 	}
 
-	// b. The liveness node: while it exists, the marker is alive.
+	// Step 6b. The liveness node: while it exists, the marker is alive.
 	live := p.paths.PublishingNode(id)
 	if err := p.createLiveness(ctx, live, info, pl.acl.Meta); err != nil {
 		return err
 	}
 	mark := p.mark()
+	// Step 6f, whatever happens next: a marker left by a failed publish is
+	// dead at once, and the next publish takes it over.
 	defer p.dropLiveness(ctx, live)
 
-	// c. The marker, with the root's compare-and-swap.
+	// Step 6c. The marker, with the root's compare-and-swap.
 	rootVer, markerVer, err := p.placeMarker(ctx, st, pl, info, mark)
 	if err != nil {
 		return err
 	}
 	p.log.Info("marker set", "generation", pl.gen, "publish_id", id, "marker_version", markerVer)
 
-	// c2. Before any item is overwritten or deleted, the live content it
+	// Step 6c2. Before any item is overwritten or deleted, the live content it
 	// holds must be stored as a blob (the history invariant: a retained
 	// generation's content is a blob or a live item). Under the marker no
 	// other publish writes items and no GC runs (the root's version is
@@ -62,13 +64,13 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 			pl.gen, p.paths.Marker(), err)
 	}
 
-	// d. Items, each write fenced by the marker's version.
+	// Step 6d. Items, each write fenced by the marker's version.
 	if err := p.writeItems(ctx, pl, markerVer, mark, st.liveGen()); err != nil {
 		return fmt.Errorf("marker-mode publish of generation %d stopped after the marker was set; the live generation is unchanged, the marker %s stays and the next publish takes it over: %w",
 			pl.gen, p.paths.Marker(), err)
 	}
 
-	// e. The final commit: manifest, marker deleted, blobs checked, history.
+	// Step 6e. The final commit: manifest, marker deleted, blobs checked, history.
 	ops, kinds := p.finalOps(pl, rootVer, markerVer)
 	for race := 1; ; race++ {
 		if p.expiredSince(mark) {

@@ -49,7 +49,7 @@ type plan struct {
 // plan computes the next manifest and the operations to reach it.
 func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item) *plan {
 	gen := st.topGen() + 1 // wraps at math.MaxInt64: publishOnce refuses that before using it
-	pl := &plan{gen: gen, items: req.Items, blobData: map[string][]byte{}, rootVersion: -1, fence: req.Fence}
+	pl := &plan{gen: gen, items: req.Items, rootVersion: -1, fence: req.Fence}
 	inc := st.incarnation
 	if inc == "" {
 		inc = manifest.NewIncarnation()
@@ -108,30 +108,9 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			pl.deletes = append(pl.deletes, n)
 		}
 	}
-	// Contents entering and leaving the live set (by hash, whatever the
-	// item names): see the history invariant in the package doc.
-	liveSHA := make(map[string]bool, len(liveItems))
-	for _, it := range liveItems {
-		liveSHA[it.SHA256] = true
-	}
-	for n, it := range next.Items {
-		if _, dup := pl.blobData[it.SHA256]; dup {
-			continue
-		}
-		pl.blobData[it.SHA256] = req.Items[n]
-		// A repaired item's content is stored as a blob too: its live
-		// copy cannot serve as one (it was changed).
-		if !liveSHA[it.SHA256] || st.tampered[n] {
-			pl.entering = append(pl.entering, it.SHA256)
-		}
-	}
-	for sha := range liveSHA {
-		if _, kept := pl.blobData[sha]; !kept {
-			pl.departing = append(pl.departing, sha)
-		}
-	}
-	slices.Sort(pl.entering)
-	slices.Sort(pl.departing)
+	// Contents entering and leaving the live set: the history invariant's
+	// part of the plan.
+	pl.blobData, pl.entering, pl.departing = contentFlow(liveItems, next.Items, req.Items, st.tampered)
 	return pl
 }
 

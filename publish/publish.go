@@ -26,14 +26,42 @@ const (
 )
 
 // Publish publishes req.Items as the root's next generation. See the
-// package documentation for the protocol. It validates everything before
-// the first write; it never reports success for a publish that did not
-// land and never lands one twice.
+// package documentation for the protocol: the numbered steps there are
+// marked in the code. It validates everything before the first write; it
+// never reports success for a publish that did not land and never lands
+// one twice.
 func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
-	// The reads go out first and the request is validated and hashed
-	// while they are in flight: reading changes nothing, and hashing a
-	// large set costs about as much as a round trip. A bad request still
-	// gets its error at once: the reads are cancelled.
+	// Steps 1 and 2: validate and hash the request while the state is read.
+	hashed, st, acl, err := p.checkAndRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for race := 1; ; race++ {
+		if st == nil {
+			// Step 2 again: the blob store changed under the last attempt.
+			if st, err = p.readState(ctx); err != nil {
+				return nil, err
+			}
+		}
+		res, err := p.publishOnce(ctx, req, hashed, acl, st)
+		st = nil
+		var br *blobRaceError
+		if errors.As(err, &br) && race < maxBlobRaces {
+			p.log.Info("blob store changed under the publish; planning again", "reason", br.Error())
+			continue
+		}
+		return res, err
+	}
+}
+
+// checkAndRead validates and hashes the request (step 1) and reads the
+// root's state and the ACLs to copy (step 2). The reads go out first and
+// the request is validated and hashed while they are in flight: reading
+// changes nothing, and hashing a large set costs about as much as a round
+// trip. A bad request still gets its error at once: the reads are
+// cancelled.
+func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, access.Inherited, error) {
+	var acl access.Inherited
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type stateRead struct {
@@ -68,26 +96,25 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 		if aclc != nil {
 			<-aclc
 		}
-		return nil, err
+		return nil, nil, acl, err
 	}
 	sr := <-stc
-	var acl access.Inherited
 	if aclc != nil {
 		ar := <-aclc
 		if ar.err != nil {
-			return nil, ar.err
+			return nil, nil, acl, ar.err
 		}
 		acl = ar.in
 	} else {
 		acl = *cached
 	}
 	if sr.err != nil {
-		return nil, sr.err
+		return nil, nil, acl, sr.err
 	}
 	st := sr.st
 	if acl.ItemFrom != access.ACLVersionOf(st.rootStat) || acl.MetaFrom != access.ACLVersionOf(st.histStat) {
 		if acl, err = p.readACLs(ctx); err != nil {
-			return nil, err
+			return nil, nil, acl, err
 		}
 	}
 	p.mu.Lock()
@@ -96,24 +123,10 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 	if aclSize(acl.Meta) > aclSize(p.cfg.acl) {
 		// The manifest's size check, again with the real history ACL.
 		if err := p.manifestCheck(req, hashed, acl.Meta); err != nil {
-			return nil, err
+			return nil, nil, acl, err
 		}
 	}
-	for race := 1; ; race++ {
-		if st == nil {
-			if st, err = p.readState(ctx); err != nil {
-				return nil, err
-			}
-		}
-		res, err := p.publishOnce(ctx, req, hashed, acl, st)
-		st = nil
-		var br *blobRaceError
-		if errors.As(err, &br) && race < maxBlobRaces {
-			p.log.Info("blob store changed under the publish; planning again", "reason", br.Error())
-			continue
-		}
-		return res, err
-	}
+	return hashed, st, acl, nil
 }
 
 // checkRequest validates the request without touching ZooKeeper and
@@ -151,29 +164,16 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
 }
 
+// publishOnce runs steps 3 to 7 on the state st read in step 2.
 func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl access.Inherited, st *state) (*Result, error) {
-	if req.Fence != "" {
-		if err := p.checkFence(ctx, req.Fence); err != nil {
-			return nil, err
-		}
+	// Step 3: check the fence, the expected generation, a marker (take it
+	// over or refuse), and the live items the plan would leave alone.
+	if err := p.check(ctx, st, req, hashed); err != nil {
+		return nil, err
 	}
+
+	// Step 4: plan the next generation and the diff.
 	liveGen := st.liveGen()
-	if req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
-		return nil, &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
-			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
-	}
-	if st.marker != nil {
-		if err := p.checkMarker(ctx, st, req); err != nil {
-			return nil, err
-		}
-	} else if st.live == nil && len(st.children) > 0 {
-		return nil, fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
-			p.paths.Root, len(st.children))
-	} else if st.live != nil {
-		if err := p.verifyUnchanged(ctx, st, hashed); err != nil {
-			return nil, err
-		}
-	}
 	pl := p.plan(st, req, hashed)
 	pl.acl = acl
 	res := &Result{
@@ -199,19 +199,12 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
 
+	// Step 5: multi mode if its transaction fits, else marker mode.
 	ops, kinds := p.multiOps(st, pl)
 	size := multiSize(ops)
-	useMarker := false
-	switch req.Mode {
-	case ModeMarker:
-		useMarker = true
-	case ModeMulti:
-		if size > p.cfg.multiBudget {
-			return nil, &TooLargeError{What: "transaction", Size: int64(size), Limit: int64(p.cfg.multiBudget),
-				Hint: "use marker mode (ModeMarker, --mode marker) or auto"}
-		}
-	default:
-		useMarker = size > p.cfg.multiBudget
+	useMarker, err := p.useMarker(req.Mode, size)
+	if err != nil {
+		return nil, err
 	}
 	if useMarker {
 		res.Mode = manifest.ModeMarker
@@ -226,12 +219,13 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		}
 		return res, nil
 	}
+
+	// Step 6: commit, in one transaction (multi mode) or under the marker.
 	if err := p.ensureMeta(ctx, st, useMarker, pl.acl.Meta); err != nil {
 		return nil, err
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
 		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size)
-	var err error
 	if useMarker {
 		err = p.publishMarker(ctx, st, pl, res)
 	} else {
@@ -246,9 +240,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	if p.cfg.hooks.stopAfterAck() {
 		return res, nil
 	}
-	// Storing the new contents' blobs and the GC run side by side: the GC
-	// never deletes a blob our generation references, so neither waits
-	// for the other.
+
+	// Step 7: after the acknowledgement, store the new contents' blobs
+	// (multi mode) and run the GC, side by side: the GC never deletes a
+	// blob our generation references, so neither waits for the other.
 	var wg sync.WaitGroup
 	if !useMarker {
 		wg.Go(func() { p.storeEntering(ctx, pl) })
@@ -256,4 +251,45 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	p.gc(ctx, st, pl)
 	wg.Wait()
 	return res, nil
+}
+
+// check runs step 3: it refuses a publish the fence, the expected
+// generation or a live marker forbids, prepares the takeover of a dead
+// marker, and finds the live items changed outside confpush.
+func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed map[string]manifest.Item) error {
+	if req.Fence != "" {
+		if err := p.checkFence(ctx, req.Fence); err != nil {
+			return err
+		}
+	}
+	if liveGen := st.liveGen(); req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
+		return &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
+			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
+	}
+	switch {
+	case st.marker != nil:
+		return p.checkMarker(ctx, st, req)
+	case st.live == nil && len(st.children) > 0:
+		return fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
+			p.paths.Root, len(st.children))
+	case st.live != nil:
+		return p.verifyUnchanged(ctx, st, hashed)
+	}
+	return nil
+}
+
+// useMarker runs step 5: whether the commit goes in marker mode, given
+// the requested mode and the size of the multi-mode transaction.
+func (p *Publisher) useMarker(mode Mode, multiBytes int) (bool, error) {
+	switch mode {
+	case ModeMarker:
+		return true, nil
+	case ModeMulti:
+		if multiBytes > p.cfg.multiBudget {
+			return false, &TooLargeError{What: "transaction", Size: int64(multiBytes), Limit: int64(p.cfg.multiBudget),
+				Hint: "use marker mode (ModeMarker, --mode marker) or auto"}
+		}
+		return false, nil
+	}
+	return multiBytes > p.cfg.multiBudget, nil
 }
