@@ -73,21 +73,21 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 	st := &state{}
 	for attempt := 0; ; attempt++ {
 		var (
-			data   []byte
-			rs, ks *zk.Stat
-			kids   []string
-			gens   []int64
-			hs     *zk.Stat
+			data               []byte
+			rootStat, listStat *zk.Stat // the root's, as read and as listed
+			kids               []string
+			gens               []int64
+			histStat           *zk.Stat
 		)
 		err := work.Parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
 			var err error
 			switch i {
 			case 0:
-				data, rs, err = p.get(ctx, p.paths.Root)
+				data, rootStat, err = p.get(ctx, p.paths.Root)
 			case 1:
-				kids, ks, err = p.childrenStat(ctx, p.paths.Root)
+				kids, listStat, err = p.childrenStat(ctx, p.paths.Root)
 			case 2:
-				gens, hs, err = p.historyList(ctx)
+				gens, histStat, err = p.historyList(ctx)
 			}
 			return err
 		})
@@ -99,19 +99,19 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 		// write of the root's data, so if the listing's stat shows the
 		// same data version (and the same node) as the read, no marker
 		// appeared or went between the two; otherwise read again.
-		if (rs == nil) != (ks == nil) || rs != nil && (rs.Czxid != ks.Czxid || rs.Version != ks.Version) {
+		if (rootStat == nil) != (listStat == nil) || rootStat != nil && (rootStat.Czxid != listStat.Czxid || rootStat.Version != listStat.Version) {
 			if err := readRetry().Sleep(ctx, attempt+1); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		st.rootStat, st.rootData = rs, data
+		st.rootStat, st.rootData = rootStat, data
 		st.children = slices.DeleteFunc(kids, func(n string) bool { return n == manifest.MarkerName })
 		if len(st.children) != len(kids) {
 			st.marker = &markerState{}
 		}
 		st.history = gens
-		st.haveMeta, st.histStat = hs != nil, hs
+		st.haveMeta, st.histStat = histStat != nil, histStat
 		break
 	}
 	if st.rootStat != nil {
