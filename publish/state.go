@@ -190,8 +190,12 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 		return nil
 	}
 	age := time.Since(time.UnixMilli(ms.stat.Mtime)).Round(time.Second)
+	var owner, publishID string // empty for a marker confpush did not write
+	if ms.info != nil {
+		owner, publishID = ms.info.Publisher, ms.info.PublishID
+	}
 	if ms.live && !req.OverrideMarker {
-		return &MarkerBusyError{Root: p.paths.Root, Owner: ms.info.Publisher, PublishID: ms.info.PublishID, Age: age}
+		return &MarkerBusyError{Root: p.paths.Root, Owner: owner, PublishID: publishID, Age: age}
 	}
 	// A marker whose data confpush did not write (made by hand, or by a
 	// tool that crashed) names no publish, so no liveness node can exist
@@ -203,12 +207,12 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 			p.paths.Marker(), age)
 	case ms.live:
 		ms.takeover = fmt.Sprintf("the marker %s of the live publish %s by %s (set %v ago): override requested",
-			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
+			p.paths.Marker(), publishID, owner, age)
 	default:
 		ms.takeover = fmt.Sprintf("an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
-			p.paths.Marker(), ms.info.PublishID, ms.info.Publisher, age)
+			p.paths.Marker(), publishID, owner, age)
 	}
-	p.log.Warn("taking over "+ms.takeover, "marker_owner", ms.info.Publisher, "marker_publish_id", ms.info.PublishID)
+	p.log.Warn("taking over "+ms.takeover, "marker_owner", owner, "marker_publish_id", publishID)
 	actual := make([]manifest.Item, len(st.children))
 	present := make([]bool, len(st.children))
 	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
