@@ -199,8 +199,8 @@ func namesByHash(m *manifest.Manifest) map[string][]string {
 	return out
 }
 
-// storeEntering stores, after the acknowledgement, the blobs of the
-// contents that entered the live set (those not created by the commit
+// storeEntering stores, after the acknowledgement (step 7), the blobs of
+// the contents that entered the live set (those not created by the commit
 // itself), best effort: until then those contents are live items, and the
 // next publish that overwrites them stores any blob still missing.
 func (p *Publisher) storeEntering(ctx context.Context, pl *plan) {
