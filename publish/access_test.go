@@ -64,18 +64,26 @@ func TestPublishInheritsACLs(t *testing.T) {
 		wantACL(paths.Blob(b), pol.MetaACL())
 	}
 
-	// A marker-mode publish stopped dead leaves its marker and liveness
-	// node: check their ACLs.
-	p2 := mustNew(t, conn, sess, root, withMarkerWrite(func(int) error { return errSimulatedCrash }))
+	// While a marker-mode publish writes its items, its marker and its
+	// liveness node exist: check their ACLs then.
+	var live []string
+	var listErr error
+	p2 := mustNew(t, conn, sess, root, withMarkerWrite(func(int) error {
+		live, _, listErr = conn.Children(paths.Publishing())
+		if listErr == nil && len(live) == 1 {
+			wantACL(paths.PublishingNode(live[0]), pol.MetaACL())
+		}
+		wantACL(paths.Marker(), pol.ItemACL())
+		return errSimulatedCrash
+	}))
 	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("publish: %v, want the simulated crash", err)
 	}
-	wantACL(paths.Marker(), pol.ItemACL())
-	live, _, err := conn.Children(paths.Publishing())
-	if err != nil || len(live) != 1 {
-		t.Fatalf("publishing nodes %v: %v", live, err)
+	if listErr != nil || len(live) != 1 {
+		t.Fatalf("publishing nodes during the publish %v: %v", live, listErr)
 	}
-	wantACL(paths.PublishingNode(live[0]), pol.MetaACL())
+	// The stopped publish leaves its marker, with its ACL.
+	wantACL(paths.Marker(), pol.ItemACL())
 }
 
 // TestPublishFollowsACLChanges: a Publisher reuses the ACLs it copied only

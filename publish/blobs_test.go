@@ -239,8 +239,10 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 	mustPublish(t, dying, Request{Items: g1})
 	g2 := items(6, 200, "g2")
 	g2["item-05.conf"] = g1["item-00.conf"] // a live content moving to another name
-	crash := newPub(t, c, root, withMarkerWrite(func(n int) error {
+	crashConn, crashSess := dial(t, testSession, c.Addrs()...)
+	crash := mustNew(t, crashConn, crashSess, root, withMarkerWrite(func(n int) error {
 		if n == 2 {
+			crashConn.Close() // its liveness node goes with its session
 			return errSimulatedCrash
 		}
 		return nil
@@ -248,7 +250,6 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 	if _, err := crash.Publish(ctx, Request{Items: g2, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("marker publish with a simulated crash: %v", err)
 	}
-	crash.conn.Close() // its liveness node goes with its session
 	good := newPub(t, c, root)
 	// Generation 1 is still the live one, its items partly overwritten: it
 	// must be readable whole (from blobs and untouched items).

@@ -4,31 +4,19 @@
 // # Data model
 //
 // A root znode holds one config set: its data is the manifest (package
-// manifest: generation, publish id, publisher, mode, and the sha256 and
-// size of every item), its children are the items. The child "invalid" is
-// the marker of a marker-mode publish in progress. History and content
-// live under the metadata path (WithMeta; docs/design.md lists every node):
-//
-//	<meta>/roots/<key>/history/g-<gen>   that generation's manifest
-//	<meta>/roots/<key>/blobs/<sha256>    item content, stored once
-//	<meta>/roots/<key>/publishing/<id>   ephemeral: a marker publish is alive
-//
-// A reader that holds a manifest checks every item it reads against it; a
-// mismatch means a publish landed in between and the read is retried, so
-// a verified read never returns a torn set.
-//
-// The history invariant: every content a retained history entry
-// references is stored as a blob, or is the content of a live item of the
-// current generation, or both. A multi-mode commit does not carry the
-// blobs of its new contents (they are live items once it lands); they are
-// stored right after the acknowledgement, and if the publisher dies before
-// that, the next publish that overwrites those items stores them first.
-// Reading a past generation takes a content from its blob, or else from a
-// live item holding it (verified).
+// manifest), its children are the items; the child "invalid" is the marker
+// of a marker-mode publish in progress. History entries, blobs and
+// liveness nodes live under the metadata path (WithMeta).
+// docs/design.md describes the layout, the guarantees this protocol keeps
+// and why, and the history invariant (every content a retained history
+// entry references is a blob or a live item's content) that the blob
+// steps below maintain. This documentation is the protocol step by step;
+// the code marks the same steps.
 //
 // # Publishing, step by step
 //
-//  1. Validate the request before touching ZooKeeper: names, item sizes
+//  1. Validate the request before touching ZooKeeper (the reads of step 2
+//     are in flight meanwhile, and cancelled if it fails): names, item sizes
 //     (ItemLimit), the set size, an empty set, the manifest size (it must
 //     fit one znode, and the marker-mode final commit that carries it
 //     twice must fit the multi budget). The set is hashed once, here. Any
@@ -36,9 +24,11 @@
 //  2. Read: the root (manifest M at data version V, or absent, or empty),
 //     its children, the marker if any (and whether its publish's liveness
 //     node exists) and the history list; alongside, the ACLs to copy. The
-//     blob store is not listed. A root with data that is not a manifest,
-//     or with children but no manifest and no marker, is refused.
-//  3. Check: ExpectGeneration (mismatch: ConflictError). A live marker:
+//     blob store is not listed. A root with data that is not a manifest
+//     is refused.
+//  3. Check: the fence node of Request.Fence exists (else ErrFenced);
+//     ExpectGeneration (mismatch: ConflictError). A root with children
+//     but no manifest and no marker is refused. A live marker:
 //     MarkerBusyError (owner, age) unless OverrideMarker. A dead (or
 //     overridden) marker is taken over: the root's actual children are read
 //     and hashed, since the dead publish may have written some of them, and
@@ -53,11 +43,18 @@
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
 //     Identical content (and no marker, and no item to repair):
-//     Result.Unchanged, no write, unless Force. DryRun stops here.
+//     Result.Unchanged, no write, unless Force.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
-//     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto).
+//     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto). DryRun
+//     stops here, reporting the plan and the mode.
+//  6. Commit: create the missing metadata parents, then commit in multi
+//     mode (one transaction) or in marker mode (steps 6a to 6f), both
+//     below.
+//  7. After the acknowledgement: store the blobs of the contents that
+//     entered the live set (multi mode) and run the GC, side by side
+//     (History and garbage collection, below).
 //
-// Multi mode is one transaction:
+// Multi mode (step 6) is one transaction:
 //
 //	SetData(root, manifest N, V)        -- the compare-and-swap (Create when the root is absent)
 //	Delete(root/invalid, version)       -- only when taking over a dead marker
@@ -74,35 +71,38 @@
 // written) and sends the commit again under the same compare-and-swap
 // with Create(blobs/<sha>, content) in place of those Checks (NodeExists
 // on such a Create, someone having stored it meanwhile, turns it back
-// into a Check). After the acknowledgement, the blobs of the contents that
-// entered the live set are created, pipelined (NodeExists is fine), best
-// effort, while GC runs beside them (GC never deletes a blob the new
-// generation references, so neither waits for the other).
+// into a Check). The commit carries no blob of its new contents (they are
+// live items once it lands): in step 7 they are created, pipelined
+// (NodeExists is fine), best effort, while GC runs beside them (GC never
+// deletes a blob the new generation references, so neither waits for the
+// other). A publisher that dies before storing them leaves them to the
+// next commit's departing Checks above.
 //
-// Marker mode:
+// Marker mode (step 6):
 //
-//	a. Create the blobs of contents not in M (NodeExists is fine).
-//	b. Create the ephemeral liveness node publishing/<publish id>.
-//	c. Multi(SetData(root, M unchanged, V), Create(root/invalid, marker))
+//	6a. Create the blobs of contents not in M (NodeExists is fine).
+//	6b. Create the ephemeral liveness node publishing/<publish id>.
+//	6c. Multi(SetData(root, M unchanged, V), Create(root/invalid, marker))
 //	   -- or SetData(root/invalid, marker, its version) to take one over,
 //	   or Create(root, empty) when the root is absent. Rewriting the root's
 //	   data unchanged moves its version to V': a publish that read V can no
 //	   longer commit, and one that reads V' sees the marker.
-//	c2. For every item about to be overwritten or deleted, store M's
+//	6c2. For every item about to be overwritten or deleted, store M's
 //	   content of it as a blob if it is missing (read from the live item,
 //	   verified): a death midway must not lose a retained generation's
 //	   content. No GC runs while the marker holds the root's version.
-//	d. Write each added or changed item, delete each removed one, every
+//	6d. Write each added or changed item, delete each removed one, every
 //	   write as Multi(Check(root/invalid, marker version), write): a
 //	   publish that took the marker over (or a zombie of this one after its
 //	   session expired) can never write over it.
-//	e. Multi(SetData(root, manifest N, V'), Delete(root/invalid, marker
-//	   version), Check every departing content's blob, Create(history/g-N)).
-//	f. Delete the liveness node.
+//	6e. Multi(SetData(root, manifest N, V'), Delete(root/invalid, marker
+//	   version), Check every departing content's blob, Create(history/g-N),
+//	   Check(fence, -1) with Request.Fence).
+//	6f. Delete the liveness node (also when the publish fails after 6b).
 //
 // If the publisher dies midway the marker stays, the root keeps manifest M
 // (readers verifying items either still see M or wait), and the next
-// publish takes the marker over. A publish that fails after (c) leaves the
+// publish takes the marker over. A publish that fails after 6c leaves the
 // marker too, and deletes its liveness node so the next publish does not
 // wait for it.
 //
@@ -157,14 +157,14 @@
 //
 // # History and garbage collection
 //
-// After each commit, beside the blob stores that follow it, best effort:
-// keep the newest Retention history entries (the live one always); when
-// some fall out, list the blob store and delete those entries and every
-// blob no kept generation references, in transactions that start with
-// Check(root, version after our commit): if anything touched the root
-// since, the GC stops and the next publisher's GC does the work. A new
-// history entry only comes with a commit, which moves the root, so a blob
-// a retained generation references is never deleted. Rollback(G) reads
+// Step 7, after each commit, beside the blob stores that follow it, best
+// effort: keep the newest Retention history entries (the live one always);
+// when some fall out, list the blob store and delete those entries and
+// every blob no kept generation references, in transactions that start
+// with Check(root, version after our commit): if anything touched the root
+// since, the GC stops and the next publisher's GC does the work (why that
+// never deletes a blob a retained generation references: docs/design.md,
+// "History and GC"). Rollback(G) reads
 // generation G from history and blobs and publishes it as a new
 // generation, recording RollbackOf = G: generations only go up.
 package publish

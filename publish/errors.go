@@ -181,10 +181,6 @@ func (e *blobRaceError) Error() string {
 	return fmt.Sprintf("blob store changed concurrently (%s); commit not applied", e.path)
 }
 
-// errSimulatedCrash is returned by a test seam to make a marker-mode
-// publish stop dead, as if the process had been killed: no clean-up runs.
-var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")
-
 // ItemMismatchError reports a live item that is missing or does not match
 // the live manifest while no publish is in progress: it was changed
 // outside confpush (a plain ZooKeeper write). Reads refuse to answer for

@@ -12,11 +12,10 @@ import (
 // gcChunk bounds the ops of one GC transaction.
 const gcChunk = 1000
 
-// gc runs after a successful commit, beside the storing of the new
-// contents' blobs (it never deletes a blob our generation references), best
-// effort: when history entries fall beyond the
-// retention it deletes them and the blobs that no retained generation
-// references. The blob store is listed here, after the acknowledgement,
+// gc runs in step 7, after a successful commit, beside the storing of the
+// new contents' blobs (it never deletes a blob our generation references),
+// best effort: when history entries fall beyond the retention it deletes
+// them and the blobs that no retained generation references. The blob store is listed here, after the acknowledgement,
 // and only when entries are dropped (that is when blobs stop being
 // referenced; orphans, say from a marker publish that died, go then too).
 // Every GC transaction starts with Check(root, version right after our

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // secret is content that must never appear in an error message.
@@ -253,10 +255,7 @@ func TestBadInput(t *testing.T) {
 			before := snapshot(t)
 			in := tc.load(t, t.TempDir())
 			vopts := tc.validate
-			err := errors.Join(in.err, Validate(in.items, vopts))
-			if err != nil {
-				err = joinErrors(flatten(unjoin(err)))
-			}
+			err := errlist.Join(in.err, Validate(in.items, vopts))
 			if err == nil {
 				t.Fatal("bad input accepted")
 			}
@@ -304,14 +303,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// unjoin splits an errors.Join result.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return append([]error(nil), j.Unwrap()...)
-	}
-	return []error{err}
 }
 
 // TestValidateMessages pins the exact wording of a few messages.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // LoadOptions says how LoadDir maps a directory to items.
@@ -53,14 +55,14 @@ func (o LoadOptions) limit() int64 {
 func LoadDir(dir string, opts LoadOptions) (map[string][]byte, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, joinErrors([]error{&InputError{Path: dir, Err: pathErr(err)}})
+		return nil, errlist.Join(&InputError{Path: dir, Err: pathErr(err)})
 	}
 	if !st.IsDir() {
-		return nil, joinErrors([]error{&InputError{Path: dir, Err: errors.New("not a directory")}})
+		return nil, errlist.Join(&InputError{Path: dir, Err: errors.New("not a directory")})
 	}
 	l := loader{opts: opts, items: map[string][]byte{}, from: map[string]string{}}
 	l.walk(dir, "")
-	return l.items, joinErrors(l.errs)
+	return l.items, errlist.Join(l.errs...)
 }
 
 type loader struct {
@@ -157,7 +159,7 @@ func LoadFiles(paths []string) (map[string][]byte, error) {
 			l.add(filepath.Base(p), p, st.Size())
 		}
 	}
-	return l.items, joinErrors(l.errs)
+	return l.items, errlist.Join(l.errs...)
 }
 
 // pathErr strips the operation and path from an *fs.PathError (the caller

@@ -2,12 +2,8 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"path"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -17,20 +13,21 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
 )
 
-// publishMarker runs the marker protocol (see the package documentation):
-// store blobs, create the liveness node, set the marker (bumping the root's
-// version), write the items one by one fenced by the marker's version, and
-// commit the manifest while deleting the marker.
+// publishMarker runs step 6 in marker mode (6a to 6f of the package
+// documentation): store blobs, create the liveness node, set the marker
+// (bumping the root's version), write the items one by one fenced by the
+// marker's version, and commit the manifest while deleting the marker.
 func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res *Result) error {
 	id := pl.next.PublishID
-	info, _ := json.Marshal(markerInfo{
+	info := (&manifest.Marker{
 		PublishID: id, Publisher: p.cfg.name, StartedAt: time.Now().UTC(),
 		BaseGeneration: st.liveGen(), Generation: pl.gen,
-	})
+	}).Encode()
 
-	// a. Content first: blobs are content-addressed, so creating them is
+	// Step 6a. Content first: blobs are content-addressed, so creating them is
 	// idempotent and harmless if the publish goes no further.
 	entering := make(map[string][]byte, len(pl.entering))
 	for _, sha := range pl.entering {
@@ -40,27 +37,24 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 		return err
 	}
 
-	// b. The liveness node: while it exists, the marker is alive.
+	// Step 6b. The liveness node: while it exists, the marker is alive.
 	live := p.paths.PublishingNode(id)
 	if err := p.createLiveness(ctx, live, info, pl.acl.Meta); err != nil {
 		return err
 	}
 	mark := p.mark()
-	crashed := false
-	defer func() {
-		if !crashed {
-			p.dropLiveness(ctx, live)
-		}
-	}()
+	// Step 6f, whatever happens next: a marker left by a failed publish is
+	// dead at once, and the next publish takes it over.
+	defer p.dropLiveness(ctx, live)
 
-	// c. The marker, with the root's compare-and-swap.
+	// Step 6c. The marker, with the root's compare-and-swap.
 	rootVer, markerVer, err := p.placeMarker(ctx, st, pl, info, mark)
 	if err != nil {
 		return err
 	}
 	p.log.Info("marker set", "generation", pl.gen, "publish_id", id, "marker_version", markerVer)
 
-	// c2. Before any item is overwritten or deleted, the live content it
+	// Step 6c2. Before any item is overwritten or deleted, the live content it
 	// holds must be stored as a blob (the history invariant: a retained
 	// generation's content is a blob or a live item). Under the marker no
 	// other publish writes items and no GC runs (the root's version is
@@ -70,17 +64,13 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 			pl.gen, p.paths.Marker(), err)
 	}
 
-	// d. Items, each write fenced by the marker's version.
+	// Step 6d. Items, each write fenced by the marker's version.
 	if err := p.writeItems(ctx, pl, markerVer, mark, st.liveGen()); err != nil {
-		if errors.Is(err, errSimulatedCrash) {
-			crashed = true
-			return err
-		}
 		return fmt.Errorf("marker-mode publish of generation %d stopped after the marker was set; the live generation is unchanged, the marker %s stays and the next publish takes it over: %w",
 			pl.gen, p.paths.Marker(), err)
 	}
 
-	// e. The final commit: manifest, marker deleted, blobs checked, history.
+	// Step 6e. The final commit: manifest, marker deleted, blobs checked, history.
 	ops, kinds := p.finalOps(pl, rootVer, markerVer)
 	for race := 1; ; race++ {
 		if p.expiredSince(mark) {
@@ -113,70 +103,6 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 func (p *Publisher) expiredMidway(pl *plan) error {
 	return fmt.Errorf("session expired during the marker-mode publish of generation %d to %s: stopped without retrying; the live generation is unchanged, the marker stays and the next publish takes it over: %w",
 		pl.gen, p.paths.Root, zk.ErrSessionExpired)
-}
-
-// blobWorkers is how many blob creates are in flight at once: the client
-// pipelines them on its one connection.
-const blobWorkers = 16
-
-// storeBlobData creates the blobs of the given contents (sha256 → data),
-// pipelined; NodeExists is fine. A missing blobs parent is created.
-func (p *Publisher) storeBlobData(ctx context.Context, blobs map[string][]byte, acl []zk.ACL) error {
-	shas := slices.Sorted(maps.Keys(blobs))
-	create := func(ctx context.Context, i int) error {
-		sha := shas[i]
-		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.Blob(sha), blobs[sha], 0, acl)
-		})
-		if denied(err) {
-			return access.Explain(err, p.paths.Blob(sha), access.OpCreate)
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
-		}
-		return nil
-	}
-	err := work.Parallel(ctx, len(shas), blobWorkers, create)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
-			return err
-		}
-		err = work.Parallel(ctx, len(shas), blobWorkers, create)
-	}
-	return err
-}
-
-// backfill stores, for each sha256 of the live generation whose blob is
-// missing, the blob, taking the content from a live item and verifying it.
-func (p *Publisher) backfill(ctx context.Context, st *state, shas []string, rootVersion int32, acl []zk.ACL) error {
-	missing, err := p.missingDeparting(ctx, st, shas, rootVersion, acl)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		p.log.Info("storing live contents whose blobs are missing before overwriting them", "blobs", len(missing))
-	}
-	return p.storeBlobData(ctx, missing, acl)
-}
-
-// backfillOverwritten backfills the live contents of every item this
-// marker-mode publish overwrites or deletes. It covers more than the
-// departing contents: an item of the new set may hold a live content under
-// another name, but until that item is written the content would be
-// nowhere if the publish died.
-func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan, rootVersion int32) error {
-	if st.live == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var shas []string
-	for _, n := range append(slices.Clone(pl.sets), pl.deletes...) {
-		if it, ok := st.live.Items[n]; ok && !seen[it.SHA256] {
-			seen[it.SHA256] = true
-			shas = append(shas, it.SHA256)
-		}
-	}
-	return p.backfill(ctx, st, shas, rootVersion, pl.acl.Meta)
 }
 
 // createLiveness creates this publish's ephemeral liveness node. Its name
@@ -233,9 +159,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		if p.expiredSince(mark) {
 			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zk.ErrSessionExpired)
 		}
-		if p.cfg.beforeCommit != nil {
-			p.cfg.beforeCommit("marker")
-		}
+		p.cfg.hooks.commitSending("marker")
 		resp, err := p.multi(ctx, ops)
 		if err == nil {
 			var rv, mv int32
@@ -254,19 +178,12 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 			if werr := p.waitSession(ctx); werr != nil {
 				return 0, 0, fmt.Errorf("setting the marker of %s: %w", p.paths.Root, werr)
 			}
-			data, ms, rerr := p.get(ctx, p.paths.Marker())
+			rv, mv, ours, rerr := p.markerSetBy(ctx, pl.next.PublishID)
 			if rerr != nil {
 				return 0, 0, rerr
 			}
-			var got markerInfo
-			if ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
-				_, rs, rerr := p.get(ctx, p.paths.Root)
-				if rerr != nil {
-					return 0, 0, rerr
-				}
-				if rs != nil {
-					return rs.Version, ms.Version, nil
-				}
+			if ours {
+				return rv, mv, nil
 			}
 			if p.expiredSince(mark) || errors.Is(err, zk.ErrSessionExpired) {
 				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zk.ErrSessionExpired)
@@ -285,12 +202,8 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		}
 		if send > 1 {
 			// An earlier send may have landed late: then the marker is ours.
-			data, ms, rerr := p.get(ctx, p.paths.Marker())
-			var got markerInfo
-			if rerr == nil && ms != nil && json.Unmarshal(data, &got) == nil && got.PublishID == pl.next.PublishID {
-				if _, rs, rerr := p.get(ctx, p.paths.Root); rerr == nil && rs != nil {
-					return rs.Version, ms.Version, nil
-				}
+			if rv, mv, ours, rerr := p.markerSetBy(ctx, pl.next.PublishID); rerr == nil && ours {
+				return rv, mv, nil
 			}
 		}
 		if ferr := p.fenceFailure(ctx, pl, kinds[i], opErr); ferr != nil {
@@ -303,6 +216,23 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 	}
 }
 
+// markerSetBy reports whether the marker names publish id (an earlier send
+// of placeMarker landed) and, if so, the root's and the marker's versions.
+func (p *Publisher) markerSetBy(ctx context.Context, id string) (rootVer, markerVer int32, ours bool, err error) {
+	data, ms, err := p.get(ctx, p.paths.Marker())
+	if err != nil || ms == nil {
+		return 0, 0, false, err
+	}
+	if m, derr := manifest.DecodeMarker(data); derr != nil || m.PublishID != id {
+		return 0, 0, false, nil
+	}
+	_, rs, err := p.get(ctx, p.paths.Root)
+	if err != nil || rs == nil {
+		return 0, 0, false, err
+	}
+	return rs.Version, ms.Version, true, nil
+}
+
 // writeItems writes the plan's item operations under the marker. Each write
 // is a Multi with Check(marker, version): if another publish took the
 // marker over (which changes its version) or finished (which deletes it),
@@ -312,20 +242,12 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 func (p *Publisher) writeItems(ctx context.Context, pl *plan, markerVer int32, mark sessionMark, baseGen int64) error {
 	var ops []any
 	p.itemOps(pl, func(_ opKind, op any) { ops = append(ops, op) })
-	workers := 4
-	if p.cfg.markerWrite != nil {
-		workers = 1 // the test seam counts writes in order
-	}
 	var written atomic.Int64
-	return work.Parallel(ctx, len(ops), workers, func(ctx context.Context, i int) error {
+	return work.Parallel(ctx, len(ops), p.cfg.hooks.itemWriters(4), func(ctx context.Context, i int) error {
 		if err := p.fencedWrite(ctx, ops[i], markerVer, mark, pl, baseGen); err != nil {
 			return err
 		}
-		n := written.Add(1)
-		if p.cfg.markerWrite != nil {
-			return p.cfg.markerWrite(int(n))
-		}
-		return nil
+		return p.cfg.hooks.itemWritten(int(written.Add(1)))
 	})
 }
 
@@ -487,8 +409,8 @@ func InspectMarker(ctx context.Context, conn *zk.Conn, root, meta string) (*Mark
 		return nil, err
 	}
 	r := &MarkerReport{Age: time.Since(time.UnixMilli(n.stat.Mtime))}
-	var info markerInfo
-	if json.Unmarshal(n.data, &info) != nil || info.PublishID == "" || path.Base(info.PublishID) != info.PublishID {
+	info, err := manifest.DecodeMarker(n.data)
+	if err != nil {
 		r.Foreign = true
 		return r, nil
 	}

@@ -59,6 +59,7 @@ func TestMarkerMode(t *testing.T) {
 		killed := mustNew(t, killedConn, killedSess, root, WithPublisherName("doomed@test"),
 			withMarkerWrite(func(n int) error {
 				if n == 3 {
+					killedConn.Close() // the process is gone: its session and liveness node go
 					return errSimulatedCrash
 				}
 				return nil
@@ -67,7 +68,6 @@ func TestMarkerMode(t *testing.T) {
 		if !errors.Is(err, errSimulatedCrash) {
 			t.Fatalf("simulated crash: %v", err)
 		}
-		killedConn.Close() // the process is gone: its session and liveness node go
 
 		observer := c.Connect(t, testSession)
 		if ok, _, _ := observer.Exists(p.paths.Marker()); !ok {
@@ -114,6 +114,7 @@ func TestMarkerMode(t *testing.T) {
 		killedConn, killedSess := dial(t, testSession, c.Addrs()...)
 		killed := mustNew(t, killedConn, killedSess, root, withMarkerWrite(func(n int) error {
 			if n == 2 {
+				killedConn.Close()
 				return errSimulatedCrash
 			}
 			return nil
@@ -123,7 +124,6 @@ func TestMarkerMode(t *testing.T) {
 		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 			t.Fatal(err)
 		}
-		killedConn.Close()
 		// Republishing the live content is not "unchanged": the children
 		// are half-written and the marker must go.
 		res := mustPublish(t, p, Request{Items: base})
@@ -272,4 +272,39 @@ func TestMarkerMode(t *testing.T) {
 		}
 		checkLive(t, p, 2, winner)
 	})
+}
+
+// TestForeignMarkerTakenOver: a marker whose data confpush did not write
+// (made by hand) names no publish, so it is dead: InspectMarker reports it
+// foreign, a dry run says it would take it over and leaves it, and the
+// next publish takes it over and says so.
+func TestForeignMarkerTakenOver(t *testing.T) {
+	t.Parallel()
+	c := startZK(t)
+	const root = "/marker/foreign"
+	p := newPub(t, c, root)
+	mustPublish(t, p, Request{Items: items(3, 100, "a")})
+	if _, err := p.conn.Create(p.paths.Marker(), []byte("made by hand"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := InspectMarker(testCtx(t), p.conn, root, "")
+	if err != nil || r == nil || !r.Foreign || r.Live || r.PublishID != "" {
+		t.Fatalf("InspectMarker of a hand-made marker: %+v %v", r, err)
+	}
+	next := items(3, 100, "b")
+	dry, err := p.Publish(testCtx(t), Request{Items: next, DryRun: true})
+	if err != nil || !strings.HasPrefix(dry.TookOver, "would take over an abandoned marker") || !strings.Contains(dry.TookOver, "not written by confpush") {
+		t.Fatalf("dry run over a hand-made marker: %+v %v", dry, err)
+	}
+	if ok, _, _ := p.conn.Exists(p.paths.Marker()); !ok {
+		t.Fatal("the dry run removed the marker")
+	}
+	res := mustPublish(t, p, Request{Items: next})
+	if res.Generation != 2 || !strings.HasPrefix(res.TookOver, "took over an abandoned marker") || !strings.Contains(res.TookOver, "not written by confpush") {
+		t.Fatalf("publish over a hand-made marker: %+v", res)
+	}
+	if ok, _, _ := p.conn.Exists(p.paths.Marker()); ok {
+		t.Fatal("the marker is still there after the takeover")
+	}
+	checkLive(t, p, 2, next)
 }

@@ -38,10 +38,7 @@ type config struct {
 	maxSet      int64
 	acl         []zk.ACL
 
-	// Test seams; nil in production.
-	beforeCommit func(stage string)
-	markerWrite  func(written int) error
-	afterCommit  func() (stop bool)
+	hooks testHooks // zero in production
 }
 
 func defaultConfig() config {
@@ -85,29 +82,6 @@ func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = by
 // history parent's; acl is used only where those nodes do not exist yet (a
 // tree without `confpush init`). Default zk.WorldACL(zk.PermAll).
 func WithACL(acl []zk.ACL) Option { return func(c *config) { c.acl = acl } }
-
-// withBeforeCommit is a test seam: fn runs right before each commit
-// request is sent. Stages: "multi" (a multi-mode commit), "marker" (the
-// Multi setting the marker), "final" (the marker-mode final commit).
-func withBeforeCommit(fn func(stage string)) Option {
-	return func(c *config) { c.beforeCommit = fn }
-}
-
-// withMarkerWrite is a test seam: fn runs after each item write of a
-// marker-mode publish with the number of writes done so far. Returning
-// errSimulatedCrash stops the publish dead, with no clean-up, as if the
-// process had been killed; any other error aborts it normally.
-func withMarkerWrite(fn func(written int) error) Option {
-	return func(c *config) { c.markerWrite = fn }
-}
-
-// withAfterCommit is a test seam: fn runs right after a commit was
-// acknowledged (or found landed), before the new contents' blobs are
-// stored and before GC. Returning true makes Publish return there, as if
-// the publisher had died right after its acknowledgement.
-func withAfterCommit(fn func() (stop bool)) Option {
-	return func(c *config) { c.afterCommit = fn }
-}
 
 func (c *config) validate() error {
 	if err := layout.ValidateRoot(c.meta); err != nil {

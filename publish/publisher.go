@@ -265,7 +265,7 @@ func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manif
 				return nil, nil, &ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation}
 			}
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := readRetry().Sleep(ctx, attempt+1); err != nil {
 			return nil, nil, fmt.Errorf("%w (item %q of generation %d): %v", ErrTorn, torn, m.Generation, err)
 		}
 	}

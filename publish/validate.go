@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/hashicorp/go-multierror"
 	"gopkg.in/yaml.v3"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/safeyaml"
 	"github.com/zkconf/zkconf/manifest"
@@ -55,7 +55,7 @@ func Validate(items map[string][]byte, opts ValidateOptions) error {
 			errs = append(errs, err)
 		}
 	}
-	return joinErrors(errs)
+	return errlist.Join(errs...)
 }
 
 // validateItems is Validate without the manifest size check: names, item
@@ -138,28 +138,6 @@ func manifestProblem(hashed map[string]manifest.Item, publisher string, rollback
 		return &TooLargeError{What: "manifest", Size: int64(size), Limit: int64(budget), Hint: hint}
 	}
 	return nil
-}
-
-// joinErrors returns nil, or a *multierror.Error listing one problem per
-// line.
-func joinErrors(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return &multierror.Error{Errors: errs, ErrorFormat: listFormat}
-}
-
-func listFormat(errs []error) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d problems:", len(errs))
-	for _, e := range errs {
-		b.WriteString("\n  - ")
-		b.WriteString(strings.ReplaceAll(e.Error(), "\n", "\n    "))
-	}
-	return b.String()
 }
 
 // checkSyntax parses data by the extension of name.

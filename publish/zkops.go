@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -52,9 +52,10 @@ func uncertain(err error) bool {
 	return zkconn.IsRecoverable(err) || errors.Is(err, zk.ErrSessionExpired)
 }
 
-// backoff waits before the next retry, or returns ctx's error.
-func backoff(ctx context.Context, attempt int) error {
-	return work.Sleep(ctx, 25*time.Millisecond<<min(attempt, 5)) // 25ms .. 800ms
+// readRetry is the delay policy of the publisher's retried reads: from
+// 25 ms, doubling up to 800 ms, jittered.
+func readRetry() backoff.Policy {
+	return backoff.Policy{Base: 25 * time.Millisecond, Max: 800 * time.Millisecond}
 }
 
 // read runs an idempotent request, retrying connection loss and session
@@ -65,7 +66,7 @@ func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		if err == nil || !retryableRead(err) || ctx.Err() != nil {
 			return v, err
 		}
-		if werr := backoff(ctx, attempt); werr != nil {
+		if werr := readRetry().Sleep(ctx, attempt+1); werr != nil {
 			return v, fmt.Errorf("%w (last error: %v)", werr, err)
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
@@ -34,27 +34,12 @@ func loadInput(args []string, flatten, syntax, allowEmpty bool) (map[string][]by
 	if items == nil && loadErr == nil {
 		items, loadErr = publish.LoadFiles(args)
 	}
-	var all *multierror.Error
-	all = multierror.Append(all, loadErr)
 	// An empty set caused by unreadable files is not a problem of its own.
-	all = multierror.Append(all, publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax}))
-	if err := all.ErrorOrNil(); err != nil {
-		all.ErrorFormat = listFormat
-		return nil, all
+	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax})
+	if err := errlist.Join(loadErr, vErr); err != nil {
+		return nil, err
 	}
 	return items, nil
-}
-
-func listFormat(errs []error) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d problems:", len(errs))
-	for _, e := range errs {
-		b.WriteString("\n  - " + e.Error())
-	}
-	return b.String()
 }
 
 func parseMode(s string) (publish.Mode, error) {

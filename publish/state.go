@@ -1,0 +1,300 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/manifest"
+)
+
+// state is what a publish read before planning.
+type state struct {
+	rootStat *zk.Stat // nil: the root does not exist
+	rootData []byte
+	live     *manifest.Manifest // nil: never published
+	children []string           // the root's children, marker excluded
+	marker   *markerState       // nil: no marker
+	history  []int64            // generations in the history, ascending
+	haveMeta bool               // the history parent exists (created with the blobs parent)
+	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
+	// incarnation is the root's incarnation to carry ("": start a new one).
+	incarnation string
+	// tampered are live items whose content does not match the live
+	// manifest (changed outside confpush): the plan rewrites them.
+	tampered map[string]bool
+}
+
+func (s *state) liveGen() int64 {
+	if s.live == nil {
+		return 0
+	}
+	return s.live.Generation
+}
+
+// topGen is the highest generation the root has used: the live one or the
+// newest history entry, whichever is higher (a root deleted and recreated
+// never reuses a generation).
+func (s *state) topGen() int64 {
+	g := s.liveGen()
+	if len(s.history) > 0 {
+		g = max(g, s.history[len(s.history)-1])
+	}
+	return g
+}
+
+// markerState describes a marker found under the root.
+type markerState struct {
+	// info is what the marker names; nil when its data was not written by
+	// confpush (manifest.ErrForeign): no publish, so nothing to wait for.
+	info   *manifest.Marker
+	stat   *zk.Stat
+	live   bool // its publish's liveness node exists
+	actual map[string]manifest.Item
+	// takeover describes the marker this publish takes over, for the log
+	// and Result.TookOver ("took over " + takeover).
+	takeover string
+}
+
+// readState reads the root, its children, a marker if any and the history
+// list, in one round trip. The listing must agree with the root we read:
+// a marker set after our read of the root (which moves the root's version)
+// must not be missed while our compare-and-swap still succeeds, so the
+// listing's stat of the root is compared with the read's. The blob store is
+// not listed: the commit's Check ops say whether the blobs it needs exist.
+func (p *Publisher) readState(ctx context.Context) (*state, error) {
+	st := &state{}
+	for attempt := 0; ; attempt++ {
+		var (
+			data               []byte
+			rootStat, listStat *zk.Stat // the root's, as read and as listed
+			kids               []string
+			gens               []int64
+			histStat           *zk.Stat
+		)
+		err := work.Parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
+			var err error
+			switch i {
+			case 0:
+				data, rootStat, err = p.get(ctx, p.paths.Root)
+			case 1:
+				kids, listStat, err = p.childrenStat(ctx, p.paths.Root)
+			case 2:
+				gens, histStat, err = p.historyList(ctx)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		// The root and its children are read in the same round trip, in
+		// either order. A marker is created in one transaction with a
+		// write of the root's data, so if the listing's stat shows the
+		// same data version (and the same node) as the read, no marker
+		// appeared or went between the two; otherwise read again.
+		if (rootStat == nil) != (listStat == nil) || rootStat != nil && (rootStat.Czxid != listStat.Czxid || rootStat.Version != listStat.Version) {
+			if err := readRetry().Sleep(ctx, attempt+1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st.rootStat, st.rootData = rootStat, data
+		st.children = slices.DeleteFunc(kids, func(n string) bool { return n == manifest.MarkerName })
+		if len(st.children) != len(kids) {
+			st.marker = &markerState{}
+		}
+		st.history = gens
+		st.haveMeta, st.histStat = histStat != nil, histStat
+		break
+	}
+	if st.rootStat != nil {
+		p.resetCacheFor(st.rootStat.Czxid)
+		m, err := manifest.Decode(st.rootData)
+		switch {
+		case err == nil:
+			st.live = m
+		case errors.Is(err, manifest.ErrEmpty):
+		case errors.Is(err, manifest.ErrForeign):
+			return nil, fmt.Errorf("root %s holds %d bytes that are not a zkconf manifest: refusing to publish over it (%w)",
+				p.paths.Root, len(st.rootData), err)
+		default:
+			return nil, fmt.Errorf("root %s: %w", p.paths.Root, err)
+		}
+	}
+	if st.marker != nil {
+		if err := p.readMarker(ctx, st.marker); err != nil {
+			return nil, err
+		}
+	}
+	p.readIncarnation(ctx, st)
+	return st, nil
+}
+
+// readIncarnation sets the incarnation the next generation carries: the
+// live manifest's; with no live manifest but a history (the root deleted
+// and re-created, its metadata kept: generations continue from the
+// history), the newest history entry's. Otherwise (first publish, a
+// ZooKeeper wiped or rebuilt, or a legacy manifest without one) it stays
+// empty and plan starts a new incarnation.
+func (p *Publisher) readIncarnation(ctx context.Context, st *state) {
+	switch {
+	case st.live != nil:
+		st.incarnation = st.live.Incarnation
+	case len(st.history) > 0:
+		if hm, err := p.historyManifest(ctx, st.history[len(st.history)-1]); err == nil {
+			st.incarnation = hm.Incarnation
+		}
+	}
+}
+
+// readMarker reads a marker and whether its publish is alive.
+func (p *Publisher) readMarker(ctx context.Context, ms *markerState) error {
+	data, stat, err := p.get(ctx, p.paths.Marker())
+	if err != nil {
+		return err
+	}
+	if stat == nil {
+		// Removed since the listing: the publish that held it committed,
+		// so our compare-and-swap will fail; plan as if absent.
+		ms.stat = nil
+		return nil
+	}
+	ms.stat = stat
+	info, err := manifest.DecodeMarker(data)
+	if err != nil {
+		return nil // foreign: ms.info stays nil
+	}
+	ms.info = info
+	liveness, err := p.exists(ctx, p.paths.PublishingNode(info.PublishID))
+	if err != nil {
+		return err
+	}
+	ms.live = liveness != nil
+	return nil
+}
+
+// checkMarker refuses a live marker (unless overridden) and, to take a
+// marker over, reads the root's actual children: a dead publish may have
+// written some of them.
+func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) error {
+	ms := st.marker
+	if ms.stat == nil {
+		st.marker = nil
+		return nil
+	}
+	age := time.Since(time.UnixMilli(ms.stat.Mtime)).Round(time.Second)
+	var owner, publishID string // empty for a marker confpush did not write
+	if ms.info != nil {
+		owner, publishID = ms.info.Publisher, ms.info.PublishID
+	}
+	if ms.live && !req.OverrideMarker {
+		return &MarkerBusyError{Root: p.paths.Root, Owner: owner, PublishID: publishID, Age: age}
+	}
+	// A marker whose data confpush did not write (made by hand, or by a
+	// tool that crashed) names no publish, so no liveness node can exist
+	// for it: it is as dead as one whose publisher is gone, and leaving it
+	// would block every agent that does not hold the live generation.
+	switch {
+	case ms.info == nil:
+		ms.takeover = fmt.Sprintf("an abandoned marker %s (set %v ago; its data was not written by confpush, so no publish can be alive for it)",
+			p.paths.Marker(), age)
+	case ms.live:
+		ms.takeover = fmt.Sprintf("the marker %s of the live publish %s by %s (set %v ago): override requested",
+			p.paths.Marker(), publishID, owner, age)
+	default:
+		ms.takeover = fmt.Sprintf("an abandoned marker %s of publish %s by %s (set %v ago; its publisher is gone: no liveness node)",
+			p.paths.Marker(), publishID, owner, age)
+	}
+	p.log.Warn("taking over "+ms.takeover, "marker_owner", owner, "marker_publish_id", publishID)
+	actual := make([]manifest.Item, len(st.children))
+	present := make([]bool, len(st.children))
+	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
+		d, s, err := p.get(ctx, p.paths.Item(st.children[i]))
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			actual[i], present[i] = manifest.ItemOf(d), true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ms.actual = map[string]manifest.Item{}
+	for i, n := range st.children {
+		if present[i] {
+			ms.actual[n] = actual[i]
+		}
+	}
+	st.children = slices.Collect(maps.Keys(ms.actual))
+	return nil
+}
+
+// verifyUnchanged reads the live items the plan would leave alone (same
+// name and content in the live manifest and the new set) and records in
+// st.tampered those whose content does not match the manifest: an item
+// changed behind confpush's back with a plain ZooKeeper write. Comparing
+// manifests alone would skip it as unchanged and the damage would outlive
+// any number of publishes; the plan rewrites it in the same commit.
+func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[string]manifest.Item) error {
+	present := make(map[string]bool, len(st.children))
+	for _, c := range st.children {
+		present[c] = true
+	}
+	var names []string
+	for n, it := range hashed {
+		if old, ok := st.live.Items[n]; ok && old == it && present[n] {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	bad := make([]bool, len(names))
+	err := work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+		d, s, err := p.get(ctx, p.paths.Item(names[i]))
+		if err != nil {
+			return err
+		}
+		// A missing item (deleted since the listing) is rewritten too.
+		bad[i] = s == nil || !st.live.Matches(names[i], d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, n := range names {
+		if bad[i] {
+			if st.tampered == nil {
+				st.tampered = map[string]bool{}
+			}
+			st.tampered[n] = true
+			p.log.Warn("live item does not match the manifest (changed outside confpush); this publish rewrites it",
+				"item", n, "generation", st.live.Generation)
+		}
+	}
+	return nil
+}
+
+// readACLs reads the ACLs the nodes a publish creates get: the root's for
+// items and the marker, the history parent's for metadata
+// (access.InheritedACLs; the configured ACL where those nodes do not exist
+// yet).
+func (p *Publisher) readACLs(ctx context.Context) (access.Inherited, error) {
+	return read(ctx, func() (access.Inherited, error) {
+		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
+	})
+}
+
+// cachedACLs returns the ACLs the last publish used, or nil.
+func (p *Publisher) cachedACLs() *access.Inherited {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acls
+}
