@@ -874,7 +874,7 @@ func writeNew(path string, data []byte, opts FileOptions) (id fileID, err error)
 		return id, fmt.Errorf("render: %w", err)
 	}
 	if err := applyOwnerMode(f, opts); err != nil {
-		return id, err
+		return id, fmt.Errorf("render: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		return id, fmt.Errorf("render: %w", err)

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/zkconf/zkconf/internal/durable"
 )
 
 // ErrSymlinkDest is returned (wrapped in an *os.PathError) when the
@@ -220,29 +222,10 @@ func StageIfChanged(path string, data []byte, opts FileOptions) (_ *StagedFile, 
 	return stage(path, dest, data, opts)
 }
 
-func stage(path, dest string, data []byte, opts FileOptions) (s *StagedFile, err error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest))+"*")
+func stage(path, dest string, data []byte, opts FileOptions) (*StagedFile, error) {
+	tmp, err := durable.WriteTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest)), data, func(f *os.File) error { return applyOwnerMode(f, opts) })
 	if err != nil {
-		return nil, fmt.Errorf("render: create temporary file for %s: %w", dest, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close() // may already be closed; the error is irrelevant then
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return nil, fmt.Errorf("render: write %s: %w", tmp, err)
-	}
-	if err := applyOwnerMode(f, opts); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("render: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("render: close %s: %w", tmp, err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	return &StagedFile{path: path, dest: dest, tmp: tmp, data: data, opts: opts, changed: true}, nil
 }
@@ -471,31 +454,22 @@ func ownerMatches(fi fs.FileInfo, opts FileOptions) bool {
 }
 
 // applyOwnerMode sets owner (first: chown may clear setuid/setgid) and then
-// mode on an open file.
+// mode on an open file. Its errors carry no "render: " prefix: callers add it.
 func applyOwnerMode(f *os.File, opts FileOptions) error {
 	if opts.UID >= 0 || opts.GID >= 0 {
 		if err := f.Chown(opts.UID, opts.GID); err != nil {
-			return fmt.Errorf("render: %w", err)
+			return err
 		}
 	}
-	if err := f.Chmod(opts.Mode); err != nil {
-		return fmt.Errorf("render: %w", err)
-	}
-	return nil
+	return f.Chmod(opts.Mode)
 }
 
 // syncDir fsyncs a directory so that renames, creations and removals in it
-// survive a power loss.
+// survive a power loss, with durable's policy for filesystems that refuse
+// directory fsyncs.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("render: fsync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		// EINVAL: the filesystem does not support fsync on directories
-		// (some FUSE and network filesystems); nothing more can be done.
-		return fmt.Errorf("render: fsync directory %s: %w", dir, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("render: %w", err)
 	}
 	return nil
 }
