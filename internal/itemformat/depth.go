@@ -141,4 +141,3 @@ func normalizeAt(v any, maxDepth, depth int) (any, error) {
 	}
 	return v, nil
 }
-
