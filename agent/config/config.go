@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/viper"
 
+	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -59,18 +60,6 @@ const (
 // resolved "..data" just before the swap find every file of their set if
 // they open them within it.
 const DefaultGracePeriod = 5 * time.Second
-
-// ApplyMode says how a new generation is applied across targets.
-type ApplyMode string
-
-const (
-	// ApplyAll applies a generation only if every target's check passes:
-	// all targets move to the new generation together or none does.
-	ApplyAll ApplyMode = "all"
-	// ApplyIndependent applies each target on its own: a failing check
-	// keeps only that target on its previous content.
-	ApplyIndependent ApplyMode = "independent"
-)
 
 // TargetType is the kind of output a target produces.
 type TargetType string
@@ -111,8 +100,9 @@ type Config struct {
 	AgentID string
 	HTTP    HTTP
 	Log     Log
-	// Apply is the cross-target apply policy.
-	Apply ApplyMode
+	// Apply is the cross-target apply policy (key apply: "all", the
+	// default, or "independent").
+	Apply agent.ApplyMode
 	// StaleAfter is how long the agent may be disconnected from ZooKeeper
 	// before /readyz fails.
 	StaleAfter time.Duration
@@ -127,8 +117,9 @@ type Config struct {
 	// adopt`).
 	Incarnation string
 	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,
-	// or MemoryLimitAuto (sized from the applied config set) or
-	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
+	// or agent.MemoryLimitAuto (key memory_limit: "auto", the default:
+	// sized from the applied config set) or agent.MemoryLimitOff ("off").
+	// GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
 	Targets     []Target
 	// Labels describe the agent (key labels; Kubernetes label syntax;
@@ -140,13 +131,6 @@ type Config struct {
 	// in code). Validate refuses any target that would write it.
 	File string
 }
-
-// MemoryLimit values besides a size in bytes (key memory_limit: "auto",
-// "off").
-const (
-	MemoryLimitAuto int64 = 0
-	MemoryLimitOff  int64 = -1
-)
 
 // MinMemoryLimit is the smallest fixed memory_limit accepted: below it the
 // agent's own fixed heap would keep the collector running constantly.
@@ -390,7 +374,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("http.listen", DefaultHTTPListen)
 	v.SetDefault("log.level", "info")
 	v.SetDefault("log.format", string(LogText))
-	v.SetDefault("apply", string(ApplyAll))
+	v.SetDefault("apply", string(agent.ApplyAll))
 	v.SetDefault("stale_after", DefaultStaleAfter.String())
 	v.SetDefault("resync_interval", DefaultResyncInterval.String())
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())
