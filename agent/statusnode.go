@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
@@ -94,7 +95,7 @@ func (n *statusNode) run(ctx context.Context) {
 		pending bool
 		written uint64 // session epoch at the last successful write
 	)
-	retry := newBackoff(200*time.Millisecond, 10*time.Second)
+	retry := backoff.NewTimer(backoff.Policy{Base: 200 * time.Millisecond, Max: 10 * time.Second})
 	refresh := time.NewTicker(fleet.RegistryRefresh)
 	defer refresh.Stop()
 	for {
@@ -118,10 +119,10 @@ func (n *statusNode) run(ctx context.Context) {
 				n.conflictEpoch = st.Epoch
 			case err != nil:
 				n.log.Warn("status node not written", "path", n.path, "error", err)
-				retry.schedule()
+				retry.Schedule()
 			default:
 				pending, written = false, st.Epoch
-				retry.reset()
+				retry.Reset()
 				n.register(false)
 			}
 		}
