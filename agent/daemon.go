@@ -129,7 +129,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	// The daemon owns the session, so that the cache and the status node
-	// share it and the daemon (the application, in seed 001's terms)
+	// share it and the daemon (the application owning the session)
 	// decides what an expiry means: resync and re-register. A Client,
 	// because a ZooKeeper server wiped or rebuilt on the same address
 	// refuses a connection that has seen a newer zxid forever: the Client
@@ -287,7 +287,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset()
 		}
 		if drift != nil {
-			drift.watch(d.r.Dests())
+			drift.watch(d.r.Specs())
 		}
 		rearmSweep()
 		if !out.Skipped {
@@ -340,7 +340,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				rearmSweep()
 				d.publishStatus()
 			}
-			drift.watch(d.r.Dests())
+			drift.watch(d.r.Specs())
 		case <-sweep.C:
 			rearmSweep()
 		case <-heartbeat:

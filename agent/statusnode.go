@@ -27,8 +27,8 @@ import (
 // so a slow or absent ZooKeeper never delays rendering: intermediate
 // statuses are dropped, the newest always wins.
 //
-// The agent writes only into a node it created in its current session
-// (issue 13): a node of its name owned by another session (another
+// The agent writes only into a node it created in its current session:
+// a node of its name owned by another session (another
 // identity squatting the name, or this agent's previous session still
 // alive after a fast restart) is never written. The conflict is reported
 // (log, /readyz, /status, metric) and the node watched: when it goes (its

@@ -26,11 +26,11 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -252,8 +252,8 @@ func shellQuote(s string) string {
 }
 
 // FieldError is one configuration problem, tied to the key it concerns.
-// Load and Validate return a *multierror.Error whose Errors are
-// *FieldError values.
+// Load and Validate return an error prefixed "config: " that wraps
+// (errors.As) a *multierror.Error whose Errors are *FieldError values.
 type FieldError struct {
 	// Key is the offending key, like "zookeeper.servers" or "targets[2].dest".
 	Key string
@@ -271,7 +271,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // so that a value that failed to decode is not reported again by the
 // semantic checks with a confusing second message.
 type problems struct {
-	errs *multierror.Error
+	errs []error
 	keys map[string]bool
 }
 
@@ -279,7 +279,7 @@ func newProblems() *problems { return &problems{keys: make(map[string]bool)} }
 
 func (p *problems) add(key string, err error) {
 	p.keys[key] = true
-	p.errs = multierror.Append(p.errs, &FieldError{Key: key, Err: err})
+	p.errs = append(p.errs, &FieldError{Key: key, Err: err})
 }
 
 func (p *problems) addf(key, format string, args ...any) {
@@ -288,19 +288,19 @@ func (p *problems) addf(key, format string, args ...any) {
 
 func (p *problems) has(key string) bool { return p.keys[key] }
 
-// err returns the collected problems, or nil. Problems are grouped so
+// err returns the collected problems, or nil, as a *multierror.Error
+// (internal/errlist) behind the prefix "config: ". Problems are grouped so
 // that everything about one target is listed together, in target order,
 // after the problems of the other keys; within a group they keep the order
 // in which they were found.
 func (p *problems) err() error {
-	if p.errs == nil {
+	if len(p.errs) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(p.errs.Errors, func(a, b error) int {
+	slices.SortStableFunc(p.errs, func(a, b error) int {
 		return cmp.Compare(targetIndex(a), targetIndex(b))
 	})
-	p.errs.ErrorFormat = formatProblems
-	return p.errs
+	return fmt.Errorf("config: %w", errlist.Join(p.errs...))
 }
 
 // targetIndex returns N for a problem about "targets[N]...", -1 otherwise.
@@ -320,24 +320,11 @@ func targetIndex(err error) int {
 	return n
 }
 
-func formatProblems(errs []error) string {
-	if len(errs) == 1 {
-		return "config: " + errs[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "config: %d problems:", len(errs))
-	for _, e := range errs {
-		b.WriteString("\n  - ")
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
-
 // Load reads the YAML file at path, applies environment overrides and
 // defaults, and validates the result (see Validate). Relative template
 // src and zookeeper.auth_file paths are resolved against the directory of
-// the file. All problems are reported together in a *multierror.Error of
-// *FieldError; a file that cannot be read or is not YAML fails alone.
+// the file. All problems are reported together (a *multierror.Error of
+// *FieldError, see FieldError); a file that cannot be read or is not YAML fails alone.
 func Load(path string) (*Config, error) {
 	v := viper.New()
 	v.SetConfigFile(path)

@@ -28,8 +28,8 @@ const maxTemplateSize = 1 << 20
 // as metric label values without escaping.
 var targetNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Validate checks c and reports every problem at once as a
-// *multierror.Error of *FieldError. It also completes c: it cleans target
+// Validate checks c and reports every problem at once (a
+// *multierror.Error of *FieldError, see FieldError). It also completes c: it cleans target
 // dests, resolves Owner and Group into UID and GID (-1 when unset) and
 // parses template sources into Target.Template, because those steps are
 // the checks. Load calls it; call it yourself on a Config built in code.

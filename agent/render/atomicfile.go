@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/zkconf/zkconf/internal/durable"
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // ErrSymlinkDest is returned (wrapped in an *os.PathError) when the
@@ -325,7 +326,7 @@ func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) 
 		}
 		removed++
 	}
-	return removed, errors.Join(errs...)
+	return removed, errlist.Join(errs...)
 }
 
 func tempPrefix(base string) string {

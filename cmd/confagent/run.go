@@ -24,6 +24,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/config"
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -234,7 +235,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: cfg.Apply, Targets: specs, Logger: log, Version: version,
 		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
-	}, errors.Join(errs...)
+	}, errlist.Join(errs...)
 }
 
 // incarnationPolicy maps the incarnation key (validated: follow or
