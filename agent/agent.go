@@ -56,13 +56,14 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // Snapshot is what the agent renders: one verified generation.
 // *cache.Snapshot implements it.
 type Snapshot interface {
-	render.Snapshot
+	template.Snapshot
 	Zxid() int64
 	PublishID() string
 	PublishedAt() time.Time

@@ -23,13 +23,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
+	texttemplate "text/template"
 	"time"
 
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -198,7 +199,7 @@ type Target struct {
 	// removes it at once).
 	GracePeriod time.Duration
 	// Template is Src parsed with the render helpers; set by Validate.
-	Template *render.Template
+	Template *template.Template
 }
 
 // FileOptions returns the render options for writing this target.
@@ -235,7 +236,7 @@ func (t *Target) CheckCommand(staged string) (string, error) {
 
 // expandCheck executes a check command template with src.
 func expandCheck(check, src string) (string, error) {
-	tmpl, err := template.New("check").Option("missingkey=error").Parse(check)
+	tmpl, err := texttemplate.New("check").Option("missingkey=error").Parse(check)
 	if err != nil {
 		return "", err
 	}

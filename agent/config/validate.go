@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -386,7 +387,7 @@ func (t *Target) parseTemplate() error {
 	if len(text) > maxTemplateSize {
 		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
 	}
-	tmpl, err := render.Parse(filepath.Base(t.Src), string(text))
+	tmpl, err := template.Parse(filepath.Base(t.Src), string(text))
 	if err != nil {
 		return fmt.Errorf("cannot parse template: %w", err)
 	}

@@ -1,7 +1,11 @@
-// Package render turns a verified, immutable configuration snapshot into
-// files on disk: single files replaced atomically (WriteFile, Stage), whole
-// directories swapped atomically through a "..data" symlink (DirWriter), and
-// text/template rendering restricted to the snapshot (Render, Parse).
+// Package render writes a verified, immutable configuration snapshot to
+// disk: single files replaced atomically (WriteFile, Stage) and whole
+// directories swapped atomically through a "..data" symlink (DirWriter,
+// Kubernetes' AtomicWriter algorithm, step by step in its documentation).
+// Turning items into text is the job of agent/template; this package only
+// writes bytes. The temporary-file, fsync and rename steps are those of
+// internal/durable, including its policy for filesystems that refuse
+// directory fsyncs.
 //
 // Everything here is written so that a process killed at any instant (SIGKILL,
 // power loss after the fsyncs) leaves consumers looking at either the complete

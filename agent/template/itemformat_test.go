@@ -1,10 +1,10 @@
-package render_test
+package template_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -49,7 +49,7 @@ func TestItemFormatSameErrorPublishAndTemplate(t *testing.T) {
 			if !ok {
 				t.Fatalf("publish: %q does not start with %q", perr, prefix)
 			}
-			_, rerr := render.Render("t", `{{ `+tc.helper+` "`+tc.name+`" }}`, oneItem{tc.name, []byte(tc.data)})
+			_, rerr := template.Render("t", `{{ `+tc.helper+` "`+tc.name+`" }}`, oneItem{tc.name, []byte(tc.data)})
 			if rerr == nil {
 				t.Fatal("the template helper accepted the item")
 			}

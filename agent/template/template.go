@@ -1,4 +1,11 @@
-package render
+// Package template renders text/template templates against one snapshot
+// of items: the agent's "template" targets. It is pure: helpers read only
+// the snapshot (no files, commands or environment), item data is parsed
+// through internal/itemformat (the same limits and error positions as
+// confpush --validate), output and nesting are bounded (Limits), and no
+// error message quotes item content. Writing the result to disk is the job
+// of agent/render.
+package template
 
 import (
 	"bytes"
@@ -10,9 +17,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"text/template"
+	texttemplate "text/template"
 	"text/template/parse"
 
+	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/internal/itemformat"
 )
 
@@ -94,7 +102,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // snapshots, concurrently if needed. Parse it once when the configuration
 // is loaded, execute it for every generation.
 type Template struct {
-	tmpl   *template.Template
+	tmpl   *texttemplate.Template
 	limits Limits
 	// literals are the template's string constants: a missing item whose
 	// name is one of them is named in the error (template text is not
@@ -133,7 +141,7 @@ func Parse(name, text string) (*Template, error) {
 // ParseWithLimits is Parse with explicit limits.
 func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 	st := &execState{limits: limits.withDefaults()}
-	t, err := template.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
+	t, err := texttemplate.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
 	if err != nil {
 		// Parse errors quote only the template text, which is not secret.
 		return nil, fmt.Errorf("render: %w", err)
@@ -142,7 +150,7 @@ func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 }
 
 // stringLiterals collects the string constants of every template in t.
-func stringLiterals(t *template.Template) map[string]bool {
+func stringLiterals(t *texttemplate.Template) map[string]bool {
 	out := map[string]bool{}
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
@@ -261,8 +269,8 @@ type execState struct {
 	literals map[string]bool
 }
 
-func (st *execState) funcs() template.FuncMap {
-	return template.FuncMap{
+func (st *execState) funcs() texttemplate.FuncMap {
+	return texttemplate.FuncMap{
 		"names":      st.names,
 		"item":       st.item,
 		"has":        st.has,
@@ -299,7 +307,7 @@ func (st *execState) has(name string) bool {
 func (st *execState) get(helper, name string) ([]byte, error) {
 	data, ok := st.snap.Get(name)
 	if !ok {
-		if st.literals[name] && ValidateName(name) == nil {
+		if st.literals[name] && render.ValidateName(name) == nil {
 			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
 		}
 		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d (argument of %d bytes, not shown)",
@@ -498,7 +506,7 @@ func sanitizeExecError(name string, err error) error {
 			return &Error{Template: name, Msg: fmt.Sprintf("template %s: output exceeds size limit", name), Err: ErrOutputTooLarge}
 		}
 	}
-	var ee template.ExecError
+	var ee texttemplate.ExecError
 	if !errors.As(err, &ee) {
 		return &Error{Template: name, Msg: fmt.Sprintf("template %s: %s", name, withheld)}
 	}
