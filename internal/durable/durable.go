@@ -67,8 +67,9 @@ func WriteTemp(dir, prefix string, data []byte, prepare func(*os.File) error) (p
 
 // Replace atomically replaces path with data (mode perm), using a
 // temporary file named prefix+random digits in path's directory, but does
-// not fsync the directory: callers replacing several files in one
-// directory call SyncDir once afterwards.
+// not fsync the directory: the caller calls SyncDir afterwards (once for
+// several files replaced in one directory). Only then is the new content
+// sure to survive a crash.
 func Replace(path, prefix string, data []byte, perm os.FileMode) error {
 	tmp, err := WriteTemp(filepath.Dir(path), prefix, data, func(f *os.File) error { return f.Chmod(perm) })
 	if err != nil {
@@ -79,16 +80,6 @@ func Replace(path, prefix string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("rename into place: %w", err)
 	}
 	return nil
-}
-
-// WriteFile atomically and durably replaces path with data (mode perm):
-// Replace, then SyncDir of path's directory. When it returns nil the new
-// content survives a crash.
-func WriteFile(path, prefix string, data []byte, perm os.FileMode) error {
-	if err := Replace(path, prefix, data, perm); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(path))
 }
 
 // SyncDir fsyncs a directory so that renames, creations and removals in it

@@ -37,11 +37,14 @@ func TestSyncDirTolerance(t *testing.T) {
 	}
 }
 
-func TestWriteFile(t *testing.T) {
+func TestReplace(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	for _, data := range []string{"one", "two, longer"} {
-		if err := WriteFile(path, ".f.tmp-", []byte(data), 0o640); err != nil {
+		if err := Replace(path, ".f.tmp-", []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := SyncDir(dir); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)

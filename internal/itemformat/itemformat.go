@@ -195,7 +195,7 @@ func parseJSON(data []byte, maxDepth int) (any, error) {
 }
 
 func jsonAt(data []byte, offset int64, detail string) *Error {
-	line, col := LineCol(data, offset)
+	line, col := lineCol(data, offset)
 	return &Error{Format: JSON, Line: line, Column: col, Err: ErrSyntax, detail: detail}
 }
 
@@ -265,10 +265,10 @@ func parseTOML(data []byte, maxDepth int) (any, error) {
 	return v, nil
 }
 
-// LineCol converts a byte offset in data into a 1-based line and column:
+// lineCol converts a byte offset in data into a 1-based line and column:
 // the column of the byte AT offset. Every position in this package's
 // errors is computed here.
-func LineCol(data []byte, offset int64) (line, col int) {
+func lineCol(data []byte, offset int64) (line, col int) {
 	offset = max(0, min(offset, int64(len(data))))
 	before := data[:offset]
 	line = bytes.Count(before, []byte("\n")) + 1

@@ -35,7 +35,7 @@ func TestLineCol(t *testing.T) {
 		off       int64
 		line, col int
 	}{{0, 1, 1}, {1, 1, 2}, {3, 2, 1}, {5, 2, 3}, {7, 3, 1}, {99, 3, 1}, {-1, 1, 1}} {
-		if l, c := LineCol(data, tc.off); l != tc.line || c != tc.col {
+		if l, c := lineCol(data, tc.off); l != tc.line || c != tc.col {
 			t.Errorf("offset %d: line %d, column %d; want %d, %d", tc.off, l, c, tc.line, tc.col)
 		}
 	}
