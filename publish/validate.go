@@ -22,7 +22,9 @@ type ValidateOptions struct {
 	// AllowEmpty accepts a set with no items.
 	AllowEmpty bool
 	// Syntax parses items by extension: .json as JSON, .yaml/.yml as YAML
-	// (every document), .toml as TOML.
+	// (every document), .toml as TOML, with the parser and limits of the
+	// agents' template helpers (nesting at most 100 levels, no duplicate
+	// YAML keys), so an item that passes is one every agent can read.
 	Syntax bool
 	// MaxItemSize bounds each item; 0 means ItemLimit. Larger values are
 	// capped at ItemLimit: a znode cannot hold more.
