@@ -96,10 +96,10 @@ type Renderer struct {
 	// attempted is the generation of the last Apply that was not skipped.
 	attempted int64
 
-	// Failures retried without a new generation. rejectErr is the error of the rejection
-	// recorded in rejected; pendingFile, when set, persists the names of
-	// the targets whose reload is pending, and savedPending is what it
-	// holds.
+	// Failures retried without a new generation. rejectErr is the error
+	// of the rejection recorded in rejected; pendingFile, when set,
+	// persists the names of the targets whose reload is pending, and
+	// savedPending is what it holds.
 	rejectErr    error
 	pendingFile  string
 	savedPending string
