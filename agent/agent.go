@@ -56,12 +56,14 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // Snapshot is what the agent renders: one verified generation.
 // *cache.Snapshot implements it.
 type Snapshot interface {
-	render.Snapshot
+	template.Snapshot
 	Zxid() int64
 	PublishID() string
 	PublishedAt() time.Time
@@ -94,10 +96,10 @@ type Renderer struct {
 	// attempted is the generation of the last Apply that was not skipped.
 	attempted int64
 
-	// Retried failures (issue 13). rejectErr is the error of the rejection
-	// recorded in rejected; pendingFile, when set, persists the names of
-	// the targets whose reload is pending, and savedPending is what it
-	// holds.
+	// Failures retried without a new generation. rejectErr is the error
+	// of the rejection recorded in rejected; pendingFile, when set,
+	// persists the names of the targets whose reload is pending, and
+	// savedPending is what it holds.
 	rejectErr    error
 	pendingFile  string
 	savedPending string
@@ -136,7 +138,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 		}
 		ts = append(ts, t)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errlist.Join(errs...); err != nil {
 		return err
 	}
 	if mode == "" {
@@ -209,7 +211,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		}
 		// The generation stays rejected, but the outputs in place still
 		// have to be loaded.
-		out.Err = errors.Join(r.rejectErr, r.runReloads(ctx, r.targets, nil, 0))
+		out.Err = errlist.Join(r.rejectErr, r.runReloads(ctx, r.targets, nil, 0))
 		out.Retry = r.reloadsPending()
 		r.lastErr = out.Err
 		r.metrics.observeTargets(r.targets)
@@ -301,14 +303,14 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 			// Not retried in a loop: only a newer generation, or a new
 			// configuration, makes the renderer try again.
 			r.rejected = snap.PublishID()
-			r.rejectErr = errors.Join(errs...)
+			r.rejectErr = errlist.Join(errs...)
 			out.Rejected = true
 		} else {
 			out.Retry = true
 		}
 		// The outputs in place stay: those never loaded still need their
 		// reload.
-		out.Err = errors.Join(out.Err, errors.Join(errs...), r.runReloads(ctx, ts, nil, 0))
+		out.Err = errlist.Join(out.Err, errlist.Join(errs...), r.runReloads(ctx, ts, nil, 0))
 		return
 	}
 	// The pending flag is on disk before the new output is visible, so
@@ -351,7 +353,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	if len(errs) > 0 && !rejecting {
 		out.Retry = true
 	}
-	out.Err = errors.Join(out.Err, errors.Join(errs...), r.runReloads(ctx, ts, changed, gen))
+	out.Err = errlist.Join(out.Err, errlist.Join(errs...), r.runReloads(ctx, ts, changed, gen))
 }
 
 // failTarget records a failure of kind for t and returns it as an error.
@@ -417,7 +419,7 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 		}
 	}
 	r.savePending()
-	return errors.Join(errs...)
+	return errlist.Join(errs...)
 }
 
 // markReloadPending records that t's output has to be loaded.
@@ -599,8 +601,9 @@ func (r *Renderer) LastError() error {
 	return r.lastErr
 }
 
-// Dests returns every target's destination, for the drift watcher.
-func (r *Renderer) Dests() []TargetSpec {
+// Specs returns every target's spec (destination, kind, options), for
+// the drift watcher.
+func (r *Renderer) Specs() []TargetSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]TargetSpec, len(r.targets))

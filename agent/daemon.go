@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -129,7 +129,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	// The daemon owns the session, so that the cache and the status node
-	// share it and the daemon (the application, in seed 001's terms)
+	// share it and the daemon (the application owning the session)
 	// decides what an expiry means: resync and re-register. A Client,
 	// because a ZooKeeper server wiped or rebuilt on the same address
 	// refuses a connection that has seen a newer zxid forever: the Client
@@ -257,7 +257,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// is usually an operator freeing disk or fixing a service, who expects
 	// the agent to notice within seconds; a retry costs one stage or one
 	// reload command.
-	retry := newBackoff(time.Second, 30*time.Second)
+	retry := backoff.NewTimer(backoff.Policy{Base: time.Second, Max: 30 * time.Second})
 	// Previous generation directories of dir targets are removed when
 	// their grace period ends.
 	sweep := time.NewTimer(time.Hour)
@@ -278,16 +278,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return
 		}
 		if fresh {
-			retry.reset()
+			retry.Reset()
 		}
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
 		if out.Retry || (out.Err != nil && !out.Rejected) {
-			retry.schedule()
+			retry.Schedule()
 		} else {
-			retry.reset()
+			retry.Reset()
 		}
 		if drift != nil {
-			drift.watch(d.r.Dests())
+			drift.watch(d.r.Specs())
 		}
 		rearmSweep()
 		if !out.Skipped {
@@ -340,7 +340,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				rearmSweep()
 				d.publishStatus()
 			}
-			drift.watch(d.r.Dests())
+			drift.watch(d.r.Specs())
 		case <-sweep.C:
 			rearmSweep()
 		case <-heartbeat:
@@ -461,32 +461,4 @@ func stateName(s cache.State) string {
 	default:
 		return "starting"
 	}
-}
-
-// backoff is a resettable retry timer with exponential, jittered delays.
-type backoff struct {
-	min, max, cur time.Duration
-	t             *time.Timer
-}
-
-func newBackoff(min, max time.Duration) *backoff {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &backoff{min: min, max: max, t: t}
-}
-
-func (b *backoff) C() <-chan time.Time { return b.t.C }
-
-func (b *backoff) schedule() {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else if b.cur *= 2; b.cur > b.max {
-		b.cur = b.max
-	}
-	b.t.Reset(b.cur/2 + rand.N(b.cur/2+1))
-}
-
-func (b *backoff) reset() {
-	b.cur = 0
-	b.t.Stop()
 }

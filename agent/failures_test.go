@@ -176,8 +176,7 @@ func gracePeriodItems(g, n int) map[string]string {
 // stopped, by the next agent at start. The swap is the test's publish,
 // not a timing accident; the grace period is shortened by a configuration
 // reload rather than waited out. On the old code the previous directory
-// was deleted during the swap (issue 13: one observation of 450 missed an
-// item).
+// was deleted during the swap (one observation of 450 missed an item).
 func TestDirGracePeriodKeepsResolvedSet(t *testing.T) {
 	c := zktest.Start(t)
 	p := publisher(t, c)

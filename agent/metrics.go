@@ -22,7 +22,8 @@ type Metrics struct {
 	zkState         *prometheus.GaugeVec
 	staleSeconds    prometheus.GaugeFunc
 
-	// Retried failures (issue 13).
+	// Failures retried without a new generation (a failed reload, a
+	// transient write error), and the status node held by another session.
 	retrying       *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
 	statusConflict prometheus.Gauge

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // Change is one file that applying a snapshot would create, change or
@@ -66,7 +67,7 @@ func (r *Renderer) Plan(snap Snapshot) ([]Change, error) {
 		}
 		changes = append(changes, Change{Target: t.spec.Name, Path: t.spec.Dest, Old: cur, New: next})
 	}
-	return changes, errors.Join(errs...)
+	return changes, errlist.Join(errs...)
 }
 
 func sortedUnion(a, b map[string][]byte) []string {

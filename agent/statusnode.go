@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
@@ -26,8 +27,8 @@ import (
 // so a slow or absent ZooKeeper never delays rendering: intermediate
 // statuses are dropped, the newest always wins.
 //
-// The agent writes only into a node it created in its current session
-// (issue 13): a node of its name owned by another session (another
+// The agent writes only into a node it created in its current session:
+// a node of its name owned by another session (another
 // identity squatting the name, or this agent's previous session still
 // alive after a fast restart) is never written. The conflict is reported
 // (log, /readyz, /status, metric) and the node watched: when it goes (its
@@ -94,7 +95,7 @@ func (n *statusNode) run(ctx context.Context) {
 		pending bool
 		written uint64 // session epoch at the last successful write
 	)
-	retry := newBackoff(200*time.Millisecond, 10*time.Second)
+	retry := backoff.NewTimer(backoff.Policy{Base: 200 * time.Millisecond, Max: 10 * time.Second})
 	refresh := time.NewTicker(fleet.RegistryRefresh)
 	defer refresh.Stop()
 	for {
@@ -118,10 +119,10 @@ func (n *statusNode) run(ctx context.Context) {
 				n.conflictEpoch = st.Epoch
 			case err != nil:
 				n.log.Warn("status node not written", "path", n.path, "error", err)
-				retry.schedule()
+				retry.Schedule()
 			default:
 				pending, written = false, st.Epoch
-				retry.reset()
+				retry.Reset()
 				n.register(false)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/fleet"
 )
 
@@ -51,7 +52,7 @@ type TargetSpec struct {
 // target is a TargetSpec compiled for rendering, plus what it last applied.
 type target struct {
 	spec TargetSpec
-	tmpl *render.Template
+	tmpl *template.Template
 	dir  *render.DirWriter
 
 	// applied is the snapshot whose output the destination holds, nil until
@@ -77,7 +78,7 @@ func compile(spec TargetSpec) (*target, error) {
 	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
 	switch spec.Kind {
 	case KindTemplate:
-		tm, err := render.Parse(spec.Name, spec.Template)
+		tm, err := template.Parse(spec.Name, spec.Template)
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
 		}

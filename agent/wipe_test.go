@@ -18,7 +18,7 @@ import (
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 
-// A ZooKeeper wiped and restarted on the same address (issue 13): its
+// A ZooKeeper wiped and restarted on the same address: its
 // zxids start over, so it refuses the session of a client that has seen a
 // newer one, and the root published on it again starts a new incarnation
 // whose generations start over too.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/durable"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -204,6 +205,9 @@ type stateStore struct {
 	// durable and before the commit file is replaced; an error stops the
 	// write there, as a crash would.
 	beforeCommit atomic.Pointer[func() error]
+	// fsyncDir, when set (tests, before the store is used), stands in for
+	// the fsync(2) of the state's directories.
+	fsyncDir func(*os.File) error
 	// last describes the last write (tests and benchmarks).
 	last writeReport
 }
@@ -351,7 +355,7 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 			continue
 		}
 		data := s.items[name]
-		if err := writeFileSync(st.dir, h, data); err != nil {
+		if err := replaceFile(st.dir, h, data); err != nil {
 			return fmt.Errorf("state file: item %q: %w", name, err)
 		}
 		wrote = true
@@ -359,7 +363,7 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		st.last.itemBytes += int64(len(data))
 	}
 	if wrote {
-		if err := syncDir(st.dir); err != nil {
+		if err := st.syncDir(st.dir); err != nil {
 			return fmt.Errorf("state file: %w", err)
 		}
 	}
@@ -374,11 +378,11 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		return err
 	}
 	parent := filepath.Dir(st.path)
-	if err := writeFileSync(parent, filepath.Base(st.path), data); err != nil {
+	if err := replaceFile(parent, filepath.Base(st.path), data); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
 	st.last.commitBytes = int64(len(data))
-	if err := syncDir(parent); err != nil {
+	if err := st.syncDir(parent); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
 
@@ -409,7 +413,7 @@ func (st *stateStore) retract() error {
 	}
 	st.have = map[string]struct{}{}
 	st.swept = false
-	if err := syncDir(filepath.Dir(st.path)); err != nil {
+	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
 	return nil
@@ -428,7 +432,7 @@ func (st *stateStore) prepare() error {
 	err := os.Mkdir(st.dir, 0o700)
 	switch {
 	case err == nil:
-		if err := syncDir(parent); err != nil {
+		if err := st.syncDir(parent); err != nil {
 			return fmt.Errorf("state file: %w", err)
 		}
 	case errors.Is(err, os.ErrExist):
@@ -451,50 +455,14 @@ func ownItemFile(name string) bool {
 	return len(name) == 64 && strings.Trim(name, "0123456789abcdef") == ""
 }
 
-// writeFileSync writes dir/name atomically and durably except for the
-// directory entry: temporary file in dir (mode 0600), fsync, rename. The
-// caller fsyncs dir.
-func writeFileSync(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+tmpMarker+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+// replaceFile writes dir/name atomically and durably except for the
+// directory entry (mode 0600); the caller fsyncs dir with st.syncDir.
+func replaceFile(dir, name string, data []byte) error {
+	return durable.Replace(filepath.Join(dir, name), "."+name+tmpMarker, data, 0o600)
 }
 
-// syncDir fsyncs a directory, making the entries renamed into it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory for fsync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+// syncDir fsyncs dir with durable's policy (EINVAL tolerated: some FUSE and
+// network filesystems refuse directory fsyncs).
+func (st *stateStore) syncDir(dir string) error {
+	return durable.SyncDirWith(dir, st.fsyncDir)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent/config"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 )
 
@@ -48,7 +49,7 @@ func sampleItems(seed uint64, seq int) map[string][]byte {
 
 func TestTemplateOutputRoundTrip(t *testing.T) {
 	items := sampleItems(1, 7)
-	out, err := render.Render("summary", summaryTemplate, fakeSnap{gen: 42, items: items})
+	out, err := template.Render("summary", summaryTemplate, fakeSnap{gen: 42, items: items})
 	if err != nil {
 		t.Fatal(err)
 	}

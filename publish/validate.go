@@ -1,26 +1,18 @@
 package publish
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-	"gopkg.in/yaml.v3"
-
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/itemformat"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/safeyaml"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -29,7 +21,9 @@ type ValidateOptions struct {
 	// AllowEmpty accepts a set with no items.
 	AllowEmpty bool
 	// Syntax parses items by extension: .json as JSON, .yaml/.yml as YAML
-	// (every document), .toml as TOML.
+	// (every document), .toml as TOML, with the parser and limits of the
+	// agents' template helpers (nesting at most 100 levels, no duplicate
+	// YAML keys), so an item that passes is one every agent can read.
 	Syntax bool
 	// MaxItemSize bounds each item; 0 means ItemLimit. Larger values are
 	// capped at ItemLimit: a znode cannot hold more.
@@ -140,111 +134,13 @@ func manifestProblem(hashed map[string]manifest.Item, publisher string, rollback
 	return nil
 }
 
-// checkSyntax parses data by the extension of name.
+// checkSyntax parses data by the extension of name, as the agents'
+// template helpers would (internal/itemformat: same limits, same
+// positions). YAML is checked in every document.
 func checkSyntax(name string, data []byte) error {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".json":
-		return checkJSON(data)
-	case ".yaml", ".yml":
-		return checkYAML(data)
-	case ".toml":
-		return checkTOML(data)
-	}
-	return nil
-}
-
-func checkJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var v any
-	err := dec.Decode(&v)
-	if err == nil {
-		// Exactly one value: anything but whitespace after it is an error.
-		if _, terr := dec.Token(); terr != io.EOF {
-			off := dec.InputOffset()
-			line, col := lineCol(data, off)
-			return fmt.Errorf("invalid JSON at line %d, column %d: data after the top-level value", line, col)
-		}
+	f, ok := itemformat.ForName(name)
+	if !ok {
 		return nil
 	}
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		// Offset is just past the offending byte.
-		line, col := lineCol(data, se.Offset-1)
-		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, redact(se.Error()))
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		line, col := lineCol(data, int64(len(data)))
-		return fmt.Errorf("invalid JSON at line %d, column %d: unexpected end of input", line, col)
-	default:
-		return fmt.Errorf("invalid JSON: %s", redact(err.Error()))
-	}
-}
-
-// yamlLine finds "line N" in a yaml.v3 error.
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-func checkYAML(data []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for doc := 1; ; doc++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			msg := strings.TrimPrefix(redact(err.Error()), "yaml: ")
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				msg = strings.TrimPrefix(msg, "line "+m[1]+": ")
-				return fmt.Errorf("invalid YAML at line %s (document %d): %s", m[1], doc, msg)
-			}
-			return fmt.Errorf("invalid YAML (document %d): %s", doc, msg)
-		}
-		// The agents' YAML reader refuses duplicate keys (and alias bombs):
-		// refuse them here too, not on every host after the publish.
-		if err := safeyaml.CheckNode(&n, safeyaml.LimitsFor(data, 100)); err != nil {
-			var se *safeyaml.SyntaxError
-			if errors.As(err, &se) {
-				return fmt.Errorf("invalid YAML at line %d (document %d): unparsable value", se.Line, doc)
-			}
-			return fmt.Errorf("invalid YAML (document %d): %w", doc, err)
-		}
-	}
-}
-
-func checkTOML(data []byte) error {
-	var v map[string]any
-	_, err := toml.Decode(string(data), &v)
-	if err == nil {
-		return nil
-	}
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("invalid TOML at line %d, column %d: %s", pe.Position.Line, pe.Position.Col, redact(pe.Message))
-	}
-	return fmt.Errorf("invalid TOML: %s", redact(err.Error()))
-}
-
-// quoted matches the quoted fragments parsers put in their messages, which
-// may be pieces of the content (a secret, say).
-var quoted = regexp.MustCompile("'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"|`[^`]*`")
-
-// redact removes quoted fragments from a parser message, keeping only a
-// quoted single punctuation character (the grammar's "expected ':'").
-func redact(msg string) string {
-	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
-		inner := q[1 : len(q)-1]
-		if len(inner) == 1 && strings.ContainsAny(inner, ":,;{}[]()=<>#&*!|-?\\") {
-			return q
-		}
-		return "(…)"
-	})
-}
-
-// lineCol converts a byte offset into a 1-based line and column.
-func lineCol(data []byte, off int64) (int, int) {
-	off = max(0, min(off, int64(len(data))))
-	before := data[:off]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(off) - bytes.LastIndexByte(before, '\n')
-	return line, col
+	return itemformat.Check(f, data)
 }

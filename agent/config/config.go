@@ -23,13 +23,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
+	texttemplate "text/template"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/viper"
 
+	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -59,18 +61,6 @@ const (
 // resolved "..data" just before the swap find every file of their set if
 // they open them within it.
 const DefaultGracePeriod = 5 * time.Second
-
-// ApplyMode says how a new generation is applied across targets.
-type ApplyMode string
-
-const (
-	// ApplyAll applies a generation only if every target's check passes:
-	// all targets move to the new generation together or none does.
-	ApplyAll ApplyMode = "all"
-	// ApplyIndependent applies each target on its own: a failing check
-	// keeps only that target on its previous content.
-	ApplyIndependent ApplyMode = "independent"
-)
 
 // TargetType is the kind of output a target produces.
 type TargetType string
@@ -111,8 +101,9 @@ type Config struct {
 	AgentID string
 	HTTP    HTTP
 	Log     Log
-	// Apply is the cross-target apply policy.
-	Apply ApplyMode
+	// Apply is the cross-target apply policy (key apply: "all", the
+	// default, or "independent").
+	Apply agent.ApplyMode
 	// StaleAfter is how long the agent may be disconnected from ZooKeeper
 	// before /readyz fails.
 	StaleAfter time.Duration
@@ -127,8 +118,9 @@ type Config struct {
 	// adopt`).
 	Incarnation string
 	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,
-	// or MemoryLimitAuto (sized from the applied config set) or
-	// MemoryLimitOff. GOMEMLIMIT in the environment takes precedence.
+	// or agent.MemoryLimitAuto (key memory_limit: "auto", the default:
+	// sized from the applied config set) or agent.MemoryLimitOff ("off").
+	// GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
 	Targets     []Target
 	// Labels describe the agent (key labels; Kubernetes label syntax;
@@ -140,13 +132,6 @@ type Config struct {
 	// in code). Validate refuses any target that would write it.
 	File string
 }
-
-// MemoryLimit values besides a size in bytes (key memory_limit: "auto",
-// "off").
-const (
-	MemoryLimitAuto int64 = 0
-	MemoryLimitOff  int64 = -1
-)
 
 // MinMemoryLimit is the smallest fixed memory_limit accepted: below it the
 // agent's own fixed heap would keep the collector running constantly.
@@ -214,7 +199,7 @@ type Target struct {
 	// removes it at once).
 	GracePeriod time.Duration
 	// Template is Src parsed with the render helpers; set by Validate.
-	Template *render.Template
+	Template *template.Template
 }
 
 // FileOptions returns the render options for writing this target.
@@ -251,7 +236,7 @@ func (t *Target) CheckCommand(staged string) (string, error) {
 
 // expandCheck executes a check command template with src.
 func expandCheck(check, src string) (string, error) {
-	tmpl, err := template.New("check").Option("missingkey=error").Parse(check)
+	tmpl, err := texttemplate.New("check").Option("missingkey=error").Parse(check)
 	if err != nil {
 		return "", err
 	}
@@ -268,8 +253,8 @@ func shellQuote(s string) string {
 }
 
 // FieldError is one configuration problem, tied to the key it concerns.
-// Load and Validate return a *multierror.Error whose Errors are
-// *FieldError values.
+// Load and Validate return an error prefixed "config: " that wraps
+// (errors.As) a *multierror.Error whose Errors are *FieldError values.
 type FieldError struct {
 	// Key is the offending key, like "zookeeper.servers" or "targets[2].dest".
 	Key string
@@ -287,7 +272,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // so that a value that failed to decode is not reported again by the
 // semantic checks with a confusing second message.
 type problems struct {
-	errs *multierror.Error
+	errs []error
 	keys map[string]bool
 }
 
@@ -295,7 +280,7 @@ func newProblems() *problems { return &problems{keys: make(map[string]bool)} }
 
 func (p *problems) add(key string, err error) {
 	p.keys[key] = true
-	p.errs = multierror.Append(p.errs, &FieldError{Key: key, Err: err})
+	p.errs = append(p.errs, &FieldError{Key: key, Err: err})
 }
 
 func (p *problems) addf(key, format string, args ...any) {
@@ -304,19 +289,19 @@ func (p *problems) addf(key, format string, args ...any) {
 
 func (p *problems) has(key string) bool { return p.keys[key] }
 
-// err returns the collected problems, or nil. Problems are grouped so
+// err returns the collected problems, or nil, as a *multierror.Error
+// (internal/errlist) behind the prefix "config: ". Problems are grouped so
 // that everything about one target is listed together, in target order,
 // after the problems of the other keys; within a group they keep the order
 // in which they were found.
 func (p *problems) err() error {
-	if p.errs == nil {
+	if len(p.errs) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(p.errs.Errors, func(a, b error) int {
+	slices.SortStableFunc(p.errs, func(a, b error) int {
 		return cmp.Compare(targetIndex(a), targetIndex(b))
 	})
-	p.errs.ErrorFormat = formatProblems
-	return p.errs
+	return fmt.Errorf("config: %w", errlist.Join(p.errs...))
 }
 
 // targetIndex returns N for a problem about "targets[N]...", -1 otherwise.
@@ -336,24 +321,11 @@ func targetIndex(err error) int {
 	return n
 }
 
-func formatProblems(errs []error) string {
-	if len(errs) == 1 {
-		return "config: " + errs[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "config: %d problems:", len(errs))
-	for _, e := range errs {
-		b.WriteString("\n  - ")
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
-
 // Load reads the YAML file at path, applies environment overrides and
 // defaults, and validates the result (see Validate). Relative template
 // src and zookeeper.auth_file paths are resolved against the directory of
-// the file. All problems are reported together in a *multierror.Error of
-// *FieldError; a file that cannot be read or is not YAML fails alone.
+// the file. All problems are reported together (a *multierror.Error of
+// *FieldError, see FieldError); a file that cannot be read or is not YAML fails alone.
 func Load(path string) (*Config, error) {
 	v := viper.New()
 	v.SetConfigFile(path)
@@ -390,7 +362,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("http.listen", DefaultHTTPListen)
 	v.SetDefault("log.level", "info")
 	v.SetDefault("log.format", string(LogText))
-	v.SetDefault("apply", string(ApplyAll))
+	v.SetDefault("apply", string(agent.ApplyAll))
 	v.SetDefault("stale_after", DefaultStaleAfter.String())
 	v.SetDefault("resync_interval", DefaultResyncInterval.String())
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"github.com/zkconf/zkconf/agent"
 )
 
 // fixture is a temporary directory with the files configs refer to.
@@ -74,7 +75,8 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		AgentID:        host,
 		HTTP:           HTTP{Listen: "127.0.0.1:9464"},
 		Log:            Log{Level: slog.LevelInfo, Format: LogText},
-		Apply:          ApplyAll,
+		Apply:          agent.ApplyAll,
+		MemoryLimit:    agent.MemoryLimitAuto,
 		StaleAfter:     60 * time.Second,
 		ResyncInterval: 10 * time.Minute,
 		ResyncJitter:   5 * time.Second,
@@ -155,7 +157,8 @@ targets:
 		AgentID:        "1234",
 		HTTP:           HTTP{Listen: ""},
 		Log:            Log{Level: slog.LevelDebug, Format: LogJSON},
-		Apply:          ApplyIndependent,
+		Apply:          agent.ApplyIndependent,
+		MemoryLimit:    agent.MemoryLimitAuto,
 		StaleAfter:     2 * time.Minute,
 		ResyncInterval: time.Hour,
 		ResyncJitter:   0,
@@ -200,7 +203,7 @@ func TestLoadEnvOverride(t *testing.T) {
 		c.Log.Level != slog.LevelWarn ||
 		c.HTTP.Listen != "" ||
 		c.AgentID != "from-env" ||
-		c.Apply != ApplyIndependent {
+		c.Apply != agent.ApplyIndependent {
 		t.Errorf("environment not applied: %+v", c)
 	}
 
@@ -587,7 +590,8 @@ func TestValidateInCode(t *testing.T) {
 		StateDir:       "/var/lib/x",
 		AgentID:        "a",
 		Log:            Log{Format: LogText},
-		Apply:          ApplyAll,
+		Apply:          agent.ApplyAll,
+		MemoryLimit:    agent.MemoryLimitAuto,
 		StaleAfter:     time.Minute,
 		ResyncInterval: time.Minute,
 		Targets: []Target{
@@ -686,9 +690,9 @@ func TestExampleConfig(t *testing.T) {
 func TestLoadMemoryLimit(t *testing.T) {
 	f := newFixture(t)
 	for in, want := range map[string]int64{
-		"":                       MemoryLimitAuto,
-		"memory_limit: auto":     MemoryLimitAuto,
-		"memory_limit: off":      MemoryLimitOff,
+		"":                       agent.MemoryLimitAuto,
+		"memory_limit: auto":     agent.MemoryLimitAuto,
+		"memory_limit: off":      agent.MemoryLimitOff,
 		"memory_limit: 64MiB":    64 << 20,
 		"memory_limit: 100MB":    100e6,
 		"memory_limit: 1GiB":     1 << 30,
@@ -704,7 +708,7 @@ func TestLoadMemoryLimit(t *testing.T) {
 	}
 	t.Setenv("CONFAGENT_MEMORY_LIMIT", "off")
 	c, err := Load(f.config(t, minimal+"\nmemory_limit: 64MiB\n"))
-	if err != nil || c.MemoryLimit != MemoryLimitOff {
+	if err != nil || c.MemoryLimit != agent.MemoryLimitOff {
 		t.Fatalf("environment override: %v, %v", c, err)
 	}
 }

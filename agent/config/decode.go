@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -57,7 +58,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		StateDir:       d.string("state_dir"),
 		AgentID:        d.string("agent_id"),
 		HTTP:           HTTP{Listen: d.string("http.listen")},
-		Apply:          ApplyMode(d.string("apply")),
+		Apply:          agent.ApplyMode(d.string("apply")),
 		StaleAfter:     d.duration("stale_after"),
 		ResyncInterval: d.duration("resync_interval"),
 		ResyncJitter:   d.duration("resync_jitter"),
@@ -217,14 +218,14 @@ func (d decoder) memoryLimit(key string) int64 {
 	s := strings.TrimSpace(d.string(key))
 	switch strings.ToLower(s) {
 	case "", "auto":
-		return MemoryLimitAuto
+		return agent.MemoryLimitAuto
 	case "off":
-		return MemoryLimitOff
+		return agent.MemoryLimitOff
 	}
 	n, err := parseSize(s)
 	if err != nil {
 		d.p.addf(d.full(key), "invalid memory limit %q: want auto, off or a size like \"64MiB\"", s)
-		return MemoryLimitAuto
+		return agent.MemoryLimitAuto
 	}
 	return n
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 
@@ -27,8 +29,8 @@ const maxTemplateSize = 1 << 20
 // as metric label values without escaping.
 var targetNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Validate checks c and reports every problem at once as a
-// *multierror.Error of *FieldError. It also completes c: it cleans target
+// Validate checks c and reports every problem at once (a
+// *multierror.Error of *FieldError, see FieldError). It also completes c: it cleans target
 // dests, resolves Owner and Group into UID and GID (-1 when unset) and
 // parses template sources into Target.Template, because those steps are
 // the checks. Load calls it; call it yourself on a Config built in code.
@@ -74,7 +76,7 @@ func (c *Config) validate(p *problems) {
 	if !p.has("log.format") && c.Log.Format != LogText && c.Log.Format != LogJSON {
 		p.addf("log.format", "unknown format %q: want text or json", c.Log.Format)
 	}
-	if !p.has("apply") && c.Apply != ApplyAll && c.Apply != ApplyIndependent {
+	if !p.has("apply") && c.Apply != agent.ApplyAll && c.Apply != agent.ApplyIndependent {
 		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
 	}
 	// "" is the zero value of a Config built in code: the default, follow.
@@ -385,7 +387,7 @@ func (t *Target) parseTemplate() error {
 	if len(text) > maxTemplateSize {
 		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
 	}
-	tmpl, err := render.Parse(filepath.Base(t.Src), string(text))
+	tmpl, err := template.Parse(filepath.Base(t.Src), string(text))
 	if err != nil {
 		return fmt.Errorf("cannot parse template: %w", err)
 	}

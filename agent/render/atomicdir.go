@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // DataLink is the symlink inside a DirWriter directory that points at the
@@ -208,7 +210,7 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if removed {
 		w.refreshCurrent(current)
 	}
-	return next, errors.Join(errs...)
+	return next, errlist.Join(errs...)
 }
 
 // refreshCurrent records the ctime that removing a previous generation
@@ -839,7 +841,7 @@ func (w *DirWriter) removeStale(entries []fs.DirEntry, current string) error {
 		w.retired = slices.DeleteFunc(w.retired, func(r retiredDir) bool { return r.name == name })
 		removed = true
 	}
-	return errors.Join(errs...)
+	return errlist.Join(errs...)
 }
 
 // isOwnLink reports whether dir/name is a symlink to ..data/name, i.e. one
@@ -874,7 +876,7 @@ func writeNew(path string, data []byte, opts FileOptions) (id fileID, err error)
 		return id, fmt.Errorf("render: %w", err)
 	}
 	if err := applyOwnerMode(f, opts); err != nil {
-		return id, err
+		return id, fmt.Errorf("render: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		return id, fmt.Errorf("render: %w", err)

@@ -1,7 +1,11 @@
-// Package render turns a verified, immutable configuration snapshot into
-// files on disk: single files replaced atomically (WriteFile, Stage), whole
-// directories swapped atomically through a "..data" symlink (DirWriter), and
-// text/template rendering restricted to the snapshot (Render, Parse).
+// Package render writes a verified, immutable configuration snapshot to
+// disk: single files replaced atomically (WriteFile, Stage) and whole
+// directories swapped atomically through a "..data" symlink (DirWriter,
+// Kubernetes' AtomicWriter algorithm, step by step in its documentation).
+// Turning items into text is the job of agent/template; this package only
+// writes bytes. The temporary-file, fsync and rename steps are those of
+// internal/durable, including its policy for filesystems that refuse
+// directory fsyncs.
 //
 // Everything here is written so that a process killed at any instant (SIGKILL,
 // power loss after the fsyncs) leaves consumers looking at either the complete
@@ -19,6 +23,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/zkconf/zkconf/internal/durable"
+	"github.com/zkconf/zkconf/internal/errlist"
 )
 
 // ErrSymlinkDest is returned (wrapped in an *os.PathError) when the
@@ -220,29 +227,10 @@ func StageIfChanged(path string, data []byte, opts FileOptions) (_ *StagedFile, 
 	return stage(path, dest, data, opts)
 }
 
-func stage(path, dest string, data []byte, opts FileOptions) (s *StagedFile, err error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest))+"*")
+func stage(path, dest string, data []byte, opts FileOptions) (*StagedFile, error) {
+	tmp, err := durable.WriteTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest)), data, func(f *os.File) error { return applyOwnerMode(f, opts) })
 	if err != nil {
-		return nil, fmt.Errorf("render: create temporary file for %s: %w", dest, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close() // may already be closed; the error is irrelevant then
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return nil, fmt.Errorf("render: write %s: %w", tmp, err)
-	}
-	if err := applyOwnerMode(f, opts); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("render: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("render: close %s: %w", tmp, err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	return &StagedFile{path: path, dest: dest, tmp: tmp, data: data, opts: opts, changed: true}, nil
 }
@@ -342,7 +330,7 @@ func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) 
 		}
 		removed++
 	}
-	return removed, errors.Join(errs...)
+	return removed, errlist.Join(errs...)
 }
 
 func tempPrefix(base string) string {
@@ -471,31 +459,22 @@ func ownerMatches(fi fs.FileInfo, opts FileOptions) bool {
 }
 
 // applyOwnerMode sets owner (first: chown may clear setuid/setgid) and then
-// mode on an open file.
+// mode on an open file. Its errors carry no "render: " prefix: callers add it.
 func applyOwnerMode(f *os.File, opts FileOptions) error {
 	if opts.UID >= 0 || opts.GID >= 0 {
 		if err := f.Chown(opts.UID, opts.GID); err != nil {
-			return fmt.Errorf("render: %w", err)
+			return err
 		}
 	}
-	if err := f.Chmod(opts.Mode); err != nil {
-		return fmt.Errorf("render: %w", err)
-	}
-	return nil
+	return f.Chmod(opts.Mode)
 }
 
 // syncDir fsyncs a directory so that renames, creations and removals in it
-// survive a power loss.
+// survive a power loss, with durable's policy for filesystems that refuse
+// directory fsyncs.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("render: fsync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		// EINVAL: the filesystem does not support fsync on directories
-		// (some FUSE and network filesystems); nothing more can be done.
-		return fmt.Errorf("render: fsync directory %s: %w", dir, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("render: %w", err)
 	}
 	return nil
 }

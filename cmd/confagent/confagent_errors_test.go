@@ -75,7 +75,8 @@ targets:
 			t.Fatal(err)
 		}
 		code, stdout, stderr := runAgent("--config", e.cfgPath, "--once", "--timeout", "30s")
-		if code != exitError || !strings.Contains(stderr, `confagent: generation 1 rejected: target "d": render:`) ||
+		// Both targets fail, each reported (internal/errlist's list).
+		if code != exitError || !strings.Contains(stderr, "confagent: 2 problems:\n  - generation 1 rejected: target \"d\": render:") ||
 			!strings.Contains(stderr, "mkdir "+e.out+": not a directory") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want %d and not a directory", code, stdout, stderr, exitError)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/agent/config"
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -232,9 +233,9 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		Root: cfg.Root, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
-		Apply: agent.ApplyMode(cfg.Apply), Targets: specs, Logger: log, Version: version,
-		MemoryLimit: memoryLimit(cfg.MemoryLimit), Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
-	}, errors.Join(errs...)
+		Apply: cfg.Apply, Targets: specs, Logger: log, Version: version,
+		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
+	}, errlist.Join(errs...)
 }
 
 // incarnationPolicy maps the incarnation key (validated: follow or
@@ -245,18 +246,6 @@ func incarnationPolicy(v string) cache.IncarnationPolicy {
 		return cache.IncarnationFollow
 	}
 	return p
-}
-
-// memoryLimit maps memory_limit to the daemon's option: the agent package
-// leaves the limit off unless asked, confagent sizes it by default.
-func memoryLimit(v int64) int64 {
-	switch v {
-	case config.MemoryLimitAuto:
-		return agent.MemoryLimitAuto
-	case config.MemoryLimitOff:
-		return agent.MemoryLimitOff
-	}
-	return v
 }
 
 func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {

@@ -75,13 +75,11 @@ func Validate(data []byte) error {
 	return err
 }
 
-// CheckNode runs Decode's checks (duplicate keys, depth, alias expansion,
-// scalars) on an already parsed document, for callers that parse a stream
-// of several documents themselves.
-func CheckNode(n *yaml.Node, lim Limits) error {
+// DecodeNode is Decode for an already parsed document, for callers that
+// parse a stream of several documents themselves.
+func DecodeNode(n *yaml.Node, lim Limits) (any, error) {
 	d := &decoder{lim: lim}
-	_, err := d.value(n, 0)
-	return err
+	return d.value(n, 0)
 }
 
 type decoder struct {

@@ -1,22 +1,27 @@
-package render
+// Package template renders text/template templates against one snapshot
+// of items: the agent's "template" targets. It is pure: helpers read only
+// the snapshot (no files, commands or environment), item data is parsed
+// through internal/itemformat (the same limits and error positions as
+// confpush --validate), output and nesting are bounded (Limits), and no
+// error message quotes item content. Writing the result to disk is the job
+// of agent/render.
+package template
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"text/template"
+	texttemplate "text/template"
 	"text/template/parse"
 
-	"github.com/BurntSushi/toml"
-
-	"github.com/zkconf/zkconf/internal/safeyaml"
+	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/itemformat"
 )
 
 // Snapshot is the read-only view of one verified generation that templates
@@ -34,7 +39,7 @@ type Snapshot interface {
 // Default limits applied when a Limits field is zero.
 const (
 	DefaultMaxOutputBytes int64 = 64 << 20
-	DefaultMaxDepth             = 100
+	DefaultMaxDepth             = itemformat.MaxDepth
 )
 
 // Limits guards template execution against hostile or accidental
@@ -97,7 +102,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // snapshots, concurrently if needed. Parse it once when the configuration
 // is loaded, execute it for every generation.
 type Template struct {
-	tmpl   *template.Template
+	tmpl   *texttemplate.Template
 	limits Limits
 	// literals are the template's string constants: a missing item whose
 	// name is one of them is named in the error (template text is not
@@ -136,7 +141,7 @@ func Parse(name, text string) (*Template, error) {
 // ParseWithLimits is Parse with explicit limits.
 func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 	st := &execState{limits: limits.withDefaults()}
-	t, err := template.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
+	t, err := texttemplate.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
 	if err != nil {
 		// Parse errors quote only the template text, which is not secret.
 		return nil, fmt.Errorf("render: %w", err)
@@ -145,7 +150,7 @@ func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 }
 
 // stringLiterals collects the string constants of every template in t.
-func stringLiterals(t *template.Template) map[string]bool {
+func stringLiterals(t *texttemplate.Template) map[string]bool {
 	out := map[string]bool{}
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
@@ -264,8 +269,8 @@ type execState struct {
 	literals map[string]bool
 }
 
-func (st *execState) funcs() template.FuncMap {
-	return template.FuncMap{
+func (st *execState) funcs() texttemplate.FuncMap {
+	return texttemplate.FuncMap{
 		"names":      st.names,
 		"item":       st.item,
 		"has":        st.has,
@@ -302,7 +307,7 @@ func (st *execState) has(name string) bool {
 func (st *execState) get(helper, name string) ([]byte, error) {
 	data, ok := st.snap.Get(name)
 	if !ok {
-		if st.literals[name] && ValidateName(name) == nil {
+		if st.literals[name] && render.ValidateName(name) == nil {
 			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
 		}
 		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d (argument of %d bytes, not shown)",
@@ -319,237 +324,33 @@ func (st *execState) item(name string) (string, error) {
 	return string(data), nil
 }
 
-// cached runs parse once per item and format within one execution, so that
-// a template referring to (json "x") ten times parses it once.
-func (st *execState) cached(format, name string, parse func([]byte) (any, error)) (any, error) {
-	key := format + "\x00" + name
+// cached parses an item once per format within one execution, so that a
+// template referring to (json "x") ten times parses it once.
+func (st *execState) cached(f itemformat.Format, name string) (any, error) {
+	key := string(f) + "\x00" + name
 	if v, ok := st.parsed[key]; ok {
 		return v, nil
 	}
-	data, err := st.get(strings.ToLower(format), name)
+	data, err := st.get(strings.ToLower(string(f)), name)
 	if err != nil {
 		return nil, err
 	}
-	v, err := parse(data)
-	if err != nil {
-		return nil, err
+	// Messages of itemformat name the format and a position, never the
+	// content.
+	v, err := itemformat.Parse(f, data, st.limits.MaxDepth)
+	if errors.Is(err, itemformat.ErrTooDeep) {
+		return nil, helperErrorf(ErrTooDeep, "item %q: %v", name, err)
 	}
-	v, err = normalize(v, st.limits.MaxDepth, 1)
 	if err != nil {
-		return nil, helperErrorf(ErrTooDeep, "item %q: %s nested deeper than %d levels", name, format, st.limits.MaxDepth)
+		return nil, helperErrorf(ErrInvalidData, "item %q: %v", name, err)
 	}
 	st.parsed[key] = v
 	return v, nil
 }
 
-func (st *execState) parseJSON(name string) (any, error) {
-	return st.cached("JSON", name, func(data []byte) (any, error) {
-		if bracketDepthExceeds(data, st.limits.MaxDepth, false) {
-			return nil, helperErrorf(ErrTooDeep, "item %q: JSON nested deeper than %d levels", name, st.limits.MaxDepth)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, jsonError(name, data, err)
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, helperErrorf(ErrInvalidData, "item %q: invalid JSON: data after the top-level value at %s",
-				name, lineCol(data, dec.InputOffset()))
-		}
-		return v, nil
-	})
-}
-
-// jsonError reduces an encoding/json error to a position: json's messages
-// quote the offending character, which is item content.
-func jsonError(name string, data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return helperErrorf(ErrInvalidData, "item %q: invalid JSON at %s", name, lineCol(data, se.Offset))
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return helperErrorf(ErrInvalidData, "item %q: invalid JSON: unexpected end of data", name)
-	}
-	return helperErrorf(ErrInvalidData, "item %q: invalid JSON", name)
-}
-
-// lineCol turns a byte offset into "line L, column C" (both from 1).
-func lineCol(data []byte, offset int64) string {
-	offset = max(0, min(offset, int64(len(data))))
-	before := data[:offset]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return fmt.Sprintf("line %d, column %d", line, col)
-}
-
-func (st *execState) parseYAML(name string) (any, error) {
-	return st.cached("YAML", name, func(data []byte) (any, error) {
-		// safeyaml, not yaml.Unmarshal: yaml.v3's decoding is quadratic in
-		// the number of mapping keys, so one hostile item could stall every
-		// agent (found by FuzzTemplateHostileData).
-		v, err := safeyaml.Decode(data, safeyaml.LimitsFor(data, st.limits.MaxDepth))
-		var se *safeyaml.SyntaxError
-		switch {
-		case err == nil:
-			return v, nil
-		case errors.Is(err, safeyaml.ErrTooDeep):
-			return nil, helperErrorf(ErrTooDeep, "item %q: YAML nested too deeply", name)
-		case errors.As(err, &se) && se.Line > 0:
-			return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML at line %d", name, se.Line)
-		case errors.Is(err, safeyaml.ErrDuplicateKey), errors.Is(err, safeyaml.ErrTooManyValues):
-			// Messages name lines and limits, never content.
-			return nil, helperErrorf(ErrInvalidData, "item %q: %v", name, err)
-		}
-		return nil, helperErrorf(ErrInvalidData, "item %q: invalid YAML", name)
-	})
-}
-
-func (st *execState) parseTOML(name string) (any, error) {
-	return st.cached("TOML", name, func(data []byte) (any, error) {
-		// The TOML parser recurses once per nested array or inline table
-		// and has no limit of its own: check before parsing.
-		if bracketDepthExceeds(data, st.limits.MaxDepth+2, true) {
-			return nil, helperErrorf(ErrTooDeep, "item %q: TOML nested deeper than %d levels", name, st.limits.MaxDepth)
-		}
-		v := map[string]any{}
-		if _, err := toml.Decode(string(data), &v); err != nil {
-			var pe toml.ParseError
-			if errors.As(err, &pe) && pe.Position.Line > 0 {
-				return nil, helperErrorf(ErrInvalidData, "item %q: invalid TOML at line %d, column %d", name, pe.Position.Line, pe.Position.Col)
-			}
-			return nil, helperErrorf(ErrInvalidData, "item %q: invalid TOML", name)
-		}
-		return v, nil
-	})
-}
-
-// bracketDepthExceeds reports whether [ and { nest deeper than limit in
-// data, ignoring brackets inside strings (and, for TOML, comments and
-// literal/multi-line strings). It is a cheap guard run before parsers
-// that recurse per nesting level.
-func bracketDepthExceeds(data []byte, limit int, tomlSyntax bool) bool {
-	depth := 0
-	for i := 0; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '[' || c == '{':
-			depth++
-			if depth > limit {
-				return true
-			}
-		case c == ']' || c == '}':
-			depth = max(0, depth-1)
-		case c == '"':
-			if tomlSyntax && bytes.HasPrefix(data[i:], []byte(`"""`)) {
-				i = skipPast(data, i+3, `"""`, true)
-			} else {
-				i = skipString(data, i+1, '"', true)
-			}
-		case tomlSyntax && c == '\'':
-			if bytes.HasPrefix(data[i:], []byte(`'''`)) {
-				i = skipPast(data, i+3, `'''`, false)
-			} else {
-				i = skipString(data, i+1, '\'', false)
-			}
-		case tomlSyntax && c == '#':
-			i = skipPast(data, i+1, "\n", false)
-		}
-	}
-	return false
-}
-
-// skipString returns the index of the closing quote of a single-line
-// string starting at i (or of the end of line / data if unterminated).
-func skipString(data []byte, i int, quote byte, escapes bool) int {
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			if escapes {
-				i++
-			}
-		case quote, '\n':
-			return i
-		}
-	}
-	return len(data)
-}
-
-// skipPast returns the index of the last byte of the first occurrence of
-// end at or after i (or len(data)).
-func skipPast(data []byte, i int, end string, escapes bool) int {
-	for ; i < len(data); i++ {
-		if escapes && data[i] == '\\' {
-			i++
-			continue
-		}
-		if bytes.HasPrefix(data[i:], []byte(end)) {
-			return i + len(end) - 1
-		}
-	}
-	return len(data)
-}
-
-// errTooDeep is internal to normalize; callers turn it into a helperError
-// naming the item.
-var errTooDeep = errors.New("too deep")
-
-// normalize enforces the depth limit and turns map[any]any (YAML with
-// non-string keys) into map[string]any so that templates can use .key.
-func normalize(v any, maxDepth, depth int) (any, error) {
-	switch t := v.(type) {
-	case map[string]any:
-		if depth > maxDepth {
-			return nil, errTooDeep
-		}
-		for k, e := range t {
-			n, err := normalize(e, maxDepth, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = n
-		}
-		return t, nil
-	case map[any]any:
-		if depth > maxDepth {
-			return nil, errTooDeep
-		}
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			n, err := normalize(e, maxDepth, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[fmt.Sprint(k)] = n
-		}
-		return m, nil
-	case []any:
-		if depth > maxDepth {
-			return nil, errTooDeep
-		}
-		for i, e := range t {
-			n, err := normalize(e, maxDepth, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = n
-		}
-		return t, nil
-	case []map[string]any: // TOML arrays of tables
-		if depth > maxDepth {
-			return nil, errTooDeep
-		}
-		out := make([]any, len(t))
-		for i, e := range t {
-			n, err := normalize(e, maxDepth, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	}
-	return v, nil
-}
+func (st *execState) parseJSON(name string) (any, error) { return st.cached(itemformat.JSON, name) }
+func (st *execState) parseYAML(name string) (any, error) { return st.cached(itemformat.YAML, name) }
+func (st *execState) parseTOML(name string) (any, error) { return st.cached(itemformat.TOML, name) }
 
 func (st *execState) join(sep string, list any) (string, error) {
 	rv := reflect.ValueOf(list)
@@ -705,7 +506,7 @@ func sanitizeExecError(name string, err error) error {
 			return &Error{Template: name, Msg: fmt.Sprintf("template %s: output exceeds size limit", name), Err: ErrOutputTooLarge}
 		}
 	}
-	var ee template.ExecError
+	var ee texttemplate.ExecError
 	if !errors.As(err, &ee) {
 		return &Error{Template: name, Msg: fmt.Sprintf("template %s: %s", name, withheld)}
 	}

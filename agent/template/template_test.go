@@ -1,4 +1,4 @@
-package render
+package template
 
 import (
 	"errors"
@@ -106,7 +106,7 @@ func TestRenderErrors(t *testing.T) {
 			items:    map[string]string{"cfg": "{\n  \"password\": " + secret + "\n}"},
 			tmpl:     `{{ (json "cfg").password }}`,
 			wantIs:   ErrInvalidData,
-			wantMsgs: []string{`item "cfg": invalid JSON at line 2, column 16`},
+			wantMsgs: []string{`item "cfg": invalid JSON at line 2, column 15`},
 		},
 		{
 			name:     "truncated JSON",
@@ -120,7 +120,7 @@ func TestRenderErrors(t *testing.T) {
 			items:    map[string]string{"cfg": `{} ` + secret},
 			tmpl:     `{{ json "cfg" }}`,
 			wantIs:   ErrInvalidData,
-			wantMsgs: []string{`item "cfg": invalid JSON: data after the top-level value at line 1, column 4`},
+			wantMsgs: []string{`item "cfg": invalid JSON at line 1, column 4: data after the top-level value`},
 		},
 		{
 			name:     "bad YAML",

@@ -1,0 +1,109 @@
+// Package durable is the one home of zkconf's crash-safe file replacement:
+// a file is written to a temporary file in the destination's directory,
+// fsynced, renamed over the destination, and the directory is fsynced.
+//
+// The order is what makes it safe against a crash at any instant (SIGKILL,
+// or power loss): the temporary file lives in the same directory so the
+// rename stays within one filesystem and is atomic (readers see the old
+// inode or the new one, never a partial file); the file is fsynced before
+// the rename so that the rename cannot expose a file whose data blocks were
+// never written; the directory is fsynced after it so that the rename
+// itself survives a power loss.
+//
+// # Directory fsync policy
+//
+// An fsync(2) of a directory that fails with EINVAL is not an error: Linux
+// returns EINVAL when the filesystem does not support syncing that file
+// (some FUSE and network filesystems do this for directories). Nothing more
+// can be done there to make a rename durable, and failing would mean a host
+// on such a filesystem can never persist anything, even though the rename
+// itself succeeded and is visible. Every other error of a directory fsync
+// (EIO, ENOSPC, ...) is returned. The fsync of a FILE never tolerates
+// anything: its data must be on disk before the rename exposes it.
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// WriteTemp creates a temporary file in dir whose name starts with prefix
+// (followed by random digits), writes data to it, calls prepare (when not
+// nil) to set its mode or owner before it can become visible, fsyncs and
+// closes it, and returns its path. On any error nothing is left behind.
+//
+// The file is created with mode 0600; prepare sets the final mode.
+func WriteTemp(dir, prefix string, data []byte, prepare func(*os.File) error) (path string, err error) {
+	f, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close() // may already be closed; the error is irrelevant then
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return "", fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if prepare != nil {
+		if err := prepare(f); err != nil {
+			return "", err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("close %s: %w", tmp, err)
+	}
+	return tmp, nil
+}
+
+// Replace atomically replaces path with data (mode perm), using a
+// temporary file named prefix+random digits in path's directory, but does
+// not fsync the directory: the caller calls SyncDir afterwards (once for
+// several files replaced in one directory). Only then is the new content
+// sure to survive a crash.
+func Replace(path, prefix string, data []byte, perm os.FileMode) error {
+	tmp, err := WriteTemp(filepath.Dir(path), prefix, data, func(f *os.File) error { return f.Chmod(perm) })
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename into place: %w", err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory so that renames, creations and removals in it
+// survive a power loss. EINVAL from the fsync is tolerated (see the package
+// documentation).
+func SyncDir(dir string) error {
+	return SyncDirWith(dir, nil)
+}
+
+// SyncDirWith is SyncDir with fsync called in place of the directory's
+// fsync(2) (nil means the real one). It exists so that tests can simulate
+// a filesystem that refuses directory fsyncs; the tolerance policy applies
+// to what fsync returns.
+func SyncDirWith(dir string, fsync func(*os.File) error) error {
+	if fsync == nil {
+		fsync = (*os.File).Sync
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory for fsync: %w", err)
+	}
+	defer d.Close()
+	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
