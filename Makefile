@@ -74,11 +74,11 @@ lint: vet check-go-min
 # Everything, from a fresh clone: installs ZooKeeper when missing, vets, runs
 # every test (unit and integration against real ZooKeeper) of both modules
 # with the race detector (the tools module's include the 90-second chaos run
-# and the benchmark's smoke run), then checks that no test left a ZooKeeper
-# process behind.
+# and the benchmark's smoke run; they run even when the main module's fail),
+# then checks that no test left a ZooKeeper process behind.
 test: zookeeper lint
-	$(GO) test $(TEST_FLAGS) $(PKGS)
-	cd $(TOOLS) && $(GO) test $(TEST_FLAGS) ./...
+	$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
+		cd $(TOOLS) && $(GO) test $(TEST_FLAGS) ./... && exit $$main
 	@$(MAKE) --no-print-directory check-leftovers
 
 check-leftovers:
