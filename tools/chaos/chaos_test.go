@@ -3,12 +3,13 @@ package chaos
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 )
 
 // TestChaos is the 90-second chaos run of `make test` (`make chaos` runs
@@ -47,8 +48,8 @@ func TestChaos(t *testing.T) {
 	}
 	cfg.WorkDir = work
 	cfg.Confagent = filepath.Join(work, "confagent")
-	if out, err := exec.Command("go", "build", "-o", cfg.Confagent, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
-		t.Fatalf("build confagent: %v\n%s", err, out)
+	if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*time.Minute)
 	defer cancel()
@@ -82,8 +83,8 @@ func TestChaosDetectsSabotage(t *testing.T) {
 	}
 	work := t.TempDir()
 	cfg := Config{Duration: 50 * time.Second, Out: testWriter{t}, WorkDir: work, Confagent: filepath.Join(work, "confagent"), sabotage: true}
-	if out, err := exec.Command("go", "build", "-o", cfg.Confagent, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
-		t.Fatalf("build confagent: %v\n%s", err, out)
+	if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
+		t.Fatal(err)
 	}
 	sum, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/bench"
+	"github.com/zkconf/zkconf/tools/bench"
 )
 
 // TestSmoke runs the harness's smoke version end to end (own ZooKeeper,

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/zkconf/zkconf/bench"
+	"github.com/zkconf/zkconf/tools/bench"
 )
 
 func main() {

@@ -22,6 +22,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 )
 
 // AgentResult is the propagation to M confagent processes rendering a dir
@@ -66,9 +67,8 @@ type agentProc struct {
 // buildConfAgent builds cmd/confagent into dir.
 func buildConfAgent(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "confagent")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/zkconf/zkconf/cmd/confagent")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build confagent (run from the module, or pass --confagent-bin): %v\n%s", err, out)
+	if err := confagentbin.Build(ctx, bin); err != nil {
+		return "", fmt.Errorf("%w (or pass --confagent-bin)", err)
 	}
 	return bin, nil
 }

@@ -15,13 +15,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/zkconf/zkconf/chaos"
+	"github.com/zkconf/zkconf/tools/chaos"
+	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 )
 
 func main() { os.Exit(run()) }
@@ -51,10 +51,8 @@ func run() int {
 	}
 	if cfg.Confagent == "" {
 		cfg.Confagent = filepath.Join(cfg.WorkDir, "confagent")
-		build := exec.Command("go", "build", "-o", cfg.Confagent, "github.com/zkconf/zkconf/cmd/confagent")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "confchaos: build confagent: %v\n", err)
+		if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
+			fmt.Fprintf(os.Stderr, "confchaos: %v\n", err)
 			return 2
 		}
 	} else if abs, err := filepath.Abs(cfg.Confagent); err == nil {
