@@ -1,0 +1,267 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/manifest"
+)
+
+// rootRead is one read of the root: the manifest it holds and its znode's
+// stat (Mzxid is the generation's commit zxid; Cversion and Czxid tell
+// whether the marker can have appeared since it was last seen absent).
+type rootRead struct {
+	m    *manifest.Manifest
+	stat *zk.Stat
+}
+
+// verdict is what a cycle does with the root's generation.
+type verdict int
+
+const (
+	// fetchNewer: nothing is held, or the root's generation is newer than
+	// the held one in the same incarnation.
+	fetchNewer verdict = iota
+	// fetchSwitch: the root's generation is of another incarnation, which
+	// the cache follows.
+	fetchSwitch
+	// keepHeld: the cycle ends here; the held snapshot is the root's
+	// generation (Live) or the root's is refused (the state says why).
+	keepHeld
+)
+
+// cycle reads the root once and, when it names a newer generation, fetches
+// and applies it: sync, read the root, judge its generation against the
+// held one, check the marker, fetch the items, install the snapshot. It
+// returns nil when the cache is in sync or waiting for a watch (the state
+// says which); ls.torn > 0 asks for a retry after backoff.
+func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
+	full := ls.full
+	if err := c.syncRoot(ctx, ls); err != nil {
+		return err
+	}
+	root, err := c.readRoot(ctx, ls)
+	if root == nil || err != nil {
+		return err
+	}
+	cur := c.snap.Load()
+	v := c.judge(ls, cur, root)
+	if v == keepHeld {
+		return nil
+	}
+	if full || ls.markerMayExist(root.stat) {
+		if done, err := c.checkMarker(ctx, ls, root, cur); done || err != nil {
+			return err
+		}
+	}
+	s, err := c.fetch(ctx, root.m, root.stat.Mzxid, cur)
+	var torn *ItemMismatchError
+	if errors.As(err, &torn) {
+		c.onTorn(ls, torn)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ls.full, ls.torn = false, 0
+	if err := ctx.Err(); err != nil {
+		return err // closed meanwhile: nothing is applied or persisted after Close
+	}
+	c.install(ctx, ls, s, cur, v == fetchSwitch)
+	return nil
+}
+
+// syncRoot sends Sync(root) when the session is new or reconnected, so that
+// the server answering is as current as the leader.
+func (c *Cache) syncRoot(ctx context.Context, ls *loopState) error {
+	if !ls.needSync {
+		return nil
+	}
+	err := c.call(ctx, func() error { _, err := c.conn.Sync(c.root); return err })
+	c.stats.requests.Add(1)
+	c.stats.syncs.Add(1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("sync %s: %w", c.root, err)
+	}
+	ls.needSync = false
+	return nil
+}
+
+// readRoot reads the root's manifest and arms the root's watch. It returns
+// nil and no error when the root holds nothing to follow (missing, never
+// published, or not a manifest this cache reads): the state says which.
+func (c *Cache) readRoot(ctx context.Context, ls *loopState) (*rootRead, error) {
+	var (
+		data []byte
+		stat *zk.Stat
+		rw   <-chan zk.Event
+	)
+	err := c.call(ctx, func() (err error) { data, stat, rw, err = c.conn.GetW(c.root); return err })
+	c.stats.requests.Add(1)
+	c.stats.rootReads.Add(1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, c.watchMissingRoot(ctx, ls)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", c.root, err)
+	}
+	ls.w.root = rw
+
+	m, err := manifest.Decode(data)
+	if err != nil {
+		ls.settle()
+		if errors.Is(err, manifest.ErrEmpty) {
+			c.waiting(ls, ErrNotPublished)
+			return nil, nil
+		}
+		err = fmt.Errorf("cache: root %s: %w", c.root, err)
+		if ls.lastWait != err.Error() {
+			c.log.Error("the root does not hold a manifest this zkconf can read; keeping the held snapshot", "err", err)
+		}
+		c.waiting(ls, err)
+		return nil, nil
+	}
+	return &rootRead{m: m, stat: stat}, nil
+}
+
+// watchMissingRoot arms an exists watch on a root that is not there, the
+// only watch then. It returns errAgain when the root appeared meanwhile.
+func (c *Cache) watchMissingRoot(ctx context.Context, ls *loopState) error {
+	var exists bool
+	var ew <-chan zk.Event
+	err := c.call(ctx, func() (err error) { exists, _, ew, err = c.conn.ExistsW(c.root); return err })
+	c.stats.requests.Add(1)
+	if err != nil {
+		return fmt.Errorf("watch for %s: %w", c.root, err)
+	}
+	ls.w = watchSet{root: ew}
+	ls.noMarker = -1
+	if exists {
+		return errAgain
+	}
+	ls.settle()
+	c.waiting(ls, ErrRootMissing)
+	return nil
+}
+
+// judge compares the root's generation with the held snapshot cur: never
+// backwards within an incarnation, another incarnation per the policy.
+func (c *Cache) judge(ls *loopState, cur *Snapshot, root *rootRead) verdict {
+	if cur == nil {
+		return fetchNewer
+	}
+	m, zxid := root.m, root.stat.Mzxid
+	switch {
+	case cur.same(m):
+		ls.settle()
+		ls.adoptAny, ls.refused = false, ""
+		c.live(ls)
+		return keepHeld
+	case !cur.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: zxid}):
+		if refuse := c.checkSwitch(ls, cur, m, zxid); refuse != nil {
+			ls.settle()
+			c.waiting(ls, refuse)
+			return keepHeld
+		}
+		return fetchSwitch
+	case !cur.supersededBy(m.Generation, zxid):
+		ls.settle()
+		berr := c.backwards(ls, cur.Generation(), cur.Zxid(), m.Generation, zxid,
+			"refusing to go backwards: ZooKeeper returned an older generation than the one held (lagging server, another ensemble, or a state file newer than the server); waiting for a newer publish",
+			"held_generation", cur.Generation(), "held_zxid", cur.Zxid(), "seen_generation", m.Generation, "seen_zxid", zxid)
+		c.waiting(ls, berr)
+		return keepHeld
+	}
+	return fetchNewer
+}
+
+// checkSwitch decides on a root read naming another incarnation than the
+// held snapshot's: nil to follow it, else the reason to keep the held
+// snapshot (an incarnation held before, at a generation not newer than the
+// one held in it; or the policy refuses and nothing was adopted).
+func (c *Cache) checkSwitch(ls *loopState, cur *Snapshot, m *manifest.Manifest, zxid int64) error {
+	if mark, ok := cur.leftMark(m.Incarnation); ok && !(m.Generation > mark.Generation && zxid > mark.Zxid) {
+		// Never backwards within an incarnation, even one left since.
+		ls.adoptAny = false
+		return c.backwards(ls, mark.Generation, mark.Zxid, m.Generation, zxid,
+			"refusing to go backwards: the root holds an incarnation this cache held before, at a generation not newer than the one it held in it",
+			"incarnation", m.Incarnation, "held_generation", mark.Generation, "seen_generation", m.Generation,
+			"current_incarnation", orLegacy(cur.Incarnation()), "current_generation", cur.Generation())
+	}
+	if c.opts.incarnation != IncarnationRefuse || ls.adoptAny || (ls.adopted != "" && ls.adopted == m.Incarnation) {
+		return nil
+	}
+	ls.refused = m.Incarnation
+	ierr := &IncarnationError{HeldIncarnation: cur.Incarnation(), HeldGeneration: cur.Generation(), SeenIncarnation: m.Incarnation, SeenGeneration: m.Generation}
+	if ls.lastWait != ierr.Error() {
+		c.stats.incarnationsRefused.Add(1)
+		c.log.Warn("refusing the root's new incarnation (incarnation policy refuse); serving the held snapshot until an operator adopts it",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(),
+			"new_incarnation", m.Incarnation, "new_generation", m.Generation)
+	}
+	return ierr
+}
+
+// backwards counts a refused generation (seen, not newer than held) and
+// returns the reason, logging msg with attrs when the reason is new.
+func (c *Cache) backwards(ls *loopState, heldGen, heldZxid, seenGen, seenZxid int64, msg string, attrs ...any) error {
+	c.stats.backwardsRejected.Add(1)
+	berr := &BackwardsError{HeldGeneration: heldGen, HeldZxid: heldZxid, SeenGeneration: seenGen, SeenZxid: seenZxid}
+	if ls.lastWait != berr.Error() {
+		c.log.Warn(msg, attrs...)
+	}
+	return berr
+}
+
+// onAdopt records an Adopt request.
+func (c *Cache) onAdopt(ls *loopState, inc string) {
+	switch {
+	case inc != "":
+		ls.adopted = inc
+	case ls.refused != "":
+		ls.adopted = ls.refused
+	default:
+		ls.adoptAny = true
+	}
+	if ls.adoptAny {
+		c.log.Info("adopting, on request, whatever new incarnation of the root the next read finds")
+		return
+	}
+	c.log.Info("adopting a new incarnation of the root on request", "incarnation", ls.adopted)
+}
+
+// onTorn records a read whose items did not match the manifest: a newer
+// publish is landing, so the root is read again after a backoff.
+func (c *Cache) onTorn(ls *loopState, mismatch *ItemMismatchError) {
+	ls.full = false
+	ls.torn++
+	c.stats.tornRetries.Add(1)
+	c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", mismatch.Generation, "item", mismatch.Item, "attempt", ls.torn)
+	if ls.torn >= tornReport {
+		// Named: an item edited behind the publisher's back stays this
+		// way until the next publish repairs it.
+		c.waiting(ls, mismatch)
+	}
+}
+
+// install hands out s, the root's generation, verified; switching says it
+// is of another incarnation than cur's.
+func (c *Cache) install(ctx context.Context, ls *loopState, s, cur *Snapshot, switching bool) {
+	s.left = cur.nextLeft(s.Incarnation())
+	ls.adoptAny, ls.refused = false, ""
+	if switching {
+		c.stats.incarnationSwitches.Add(1)
+		c.log.Warn("the root holds a new incarnation (ZooKeeper wiped or rebuilt, or another ensemble): following it; its generations start over",
+			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(), "held_zxid", cur.Zxid(),
+			"new_incarnation", s.Incarnation(), "new_generation", s.Generation(), "new_zxid", s.Zxid(), "policy", c.opts.incarnation.String())
+	}
+	c.apply(s)
+	c.live(ls)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
+	}
+}
