@@ -24,8 +24,8 @@ var errAborted = errors.New("item read abandoned")
 // that is missing or does not match (a newer publish is landing, or the
 // item was changed behind the publisher's back): nothing from two
 // generations is ever assembled.
-func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur *Snapshot) (*Snapshot, error) {
-	items, todo, names := reuseHeld(m, cur)
+func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, held *Snapshot) (*Snapshot, error) {
+	items, todo, names := reuseHeld(m, held)
 	var err error
 	switch len(todo) {
 	case 0:
@@ -41,27 +41,27 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, cur
 	return newSnapshotNames(m, zxid, items, names, false), nil
 }
 
-// reuseHeld returns the items of m that the held snapshot cur has with the
+// reuseHeld returns the items of m that the held snapshot has with the
 // same sha256, the names of those to read, and, when the set of names is
 // the held one's (the common case: contents changed, no item added or
-// removed), cur's sorted names.
-func reuseHeld(m *manifest.Manifest, cur *Snapshot) (items map[string][]byte, todo, names []string) {
+// removed), the held snapshot's sorted names.
+func reuseHeld(m *manifest.Manifest, held *Snapshot) (items map[string][]byte, todo, names []string) {
 	items = make(map[string][]byte, len(m.Items))
 	heldNames := 0 // names of m the held snapshot has too
 	for name, it := range m.Items {
-		if cur != nil {
-			if held, ok := cur.m.Items[name]; ok {
+		if held != nil {
+			if heldItem, ok := held.m.Items[name]; ok {
 				heldNames++
-				if held == it {
-					items[name] = cur.items[name]
+				if heldItem == it {
+					items[name] = held.items[name]
 					continue
 				}
 			}
 		}
 		todo = append(todo, name)
 	}
-	if cur != nil && heldNames == len(m.Items) && len(cur.m.Items) == len(m.Items) {
-		names = cur.names
+	if held != nil && heldNames == len(m.Items) && len(held.m.Items) == len(m.Items) {
+		names = held.names
 	}
 	return items, todo, names
 }

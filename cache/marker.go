@@ -20,15 +20,15 @@ type markerOwner struct {
 // markerMayExist reports whether the marker can have appeared since it was
 // last seen absent: the root's children changed, or the root znode was
 // re-created. Creating the marker changes the root's cversion.
-func (ls *loopState) markerMayExist(root *zk.Stat) bool {
-	return root.Cversion != ls.noMarker || root.Czxid != ls.noMarkerCzxid
+func (loop *loopState) markerMayExist(root *zk.Stat) bool {
+	return root.Cversion != loop.markerAbsentCversion || root.Czxid != loop.markerAbsentCzxid
 }
 
 // checkMarker reads the marker and arms its watch. Without a marker the
 // cycle goes on to fetch (done false). With one the cycle ends here (done
 // true): a live publish is waited for, an abandoned marker is handled by
 // abandonedMarker.
-func (c *Cache) checkMarker(ctx context.Context, ls *loopState, root *rootRead, cur *Snapshot) (done bool, err error) {
+func (c *Cache) checkMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot) (done bool, err error) {
 	var (
 		data []byte
 		stat *zk.Stat
@@ -39,29 +39,29 @@ func (c *Cache) checkMarker(ctx context.Context, ls *loopState, root *rootRead, 
 	c.stats.markerChecks.Add(1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		ls.noMarker, ls.noMarkerCzxid = root.stat.Cversion, root.stat.Czxid
-		ls.w.marker, ls.w.liveness = nil, nil
+		loop.markerAbsentCversion, loop.markerAbsentCzxid = root.stat.Cversion, root.stat.Czxid
+		loop.watches.marker, loop.watches.liveness = nil, nil
 		return false, nil
 	case err != nil:
 		return true, fmt.Errorf("read %s: %w", c.paths.Marker(), err)
 	}
-	ls.noMarker = -1
-	ls.w.marker = mw
-	ls.full, ls.torn = false, 0
+	loop.markerAbsentCversion = -1
+	loop.watches.marker = mw
+	loop.full, loop.torn = false, 0
 	owner, lw, err := c.markerOwner(ctx, data)
 	if err != nil {
 		return true, err
 	}
 	if owner.live {
-		ls.w.liveness = lw
+		loop.watches.liveness = lw
 		c.stats.markerWaits.Add(1)
 		c.log.Info("a marker-mode publish is in progress; waiting for it",
 			"publish_id", owner.PublishID, "publisher", owner.Publisher, "started_at", owner.StartedAt, "base_generation", owner.BaseGeneration)
-		c.waiting(ls, ErrPublishInProgress)
+		c.waiting(loop, ErrPublishInProgress)
 		return true, nil
 	}
-	ls.w.liveness = nil
-	return true, c.abandonedMarker(ctx, ls, root, cur, owner, stat.Mzxid)
+	loop.watches.liveness = nil
+	return true, c.abandonedMarker(ctx, loop, root, held, owner, stat.Mzxid)
 }
 
 // markerOwner reads whether the publish that set a marker is alive: its
@@ -94,9 +94,9 @@ func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerOwner, <-ch
 // is served (the marker is only reported); otherwise the held snapshot is
 // kept and the state says that an abandoned marker blocks the root and that
 // the next publish takes it over. The root and marker watches are armed.
-func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, root *rootRead, cur *Snapshot, owner markerOwner, markerMzxid int64) error {
+func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, owner markerOwner, markerMzxid int64) error {
 	m := root.m
-	s, err := c.fetch(ctx, m, root.stat.Mzxid, cur)
+	s, err := c.fetch(ctx, m, root.stat.Mzxid, held)
 	var mismatch *ItemMismatchError
 	switch {
 	case errors.As(err, &mismatch):
@@ -115,7 +115,7 @@ func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, root *rootRe
 			return errAgain
 		}
 		c.stats.markerWaits.Add(1)
-		c.waiting(ls, &AbandonedMarkerError{Marker: c.paths.Marker(), PublishID: owner.PublishID, Publisher: owner.Publisher,
+		c.waiting(loop, &AbandonedMarkerError{Marker: c.paths.Marker(), PublishID: owner.PublishID, Publisher: owner.Publisher,
 			Foreign: owner.foreign, Generation: m.Generation, Item: mismatch.Item})
 		return nil
 	case err != nil:
@@ -126,6 +126,6 @@ func (c *Cache) abandonedMarker(ctx context.Context, ls *loopState, root *rootRe
 	c.log.Warn("an abandoned marker is on the root (its publisher is gone), but every item verifies against the root's manifest: serving that generation; the next confpush publish takes the marker over",
 		"marker", c.paths.Marker(), "publish_id", owner.PublishID, "publisher", owner.Publisher, "foreign", owner.foreign, "generation", m.Generation)
 	c.apply(s)
-	c.live(ls)
+	c.live(loop)
 	return nil
 }

@@ -38,47 +38,47 @@ const (
 // and applies it: sync, read the root, judge its generation against the
 // held one, check the marker, fetch the items, install the snapshot. It
 // returns nil when the cache is in sync or waiting for a watch (the state
-// says which); ls.torn > 0 asks for a retry after backoff.
-func (c *Cache) cycle(ctx context.Context, ls *loopState) error {
-	full := ls.full
-	if err := c.syncRoot(ctx, ls); err != nil {
+// says which); loop.torn > 0 asks for a retry after backoff.
+func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
+	full := loop.full
+	if err := c.syncRoot(ctx, loop); err != nil {
 		return err
 	}
-	root, err := c.readRoot(ctx, ls)
+	root, err := c.readRoot(ctx, loop)
 	if root == nil || err != nil {
 		return err
 	}
-	cur := c.snap.Load()
-	v := c.judge(ls, cur, root)
+	held := c.snap.Load()
+	v := c.judge(loop, held, root)
 	if v == keepHeld {
 		return nil
 	}
-	if full || ls.markerMayExist(root.stat) {
-		if done, err := c.checkMarker(ctx, ls, root, cur); done || err != nil {
+	if full || loop.markerMayExist(root.stat) {
+		if done, err := c.checkMarker(ctx, loop, root, held); done || err != nil {
 			return err
 		}
 	}
-	s, err := c.fetch(ctx, root.m, root.stat.Mzxid, cur)
+	s, err := c.fetch(ctx, root.m, root.stat.Mzxid, held)
 	var torn *ItemMismatchError
 	if errors.As(err, &torn) {
-		c.onTorn(ls, torn)
+		c.onTorn(loop, torn)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	ls.full, ls.torn = false, 0
+	loop.full, loop.torn = false, 0
 	if err := ctx.Err(); err != nil {
 		return err // closed meanwhile: nothing is applied or persisted after Close
 	}
-	c.install(ctx, ls, s, cur, v == fetchSwitch)
+	c.install(ctx, loop, s, held, v == fetchSwitch)
 	return nil
 }
 
 // syncRoot sends Sync(root) when the session is new or reconnected, so that
 // the server answering is as current as the leader.
-func (c *Cache) syncRoot(ctx context.Context, ls *loopState) error {
-	if !ls.needSync {
+func (c *Cache) syncRoot(ctx context.Context, loop *loopState) error {
+	if !loop.needSync {
 		return nil
 	}
 	err := c.call(ctx, func() error { _, err := c.conn.Sync(c.root); return err })
@@ -87,14 +87,14 @@ func (c *Cache) syncRoot(ctx context.Context, ls *loopState) error {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("sync %s: %w", c.root, err)
 	}
-	ls.needSync = false
+	loop.needSync = false
 	return nil
 }
 
 // readRoot reads the root's manifest and arms the root's watch. It returns
 // nil and no error when the root holds nothing to follow (missing, never
 // published, or not a manifest this cache reads): the state says which.
-func (c *Cache) readRoot(ctx context.Context, ls *loopState) (*rootRead, error) {
+func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error) {
 	var (
 		data []byte
 		stat *zk.Stat
@@ -104,25 +104,25 @@ func (c *Cache) readRoot(ctx context.Context, ls *loopState) (*rootRead, error) 
 	c.stats.requests.Add(1)
 	c.stats.rootReads.Add(1)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, c.watchMissingRoot(ctx, ls)
+		return nil, c.watchMissingRoot(ctx, loop)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", c.root, err)
 	}
-	ls.w.root = rw
+	loop.watches.root = rw
 
 	m, err := manifest.Decode(data)
 	if err != nil {
-		ls.settle()
+		loop.settle()
 		if errors.Is(err, manifest.ErrEmpty) {
-			c.waiting(ls, ErrNotPublished)
+			c.waiting(loop, ErrNotPublished)
 			return nil, nil
 		}
 		err = fmt.Errorf("cache: root %s: %w", c.root, err)
-		if ls.lastWait != err.Error() {
+		if loop.lastWait != err.Error() {
 			c.log.Error("the root does not hold a manifest this zkconf can read; keeping the held snapshot", "err", err)
 		}
-		c.waiting(ls, err)
+		c.waiting(loop, err)
 		return nil, nil
 	}
 	return &rootRead{m: m, stat: stat}, nil
@@ -130,7 +130,7 @@ func (c *Cache) readRoot(ctx context.Context, ls *loopState) (*rootRead, error) 
 
 // watchMissingRoot arms an exists watch on a root that is not there, the
 // only watch then. It returns errAgain when the root appeared meanwhile.
-func (c *Cache) watchMissingRoot(ctx context.Context, ls *loopState) error {
+func (c *Cache) watchMissingRoot(ctx context.Context, loop *loopState) error {
 	var exists bool
 	var ew <-chan zk.Event
 	err := c.call(ctx, func() (err error) { exists, _, ew, err = c.conn.ExistsW(c.root); return err })
@@ -138,42 +138,42 @@ func (c *Cache) watchMissingRoot(ctx context.Context, ls *loopState) error {
 	if err != nil {
 		return fmt.Errorf("watch for %s: %w", c.root, err)
 	}
-	ls.w = watchSet{root: ew}
-	ls.noMarker = -1
+	loop.watches = watchSet{root: ew}
+	loop.markerAbsentCversion = -1
 	if exists {
 		return errAgain
 	}
-	ls.settle()
-	c.waiting(ls, ErrRootMissing)
+	loop.settle()
+	c.waiting(loop, ErrRootMissing)
 	return nil
 }
 
-// judge compares the root's generation with the held snapshot cur: never
+// judge compares the root's generation with the held snapshot: never
 // backwards within an incarnation, another incarnation per the policy.
-func (c *Cache) judge(ls *loopState, cur *Snapshot, root *rootRead) verdict {
-	if cur == nil {
+func (c *Cache) judge(loop *loopState, held *Snapshot, root *rootRead) verdict {
+	if held == nil {
 		return fetchNewer
 	}
 	m, zxid := root.m, root.stat.Mzxid
 	switch {
-	case cur.same(m):
-		ls.settle()
-		ls.adoptAny, ls.refused = false, ""
-		c.live(ls)
+	case held.same(m):
+		loop.settle()
+		loop.adoptAny, loop.refused = false, ""
+		c.live(loop)
 		return keepHeld
-	case !cur.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: zxid}):
-		if refuse := c.checkSwitch(ls, cur, m, zxid); refuse != nil {
-			ls.settle()
-			c.waiting(ls, refuse)
+	case !held.sameIncarnation(&incView{inc: m.Incarnation, gen: m.Generation, zxid: zxid}):
+		if refuse := c.checkSwitch(loop, held, m, zxid); refuse != nil {
+			loop.settle()
+			c.waiting(loop, refuse)
 			return keepHeld
 		}
 		return fetchSwitch
-	case !cur.supersededBy(m.Generation, zxid):
-		ls.settle()
-		berr := c.backwards(ls, cur.Generation(), cur.Zxid(), m.Generation, zxid,
+	case !held.supersededBy(m.Generation, zxid):
+		loop.settle()
+		berr := c.backwards(loop, held.Generation(), held.Zxid(), m.Generation, zxid,
 			"refusing to go backwards: ZooKeeper returned an older generation than the one held (lagging server, another ensemble, or a state file newer than the server); waiting for a newer publish",
-			"held_generation", cur.Generation(), "held_zxid", cur.Zxid(), "seen_generation", m.Generation, "seen_zxid", zxid)
-		c.waiting(ls, berr)
+			"held_generation", held.Generation(), "held_zxid", held.Zxid(), "seen_generation", m.Generation, "seen_zxid", zxid)
+		c.waiting(loop, berr)
 		return keepHeld
 	}
 	return fetchNewer
@@ -183,24 +183,24 @@ func (c *Cache) judge(ls *loopState, cur *Snapshot, root *rootRead) verdict {
 // held snapshot's: nil to follow it, else the reason to keep the held
 // snapshot (an incarnation held before, at a generation not newer than the
 // one held in it; or the policy refuses and nothing was adopted).
-func (c *Cache) checkSwitch(ls *loopState, cur *Snapshot, m *manifest.Manifest, zxid int64) error {
-	if mark, ok := cur.leftMark(m.Incarnation); ok && !(m.Generation > mark.Generation && zxid > mark.Zxid) {
+func (c *Cache) checkSwitch(loop *loopState, held *Snapshot, m *manifest.Manifest, zxid int64) error {
+	if mark, ok := held.leftMark(m.Incarnation); ok && !(m.Generation > mark.Generation && zxid > mark.Zxid) {
 		// Never backwards within an incarnation, even one left since.
-		ls.adoptAny = false
-		return c.backwards(ls, mark.Generation, mark.Zxid, m.Generation, zxid,
+		loop.adoptAny = false
+		return c.backwards(loop, mark.Generation, mark.Zxid, m.Generation, zxid,
 			"refusing to go backwards: the root holds an incarnation this cache held before, at a generation not newer than the one it held in it",
 			"incarnation", m.Incarnation, "held_generation", mark.Generation, "seen_generation", m.Generation,
-			"current_incarnation", orLegacy(cur.Incarnation()), "current_generation", cur.Generation())
+			"current_incarnation", orLegacy(held.Incarnation()), "current_generation", held.Generation())
 	}
-	if c.opts.incarnation != IncarnationRefuse || ls.adoptAny || (ls.adopted != "" && ls.adopted == m.Incarnation) {
+	if c.opts.incarnation != IncarnationRefuse || loop.adoptAny || (loop.adopted != "" && loop.adopted == m.Incarnation) {
 		return nil
 	}
-	ls.refused = m.Incarnation
-	ierr := &IncarnationError{HeldIncarnation: cur.Incarnation(), HeldGeneration: cur.Generation(), SeenIncarnation: m.Incarnation, SeenGeneration: m.Generation}
-	if ls.lastWait != ierr.Error() {
+	loop.refused = m.Incarnation
+	ierr := &IncarnationError{HeldIncarnation: held.Incarnation(), HeldGeneration: held.Generation(), SeenIncarnation: m.Incarnation, SeenGeneration: m.Generation}
+	if loop.lastWait != ierr.Error() {
 		c.stats.incarnationsRefused.Add(1)
 		c.log.Warn("refusing the root's new incarnation (incarnation policy refuse); serving the held snapshot until an operator adopts it",
-			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(),
+			"held_incarnation", orLegacy(held.Incarnation()), "held_generation", held.Generation(),
 			"new_incarnation", m.Incarnation, "new_generation", m.Generation)
 	}
 	return ierr
@@ -208,59 +208,59 @@ func (c *Cache) checkSwitch(ls *loopState, cur *Snapshot, m *manifest.Manifest, 
 
 // backwards counts a refused generation (seen, not newer than held) and
 // returns the reason, logging msg with attrs when the reason is new.
-func (c *Cache) backwards(ls *loopState, heldGen, heldZxid, seenGen, seenZxid int64, msg string, attrs ...any) error {
+func (c *Cache) backwards(loop *loopState, heldGen, heldZxid, seenGen, seenZxid int64, msg string, attrs ...any) error {
 	c.stats.backwardsRejected.Add(1)
 	berr := &BackwardsError{HeldGeneration: heldGen, HeldZxid: heldZxid, SeenGeneration: seenGen, SeenZxid: seenZxid}
-	if ls.lastWait != berr.Error() {
+	if loop.lastWait != berr.Error() {
 		c.log.Warn(msg, attrs...)
 	}
 	return berr
 }
 
 // onAdopt records an Adopt request.
-func (c *Cache) onAdopt(ls *loopState, inc string) {
+func (c *Cache) onAdopt(loop *loopState, inc string) {
 	switch {
 	case inc != "":
-		ls.adopted = inc
-	case ls.refused != "":
-		ls.adopted = ls.refused
+		loop.adopted = inc
+	case loop.refused != "":
+		loop.adopted = loop.refused
 	default:
-		ls.adoptAny = true
+		loop.adoptAny = true
 	}
-	if ls.adoptAny {
+	if loop.adoptAny {
 		c.log.Info("adopting, on request, whatever new incarnation of the root the next read finds")
 		return
 	}
-	c.log.Info("adopting a new incarnation of the root on request", "incarnation", ls.adopted)
+	c.log.Info("adopting a new incarnation of the root on request", "incarnation", loop.adopted)
 }
 
 // onTorn records a read whose items did not match the manifest: a newer
 // publish is landing, so the root is read again after a backoff.
-func (c *Cache) onTorn(ls *loopState, mismatch *ItemMismatchError) {
-	ls.full = false
-	ls.torn++
+func (c *Cache) onTorn(loop *loopState, mismatch *ItemMismatchError) {
+	loop.full = false
+	loop.torn++
 	c.stats.tornRetries.Add(1)
-	c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", mismatch.Generation, "item", mismatch.Item, "attempt", ls.torn)
-	if ls.torn >= tornReport {
+	c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", mismatch.Generation, "item", mismatch.Item, "attempt", loop.torn)
+	if loop.torn >= tornReport {
 		// Named: an item edited behind the publisher's back stays this
 		// way until the next publish repairs it.
-		c.waiting(ls, mismatch)
+		c.waiting(loop, mismatch)
 	}
 }
 
 // install hands out s, the root's generation, verified; switching says it
-// is of another incarnation than cur's.
-func (c *Cache) install(ctx context.Context, ls *loopState, s, cur *Snapshot, switching bool) {
-	s.left = cur.nextLeft(s.Incarnation())
-	ls.adoptAny, ls.refused = false, ""
+// is of another incarnation than held's.
+func (c *Cache) install(ctx context.Context, loop *loopState, s, held *Snapshot, switching bool) {
+	s.left = held.nextLeft(s.Incarnation())
+	loop.adoptAny, loop.refused = false, ""
 	if switching {
 		c.stats.incarnationSwitches.Add(1)
 		c.log.Warn("the root holds a new incarnation (ZooKeeper wiped or rebuilt, or another ensemble): following it; its generations start over",
-			"held_incarnation", orLegacy(cur.Incarnation()), "held_generation", cur.Generation(), "held_zxid", cur.Zxid(),
+			"held_incarnation", orLegacy(held.Incarnation()), "held_generation", held.Generation(), "held_zxid", held.Zxid(),
 			"new_incarnation", s.Incarnation(), "new_generation", s.Generation(), "new_zxid", s.Zxid(), "policy", c.opts.incarnation.String())
 	}
 	c.apply(s)
-	c.live(ls)
+	c.live(loop)
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.Debug("applied", "generation", s.Generation(), "zxid", s.Zxid(), "items", s.Len())
 	}

@@ -80,22 +80,22 @@ type loopState struct {
 	due       bool   // a cycle is due (a watch fired, a session changed, a retry)
 	needSync  bool   // Sync before the next read (new session or reconnect)
 	full      bool   // next cycle is a full resync: check the marker regardless
-	// noMarker is the root's cversion at which the marker was seen absent
-	// (-1: unknown), and noMarkerCzxid the root's creation zxid then. While
-	// the same root znode's cversion is unchanged no child was created or
-	// deleted, so the marker is still absent.
-	noMarker      int32
-	noMarkerCzxid int64
-	torn          int // consecutive torn reads
-	errs          int // consecutive failed cycles
-	connClosed    bool
-	lastWait      string // last waiting condition logged
+	// markerAbsentCversion is the root's cversion at which the marker was
+	// seen absent (-1: unknown), and markerAbsentCzxid the root's creation
+	// zxid then. While the same root znode's cversion is unchanged no child
+	// was created or deleted, so the marker is still absent.
+	markerAbsentCversion int32
+	markerAbsentCzxid    int64
+	torn                 int // consecutive torn reads
+	errs                 int // consecutive failed cycles
+	connClosed           bool
+	lastWait             string // last waiting condition logged
 	// refused is the incarnation refused by the last read (IncarnationRefuse);
 	// adopted the one the application adopted; adoptAny adopts whichever
 	// other incarnation the next read finds.
 	refused, adopted string
 	adoptAny         bool
-	w                watchSet
+	watches          watchSet
 	// retry is the pending retry or jitter delay (nil: none): a due cycle
 	// waits for it.
 	retry *time.Timer
@@ -104,24 +104,24 @@ type loopState struct {
 	resync *time.Timer
 }
 
-func (ls *loopState) setRetry(d time.Duration) {
-	ls.clearRetry()
-	ls.retry = time.NewTimer(d)
+func (loop *loopState) setRetry(d time.Duration) {
+	loop.clearRetry()
+	loop.retry = time.NewTimer(d)
 }
 
-func (ls *loopState) clearRetry() {
-	if ls.retry != nil {
-		ls.retry.Stop()
-		ls.retry = nil
+func (loop *loopState) clearRetry() {
+	if loop.retry != nil {
+		loop.retry.Stop()
+		loop.retry = nil
 	}
 }
 
 // settle records a cycle that ended without fetching anything: the resync
 // is complete, no torn read is pending, and the marker and liveness watches
 // are no longer waited for.
-func (ls *loopState) settle() {
-	ls.w.marker, ls.w.liveness = nil, nil
-	ls.full, ls.torn = false, 0
+func (loop *loopState) settle() {
+	loop.watches.marker, loop.watches.liveness = nil, nil
+	loop.full, loop.torn = false, 0
 }
 
 // run is the cache's single sync loop. Each turn it takes the session's
@@ -131,12 +131,12 @@ func (ls *loopState) settle() {
 func (c *Cache) run(ctx context.Context) {
 	defer close(c.loopDone)
 	st := c.sess.Status()
-	ls := &loopState{due: true, needSync: true, full: true, noMarker: -1, expiries: st.Expiries, replaced: st.Replaced}
+	loop := &loopState{due: true, needSync: true, full: true, markerAbsentCversion: -1, expiries: st.Expiries, replaced: st.Replaced}
 	if c.opts.resync > 0 {
-		ls.resync = time.NewTimer(jittered(c.opts.resync))
-		defer ls.resync.Stop()
+		loop.resync = time.NewTimer(jittered(c.opts.resync))
+		defer loop.resync.Stop()
 	}
-	defer ls.clearRetry()
+	defer loop.clearRetry()
 
 	for ctx.Err() == nil {
 		changed := c.sess.Changed()
@@ -144,95 +144,95 @@ func (c *Cache) run(ctx context.Context) {
 		if conn := c.client.Conn(); conn != c.conn {
 			c.conn = conn // the Client replaced it (refused session)
 		}
-		if c.checkExpiry(ls, st) {
-			ls.due = true
+		if c.checkExpiry(loop, st) {
+			loop.due = true
 		}
-		if ls.connClosed {
+		if loop.connClosed {
 			<-ctx.Done()
 			return
 		}
 		if !st.Connected {
-			c.onDisconnected(ls, st)
+			c.onDisconnected(loop, st)
 		} else {
-			if st.Epoch != ls.epoch {
-				c.onSession(ls, st.Epoch)
+			if st.Epoch != loop.epoch {
+				c.onSession(loop, st.Epoch)
 			}
-			if ls.due && ls.retry == nil {
-				c.step(ctx, ls)
+			if loop.due && loop.retry == nil {
+				c.step(ctx, loop)
 				continue
 			}
 		}
-		c.wait(ctx, ls, changed, st.Connected)
+		c.wait(ctx, loop, changed, st.Connected)
 	}
 }
 
 // wait blocks until something may change what the loop does: the context
 // ends, the session changes, or a watch fires; with a session also the
 // retry timer, an Adopt request or the safety-net resync.
-func (c *Cache) wait(ctx context.Context, ls *loopState, changed <-chan struct{}, connected bool) {
+func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct{}, connected bool) {
 	var retryC, resyncC <-chan time.Time
 	var adoptC <-chan string
 	if connected {
-		if ls.retry != nil {
-			retryC = ls.retry.C
+		if loop.retry != nil {
+			retryC = loop.retry.C
 		}
-		if ls.resync != nil {
-			resyncC = ls.resync.C
+		if loop.resync != nil {
+			resyncC = loop.resync.C
 		}
 		adoptC = c.adopt
 	}
 	select {
 	case <-ctx.Done():
 	case <-changed:
-	case ev, ok := <-ls.w.root:
-		ls.w.root = nil
-		c.onWatch(ls, ev, ok)
-	case ev, ok := <-ls.w.marker:
-		ls.w.marker = nil
-		c.onWatch(ls, ev, ok)
-	case ev, ok := <-ls.w.liveness:
-		ls.w.liveness = nil
-		c.onWatch(ls, ev, ok)
+	case ev, ok := <-loop.watches.root:
+		loop.watches.root = nil
+		c.onWatch(loop, ev, ok)
+	case ev, ok := <-loop.watches.marker:
+		loop.watches.marker = nil
+		c.onWatch(loop, ev, ok)
+	case ev, ok := <-loop.watches.liveness:
+		loop.watches.liveness = nil
+		c.onWatch(loop, ev, ok)
 	case <-retryC:
-		ls.retry = nil
+		loop.retry = nil
 	case inc := <-adoptC:
-		c.onAdopt(ls, inc)
-		ls.full, ls.due = true, true
+		c.onAdopt(loop, inc)
+		loop.full, loop.due = true, true
 	case <-resyncC:
 		c.stats.resyncs.Add(1)
-		ls.full, ls.due = true, true
-		c.restartResync(ls)
+		loop.full, loop.due = true, true
+		c.restartResync(loop)
 	}
 }
 
 // step runs one cycle and schedules what follows it: a retry after a torn
 // read or a failure, another cycle at once when the root changed between
 // reads. Every cycle restarts the safety-net resync's period.
-func (c *Cache) step(ctx context.Context, ls *loopState) {
-	ls.due = false
-	err := c.cycle(ctx, ls)
+func (c *Cache) step(ctx context.Context, loop *loopState) {
+	loop.due = false
+	err := c.cycle(ctx, loop)
 	switch {
 	case ctx.Err() != nil:
 		return
 	case err == nil:
-		ls.errs = 0
-		if ls.torn > 0 {
-			ls.setRetry(tornDelay(ls.torn))
-			ls.due = true
+		loop.errs = 0
+		if loop.torn > 0 {
+			loop.setRetry(tornDelay(loop.torn))
+			loop.due = true
 		}
 	case errors.Is(err, errAgain):
-		ls.due = true
+		loop.due = true
 	default:
-		c.onCycleError(ls, err)
+		c.onCycleError(loop, err)
 	}
-	c.restartResync(ls)
+	c.restartResync(loop)
 }
 
 // onCycleError counts a failed cycle and schedules the retry.
-func (c *Cache) onCycleError(ls *loopState, err error) {
+func (c *Cache) onCycleError(loop *loopState, err error) {
 	c.stats.errors.Add(1)
-	ls.errs++
-	ls.due = true
+	loop.errs++
+	loop.due = true
 	switch {
 	case errors.Is(err, zk.ErrNoAuth):
 		// A permission problem (a wrong password looks the same: digest
@@ -240,46 +240,46 @@ func (c *Cache) onCycleError(ls *loopState, err error) {
 		// reconnect: report it clearly and re-check slowly, so that an ACL
 		// repaired by the operator is picked up without a restart.
 		err = access.Explain(err, c.root, access.OpRead)
-		if ls.errs == 1 {
+		if loop.errs == 1 {
 			c.log.Error("no permission to read the root", "err", err)
 		}
-		c.waiting(ls, err)
-		ls.setRetry(permRetry)
+		c.waiting(loop, err)
+		loop.setRetry(permRetry)
 	case zkconn.IsRecoverable(err) || zkconn.IsFatal(err):
 		// The session tracker reports the disconnect or expiry (it does so
 		// before the client fails the requests); the retry timer only
 		// keeps the loop from spinning if not.
 		c.log.Debug("read interrupted by a connection change", "err", err)
-		ls.setRetry(errBackoff.Delay(ls.errs))
+		loop.setRetry(errBackoff.Delay(loop.errs))
 	default:
-		c.log.Warn("reading the root failed; retrying", "err", err, "attempt", ls.errs)
-		c.waiting(ls, err)
-		ls.setRetry(errBackoff.Delay(ls.errs))
+		c.log.Warn("reading the root failed; retrying", "err", err, "attempt", loop.errs)
+		c.waiting(loop, err)
+		loop.setRetry(errBackoff.Delay(loop.errs))
 	}
 }
 
-func (c *Cache) restartResync(ls *loopState) {
-	if ls.resync != nil {
-		ls.resync.Reset(jittered(c.opts.resync))
+func (c *Cache) restartResync(loop *loopState) {
+	if loop.resync != nil {
+		loop.resync.Reset(jittered(c.opts.resync))
 	}
 }
 
 // waiting records that the cache cannot go Live for reason err: Stale with
 // a snapshot, Starting without one. Each new reason is logged once.
-func (c *Cache) waiting(ls *loopState, err error) {
+func (c *Cache) waiting(loop *loopState, err error) {
 	if c.snap.Load() == nil {
 		c.setState(StateStarting, err)
 	} else {
 		c.setState(StateStale, err)
 	}
-	if msg := err.Error(); msg != ls.lastWait {
-		ls.lastWait = msg
+	if msg := err.Error(); msg != loop.lastWait {
+		loop.lastWait = msg
 		c.log.Warn("not in sync with ZooKeeper; serving the held snapshot", "reason", err, "generation", c.State().Generation)
 	}
 }
 
-func (c *Cache) live(ls *loopState) {
-	ls.lastWait = ""
+func (c *Cache) live(loop *loopState) {
+	loop.lastWait = ""
 	c.setState(StateLive, nil)
 }
 
