@@ -73,7 +73,8 @@
 //     snapshot and waits for the marker, root or liveness watch
 //     (ErrPublishInProgress). For an abandoned marker it reads the items
 //     of the root's manifest as in step 6: if every one verifies, that
-//     generation is consistent and is served (logged); otherwise it keeps
+//     generation is consistent and is served (logged; applied as in step 7,
+//     a switch of incarnation counted and remembered); otherwise it keeps
 //     its snapshot and reports an *AbandonedMarkerError
 //     (ErrAbandonedMarker) naming the marker and the first item that does
 //     not verify, until the next publish takes the marker over.

@@ -28,7 +28,7 @@ func (loop *loopState) markerMayExist(root *zk.Stat) bool {
 // cycle goes on to fetch (done false). With one the cycle ends here (done
 // true): a live publish is waited for, an abandoned marker is handled by
 // abandonedMarker.
-func (c *Cache) checkMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot) (done bool, err error) {
+func (c *Cache) checkMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, v verdict) (done bool, err error) {
 	var (
 		data []byte
 		stat *zk.Stat
@@ -61,7 +61,7 @@ func (c *Cache) checkMarker(ctx context.Context, loop *loopState, root *rootRead
 		return true, nil
 	}
 	loop.watches.liveness = nil
-	return true, c.abandonedMarker(ctx, loop, root, held, owner, stat.Mzxid)
+	return true, c.abandonedMarker(ctx, loop, root, held, v, owner, stat.Mzxid)
 }
 
 // markerOwner reads whether the publish that set a marker is alive: its
@@ -94,7 +94,7 @@ func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerOwner, <-ch
 // is served (the marker is only reported); otherwise the held snapshot is
 // kept and the state says that an abandoned marker blocks the root and that
 // the next publish takes it over. The root and marker watches are armed.
-func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, owner markerOwner, markerMzxid int64) error {
+func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, v verdict, owner markerOwner, markerMzxid int64) error {
 	m := root.m
 	s, err := c.fetch(ctx, m, root.stat.Mzxid, held)
 	var mismatch *ItemMismatchError
@@ -125,7 +125,6 @@ func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *root
 	}
 	c.log.Warn("an abandoned marker is on the root (its publisher is gone), but every item verifies against the root's manifest: serving that generation; the next confpush publish takes the marker over",
 		"marker", c.paths.Marker(), "publish_id", owner.PublishID, "publisher", owner.Publisher, "foreign", owner.foreign, "generation", m.Generation)
-	c.apply(s)
-	c.live(loop)
+	c.install(ctx, loop, s, held, v)
 	return nil
 }

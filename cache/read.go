@@ -54,7 +54,7 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 		return nil
 	}
 	if full || loop.markerMayExist(root.stat) {
-		if done, err := c.checkMarker(ctx, loop, root, held); done || err != nil {
+		if done, err := c.checkMarker(ctx, loop, root, held, v); done || err != nil {
 			return err
 		}
 	}
@@ -71,7 +71,7 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 	if err := ctx.Err(); err != nil {
 		return err // closed meanwhile: nothing is applied or persisted after Close
 	}
-	c.install(ctx, loop, s, held, v == fetchSwitch)
+	c.install(ctx, loop, s, held, v)
 	return nil
 }
 
@@ -248,12 +248,15 @@ func (c *Cache) onTorn(loop *loopState, mismatch *ItemMismatchError) {
 	}
 }
 
-// install hands out s, the root's generation, verified; switching says it
-// is of another incarnation than held's.
-func (c *Cache) install(ctx context.Context, loop *loopState, s, held *Snapshot, switching bool) {
+// install hands out s, the root's generation, verified, which v (fetchNewer
+// or fetchSwitch) says is newer than held or of another incarnation. It is
+// the only way a cycle applies a snapshot: the incarnations left are
+// carried over and a switch is counted, whether a marker was on the root
+// or not.
+func (c *Cache) install(ctx context.Context, loop *loopState, s, held *Snapshot, v verdict) {
 	s.left = held.nextLeft(s.Incarnation())
 	loop.adoptAny, loop.refused = false, ""
-	if switching {
+	if v == fetchSwitch {
 		c.stats.incarnationSwitches.Add(1)
 		c.log.Warn("the root holds a new incarnation (ZooKeeper wiped or rebuilt, or another ensemble): following it; its generations start over",
 			"held_incarnation", orLegacy(held.Incarnation()), "held_generation", held.Generation(), "held_zxid", held.Zxid(),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -183,4 +184,51 @@ func TestWithConnReportsRefusedSession(t *testing.T) {
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })
+}
+
+// TestSwitchPastAbandonedMarkerRemembersLeftIncarnation: a cache that
+// follows a new incarnation whose root carries an abandoned marker (its
+// items verify, so the generation is served) counts the switch and
+// remembers, in memory and in the state file, the incarnation it left,
+// exactly as without a marker: the old incarnation's generation 3 is then
+// refused as backwards.
+func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
+	w := startWipeScenario(t)
+	log, _ := testLogger(t)
+	state := filepath.Join(t.TempDir(), "state")
+	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	waitGen(t, c, 3, nil)
+	heldZxid := c.Snapshot().Zxid()
+
+	w.zk.Wipe(0)
+	rp := newRawPublisher(t, w.zk.Connect(t, 10*time.Second), "/config")
+	rp.inc = w.newInc
+	if err := zkconn.EnsurePath(rp.conn, rp.p.Root, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.conn.Create(rp.p.Marker(), []byte("made by hand"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	items := set(2, "new")
+	gen, _ := rp.publish(items)
+	st := waitState(t, c, "the new incarnation served past the abandoned marker", func(st StateInfo) bool {
+		return isLive(st) && st.Incarnation == w.newInc && st.Generation == gen
+	})
+	checkItems(t, c.Snapshot(), items)
+	if st.IncarnationSwitches != 1 || c.Stats().IncarnationSwitches != 1 {
+		t.Errorf("switches: state %d, stats %d, want 1", st.IncarnationSwitches, c.Stats().IncarnationSwitches)
+	}
+	want := IncarnationMark{w.oldInc, 3, heldZxid}
+	if left := c.Snapshot().LeftIncarnations(); len(left) != 1 || left[0] != want {
+		t.Fatalf("left incarnations %+v, want [%+v]", left, want)
+	}
+	if s, err := loadState(state, "/config"); err != nil || len(s.LeftIncarnations()) != 1 || s.LeftIncarnations()[0] != want {
+		t.Fatalf("persisted state: %v, %+v", err, s)
+	}
+
+	setRoot(t, w.zk, w.oldGen3)
+	waitState(t, c, "the old incarnation's generation 3 refused", func(st StateInfo) bool {
+		var b *BackwardsError
+		return errors.As(st.Err, &b) && b.SeenGeneration == 3 && b.HeldGeneration == 3
+	})
 }
