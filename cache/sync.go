@@ -86,9 +86,9 @@ type loopState struct {
 	// was created or deleted, so the marker is still absent.
 	markerAbsentCversion int32
 	markerAbsentCzxid    int64
-	torn                 int // consecutive torn reads
-	errs                 int // consecutive failed cycles
-	connClosed           bool
+	torn                 int    // consecutive torn reads
+	errs                 int    // consecutive failed cycles
+	connClosed           bool   // the application closed its connection: idle until Close
 	lastWait             string // last waiting condition logged
 	// refused is the incarnation refused by the last read (IncarnationRefuse);
 	// adopted the one the application adopted; adoptAny adopts whichever
@@ -130,8 +130,9 @@ func (loop *loopState) settle() {
 // it only offers values to one-slot channels.
 func (c *Cache) run(ctx context.Context) {
 	defer close(c.loopDone)
-	st := c.sess.Status()
-	loop := &loopState{due: true, needSync: true, full: true, markerAbsentCversion: -1, expiries: st.Expiries, replaced: st.Replaced}
+	initial := c.sess.Status()
+	loop := &loopState{due: true, needSync: true, full: true, markerAbsentCversion: -1,
+		expiries: initial.Expiries, replaced: initial.Replaced}
 	if c.opts.resync > 0 {
 		loop.resync = time.NewTimer(jittered(c.opts.resync))
 		defer loop.resync.Stop()
