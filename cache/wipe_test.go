@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,6 +48,17 @@ func startWipeScenario(t *testing.T) *wipeScenario {
 	}
 	w.oldGen3 = m
 	return w
+}
+
+// cacheWithState starts a cache of the scenario's root that persists to
+// a state file in a temporary directory, and waits for it to hold the old
+// incarnation's generation 3.
+func (w *wipeScenario) cacheWithState(t *testing.T, log *slog.Logger) (*Cache, string) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	waitGen(t, c, 3, nil)
+	return c, state
 }
 
 // bumpZxid makes n transactions.
@@ -136,9 +148,7 @@ func TestCacheFollowsWipedZooKeeper(t *testing.T) {
 func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
-	state := filepath.Join(t.TempDir(), "state")
-	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
-	waitGen(t, c, 3, nil)
+	c, state := w.cacheWithState(t, log)
 	_ = c.Close()
 
 	w.wipeAndRepublish(t)
@@ -195,9 +205,7 @@ func TestWithConnReportsRefusedSession(t *testing.T) {
 func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
-	state := filepath.Join(t.TempDir(), "state")
-	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
-	waitGen(t, c, 3, nil)
+	c, state := w.cacheWithState(t, log)
 	heldZxid := c.Snapshot().Zxid()
 
 	w.zk.Wipe(0)
