@@ -364,7 +364,7 @@ const adoptPoll = 2 * time.Second
 // matters to whoever reads the node (an abandoned marker, an item that
 // does not match the manifest: both name what to fix).
 func (d *Daemon) onState(st cache.StateInfo) {
-	name := stateName(st.State)
+	name := st.State.String()
 	why := ""
 	if st.State != cache.StateLive && st.Err != nil {
 		why = st.Err.Error()
@@ -448,17 +448,4 @@ func (d *Daemon) staleSeconds() float64 {
 		return 0
 	}
 	return time.Since(st.Since).Seconds()
-}
-
-func stateName(s cache.State) string {
-	switch s {
-	case cache.StateLive:
-		return "live"
-	case cache.StateStale:
-		return "stale"
-	case cache.StateExpired:
-		return "expired"
-	default:
-		return "starting"
-	}
 }

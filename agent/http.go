@@ -24,7 +24,7 @@ func (d *Daemon) Status() Status {
 	st := d.cache.State()
 	s := Status{
 		AgentID: opts.AgentID, Version: opts.Version, Root: opts.Root,
-		CacheGeneration: st.Generation, State: stateName(st.State), Since: st.Since,
+		CacheGeneration: st.Generation, State: st.State.String(), Since: st.Since,
 		StaleSeconds: d.staleSeconds(), Targets: d.r.Results(), Attempted: d.r.Attempted(),
 	}
 	if a := d.r.Applied(); a != nil {

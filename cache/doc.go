@@ -21,13 +21,17 @@
 //
 // # Read protocol
 //
-// One goroutine runs the loop below; item reads run several in flight
-// (WithFetchConcurrency) on the same connection.
+// One goroutine runs the loop below (sync.go: one loop, one select; each
+// cycle is steps 2-7, read.go); item reads run several in flight
+// (WithFetchConcurrency) on the same connection (fetch.go). Why a wiped or
+// rebuilt ZooKeeper needs the incarnation and refused-session rules below
+// is in docs/design.md (Read protocol).
 //
 //  1. Wait for a session. The session is tracked through the client's
 //     synchronous event callback (zkclient.Session), never its 6-slot event
 //     channel, which drops events.
-//  2. On the first read of every session, and after every reconnect, send
+//  2. On the first read in every session the loop has not synced in (see
+//     Resyncs below), send
 //     Sync(root), so that the server answering is as current as the leader:
 //     a cache never reads older data than a server has already committed.
 //  3. GetW(root): one read returns the manifest and arms the data watch, so
@@ -53,8 +57,9 @@
 //  5. The marker (<root>/invalid, a marker-mode publish in progress) is read
 //     with GetW when the root's children version (Cversion) differs from the
 //     one at which the marker was last seen absent (or the root znode was
-//     re-created: its Czxid differs), and on every full resync. Creating the marker changes Cversion, so an unchanged Cversion
-//     proves it is still absent without a request. GetW arms a watch only
+//     re-created: its Czxid differs), and on every full resync. Creating
+//     the marker changes Cversion, so an unchanged Cversion proves it is
+//     still absent without a request. GetW arms a watch only
 //     when the marker exists (it then fires when the marker goes), so caches
 //     get no notification when a publish merely starts (herd effect): they
 //     keep serving the committed generation, which is still current. If
@@ -68,7 +73,8 @@
 //     snapshot and waits for the marker, root or liveness watch
 //     (ErrPublishInProgress). For an abandoned marker it reads the items
 //     of the root's manifest as in step 6: if every one verifies, that
-//     generation is consistent and is served (logged); otherwise it keeps
+//     generation is consistent and is served (logged; applied as in step 7,
+//     a switch of incarnation counted and remembered); otherwise it keeps
 //     its snapshot and reports an *AbandonedMarkerError
 //     (ErrAbandonedMarker) naming the marker and the first item that does
 //     not verify, until the next publish takes the marker over.
@@ -87,19 +93,28 @@
 //     pending value of Updates (one slot, latest value), is passed to
 //     OnUpdate (on its own goroutine), after it is written to the state
 //     file.
-//  8. Wait for: a watch event, a session change, the retry timer, or the
-//     periodic safety-net resync (WithResyncInterval, default 10 min ±10%).
+//  8. Wait for: a watch event, a session change, the retry timer, an Adopt
+//     request, or the safety-net resync. Without a session only the first
+//     two count: retries, Adopt and the safety-net resync wait for one.
 //
-// Session events:
+// # Resyncs and retries
 //
-//   - Disconnect: state Stale (ErrDisconnected); the snapshot is still
+// A full resync is a cycle (steps 2-7) with the marker read regardless. A
+// cycle that is due waits for a pending retry delay.
+//
+//   - Disconnect: state Stale (ErrDisconnected; wrapping
+//     zkclient.ErrAuthFailed when authentication failed), Starting without
+//     a snapshot, still Expired after an expiry; the snapshot is still
 //     served. Watch channels receive nothing on a plain disconnect.
-//   - Reconnect within the session (zkclient.Status.Epoch changed): a full
-//     resync (steps 2-6, marker read regardless) even if no watch fired. The
-//     client re-registers watches in the background and only logs failures,
-//     and an exists watch can miss a create followed by a delete while
-//     disconnected; the resync does not depend on either. WithResyncJitter
-//     spreads these resyncs over a fleet.
+//   - A session the loop has not synced in (zkclient.Status.Epoch changed:
+//     a reconnect within the session, or the new session after an expiry
+//     or a replaced connection): Sync, then a full resync, even if no watch
+//     fired. The client re-registers watches in the background and only
+//     logs failures, and an exists watch can miss a create followed by a
+//     delete while disconnected; the resync depends on neither. A Live
+//     cache reports Stale (ErrResyncing) meanwhile. Except in the first
+//     session the resync waits a random delay up to WithResyncJitter
+//     (default none), which spreads a fleet's resyncs.
 //   - Expiry (zkclient.Status.Expiries changed, or EventNotWatching with
 //     zk.ErrSessionExpired on a watch channel): state Expired
 //     (ErrSessionExpired), every watch is forgotten, and the cache resyncs on
@@ -120,7 +135,19 @@
 //     application's connection (WithConn) the state says ErrRefused and
 //     the application must dial again.
 //   - Closed channels (after EventNotWatching) are never read twice: every
-//     watch channel is dropped after its one event.
+//     watch channel is dropped after its one event. EventNotWatching with
+//     zk.ErrClosing on a connection that is not redialled means its owner
+//     closed it: state ErrConnClosed until Close.
+//   - Safety net: a full resync when no cycle ran for WithResyncInterval
+//     (default 10 min, ±10% each time): every cycle restarts the period.
+//   - Adopt: a full resync.
+//   - A failed request: the cycle is retried after a jittered exponential
+//     backoff (100 ms up to 10 s). The state names the error (Stale or
+//     Starting), except for a lost connection or session, which the
+//     session tracker reports. No permission to read (zk.ErrNoAuth,
+//     explained by the error): re-checked every 30 s, so that a repaired
+//     ACL is picked up without a restart.
+//   - A torn read: retried as in step 6.
 //
 // # Guarantees
 //

@@ -168,9 +168,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithResyncInterval sets the period of the safety-net resync, which
-// re-reads the root even when no watch fired (DefaultResyncInterval; each
-// period is jittered by ±10%). Zero or negative disables it.
+// WithResyncInterval sets the period of the safety-net resync: a full
+// resync, even when no watch fired, after d without any cycle
+// (DefaultResyncInterval; each period is jittered by ±10%). Zero or
+// negative disables it. The package documentation lists every resync rule.
 func WithResyncInterval(d time.Duration) Option {
 	return func(o *options) error {
 		o.resync = d

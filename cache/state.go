@@ -30,7 +30,8 @@ const (
 	StateExpired
 )
 
-// String returns the state's lower-case name.
+// String returns the state's lower-case name, the one confagent reports
+// (status node, HTTP status, metrics).
 func (s State) String() string {
 	switch s {
 	case StateStarting:

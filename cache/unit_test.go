@@ -69,18 +69,18 @@ func sha256hex(b []byte) string { return manifest.Hash(b) }
 
 func TestBackoffBounds(t *testing.T) {
 	for attempt := 1; attempt < 40; attempt++ {
-		d := tornBackoff(attempt)
-		if d <= 0 || d > tornSlowCap {
+		d := tornDelay(attempt)
+		if d <= 0 || d > tornSlow.Max {
 			t.Fatalf("torn backoff %d = %v", attempt, d)
 		}
-		if attempt <= tornPatience && d > tornCap {
-			t.Fatalf("torn backoff %d = %v above %v", attempt, d, tornCap)
+		if attempt <= tornPatience && d > tornFast.Max {
+			t.Fatalf("torn backoff %d = %v above %v", attempt, d, tornFast.Max)
 		}
-		if e := backoff(errBase, errCap, attempt); e < errBase/2 || e > errCap {
+		if e := errBackoff.Delay(attempt); e < errBackoff.Base/2 || e > errBackoff.Max {
 			t.Fatalf("error backoff %d = %v", attempt, e)
 		}
 	}
-	if d := tornBackoff(1); d > tornBase {
+	if d := tornDelay(1); d > tornFast.Base {
 		t.Fatalf("first torn backoff %v", d)
 	}
 	for range 100 {

@@ -2,12 +2,14 @@ package cache
 
 import (
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -46,6 +48,17 @@ func startWipeScenario(t *testing.T) *wipeScenario {
 	}
 	w.oldGen3 = m
 	return w
+}
+
+// cacheWithState starts a cache of the scenario's root that persists to
+// a state file in a temporary directory, and waits for it to hold the old
+// incarnation's generation 3.
+func (w *wipeScenario) cacheWithState(t *testing.T, log *slog.Logger) (*Cache, string) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	waitGen(t, c, 3, nil)
+	return c, state
 }
 
 // bumpZxid makes n transactions.
@@ -135,9 +148,7 @@ func TestCacheFollowsWipedZooKeeper(t *testing.T) {
 func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
-	state := filepath.Join(t.TempDir(), "state")
-	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
-	waitGen(t, c, 3, nil)
+	c, state := w.cacheWithState(t, log)
 	_ = c.Close()
 
 	w.wipeAndRepublish(t)
@@ -183,4 +194,49 @@ func TestWithConnReportsRefusedSession(t *testing.T) {
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })
+}
+
+// TestSwitchPastAbandonedMarkerRemembersLeftIncarnation: a cache that
+// follows a new incarnation whose root carries an abandoned marker (its
+// items verify, so the generation is served) counts the switch and
+// remembers, in memory and in the state file, the incarnation it left,
+// exactly as without a marker: the old incarnation's generation 3 is then
+// refused as backwards.
+func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
+	w := startWipeScenario(t)
+	log, _ := testLogger(t)
+	c, state := w.cacheWithState(t, log)
+	heldZxid := c.Snapshot().Zxid()
+
+	w.zk.Wipe(0)
+	rp := newRawPublisher(t, w.zk.Connect(t, 10*time.Second), "/config")
+	rp.inc = w.newInc
+	if err := zkconn.EnsurePath(rp.conn, rp.p.Root, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.conn.Create(rp.p.Marker(), []byte("made by hand"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	items := set(2, "new")
+	gen, _ := rp.publish(items)
+	st := waitState(t, c, "the new incarnation served past the abandoned marker", func(st StateInfo) bool {
+		return isLive(st) && st.Incarnation == w.newInc && st.Generation == gen
+	})
+	checkItems(t, c.Snapshot(), items)
+	if st.IncarnationSwitches != 1 || c.Stats().IncarnationSwitches != 1 {
+		t.Errorf("switches: state %d, stats %d, want 1", st.IncarnationSwitches, c.Stats().IncarnationSwitches)
+	}
+	want := IncarnationMark{w.oldInc, 3, heldZxid}
+	if left := c.Snapshot().LeftIncarnations(); len(left) != 1 || left[0] != want {
+		t.Fatalf("left incarnations %+v, want [%+v]", left, want)
+	}
+	if s, err := loadState(state, "/config"); err != nil || len(s.LeftIncarnations()) != 1 || s.LeftIncarnations()[0] != want {
+		t.Fatalf("persisted state: %v, %+v", err, s)
+	}
+
+	setRoot(t, w.zk, w.oldGen3)
+	waitState(t, c, "the old incarnation's generation 3 refused", func(st StateInfo) bool {
+		var b *BackwardsError
+		return errors.As(st.Err, &b) && b.SeenGeneration == 3 && b.HeldGeneration == 3
+	})
 }
