@@ -104,11 +104,11 @@ fuzz:
 	@failed=; for t in \
 		./manifest:FuzzDecode \
 		./manifest:FuzzValidateName \
-		./agent/render:FuzzDirName \
-		./agent/render:FuzzTemplateHostileData \
-		./agent/render:FuzzTemplateText \
-		./agent/config:FuzzLoad \
-		./agent/config:FuzzLoadGenerated \
+		./internal/render:FuzzDirName \
+		./internal/template:FuzzTemplateHostileData \
+		./internal/template:FuzzTemplateText \
+		./internal/config:FuzzLoad \
+		./internal/config:FuzzLoadGenerated \
 		./cache:FuzzStateFile \
 		./cache:FuzzStateBody; do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -34,9 +34,9 @@
 //     covered by the reload of a newer generation; only a successful reload
 //     clears it. An agent that stops with a reload pending runs it after
 //     its restart.
-//   - A transient write error (render.ErrTransient: ENOSPC, EDQUOT, EIO
-//     and the like) does not reject the generation: it is staged again on
-//     the next retry.
+//   - A transient write error (ENOSPC, EDQUOT, EIO and the like; the
+//     target result says Retrying "transient") does not reject the
+//     generation: it is staged again on the next retry.
 //
 // Drift repair re-renders the last applied snapshot when someone edits or
 // deletes an output (without check or reload: the content goes back to what
@@ -55,15 +55,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // Snapshot is what the agent renders: one verified generation.
 // *cache.Snapshot implements it.
 type Snapshot interface {
-	template.Snapshot
+	// Generation is the generation number of the set.
+	Generation() int64
+	// Names returns the item names in the set, in any order.
+	Names() []string
+	// Get returns an item's content and whether the item exists.
+	Get(name string) ([]byte, bool)
 	Zxid() int64
 	PublishID() string
 	PublishedAt() time.Time

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/zktest"
 )
 

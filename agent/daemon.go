@@ -57,7 +57,7 @@ type Options struct {
 	// Labels describe the agent (e.g. role, zone; canary rollouts select
 	// by them): reported in its status and registry nodes, with
 	// "hostname" added unless set. Keys and values follow Kubernetes
-	// label syntax (agent/config validates them).
+	// label syntax (the configuration file is validated before it gets here).
 	Labels map[string]string
 	// Incarnation is what the agent does when the root holds a new
 	// incarnation (ZooKeeper wiped or rebuilt): cache.IncarnationFollow

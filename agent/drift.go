@@ -8,7 +8,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // driftDebounce groups the burst of events one edit (or one of our own

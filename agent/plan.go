@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/zkconf/zkconf/agent/render"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // Change is one file that applying a snapshot would create, change or

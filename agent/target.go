@@ -9,9 +9,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/agent/template"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/template"
 )
 
 // Target kinds.
@@ -45,7 +45,7 @@ type TargetSpec struct {
 
 	// Grace is how long a dir target keeps its previous generation
 	// directory after a swap, for readers that resolved "..data" just
-	// before it (render.DirWriter.SetGrace); 0 removes it at once.
+	// before it; 0 removes it at once.
 	Grace time.Duration
 }
 

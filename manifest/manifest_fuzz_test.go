@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // FuzzDecode: Decode never panics; whatever it accepts is safe to act on

@@ -22,7 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/agent/config"
+	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/zkconn"

@@ -8,6 +8,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Policy is an exponential backoff: retry n (from 1) waits
@@ -39,14 +41,7 @@ func (p Policy) Delay(n int) time.Duration {
 
 // Sleep waits Delay(n), or returns ctx's error if ctx ends first.
 func (p Policy) Sleep(ctx context.Context, n int) error {
-	t := time.NewTimer(p.Delay(n))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return work.Sleep(ctx, p.Delay(n))
 }
 
 // Timer is a resettable retry timer for an event loop: each Schedule arms

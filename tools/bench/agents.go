@@ -18,7 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"

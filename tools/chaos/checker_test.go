@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/agent/config"
-	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/agent/template"
+	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/template"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 )
 

@@ -47,7 +47,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/agent/config"
+	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/publish"

@@ -16,8 +16,8 @@ import (
 	"unicode"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/agent/render"
-	"github.com/zkconf/zkconf/agent/template"
+	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/template"
 	"github.com/zkconf/zkconf/internal/zkconn"
 )
 

@@ -2,7 +2,7 @@
 // disk: single files replaced atomically (WriteFile, Stage) and whole
 // directories swapped atomically through a "..data" symlink (DirWriter,
 // Kubernetes' AtomicWriter algorithm, step by step in its documentation).
-// Turning items into text is the job of agent/template; this package only
+// Turning items into text is the job of internal/template; this package only
 // writes bytes. The temporary-file, fsync and rename steps are those of
 // internal/durable, including its policy for filesystems that refuse
 // directory fsyncs.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkconf/zkconf/agent/template"
+	"github.com/zkconf/zkconf/internal/template"
 	"github.com/zkconf/zkconf/publish"
 )
 

@@ -4,7 +4,7 @@
 // through internal/itemformat (the same limits and error positions as
 // confpush --validate), output and nesting are bounded (Limits), and no
 // error message quotes item content. Writing the result to disk is the job
-// of agent/render.
+// of internal/render.
 package template
 
 import (
@@ -20,7 +20,7 @@ import (
 	texttemplate "text/template"
 	"text/template/parse"
 
-	"github.com/zkconf/zkconf/agent/render"
+	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/itemformat"
 )
 
