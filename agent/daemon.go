@@ -369,7 +369,7 @@ func (d *Daemon) onState(st cache.StateInfo) {
 	if st.State != cache.StateLive && st.Err != nil {
 		why = st.Err.Error()
 	}
-	d.metrics.setState(name, st.Generation)
+	d.metrics.setState(st.State, st.Generation)
 	d.mu.Lock()
 	// A refused incarnation or session is reported at once, even when the
 	// state's name (stale) does not change; so is a new reason.

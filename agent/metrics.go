@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/zkconf/zkconf/cache"
 )
 
 // Metrics are the agent's Prometheus metrics, in a registry of their own
@@ -133,17 +134,18 @@ func (m *Metrics) repaired(target string) {
 	}
 }
 
-// setState records the cache's state name and generation.
-func (m *Metrics) setState(state string, cacheGen int64) {
+// setState records the cache's state (one gauge per state name, 1 for the
+// current one) and generation.
+func (m *Metrics) setState(state cache.State, cacheGen int64) {
 	if m == nil {
 		return
 	}
-	for _, s := range []string{"starting", "live", "stale", "expired"} {
+	for s := cache.StateStarting; s <= cache.StateExpired; s++ {
 		v := 0.0
 		if s == state {
 			v = 1
 		}
-		m.zkState.WithLabelValues(s).Set(v)
+		m.zkState.WithLabelValues(s.String()).Set(v)
 	}
 	m.cacheGeneration.Set(float64(cacheGen))
 }

@@ -37,6 +37,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -216,7 +217,7 @@ func parseYAML(data []byte, maxDepth int, all bool) (any, error) {
 		if err != nil {
 			e := &Error{Format: YAML, Document: doc, Err: ErrSyntax, detail: strings.TrimPrefix(redact(err.Error()), "yaml: ")}
 			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				fmt.Sscan(m[1], &e.Line)
+				e.Line, _ = strconv.Atoi(m[1])
 				e.detail = strings.TrimPrefix(e.detail, "line "+m[1]+": ")
 			}
 			return nil, e

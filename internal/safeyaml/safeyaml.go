@@ -68,13 +68,6 @@ func Decode(data []byte, lim Limits) (any, error) {
 	return d.value(&doc, 0)
 }
 
-// Validate reports whether data is well-formed YAML without duplicate keys,
-// within LimitsFor(data, 100).
-func Validate(data []byte) error {
-	_, err := Decode(data, LimitsFor(data, 100))
-	return err
-}
-
 // DecodeNode is Decode for an already parsed document, for callers that
 // parse a stream of several documents themselves.
 func DecodeNode(n *yaml.Node, lim Limits) (any, error) {

@@ -3,15 +3,12 @@ package bench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,59 +19,12 @@ import (
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// runner implements zktest.TB for a program: Fatalf unwinds (recovered by
-// startServer into an error) instead of ending the process.
-type runner struct {
-	mu       sync.Mutex
-	cleanups []func()
-	dirs     []string
-}
-
-// fatal is what runner.Fatalf panics with.
-type fatal struct{ msg string }
-
-func (r *runner) Helper() {}
-
-func (r *runner) Fatalf(format string, args ...any) {
-	panic(fatal{msg: fmt.Sprintf(format, args...)})
-}
-
-func (r *runner) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-
-func (r *runner) TempDir() string {
-	d, err := os.MkdirTemp("", "confbench-zk")
-	if err != nil {
-		r.Fatalf("temp dir: %v", err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dirs = append(r.dirs, d)
-	return d
-}
-
-func (r *runner) close() {
-	r.mu.Lock()
-	cl, dirs := r.cleanups, r.dirs
-	r.cleanups, r.dirs = nil, nil
-	r.mu.Unlock()
-	for i := len(cl) - 1; i >= 0; i-- {
-		cl[i]()
-	}
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
-}
-
 // server is the ZooKeeper the benchmark talks to: its own (standalone or an
 // ensemble, started with zktest) or one given with --zk.
 type server struct {
 	addrs   []string
 	cluster *zktest.Cluster // nil with --zk
-	r       *runner
+	stop    func()          // kills an own cluster and removes its directories
 	own     bool
 	// fourLetters counts the four-letter commands this process sent: the
 	// server counts each as a received packet.
@@ -86,18 +36,7 @@ func startServer(addrs []string, size int) (s *server, err error) {
 	if len(addrs) > 0 {
 		return &server{addrs: addrs}, nil
 	}
-	r := &runner{}
-	defer func() {
-		if p := recover(); p != nil {
-			f, ok := p.(fatal)
-			if !ok {
-				panic(p)
-			}
-			r.close()
-			s, err = nil, errors.New(f.msg)
-		}
-	}()
-	c := zktest.StartWith(r, zktest.Options{
+	c, stop, err := zktest.Launch(zktest.Options{
 		Size: size,
 		// Sessions of up to 60 s keep 1,000s of idle sessions quiet (one
 		// ping every timeout/3) and never expire under a loaded JVM.
@@ -107,12 +46,15 @@ func startServer(addrs []string, size int) (s *server, err error) {
 		// benchmark wants the steady-state server.
 		JVMFlags: []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"},
 	})
-	return &server{addrs: c.Addrs(), cluster: c, r: r, own: true}, nil
+	if err != nil {
+		return nil, err
+	}
+	return &server{addrs: c.Addrs(), cluster: c, stop: stop, own: true}, nil
 }
 
 func (s *server) close() {
-	if s.r != nil {
-		s.r.close()
+	if s.stop != nil {
+		s.stop()
 	}
 }
 

@@ -137,7 +137,7 @@ func run(ctx context.Context, servers []string, root string) error {
 		}
 	}
 	fmt.Println("cache of an unpublished root:", stateBranch(st.Err))
-	missing.Close()
+	_ = missing.Close()
 	_, err = missing.Wait(ctx, 1)
 	fmt.Println("wait after close:", stateBranch(err))
 
