@@ -22,8 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"

@@ -29,9 +29,9 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
-	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/zkclient"
 )
 

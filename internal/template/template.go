@@ -20,8 +20,8 @@ import (
 	texttemplate "text/template"
 	"text/template/parse"
 
-	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/itemformat"
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // Snapshot is the read-only view of one verified generation that templates

@@ -18,9 +18,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 )

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
-	"github.com/zkconf/zkconf/internal/faultproxy"
 )
 
 // These tests check the checker: that it reads what the agent really

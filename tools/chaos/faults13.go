@@ -47,8 +47,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
