@@ -417,9 +417,9 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 		t.result.Reloads++
 		r.metrics.reloaded(t.spec.Name)
 		if retry {
-			r.log.Info("reloaded after a pending reload", "target", t.spec.Name, "generation", g, "output", truncate(output, 512))
+			r.log.Info("reloaded after a pending reload", "target", t.spec.Name, "generation", g, "output", lastBytes(output, 512))
 		} else {
-			r.log.Info("reloaded", "target", t.spec.Name, "generation", g, "output", truncate(output, 512))
+			r.log.Info("reloaded", "target", t.spec.Name, "generation", g, "output", lastBytes(output, 512))
 		}
 	}
 	r.savePending()
@@ -617,7 +617,9 @@ func (r *Renderer) Specs() []TargetSpec {
 	return out
 }
 
-func truncate(s string, n int) string {
+// lastBytes keeps the last n bytes of s: the end of a command's output is
+// where it says why.
+func lastBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

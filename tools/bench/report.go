@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// Target bounds from issue 8.
+// Target bounds: how close to raw ZooKeeper zkconf must stay, the
+// headline of docs/bench/README.md.
 const (
 	targetFloorRatio  = 1.25 // propagation p99 at the largest fleet, ÷ floor
 	targetPublishRaw  = 1.5  // publish of 100 × 4 KiB ÷ raw Multi

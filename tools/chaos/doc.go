@@ -31,7 +31,7 @@
 // session timeout). Every ensemble and agent fault kind occurs in every
 // run; publisher faults are drawn at random.
 //
-// The fault kinds of issue 13 (faults13.go): agent-disk-full (the
+// The trust-and-recovery fault kinds (faults_recovery.go): agent-disk-full (the
 // agent's own output tmpfs filled with a ballast file), agent-reload-fail
 // (the template target's reload fails while a flag file exists),
 // forged-status (another session creates status nodes for agents that do

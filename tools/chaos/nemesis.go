@@ -210,7 +210,7 @@ type nemesis struct {
 	// edit as rejected or reloaded (Config.Slack).
 	grace time.Duration
 
-	// For the faults of issue 13 (faults13.go).
+	// For the trust-and-recovery faults (faults_recovery.go).
 	work       *workload
 	bound      time.Duration
 	sess       time.Duration

@@ -40,7 +40,7 @@ type Summary struct {
 	ConfigRejections int
 	AgentStarts      int
 
-	// Issue 13: healed reload failures whose retry was checked, readings
+	// Trust and recovery: healed reload failures whose retry was checked, readings
 	// of the fleet view and of squatted status nodes while forged nodes
 	// existed, and the incarnations the run went through.
 	ReloadRetries int
@@ -79,7 +79,7 @@ func (s *Summary) Text() string {
 	p("  observations checked: %d reads of agent outputs, %d distinct output states verified, %d top-level link reads (%d distinct contents), %d reads discarded (swap during the read)",
 		s.Reads, s.StatesChecked, s.LinkReads, s.LinkPairs, s.Raced)
 	p("  agent restarts:       %d process starts; %d invalid configurations rejected", s.AgentStarts, s.ConfigRejections)
-	p("  issue 13 checks:      %d healed reload failures checked for their retry; %d fleet-view and %d squatted-node readings with forged status nodes; %d incarnation(s) of the tree",
+	p("  recovery checks:      %d healed reload failures checked for their retry; %d fleet-view and %d squatted-node readings with forged status nodes; %d incarnation(s) of the tree",
 		s.ReloadRetries, s.FleetReadings, s.SquatReadings, s.Incarnations)
 	p("  convergence bound:    %s", s.BoundExpr)
 	if s.WorstConvergenceAgent >= 0 {

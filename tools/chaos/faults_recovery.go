@@ -1,6 +1,6 @@
 package chaos
 
-// The fault kinds of issue 13 and the checks that cover them:
+// The trust-and-recovery fault kinds and the checks that cover them:
 //
 //   - agent-disk-full: the agent's outputs live on a small tmpfs of their
 //     own, filled with a ballast file for a while. The agent must keep its
@@ -25,9 +25,8 @@ package chaos
 //     new incarnation id (incarnation), and every agent converges within
 //     the bound after the new incarnation's first generation (recovery).
 //
-// The features these exercise are on other branches of issue 13; each
-// dependency on them is one small function below (incarnationConfig,
-// fleetView, reinitTree), so that it can be adjusted where they merge.
+// The harness depends on those features through one small function each
+// (incarnationConfig, fleetView, reinitTree).
 
 import (
 	"bufio"
@@ -54,7 +53,7 @@ import (
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// Fault kinds of issue 13.
+// Trust-and-recovery fault kinds.
 const (
 	fAgentDiskFull   = "agent-disk-full"
 	fAgentReloadFail = "agent-reload-fail"
@@ -801,7 +800,7 @@ func (s publishStats) add(o publishStats) publishStats {
 	return s
 }
 
-// samples returns what the issue 13 faults recorded for the checker.
+// samples returns what the trust-and-recovery faults recorded for the checker.
 func (n *nemesis) samples() ([]reloadHeal, []fleetSample, []squatSample) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

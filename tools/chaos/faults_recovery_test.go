@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Tests of the checks behind the fault kinds of issue 13: each one reports
+// Tests of the checks behind the trust-and-recovery fault kinds: each one reports
 // its violation, and stays quiet on a clean record.
 
 func TestReloadCommandLogsWhatItReloaded(t *testing.T) {
