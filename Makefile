@@ -74,11 +74,15 @@ lint: vet check-go-min
 # Everything, from a fresh clone: installs ZooKeeper when missing, vets, runs
 # every test (unit and integration against real ZooKeeper) of both modules
 # with the race detector (the tools module's include the 90-second chaos run
-# and the benchmark's smoke run; they run even when the main module's fail),
-# then checks that no test left a ZooKeeper process behind.
+# and the benchmark's smoke run). The two modules' tests run side by side,
+# as they did when they were one module (the tools module's, one package at
+# a time, print when they end), and either failing fails the target; then
+# it checks that no test left a ZooKeeper process behind.
 test: zookeeper lint
-	$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
-		cd $(TOOLS) && $(GO) test $(TEST_FLAGS) ./... && exit $$main
+	@log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TEST_FLAGS) -p 1 ./... >$$log 2>&1) & tools=$$!; \
+		$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
+		wait $$tools; toolsrc=$$?; echo "== tools module"; cat $$log; rm -f $$log; \
+		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ]
 	@$(MAKE) --no-print-directory check-leftovers
 
 check-leftovers:

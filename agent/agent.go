@@ -1,9 +1,11 @@
 // Package agent renders the snapshots a cache follows into files: the core
 // of confagent.
 //
-// The split follows consul-template's: the cache watches ZooKeeper, package
-// render writes outputs atomically, and this package decides what to apply
-// and when, runs check and reload commands, repairs drift, and reports.
+// The split follows consul-template's: the cache watches ZooKeeper, the
+// template engine turns a snapshot into text, the atomic writers put it in
+// place (internal packages of confagent), and this package decides what to
+// apply and when, runs check and reload commands, repairs drift, and
+// reports. docs/design.md gives the guarantees and their limits.
 //
 // Applying a snapshot (one generation) works in phases, so that a host never
 // runs half of its targets at G and half at G-1:
