@@ -124,13 +124,22 @@ fuzz:
 
 PREFIX ?= /usr/local
 DESTDIR ?=
-# Binaries, systemd units and the example agent configuration (never
-# overwriting an existing /etc/confagent/confagent.yaml).
+# Binaries, systemd units, the example agent configuration and the template
+# it names (never overwriting an existing /etc/confagent/confagent.yaml or
+# template), and the unit's drop-in granting the directories that
+# configuration writes (confagent systemd-dropin; docs/install.md). With
+# DESTDIR (packaging) the drop-in is left to the host: the configuration
+# names paths of the host, not of DESTDIR.
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/confagent
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/confagent $(DESTDIR)/etc/confagent/templates
 	install -m 0755 $(BIN)/confpush $(BIN)/confagent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 systemd/confagent.service systemd/confagent@.service $(DESTDIR)/etc/systemd/system/
 	[ -e $(DESTDIR)/etc/confagent/confagent.yaml ] || install -m 0640 examples/agent/confagent.yaml $(DESTDIR)/etc/confagent/confagent.yaml
+	[ -e $(DESTDIR)/etc/confagent/templates/upstreams.conf.tmpl ] || install -m 0644 examples/agent/templates/upstreams.conf.tmpl $(DESTDIR)/etc/confagent/templates/
+	@if [ -z "$(DESTDIR)" ]; then \
+		$(PREFIX)/bin/confagent systemd-dropin --config /etc/confagent/confagent.yaml --write || \
+		{ echo "make install: fix /etc/confagent/confagent.yaml, then run: confagent systemd-dropin --write"; exit 1; }; \
+	else echo "DESTDIR set: on the host, run: confagent systemd-dropin --write (docs/install.md)"; fi
 	install -d $(DESTDIR)$(PREFIX)/share/doc/zkconf
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/zkconf/
 
