@@ -180,7 +180,7 @@ func dropinGrants(cfg *config.Config, extra []string) ([]grant, error) {
 		what := fmt.Sprintf("target %s (%s %s)", t.Name, t.Type, t.Dest)
 		add(filepath.Dir(t.Dest), what)
 		if t.Type != config.TargetDir && t.FollowSymlink {
-			if real, err := filepath.EvalSymlinks(t.Dest); err == nil && real != t.Dest {
+			if real := followLinks(t.Dest); real != t.Dest {
 				add(filepath.Dir(real), what+" through its symlink to "+real)
 			}
 		}
@@ -207,6 +207,28 @@ func dropinGrants(cfg *config.Config, extra []string) ([]grant, error) {
 		out = append(out, *byPath[p])
 	}
 	return out, errlist.Join(errs...)
+}
+
+// followLinks follows symlinks at p, as the agent does for a target with
+// follow_symlink, to the file it replaces (which need not exist yet); p
+// itself when it is not a symlink or cannot be followed (the agent reports
+// that when it writes).
+func followLinks(p string) string {
+	for hops := 0; hops < 40; hops++ {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			break
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean(target)
+	}
+	return p
 }
 
 // within reports whether p is dir or inside it (both clean and absolute).
