@@ -109,11 +109,11 @@ targets:
 	}
 	sd := filepath.Join(dir, "systemd")
 	var errb bytes.Buffer
-	code := run([]string{"systemd-dropin", "--config", cfg, "--write", "--systemd-dir", sd, "--read-write", "relative"}, &bytes.Buffer{}, &errb)
+	code := run([]string{"systemd-dropin", "--config", cfg, "--write", "--systemd-dir", sd, "--read-write", "relative", "--read-write", "/"}, &bytes.Buffer{}, &errb)
 	if code != exitConfig {
 		t.Fatalf("exit %d, want %d\n%s", code, exitConfig, errb.String())
 	}
-	for _, want := range []string{"target h", "ProtectHome=yes", "target p", "PrivateTmp=yes", `--read-write "relative"`} {
+	for _, want := range []string{"target h", "ProtectHome=yes", "target p", "PrivateTmp=yes", `--read-write "relative": must be an absolute path`, "--read-write: would make the whole file system writable", "state_dir: ", "5 problems"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("error does not mention %q:\n%s", want, errb.String())
 		}
