@@ -95,7 +95,8 @@ targets:
 }
 
 // TestDropinRefusesHiddenDestinations: destinations the sandbox hides or
-// privatises are reported together, exit 3, and --write writes nothing.
+// privatises (a state_dir in /tmp among them) are reported together with
+// bad --read-write paths, exit 3, and --write writes nothing.
 func TestDropinRefusesHiddenDestinations(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "confagent.yaml")
