@@ -26,19 +26,21 @@ const dropinName = "zkconf-paths.conf"
 // it never fails for lack of the directory.
 const unitStateDir = "/var/lib/confagent"
 
-// hiddenBySandbox are the trees the shipped units' ProtectHome=yes,
+// hiddenBySandbox returns the trees the shipped units' ProtectHome=yes,
 // PrivateTmp=yes and PrivateDevices=yes (and the kernel file systems) hide
 // or replace: a ReadWritePaths= entry cannot make a destination there
 // reach the host.
-var hiddenBySandbox = []struct{ dir, why string }{
-	{"/home", "ProtectHome=yes makes it inaccessible"},
-	{"/root", "ProtectHome=yes makes it inaccessible"},
-	{"/run/user", "ProtectHome=yes makes it inaccessible"},
-	{"/tmp", "PrivateTmp=yes gives the service its own /tmp: nothing else would see the file"},
-	{"/var/tmp", "PrivateTmp=yes gives the service its own /var/tmp: nothing else would see the file"},
-	{"/dev", "PrivateDevices=yes gives the service its own /dev"},
-	{"/proc", "a kernel file system"},
-	{"/sys", "a kernel file system"},
+func hiddenBySandbox() []struct{ dir, why string } {
+	return []struct{ dir, why string }{
+		{"/home", "ProtectHome=yes makes it inaccessible"},
+		{"/root", "ProtectHome=yes makes it inaccessible"},
+		{"/run/user", "ProtectHome=yes makes it inaccessible"},
+		{"/tmp", "PrivateTmp=yes gives the service its own /tmp: nothing else would see the file"},
+		{"/var/tmp", "PrivateTmp=yes gives the service its own /var/tmp: nothing else would see the file"},
+		{"/dev", "PrivateDevices=yes gives the service its own /dev"},
+		{"/proc", "a kernel file system"},
+		{"/sys", "a kernel file system"},
+	}
 }
 
 // grant is one directory the drop-in makes writable, and why.
@@ -159,7 +161,7 @@ func dropinGrants(cfg *config.Config, extra []string) ([]grant, error) {
 	var errs []error
 	add := func(p, reason string) {
 		p = filepath.Clean(p)
-		for _, h := range hiddenBySandbox {
+		for _, h := range hiddenBySandbox() {
 			if within(p, h.dir) {
 				errs = append(errs, fmt.Errorf("%s: %s is under %s, which the unit's sandbox hides (%s)", reason, p, h.dir, h.why))
 				return
