@@ -73,8 +73,9 @@ agent can write its targets under the unit's ProtectSystem=strict:
     ..data symlink inside it);
   - state_dir;
   - every --read-write PATH: what check and reload commands write (they run
-    inside the same sandbox; "nginx -t" opens nginx's log files, so it needs
-    --read-write /var/log/nginx).
+    inside the same sandbox: a checker that writes a cache, lock, pid or log
+    file needs its directory; "nginx -t" of a whole nginx.conf opens nginx's
+    pid and log files, the example's check avoids that).
 
 With --write it writes the drop-in to
 <systemd-dir>/<unit>.d/zkconf-paths.conf instead of printing it; then run
@@ -90,8 +91,8 @@ configuration or a destination the sandbox hides.`,
 		Example: `  # review what the unit would be allowed to write
   confagent systemd-dropin --config /etc/confagent/confagent.yaml
 
-  # install it, with nginx's logs for the "nginx -t" check, and apply it
-  confagent systemd-dropin --read-write /var/log/nginx --write
+  # install it, with a checker's cache directory, and apply it
+  confagent systemd-dropin --read-write /var/cache/myapp --write
   systemctl daemon-reload && systemctl restart confagent
 
   # an instance of the template unit: confagent@web.service
