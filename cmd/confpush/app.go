@@ -137,7 +137,7 @@ log-level), then the defaults.
 	pf.String("tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
-		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
+		a.statusCommand(), a.watchCommand(), a.putCommand(), a.deleteCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
 	}
@@ -297,6 +297,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &af) {
 			obj["status"] = af.report
 		}
+		var re *publish.RemovalError
+		if errors.As(err, &re) {
+			obj["would_remove"] = re.Items
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -326,6 +330,8 @@ func classify(err error) (int, string) {
 		return exitConflict, "conflict"
 	case errors.Is(err, publish.ErrMarkerBusy):
 		return exitMarkerBusy, "marker_busy"
+	case errors.Is(err, publish.ErrWouldRemove):
+		return exitUsage, "would_remove"
 	case errors.As(err, &ue):
 		return exitUsage, "usage"
 	case errors.Is(err, publish.ErrInvalidInput):

@@ -77,6 +77,10 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if a.v.GetInt64("expect-generation") < 0 {
 				return usagef("--expect-generation must not be negative")
 			}
+			msg, err := a.message()
+			if err != nil {
+				return err
+			}
 			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
 			if err != nil {
 				return err
@@ -90,6 +94,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
+				Message: msg, NoRemove: !a.v.GetBool("prune"),
 			})
 			if err != nil {
 				return err
@@ -112,6 +117,8 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	f.Bool("validate", false, "check that .json, .yaml/.yml and .toml items parse")
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
+	messageFlag(cmd)
 	return cmd
 }
 
@@ -132,6 +139,10 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 			if err != nil {
 				return err
 			}
+			msg, err := a.message()
+			if err != nil {
+				return err
+			}
 			ctx, p, done, err := a.session(cmd)
 			if err != nil {
 				return err
@@ -140,7 +151,7 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 			res, err := p.Rollback(ctx, to, publish.Request{
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
-				DryRun: a.v.GetBool("dry-run"),
+				DryRun: a.v.GetBool("dry-run"), Message: msg,
 			})
 			if err != nil {
 				return err
@@ -156,6 +167,7 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
+	messageFlag(cmd)
 	return cmd
 }
 
@@ -176,6 +188,7 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 	if res.Manifest != nil {
 		obj["items"] = len(res.Manifest.Items)
 		obj["bytes"] = res.Manifest.TotalSize()
+		obj["message"] = res.Manifest.Message
 	}
 	if rollbackOf > 0 {
 		obj["rollback_of"] = rollbackOf
@@ -434,6 +447,7 @@ func (a *app) historyCommand() *cobra.Command {
 				if m.RollbackOf > 0 {
 					g["rollback_of"] = m.RollbackOf
 				}
+				g["message"] = m.Message
 				gens = append(gens, g)
 			}
 			a.emit(map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}, func(w io.Writer) {
@@ -442,7 +456,7 @@ func (a *app) historyCommand() *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GEN\tPUBLISHED\tPUBLISHER\tMODE\tITEMS\tBYTES\tNOTE")
+				fmt.Fprintln(tw, "GEN\tPUBLISHED\tPUBLISHER\tMODE\tITEMS\tBYTES\tNOTE\tMESSAGE")
 				for _, m := range hist {
 					var notes []string
 					if m.Generation == liveGen {
@@ -451,8 +465,8 @@ func (a *app) historyCommand() *cobra.Command {
 					if m.RollbackOf > 0 {
 						notes = append(notes, fmt.Sprintf("rollback of %d", m.RollbackOf))
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
-						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
+						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "), historyMessage(m.Message))
 				}
 				_ = tw.Flush()
 			})
