@@ -218,10 +218,16 @@ type RemovalError struct {
 	Items []string
 }
 
-// Error lists the items and says how to remove them on purpose.
+// Error lists the items (the first 20, and how many more) and says how
+// to remove them on purpose.
 func (e *RemovalError) Error() string {
-	return fmt.Sprintf("refusing to publish: the set lacks %d item(s) of live generation %d of %s, which publishing would remove: %s (publish the whole set, or pass --prune (NoRemove false) to remove them)",
-		len(e.Items), e.Generation, e.Root, strings.Join(e.Items, ", "))
+	const shown = 20
+	names := strings.Join(e.Items[:min(len(e.Items), shown)], ", ")
+	if len(e.Items) > shown {
+		names += fmt.Sprintf(" and %d more", len(e.Items)-shown)
+	}
+	return fmt.Sprintf("refusing to publish: it would remove %d item(s) of live generation %d of %s missing from the set: %s; include them to keep them, or allow the removal (--prune; NoRemove false)",
+		len(e.Items), e.Generation, e.Root, names)
 }
 
 // Is makes errors.Is(err, ErrWouldRemove) true.

@@ -158,15 +158,15 @@ func ValidateMessage(msg string) error {
 	var problem string
 	switch {
 	case len(msg) > MaxMessageLen:
-		problem = fmt.Sprintf("is %d bytes, more than %d", len(msg), MaxMessageLen)
+		problem = fmt.Sprintf("%d bytes, more than the %d-byte limit", len(msg), MaxMessageLen)
 	case !utf8.ValidString(msg):
-		problem = "is not valid UTF-8"
+		problem = "not valid UTF-8"
 	default:
 		pos := 0
 		for _, r := range msg {
 			pos++
 			if unicode.IsControl(r) {
-				problem = fmt.Sprintf("character %d is the control character %U (newlines and tabs included); give one line of text", pos, r)
+				problem = fmt.Sprintf("character %d is the control character %U: give one line of text (no newline, tab or escape sequence)", pos, r)
 				break
 			}
 		}
@@ -174,5 +174,5 @@ func ValidateMessage(msg string) error {
 	if problem == "" {
 		return nil
 	}
-	return &InputError{Err: fmt.Errorf("message %s", problem)}
+	return &InputError{Err: fmt.Errorf("message: %s", problem)}
 }
