@@ -64,6 +64,11 @@ and .toml files parse. Identical content is a no-op ("unchanged") unless
 --force. Sets too large for one transaction are published with the marker
 protocol (--mode auto); --mode forces either protocol.
 
+The set replaces the live one whole, so a publish that would remove live
+items (a single file published, a file missing from DIR) is refused, exit 2,
+listing them, unless --prune; --dry-run shows the same refusal. --message
+stores who and why with the generation (shown by history).
+
 With --wait, confpush then follows the agents' status nodes until every
 registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
@@ -128,7 +133,10 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Short: "Publish generation G's content as a new generation",
 		Long: `Publish the content of retained generation G as the root's next
 generation (generations only go up; the new manifest records rollback_of G).
-Rolling back to content identical to the live one is "unchanged" unless --force.`,
+Rolling back to content identical to the live one is "unchanged" unless --force.
+A rollback restores G's whole set: items added since are removed without
+--prune. Without --message the generation's message is "rollback to
+generation G".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
