@@ -15,7 +15,9 @@ const MaxEditAttempts = 5
 
 // editBackoff spaces Edit's attempts, so that editors racing each other
 // spread out instead of colliding again.
-func editBackoff() backoff.Policy { return backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second} }
+func editBackoff() backoff.Policy {
+	return backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
+}
 
 // Edit makes the next generation by read-modify-write of the live set:
 // it reads the live generation (verified, never torn), lets edit change a

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestEdit covers read-modify-write edits: other items survive, concurrent
@@ -72,9 +74,7 @@ func TestEdit(t *testing.T) {
 	// A publish landing between the edit's read and its commit makes the
 	// edit lose the compare-and-swap; it reads again and keeps both.
 	t.Run("LosingEditRetriesAndKeepsTheWinner", func(t *testing.T) {
-		root := "/edit/race"
-		p1, p2 := newPub(t, c, root), newPub(t, c, root)
-		mustPublish(t, p1, Request{Items: map[string][]byte{"base": []byte("0")}})
+		p1, p2 := basedPair(t, c, "/edit/race")
 		calls := 0
 		_, err := p1.Edit(testCtx(t), func(items map[string][]byte) error {
 			calls++
@@ -102,9 +102,8 @@ func TestEdit(t *testing.T) {
 	// survives. Each edits 3 times, so the other can win at most 3 races
 	// against any one edit: within MaxEditAttempts whatever the timing.
 	t.Run("ConcurrentEditsLoseNoUpdate", func(t *testing.T) {
-		root := "/edit/concurrent"
-		pubs := []*Publisher{newPub(t, c, root), newPub(t, c, root)}
-		mustPublish(t, pubs[0], Request{Items: map[string][]byte{"base": []byte("0")}})
+		p1, p2 := basedPair(t, c, "/edit/concurrent")
+		pubs := []*Publisher{p1, p2}
 		const perWriter = 3
 		want := map[string][]byte{"base": []byte("0")}
 		for w := range pubs {
@@ -139,9 +138,7 @@ func TestEdit(t *testing.T) {
 	// Another publisher lands a generation during every attempt: the edit
 	// gives up after MaxEditAttempts with a conflict, and writes nothing.
 	t.Run("RetriesAreBounded", func(t *testing.T) {
-		root := "/edit/storm"
-		p1, p2 := newPub(t, c, root), newPub(t, c, root)
-		mustPublish(t, p1, Request{Items: map[string][]byte{"base": []byte("0")}})
+		p1, p2 := basedPair(t, c, "/edit/storm")
 		calls := 0
 		_, err := p1.Edit(testCtx(t), func(items map[string][]byte) error {
 			calls++
@@ -158,6 +155,15 @@ func TestEdit(t *testing.T) {
 		}
 		checkLive(t, p1, 1+MaxEditAttempts, map[string][]byte{"base": []byte(fmt.Sprint(MaxEditAttempts))})
 	})
+}
+
+// basedPair returns two publishers of root, on connections of their own,
+// after publishing generation 1: {"base": "0"}.
+func basedPair(t *testing.T, c *zktest.Cluster, root string) (*Publisher, *Publisher) {
+	t.Helper()
+	p1, p2 := newPub(t, c, root), newPub(t, c, root)
+	mustPublish(t, p1, Request{Items: map[string][]byte{"base": []byte("0")}})
+	return p1, p2
 }
 
 // TestNoRemove: a publish that would remove live items is refused with
