@@ -82,12 +82,9 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if a.v.GetInt64("expect-generation") < 0 {
 				return usagef("--expect-generation must not be negative")
 			}
-			msg, err := a.message()
-			if err != nil {
-				return err
-			}
+			msg, msgErr := a.message()
 			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
-			if err != nil {
+			if err := errlist.Join(msgErr, err); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)

@@ -90,7 +90,7 @@ Without --message the generation's message is "put NAME".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			msg, msgErr := a.message()
-			data, readErr := readItem(cmd, args[1:])
+			data, readErr := a.readItem(cmd, args[1:])
 			var vErr error
 			if readErr == nil {
 				vErr = publish.Validate(map[string][]byte{name: data}, publish.ValidateOptions{Syntax: a.editValidate()})
@@ -115,8 +115,14 @@ Without --message the generation's message is "put NAME".`,
 
 // readItem reads FILE, or standard input for "-" or no FILE, bounded: a
 // larger input than an item can be is refused without reading it all.
-func readItem(cmd *cobra.Command, args []string) ([]byte, error) {
+// Reading a terminal says so, rather than seeming to hang.
+func (a *app) readItem(cmd *cobra.Command, args []string) ([]byte, error) {
 	src, what := cmd.InOrStdin(), "standard input"
+	if f, ok := src.(*os.File); ok && (len(args) == 0 || args[0] == "-") {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(a.stderr, "confpush: reading the item from the terminal; end with Ctrl-D")
+		}
+	}
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {

@@ -185,6 +185,9 @@ func TestCLIMessage(t *testing.T) {
 			t.Fatalf("--json bad message: %d %v", code, obj)
 		}
 	}
+	// Reported with the other input problems, at once.
+	c.run("publish", filepath.Join(v1, "nope"), "-m", "two\nlines").want(t, 2, "2 problems", "message: character 4", "nope: does not exist")
+	c.runIn(strings.NewReader(`{`), "put", "b.json", "-m", "two\nlines").want(t, 2, "2 problems", "message: character 4", `item "b.json"`)
 	if after := snapshot(t, conn, "/msg", meta.Base()); after != before {
 		t.Fatalf("a refused message wrote:\nbefore %s\nafter %s", before, after)
 	}
