@@ -137,7 +137,8 @@ log-level), then the defaults.
 	pf.String("tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
-		a.statusCommand(), a.watchCommand(), a.putCommand(), a.deleteCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
+		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
+	root.AddCommand(a.putCommand(), a.deleteCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
 	}

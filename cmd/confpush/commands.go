@@ -131,9 +131,9 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Long: `Publish the content of retained generation G as the root's next
 generation (generations only go up; the new manifest records rollback_of G).
 Rolling back to content identical to the live one is "unchanged" unless --force.
-A rollback restores G's whole set: items added since are removed without
---prune. Without --message the generation's message is "rollback to
-generation G".`,
+A rollback restores G's whole set: items added since G are removed (no
+--prune needed). Without --message the generation's message is "rollback
+to generation G".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
