@@ -107,6 +107,11 @@ func TestCLIPutDelete(t *testing.T) {
 		t.Fatalf("--json history messages %v, want %v", msgs, want)
 	}
 	c.run("history").want(t, 0, "MESSAGE", "alice: raise the pool (OPS-12)", "delete app.json")
+
+	// --wait follows the rollout as publish --wait does: with no agent
+	// expected it cannot complete (exit 5), after the commit.
+	c.runIn(strings.NewReader("w"), "put", "w.conf", "--wait").want(t, 5, "published generation 9", "rollout of generation 9 incomplete")
+	c.run("delete", "w.conf", "--allow-empty", "--wait").want(t, 5, "published generation 10", "rollout of generation 10 incomplete")
 }
 
 // TestCLIConcurrentPuts: puts of different items at the same time all
