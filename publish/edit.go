@@ -36,7 +36,7 @@ func editBackoff() backoff.Policy {
 // the error matches ErrConflict and says how many attempts were made.
 func (p *Publisher) Edit(ctx context.Context, edit func(items map[string][]byte) error, req Request) (*Result, error) {
 	if req.ExpectGeneration != 0 || req.RollbackOf != 0 {
-		return nil, &InputError{Err: errors.New("Edit sets ExpectGeneration and RollbackOf itself: leave them 0")}
+		return nil, &InputError{Err: errors.New("an edit takes no ExpectGeneration (it expects the generation it read) and no RollbackOf")}
 	}
 	var lastErr error
 	for attempt := 1; attempt <= MaxEditAttempts; attempt++ {
