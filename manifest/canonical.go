@@ -62,6 +62,12 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 			return nil, false
 		}
 	}
+	if p.lit(`,"message":`) {
+		// Encode omits an empty one; a message with escapes declines.
+		if m.Message, ok = p.str(all); !ok {
+			return nil, false
+		}
+	}
 	if !p.lit(`,"items":`) {
 		return nil, false
 	}

@@ -105,7 +105,15 @@ func canonicalSeeds(tb testing.TB) [][]byte {
 	inc := *m
 	inc.RollbackOf, inc.Incarnation = 3, "0123456789abcdef0123456789abcdef"
 	incEnc := inc.Encode()
-	seeds := [][]byte{enc, marker.Encode(), emptyItems.Encode(), zone.Encode(), incEnc}
+	msg := inc
+	msg.Message = "alice: raise the pool size (TICKET-7) – ü"
+	escMsg := inc
+	escMsg.Message = `say "<hi>" \ & bye`
+	seeds := [][]byte{enc, marker.Encode(), emptyItems.Encode(), zone.Encode(), incEnc, msg.Encode(), escMsg.Encode(),
+		bytes.Replace(msg.Encode(), []byte(`"message":"alice`), []byte(`"message":"ali\u0063e`), 1),
+		bytes.Replace(msg.Encode(), []byte(`"message":"alice`), []byte("\"message\":\"al\x01ice"), 1),
+		bytes.Replace(msg.Encode(), []byte(`"message":"alice`), []byte(`"message":null,"message":"alice`), 1),
+		bytes.Replace(msg.Encode(), []byte(`,"message":"alice: raise the pool size (TICKET-7) – ü"`), []byte(`,"message":""`), 1)}
 	for _, r := range []struct{ old, new string }{
 		{`"0123456789abcdef0123456789abcdef"`, `""`},
 		{`"0123456789abcdef0123456789abcdef"`, `"0123456789ABCDEF0123456789abcdef"`},
@@ -171,8 +179,8 @@ func TestDecodeCanonicalSeeds(t *testing.T) {
 		}
 	}
 	// The count pins that the fast path is really used.
-	if accepted < 6 {
-		t.Fatalf("fast path accepted %d seeds, want at least the 6 canonical ones", accepted)
+	if accepted < 7 {
+		t.Fatalf("fast path accepted %d seeds, want at least the 7 canonical ones", accepted)
 	}
 }
 

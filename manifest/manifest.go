@@ -60,6 +60,13 @@ type Manifest struct {
 	// start over: readers compare generations only within an incarnation.
 	// Empty in manifests written before incarnations existed (legacy).
 	Incarnation string `json:"incarnation,omitempty"`
+	// Message is the publisher's note on who and why ("" for none). It
+	// is optional and informational: a reader written before it existed
+	// ignores it (encoding/json skips unknown fields, and the canonical
+	// fast path declines and falls back to encoding/json), so adding it
+	// kept FormatVersion 1. Publishers bound it (publish.ValidateMessage);
+	// Decode does not, so that a long note never makes a manifest unreadable.
+	Message string `json:"message,omitempty"`
 	// Items maps every item name to its hash and size.
 	Items map[string]Item `json:"items"`
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,5 +105,50 @@ func TestDecodeBadIncarnation(t *testing.T) {
 		if err != nil || m.Incarnation != want {
 			t.Errorf("Decode(%s) = %v, %v", data, m, err)
 		}
+	}
+}
+
+// TestMessageField: the optional message round-trips through the canonical
+// fast path and encoding/json, is omitted when empty (so manifests without
+// a message are byte-for-byte what older publishers wrote), and manifests
+// written before it existed decode with an empty message.
+func TestMessageField(t *testing.T) {
+	m := &Manifest{
+		Format: FormatVersion, Generation: 3, PublishID: "p3",
+		PublishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Publisher: "u@h", Mode: ModeMulti,
+		Incarnation: NewIncarnation(), Message: "bob: rotate keys for INC-42",
+		Items: map[string]Item{"a": ItemOf([]byte("x"))},
+	}
+	enc := m.Encode()
+	if !strings.Contains(string(enc), `,"message":"bob: rotate keys for INC-42","items":`) {
+		t.Fatalf("encoding lacks the message before the items: %s", enc)
+	}
+	fast, ok := decodeCanonical(enc)
+	if !ok || fast.Message != m.Message {
+		t.Fatalf("canonical decode = %+v, %v; want message %q", fast, ok, m.Message)
+	}
+	slow, err := decodeJSON(enc)
+	if err != nil || slow.Message != m.Message {
+		t.Fatalf("encoding/json decode = %+v, %v", slow, err)
+	}
+	m.Message = ""
+	old := m.Encode()
+	if strings.Contains(string(old), "message") {
+		t.Fatalf("an empty message is encoded: %s", old)
+	}
+	got, err := Decode(old)
+	if err != nil || got.Message != "" || got.Generation != 3 {
+		t.Fatalf("manifest without a message: %+v, %v", got, err)
+	}
+	// A reader that does not know the field (the struct before it existed)
+	// still decodes a manifest carrying one: encoding/json ignores unknown
+	// fields, which is what keeps the format at version 1.
+	var before struct {
+		Format     int             `json:"format"`
+		Generation int64           `json:"generation"`
+		Items      map[string]Item `json:"items"`
+	}
+	if err := json.Unmarshal(enc, &before); err != nil || before.Generation != 3 || len(before.Items) != 1 {
+		t.Fatalf("old-style decode: %+v, %v", before, err)
 	}
 }

@@ -42,6 +42,8 @@
 //     (Result.Repaired) instead of being skipped as unchanged.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
+//     With NoRemove, a plan that removes live items is refused
+//     (RemovalError listing them), dry runs included.
 //     Identical content (and no marker, and no item to repair):
 //     Result.Unchanged, no write, unless Force.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
@@ -105,6 +107,16 @@
 // publish takes the marker over. A publish that fails after 6c leaves the
 // marker too, and deletes its liveness node so the next publish does not
 // wait for it.
+//
+// # Edits
+//
+// Edit is read-modify-write of one live set: Read (verified, never
+// torn), the caller's change to a copy, and Publish with ExpectGeneration
+// set to the generation read, so that step 3 refuses the plan when a
+// publish landed after the read and the commit's compare-and-swap refuses
+// it when one lands after step 2. A lost race reads and edits again, at
+// most MaxEditAttempts times: no concurrent update is lost, and a storm of
+// them ends in a ConflictError instead of a loop.
 //
 // # Errors, by class
 //

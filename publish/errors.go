@@ -3,6 +3,7 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -48,6 +49,10 @@ var (
 	// an int64 holds: the next one would wrap to a negative number, so
 	// nothing is published to that root any more. Nothing was written.
 	ErrGenerationExhausted = errors.New("generation numbers exhausted")
+	// ErrWouldRemove means a publish with Request.NoRemove would have
+	// removed items of the live generation. The error is a *RemovalError
+	// listing them. Nothing was written.
+	ErrWouldRemove = errors.New("publish would remove live items")
 	// ErrSessionExpired is the client's session-expiry error; errors caused
 	// by an expiry wrap it. Publish never retries a write after an expiry.
 	ErrSessionExpired = zk.ErrSessionExpired
@@ -200,3 +205,30 @@ func (e *ItemMismatchError) Error() string {
 
 // Is makes an *ItemMismatchError match ErrTorn.
 func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }
+
+// RemovalError reports the live items a publish with Request.NoRemove
+// would have removed. It matches ErrWouldRemove and names items, never
+// their content.
+type RemovalError struct {
+	// Root is the config root.
+	Root string
+	// Generation is the live generation the set was compared with.
+	Generation int64
+	// Items are the live items missing from the set, sorted.
+	Items []string
+}
+
+// Error lists the items (the first 20, and how many more) and says how
+// to remove them on purpose.
+func (e *RemovalError) Error() string {
+	const shown = 20
+	names := strings.Join(e.Items[:min(len(e.Items), shown)], ", ")
+	if len(e.Items) > shown {
+		names += fmt.Sprintf(" and %d more", len(e.Items)-shown)
+	}
+	return fmt.Sprintf("refusing to publish: it would remove %d item(s) of live generation %d of %s missing from the set: %s; include them to keep them, or allow the removal (--prune; NoRemove false)",
+		len(e.Items), e.Generation, e.Root, names)
+}
+
+// Is makes errors.Is(err, ErrWouldRemove) true.
+func (e *RemovalError) Is(target error) bool { return target == ErrWouldRemove }

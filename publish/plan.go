@@ -57,7 +57,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	next := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
 		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
-		RollbackOf: req.RollbackOf, Incarnation: inc, Items: hashed,
+		RollbackOf: req.RollbackOf, Incarnation: inc, Message: req.Message, Items: hashed,
 	}
 	pl.next = next
 	pl.nextBytes = next.Encode()

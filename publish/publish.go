@@ -136,7 +136,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) {
 	errs := validateItems(req.Items, ValidateOptions{AllowEmpty: req.AllowEmpty, MaxSetSize: p.cfg.maxSet})
 	var hashed map[string]manifest.Item
-	if len(errs) == 0 {
+	if len(errs) == 0 && ValidateMessage(req.Message) == nil {
 		hashed = hashItems(req.Items)
 		if err := p.manifestCheck(req, hashed, p.cfg.acl); err != nil {
 			errs = append(errs, err)
@@ -144,6 +144,9 @@ func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) 
 	}
 	if req.Mode < ModeAuto || req.Mode > ModeMarker {
 		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %d", req.Mode)})
+	}
+	if err := ValidateMessage(req.Message); err != nil {
+		errs = append(errs, err)
 	}
 	if req.ExpectGeneration < 0 || req.RollbackOf < 0 {
 		errs = append(errs, &InputError{Err: errors.New("ExpectGeneration and RollbackOf must not be negative")})
@@ -161,7 +164,7 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 	if req.Fence != "" {
 		budget -= opSize(&zk.CheckVersionRequest{Path: req.Fence})
 	}
-	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, p.paths, acl, budget)
+	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, req.Message, p.paths, acl, budget)
 }
 
 // publishOnce runs steps 3 to 7 on the state st read in step 2.
@@ -176,6 +179,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	liveGen := st.liveGen()
 	pl := p.plan(st, req, hashed)
 	pl.acl = acl
+	if req.NoRemove && len(pl.removed) > 0 {
+		return nil, &RemovalError{Root: p.paths.Root, Generation: liveGen, Items: pl.removed}
+	}
 	res := &Result{
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
 		Added: pl.added, Changed: pl.changed, Removed: pl.removed,

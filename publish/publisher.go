@@ -89,6 +89,17 @@ type Request struct {
 	// expired) cannot commit even before it learns so. A missing fence
 	// gives an error matching ErrFenced.
 	Fence string
+	// Message is the publisher's note on who and why, stored in the
+	// manifest (manifest.Manifest.Message) and shown by history: at most
+	// MaxMessageLen bytes of UTF-8 without control characters
+	// (ValidateMessage). "" stores none.
+	Message string
+	// NoRemove refuses a publish whose set lacks items of the live
+	// generation: it fails with a *RemovalError listing them (dry runs
+	// too) and writes nothing. Without it the set replaces the live one
+	// whole, which is what a rollback or a directory kept as the source
+	// of truth wants.
+	NoRemove bool
 }
 
 // Result describes a publish.
@@ -490,6 +501,9 @@ func (p *Publisher) Rollback(ctx context.Context, to int64, opts Request) (*Resu
 	req.Items = items
 	req.RollbackOf = to
 	req.AllowEmpty = true // the generation was published, empty or not
+	if req.Message == "" {
+		req.Message = fmt.Sprintf("rollback to generation %d", to)
+	}
 	res, err := p.Publish(ctx, req)
 	if err != nil {
 		return res, fmt.Errorf("rollback to generation %d: %w", to, err)

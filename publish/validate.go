@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 
@@ -45,7 +47,7 @@ func Validate(items map[string][]byte, opts ValidateOptions) error {
 		// Publish checks this exactly for its root; here with generous
 		// path and publisher lengths.
 		l := layout.New("/"+strings.Repeat("r", 63), "/"+strings.Repeat("m", 63))
-		if err := manifestProblem(hashItems(items), strings.Repeat("p", 64), 0, l, zk.WorldACL(zk.PermAll), DefaultMultiBudget); err != nil {
+		if err := manifestProblem(hashItems(items), strings.Repeat("p", 64), 0, "", l, zk.WorldACL(zk.PermAll), DefaultMultiBudget); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -105,11 +107,11 @@ func hashItems(items map[string][]byte) map[string]manifest.Item {
 // manifestProblem reports a manifest too large for one znode, or for the
 // marker-mode final commit that carries it twice with a Check per blob.
 // hashed is the set's manifest entries (hashItems).
-func manifestProblem(hashed map[string]manifest.Item, publisher string, rollbackOf int64, l layout.Paths, acl []zk.ACL, budget int) error {
+func manifestProblem(hashed map[string]manifest.Item, publisher string, rollbackOf int64, message string, l layout.Paths, acl []zk.ACL, budget int) error {
 	m := &manifest.Manifest{
 		Format: manifest.FormatVersion, Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
 		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
-		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Items: hashed,
+		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Message: message, Items: hashed,
 	}
 	mb := m.Encode()
 	hint := "publish fewer items (or shorter names)"
@@ -143,4 +145,34 @@ func checkSyntax(name string, data []byte) error {
 		return nil
 	}
 	return itemformat.Check(f, data)
+}
+
+// MaxMessageLen bounds Request.Message, in bytes.
+const MaxMessageLen = 1024
+
+// ValidateMessage checks a publish message: at most MaxMessageLen bytes of
+// valid UTF-8 and no control characters (a newline or escape sequence in
+// it would forge lines or colours in history and logs). The error matches
+// ErrInvalidInput and does not quote the message.
+func ValidateMessage(msg string) error {
+	var problem string
+	switch {
+	case len(msg) > MaxMessageLen:
+		problem = fmt.Sprintf("%d bytes, more than the %d-byte limit", len(msg), MaxMessageLen)
+	case !utf8.ValidString(msg):
+		problem = "not valid UTF-8"
+	default:
+		pos := 0
+		for _, r := range msg {
+			pos++
+			if unicode.IsControl(r) {
+				problem = fmt.Sprintf("character %d is the control character %U: give one line of text (no newline, tab or escape sequence)", pos, r)
+				break
+			}
+		}
+	}
+	if problem == "" {
+		return nil
+	}
+	return &InputError{Err: fmt.Errorf("message: %s", problem)}
 }

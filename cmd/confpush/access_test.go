@@ -108,7 +108,7 @@ func TestCLIAccess(t *testing.T) {
 
 	dir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "alpha\n", "b.conf": "beta\n"})
 	c.run("--auth-file", pubFile, "publish", dir).want(t, 0, "published generation 1 to /acl/app", "2 added")
-	c.run("--auth-file", pubFile, "publish", "--mode", "marker", writeFiles(t, t.TempDir(),
+	c.run("--auth-file", pubFile, "publish", "--mode", "marker", "--prune", writeFiles(t, t.TempDir(),
 		map[string]string{"a.conf": "alpha2\n", "c.conf": "gamma\n"})).want(t, 0, "published generation 2", "marker mode")
 	c.run("--auth-file", pubFile, "get", "a.conf").want(t, 0, "alpha2")
 
@@ -293,7 +293,7 @@ func TestCLINoSecretInOutput(t *testing.T) {
 	runAll(a, pubFile, "publish", "--dry-run", v1).want(t, 0, "dry run")
 	runAll(a, pubFile, "publish", v1).want(t, 0, "published generation 1")
 	v2 := writeFiles(t, t.TempDir(), map[string]string{"db.conf": "password=" + secret + "-rotated\n"})
-	runAll(a, pubFile, "publish", "--mode", "marker", v2).want(t, 0, "published generation 2")
+	runAll(a, pubFile, "publish", "--mode", "marker", "--prune", v2).want(t, 0, "published generation 2")
 	runAll(a, pubFile, "publish", "--validate", v1)
 	runAll(a, pubFile, "history").want(t, 0)
 	runAll(a, pubFile, "get").want(t, 0, "db.conf")

@@ -138,6 +138,7 @@ log-level), then the defaults.
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
 		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
+	root.AddCommand(a.putCommand(), a.deleteCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
 	}
@@ -297,6 +298,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &af) {
 			obj["status"] = af.report
 		}
+		var re *publish.RemovalError
+		if errors.As(err, &re) {
+			obj["would_remove"] = re.Items
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -326,6 +331,8 @@ func classify(err error) (int, string) {
 		return exitConflict, "conflict"
 	case errors.Is(err, publish.ErrMarkerBusy):
 		return exitMarkerBusy, "marker_busy"
+	case errors.Is(err, publish.ErrWouldRemove):
+		return exitUsage, "would_remove"
 	case errors.As(err, &ue):
 		return exitUsage, "usage"
 	case errors.Is(err, publish.ErrInvalidInput):

@@ -142,8 +142,8 @@ func TestCLI(t *testing.T) {
 
 	t.Run("DryRunWritesNothing", func(t *testing.T) {
 		before := snapshot(t, conn, "/cli", meta.Base())
-		c.run("publish", "--dry-run", v2).want(t, 0, "dry run: would publish generation 2", "1 added, 1 changed, 1 removed", "~ a.conf", "- b.json", "+ c.yaml")
-		code, obj := c.json("publish", "--dry-run", v2)
+		c.run("publish", "--dry-run", "--prune", v2).want(t, 0, "dry run: would publish generation 2", "1 added, 1 changed, 1 removed", "~ a.conf", "- b.json", "+ c.yaml")
+		code, obj := c.json("publish", "--dry-run", "--prune", v2)
 		if code != 0 || obj["dry_run"] != true || num(obj["generation"]) != 2 || obj["publish_id"] != "" {
 			t.Fatalf("--json dry run: %d %v", code, obj)
 		}
@@ -168,7 +168,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("PublishJSON", func(t *testing.T) {
-		code, obj := c.json("publish", v2)
+		code, obj := c.json("publish", "--prune", v2)
 		if code != 0 || obj["ok"] != true || num(obj["generation"]) != 2 || obj["mode"] != "multi" ||
 			num(obj["zxid"]) <= 0 || obj["publish_id"] == "" || obj["unchanged"] != false ||
 			strings.Join(strs(obj["changed"]), ",") != "a.conf" || num(obj["items"]) != 2 {
@@ -264,7 +264,7 @@ func TestCLI(t *testing.T) {
 		if code != 4 || obj["kind"] != "marker_busy" || marker["owner"] != "someone@elsewhere" || marker["publish_id"] != "deadbeef" {
 			t.Fatalf("--json marker busy: %d %v", code, obj)
 		}
-		busy.run("publish", "--override-marker", v2).want(t, 0, "published generation 2")
+		busy.run("publish", "--override-marker", "--prune", v2).want(t, 0, "published generation 2")
 		if ok, _, _ := conn.Exists(l.Marker()); ok {
 			t.Fatal("the marker survived an override publish")
 		}
@@ -394,7 +394,7 @@ func TestCLIConfigFileAndEnv(t *testing.T) {
 	runArgs("--config", cfg, "--root", "/from-flag", "publish", dir).want(t, 0, `"root": "/from-flag"`)
 	t.Setenv("CONFPUSH_CONFIG", cfg)
 	t.Setenv("CONFPUSH_DRY_RUN", "true")
-	runArgs("publish", writeFiles(t, t.TempDir(), map[string]string{"b": "b"})).want(t, 0, `"dry_run": true`, `"root": "/from-env"`)
+	runArgs("publish", writeFiles(t, t.TempDir(), map[string]string{"a": "a", "b": "b"})).want(t, 0, `"dry_run": true`, `"root": "/from-env"`)
 	for _, r := range []string{"/from-file", "/from-env", "/from-flag"} {
 		if ok, _, err := conn.Exists(r + "/a"); err != nil || !ok {
 			t.Fatalf("%s/a not published: %v", r, err)

@@ -64,6 +64,11 @@ and .toml files parse. Identical content is a no-op ("unchanged") unless
 --force. Sets too large for one transaction are published with the marker
 protocol (--mode auto); --mode forces either protocol.
 
+The set replaces the live one whole, so a publish that would remove live
+items (a single file published, a file missing from DIR) is refused, exit 2,
+listing them, unless --prune; --dry-run shows the same refusal. --message
+stores who and why with the generation (shown by history).
+
 With --wait, confpush then follows the agents' status nodes until every
 registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
@@ -77,8 +82,9 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if a.v.GetInt64("expect-generation") < 0 {
 				return usagef("--expect-generation must not be negative")
 			}
+			msg, msgErr := a.message()
 			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
-			if err != nil {
+			if err := errlist.Join(msgErr, err); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -90,6 +96,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
+				Message: msg, NoRemove: !a.v.GetBool("prune"),
 			})
 			if err != nil {
 				return err
@@ -112,6 +119,8 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	f.Bool("validate", false, "check that .json, .yaml/.yml and .toml items parse")
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
+	messageFlag(cmd)
 	return cmd
 }
 
@@ -121,7 +130,10 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Short: "Publish generation G's content as a new generation",
 		Long: `Publish the content of retained generation G as the root's next
 generation (generations only go up; the new manifest records rollback_of G).
-Rolling back to content identical to the live one is "unchanged" unless --force.`,
+Rolling back to content identical to the live one is "unchanged" unless --force.
+A rollback restores G's whole set: items added since G are removed (no
+--prune needed). Without --message the generation's message is "rollback
+to generation G".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
@@ -129,6 +141,10 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 				return usagef("--to G is required (a generation number, see 'confpush history')")
 			}
 			mode, err := parseMode(a.v.GetString("mode"))
+			if err != nil {
+				return err
+			}
+			msg, err := a.message()
 			if err != nil {
 				return err
 			}
@@ -140,7 +156,7 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 			res, err := p.Rollback(ctx, to, publish.Request{
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
-				DryRun: a.v.GetBool("dry-run"),
+				DryRun: a.v.GetBool("dry-run"), Message: msg,
 			})
 			if err != nil {
 				return err
@@ -156,6 +172,7 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
+	messageFlag(cmd)
 	return cmd
 }
 
@@ -176,6 +193,7 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 	if res.Manifest != nil {
 		obj["items"] = len(res.Manifest.Items)
 		obj["bytes"] = res.Manifest.TotalSize()
+		obj["message"] = res.Manifest.Message
 	}
 	if rollbackOf > 0 {
 		obj["rollback_of"] = rollbackOf
@@ -434,6 +452,7 @@ func (a *app) historyCommand() *cobra.Command {
 				if m.RollbackOf > 0 {
 					g["rollback_of"] = m.RollbackOf
 				}
+				g["message"] = m.Message
 				gens = append(gens, g)
 			}
 			a.emit(map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}, func(w io.Writer) {
@@ -442,7 +461,7 @@ func (a *app) historyCommand() *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GEN\tPUBLISHED\tPUBLISHER\tMODE\tITEMS\tBYTES\tNOTE")
+				fmt.Fprintln(tw, "GEN\tPUBLISHED\tPUBLISHER\tMODE\tITEMS\tBYTES\tNOTE\tMESSAGE")
 				for _, m := range hist {
 					var notes []string
 					if m.Generation == liveGen {
@@ -451,8 +470,8 @@ func (a *app) historyCommand() *cobra.Command {
 					if m.RollbackOf > 0 {
 						notes = append(notes, fmt.Sprintf("rollback of %d", m.RollbackOf))
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
-						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
+						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "), historyMessage(m.Message))
 				}
 				_ = tw.Flush()
 			})

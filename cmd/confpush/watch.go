@@ -26,7 +26,9 @@ debounced). Several watch processes may run for availability: they elect one
 leader and only the leader publishes. Every commit of the leader carries a
 check that its election node still exists, so a leader whose session expired
 cannot publish even before it learns it lost; while disconnected it suspends
-publishing. It runs until SIGINT or SIGTERM (--timeout does not apply).`,
+publishing. It runs until SIGINT or SIGTERM (--timeout does not apply).
+DIR is the source of truth: a file removed from it is removed from the root
+(watch implies publish --prune).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
