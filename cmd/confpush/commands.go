@@ -59,15 +59,17 @@ unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
 the next generation of the root. Items are named by file name.
 
 Everything is checked before anything is written: names, sizes, an empty set
-(refused unless --allow-empty) and, with --validate, that .json, .yaml/.yml
-and .toml files parse. Identical content is a no-op ("unchanged") unless
+(refused unless --allow-empty) and that .json, .yaml/.yml and .toml files
+parse (--no-validate skips this). Identical content is a no-op ("unchanged") unless
 --force. Sets too large for one transaction are published with the marker
 protocol (--mode auto); --mode forces either protocol.
 
 With --wait, confpush then follows the agents' status nodes until every
 registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
-that failed (with their errors), left, or did not apply it within --timeout.`,
+that failed (with their errors), left, or did not apply it within --timeout,
+and prints the rollback command that undoes the publish. With --json the one
+object printed holds the rollout as "rollout".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := parseMode(a.v.GetString("mode"))
@@ -77,7 +79,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if a.v.GetInt64("expect-generation") < 0 {
 				return usagef("--expect-generation must not be negative")
 			}
-			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
+			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
 			if err != nil {
 				return err
 			}
@@ -94,11 +96,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if err != nil {
 				return err
 			}
-			a.reportResult(p.Root(), res, 0)
-			if a.v.GetBool("wait") && !res.DryRun {
-				return a.waitRollout(ctx, p.Conn(), res.Generation)
-			}
-			return nil
+			return a.reportAndWait(ctx, cmd, p, res, 0)
 		},
 	}
 	f := cmd.Flags()
@@ -110,7 +108,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
-	f.Bool("validate", false, "check that .json, .yaml/.yml and .toml items parse")
+	validateFlags(cmd)
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
 	return cmd
 }
@@ -121,7 +119,8 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Short: "Publish generation G's content as a new generation",
 		Long: `Publish the content of retained generation G as the root's next
 generation (generations only go up; the new manifest records rollback_of G).
-Rolling back to content identical to the live one is "unchanged" unless --force.`,
+Rolling back to content identical to the live one is "unchanged" unless --force.
+--wait follows the rollout as for publish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
@@ -145,12 +144,13 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 			if err != nil {
 				return err
 			}
-			a.reportResult(p.Root(), res, to)
-			return nil
+			return a.reportAndWait(ctx, cmd, p, res, to)
 		},
 	}
 	f := cmd.Flags()
 	f.Int64("to", 0, "generation to roll back to")
+	f.Bool("wait", false, "after the commit, wait until the agents applied the generation (see --all, --min)")
+	a.rolloutFlags(cmd)
 	f.Bool("dry-run", false, "show what would change; write nothing")
 	f.Bool("force", false, "publish even if the content equals the live one")
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
