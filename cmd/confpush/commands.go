@@ -224,14 +224,25 @@ func nonNil(s []string) []string {
 
 func (a *app) diffCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "diff DIR | FILE... | --gen G",
-		Short: "Show the unified diff between the live set and a directory or generation",
+		Use:   "diff DIR | FILE... | --gen G | --from A --to B",
+		Short: "Show the unified diff between the live set and a directory or generation, or between two generations",
 		Long: `Show what publishing DIR (or the FILEs) would change in the live set, as
 a unified diff per item (live on the "-" side). With --gen G, show what a
-rollback to generation G would change. Binary items are reported, not diffed.
+rollback to generation G would change. With --from A and/or --to B, show
+what changed from generation A to generation B (--to defaults to the live
+generation, --from to the generation before --to). Binary items are
+reported, not diffed. Items that 'publish' would refuse as invalid .json,
+.yaml/.yml or .toml are named on stderr as warnings (--no-validate: not
+checked); the diff is shown all the same.
 The exit code is 0 whether or not there are differences.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gen := a.v.GetInt64("gen")
+			if from, to := a.v.GetInt64("from"), a.v.GetInt64("to"); from != 0 || to != 0 {
+				if gen != 0 || len(args) > 0 {
+					return usagef("--from/--to compare two generations: give no DIR, FILEs or --gen with them")
+				}
+				return a.diffGenerations(cmd, from, to)
+			}
 			switch {
 			case gen < 0:
 				return usagef("--gen must be positive")
@@ -245,6 +256,12 @@ The exit code is 0 whether or not there are differences.`,
 				var err error
 				if local, err = loadInput(args, a.v.GetBool("flatten"), false, true); err != nil {
 					return err
+				}
+			}
+			invalid := a.syntaxProblems(local)
+			if len(invalid) > 0 && !a.json() {
+				for _, pr := range invalid {
+					fmt.Fprintf(a.stderr, "warning: publish would refuse this: %s\n", pr)
 				}
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -270,11 +287,15 @@ The exit code is 0 whether or not there are differences.`,
 				against, newSide = fmt.Sprintf("generation %d", gen), fmt.Sprintf("gen-%d", gen)
 			}
 			added, changed, removed, text := diffSets(live, local, fmt.Sprintf("live(gen-%d)", liveGen), newSide)
-			a.emit(map[string]any{
+			obj := map[string]any{
 				"root": p.Root(), "live_generation": liveGen, "against": against,
 				"added": nonNil(added), "changed": nonNil(changed), "removed": nonNil(removed),
 				"unchanged": len(added)+len(changed)+len(removed) == 0, "diff": text,
-			}, func(w io.Writer) {
+			}
+			if len(invalid) > 0 {
+				obj["invalid"] = invalid
+			}
+			a.emit(obj, func(w io.Writer) {
 				if text == "" {
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
 					return
@@ -285,7 +306,10 @@ The exit code is 0 whether or not there are differences.`,
 		},
 	}
 	cmd.Flags().Int64("gen", 0, "compare the live set with this generation")
+	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
+	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	validateFlags(cmd)
 	return cmd
 }
 
@@ -405,11 +429,13 @@ func nonNilMaps(s []map[string]any) []map[string]any {
 }
 
 func (a *app) historyCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the retained generations, newest first",
-		Long:  `List the retained generations of the root, newest first.`,
-		Args:  cobra.NoArgs,
+		Long: `List the retained generations of the root, newest first. With --diff, each
+generation is followed by its unified diff against the generation before it
+(as 'diff --to G' shows it).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, p, done, err := a.session(cmd)
 			if err != nil {
@@ -426,6 +452,12 @@ func (a *app) historyCommand() *cobra.Command {
 			} else if !errors.Is(err, publish.ErrNotPublished) {
 				return err
 			}
+			var diffs map[int64]genDiff
+			if a.v.GetBool("diff") {
+				if diffs, err = historyDiffs(ctx, p, hist); err != nil {
+					return err
+				}
+			}
 			var gens []map[string]any
 			for _, m := range hist {
 				g := map[string]any{"generation": m.Generation, "publish_id": m.PublishID,
@@ -433,6 +465,9 @@ func (a *app) historyCommand() *cobra.Command {
 					"items": len(m.Items), "bytes": m.TotalSize(), "live": m.Generation == liveGen}
 				if m.RollbackOf > 0 {
 					g["rollback_of"] = m.RollbackOf
+				}
+				if d, ok := diffs[m.Generation]; ok {
+					g["diff"] = d.json()
 				}
 				gens = append(gens, g)
 			}
@@ -455,8 +490,13 @@ func (a *app) historyCommand() *cobra.Command {
 						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "))
 				}
 				_ = tw.Flush()
+				if diffs != nil {
+					printHistoryDiffs(w, hist, diffs)
+				}
 			})
 			return nil
 		},
 	}
+	cmd.Flags().Bool("diff", false, "show each generation's diff against the generation before it")
+	return cmd
 }
