@@ -11,12 +11,12 @@ import (
 // .toml) must parse with the agents' template helpers' parser and limits
 // (internal/itemformat, through publish.Validate's Syntax option), so a
 // set that publishes is one every agent can read. --validate stays
-// accepted (it states the default).
+// accepted (it states the default); --no-validate wins over it, so a
+// script can add it to a command line that has --validate.
 func validateFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Bool("validate", true, "check that .json, .yaml/.yml and .toml items parse (the default; see --no-validate)")
-	f.Bool("no-validate", false, "do not parse .json, .yaml/.yml and .toml items")
-	cmd.MarkFlagsMutuallyExclusive("validate", "no-validate")
+	f.Bool("no-validate", false, "do not parse .json, .yaml/.yml and .toml items (wins over --validate)")
 }
 
 // validating reports whether items are checked for syntax: --validate
