@@ -122,13 +122,14 @@ func TestCLIWaitRollbackAndUndo(t *testing.T) {
 	// Nobody follows this root: every --all wait fails at once.
 	none := cli{t: t, zk: c.zk, root: "/undo/none"}
 	none.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\n"})).want(t, 0, "published generation 1")
-	none.run("--meta", "/undo-meta", "publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\n"})).want(t, 0, "published generation 1")
+	other := cli{t: t, zk: c.zk, root: "/undo/meta"}
+	other.run("--meta", "/undo-meta", "publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\n"})).want(t, 0, "published generation 1")
 	none.run("publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "two\n"})).want(t, exitRollout,
 		"rollout of generation 2 incomplete", "to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 1")
 	none.run("rollback", "--to", "1", "--wait").want(t, exitRollout,
 		"rollout of generation 3 incomplete", "to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 2")
-	none.run("--meta", "/undo-meta", "publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "two\n"})).want(t, exitRollout,
-		"to undo it: confpush --zk "+c.zk+" --root /undo/none --meta /undo-meta rollback --to 1")
+	other.run("--meta", "/undo-meta", "publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "two\n"})).want(t, exitRollout,
+		"to undo it: confpush --zk "+c.zk+" --root /undo/meta --meta /undo-meta rollback --to 1")
 	code, obj = none.json("publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "three\n"}))
 	rollout, _ = obj["rollout"].(map[string]any)
 	published, _ := obj["published"].(map[string]any)
