@@ -75,7 +75,7 @@ func TestCLIDiffGenerations(t *testing.T) {
 	}
 	c.run("diff", "--from", "1", "--gen", "2").want(t, 2, "--from/--to compare two generations")
 	c.run("diff", "--from", "-1").want(t, 2, "must be positive")
-	c.run("diff", "--from", "99").want(t, 1, "generation 99")
+	c.run("diff", "--from", "99").want(t, 1, "--from: generation 99 of /gdiff/app: generation not in history")
 
 	h := c.run("history", "--diff")
 	h.want(t, 0, "GEN", "generation 3 (rollback of 1) against generation 2: 1 added, 1 changed, 1 removed",
