@@ -41,7 +41,7 @@ const (
 const exitCodesHelp = `Exit codes:
   0  success (including "unchanged": nothing to publish)
   1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
-  2  usage or bad input (flags, arguments, configuration, files, names, sizes, --validate)
+  2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax)
   3  conflict: another publish won, or the live generation is not --expect-generation
   4  marker busy: another marker-mode publish is in progress (see --override-marker)
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time

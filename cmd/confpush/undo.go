@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -88,10 +89,11 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 // was published: the newest history entry below g (0: none). Every
 // history entry is a generation that was committed.
 func (a *app) previousGeneration(ctx context.Context, p *publish.Publisher, g int64) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	names, _, err := p.Conn().Children(a.paths().History())
+	var names []string
+	err := zkconn.Call(ctx, func() (err error) {
+		names, _, err = p.Conn().Children(a.paths().History())
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
