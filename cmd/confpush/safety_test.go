@@ -117,7 +117,13 @@ func TestCLIWaitRollbackAndUndo(t *testing.T) {
 		strings.Join(strs(rollout["applied"]), ",") != "host-a" || len(strs(rollout["pending"])) != 0 || len(strs(rollout["failing"])) != 0 {
 		t.Fatalf("publish --wait --json: %d %v", code, obj)
 	}
-	c.run("rollback", "--to", "1", "--wait", "--all").want(t, 0, "published generation 3", "content of generation 1", "1/1 applied")
+	code, obj = c.json("rollback", "--to", "1", "--wait", "--all")
+	rollout, _ = obj["rollout"].(map[string]any)
+	if code != 0 || num(obj["generation"]) != 3 || num(obj["rollback_of"]) != 1 || rollout["complete"] != true ||
+		strings.Join(strs(rollout["applied"]), ",") != "host-a" {
+		t.Fatalf("rollback --wait --json: %d %v", code, obj)
+	}
+	c.run("rollback", "--to", "2", "--wait", "--all").want(t, 0, "published generation 4", "content of generation 2")
 
 	// Nobody follows this root: every --all wait fails at once.
 	none := cli{t: t, zk: c.zk, root: "/undo/none"}
@@ -125,9 +131,9 @@ func TestCLIWaitRollbackAndUndo(t *testing.T) {
 	other := cli{t: t, zk: c.zk, root: "/undo/meta"}
 	other.run("--meta", "/undo-meta", "publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\n"})).want(t, 0, "published generation 1")
 	none.run("publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "two\n"})).want(t, exitRollout,
-		"rollout of generation 2 incomplete", "to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 1")
+		"to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 1")
 	none.run("rollback", "--to", "1", "--wait").want(t, exitRollout,
-		"rollout of generation 3 incomplete", "to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 2")
+		"to undo it: confpush --zk "+c.zk+" --root /undo/none rollback --to 2")
 	other.run("--meta", "/undo-meta", "publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "two\n"})).want(t, exitRollout,
 		"to undo it: confpush --zk "+c.zk+" --root /undo/meta --meta /undo-meta rollback --to 1")
 	code, obj = none.json("publish", "--wait", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "three\n"}))
@@ -167,8 +173,14 @@ func TestWatchKeepsRollback(t *testing.T) {
 	srv := startZK(t)
 	c := cli{t: t, zk: srv.ConnString(), root: "/wkeep/app"}
 	dir := t.TempDir()
+	// Written under a hidden name (watch skips those) and renamed, so no
+	// half-written state can be published whatever the scheduling.
 	write := func(name, v string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+		tmp := filepath.Join(dir, ".tmp-"+name)
+		if err := os.WriteFile(tmp, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
