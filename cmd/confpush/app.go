@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
@@ -40,7 +41,7 @@ const (
 const exitCodesHelp = `Exit codes:
   0  success (including "unchanged": nothing to publish)
   1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
-  2  usage or bad input (flags, arguments, configuration, files, names, sizes, --validate)
+  2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax)
   3  conflict: another publish won, or the live generation is not --expect-generation
   4  marker busy: another marker-mode publish is in progress (see --override-marker)
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time
@@ -68,6 +69,13 @@ type app struct {
 	// for plain connections). Loaded once by configure.
 	auth string
 	tls  *tls.Config
+	// holdJSON keeps the next emitted object in held instead of printing
+	// it, so that publish --wait --json prints one object holding the
+	// result and the rollout; rollout is the last rollout wait's final
+	// progress.
+	holdJSON bool
+	held     map[string]any
+	rollout  *fleet.Progress
 }
 
 // run executes confpush with args and returns the exit code.
@@ -265,6 +273,10 @@ func (a *app) json() bool { return a.v.GetBool("json") }
 func (a *app) emit(obj map[string]any, text func(w io.Writer)) {
 	if a.json() {
 		obj["ok"] = true
+		if a.holdJSON {
+			a.held = obj
+			return
+		}
 		a.writeJSON(obj)
 		return
 	}
@@ -293,6 +305,10 @@ func (a *app) fail(err error) int {
 		var am aclMismatchError
 		if errors.As(err, &am) {
 			obj["acl"] = am.report
+		}
+		var ue undoableError
+		if errors.As(err, &ue) {
+			ue.addJSON(obj)
 		}
 		var af agentsFailingError
 		if errors.As(err, &af) {

@@ -59,8 +59,8 @@ unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
 the next generation of the root. Items are named by file name.
 
 Everything is checked before anything is written: names, sizes, an empty set
-(refused unless --allow-empty) and, with --validate, that .json, .yaml/.yml
-and .toml files parse. Identical content is a no-op ("unchanged") unless
+(refused unless --allow-empty) and that .json, .yaml/.yml and .toml files
+parse (--no-validate skips this). Identical content is a no-op ("unchanged") unless
 --force. Sets too large for one transaction are published with the marker
 protocol (--mode auto); --mode forces either protocol.
 
@@ -72,7 +72,9 @@ stores who and why with the generation (shown by history).
 With --wait, confpush then follows the agents' status nodes until every
 registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
-that failed (with their errors), left, or did not apply it within --timeout.`,
+that failed (with their errors), left, or did not apply it within --timeout,
+and prints the rollback command that undoes the publish. With --json the one
+object printed holds the rollout as "rollout".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := parseMode(a.v.GetString("mode"))
@@ -83,7 +85,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 				return usagef("--expect-generation must not be negative")
 			}
 			msg, msgErr := a.message()
-			items, err := loadInput(args, a.v.GetBool("flatten"), a.v.GetBool("validate"), a.v.GetBool("allow-empty"))
+			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
 			if err := errlist.Join(msgErr, err); err != nil {
 				return err
 			}
@@ -101,11 +103,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 			if err != nil {
 				return err
 			}
-			a.reportResult(p.Root(), res, 0)
-			if a.v.GetBool("wait") && !res.DryRun {
-				return a.waitRollout(ctx, p.Conn(), res.Generation)
-			}
-			return nil
+			return a.reportAndWait(ctx, cmd, p, res, 0)
 		},
 	}
 	f := cmd.Flags()
@@ -117,7 +115,7 @@ that failed (with their errors), left, or did not apply it within --timeout.`,
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
-	f.Bool("validate", false, "check that .json, .yaml/.yml and .toml items parse")
+	validateFlags(cmd)
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	messageFlag(cmd)
@@ -133,7 +131,7 @@ generation (generations only go up; the new manifest records rollback_of G).
 Rolling back to content identical to the live one is "unchanged" unless --force.
 A rollback restores G's whole set: items added since G are removed (no
 --prune needed). Without --message the generation's message is "rollback
-to generation G".`,
+to generation G". --wait follows the rollout as for publish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
@@ -161,12 +159,13 @@ to generation G".`,
 			if err != nil {
 				return err
 			}
-			a.reportResult(p.Root(), res, to)
-			return nil
+			return a.reportAndWait(ctx, cmd, p, res, to)
 		},
 	}
 	f := cmd.Flags()
 	f.Int64("to", 0, "generation to roll back to")
+	f.Bool("wait", false, "after the commit, wait until the agents applied the generation (see --all, --min)")
+	a.rolloutFlags(cmd)
 	f.Bool("dry-run", false, "show what would change; write nothing")
 	f.Bool("force", false, "publish even if the content equals the live one")
 	f.Int64("expect-generation", 0, "fail (exit 3) unless the live generation is this one (0: no check)")
@@ -242,14 +241,25 @@ func nonNil(s []string) []string {
 
 func (a *app) diffCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "diff DIR | FILE... | --gen G",
-		Short: "Show the unified diff between the live set and a directory or generation",
+		Use:   "diff DIR | FILE... | --gen G | --from A --to B",
+		Short: "Show the unified diff between the live set and a directory or generation, or between two generations",
 		Long: `Show what publishing DIR (or the FILEs) would change in the live set, as
 a unified diff per item (live on the "-" side). With --gen G, show what a
-rollback to generation G would change. Binary items are reported, not diffed.
+rollback to generation G would change. With --from A and/or --to B, show
+what changed from generation A to generation B (--to defaults to the live
+generation, --from to the generation before --to). Binary items are
+reported, not diffed. Items that 'publish' would refuse as invalid .json,
+.yaml/.yml or .toml are named on stderr as warnings (--no-validate: not
+checked); the diff is shown all the same.
 The exit code is 0 whether or not there are differences.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gen := a.v.GetInt64("gen")
+			if from, to := a.v.GetInt64("from"), a.v.GetInt64("to"); from != 0 || to != 0 {
+				if gen != 0 || len(args) > 0 {
+					return usagef("--from/--to compare two generations: give no DIR, FILEs or --gen with them")
+				}
+				return a.diffGenerations(cmd, from, to)
+			}
 			switch {
 			case gen < 0:
 				return usagef("--gen must be positive")
@@ -263,6 +273,12 @@ The exit code is 0 whether or not there are differences.`,
 				var err error
 				if local, err = loadInput(args, a.v.GetBool("flatten"), false, true); err != nil {
 					return err
+				}
+			}
+			invalid := a.syntaxProblems(local)
+			if len(invalid) > 0 && !a.json() {
+				for _, pr := range invalid {
+					fmt.Fprintf(a.stderr, "warning: publish would refuse this: %s\n", pr)
 				}
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -288,11 +304,15 @@ The exit code is 0 whether or not there are differences.`,
 				against, newSide = fmt.Sprintf("generation %d", gen), fmt.Sprintf("gen-%d", gen)
 			}
 			added, changed, removed, text := diffSets(live, local, fmt.Sprintf("live(gen-%d)", liveGen), newSide)
-			a.emit(map[string]any{
+			obj := map[string]any{
 				"root": p.Root(), "live_generation": liveGen, "against": against,
 				"added": nonNil(added), "changed": nonNil(changed), "removed": nonNil(removed),
 				"unchanged": len(added)+len(changed)+len(removed) == 0, "diff": text,
-			}, func(w io.Writer) {
+			}
+			if len(invalid) > 0 {
+				obj["invalid"] = invalid
+			}
+			a.emit(obj, func(w io.Writer) {
 				if text == "" {
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
 					return
@@ -303,7 +323,10 @@ The exit code is 0 whether or not there are differences.`,
 		},
 	}
 	cmd.Flags().Int64("gen", 0, "compare the live set with this generation")
+	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
+	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	validateFlags(cmd)
 	return cmd
 }
 
@@ -423,11 +446,13 @@ func nonNilMaps(s []map[string]any) []map[string]any {
 }
 
 func (a *app) historyCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the retained generations, newest first",
-		Long:  `List the retained generations of the root, newest first.`,
-		Args:  cobra.NoArgs,
+		Long: `List the retained generations of the root, newest first. With --diff, each
+generation is followed by its unified diff against the generation before it
+(as 'diff --to G' shows it).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, p, done, err := a.session(cmd)
 			if err != nil {
@@ -444,6 +469,12 @@ func (a *app) historyCommand() *cobra.Command {
 			} else if !errors.Is(err, publish.ErrNotPublished) {
 				return err
 			}
+			var diffs map[int64]genDiff
+			if a.v.GetBool("diff") {
+				if diffs, err = historyDiffs(ctx, p, hist); err != nil {
+					return err
+				}
+			}
 			var gens []map[string]any
 			for _, m := range hist {
 				g := map[string]any{"generation": m.Generation, "publish_id": m.PublishID,
@@ -453,6 +484,9 @@ func (a *app) historyCommand() *cobra.Command {
 					g["rollback_of"] = m.RollbackOf
 				}
 				g["message"] = m.Message
+				if d, ok := diffs[m.Generation]; ok {
+					g["diff"] = d.json()
+				}
 				gens = append(gens, g)
 			}
 			a.emit(map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}, func(w io.Writer) {
@@ -474,8 +508,13 @@ func (a *app) historyCommand() *cobra.Command {
 						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "), historyMessage(m.Message))
 				}
 				_ = tw.Flush()
+				if diffs != nil {
+					printHistoryDiffs(w, hist, diffs)
+				}
 			})
 			return nil
 		},
 	}
+	cmd.Flags().Bool("diff", false, "show each generation's diff against the generation before it")
+	return cmd
 }

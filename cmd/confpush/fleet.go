@@ -297,6 +297,7 @@ func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
 	pr := newProgress(a.stderr, a.v.GetBool("json"))
 	opts.Progress = pr.update
 	final, err := fleet.Wait(ctx, conn, a.paths().Root, a.paths().Meta, g, opts)
+	a.rollout = &final
 	pr.done(final)
 	if err != nil {
 		return rolloutError{err}

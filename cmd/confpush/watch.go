@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/election"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -28,7 +29,19 @@ check that its election node still exists, so a leader whose session expired
 cannot publish even before it learns it lost; while disconnected it suspends
 publishing. It runs until SIGINT or SIGTERM (--timeout does not apply).
 DIR is the source of truth: a file removed from it is removed from the root
-(watch implies publish --prune).`,
+(watch implies publish --prune).
+
+Every state of DIR is validated as publish validates it (--no-validate skips
+the .json/.yaml/.toml syntax check): a bad state is refused with its problems
+logged and nothing published; the next good state is published.
+
+At start (and whenever it becomes leader) a DIR equal to the live generation
+publishes nothing. A DIR that differs is published (DIR is watch's source of
+truth), with a warning naming the generation it replaces, and saying so when
+that generation is a rollback. One exception: when the live generation is a
+rollback and DIR still holds exactly the content of the generation that
+rollback replaced, watch does not publish it again (that would silently undo
+the rollback); it says so and publishes once DIR's content changes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -38,6 +51,7 @@ DIR is the source of truth: a file removed from it is removed from the root
 	}
 	cmd.Flags().Duration("debounce", 500*time.Millisecond, "quiet time after the last change before publishing")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	validateFlags(cmd)
 	return cmd
 }
 
@@ -96,6 +110,7 @@ var errLeadershipLost = errors.New("leadership lost")
 func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Session, lead election.Leadership,
 	w *fsnotify.Watcher, dir string, debounce time.Duration, flatten bool) error {
 	publishNow := true // the directory may have changed while we did not lead
+	ws := &watchState{}
 	var timer <-chan time.Time
 	for {
 		// While disconnected, publishing is suspended: a pending
@@ -107,12 +122,18 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Ses
 		}
 		if publishNow && sess.Status().Connected {
 			publishNow = false
-			if err := a.publishDir(ctx, p, dir, flatten, lead.Node); err != nil {
-				if errors.Is(err, publish.ErrFenced) {
+			if err := a.publishDir(ctx, p, dir, flatten, lead.Node, ws); err != nil {
+				var refused dirRefusedError
+				switch {
+				case errors.Is(err, publish.ErrFenced):
 					return fmt.Errorf("%w: %v", errLeadershipLost, err)
+				case errors.As(err, &refused):
+					a.log.Error("directory refused; nothing published (the next change is tried again)", "error", refused.err)
+					fmt.Fprintf(a.stdout, "publish refused: %v\n", refused.err)
+				default:
+					a.log.Error("publish failed", "error", err)
+					fmt.Fprintf(a.stdout, "publish failed: %v\n", err)
 				}
-				a.log.Error("publish failed", "error", err)
-				fmt.Fprintf(a.stdout, "publish failed: %v\n", err)
 			}
 		}
 		changed := sess.Changed()
@@ -144,18 +165,89 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Ses
 	}
 }
 
-// publishDir publishes dir fenced by the leader's node.
-func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, flatten bool, fence string) error {
+// watchState is what a leader remembers between its publishes.
+type watchState struct {
+	// known is the live generation this term published or already
+	// reported (0: none yet, at the start of a term).
+	known int64
+	// heldAt is the live rollback generation whose replaced content the
+	// directory was last found to hold (reported once).
+	heldAt int64
+}
+
+// dirRefusedError is a directory state that does not validate.
+type dirRefusedError struct{ err error }
+
+func (e dirRefusedError) Error() string { return e.err.Error() }
+func (e dirRefusedError) Unwrap() error { return e.err }
+
+// publishDir validates dir and publishes it fenced by the leader's node,
+// unless it equals the live generation (unchanged) or holds the content a
+// live rollback replaced (held back, see watchCommand). The publish
+// expects the live generation it judged, so the warning naming the
+// generation it replaces is true; a publish landing in between is judged
+// again.
+func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, flatten bool, fence string, ws *watchState) error {
 	items, err := publish.LoadDir(dir, publish.LoadOptions{Flatten: flatten})
+	if err == nil {
+		err = publish.Validate(items, publish.ValidateOptions{Syntax: a.validating()})
+	}
 	if err != nil {
-		return err
+		return dirRefusedError{err}
 	}
 	pctx, cancel := context.WithTimeout(ctx, a.v.GetDuration("timeout"))
 	defer cancel()
-	res, err := p.Publish(pctx, publish.Request{Items: items, Fence: fence})
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := a.publishJudged(pctx, p, items, fence, ws)
+		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
+			return err
+		}
+		a.log.Info("another publish landed while judging the directory; judging again", "error", err)
+	}
+}
+
+// publishJudged is one attempt of publishDir against the live generation.
+func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map[string][]byte, fence string, ws *watchState) error {
+	live, _, err := p.Current(ctx)
+	if errors.Is(err, publish.ErrNotPublished) {
+		live, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}
+	var expect int64
+	if live != nil && !sameContent(items, live) {
+		expect = live.Generation
+		held, err := a.holdsReplaced(ctx, p, items, live)
+		if err != nil {
+			return err
+		}
+		if held {
+			if ws.heldAt != live.Generation {
+				ws.heldAt, ws.known = live.Generation, live.Generation
+				a.log.Warn("not republishing: the directory still holds the content the live rollback replaced; change the directory to publish again",
+					"live_generation", live.Generation, "rollback_of", live.RollbackOf, "replaced_generation", live.Generation-1)
+				fmt.Fprintf(a.stdout, "not republishing: live generation %d is a rollback to generation %d, and the directory still holds generation %d's content, which that rollback replaced; change the directory to publish it (or run 'confpush publish' on it to undo the rollback)\n",
+					live.Generation, live.RollbackOf, live.Generation-1)
+			}
+			return nil
+		}
+		if live.Generation != ws.known {
+			rollback := ""
+			if live.RollbackOf > 0 {
+				rollback = fmt.Sprintf(", a rollback to generation %d", live.RollbackOf)
+			}
+			a.log.Warn(fmt.Sprintf("the directory differs from live generation %d%s, which this watch did not publish: publishing the directory replaces generation %d",
+				live.Generation, rollback, live.Generation),
+				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
+		}
+	}
+	res, err := p.Publish(ctx, publish.Request{Items: items, Fence: fence, ExpectGeneration: expect})
+	if err != nil {
+		return err
+	}
+	ws.known = res.Generation
 	if res.Unchanged {
 		fmt.Fprintf(a.stdout, "unchanged at generation %d\n", res.Generation)
 	} else {
@@ -163,4 +255,35 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 			res.Generation, len(res.Added), len(res.Changed), len(res.Removed))
 	}
 	return nil
+}
+
+// holdsReplaced reports whether live is a rollback and items equal the
+// generation it replaced (the one before it).
+func (a *app) holdsReplaced(ctx context.Context, p *publish.Publisher, items map[string][]byte, live *manifest.Manifest) (bool, error) {
+	if live.RollbackOf == 0 {
+		return false, nil
+	}
+	hist, err := p.History(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range hist {
+		if m.Generation == live.Generation-1 {
+			return sameContent(items, m), nil
+		}
+	}
+	return false, nil // not retained: nothing to compare with
+}
+
+// sameContent reports whether items are exactly m's items.
+func sameContent(items map[string][]byte, m *manifest.Manifest) bool {
+	if len(items) != len(m.Items) {
+		return false
+	}
+	for n, data := range items {
+		if !m.Matches(n, data) {
+			return false
+		}
+	}
+	return true
 }
