@@ -27,13 +27,6 @@ func (a *app) message() (string, error) {
 	return msg, publish.ValidateMessage(msg)
 }
 
-// editValidate reports whether put checks the syntax of the item it
-// writes: on unless --no-validate (--validate is accepted, and is the
-// default).
-func (a *app) editValidate() bool {
-	return a.v.GetBool("validate") && !a.v.GetBool("no-validate")
-}
-
 // editFlags registers the flags put and delete share with publish.
 func (a *app) editFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -93,7 +86,7 @@ Without --message the generation's message is "put NAME".`,
 			data, readErr := a.readItem(cmd, args[1:])
 			var vErr error
 			if readErr == nil {
-				vErr = publish.Validate(map[string][]byte{name: data}, publish.ValidateOptions{Syntax: a.editValidate()})
+				vErr = publish.Validate(map[string][]byte{name: data}, publish.ValidateOptions{Syntax: a.validating()})
 			}
 			if err := errlist.Join(msgErr, readErr, vErr); err != nil {
 				return err
@@ -108,8 +101,7 @@ Without --message the generation's message is "put NAME".`,
 		},
 	}
 	a.editFlags(cmd)
-	cmd.Flags().Bool("validate", true, "check that a .json, .yaml/.yml or .toml item parses (the default)")
-	cmd.Flags().Bool("no-validate", false, "do not check the item's syntax")
+	validateFlags(cmd)
 	return cmd
 }
 
