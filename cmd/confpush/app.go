@@ -139,8 +139,9 @@ log-level), then the defaults.
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
 		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
 	for _, c := range root.Commands() {
-		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
+		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}
+	a.conventions(root)
 	return root
 }
 

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/buildinfo"
+	"github.com/zkconf/zkconf/internal/clidoc"
+)
+
+// examples is every command's Examples section, by command path without
+// "confagent" ("" is the root). TestConfagentExamples fails for a command
+// that has none: add its entry here.
+var examples = map[string]string{
+	"": `  # Run as a service (what the systemd unit does)
+  confagent --config /etc/confagent/confagent.yaml
+  # Render the current generation once and exit
+  confagent --once
+  # Show what would change, write nothing
+  confagent --dry-run --log-level debug`,
+	"check-config": `  confagent check-config --config /etc/confagent/confagent.yaml`,
+	"adopt": `  # Follow the root's new incarnation after ZooKeeper was rebuilt
+  confagent adopt
+  confagent adopt --incarnation 6f1c0e2a9b8d4c3e5f7a1b2c3d4e5f60`,
+	"version":    `  confagent version`,
+	"completion": `  confagent completion bash > /etc/bash_completion.d/confagent`,
+	"completion bash": `  # Current shell
+  source <(confagent completion bash)
+  # Every new shell (make install does this)
+  confagent completion bash > /usr/local/share/bash-completion/completions/confagent`,
+	"completion zsh":        `  confagent completion zsh > "${fpath[1]}/_confagent"`,
+	"completion fish":       `  confagent completion fish > ~/.config/fish/completions/confagent.fish`,
+	"completion powershell": `  confagent completion powershell | Out-String | Invoke-Expression`,
+}
+
+// conventions gives the command tree --version, the completion command and
+// the examples.
+func conventions(root *cobra.Command, stdout io.Writer) {
+	root.Version = buildinfo.Get().String("confagent")
+	root.SetVersionTemplate("{{.Version}}\n")
+	// The completion command writes its script to the output it finds
+	// when it is made.
+	root.SetOut(stdout)
+	root.InitDefaultCompletionCmd()
+	clidoc.SetExamples(root, examples)
+}
