@@ -39,6 +39,7 @@ var examples = map[string]string{
 func conventions(root *cobra.Command, stdout io.Writer) {
 	root.Version = buildinfo.Get().String("confagent")
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.InitDefaultVersionFlag()
 	// The completion command writes its script to the output it finds
 	// when it is made.
 	root.SetOut(stdout)

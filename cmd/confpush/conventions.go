@@ -79,6 +79,7 @@ const completionTimeout = 3 * time.Second
 func (a *app) conventions(root *cobra.Command) {
 	root.Version = buildinfo.Get().String("confpush")
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.InitDefaultVersionFlag()
 	// The completion command writes its script to the output it finds
 	// when it is made.
 	root.SetOut(a.stdout)
