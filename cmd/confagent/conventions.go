@@ -34,8 +34,9 @@ var examples = map[string]string{
 	"completion powershell": `  confagent completion powershell | Out-String | Invoke-Expression`,
 }
 
-// conventions gives the command tree --version, the completion command and
-// the examples.
+// conventions gives the command tree --version, the completion command,
+// the examples, and the hidden __clidoc command through which the tests
+// (and make docs) reach the tree that run builds.
 func conventions(root *cobra.Command, stdout io.Writer) {
 	root.Version = buildinfo.Get().String("confagent")
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -45,4 +46,5 @@ func conventions(root *cobra.Command, stdout io.Writer) {
 	root.SetOut(stdout)
 	root.InitDefaultCompletionCmd()
 	clidoc.SetExamples(root, examples)
+	root.AddCommand(clidoc.Command(examples))
 }

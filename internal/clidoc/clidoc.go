@@ -179,3 +179,52 @@ func Walk(root *cobra.Command, fn func(*cobra.Command)) {
 func Key(c *cobra.Command) string {
 	return strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), c.Root().Name()), " ")
 }
+
+// Command is a hidden command ("__clidoc") for binaries whose command tree
+// is built inside their run function: it checks (or, with --write,
+// regenerates) the reference of the tree it is part of and checks that
+// every command has an example in examples. Every problem is printed, one
+// a line; any makes it fail.
+func Command(examples map[string]string) *cobra.Command {
+	var mdDir, manDir string
+	var write bool
+	cmd := &cobra.Command{
+		Use:    "__clidoc",
+		Short:  "Check or regenerate the CLI reference",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root := cmd.Root()
+			if write {
+				if err := Generate(root, mdDir, manDir); err != nil {
+					return err
+				}
+			}
+			stale, err := Stale(root, mdDir, manDir)
+			if err != nil {
+				return err
+			}
+			var problems []string
+			for _, s := range stale {
+				problems = append(problems, "stale: "+s)
+			}
+			for _, m := range MissingExamples(root) {
+				problems = append(problems, "no example: "+m)
+			}
+			for _, u := range SetExamples(root, examples) {
+				problems = append(problems, fmt.Sprintf("example for no command: %q", u))
+			}
+			for _, p := range problems {
+				_, _ = fmt.Fprintln(cmd.OutOrStdout(), p)
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%d problem(s) with the CLI reference", len(problems))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&mdDir, "md", "docs/cli", "markdown directory")
+	cmd.Flags().StringVar(&manDir, "man", "docs/man", "man page directory")
+	cmd.Flags().BoolVar(&write, "write", false, "regenerate the reference first")
+	return cmd
+}
