@@ -9,29 +9,23 @@ import (
 	"github.com/zkconf/zkconf/internal/clidoc"
 )
 
-// examples is every command's Examples section, by command path without
+// examples returns every command's Examples section, by command path without
 // "confagent" ("" is the root). TestConfagentExamples fails for a command
 // that has none: add its entry here.
-var examples = map[string]string{
-	"": `  # Run as a service (what the systemd unit does)
+func examples() map[string]string {
+	return clidoc.WithCompletionExamples("confagent", map[string]string{
+		"": `  # Run as a service (what the systemd unit does)
   confagent --config /etc/confagent/confagent.yaml
   # Render the current generation once and exit
   confagent --once
   # Show what would change, write nothing
   confagent --dry-run --log-level debug`,
-	"check-config": `  confagent check-config --config /etc/confagent/confagent.yaml`,
-	"adopt": `  # Follow the root's new incarnation after ZooKeeper was rebuilt
+		"check-config": `  confagent check-config --config /etc/confagent/confagent.yaml`,
+		"adopt": `  # Follow the root's new incarnation after ZooKeeper was rebuilt
   confagent adopt
   confagent adopt --incarnation 6f1c0e2a9b8d4c3e5f7a1b2c3d4e5f60`,
-	"version":    `  confagent version`,
-	"completion": `  confagent completion bash > /etc/bash_completion.d/confagent`,
-	"completion bash": `  # Current shell
-  source <(confagent completion bash)
-  # Every new shell (make install does this)
-  confagent completion bash > /usr/local/share/bash-completion/completions/confagent`,
-	"completion zsh":        `  confagent completion zsh > "${fpath[1]}/_confagent"`,
-	"completion fish":       `  confagent completion fish > ~/.config/fish/completions/confagent.fish`,
-	"completion powershell": `  confagent completion powershell | Out-String | Invoke-Expression`,
+		"version": `  confagent version`,
+	})
 }
 
 // conventions gives the command tree --version, the completion command,
@@ -45,6 +39,6 @@ func conventions(root *cobra.Command, stdout io.Writer) {
 	// when it is made.
 	root.SetOut(stdout)
 	root.InitDefaultCompletionCmd()
-	clidoc.SetExamples(root, examples)
-	root.AddCommand(clidoc.Command(examples))
+	clidoc.SetExamples(root, examples())
+	root.AddCommand(clidoc.Command(examples()))
 }

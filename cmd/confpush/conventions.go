@@ -12,60 +12,56 @@ import (
 
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/publish"
 )
 
-// examples is every command's Examples section, by command path without
+// examples returns every command's Examples section, by command path without
 // "confpush" ("" is the root). TestCLIExamples fails for a command that
 // has none: add its entry here.
-var examples = map[string]string{
-	"": `  confpush --zk zk1:2181,zk2:2181 --root /zkconf/web publish ./web-config
+func examples() map[string]string {
+	return clidoc.WithCompletionExamples("confpush", map[string]string{
+		"": `  confpush --zk zk1:2181,zk2:2181 --root /zkconf/web publish ./web-config
   confpush history
   confpush --version`,
-	"publish": `  # Publish a directory as the next generation, wait for every agent
+		"publish": `  # Publish a directory as the next generation, wait for every agent
   confpush publish ./web-config --wait
   # Show what would change, write nothing
   confpush publish ./web-config --dry-run
   # Publish only if nobody published since generation 41
   confpush publish ./web-config --expect-generation 41`,
-	"diff": `  # Live set against a local directory
+		"diff": `  # Live set against a local directory
   confpush diff ./web-config
   # Live set against generation 41
   confpush diff --gen 41`,
-	"get": `  # List the live items with sizes and sha256
+		"get": `  # List the live items with sizes and sha256
   confpush get
   # Print one item of generation 41
   confpush get app.json --gen 41`,
-	"history": `  confpush history
+		"history": `  confpush history
   confpush history --json | jq '.generations[0]'`,
-	"rollback": `  # Publish generation 41's content again, as a new generation
+		"rollback": `  # Publish generation 41's content again, as a new generation
   confpush rollback --to 41
   confpush rollback --to 41 --dry-run`,
-	"status": `  # The agents' state
+		"status": `  # The agents' state
   confpush status
   # Wait until at least 3 agents applied generation 42
   confpush status --wait-generation 42 --min 3
   # For monitoring: exit 8 when an agent reports an error
   confpush status --fail-on-error`,
-	"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
+		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
   confpush watch ./web-config --debounce 2s`,
-	"init": `  confpush init /zkconf/web --publisher-auth-file /etc/zkconf/publisher.auth \
+		"init": `  confpush init /zkconf/web --publisher-auth-file /etc/zkconf/publisher.auth \
     --agent-auth-file /etc/zkconf/agent.auth`,
-	"acl": `  # Compare the ACLs with the policy (exit 7 when they differ)
+		"acl": `  # Compare the ACLs with the policy (exit 7 when they differ)
   confpush acl /zkconf/web --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth
   # Set every ACL that differs
   confpush acl /zkconf/web --repair --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth`,
-	"digest": `  # An agent's digest for 'confpush init --agent-digest', password never on the command line
+		"digest": `  # An agent's digest for 'confpush init --agent-digest', password never on the command line
   confpush digest < /etc/zkconf/agent.auth`,
-	"forget": `  # Remove the registration of a decommissioned host
+		"forget": `  # Remove the registration of a decommissioned host
   confpush forget web-17`,
-	"completion": `  confpush completion bash > /etc/bash_completion.d/confpush`,
-	"completion bash": `  # Current shell
-  source <(confpush completion bash)
-  # Every new shell (make install does this)
-  confpush completion bash > /usr/local/share/bash-completion/completions/confpush`,
-	"completion zsh":        `  confpush completion zsh > "${fpath[1]}/_confpush"`,
-	"completion fish":       `  confpush completion fish > ~/.config/fish/completions/confpush.fish`,
-	"completion powershell": `  confpush completion powershell | Out-String | Invoke-Expression`,
+	})
 }
 
 // completionTimeout bounds a completion's whole ZooKeeper round trip: a
@@ -85,7 +81,7 @@ func (a *app) conventions(root *cobra.Command) {
 	root.SetOut(a.stdout)
 	root.InitDefaultCompletionCmd()
 	a.registerCompletions(root)
-	clidoc.SetExamples(root, examples)
+	clidoc.SetExamples(root, examples())
 }
 
 // registerCompletions completes item names (get ITEM; put and delete NAME
@@ -119,66 +115,74 @@ func (a *app) completionSession(cmd *cobra.Command) (context.Context, func(), bo
 	return ctx, cancel, true
 }
 
+// completeFrom runs list with a connected Publisher; any failure
+// (unreachable, refused, not published) offers nothing.
+func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publish.Publisher) ([]cobra.Completion, error),
+) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ctx, cancel, ok := a.completionSession(cmd)
+	if !ok {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cancel()
+	p, closeConn, err := a.connect(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer closeConn()
+	out, err := list(ctx, p)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
 func (a *app) completeItems(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		// Only the first argument is an item name (put's second is a file).
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	ctx, cancel, ok := a.completionSession(cmd)
-	if !ok {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer cancel()
-	p, closeConn, err := a.connect(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer closeConn()
-	gen := int64(0)
-	if f := cmd.Flags().Lookup("gen"); f != nil && f.Changed {
-		gen, _ = strconv.ParseInt(f.Value.String(), 10, 64)
-	}
-	m, _, err := p.Current(ctx)
-	if gen > 0 {
-		m, _, err = p.Read(ctx, gen)
-	}
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []cobra.Completion
-	for _, n := range m.Names() {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, cobra.CompletionWithDesc(n, fmt.Sprintf("%d bytes", m.Items[n].Size)))
+	return a.completeFrom(cmd, func(ctx context.Context, p *publish.Publisher) ([]cobra.Completion, error) {
+		var m *manifest.Manifest
+		var err error
+		if f := cmd.Flags().Lookup("gen"); f != nil && f.Changed && f.Value.String() != "0" {
+			gen, perr := strconv.ParseInt(f.Value.String(), 10, 64)
+			if perr != nil {
+				return nil, perr
+			}
+			m, _, err = p.Read(ctx, gen)
+		} else {
+			m, _, err = p.Current(ctx)
 		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+		if err != nil {
+			return nil, err
+		}
+		var out []cobra.Completion
+		for _, n := range m.Names() {
+			if strings.HasPrefix(n, prefix) {
+				out = append(out, cobra.CompletionWithDesc(n, fmt.Sprintf("%d bytes", m.Items[n].Size)))
+			}
+		}
+		return out, nil
+	})
 }
 
 func (a *app) completeGenerations(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	ctx, cancel, ok := a.completionSession(cmd)
-	if !ok {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer cancel()
-	p, closeConn, err := a.connect(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer closeConn()
-	hist, err := p.History(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []cobra.Completion
-	for _, m := range hist {
-		g := strconv.FormatInt(m.Generation, 10)
-		if strings.HasPrefix(g, prefix) {
-			out = append(out, cobra.CompletionWithDesc(g, fmt.Sprintf("%s by %s, %d items",
-				m.PublishedAt.Format(time.RFC3339), m.Publisher, len(m.Items))))
+	out, directive := a.completeFrom(cmd, func(ctx context.Context, p *publish.Publisher) ([]cobra.Completion, error) {
+		hist, err := p.History(ctx)
+		if err != nil {
+			return nil, err
 		}
-	}
+		var out []cobra.Completion
+		for _, m := range hist {
+			if g := strconv.FormatInt(m.Generation, 10); strings.HasPrefix(g, prefix) {
+				out = append(out, cobra.CompletionWithDesc(g, fmt.Sprintf("%s by %s, %d items",
+					m.PublishedAt.Format(time.RFC3339), m.Publisher, len(m.Items))))
+			}
+		}
+		return out, nil
+	})
 	// Newest first, as history prints them.
-	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	return out, directive | cobra.ShellCompDirectiveKeepOrder
 }
 
 // exitCodesPointer replaces the exit-code table in every command's help but

@@ -228,3 +228,17 @@ func Command(examples map[string]string) *cobra.Command {
 	cmd.Flags().BoolVar(&write, "write", false, "regenerate the reference first")
 	return cmd
 }
+
+// WithCompletionExamples adds the examples of cobra's completion command
+// and its subcommands for binary name to examples, and returns it.
+func WithCompletionExamples(name string, examples map[string]string) map[string]string {
+	examples["completion"] = fmt.Sprintf("  %[1]s completion bash > /etc/bash_completion.d/%[1]s", name)
+	examples["completion bash"] = fmt.Sprintf(`  # Current shell
+  source <(%[1]s completion bash)
+  # Every new shell (make install does this)
+  %[1]s completion bash > /usr/local/share/bash-completion/completions/%[1]s`, name)
+	examples["completion zsh"] = fmt.Sprintf(`  %[1]s completion zsh > "${fpath[1]}/_%[1]s"`, name)
+	examples["completion fish"] = fmt.Sprintf("  %[1]s completion fish > ~/.config/fish/completions/%[1]s.fish", name)
+	examples["completion powershell"] = fmt.Sprintf("  %s completion powershell | Out-String | Invoke-Expression", name)
+	return examples
+}
