@@ -65,10 +65,23 @@ func scrape(t *testing.T, addr string) string {
 	return string(b)
 }
 
+// startWithHTTP starts confagent serving HTTP on a random port and returns
+// it and the address it listens on.
+func (e *env) startWithHTTP(t *testing.T) (*proc, string) {
+	t.Helper()
+	p := e.start(t)
+	p.waitLog(t, "http listening")
+	m := regexp.MustCompile(`"http listening" addr=(\S+)`).FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no listen address in the log:\n%s", p.log())
+	}
+	return p, m[1]
+}
+
 // TestConfagentMetricsFromStart: a real confagent's /metrics has its build
-// and every per-target series from the start, and the generation it
-// catches up on at start-up (published before it started) is not counted
-// as publish-to-apply latency, while the next one is.
+// and every per-target series at 0 before anything was applied, and the
+// generation it catches up on at start-up (published before it started)
+// is not counted as publish-to-apply latency, while the next one is.
 func TestConfagentMetricsFromStart(t *testing.T) {
 	e := newEnv(t)
 	cfg, err := os.ReadFile(e.cfgPath)
@@ -76,27 +89,22 @@ func TestConfagentMetricsFromStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAtomic(t, e.cfgPath, strings.Replace(string(cfg), `listen: ""`, `listen: "127.0.0.1:0"`, 1))
-	e.publish(t, set(1, 3))
 
-	p := e.start(t)
-	p.waitLog(t, "http listening")
-	m := regexp.MustCompile(`"http listening" addr=(\S+)`).FindStringSubmatch(p.log())
-	if m == nil {
-		t.Fatalf("no listen address in the log:\n%s", p.log())
-	}
-	addr := m[1]
-	e.waitApplied(t, "agent-under-test", 1)
-
+	// Nothing published: nothing is applied, every series is there.
+	first, addr := e.startWithHTTP(t)
 	metrics := scrape(t, addr)
 	want := []string{
 		`zkconf_build_info{commit="`,
 		`goversion="` + runtime.Version() + `"`,
 		`zkconf_agent_publish_to_apply_seconds_count 0`,
+		`zkconf_agent_applies_total{result="ok"} 0`,
 		`zkconf_agent_applies_total{result="failed"} 0`,
 		`zkconf_agent_reloads_total{target="all"} 0`,
 		`zkconf_agent_drift_repairs_total{target="d"} 0`,
 		`zkconf_agent_retries_total{class="transient",target="all"} 0`,
+		`zkconf_agent_retries_total{class="reload",target="d"} 0`,
 		`zkconf_agent_target_retrying{class="reload",target="d"} 0`,
+		`zkconf_agent_zookeeper_state{state="expired"} 0`,
 	}
 	for _, target := range []string{"d", "all"} {
 		for _, kind := range []string{"render", "check", "write", "reload", "transient"} {
@@ -105,11 +113,22 @@ func TestConfagentMetricsFromStart(t *testing.T) {
 	}
 	for _, w := range want {
 		if !strings.Contains(metrics, w) {
-			t.Errorf("/metrics lacks %s", w)
+			t.Errorf("/metrics before the first apply lacks %s", w)
 		}
 	}
 	if t.Failed() {
-		t.Fatalf("/metrics after the start-up apply:\n%s", metrics)
+		t.Fatalf("/metrics before the first apply:\n%s", metrics)
+	}
+
+	first.kill()
+
+	// A generation published before the agent started is catch-up.
+	e.publish(t, set(1, 3))
+	_, addr = e.startWithHTTP(t)
+	e.waitApplied(t, "agent-under-test", 1)
+	if metrics := scrape(t, addr); !strings.Contains(metrics, "zkconf_agent_publish_to_apply_seconds_count 0\n") ||
+		!strings.Contains(metrics, "zkconf_agent_generation 1\n") {
+		t.Fatalf("the generation caught up on at start-up counted as publish-to-apply latency:\n%s", metrics)
 	}
 
 	// A generation published while the agent runs is latency.
