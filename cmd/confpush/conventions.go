@@ -21,7 +21,7 @@ import (
 // has none: add its entry here.
 func examples() map[string]string {
 	return clidoc.WithCompletionExamples("confpush", map[string]string{
-		"": `  confpush --zk zk1:2181,zk2:2181 --root /zkconf/web publish ./web-config
+		"": `  confpush --zk zk1:2181,zk2:2181 --root /config/web publish ./web-config
   confpush history
   confpush --version`,
 		"publish": `  # Publish a directory as the next generation, wait for every agent
@@ -51,12 +51,12 @@ func examples() map[string]string {
   confpush status --fail-on-error`,
 		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
   confpush watch ./web-config --debounce 2s`,
-		"init": `  confpush init /zkconf/web --publisher-auth-file /etc/zkconf/publisher.auth \
+		"init": `  confpush init /config/web --publisher-auth-file /etc/zkconf/publisher.auth \
     --agent-auth-file /etc/zkconf/agent.auth`,
 		"acl": `  # Compare the ACLs with the policy (exit 7 when they differ)
-  confpush acl /zkconf/web --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth
+  confpush acl /config/web --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth
   # Set every ACL that differs
-  confpush acl /zkconf/web --repair --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth`,
+  confpush acl /config/web --repair --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth`,
 		"digest": `  # An agent's digest for 'confpush init --agent-digest', password never on the command line
   confpush digest < /etc/zkconf/agent.auth`,
 		"forget": `  # Remove the registration of a decommissioned host

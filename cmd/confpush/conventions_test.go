@@ -29,6 +29,18 @@ func TestCLIVersion(t *testing.T) {
 	}
 }
 
+// TestCLICompletionScript: the completion command prints its script on
+// the command's output.
+func TestCLICompletionScript(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"completion", shell}, &out, &errb); code != 0 || !strings.Contains(out.String(), "confpush") ||
+			!strings.Contains(out.String(), "__complete") {
+			t.Fatalf("completion %s: exit %d\n%s%s", shell, code, out.String(), errb.String())
+		}
+	}
+}
+
 // TestCLIExamples: every command's help has an Examples section, and the
 // table of examples names no command that is gone.
 func TestCLIExamples(t *testing.T) {
