@@ -30,12 +30,22 @@ const UpdateEnv = "ZKCONF_UPDATE_DOCS"
 var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // Generate writes root's markdown reference into mdDir and its man pages
-// (section 1) into manDir, one file per command.
+// (section 1) into manDir, one file per command, replacing the files of
+// root's binary there (those of a removed command go).
 func Generate(root *cobra.Command, mdDir, manDir string) error {
 	root.DisableAutoGenTag = true
 	for _, d := range []string{mdDir, manDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("clidoc: %w", err)
+		}
+		old, err := readDir(d, root.Name())
+		if err != nil {
+			return err
+		}
+		for name := range old {
+			if err := os.Remove(filepath.Join(d, name)); err != nil {
+				return fmt.Errorf("clidoc: %w", err)
+			}
 		}
 	}
 	if err := doc.GenMarkdownTree(root, mdDir); err != nil {
