@@ -171,6 +171,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 		}
 	}
 	r.targets, r.mode, r.rejected, r.rejectErr = ts, mode, "", nil
+	r.metrics.initTargets(ts)
 	r.savePending()
 	return nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +29,15 @@ type Metrics struct {
 	retrying       *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
 	statusConflict prometheus.Gauge
+
+	buildInfo *prometheus.GaugeVec
+	// started is when the agent started: generations published before it
+	// are start-up catch-up, not publish-to-apply latency.
+	started time.Time
 }
+
+// failureKinds are the kind label values of zkconf_agent_failures_total.
+var failureKinds = []string{"render", "check", "write", RetryReload, RetryTransient}
 
 // NewMetrics registers the agent's metrics. stale reports how long the
 // agent has been without a live ZooKeeper view (0 while live).
@@ -36,6 +45,7 @@ func NewMetrics(stale func() float64) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
+		started:  time.Now(),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "zkconf_agent_generation", Help: "Generation applied to every target."}),
 		cacheGeneration: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -51,8 +61,9 @@ func NewMetrics(stale func() float64) *Metrics {
 			Name: "zkconf_agent_drift_repairs_total", Help: "Outputs restored after being changed outside the agent."},
 			[]string{"target"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "zkconf_agent_publish_to_apply_seconds",
-			Help:    "From the manifest's published_at to the end of a successful apply (clock skew between hosts adds to it).",
+			Name: "zkconf_agent_publish_to_apply_seconds",
+			Help: "From the manifest's published_at to the end of a successful apply that changed an output, for generations " +
+				"published after the agent started: catching up at start-up is not latency (clock skew between hosts adds to it).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
 		zkState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "zkconf_agent_zookeeper_state", Help: "1 for the cache's current state (starting, live, stale, expired)."},
@@ -70,13 +81,49 @@ func NewMetrics(stale func() float64) *Metrics {
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zkconf_agent_retries_total", Help: "Retries of a failed reload or transient write that failed again, by target and class."},
 		[]string{"target", "class"})
-	reg.MustRegister(m.retrying, m.retries)
+	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zkconf_build_info", Help: "Always 1: the version, commit and Go version of the running confagent."},
+		[]string{"version", "commit", "goversion"})
+	reg.MustRegister(m.retrying, m.retries, m.buildInfo)
 	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
 		m.zkState, m.staleSeconds, m.statusConflict, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "failed"} {
 		m.applies.WithLabelValues(r)
 	}
+	m.setState(cache.StateStarting, 0)
 	return m
+}
+
+// SetBuildInfo sets zkconf_build_info to 1 for the given build (its only
+// series: a second call replaces the first).
+func (m *Metrics) SetBuildInfo(version, commit string) {
+	if m == nil {
+		return
+	}
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, commit, runtime.Version()).Set(1)
+}
+
+// initTargets creates every per-target series at 0, so that they exist
+// from the first scrape (rate() and alerts on them need a first sample
+// before anything happened). Series of removed targets are kept: their
+// counters stay as they were.
+func (m *Metrics) initTargets(ts []*target) {
+	if m == nil {
+		return
+	}
+	for _, t := range ts {
+		name := t.spec.Name
+		for _, k := range failureKinds {
+			m.failures.WithLabelValues(name, k)
+		}
+		m.reloads.WithLabelValues(name)
+		m.repairs.WithLabelValues(name)
+		for _, c := range []string{RetryReload, RetryTransient} {
+			m.retries.WithLabelValues(name, c)
+		}
+	}
+	m.observeTargets(ts)
 }
 
 func (m *Metrics) observeApply(snap Snapshot, out Outcome, _ time.Duration) {
@@ -89,7 +136,7 @@ func (m *Metrics) observeApply(snap Snapshot, out Outcome, _ time.Duration) {
 	}
 	m.applies.WithLabelValues("ok").Inc()
 	m.generation.Set(float64(snap.Generation()))
-	if len(out.Changed) > 0 && !snap.PublishedAt().IsZero() {
+	if len(out.Changed) > 0 && snap.PublishedAt().After(m.started) {
 		m.latency.Observe(time.Since(snap.PublishedAt()).Seconds())
 	}
 }

@@ -23,14 +23,12 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // Exit codes.
 const (
@@ -142,8 +140,9 @@ request (its /status and confpush status name it as incarnation_refused).`,
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
-		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, version) },
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, buildinfo.Get().String("confagent")) },
 	})
+	conventions(root, stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -234,7 +233,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		Root: cfg.Root, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
-		Apply: cfg.Apply, Targets: specs, Logger: log, Version: version,
+		Apply: cfg.Apply, Targets: specs, Logger: log, Version: buildinfo.Get().Version,
 		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
 	}, errlist.Join(errs...)
 }
@@ -277,6 +276,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer d.Close()
+	d.Metrics().SetBuildInfo(buildinfo.Get().Version, buildinfo.Get().Commit)
 
 	if f.once {
 		octx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -303,7 +303,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	}
 
 	go watchConfig(ctx, f, d, log)
-	log.Info("confagent starting", "version", version, "root", cfg.Root, "agent_id", cfg.AgentID,
+	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", cfg.Root, "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
 	if err := d.Run(ctx); err != nil {
 		log.Error("confagent stopped", "error", err)

@@ -148,8 +148,9 @@ log-level), then the defaults.
 		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
 	root.AddCommand(a.putCommand(), a.deleteCommand())
 	for _, c := range root.Commands() {
-		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesHelp
+		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}
+	a.conventions(root)
 	return root
 }
 

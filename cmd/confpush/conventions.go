@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/buildinfo"
+	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/publish"
+)
+
+// examples returns every command's Examples section, by command path without
+// "confpush" ("" is the root). TestCLIExamples fails for a command that
+// has none: add its entry here.
+func examples() map[string]string {
+	return clidoc.WithCompletionExamples("confpush", map[string]string{
+		"": `  confpush --zk zk1:2181,zk2:2181 --root /config/web publish ./web-config
+  confpush history
+  confpush --version`,
+		"publish": `  # Publish a directory as the next generation, wait for every agent
+  confpush publish ./web-config --wait
+  # Show what would change, write nothing
+  confpush publish ./web-config --dry-run
+  # Publish only if nobody published since generation 41
+  confpush publish ./web-config --expect-generation 41`,
+		"diff": `  # Live set against a local directory
+  confpush diff ./web-config
+  # Live set against generation 41
+  confpush diff --gen 41`,
+		"get": `  # List the live items with sizes and sha256
+  confpush get
+  # Print one item of generation 41
+  confpush get app.json --gen 41`,
+		"history": `  confpush history
+  confpush history --json | jq '.generations[0]'`,
+		"rollback": `  # Publish generation 41's content again, as a new generation
+  confpush rollback --to 41
+  confpush rollback --to 41 --dry-run`,
+		"status": `  # The agents' state
+  confpush status
+  # Wait until at least 3 agents applied generation 42
+  confpush status --wait-generation 42 --min 3
+  # For monitoring: exit 8 when an agent reports an error
+  confpush status --fail-on-error`,
+		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
+  confpush watch ./web-config --debounce 2s`,
+		"init": `  confpush init /config/web --publisher-auth-file /etc/zkconf/publisher.auth \
+    --agent-auth-file /etc/zkconf/agent.auth`,
+		"acl": `  # Compare the ACLs with the policy (exit 7 when they differ)
+  confpush acl /config/web --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth
+  # Set every ACL that differs
+  confpush acl /config/web --repair --publisher-auth-file /etc/zkconf/publisher.auth --agent-auth-file /etc/zkconf/agent.auth`,
+		"digest": `  # An agent's digest for 'confpush init --agent-digest', password never on the command line
+  confpush digest < /etc/zkconf/agent.auth`,
+		"forget": `  # Remove the registration of a decommissioned host
+  confpush forget web-17`,
+	})
+}
+
+// completionTimeout bounds a completion's whole ZooKeeper round trip: a
+// shell waits for it on every TAB, so an unreachable ensemble yields no
+// candidates quickly instead of a hung prompt.
+const completionTimeout = 3 * time.Second
+
+// conventions gives the command tree what every command needs beyond its
+// own behaviour: --version, the completion command with completions from
+// the live root, the examples, and the exit-code table in one place.
+func (a *app) conventions(root *cobra.Command) {
+	root.Version = buildinfo.Get().String("confpush")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.InitDefaultVersionFlag()
+	// The completion command writes its script to the output it finds
+	// when it is made.
+	root.SetOut(a.stdout)
+	root.InitDefaultCompletionCmd()
+	a.registerCompletions(root)
+	clidoc.SetExamples(root, examples())
+}
+
+// registerCompletions completes item names (get ITEM; put and delete NAME
+// when present) and generations (every --to, --gen, --from integer flag)
+// from the live root, through the same connection flags as the command.
+func (a *app) registerCompletions(root *cobra.Command) {
+	clidoc.Walk(root, func(c *cobra.Command) {
+		switch c.Name() {
+		case "get", "put", "delete":
+			if c.ValidArgsFunction == nil {
+				c.ValidArgsFunction = a.completeItems
+			}
+		}
+		for _, name := range []string{"to", "gen", "from"} {
+			if f := c.Flags().Lookup(name); f != nil && strings.HasPrefix(f.Value.Type(), "int") {
+				_ = c.RegisterFlagCompletionFunc(name, a.completeGenerations)
+			}
+		}
+	})
+}
+
+// completionSession connects for a completion: cobra does not run the
+// PersistentPreRunE hook for completions, so the flags, environment and
+// --config file are read here. Nothing is logged (the shell would show it).
+func (a *app) completionSession(cmd *cobra.Command) (context.Context, func(), bool) {
+	if err := a.configure(cmd); err != nil {
+		return nil, nil, false
+	}
+	a.log = slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(cmd.Context(), min(completionTimeout, a.v.GetDuration("timeout")))
+	return ctx, cancel, true
+}
+
+// completeFrom runs list with a connected Publisher; any failure
+// (unreachable, refused, not published) offers nothing.
+func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publish.Publisher) ([]cobra.Completion, error),
+) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ctx, cancel, ok := a.completionSession(cmd)
+	if !ok {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cancel()
+	p, closeConn, err := a.connect(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer closeConn()
+	out, err := list(ctx, p)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (a *app) completeItems(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		// Only the first argument is an item name (put's second is a file).
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return a.completeFrom(cmd, func(ctx context.Context, p *publish.Publisher) ([]cobra.Completion, error) {
+		var m *manifest.Manifest
+		var err error
+		if f := cmd.Flags().Lookup("gen"); f != nil && f.Changed && f.Value.String() != "0" {
+			gen, perr := strconv.ParseInt(f.Value.String(), 10, 64)
+			if perr != nil {
+				return nil, perr
+			}
+			m, _, err = p.Read(ctx, gen)
+		} else {
+			m, _, err = p.Current(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []cobra.Completion
+		for _, n := range m.Names() {
+			if strings.HasPrefix(n, prefix) {
+				out = append(out, cobra.CompletionWithDesc(n, fmt.Sprintf("%d bytes", m.Items[n].Size)))
+			}
+		}
+		return out, nil
+	})
+}
+
+func (a *app) completeGenerations(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	out, directive := a.completeFrom(cmd, func(ctx context.Context, p *publish.Publisher) ([]cobra.Completion, error) {
+		hist, err := p.History(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []cobra.Completion
+		for _, m := range hist {
+			if g := strconv.FormatInt(m.Generation, 10); strings.HasPrefix(g, prefix) {
+				out = append(out, cobra.CompletionWithDesc(g, fmt.Sprintf("%s by %s, %d items",
+					m.PublishedAt.Format(time.RFC3339), m.Publisher, len(m.Items))))
+			}
+		}
+		return out, nil
+	})
+	// Newest first, as history prints them.
+	return out, directive | cobra.ShellCompDirectiveKeepOrder
+}
+
+// exitCodesPointer replaces the exit-code table in every command's help but
+// the root's, which holds the one table.
+const exitCodesPointer = "Exit codes: see 'confpush --help'."
