@@ -29,20 +29,27 @@ func examples() map[string]string {
   # Show what would change, write nothing
   confpush publish ./web-config --dry-run
   # Publish only if nobody published since generation 41
-  confpush publish ./web-config --expect-generation 41`,
+  confpush publish ./web-config --expect-generation 41
+  # Say who and why; allow removing items deleted from the directory
+  confpush publish ./web-config --prune -m "alice: drop old vhost (OPS-12)"`,
 		"diff": `  # Live set against a local directory
   confpush diff ./web-config
   # Live set against generation 41
-  confpush diff --gen 41`,
+  confpush diff --gen 41
+  # What changed between two generations
+  confpush diff --from 41 --to 42`,
 		"get": `  # List the live items with sizes and sha256
   confpush get
   # Print one item of generation 41
   confpush get app.json --gen 41`,
 		"history": `  confpush history
+  confpush history --diff
   confpush history --json | jq '.generations[0]'`,
 		"rollback": `  # Publish generation 41's content again, as a new generation
   confpush rollback --to 41
-  confpush rollback --to 41 --dry-run`,
+  confpush rollback --to 41 --dry-run
+  # Roll back, say why, and wait for every agent
+  confpush rollback --to 41 -m "42 broke checkout (INC-7)" --wait`,
 		"status": `  # The agents' state
   confpush status
   # Wait until at least 3 agents applied generation 42
