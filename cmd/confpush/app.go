@@ -128,6 +128,7 @@ log-level), then the defaults.
 	pf.String("meta", layout.DefaultMeta, "metadata znode (history, blobs)")
 	pf.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	pf.Duration("timeout", 60*time.Second, "overall timeout of the command")
+	pf.Duration("connect-timeout", defaultConnectTimeout, "how long to wait for a ZooKeeper session before naming each server's problem")
 	pf.String("config", "", "YAML configuration file")
 	pf.Bool("json", false, "print one JSON object (machine output)")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
@@ -176,6 +177,9 @@ func (a *app) configure(cmd *cobra.Command) error {
 	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	if v.GetDuration("timeout") <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	if v.GetDuration("connect-timeout") <= 0 {
+		return usagef("--connect-timeout must be positive")
 	}
 	if v.GetDuration("session-timeout") <= 0 {
 		return usagef("--session-timeout must be positive")

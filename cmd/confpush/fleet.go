@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -45,18 +44,9 @@ func (a *app) paths() layout.Paths {
 	return layout.New(a.v.GetString("root"), a.v.GetString("meta"))
 }
 
-// dial connects and waits for a session.
+// dial connects and waits for a session (see dialWith).
 func (a *app) dial(ctx context.Context) (*zk.Conn, *zkclient.Session, error) {
-	cfg := a.zkConfig()
-	conn, sess, err := zkclient.DialConn(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := sess.WaitConnected(ctx); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
-	}
-	return conn, sess, nil
+	return a.dialWith(ctx, a.zkConfig())
 }
 
 // liveGeneration reads the root's generation (0 when never published).
@@ -313,12 +303,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, quiet bool) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	tty := isTerminal(w)
 	return &progress{w: w, tty: tty, off: quiet}
 }
 
