@@ -93,6 +93,9 @@ incarnation.`,
 				return err
 			}
 			defer conn.Close()
+			if a.v.GetBool("watch") {
+				return a.watchStatus(cmd, conn)
+			}
 			if g := a.v.GetInt64("wait-generation"); g > 0 {
 				if err := a.waitRollout(ctx, conn, g); err != nil {
 					return err
@@ -103,6 +106,7 @@ incarnation.`,
 	}
 	cmd.Flags().Int64("wait-generation", 0, "wait until agents report this generation")
 	cmd.Flags().Bool("fail-on-error", false, "exit 8 when any agent reports an error or a failing target")
+	cmd.Flags().Bool("watch", false, "show the status again at every change (ZooKeeper watches) until interrupted; --timeout does not apply")
 	a.rolloutFlags(cmd)
 	return cmd
 }
@@ -114,23 +118,42 @@ func (a *app) rolloutFlags(cmd *cobra.Command) {
 }
 
 func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) error {
-	p := a.paths()
-	live, err := liveGeneration(conn, p.Root)
+	obj, text, failing, err := a.statusReport(ctx, conn)
 	if err != nil {
 		return err
 	}
+	if failOnError && len(failing) > 0 {
+		if !a.json() {
+			text(a.stdout)
+		}
+		return agentsFailingError{agents: failing, report: obj}
+	}
+	a.emit(obj, text)
+	return nil
+}
+
+// statusReport reads the fleet's status: the --json object, the text
+// table, and the agents --fail-on-error fails for.
+func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]any, text func(io.Writer), failing []string, err error) {
+	p := a.paths()
+	live, err := liveGeneration(conn, p.Root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	sum := fleet.Summarize(agents, live)
 	marker, err := publish.InspectMarker(ctx, conn, p.Root, p.Meta)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	type row struct {
-		ID     string        `json:"id"`
-		Behind int64         `json:"behind"`
+		ID     string `json:"id"`
+		Behind int64  `json:"behind"`
+		// State is the STATE column: what an operator acts on.
+		State  string        `json:"state"`
 		Error  string        `json:"error,omitempty"`
 		Status *fleet.Status `json:"status,omitempty"`
 		// Trust: an untrusted status node is shown, never
@@ -143,7 +166,6 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		RegistryUntrusted string              `json:"registry_untrusted,omitempty"`
 	}
 	rows := []row{}
-	var failing []string
 	for _, ag := range agents {
 		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0), Trusted: ag.Trusted(), Untrusted: ag.Untrusted,
 			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted}
@@ -160,9 +182,10 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			st := ag.Status
 			r.Status = &st
 		}
+		r.State = agentState(ag, live)
 		rows = append(rows, r)
 	}
-	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
+	obj = map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
 		"untrusted": sum.Untrusted, "gone": sum.Gone}}
 	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
@@ -179,12 +202,12 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
 			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
 	}
-	text := func(out io.Writer) {
+	text = func(out io.Writer) {
 		if marker != nil {
 			fmt.Fprintf(out, "marker: %s\n\n", marker)
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
+		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tAPPLIED AT\tZK STATE\tZK SINCE\tLAST ERROR")
 		for _, r := range rows {
 			note := ""
 			if r.RegistryUntrusted != "" {
@@ -200,18 +223,15 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 				if r.Untrusted != "" {
 					why = "status node untrusted: " + r.Untrusted
 				}
-				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t%s\n", r.ID, seen, oneLine(why+note))
+				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t-\t-\t%s\n", r.ID, seen, oneLine(why+note))
 				continue
 			case !r.Trusted:
-				fmt.Fprintf(w, "%s\t-\t-\tuntrusted\t-\t%s\n", r.ID, oneLine(r.Untrusted+note))
+				fmt.Fprintf(w, "%s\t-\t-\t%s\t-\t-\t-\t%s\n", r.ID, r.State, oneLine(r.Untrusted+r.Error+note))
 				continue
 			}
 			st := r.Status
-			since := "-"
-			if !st.Since.IsZero() {
-				since = time.Since(st.Since).Round(time.Second).String() + " ago"
-			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, st.State, since, oneLine(st.LastError+note))
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, r.State, ago(st.AppliedAt),
+				st.State, ago(st.Since), oneLine(failureOf(*st)+note))
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
@@ -222,14 +242,59 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			fmt.Fprintf(out, "INCARNATION: %s\n", pr)
 		}
 	}
-	if failOnError && len(failing) > 0 {
-		if !a.json() {
-			text(a.stdout)
-		}
-		return agentsFailingError{agents: failing, report: obj}
+	return obj, text, failing, nil
+}
+
+// agentState is the STATE column: gone, untrusted, unreadable, failing
+// (the last apply failed, or a failure is being retried), the agent's
+// cache state when it is not live (starting, stale, expired), behind (a
+// newer generation is live and not applied yet), or ok.
+func agentState(ag fleet.Agent, live int64) string {
+	st := ag.Status
+	switch {
+	case ag.Gone():
+		return "gone"
+	case ag.Err != nil:
+		return "unreadable"
+	case !ag.Trusted():
+		return "untrusted"
+	case st.Failing():
+		return "failing"
+	case st.State != "live" && st.State != "":
+		return st.State
+	case st.Generation < live:
+		return "behind"
 	}
-	a.emit(obj, text)
-	return nil
+	return "ok"
+}
+
+// failureOf is the LAST ERROR column: the agent's last error, else its
+// first failing target's.
+func failureOf(st fleet.Status) string {
+	if st.LastError != "" {
+		return st.LastError
+	}
+	for _, t := range st.Targets {
+		if !t.Failing() {
+			continue
+		}
+		switch {
+		case t.Retrying != "":
+			return fmt.Sprintf("target %s: %s failure retried (%d retries): %s", t.Name, t.Retrying, t.Retries, t.LastError)
+		case t.ReloadPending:
+			return fmt.Sprintf("target %s: reload pending: %s", t.Name, t.LastError)
+		}
+		return fmt.Sprintf("target %s: %s", t.Name, t.LastError)
+	}
+	return ""
+}
+
+// ago is a time as "3m2s ago", "-" when unset.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
 // incarnationProblems reads the root's incarnation and lists the agents
