@@ -359,26 +359,58 @@ func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
 	return nil
 }
 
-// progress prints rollout progress.
+// progress prints rollout progress: one line per change (redrawn in place
+// with a bar on a terminal) naming the pending, failing and gone agents,
+// then a summary line.
 type progress struct {
-	w    io.Writer
-	tty  bool
-	off  bool
-	last string
+	w     io.Writer
+	tty   bool
+	off   bool
+	last  string
+	start time.Time
 }
 
+// shownAgents bounds the agents a progress line names per group.
+const shownAgents = 5
+
 func newProgress(w io.Writer, quiet bool) *progress {
-	tty := isTerminal(w)
-	return &progress{w: w, tty: tty, off: quiet}
+	return &progress{w: w, tty: isTerminal(w), off: quiet, start: time.Now()}
+}
+
+// group is "N what (a, b, c and 2 more)", or "" for none.
+func group(n int, what string, ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	shown := ids[:min(len(ids), shownAgents)]
+	l := fmt.Sprintf("%d %s (%s", n, what, strings.Join(shown, ", "))
+	if more := len(ids) - len(shown); more > 0 {
+		l += fmt.Sprintf(" and %d more", more)
+	}
+	return l + ")"
+}
+
+// groups lists the non-empty groups after the applied count.
+func groups(pr fleet.Progress) string {
+	var parts []string
+	for _, g := range []string{
+		group(len(pr.Rejected), "failing", pr.Rejected),
+		group(len(pr.Pending), "pending", pr.Pending),
+		group(len(pr.Gone), "gone", pr.Gone),
+		group(len(pr.Untrusted), "untrusted, not counted", pr.Untrusted),
+	} {
+		if g != "" {
+			parts = append(parts, g)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }
 
 func (p *progress) line(pr fleet.Progress) string {
-	l := fmt.Sprintf("generation %d: %d/%d applied, %d pending, %d failed, %d gone",
-		pr.Generation, len(pr.Applied), pr.Needed, len(pr.Pending), len(pr.Rejected), len(pr.Gone))
-	if len(pr.Untrusted) > 0 {
-		l += fmt.Sprintf(", %d untrusted (not counted)", len(pr.Untrusted))
-	}
-	return l
+	return fmt.Sprintf("generation %d: %d/%d applied%s", pr.Generation, len(pr.Applied), pr.Needed, groups(pr))
 }
 
 func (p *progress) update(pr fleet.Progress) {
@@ -396,12 +428,15 @@ func (p *progress) update(pr fleet.Progress) {
 		if pr.Needed > 0 {
 			filled = min(width, width*len(pr.Applied)/pr.Needed)
 		}
-		fmt.Fprintf(p.w, "\r[%s%s] %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), l)
+		// \x1b[K: a shorter line must not leave the end of a longer one.
+		fmt.Fprintf(p.w, "\r[%s%s] %s\x1b[K", strings.Repeat("#", filled), strings.Repeat(".", width-filled), l)
 		return
 	}
 	fmt.Fprintln(p.w, l)
 }
 
+// done prints the last state and the summary line, e.g. "generation 42:
+// 98 applied, 1 failing (web-3), 1 pending (web-7) after 12s".
 func (p *progress) done(pr fleet.Progress) {
 	if p.off {
 		return
@@ -410,4 +445,6 @@ func (p *progress) done(pr fleet.Progress) {
 	if p.tty {
 		fmt.Fprintln(p.w)
 	}
+	fmt.Fprintf(p.w, "generation %d: %d applied%s after %v\n", pr.Generation, len(pr.Applied), groups(pr),
+		time.Since(p.start).Round(time.Second))
 }
