@@ -104,10 +104,8 @@ func readConfigFile(v *viper.Viper, root *cobra.Command, path string) (deprecate
 // servers becomes "host:port,...", a relative path under a new key is
 // resolved against the file's directory.
 func fileValue(raw any, key, path string) (any, error) {
-	if list, ok := raw.([]any); ok {
-		if key != "zookeeper.servers" && key != "zk" {
-			return nil, fmt.Errorf("%s: a list is not allowed here", key)
-		}
+	// Other lists (init --agent-digest, ...) are the flags' own to parse.
+	if list, ok := raw.([]any); ok && (key == "zookeeper.servers" || key == "zk") {
 		parts := make([]string, len(list))
 		for i, e := range list {
 			s, ok := e.(string)

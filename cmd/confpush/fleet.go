@@ -73,8 +73,13 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show which agent runs which generation",
 		Long: `status lists every agent following the root (from their status nodes): the
-generation each applied, how far behind the live one it is, its state, since
-when, and its last error; then a summary.
+generation each applied, how far behind the live one it is, its STATE (ok,
+failing: the last apply failed or a failure is being retried, behind, stale,
+gone, untrusted), when it applied (APPLIED AT), its view of ZooKeeper and
+since when (ZK STATE, ZK SINCE), and its last error; then a summary.
+
+With --watch it shows the table again at every change (ZooKeeper watches),
+redrawn in place on a terminal, until Ctrl-C; --timeout does not apply.
 
 With --wait-generation G it first waits (through watches) until enough agents
 (--min N, or --all) report generation G; exit 5 when they do not in time.
