@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/layout"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes it.
@@ -34,13 +33,8 @@ func (s *syncBuffer) String() string {
 // pending agents (at most five per group, then "and N more") and ends
 // with a summary line.
 func TestWaitProgressNamesAgents(t *testing.T) {
-	srv := startZK(t)
-	conn := srv.Connect(t, 10*time.Second)
 	const root = "/progress/app"
-	c := cli{t: t, zk: srv.ConnString(), root: root}
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "1"})).want(t, 0)
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "2"})).want(t, 0)
-	nodes := statusNodes{t: t, conn: conn, paths: layout.New(root, layout.DefaultMeta)}
+	c, nodes := fleetFixture(t, root, 2)
 	at := func(id string, g int64, lastErr string) fleet.Status {
 		return fleet.Status{AgentID: id, Root: root, Generation: g, CacheGeneration: 2, Attempted: g, State: "live",
 			Since: time.Now(), AppliedAt: time.Now(), LastError: lastErr}

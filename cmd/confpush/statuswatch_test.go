@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,18 @@ func (s statusNodes) put(st fleet.Status) {
 	}
 }
 
+// fleetFixture starts a server, publishes generations 1..gens of root and
+// returns the CLI and a writer of status nodes.
+func fleetFixture(t *testing.T, root string, gens int) (cli, statusNodes) {
+	t.Helper()
+	srv := startZK(t)
+	c := cli{t: t, zk: srv.ConnString(), root: root}
+	for g := 1; g <= gens; g++ {
+		c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": strconv.Itoa(g)})).want(t, 0)
+	}
+	return c, statusNodes{t: t, conn: srv.Connect(t, 10*time.Second), paths: layout.New(root, layout.DefaultMeta)}
+}
+
 // row returns the fields of the status table's row for agent id.
 func row(t *testing.T, out, id string) []string {
 	t.Helper()
@@ -60,13 +73,8 @@ func row(t *testing.T, out, id string) []string {
 // a failing target's error shows when the agent has no error of its own,
 // and the summary counts failing targets too.
 func TestStatusStateColumn(t *testing.T) {
-	srv := startZK(t)
-	conn := srv.Connect(t, 10*time.Second)
 	const root = "/state/app"
-	c := cli{t: t, zk: srv.ConnString(), root: root}
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "1"})).want(t, 0)
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "2"})).want(t, 0)
-	nodes := statusNodes{t: t, conn: conn, paths: layout.New(root, layout.DefaultMeta)}
+	c, nodes := fleetFixture(t, root, 2)
 	now := time.Now()
 	ok := []fleet.TargetResult{{Name: "app", OK: true, Generation: 2, LastAttempt: 2}}
 	nodes.put(fleet.Status{AgentID: "web-ok", Root: root, Generation: 2, CacheGeneration: 2, State: "live", Since: now,
@@ -106,12 +114,8 @@ func TestStatusStateColumn(t *testing.T) {
 // when a status node appears or changes (ZooKeeper watches), and ends
 // cleanly on SIGINT.
 func TestStatusWatch(t *testing.T) {
-	srv := startZK(t)
-	conn := srv.Connect(t, 10*time.Second)
 	const root = "/watch-status/app"
-	c := cli{t: t, zk: srv.ConnString(), root: root}
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "1"})).want(t, 0)
-	nodes := statusNodes{t: t, conn: conn, paths: layout.New(root, layout.DefaultMeta)}
+	c, nodes := fleetFixture(t, root, 1)
 	nodes.put(fleet.Status{AgentID: "web-1", Root: root, Generation: 1, CacheGeneration: 1, State: "live", Since: time.Now(), AppliedAt: time.Now()})
 
 	bin := filepath.Join(t.TempDir(), "confpush")
@@ -119,7 +123,7 @@ func TestStatusWatch(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	// --timeout 1s: the watch outlives it.
-	w := startWatcher(t, bin, "--zk", srv.ConnString(), "--root", root, "--timeout", "1s", "status", "--watch")
+	w := startWatcher(t, bin, "--zk", c.zk, "--root", root, "--timeout", "1s", "status", "--watch")
 	w.waitFor(t, "status --watch", "web-1")
 	nodes.put(fleet.Status{AgentID: "web-2", Root: root, Generation: 1, CacheGeneration: 1, State: "live", Since: time.Now(), AppliedAt: time.Now()})
 	w.waitFor(t, "status --watch", "web-2")
