@@ -91,6 +91,9 @@ expected agent that is gone, or an agent that does not follow the root's
 incarnation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkWatchFlags(); err != nil {
+				return err
+			}
 			ctx, cancel := a.context(cmd)
 			defer cancel()
 			conn, _, err := a.dial(ctx)

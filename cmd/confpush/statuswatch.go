@@ -20,14 +20,19 @@ import (
 // watch(1) and kubectl get --watch on a terminal redraw in place.
 const clearScreen = "\x1b[H\x1b[2J"
 
+// checkWatchFlags refuses what --watch cannot honour, before connecting.
+func (a *app) checkWatchFlags() error {
+	if a.v.GetBool("watch") && (a.v.GetInt64("wait-generation") > 0 || a.v.GetBool("fail-on-error")) {
+		return usagef("--watch cannot be combined with --wait-generation or --fail-on-error")
+	}
+	return nil
+}
+
 // watchStatus prints the status at start and again at every change of the
 // fleet, seen through ZooKeeper watches: redrawn in place on a terminal, a
 // new table (or with --json one JSON object per line) per change
 // otherwise. It runs until SIGINT or SIGTERM.
 func (a *app) watchStatus(cmd *cobra.Command, conn *zk.Conn) error {
-	if a.v.GetInt64("wait-generation") > 0 || a.v.GetBool("fail-on-error") {
-		return usagef("--watch cannot be combined with --wait-generation or --fail-on-error")
-	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	tty := isTerminal(a.stdout)

@@ -118,6 +118,7 @@ func TestStatusWatch(t *testing.T) {
 	c, nodes := fleetFixture(t, root, 1)
 	nodes.put(fleet.Status{AgentID: "web-1", Root: root, Generation: 1, CacheGeneration: 1, State: "live", Since: time.Now(), AppliedAt: time.Now()})
 
+	c.run("status", "--watch", "--fail-on-error").want(t, exitUsage, "--watch cannot be combined with --wait-generation or --fail-on-error")
 	bin := filepath.Join(t.TempDir(), "confpush")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
