@@ -247,8 +247,8 @@ func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustEr
 
 // Summary counts agents against the latest generation. AtLatest + Behind
 // = Total; Behind includes Untrusted and Gone agents (never counted as
-// applied); Failing counts agents whose last attempt failed, wherever
-// they are.
+// applied); Failing counts agents reporting an error or a failing target
+// (Status.Failing), wherever they are.
 type Summary struct {
 	Latest    int64
 	Total     int
@@ -268,7 +268,7 @@ func Summarize(agents []Agent, latest int64) Summary {
 		} else {
 			s.Behind++
 		}
-		if a.Trusted() && a.Status.LastError != "" {
+		if a.Trusted() && a.Status.Failing() {
 			s.Failing++
 		}
 		if a.HasNode && !a.Trusted() {

@@ -1,11 +1,11 @@
 package zkclient
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -94,20 +94,9 @@ func serverNames(servers []string) map[string]string {
 // answer (or a plain close, when "ruok" is not whitelisted) means the TLS
 // session was accepted.
 func handshake(addr string, cfg *tls.Config) error {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte("ruok")); err != nil {
-		return err
-	}
-	var b [16]byte
-	if _, err := conn.Read(b[:]); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return handshakeContext(ctx, addr, cfg)
 }
 
 // probeTLS makes one handshake with each server until one succeeds. It

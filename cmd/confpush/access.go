@@ -14,7 +14,6 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zkconn"
-	"github.com/zkconf/zkconf/zkclient"
 )
 
 // aclMismatchError marks ACLs that differ from the policy and were not
@@ -127,13 +126,9 @@ func (a *app) rootArg(args []string) error {
 func (a *app) dialAs(ctx context.Context, creds string) (*zk.Conn, error) {
 	cfg := a.zkConfig()
 	cfg.Auth = creds
-	conn, sess, err := zkclient.DialConn(cfg)
+	conn, _, err := a.dialWith(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := sess.WaitConnected(ctx); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
 	}
 	if a.auth != "" && a.auth != creds {
 		if err := conn.AddAuth("digest", []byte(a.auth)); err != nil {

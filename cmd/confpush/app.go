@@ -115,9 +115,13 @@ ZooKeeper root, atomically: agents see the old set or the new one, never a mix.
 Every publish is a new generation; history is kept for rollback.
 
 Settings come from flags, then CONFPUSH_* environment variables (CONFPUSH_ZK,
-CONFPUSH_ROOT, CONFPUSH_SESSION_TIMEOUT, ...), then the --config YAML file
-(keys are the flag names: zk, root, meta, session-timeout, timeout, json,
-log-level), then the defaults.
+CONFPUSH_ROOT, CONFPUSH_SESSION_TIMEOUT, ...), then the --config YAML file,
+then the defaults. The file uses confagent's names for what both tools share
+(zookeeper.servers, zookeeper.session_timeout, zookeeper.connect_timeout,
+zookeeper.auth_file, zookeeper.tls.ca_file/cert_file/key_file/server_name,
+log.level, root, meta) and flag names for the rest (timeout, json, ...); the
+old flag-named keys (zk, session-timeout, ...) are deprecated aliases. Unknown
+keys are refused.
 
 ` + exitCodesHelp,
 		SilenceErrors: true,
@@ -136,6 +140,7 @@ log-level), then the defaults.
 	pf.String("meta", layout.DefaultMeta, "metadata znode (history, blobs)")
 	pf.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	pf.Duration("timeout", 60*time.Second, "overall timeout of the command")
+	pf.Duration("connect-timeout", defaultConnectTimeout, "how long to wait for a ZooKeeper session before naming each server's problem")
 	pf.String("config", "", "YAML configuration file")
 	pf.Bool("json", false, "print one JSON object (machine output)")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
@@ -172,11 +177,11 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if bindErr != nil {
 		return bindErr
 	}
+	var deprecated []string
 	if path := v.GetString("config"); path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return usagef("config file %s: %v", path, err)
+		var err error
+		if deprecated, err = readConfigFile(v, cmd.Root(), path); err != nil {
+			return err
 		}
 	}
 	level := slog.LevelWarn
@@ -184,8 +189,14 @@ func (a *app) configure(cmd *cobra.Command) error {
 		return usagef("--log-level %q: want debug, info, warn or error", v.GetString("log-level"))
 	}
 	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	if len(deprecated) > 0 {
+		a.log.Warn("the configuration file uses deprecated key names", "file", v.GetString("config"), "keys", strings.Join(deprecated, ", "))
+	}
 	if v.GetDuration("timeout") <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	if v.GetDuration("connect-timeout") <= 0 {
+		return usagef("--connect-timeout must be positive")
 	}
 	if v.GetDuration("session-timeout") <= 0 {
 		return usagef("--session-timeout must be positive")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -45,18 +44,9 @@ func (a *app) paths() layout.Paths {
 	return layout.New(a.v.GetString("root"), a.v.GetString("meta"))
 }
 
-// dial connects and waits for a session.
+// dial connects and waits for a session (see dialWith).
 func (a *app) dial(ctx context.Context) (*zk.Conn, *zkclient.Session, error) {
-	cfg := a.zkConfig()
-	conn, sess, err := zkclient.DialConn(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := sess.WaitConnected(ctx); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
-	}
-	return conn, sess, nil
+	return a.dialWith(ctx, a.zkConfig())
 }
 
 // liveGeneration reads the root's generation (0 when never published).
@@ -83,8 +73,13 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show which agent runs which generation",
 		Long: `status lists every agent following the root (from their status nodes): the
-generation each applied, how far behind the live one it is, its state, since
-when, and its last error; then a summary.
+generation each applied, how far behind the live one it is, its STATE (ok,
+failing: the last apply failed or a failure is being retried, behind, stale,
+gone, untrusted), when it applied (APPLIED AT), its view of ZooKeeper and
+since when (ZK STATE, ZK SINCE), and its last error; then a summary.
+
+With --watch it shows the table again at every change (ZooKeeper watches),
+redrawn in place on a terminal, until Ctrl-C; --timeout does not apply.
 
 With --wait-generation G it first waits (through watches) until enough agents
 (--min N, or --all) report generation G; exit 5 when they do not in time.
@@ -96,6 +91,9 @@ expected agent that is gone, or an agent that does not follow the root's
 incarnation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkWatchFlags(); err != nil {
+				return err
+			}
 			ctx, cancel := a.context(cmd)
 			defer cancel()
 			conn, _, err := a.dial(ctx)
@@ -103,6 +101,9 @@ incarnation.`,
 				return err
 			}
 			defer conn.Close()
+			if a.v.GetBool("watch") {
+				return a.watchStatus(cmd, conn)
+			}
 			if g := a.v.GetInt64("wait-generation"); g > 0 {
 				if err := a.waitRollout(ctx, conn, g); err != nil {
 					return err
@@ -113,6 +114,7 @@ incarnation.`,
 	}
 	cmd.Flags().Int64("wait-generation", 0, "wait until agents report this generation")
 	cmd.Flags().Bool("fail-on-error", false, "exit 8 when any agent reports an error or a failing target")
+	cmd.Flags().Bool("watch", false, "show the status again at every change (ZooKeeper watches) until interrupted; --timeout does not apply")
 	a.rolloutFlags(cmd)
 	return cmd
 }
@@ -124,23 +126,42 @@ func (a *app) rolloutFlags(cmd *cobra.Command) {
 }
 
 func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) error {
-	p := a.paths()
-	live, err := liveGeneration(conn, p.Root)
+	obj, text, failing, err := a.statusReport(ctx, conn)
 	if err != nil {
 		return err
 	}
+	if failOnError && len(failing) > 0 {
+		if !a.json() {
+			text(a.stdout)
+		}
+		return agentsFailingError{agents: failing, report: obj}
+	}
+	a.emit(obj, text)
+	return nil
+}
+
+// statusReport reads the fleet's status: the --json object, the text
+// table, and the agents --fail-on-error fails for.
+func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]any, text func(io.Writer), failing []string, err error) {
+	p := a.paths()
+	live, err := liveGeneration(conn, p.Root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	sum := fleet.Summarize(agents, live)
 	marker, err := publish.InspectMarker(ctx, conn, p.Root, p.Meta)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	type row struct {
-		ID     string        `json:"id"`
-		Behind int64         `json:"behind"`
+		ID     string `json:"id"`
+		Behind int64  `json:"behind"`
+		// State is the STATE column: what an operator acts on.
+		State  string        `json:"state"`
 		Error  string        `json:"error,omitempty"`
 		Status *fleet.Status `json:"status,omitempty"`
 		// Trust: an untrusted status node is shown, never
@@ -153,7 +174,6 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		RegistryUntrusted string              `json:"registry_untrusted,omitempty"`
 	}
 	rows := []row{}
-	var failing []string
 	for _, ag := range agents {
 		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0), Trusted: ag.Trusted(), Untrusted: ag.Untrusted,
 			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted}
@@ -170,9 +190,10 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			st := ag.Status
 			r.Status = &st
 		}
+		r.State = agentState(ag, live)
 		rows = append(rows, r)
 	}
-	obj := map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
+	obj = map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
 		"untrusted": sum.Untrusted, "gone": sum.Gone}}
 	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
@@ -189,12 +210,12 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
 			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
 	}
-	text := func(out io.Writer) {
+	text = func(out io.Writer) {
 		if marker != nil {
 			fmt.Fprintf(out, "marker: %s\n\n", marker)
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tSINCE\tLAST ERROR")
+		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tAPPLIED AT\tZK STATE\tZK SINCE\tLAST ERROR")
 		for _, r := range rows {
 			note := ""
 			if r.RegistryUntrusted != "" {
@@ -210,18 +231,15 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 				if r.Untrusted != "" {
 					why = "status node untrusted: " + r.Untrusted
 				}
-				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t%s\n", r.ID, seen, oneLine(why+note))
+				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t-\t-\t%s\n", r.ID, seen, oneLine(why+note))
 				continue
 			case !r.Trusted:
-				fmt.Fprintf(w, "%s\t-\t-\tuntrusted\t-\t%s\n", r.ID, oneLine(r.Untrusted+note))
+				fmt.Fprintf(w, "%s\t-\t-\t%s\t-\t-\t-\t%s\n", r.ID, r.State, oneLine(r.Untrusted+r.Error+note))
 				continue
 			}
 			st := r.Status
-			since := "-"
-			if !st.Since.IsZero() {
-				since = time.Since(st.Since).Round(time.Second).String() + " ago"
-			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, st.State, since, oneLine(st.LastError+note))
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, r.State, ago(st.AppliedAt),
+				st.State, ago(st.Since), oneLine(failureOf(*st)+note))
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
@@ -232,14 +250,59 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 			fmt.Fprintf(out, "INCARNATION: %s\n", pr)
 		}
 	}
-	if failOnError && len(failing) > 0 {
-		if !a.json() {
-			text(a.stdout)
-		}
-		return agentsFailingError{agents: failing, report: obj}
+	return obj, text, failing, nil
+}
+
+// agentState is the STATE column: gone, untrusted, unreadable, failing
+// (the last apply failed, or a failure is being retried), the agent's
+// cache state when it is not live (starting, stale, expired), behind (a
+// newer generation is live and not applied yet), or ok.
+func agentState(ag fleet.Agent, live int64) string {
+	st := ag.Status
+	switch {
+	case ag.Gone():
+		return "gone"
+	case ag.Err != nil:
+		return "unreadable"
+	case !ag.Trusted():
+		return "untrusted"
+	case st.Failing():
+		return "failing"
+	case st.State != "live" && st.State != "":
+		return st.State
+	case st.Generation < live:
+		return "behind"
 	}
-	a.emit(obj, text)
-	return nil
+	return "ok"
+}
+
+// failureOf is the LAST ERROR column: the agent's last error, else its
+// first failing target's.
+func failureOf(st fleet.Status) string {
+	if st.LastError != "" {
+		return st.LastError
+	}
+	for _, t := range st.Targets {
+		if !t.Failing() {
+			continue
+		}
+		switch {
+		case t.Retrying != "":
+			return fmt.Sprintf("target %s: %s failure retried (%d retries): %s", t.Name, t.Retrying, t.Retries, t.LastError)
+		case t.ReloadPending:
+			return fmt.Sprintf("target %s: reload pending: %s", t.Name, t.LastError)
+		}
+		return fmt.Sprintf("target %s: %s", t.Name, t.LastError)
+	}
+	return ""
+}
+
+// ago is a time as "3m2s ago", "-" when unset.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
 // incarnationProblems reads the root's incarnation and lists the agents
@@ -305,31 +368,58 @@ func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
 	return nil
 }
 
-// progress prints rollout progress.
+// progress prints rollout progress: one line per change (redrawn in place
+// with a bar on a terminal) naming the pending, failing and gone agents,
+// then a summary line.
 type progress struct {
-	w    io.Writer
-	tty  bool
-	off  bool
-	last string
+	w     io.Writer
+	tty   bool
+	off   bool
+	last  string
+	start time.Time
 }
 
+// shownAgents bounds the agents a progress line names per group.
+const shownAgents = 5
+
 func newProgress(w io.Writer, quiet bool) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
+	return &progress{w: w, tty: isTerminal(w), off: quiet, start: time.Now()}
+}
+
+// group is "N what (a, b, c and 2 more)", or "" for none.
+func group(n int, what string, ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	shown := ids[:min(len(ids), shownAgents)]
+	l := fmt.Sprintf("%d %s (%s", n, what, strings.Join(shown, ", "))
+	if more := len(ids) - len(shown); more > 0 {
+		l += fmt.Sprintf(" and %d more", more)
+	}
+	return l + ")"
+}
+
+// groups lists the non-empty groups after the applied count.
+func groups(pr fleet.Progress) string {
+	var parts []string
+	for _, g := range []string{
+		group(len(pr.Rejected), "failing", pr.Rejected),
+		group(len(pr.Pending), "pending", pr.Pending),
+		group(len(pr.Gone), "gone", pr.Gone),
+		group(len(pr.Untrusted), "untrusted, not counted", pr.Untrusted),
+	} {
+		if g != "" {
+			parts = append(parts, g)
 		}
 	}
-	return &progress{w: w, tty: tty, off: quiet}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }
 
 func (p *progress) line(pr fleet.Progress) string {
-	l := fmt.Sprintf("generation %d: %d/%d applied, %d pending, %d failed, %d gone",
-		pr.Generation, len(pr.Applied), pr.Needed, len(pr.Pending), len(pr.Rejected), len(pr.Gone))
-	if len(pr.Untrusted) > 0 {
-		l += fmt.Sprintf(", %d untrusted (not counted)", len(pr.Untrusted))
-	}
-	return l
+	return fmt.Sprintf("generation %d: %d/%d applied%s", pr.Generation, len(pr.Applied), pr.Needed, groups(pr))
 }
 
 func (p *progress) update(pr fleet.Progress) {
@@ -347,12 +437,15 @@ func (p *progress) update(pr fleet.Progress) {
 		if pr.Needed > 0 {
 			filled = min(width, width*len(pr.Applied)/pr.Needed)
 		}
-		fmt.Fprintf(p.w, "\r[%s%s] %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), l)
+		// \x1b[K: a shorter line must not leave the end of a longer one.
+		fmt.Fprintf(p.w, "\r[%s%s] %s\x1b[K", strings.Repeat("#", filled), strings.Repeat(".", width-filled), l)
 		return
 	}
 	fmt.Fprintln(p.w, l)
 }
 
+// done prints the last state and the summary line, e.g. "generation 42:
+// 98 applied, 1 failing (web-3), 1 pending (web-7) after 12s".
 func (p *progress) done(pr fleet.Progress) {
 	if p.off {
 		return
@@ -361,4 +454,6 @@ func (p *progress) done(pr fleet.Progress) {
 	if p.tty {
 		fmt.Fprintln(p.w)
 	}
+	fmt.Fprintf(p.w, "generation %d: %d applied%s after %v\n", pr.Generation, len(pr.Applied), groups(pr),
+		time.Since(p.start).Round(time.Second))
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -31,16 +27,7 @@ func TestStatusReportsIncarnationProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	live, old := m.Incarnation, manifest.NewIncarnation()
-	paths := layout.New("/inc/app", layout.DefaultMeta)
-	put := func(st fleet.Status) {
-		b, _ := json.Marshal(st)
-		if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Create(paths.StatusNode(st.AgentID), b, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := statusNodes{t: t, conn: conn, paths: layout.New("/inc/app", layout.DefaultMeta)}.put
 	put(fleet.Status{AgentID: "good", Root: "/inc/app", Generation: 1, CacheGeneration: 1, State: "live", Incarnation: live, Ready: true})
 	c.run("status").want(t, 0, "incarnation "+live)
 

@@ -119,16 +119,23 @@ func checkUnknownKeys(keys []string, p *problems) {
 // unknownKey builds an "unknown key" error with a suggestion when a known
 // key is within a small edit distance.
 func unknownKey(key string, known []string) error {
+	if best := Suggest(key, known); best != "" {
+		return fmt.Errorf("unknown key (did you mean %q?)", best)
+	}
+	return fmt.Errorf("unknown key")
+}
+
+// Suggest returns the known key closest to key when it is within a small
+// edit distance (a typo), or "": the "did you mean" of unknown keys, shared
+// by every tool that reads a configuration file.
+func Suggest(key string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
-	if best != "" {
-		return fmt.Errorf("unknown key (did you mean %q?)", best)
-	}
-	return fmt.Errorf("unknown key")
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/zkclient"
+)
+
+// defaultConnectTimeout bounds the wait for a first session: long enough
+// for a leader election, short enough that an operator is not left staring
+// at a silent terminal.
+const defaultConnectTimeout = 10 * time.Second
+
+// connectingNotice is how long a terminal stays silent before confpush says
+// whom it is trying to reach.
+const connectingNotice = time.Second
+
+// unreachableError is ZooKeeper not giving a session within the connect
+// timeout, with each server's cause (exit 1).
+type unreachableError struct {
+	timeout time.Duration // waited for a session; 0 when the dial itself failed
+	servers []*zkclient.ServerError
+	cause   error
+}
+
+func (e unreachableError) Error() string {
+	causes := make([]string, len(e.servers))
+	for i, s := range e.servers {
+		causes[i] = s.Error()
+	}
+	if e.timeout == 0 {
+		return "cannot reach ZooKeeper: " + strings.Join(causes, "; ")
+	}
+	return fmt.Sprintf("cannot reach ZooKeeper within %v: %s", e.timeout, strings.Join(causes, "; "))
+}
+
+func (e unreachableError) Unwrap() []error {
+	errs := []error{e.cause}
+	for _, s := range e.servers {
+		errs = append(errs, s)
+	}
+	return errs
+}
+
+// dialWith connects with cfg and waits, at most the connect timeout, for a
+// session. Without one it probes every server and names each one's cause:
+// the client library only ever says "connecting".
+func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zk.Conn, *zkclient.Session, error) {
+	timeout := a.v.GetDuration("connect-timeout")
+	servers := strings.Join(cfg.Servers, ",")
+	conn, sess, err := zkclient.DialConn(cfg)
+	if err != nil {
+		if errors.Is(err, zkclient.ErrTLS) {
+			return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
+		}
+		// A name that does not resolve fails the dial itself, and names
+		// only the first such server: probe them all.
+		return nil, nil, a.unreachable(ctx, cfg, 0, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := a.announce(a.stderr, servers)
+	_, err = sess.WaitConnected(cctx)
+	stop()
+	if err == nil {
+		return conn, sess, nil
+	}
+	conn.Close()
+	if errors.Is(err, zkclient.ErrAuthFailed) {
+		return nil, nil, fmt.Errorf("ZooKeeper at %s refused the credentials (--auth-file, $ZKCONF_AUTH): %w", servers, err)
+	}
+	if ctx.Err() != nil {
+		// The command's own deadline or an interrupt, not the servers.
+		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
+	}
+	return nil, nil, a.unreachable(ctx, cfg, timeout, err)
+}
+
+// unreachable probes every server, for at most a few seconds beyond the
+// connect timeout already spent.
+func (a *app) unreachable(ctx context.Context, cfg zkclient.Config, waited time.Duration, cause error) error {
+	pctx, cancel := context.WithTimeout(ctx, min(a.v.GetDuration("connect-timeout"), 5*time.Second))
+	defer cancel()
+	return unreachableError{timeout: waited, servers: zkclient.Diagnose(pctx, cfg), cause: cause}
+}
+
+// announce prints "connecting to ..." on a terminal when no session came
+// within a second, and returns the function that stops it.
+func (a *app) announce(w io.Writer, servers string) func() {
+	if a.json() || !isTerminal(w) {
+		return func() {}
+	}
+	t := time.AfterFunc(connectingNotice, func() {
+		fmt.Fprintf(w, "connecting to %s …\n", servers)
+	})
+	return func() { t.Stop() }
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
