@@ -55,7 +55,9 @@ func examples() map[string]string {
   # Wait until at least 3 agents applied generation 42
   confpush status --wait-generation 42 --min 3
   # For monitoring: exit 8 when an agent reports an error
-  confpush status --fail-on-error`,
+  confpush status --fail-on-error
+  # Live: redrawn at every change until Ctrl-C
+  confpush status --watch`,
 		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
   confpush watch ./web-config --debounce 2s`,
 		"init": `  confpush init /config/web --publisher-auth-file /etc/zkconf/publisher.auth \
