@@ -49,23 +49,24 @@ func (a *app) dial(ctx context.Context) (*zk.Conn, *zkclient.Session, error) {
 	return a.dialWith(ctx, a.zkConfig())
 }
 
-// liveGeneration reads the root's generation (0 when never published).
-func liveGeneration(conn *zk.Conn, root string) (int64, error) {
+// liveManifest reads the root's manifest (an empty one, generation 0,
+// when never published).
+func liveManifest(conn *zk.Conn, root string) (*manifest.Manifest, error) {
 	b, _, err := conn.Get(root)
 	if errors.Is(err, zk.ErrNoNode) {
-		return 0, nil
+		return &manifest.Manifest{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", root, err)
+		return nil, fmt.Errorf("read %s: %w", root, err)
 	}
 	m, err := manifest.Decode(b)
 	if errors.Is(err, manifest.ErrEmpty) {
-		return 0, nil
+		return &manifest.Manifest{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", root, err)
+		return nil, fmt.Errorf("read %s: %w", root, err)
 	}
-	return m.Generation, nil
+	return m, nil
 }
 
 func (a *app) statusCommand() *cobra.Command {
@@ -144,10 +145,11 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 // table, and the agents --fail-on-error fails for.
 func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]any, text func(io.Writer), failing []string, err error) {
 	p := a.paths()
-	live, err := liveGeneration(conn, p.Root)
+	liveM, err := liveManifest(conn, p.Root)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	live := liveM.Generation
 	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
 	if err != nil {
 		return nil, nil, nil, err
@@ -193,7 +195,7 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		r.State = agentState(ag, live)
 		rows = append(rows, r)
 	}
-	obj = map[string]any{"root": p.Root, "generation": live, "agents": rows, "summary": map[string]int{
+	obj = map[string]any{"root": p.Root, "generation": live, "message": liveM.Message, "agents": rows, "summary": map[string]int{
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
 		"untrusted": sum.Untrusted, "gone": sum.Gone}}
 	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
@@ -243,6 +245,9 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
+		if liveM.Message != "" {
+			fmt.Fprintf(out, "message: %s\n", historyMessage(liveM.Message))
+		}
 		if liveInc != "" {
 			fmt.Fprintf(out, "incarnation %s\n", liveInc)
 		}

@@ -110,6 +110,17 @@ func TestStatusStateColumn(t *testing.T) {
 	}
 }
 
+// TestStatusShowsMessage: status names who published the live generation
+// and why (--message), in text and --json.
+func TestStatusShowsMessage(t *testing.T) {
+	c, _ := fleetFixture(t, "/state/msg", 1)
+	c.run("publish", "-m", "alice: pool 8 (OPS-12)", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "new"})).want(t, 0)
+	c.run("status").want(t, 0, "live generation 2", "message: alice: pool 8 (OPS-12)")
+	if _, obj := c.json("status"); obj["message"] != "alice: pool 8 (OPS-12)" {
+		t.Errorf("--json message of the live generation: %v", obj["message"])
+	}
+}
+
 // TestStatusWatch: status --watch prints the table at start and again
 // when a status node appears or changes (ZooKeeper watches), and ends
 // cleanly on SIGINT.
