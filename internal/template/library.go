@@ -103,7 +103,7 @@ func (st *execState) label(name string) (string, error) {
 		if st.literals[name] {
 			return "", helperErrorf(ErrMissingLabel, "label %q is not set in the agent configuration", name)
 		}
-		return "", helperErrorf(ErrMissingLabel, "label: no label with that name (argument of %d bytes, not shown)", len(name))
+		return "", helperErrorf(ErrMissingLabel, "no label with that name (argument of %d bytes, not shown)", len(name))
 	}
 	return v, nil
 }
@@ -117,16 +117,18 @@ func (st *execState) labels() map[string]any {
 	return out
 }
 
-func (st *execState) tooLarge(helper string) error {
-	return helperErrorf(ErrOutputTooLarge, "%s: result exceeds %d bytes", helper, st.limits.MaxOutputBytes)
+// tooLarge is the error of a bounded library function; text/template
+// names the function ("error calling repeat: ...").
+func (st *execState) tooLarge() error {
+	return helperErrorf(ErrOutputTooLarge, "result exceeds %d bytes", st.limits.MaxOutputBytes)
 }
 
 func (st *execState) repeat(count int, s string) (string, error) {
 	if count < 0 {
-		return "", helperErrorf(ErrBadArgument, "repeat: negative count %d", count)
+		return "", helperErrorf(ErrBadArgument, "negative count %d", count)
 	}
 	if count > 0 && int64(len(s)) > st.limits.MaxOutputBytes/int64(count) {
-		return "", st.tooLarge("repeat")
+		return "", st.tooLarge()
 	}
 	return strings.Repeat(s, count), nil
 }
@@ -142,14 +144,14 @@ func (st *execState) maxInts() float64 { return float64(st.limits.MaxOutputBytes
 
 func (st *execState) until(count int) ([]int, error) {
 	if steps(0, count, 1) > st.maxInts() {
-		return nil, st.tooLarge("until")
+		return nil, st.tooLarge()
 	}
 	return sprigInts("until", count), nil
 }
 
 func (st *execState) untilStep(start, stop, step int) ([]int, error) {
 	if steps(start, stop, step) > st.maxInts() {
-		return nil, st.tooLarge("untilStep")
+		return nil, st.tooLarge()
 	}
 	return sprigInts("untilStep", start, stop, step), nil
 }
@@ -165,7 +167,7 @@ func (st *execState) seq(params ...int) (string, error) {
 		start, step, stop = params[0], params[1], params[2]
 	}
 	if steps(start, stop, step) > st.maxInts() {
-		return "", st.tooLarge("seq")
+		return "", st.tooLarge()
 	}
 	return libraryFuncs()["seq"].(func(...int) string)(params...), nil
 }
@@ -173,7 +175,7 @@ func (st *execState) seq(params ...int) (string, error) {
 func (st *execState) nindent(n int, s string) (string, error) {
 	out, err := st.indent(n, s)
 	if err != nil {
-		return "", helperErrorf(errorsKind(err), "nindent: %s", strings.TrimPrefix(err.Error(), "indent: "))
+		return "", helperErrorf(errorsKind(err), "%s", strings.TrimPrefix(err.Error(), "indent: "))
 	}
 	return "\n" + out, nil
 }
