@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // genTarget renders the generation number; its reload appends the
@@ -41,34 +42,56 @@ func reloaded(t *testing.T, reloads string) []int64 {
 	return gens
 }
 
-// waitCached waits until the daemon's cache holds generation g: the agent
-// has seen it arrive.
-func waitCached(t *testing.T, r *running, g int64) {
+// eventually polls cond until it holds, failing after a generous bound.
+func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if s := r.d.Cache().Snapshot(); s != nil && s.Generation() >= g {
-			return
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the agent's cache never received generation %d", g)
+			t.Fatalf("never %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
+// waitCached waits until the daemon's cache holds generation g: the agent
+// has seen it arrive.
+func waitCached(t *testing.T, r *running, g int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("received generation %d", g), func() bool {
+		s := r.d.Cache().Snapshot()
+		return s != nil && s.Generation() >= g
+	})
+}
+
+// genFixture is a root at generation 1 and a genTarget writing below out.
+type genFixture struct {
+	c            *zktest.Cluster
+	p            *publish.Publisher
+	out, reloads string
+}
+
+func newGenFixture(t *testing.T) genFixture {
+	c := zktest.Start(t)
+	f := genFixture{c: c, p: publisher(t, c), out: t.TempDir(), reloads: filepath.Join(t.TempDir(), "reloads")}
+	mustPublish(t, f.p, map[string]string{"a": "0"})
+	return f
+}
+
+// start starts a daemon with the fixture's target and the options set.
+func (f genFixture) start(t *testing.T, stateDir string, set func(*agent.Options)) *running {
+	return startDaemon(t, f.c.Addrs(), stateDir, []agent.TargetSpec{genTarget(f.out, f.reloads)}, set)
+}
+
 // TestWaitCoalescesBurst: with a wait, generations that arrive one after
 // the other within the quiet period are applied once, as the newest.
 func TestWaitCoalescesBurst(t *testing.T) {
-	c := zktest.Start(t)
-	p := publisher(t, c)
-	out := t.TempDir()
-	reloads := filepath.Join(t.TempDir(), "reloads")
-	mustPublish(t, p, map[string]string{"a": "0"})
+	f := newGenFixture(t)
+	p, out, reloads := f.p, f.out, f.reloads
 	// min is far longer than the burst takes (each publish is awaited in
 	// the agent's cache, so every generation arrives on its own); max is
 	// out of reach.
-	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{genTarget(out, reloads)}, func(o *agent.Options) {
+	r := f.start(t, t.TempDir(), func(o *agent.Options) {
 		o.WaitMin, o.WaitMax = 10*time.Second, time.Hour
 	})
 	r.waitGeneration(t, 1)
@@ -90,14 +113,11 @@ func TestWaitCoalescesBurst(t *testing.T) {
 // period is still applied, within max of its start, only ever forwards,
 // and its last generation is applied once the stream stops.
 func TestWaitMaxBoundsStream(t *testing.T) {
-	c := zktest.Start(t)
-	p := publisher(t, c)
-	out := t.TempDir()
-	reloads := filepath.Join(t.TempDir(), "reloads")
-	mustPublish(t, p, map[string]string{"a": "0"})
+	f := newGenFixture(t)
+	p, reloads := f.p, f.reloads
 	// The stream's publishes follow each other far faster than min: only
 	// max ends its wait.
-	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{genTarget(out, reloads)}, func(o *agent.Options) {
+	r := f.start(t, t.TempDir(), func(o *agent.Options) {
 		o.WaitMin, o.WaitMax = 10*time.Second, 15*time.Second
 	})
 	var last int64
@@ -126,13 +146,10 @@ func TestWaitMaxBoundsStream(t *testing.T) {
 // and an agent stopping during a splay runs the reload before it exits
 // rather than waiting the splay out.
 func TestReloadSplay(t *testing.T) {
-	c := zktest.Start(t)
-	p := publisher(t, c)
-	out := t.TempDir()
-	reloads := filepath.Join(t.TempDir(), "reloads")
-	mustPublish(t, p, map[string]string{"a": "0"})
+	f := newGenFixture(t)
+	p, out, reloads := f.p, f.out, f.reloads
 	state := t.TempDir()
-	r := startDaemon(t, c.Addrs(), state, []agent.TargetSpec{genTarget(out, reloads)}, func(o *agent.Options) {
+	r := f.start(t, state, func(o *agent.Options) {
 		o.ReloadSplay = 500 * time.Millisecond
 	})
 	r.waitGeneration(t, 1)
@@ -143,20 +160,14 @@ func TestReloadSplay(t *testing.T) {
 
 	// A splay of an hour: the new output is in place at once, and
 	// stopping the agent ends the splay with the reload.
-	r = startDaemon(t, c.Addrs(), state, []agent.TargetSpec{genTarget(out, reloads)}, func(o *agent.Options) {
+	r = f.start(t, state, func(o *agent.Options) {
 		o.ReloadSplay = time.Hour
 	})
 	g := mustPublish(t, p, map[string]string{"a": "1"}).Generation
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, _ := os.ReadFile(join(out, "gen.txt")); string(b) == fmt.Sprintf("%d\n", g) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("generation %d never written", g)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, fmt.Sprintf("wrote generation %d", g), func() bool {
+		b, _ := os.ReadFile(join(out, "gen.txt"))
+		return string(b) == fmt.Sprintf("%d\n", g)
+	})
 	r.stop()
 	if got := reloaded(t, reloads); !slices.Equal(got, []int64{1, g}) {
 		t.Fatalf("reloads %v after stopping during the splay, want [1 %d]", got, g)
