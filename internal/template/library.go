@@ -52,7 +52,7 @@ func libraryFuncs() texttemplate.FuncMap {
 
 // Shadowed returns the names of sprig functions that zkconf's own helpers
 // replace, sorted. Some keep sprig's meaning and add limits (indent, join,
-// repeat, until, ...); has and split mean something else here: has NAME
+// repeat, replace, until, ...); has and split mean something else here: has NAME
 // tests for an item (sprig's list membership test is mustHas) and split
 // returns a list (sprig's map-returning split is not available; use
 // splitList for the same list).
@@ -82,6 +82,7 @@ func (st *execState) hostFuncs() texttemplate.FuncMap {
 		"untilStep": st.untilStep,
 		"seq":       st.seq,
 		"nindent":   st.nindent,
+		"replace":   st.replace,
 	}
 }
 
@@ -131,6 +132,17 @@ func (st *execState) repeat(count int, s string) (string, error) {
 		return "", st.tooLarge()
 	}
 	return strings.Repeat(s, count), nil
+}
+
+// replace is sprig's replace (replace OLD NEW S, for pipes), with the
+// result's size checked before it is built: replacing "" inserts NEW
+// between every byte of S.
+func (st *execState) replace(old, new, src string) (string, error) {
+	n := int64(strings.Count(src, old))
+	if int64(len(src))+n*(int64(len(new))-int64(len(old))) > st.limits.MaxOutputBytes {
+		return "", st.tooLarge()
+	}
+	return strings.ReplaceAll(src, old, new), nil
 }
 
 // steps is how many numbers counting from start towards stop by step

@@ -157,6 +157,7 @@ func TestLibraryBounded(t *testing.T) {
 		`{{ untilStep 0 100000000 1 | len }}`,
 		`{{ seq 100000000 | len }}`,
 		`{{ nindent 10000000 "a" }}`,
+		`{{ replace "" (repeat 1000 "x") (repeat 2000 "y") }}`,
 	} {
 		tm, err := ParseWithLimits("t", tmpl, Limits{MaxOutputBytes: 1 << 20})
 		if err != nil {

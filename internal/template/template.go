@@ -143,8 +143,8 @@ type Template struct {
 // and sprig's hermetic function library (upper, b64enc, sha256sum,
 // splitList, dict, semverCompare, regexReplaceAll, ...) without the
 // functions that read the clock or draw random numbers; the helpers above
-// win a name clash (Shadowed lists them), and repeat, until, untilStep,
-// seq and nindent are bounded by Limits.MaxOutputBytes.
+// win a name clash (Shadowed lists them), and repeat, replace, until,
+// untilStep, seq and nindent are bounded by Limits.MaxOutputBytes.
 //
 // Templates run with missingkey=error: a missing map key is an error, not
 // "<no value>". The dot is nil; everything comes from the helpers.
