@@ -75,7 +75,8 @@ type Options struct {
 	// WaitMin and WaitMax coalesce bursts of publishes (see quiesce.go):
 	// a new generation is applied once none newer has arrived for
 	// WaitMin, or WaitMax after the first of the burst. Zero WaitMin
-	// applies every generation at once.
+	// applies every generation at once; a WaitMax below WaitMin (zero
+	// included) is taken as WaitMin.
 	WaitMin, WaitMax time.Duration
 	// ReloadSplay delays the reload commands that follow a new output by
 	// a random duration in [0, ReloadSplay); zero runs them at once.
