@@ -59,6 +59,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/template"
 )
 
 // Snapshot is what the agent renders: one verified generation.
@@ -109,6 +110,12 @@ type Renderer struct {
 	rejectErr    error
 	pendingFile  string
 	savedPending string
+
+	// host is what template targets' host-fact helpers report (host.go).
+	host template.Host
+	// reloadSplay and splayStop: see quiesce.go.
+	reloadSplay time.Duration
+	splayStop   <-chan struct{}
 }
 
 // Failure classes that the daemon retries with backoff
@@ -123,7 +130,7 @@ func NewRenderer(specs []TargetSpec, mode ApplyMode, log *slog.Logger, m *Metric
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Renderer{log: log, metrics: m}
+	r := &Renderer{log: log, metrics: m, host: localHost()}
 	if err := r.Configure(specs, mode); err != nil {
 		return nil, err
 	}
@@ -142,6 +149,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 			errs = append(errs, err)
 			continue
 		}
+		t.host = &r.host
 		ts = append(ts, t)
 	}
 	if err := errlist.Join(errs...); err != nil {
@@ -391,6 +399,7 @@ func (r *Renderer) failTarget(t *target, gen int64, kind string, err error) erro
 // (in changed) or whose reload is pending, and returns the failures. gen
 // is the generation just committed (0: the one in place).
 func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*target]bool, gen int64) error {
+	r.splay(ctx, ts, changed)
 	var errs []error
 	for _, t := range ts {
 		if !changed[t] && !t.reloadPending {

@@ -72,6 +72,15 @@ type Options struct {
 	// limit is process-wide: an embedder with a heap of its own should
 	// leave it off.
 	MemoryLimit int64
+	// WaitMin and WaitMax coalesce bursts of publishes (see quiesce.go):
+	// a new generation is applied once none newer has arrived for
+	// WaitMin, or WaitMax after the first of the burst. Zero WaitMin
+	// applies every generation at once; a WaitMax below WaitMin (zero
+	// included) is taken as WaitMin.
+	WaitMin, WaitMax time.Duration
+	// ReloadSplay delays the reload commands that follow a new output by
+	// a random duration in [0, ReloadSplay); zero runs them at once.
+	ReloadSplay time.Duration
 }
 
 // StateFileName is the persisted snapshot's file name inside StateDir.
@@ -123,6 +132,8 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.r = r
+	r.setLabels(d.labels(opts))
+	r.setReloadSplay(opts.ReloadSplay)
 	if !opts.NoPersist {
 		if err := r.PersistPendingReloads(filepath.Join(opts.StateDir, PendingReloadsFileName)); err != nil {
 			return nil, err
@@ -301,6 +312,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer t.Stop()
 		heartbeat = t.C
 	}
+	q := newQuiescer(d.opts.WaitMin, d.opts.WaitMax)
+	defer q.stop()
+	d.r.stopSplayOn(ctx.Done())
 	d.onState(d.cache.State())
 	apply(d.cache.Snapshot(), true)
 	// confagent adopt leaves its request in the state dir; it is looked
@@ -319,7 +333,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.cache.Done():
 			return errors.New("cache stopped")
 		case snap := <-d.cache.Updates():
-			apply(snap, true)
+			if q.arrived(snap, d.log) {
+				apply(snap, true)
+			}
+		case <-q.C():
+			// The newest generation, whichever arrived last.
+			q.fired()
+			apply(d.cache.Snapshot(), true)
 		case st := <-d.cache.StateChanges():
 			d.onState(st)
 		case o := <-d.reconf:
@@ -331,7 +351,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			// Only what can change live is taken over.
 			d.opts.Targets, d.opts.Apply, d.opts.StaleAfter = o.Targets, o.Apply, o.StaleAfter
 			d.opts.MemoryLimit = o.MemoryLimit
+			d.opts.WaitMin, d.opts.WaitMax, d.opts.ReloadSplay = o.WaitMin, o.WaitMax, o.ReloadSplay
 			d.mu.Unlock()
+			q.configure(o.WaitMin, o.WaitMax)
+			d.r.setReloadSplay(o.ReloadSplay)
 			d.mem.configure(o.MemoryLimit)
 			d.log.Info("configuration reloaded", "targets", len(o.Targets))
 			apply(d.cache.Snapshot(), true)

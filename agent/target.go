@@ -54,6 +54,8 @@ type target struct {
 	spec TargetSpec
 	tmpl *template.Template
 	dir  *render.DirWriter
+	// host is the renderer's host facts, read under its lock.
+	host *template.Host
 
 	// applied is the snapshot whose output the destination holds, nil until
 	// the first successful apply; out (file and template targets) or files
@@ -123,7 +125,7 @@ func (t *target) output(snap Snapshot) ([]byte, error) {
 		}
 		return b, nil
 	case KindTemplate:
-		return t.tmpl.Execute(snap)
+		return t.tmpl.ExecuteWith(snap, t.hostFacts())
 	}
 	return nil, fmt.Errorf("target %q renders no single file", t.spec.Name)
 }

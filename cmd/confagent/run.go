@@ -235,6 +235,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: cfg.Apply, Targets: specs, Logger: log, Version: buildinfo.Get().Version,
 		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
+		WaitMin: cfg.Wait.Min, WaitMax: cfg.Wait.Max, ReloadSplay: cfg.ReloadSplay,
 	}, errlist.Join(errs...)
 }
 

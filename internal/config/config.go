@@ -128,6 +128,13 @@ type Config struct {
 	// "hostname" unless set, and reports them in its status and registry
 	// nodes.
 	Labels map[string]string
+	// Wait coalesces bursts of publishes (key wait: {min, max}; off by
+	// default): see Wait.
+	Wait Wait
+	// ReloadSplay (key reload_splay; 0, the default, is off) delays every
+	// reload after a new output by a random duration in [0, ReloadSplay),
+	// so that a fleet does not reload in the same second.
+	ReloadSplay time.Duration
 	// File is the configuration file Load read (empty for a Config built
 	// in code). Validate refuses any target that would write it.
 	File string

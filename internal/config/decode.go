@@ -27,8 +27,9 @@ var (
 		"http.listen", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
+		"wait.min", "wait.max", "reload_splay",
 	}
-	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log"}
+	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
@@ -82,6 +83,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 	}
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p)
 	c.Labels = decodeLabels(v.Get("labels"), p)
+	c.Wait, c.ReloadSplay = Wait{Min: d.duration("wait.min"), Max: d.duration("wait.max")}, d.duration("reload_splay")
 	return c
 }
 

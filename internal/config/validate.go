@@ -42,6 +42,7 @@ func (c *Config) Validate() error {
 
 func (c *Config) validate(p *problems) {
 	c.validateZooKeeper(p)
+	c.validateQuiesce(p)
 	for _, k := range []struct {
 		key string
 		val *string

@@ -1,6 +1,7 @@
 // Package template renders text/template templates against one snapshot
 // of items: the agent's "template" targets. It is pure: helpers read only
-// the snapshot (no files, commands or environment), item data is parsed
+// the snapshot and the Host facts the caller passes in (no files, commands,
+// clock or randomness; the environment only through Host.LookupEnv), item data is parsed
 // through internal/itemformat (the same limits and error positions as
 // confpush --validate), output and nesting are bounded (Limits), and no
 // error message quotes item content. Writing the result to disk is the job
@@ -78,6 +79,8 @@ var (
 	ErrOutputTooLarge = errors.New("output exceeds size limit")
 	// ErrBadArgument: a string helper got an argument it cannot handle.
 	ErrBadArgument = errors.New("bad helper argument")
+	// ErrMissingLabel: label named a label the agent does not have.
+	ErrMissingLabel = errors.New("label not set")
 )
 
 // Error is the error returned when executing a template fails. Its
@@ -112,8 +115,8 @@ type Template struct {
 
 // Parse parses a template with the helpers below and default Limits.
 //
-// Helpers (all pure: none reads files, runs commands or looks at the
-// environment):
+// Helpers (all pure: none reads files, runs commands, reads the clock or
+// draws random numbers; env reads the environment through Host only):
 //
 //	names              sorted item names ([]string)
 //	item NAME          item content as a string; error if missing
@@ -131,6 +134,17 @@ type Template struct {
 //	                   list or map): {{ .port | default "80" }}
 //	indent N S         prefix every line of S with N spaces
 //	toJSON V           V encoded as compact JSON
+//	hostname           Host.Hostname
+//	env NAME           an environment variable through Host.LookupEnv,
+//	                   "" when unset (the value lands in the output)
+//	label NAME         one of Host.Labels; error if not set
+//	labels             Host.Labels as a map (hasKey labels "zone")
+//
+// and sprig's hermetic function library (upper, b64enc, sha256sum,
+// splitList, dict, semverCompare, regexReplaceAll, ...) without the
+// functions that read the clock or draw random numbers; the helpers above
+// win a name clash (Shadowed lists them), and repeat, replace, until,
+// untilStep, seq and nindent are bounded by Limits.MaxOutputBytes.
 //
 // Templates run with missingkey=error: a missing map key is an error, not
 // "<no value>". The dot is nil; everything comes from the helpers.
@@ -141,7 +155,7 @@ func Parse(name, text string) (*Template, error) {
 // ParseWithLimits is Parse with explicit limits.
 func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 	st := &execState{limits: limits.withDefaults()}
-	t, err := texttemplate.New(name).Option("missingkey=error").Funcs(st.funcs()).Parse(text)
+	t, err := texttemplate.New(name).Option("missingkey=error").Funcs(libraryFuncs()).Funcs(st.funcs()).Parse(text)
 	if err != nil {
 		// Parse errors quote only the template text, which is not secret.
 		return nil, fmt.Errorf("render: %w", err)
@@ -204,9 +218,16 @@ func stringLiterals(t *texttemplate.Template) map[string]bool {
 // Name returns the template's name.
 func (t *Template) Name() string { return t.tmpl.Name() }
 
-// Execute renders the template from snap. Errors are *Error values.
+// Execute renders the template from snap with a zero Host (no hostname,
+// labels or environment). Errors are *Error values.
 func (t *Template) Execute(snap Snapshot) ([]byte, error) {
-	st := &execState{snap: snap, limits: t.limits, parsed: make(map[string]any), literals: t.literals}
+	return t.ExecuteWith(snap, Host{})
+}
+
+// ExecuteWith renders the template from snap, with host as what the
+// host-fact helpers report. Errors are *Error values.
+func (t *Template) ExecuteWith(snap Snapshot, host Host) ([]byte, error) {
+	st := &execState{snap: snap, host: host, limits: t.limits, parsed: make(map[string]any), literals: t.literals}
 	// Clone so that concurrent executions each bind their own snapshot.
 	tmpl, err := t.tmpl.Clone()
 	if err != nil {
@@ -263,6 +284,7 @@ func helperErrorf(kind error, format string, args ...any) error {
 // execState is what the helpers of one execution close over.
 type execState struct {
 	snap   Snapshot
+	host   Host
 	limits Limits
 	parsed map[string]any // "json\x00name" -> parsed value, per execution
 	// literals are the template's string constants (Template.literals).
@@ -270,7 +292,8 @@ type execState struct {
 }
 
 func (st *execState) funcs() texttemplate.FuncMap {
-	return texttemplate.FuncMap{
+	m := st.hostFuncs()
+	maps.Copy(m, texttemplate.FuncMap{
 		"names":      st.names,
 		"item":       st.item,
 		"has":        st.has,
@@ -286,7 +309,8 @@ func (st *execState) funcs() texttemplate.FuncMap {
 		"default":    dflt,
 		"indent":     st.indent,
 		"toJSON":     st.toJSON,
-	}
+	})
+	return m
 }
 
 func (st *execState) names() []string {
@@ -552,8 +576,11 @@ func safeTail(tail string) string {
 	return withheld
 }
 
-// FuncNames returns the names of the template helpers, sorted; useful for
-// documentation and for tooling that checks templates.
+// FuncNames returns the names of the template helpers, the library's
+// included, sorted; useful for documentation and for tooling that checks
+// templates.
 func FuncNames() []string {
-	return slices.Sorted(maps.Keys((&execState{}).funcs()))
+	m := libraryFuncs()
+	maps.Copy(m, (&execState{}).funcs())
+	return slices.Sorted(maps.Keys(m))
 }

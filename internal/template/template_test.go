@@ -296,10 +296,21 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestFuncNames(t *testing.T) {
-	want := []string{"default", "generation", "has", "indent", "item", "join", "json", "lower",
-		"names", "split", "toJSON", "toml", "trim", "upper", "yaml"}
-	if got := FuncNames(); !slices.Equal(got, want) {
-		t.Errorf("FuncNames() = %v, want %v", got, want)
+	got := FuncNames()
+	if !slices.IsSorted(got) {
+		t.Errorf("FuncNames() not sorted: %v", got)
+	}
+	for _, name := range []string{"default", "generation", "has", "indent", "item", "join", "json", "lower",
+		"names", "split", "toJSON", "toml", "trim", "upper", "yaml",
+		"hostname", "env", "label", "labels", "b64enc", "splitList", "sha256sum"} {
+		if !slices.Contains(got, name) {
+			t.Errorf("FuncNames() lacks %s", name)
+		}
+	}
+	for _, name := range []string{"now", "randAlpha", "expandenv", "bcrypt"} {
+		if slices.Contains(got, name) {
+			t.Errorf("FuncNames() has %s", name)
+		}
 	}
 }
 
