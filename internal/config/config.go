@@ -260,10 +260,20 @@ type FieldError struct {
 	Key string
 	// Err describes the problem.
 	Err error
+	// Env is the environment variable the value came from (it overrides
+	// Key in the file), empty when the file or a default gave it.
+	Env string
 }
 
-// Error returns "key: problem".
-func (e *FieldError) Error() string { return e.Key + ": " + e.Err.Error() }
+// Error returns "key: problem", or for a value from the environment
+// "VARIABLE: problem (environment variable overriding key)": the file is
+// not where to look.
+func (e *FieldError) Error() string {
+	if e.Env != "" {
+		return e.Env + ": " + e.Err.Error() + " (environment variable overriding " + e.Key + ")"
+	}
+	return e.Key + ": " + e.Err.Error()
+}
 
 // Unwrap returns the underlying problem.
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -280,7 +290,7 @@ func newProblems() *problems { return &problems{keys: make(map[string]bool)} }
 
 func (p *problems) add(key string, err error) {
 	p.keys[key] = true
-	p.errs = append(p.errs, &FieldError{Key: key, Err: err})
+	p.errs = append(p.errs, &FieldError{Key: key, Err: err, Env: envOverride(key)})
 }
 
 func (p *problems) addf(key, format string, args ...any) {
