@@ -242,14 +242,15 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		r.rejected = ""
 	}
 	out.Retry = out.Retry || r.reloadsPending()
-	r.metrics.observeApply(snap, out, time.Since(start))
+	took := time.Since(start)
+	r.metrics.observeApply(snap, out, took)
 	r.metrics.observeTargets(r.targets)
 	if out.Err != nil {
-		r.log.Error("apply failed", "generation", snap.Generation(), "error", out.Err)
+		r.log.Error("apply failed", "generation", snap.Generation(), "duration", took, "error", out.Err)
 	} else if len(out.Changed) > 0 {
-		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed)
+		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed, "duration", took)
 	} else {
-		r.log.Debug("generation applied with no output change", "generation", snap.Generation())
+		r.log.Debug("generation applied with no output change", "generation", snap.Generation(), "duration", took)
 	}
 	return out
 }

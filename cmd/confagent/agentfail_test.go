@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestBadEnvironmentValueBlamesTheVariable: a bad CONFAGENT_* value is
@@ -31,4 +38,151 @@ func TestBadEnvironmentValueBlamesTheVariable(t *testing.T) {
 		t.Fatalf("the file's key is blamed:\n%s", msg)
 	}
 	t.Logf("stderr: %s", msg)
+}
+
+// writeAgentConfig writes e's agent configuration with the given log and
+// http settings (one dir target).
+func (e *env) writeAgentConfig(t *testing.T, logFormat, logLevel, listen string) {
+	t.Helper()
+	writeAtomic(t, e.cfgPath, fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 2s
+root: %s
+state_dir: %s
+agent_id: agent-under-test
+http:
+  listen: %q
+log:
+  level: %s
+  format: %s
+targets:
+  - name: d
+    type: dir
+    dest: %s
+`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), listen, logLevel, logFormat, filepath.Join(e.out, "d")))
+}
+
+// waitJSON waits for a JSON log line whose msg is msg and returns it
+// decoded.
+func (p *proc) waitJSON(t *testing.T, msg string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		p.mu.Lock()
+		lines := slices.Clone(p.lines)
+		p.mu.Unlock()
+		for _, l := range lines {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg && (match == nil || match(rec)) {
+				return rec
+			}
+		}
+		select {
+		case <-p.newLog:
+		case <-p.done:
+			t.Fatalf("confagent exited before logging %q in JSON:\n%s", msg, p.log())
+		case <-timeout:
+			t.Fatalf("confagent never logged %q in JSON:\n%s", msg, p.log())
+		}
+	}
+}
+
+// waitText waits for a text log line matching re and returns its
+// submatches.
+func (p *proc) waitText(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		p.mu.Lock()
+		lines := slices.Clone(p.lines)
+		p.mu.Unlock()
+		for _, l := range lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		}
+		select {
+		case <-p.newLog:
+		case <-p.done:
+			t.Fatalf("confagent exited before logging %v:\n%s", re, p.log())
+		case <-timeout:
+			t.Fatalf("confagent never logged %v:\n%s", re, p.log())
+		}
+	}
+}
+
+// TestApplyLogsDurationForItsReader: the apply's duration is a number of
+// seconds in JSON logs and a human duration in text logs.
+func TestApplyLogsDurationForItsReader(t *testing.T) {
+	e := newEnv(t)
+	e.publish(t, set(1, 2))
+	t.Run("JSON", func(t *testing.T) {
+		e.writeAgentConfig(t, "json", "info", "")
+		p := e.start(t)
+		rec := p.waitJSON(t, "applied", nil)
+		secs, ok := rec["duration_seconds"].(float64)
+		if !ok || secs < 0 {
+			t.Fatalf("applied record has no numeric duration_seconds: %v", rec)
+		}
+		if _, ok := rec["duration"]; ok {
+			t.Fatalf("applied record keeps a duration in nanoseconds: %v", rec)
+		}
+		p.kill()
+	})
+	t.Run("Text", func(t *testing.T) {
+		if err := os.RemoveAll(e.out); err != nil {
+			t.Fatal(err)
+		}
+		e.writeAgentConfig(t, "text", "info", "")
+		p := e.start(t)
+		m := p.waitText(t, regexp.MustCompile(`msg=applied .*duration=(\S+)`))
+		if _, err := time.ParseDuration(m[1]); err != nil || !regexp.MustCompile(`^[0-9.]+(ns|µs|ms|s|m[0-9.]+s)$`).MatchString(m[1]) {
+			t.Fatalf("text duration %q is not a human duration (%v)", m[1], err)
+		}
+	})
+}
+
+// TestReloadAppliesLogAndHTTPListen: a reload that changes log.format,
+// log.level and http.listen takes them over: the next lines are JSON, and
+// the endpoint moves (the new address serves, the old one is closed).
+func TestReloadAppliesLogAndHTTPListen(t *testing.T) {
+	e := newEnv(t)
+	e.publish(t, set(1, 2))
+	e.writeAgentConfig(t, "text", "info", "127.0.0.1:0")
+	p := e.start(t)
+	old := p.waitText(t, regexp.MustCompile(`msg="http listening" addr=(\S+)`))[1]
+	e.waitApplied(t, "agent-under-test", 1)
+	get := func(addr string) error {
+		c := &http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	}
+	if err := get(old); err != nil {
+		t.Fatalf("old endpoint: %v", err)
+	}
+
+	e.writeAgentConfig(t, "json", "debug", "localhost:0")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.waitJSON(t, "http listening", nil)
+	addr, _ := rec["addr"].(string)
+	if err := get(addr); err != nil {
+		t.Fatalf("new endpoint %s: %v", addr, err)
+	}
+	p.waitJSON(t, "http stopped listening", nil)
+	if err := get(old); err == nil {
+		t.Fatalf("the old endpoint %s still serves after the reload", old)
+	}
+	// The level took effect: debug records appear (the cache's "applied",
+	// after a publish).
+	e.publish(t, set(2, 2))
+	p.waitJSON(t, "applied", func(r map[string]any) bool { return r["level"] == "DEBUG" })
 }
