@@ -246,6 +246,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if drift != nil {
 		defer drift.close()
 	}
+	defer d.logConnection(ctx)()
 	if d.status != nil {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		go d.status.run(sctx)

@@ -186,3 +186,28 @@ func TestReloadAppliesLogAndHTTPListen(t *testing.T) {
 	e.publish(t, set(2, 2))
 	p.waitJSON(t, "applied", func(r map[string]any) bool { return r["level"] == "DEBUG" })
 }
+
+// TestLostZooKeeperConnectionLogged: when its ZooKeeper server stops, the
+// agent logs a WARN naming the server and the cause, and an INFO when the
+// connection is back.
+func TestLostZooKeeperConnectionLogged(t *testing.T) {
+	e := newEnv(t)
+	e.publish(t, set(1, 2))
+	e.writeAgentConfig(t, "json", "info", "")
+	p := e.start(t)
+	e.waitApplied(t, "agent-under-test", 1)
+	e.c.Stop(0)
+	server := e.c.Addrs()[0]
+	rec := p.waitJSON(t, "lost the ZooKeeper connection", func(r map[string]any) bool { return r["level"] == "WARN" })
+	if rec["server"] != server {
+		t.Fatalf("WARN record names server %v, want %s: %v", rec["server"], server, rec)
+	}
+	if cause, _ := rec["cause"].(string); !strings.Contains(cause, "connection refused") {
+		t.Fatalf("WARN record's cause %q does not say the server refuses connections: %v", cause, rec)
+	}
+	e.c.Restart(0)
+	back := p.waitJSON(t, "ZooKeeper connection restored", func(r map[string]any) bool { return r["level"] == "INFO" })
+	if back["server"] != server {
+		t.Fatalf("INFO record names server %v, want %s: %v", back["server"], server, back)
+	}
+}
