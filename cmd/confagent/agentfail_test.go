@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -210,4 +211,74 @@ func TestLostZooKeeperConnectionLogged(t *testing.T) {
 	if back["server"] != server {
 		t.Fatalf("INFO record names server %v, want %s: %v", back["server"], server, back)
 	}
+}
+
+// TestDryRunRunsChecks: confagent --dry-run runs each changing target's
+// check command against the output it would apply, reports each, exits 1
+// when one fails, and writes nothing; --no-check skips them.
+func TestDryRunRunsChecks(t *testing.T) {
+	e := newEnv(t)
+	dest := filepath.Join(e.out, "app.conf")
+	writeAtomic(t, e.cfgPath, fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 2s
+root: %s
+state_dir: %s
+agent_id: agent-under-test
+http:
+  listen: ""
+targets:
+  - name: app
+    type: file
+    item: app.conf
+    dest: %s
+    check: "! grep -q FORBIDDEN {{.src}}"
+  - name: d
+    type: dir
+    dest: %s
+    check: "test -f \"$ZKCONF_STAGED/app.conf\""
+`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), dest, filepath.Join(e.out, "d")))
+	dryRun := func(args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(binary, append([]string{"--config", e.cfgPath, "--dry-run", "--timeout", "30s"}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	assertNothingWritten := func() {
+		t.Helper()
+		for _, p := range []string{e.out, filepath.Join(e.dir, "state")} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Fatalf("--dry-run wrote %s: %v", p, err)
+			}
+		}
+	}
+
+	e.publish(t, map[string][]byte{"app.conf": []byte("listen 80\n")})
+	code, out, errOut := dryRun()
+	if code != 0 || !strings.Contains(out, "check app: ok") || !strings.Contains(out, "check d: ok") {
+		t.Fatalf("passing checks: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	assertNothingWritten()
+
+	e.publish(t, map[string][]byte{"app.conf": []byte("listen 80\nFORBIDDEN\n")})
+	code, out, errOut = dryRun()
+	if code != exitError || !strings.Contains(out, `check app: FAILED: check command of target "app" exited with status 1`) ||
+		!strings.Contains(out, "check d: ok") || !strings.Contains(errOut, "1 check command(s) failed") {
+		t.Fatalf("failing check: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	assertNothingWritten()
+
+	code, out, errOut = dryRun("--no-check")
+	if code != 0 || strings.Contains(out, "check ") || !strings.Contains(out, "+FORBIDDEN") {
+		t.Fatalf("--no-check: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	assertNothingWritten()
 }

@@ -42,6 +42,7 @@ type flags struct {
 	config    string
 	once      bool
 	dryRun    bool
+	noCheck   bool
 	timeout   time.Duration
 	logLevel  string
 	logFormat string
@@ -80,7 +81,8 @@ Exit codes: 0 success, 1 runtime error, 2 usage, 3 invalid configuration.`,
 	pf.StringVar(&f.logLevel, "log-level", "", "override log.level (debug, info, warn, error)")
 	pf.StringVar(&f.logFormat, "log-format", "", "override log.format (text, json)")
 	root.Flags().BoolVar(&f.once, "once", false, "render the current generation and exit (0 on success)")
-	root.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and write nothing")
+	root.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change, run the check commands of the targets that change against it, and apply nothing")
+	root.Flags().BoolVar(&f.noCheck, "no-check", false, "with --dry-run: do not run check commands")
 	root.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "with --once or --dry-run: how long to wait for ZooKeeper")
 
 	root.AddCommand(&cobra.Command{
