@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -186,6 +187,22 @@ func TestReloadAppliesLogAndHTTPListen(t *testing.T) {
 	// after a publish).
 	e.publish(t, set(2, 2))
 	p.waitJSON(t, "applied", func(r map[string]any) bool { return r["level"] == "DEBUG" })
+
+	// An address that cannot be bound leaves the serving one alone.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	e.writeAgentConfig(t, "json", "debug", taken.Addr().String())
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitJSON(t, "http.listen not changed: the old address keeps serving (a restart is needed if the new address is taken by the old listener)",
+		func(r map[string]any) bool { return r["level"] == "ERROR" && r["addr"] == taken.Addr().String() })
+	if err := get(addr); err != nil {
+		t.Fatalf("the serving endpoint %s stopped after a failed re-bind: %v", addr, err)
+	}
 }
 
 // TestLostZooKeeperConnectionLogged: when its ZooKeeper server stops, the
