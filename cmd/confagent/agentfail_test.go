@@ -42,11 +42,10 @@ func TestBadEnvironmentValueBlamesTheVariable(t *testing.T) {
 	t.Logf("stderr: %s", msg)
 }
 
-// writeAgentConfig writes e's agent configuration with the given log and
-// http settings (one dir target).
-func (e *env) writeAgentConfig(t *testing.T, logFormat, logLevel, listen string) {
-	t.Helper()
-	writeAtomic(t, e.cfgPath, fmt.Sprintf(`zookeeper:
+// agentConfig is an agent configuration for e with the given log and
+// http settings and targets (YAML list items).
+func (e *env) agentConfig(logFormat, logLevel, listen, targets string) string {
+	return fmt.Sprintf(`zookeeper:
   servers: [%s]
   session_timeout: 2s
 root: %s
@@ -58,15 +57,20 @@ log:
   level: %s
   format: %s
 targets:
-  - name: d
-    type: dir
-    dest: %s
-`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), listen, logLevel, logFormat, filepath.Join(e.out, "d")))
+%s`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), listen, logLevel, logFormat, targets)
 }
 
-// waitJSON waits for a JSON log line whose msg is msg and returns it
-// decoded.
-func (p *proc) waitJSON(t *testing.T, msg string, match func(map[string]any) bool) map[string]any {
+// writeAgentConfig writes e's agent configuration with the given log and
+// http settings and one dir target.
+func (e *env) writeAgentConfig(t *testing.T, logFormat, logLevel, listen string) {
+	t.Helper()
+	writeAtomic(t, e.cfgPath, e.agentConfig(logFormat, logLevel, listen,
+		fmt.Sprintf("  - name: d\n    type: dir\n    dest: %s\n", filepath.Join(e.out, "d"))))
+}
+
+// waitLine waits for a log line for which match returns a non-nil
+// result, and returns it.
+func waitLine[T any](t *testing.T, p *proc, what string, match func(line string) (T, bool)) T {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
@@ -74,43 +78,39 @@ func (p *proc) waitJSON(t *testing.T, msg string, match func(map[string]any) boo
 		lines := slices.Clone(p.lines)
 		p.mu.Unlock()
 		for _, l := range lines {
-			var rec map[string]any
-			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg && (match == nil || match(rec)) {
-				return rec
+			if v, ok := match(l); ok {
+				return v
 			}
 		}
 		select {
 		case <-p.newLog:
 		case <-p.done:
-			t.Fatalf("confagent exited before logging %q in JSON:\n%s", msg, p.log())
+			t.Fatalf("confagent exited before logging %s:\n%s", what, p.log())
 		case <-timeout:
-			t.Fatalf("confagent never logged %q in JSON:\n%s", msg, p.log())
+			t.Fatalf("confagent never logged %s:\n%s", what, p.log())
 		}
 	}
+}
+
+// waitJSON waits for a JSON log line whose msg is msg (and that match, if
+// set, accepts) and returns it decoded.
+func (p *proc) waitJSON(t *testing.T, msg string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	return waitLine(t, p, fmt.Sprintf("%q in JSON", msg), func(l string) (map[string]any, bool) {
+		var rec map[string]any
+		ok := json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg && (match == nil || match(rec))
+		return rec, ok
+	})
 }
 
 // waitText waits for a text log line matching re and returns its
 // submatches.
 func (p *proc) waitText(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
-	timeout := time.After(60 * time.Second)
-	for {
-		p.mu.Lock()
-		lines := slices.Clone(p.lines)
-		p.mu.Unlock()
-		for _, l := range lines {
-			if m := re.FindStringSubmatch(l); m != nil {
-				return m
-			}
-		}
-		select {
-		case <-p.newLog:
-		case <-p.done:
-			t.Fatalf("confagent exited before logging %v:\n%s", re, p.log())
-		case <-timeout:
-			t.Fatalf("confagent never logged %v:\n%s", re, p.log())
-		}
-	}
+	return waitLine(t, p, re.String(), func(l string) ([]string, bool) {
+		m := re.FindStringSubmatch(l)
+		return m, m != nil
+	})
 }
 
 // TestApplyLogsDurationForItsReader: the apply's duration is a number of
@@ -236,16 +236,7 @@ func TestLostZooKeeperConnectionLogged(t *testing.T) {
 func TestDryRunRunsChecks(t *testing.T) {
 	e := newEnv(t)
 	dest := filepath.Join(e.out, "app.conf")
-	writeAtomic(t, e.cfgPath, fmt.Sprintf(`zookeeper:
-  servers: [%s]
-  session_timeout: 2s
-root: %s
-state_dir: %s
-agent_id: agent-under-test
-http:
-  listen: ""
-targets:
-  - name: app
+	writeAtomic(t, e.cfgPath, e.agentConfig("text", "info", "", fmt.Sprintf(`  - name: app
     type: file
     item: app.conf
     dest: %s
@@ -254,7 +245,7 @@ targets:
     type: dir
     dest: %s
     check: "test -f \"$ZKCONF_STAGED/app.conf\""
-`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), dest, filepath.Join(e.out, "d")))
+`, dest, filepath.Join(e.out, "d"))))
 	dryRun := func(args ...string) (int, string, string) {
 		t.Helper()
 		cmd := exec.Command(binary, append([]string{"--config", e.cfgPath, "--dry-run", "--timeout", "30s"}, args...)...)
