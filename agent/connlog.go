@@ -7,8 +7,15 @@ import (
 	"time"
 )
 
-// connProbeTimeout bounds the probe that finds why a connection was lost.
-const connProbeTimeout = 3 * time.Second
+// connProbeTimeout bounds one probe of a lost server; connProbeWindow is
+// how long a server that still accepts connections is probed again (a
+// server stopping gracefully closes its clients' connections before its
+// listening socket), every connProbeEvery.
+const (
+	connProbeTimeout = 3 * time.Second
+	connProbeWindow  = 5 * time.Second
+	connProbeEvery   = 250 * time.Millisecond
+)
 
 // logConnection logs the loss of the ZooKeeper connection at WARN, naming
 // the server that held the session and the cause, and its return at INFO,
@@ -52,7 +59,7 @@ func (d *Daemon) logConnection(ctx context.Context) (stop func()) {
 				lostAt = time.Time{}
 			case !st.Connected && up:
 				up, lostAt = false, time.Now()
-				cause := probeServer(ctx, server)
+				cause := d.lossCause(ctx, server)
 				if st.Expiries != expiries {
 					cause = "session expired; " + cause
 				}
@@ -69,27 +76,45 @@ func (d *Daemon) logConnection(ctx context.Context) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// lossCause probes server until it refuses (or fails otherwise), the
+// session is back, or connProbeWindow has passed, and returns the last
+// probe's answer.
+func (d *Daemon) lossCause(ctx context.Context, server string) string {
+	deadline := time.Now().Add(connProbeWindow)
+	for {
+		cause, reached := probeServer(ctx, server)
+		if !reached || time.Now().After(deadline) || d.zk.Session().Status().Connected {
+			return cause
+		}
+		select {
+		case <-ctx.Done():
+			return cause
+		case <-time.After(connProbeEvery):
+		}
+	}
+}
+
 // probeServer dials server once and says what that tells about a lost
-// connection.
-func probeServer(ctx context.Context, server string) string {
+// connection; reached is true when the dial succeeded.
+func probeServer(ctx context.Context, server string) (cause string, reached bool) {
 	if server == "" {
-		return "unknown (no server recorded)"
+		return "unknown (no server recorded)", false
 	}
 	ctx, cancel := context.WithTimeout(ctx, connProbeTimeout)
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", server)
 	if err == nil {
 		c.Close()
-		return "the server accepts connections but closed this one (restarting, without quorum, or a network fault)"
+		return "the server accepts connections but closed this one (restarting, without quorum, or a network fault)", true
 	}
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return "not probed (stopping)"
+		return "not probed (stopping)", false
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
 		// "connect: connection refused", "i/o timeout", a DNS error: the
 		// server's address is logged beside it already.
-		return op.Err.Error()
+		return op.Err.Error(), false
 	}
-	return err.Error()
+	return err.Error(), false
 }
