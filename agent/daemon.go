@@ -224,7 +224,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 	slices.Sort(needRestart)
 	// Compile first, so a bad target leaves the running configuration alone.
 	if _, err := NewRenderer(o.Targets, o.Apply, nil, nil); err != nil {
-		return nil, fmt.Errorf("new configuration rejected, the running one stays: %w", err)
+		// The caller says the configuration was rejected: err only says why.
+		return nil, err
 	}
 	select {
 	case <-d.reconf:
