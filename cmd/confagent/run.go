@@ -172,7 +172,8 @@ func printConfigErr(w io.Writer, path string, err error) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "%s: %v\n", path, err)
+	// config.Load's other errors name the file themselves.
+	fmt.Fprintf(w, "%v\n", err)
 }
 
 // options turns a validated configuration into the daemon's options. It

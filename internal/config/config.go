@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -348,11 +349,16 @@ func Load(path string) (*Config, error) {
 	v.AllowEmptyEnv(true)
 	setDefaults(v)
 	if err := v.ReadInConfig(); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			// "open PATH: …" names the file already.
+			return nil, fmt.Errorf("config: read: %w", err)
+		}
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %s: %w", path, err)
 	}
 	p := newProblems()
 	c := decode(v, filepath.Dir(abs), p)
