@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -26,21 +27,13 @@ func targetContext(t *target, kind string, err error) string {
 		return ""
 	}
 	if namesPhase(kind, err) {
-		return "target " + quote(t.spec.Name) + ": "
+		return fmt.Sprintf("target %q: ", t.spec.Name)
 	}
-	return "target " + quote(t.spec.Name) + ": " + kind + ": "
+	return fmt.Sprintf("target %q: %s: ", t.spec.Name, kind)
 }
 
 // namesPhase reports whether err's message starts with its phase.
 func namesPhase(kind string, err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, kind+": ") || strings.HasPrefix(msg, kind+" command of ")
-}
-
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`))
-	b.WriteByte('"')
-	return b.String()
 }

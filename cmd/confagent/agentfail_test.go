@@ -292,4 +292,16 @@ func TestDryRunRunsChecks(t *testing.T) {
 		t.Fatalf("--no-check: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	assertNothingWritten()
+
+	// The apply the dry run predicted rejects the generation, naming the
+	// check and its target once.
+	var stdout, stderr bytes.Buffer
+	code = run([]string{"--config", e.cfgPath, "--once", "--timeout", "30s"}, &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), `confagent: generation 2 rejected: check command of target "app" exited with status 1`) ||
+		strings.Contains(stderr.String(), "check: check") {
+		t.Fatalf("--once: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Fatalf("a rejected generation was written: %v", err)
+	}
 }
