@@ -251,14 +251,15 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		r.rejected = ""
 	}
 	out.Retry = out.Retry || r.reloadsPending()
-	r.metrics.observeApply(snap, out, time.Since(start))
+	took := time.Since(start)
+	r.metrics.observeApply(snap, out, took)
 	r.metrics.observeTargets(r.targets)
 	if out.Err != nil {
-		r.log.Error("apply failed", "generation", snap.Generation(), "error", out.Err)
+		r.log.Error("apply failed", "generation", snap.Generation(), "duration", took, "error", out.Err)
 	} else if len(out.Changed) > 0 {
-		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed)
+		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed, "duration", took)
 	} else {
-		r.log.Debug("generation applied with no output change", "generation", snap.Generation())
+		r.log.Debug("generation applied with no output change", "generation", snap.Generation(), "duration", took)
 	}
 	return out
 }
@@ -375,7 +376,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 // A failure of a retried class counts a retry when it follows one of the
 // same class.
 func (r *Renderer) failTarget(t *target, gen int64, kind string, err error) error {
-	t.result.OK, t.result.LastError, t.result.LastAttempt, t.result.UpdatedAt = false, fmt.Sprintf("%s: %v", kind, err), gen, time.Now()
+	t.result.OK, t.result.LastError, t.result.LastAttempt, t.result.UpdatedAt = false, phaseMessage(kind, err), gen, time.Now()
 	r.metrics.failure(t.spec.Name, kind)
 	switch kind {
 	case RetryReload, RetryTransient:
@@ -388,11 +389,11 @@ func (r *Renderer) failTarget(t *target, gen int64, kind string, err error) erro
 	}
 	switch kind {
 	case RetryReload:
-		return fmt.Errorf("generation %d in place but not loaded, reload retried: target %q: %s: %w", gen, t.spec.Name, kind, err)
+		return fmt.Errorf("generation %d in place but not loaded, reload retried: %s%w", gen, targetContext(t, kind, err), err)
 	case RetryTransient:
 		return fmt.Errorf("generation %d not applied yet, retried: target %q: %s write error: %w", gen, t.spec.Name, kind, err)
 	}
-	return fmt.Errorf("generation %d rejected: target %q: %s: %w", gen, t.spec.Name, kind, err)
+	return fmt.Errorf("generation %d rejected: %s%w", gen, targetContext(t, kind, err), err)
 }
 
 // runReloads runs the reload of every target of ts whose output changed
@@ -422,7 +423,7 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 		t.reloadPending, t.result.ReloadPending = false, false
 		if t.result.Retrying == RetryReload {
 			t.result.Retrying, t.result.Retries = "", 0
-			if strings.HasPrefix(t.result.LastError, RetryReload+":") {
+			if strings.HasPrefix(t.result.LastError, RetryReload) {
 				t.result.OK, t.result.LastError = true, ""
 			}
 		}

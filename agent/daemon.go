@@ -235,7 +235,8 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 	slices.Sort(needRestart)
 	// Compile first, so a bad target leaves the running configuration alone.
 	if _, err := NewRenderer(o.Targets, o.Apply, nil, nil); err != nil {
-		return nil, fmt.Errorf("new configuration rejected, the running one stays: %w", err)
+		// The caller says the configuration was rejected: err only says why.
+		return nil, err
 	}
 	select {
 	case <-d.reconf:
@@ -257,6 +258,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if drift != nil {
 		defer drift.close()
 	}
+	defer d.logConnection(ctx)()
 	if d.status != nil {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		go d.status.run(sctx)

@@ -29,8 +29,8 @@ func TestAgentErrors(t *testing.T) {
 	t.Run("MissingConfigFile", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "nope.yaml")
 		code, _, stderr := runAgent("--config", path, "--once")
-		if code != exitConfig || !strings.Contains(stderr, path+": config: read ") || !strings.Contains(stderr, "no such file or directory") {
-			t.Fatalf("exit %d, stderr %q; want %d and the missing file", code, stderr, exitConfig)
+		if code != exitConfig || stderr != "config: read: open "+path+": no such file or directory\n" {
+			t.Fatalf("exit %d, stderr %q; want %d and the missing file, named once", code, stderr, exitConfig)
 		}
 		t.Logf("stderr: %s", stderr)
 	})
@@ -76,9 +76,12 @@ targets:
 		}
 		code, stdout, stderr := runAgent("--config", e.cfgPath, "--once", "--timeout", "30s")
 		// Both targets fail, each reported (internal/errlist's list).
-		if code != exitError || !strings.Contains(stderr, "confagent: 2 problems:\n  - generation 1 rejected: target \"d\": render:") ||
-			!strings.Contains(stderr, "mkdir "+e.out+": not a directory") {
+		if code != exitError || !strings.Contains(stderr, "confagent: 2 problems:\n  - generation 1 rejected: target \"d\": render: mkdir "+e.out+": not a directory") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want %d and not a directory", code, stdout, stderr, exitError)
+		}
+		// Each layer names its context once: no "render: render:".
+		if strings.Contains(stderr, "render: render:") {
+			t.Fatalf("stuttered message: %q", stderr)
 		}
 		if got, err := os.ReadFile(e.out); err != nil || string(got) != content {
 			t.Fatalf("the target's parent changed: %q %v", got, err)

@@ -78,26 +78,14 @@ func newEnv(t *testing.T) *env {
 // writeConfig writes a valid agent configuration, plus extra YAML.
 func (e *env) writeConfig(t *testing.T, extraTarget string) {
 	t.Helper()
-	cfg := fmt.Sprintf(`zookeeper:
-  servers: [%s]
-  session_timeout: 2s
-root: %s
-state_dir: %s
-agent_id: agent-under-test
-http:
-  listen: ""
-log:
-  level: debug
-targets:
-  - name: d
+	cfg := e.agentConfig("text", "debug", "", fmt.Sprintf(`  - name: d
     type: dir
     dest: %s
   - name: all
     type: template
     src: %s
     dest: %s
-%s`, strings.Join(e.c.Addrs(), ", "), testRoot, filepath.Join(e.dir, "state"), filepath.Join(e.out, "d"),
-		filepath.Join(e.dir, "all.tmpl"), filepath.Join(e.out, "all.txt"), extraTarget)
+%s`, filepath.Join(e.out, "d"), filepath.Join(e.dir, "all.tmpl"), filepath.Join(e.out, "all.txt"), extraTarget))
 	writeAtomic(t, e.cfgPath, cfg)
 }
 
@@ -181,24 +169,7 @@ func (p *proc) kill() {
 // waitLog waits for a log line containing s.
 func (p *proc) waitLog(t *testing.T, s string) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
-	for {
-		p.mu.Lock()
-		for _, l := range p.lines {
-			if strings.Contains(l, s) {
-				p.mu.Unlock()
-				return
-			}
-		}
-		p.mu.Unlock()
-		select {
-		case <-p.newLog:
-		case <-p.done:
-			t.Fatalf("confagent exited before logging %q:\n%s", s, p.log())
-		case <-timeout:
-			t.Fatalf("confagent never logged %q:\n%s", s, p.log())
-		}
-	}
+	waitLine(t, p, strconv.Quote(s), func(l string) (struct{}, bool) { return struct{}{}, strings.Contains(l, s) })
 }
 
 func (p *proc) log() string {

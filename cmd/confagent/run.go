@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +40,7 @@ type flags struct {
 	config    string
 	once      bool
 	dryRun    bool
+	noCheck   bool
 	timeout   time.Duration
 	logLevel  string
 	logFormat string
@@ -80,7 +79,8 @@ Exit codes: 0 success, 1 runtime error, 2 usage, 3 invalid configuration.`,
 	pf.StringVar(&f.logLevel, "log-level", "", "override log.level (debug, info, warn, error)")
 	pf.StringVar(&f.logFormat, "log-format", "", "override log.format (text, json)")
 	root.Flags().BoolVar(&f.once, "once", false, "render the current generation and exit (0 on success)")
-	root.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and write nothing")
+	root.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change, run the check commands of the targets that change against it, and apply nothing")
+	root.Flags().BoolVar(&f.noCheck, "no-check", false, "with --dry-run: do not run check commands")
 	root.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "with --once or --dry-run: how long to wait for ZooKeeper")
 
 	root.AddCommand(&cobra.Command{
@@ -172,28 +172,8 @@ func printConfigErr(w io.Writer, path string, err error) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "%s: %v\n", path, err)
-}
-
-func newLogger(w io.Writer, cfg *config.Config, f flags) (*slog.Logger, error) {
-	level := cfg.Log.Level
-	if f.logLevel != "" {
-		if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-			return nil, fmt.Errorf("--log-level %q: %w", f.logLevel, err)
-		}
-	}
-	format := string(cfg.Log.Format)
-	if f.logFormat != "" {
-		format = f.logFormat
-	}
-	ho := &slog.HandlerOptions{Level: level}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	case "text", "":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	// config.Load's other errors name the file themselves.
+	fmt.Fprintf(w, "%v\n", err)
 }
 
 // options turns a validated configuration into the daemon's options. It
@@ -291,19 +271,14 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	if cfg.HTTP.Listen != "" {
-		ln, err := net.Listen("tcp", cfg.HTTP.Listen)
-		if err != nil {
-			fmt.Fprintf(stderr, "confagent: http.listen: %v\n", err)
-			return exitError
-		}
-		srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		log.Info("http listening", "addr", ln.Addr().String())
+	lv := &live{logOut: stderr, http: &liveHTTP{handler: d.Handler(), log: log}}
+	if err := lv.http.listen(cfg.HTTP.Listen); err != nil {
+		fmt.Fprintf(stderr, "confagent: http.listen: %v\n", err)
+		return exitError
 	}
+	defer lv.http.close()
 
-	go watchConfig(ctx, f, d, log)
+	go watchConfig(ctx, f, d, log, lv)
 	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", cfg.Root, "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
 	if err := d.Run(ctx); err != nil {
@@ -319,7 +294,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 // changes (its directory is watched: editors and config management replace
 // files by rename). A configuration with errors is rejected with every
 // reason, and the running one stays.
-func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger) {
+func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger, lv *live) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -337,7 +312,7 @@ func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger
 		case <-ctx.Done():
 			return
 		case <-hup:
-			reload(f, d, log, "SIGHUP")
+			reload(f, d, log, lv, "SIGHUP")
 		case ev, ok := <-fsEvents:
 			if !ok {
 				fsEvents = nil
@@ -348,12 +323,12 @@ func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger
 			}
 		case <-debounce:
 			debounce = nil
-			reload(f, d, log, "file change")
+			reload(f, d, log, lv, "file change")
 		}
 	}
 }
 
-func reload(f flags, d *agent.Daemon, log *slog.Logger, why string) {
+func reload(f flags, d *agent.Daemon, log *slog.Logger, lv *live, why string) {
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		var sb strings.Builder
@@ -371,6 +346,7 @@ func reload(f flags, d *agent.Daemon, log *slog.Logger, why string) {
 		log.Error("configuration rejected, the running one stays", "trigger", why, "error", err)
 		return
 	}
+	lv.apply(cfg, f, log, why)
 	if len(restart) > 0 {
 		log.Warn("configuration reloaded; these changes need a restart and keep their running values",
 			"trigger", why, "keys", strings.Join(restart, ","))

@@ -162,7 +162,7 @@ func TestFailedReloadRetriedUntilItSucceeds(t *testing.T) {
 		return ok && tr.ReloadPending && tr.Retrying == agent.RetryReload && !tr.OK &&
 			strings.Contains(tr.LastError, "service refused the config"), tr.LastError
 	})
-	if err := a.d.Renderer().LastError(); err == nil || !strings.Contains(err.Error(), `in place but not loaded, reload retried: target "app"`) {
+	if err := a.d.Renderer().LastError(); err == nil || !strings.Contains(err.Error(), `in place but not loaded, reload retried: reload command of target "app" exited with status 3`) {
 		t.Fatalf("apply error: %v", err)
 	}
 	c.run("status", "--fail-on-error").want(t, 8, "1 agent(s) report an error or a failing target, are gone or untrusted, or do not follow the root's incarnation: web-1")

@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -267,10 +268,20 @@ type FieldError struct {
 	Key string
 	// Err describes the problem.
 	Err error
+	// Env is the environment variable the value came from (it overrides
+	// Key in the file), empty when the file or a default gave it.
+	Env string
 }
 
-// Error returns "key: problem".
-func (e *FieldError) Error() string { return e.Key + ": " + e.Err.Error() }
+// Error returns "key: problem", or for a value from the environment
+// "VARIABLE: problem (environment variable overriding key)": the file is
+// not where to look.
+func (e *FieldError) Error() string {
+	if e.Env != "" {
+		return e.Env + ": " + e.Err.Error() + " (environment variable overriding " + e.Key + ")"
+	}
+	return e.Key + ": " + e.Err.Error()
+}
 
 // Unwrap returns the underlying problem.
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -287,7 +298,7 @@ func newProblems() *problems { return &problems{keys: make(map[string]bool)} }
 
 func (p *problems) add(key string, err error) {
 	p.keys[key] = true
-	p.errs = append(p.errs, &FieldError{Key: key, Err: err})
+	p.errs = append(p.errs, &FieldError{Key: key, Err: err, Env: envOverride(key)})
 }
 
 func (p *problems) addf(key, format string, args ...any) {
@@ -345,11 +356,16 @@ func Load(path string) (*Config, error) {
 	v.AllowEmptyEnv(true)
 	setDefaults(v)
 	if err := v.ReadInConfig(); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			// "open PATH: …" names the file already.
+			return nil, fmt.Errorf("config: read: %w", err)
+		}
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %s: %w", path, err)
 	}
 	p := newProblems()
 	c := decode(v, filepath.Dir(abs), p)

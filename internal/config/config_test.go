@@ -209,7 +209,12 @@ func TestLoadEnvOverride(t *testing.T) {
 
 	t.Setenv("CONFAGENT_STALE_AFTER", "soon")
 	_, err = Load(f.config(t, minimal))
-	assertProblems(t, err, []string{`stale_after: invalid duration "soon"`})
+	// The variable is blamed, not the file.
+	assertProblems(t, err, []string{`CONFAGENT_STALE_AFTER: invalid duration "soon"`})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Key != "stale_after" || fe.Env != "CONFAGENT_STALE_AFTER" {
+		t.Fatalf("FieldError %+v, want key stale_after from CONFAGENT_STALE_AFTER", fe)
+	}
 }
 
 func TestLoadBad(t *testing.T) {

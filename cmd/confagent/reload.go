@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/zkconf/zkconf/internal/config"
+)
+
+// live holds the settings of the running process that a configuration
+// reload applies outside the daemon: the logger's level and format, and
+// the HTTP listener.
+type live struct {
+	logOut io.Writer
+	http   *liveHTTP
+}
+
+// apply takes over log.* and http.listen from a reloaded configuration.
+// log.* is applied first, so that the reload's own messages use the new
+// settings. A listener that cannot be bound leaves the old one serving.
+func (l *live) apply(cfg *config.Config, f flags, log *slog.Logger, why string) {
+	if sw, ok := log.Handler().(*switchHandler); ok {
+		if s, err := effectiveLog(cfg, f); err != nil {
+			log.Error("log settings not changed", "trigger", why, "error", err)
+		} else if cur := sw.root.cur.Load().settings; cur != s {
+			sw.root.set(l.logOut, s)
+			log.Info("log settings changed", "trigger", why, "level", s.level.String(), "format", s.format)
+		}
+	}
+	if err := l.http.listen(cfg.HTTP.Listen); err != nil {
+		log.Error("http.listen not changed: the old address keeps serving (a restart is needed if the new address is taken by the old listener)",
+			"trigger", why, "addr", cfg.HTTP.Listen, "serving", l.http.addr(), "error", err)
+	}
+}
+
+// liveHTTP is the HTTP endpoint, re-bound when http.listen changes: the
+// new listener is opened first, so a bad address (taken, unresolvable)
+// keeps the old one serving, and the old one is shut down after.
+type liveHTTP struct {
+	handler http.Handler
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	cur  string // the configured address, "" when off
+	srv  *http.Server
+	done chan struct{} // closed when srv's Serve returns
+}
+
+// listen makes addr the endpoint's address ("" turns it off).
+func (h *liveHTTP) listen(addr string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if addr == h.cur && (addr == "") == (h.srv == nil) {
+		return nil
+	}
+	var srv *http.Server
+	var done chan struct{}
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv = &http.Server{Handler: h.handler, ReadHeaderTimeout: 5 * time.Second}
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = srv.Serve(ln)
+		}()
+		h.log.Info("http listening", "addr", ln.Addr().String())
+	}
+	old, oldDone, oldAddr := h.srv, h.done, h.cur
+	h.srv, h.done, h.cur = srv, done, addr
+	if old != nil {
+		shutdown(old, oldDone)
+		h.log.Info("http stopped listening", "addr", oldAddr)
+	}
+	return nil
+}
+
+// addr returns the configured address being served ("" when off).
+func (h *liveHTTP) addr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur
+}
+
+// close stops the endpoint.
+func (h *liveHTTP) close() {
+	_ = h.listen("")
+}
+
+// shutdown lets requests in flight finish, for a few seconds, then closes.
+func shutdown(srv *http.Server, done <-chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+	}
+	<-done
+}
