@@ -137,7 +137,9 @@ func runDropin(path string, df dropinFlags, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	dir := filepath.Join(df.systemdDir, df.unit+".d")
-	if err := os.MkdirAll(dir, 0o755); err != nil { // #nosec G301 -- systemd's drop-in directories are world-readable
+	// #nosec G301 -- systemd's drop-in directories are world-readable
+	err = os.MkdirAll(dir, 0o755)
+	if err != nil {
 		fmt.Fprintf(stderr, "confagent systemd-dropin: %v\n", err)
 		return exitError
 	}

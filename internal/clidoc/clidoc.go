@@ -35,7 +35,7 @@ var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 func Generate(root *cobra.Command, mdDir, manDir string) error {
 	root.DisableAutoGenTag = true
 	for _, d := range []string{mdDir, manDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("clidoc: %w", err)
 		}
 		old, err := readDir(d, root.Name())
