@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/syncbuf"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -287,7 +287,7 @@ func TestMarkerFinalCommitWithoutDepartingChecks(t *testing.T) {
 			t.Fatalf("item %s is stored although its publisher died before storing blobs", n)
 		}
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	small := newPub(t, c, root, WithMultiBudget(4096),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	one := items(1, 100, "small")
@@ -310,24 +310,6 @@ func TestMarkerFinalCommitWithoutDepartingChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLive(t, good, 3, big)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestGCKeepsNeededBlobsUnderRacingPublishers races publishers with a

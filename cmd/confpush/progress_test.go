@@ -1,33 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWaitProgressNamesAgents: the --wait progress names the failing and
 // pending agents (at most five per group, then "and N more") and ends
@@ -47,7 +28,7 @@ func TestWaitProgressNamesAgents(t *testing.T) {
 		nodes.put(at(fmt.Sprintf("web-p%d", i), 1, ""))
 	}
 
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run([]string{"--zk", c.zk, "--root", root, "--timeout", "120s", "status", "--wait-generation", "2"}, &out, &errb)
