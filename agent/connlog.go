@@ -104,7 +104,7 @@ func probeServer(ctx context.Context, server string) (cause string, reached bool
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", server)
 	if err == nil {
-		c.Close()
+		_ = c.Close() // a probe: only whether it connected matters
 		return "the server accepts connections but closed this one (restarting, without quorum, or a network fault)", true
 	}
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
