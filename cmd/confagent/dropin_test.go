@@ -11,6 +11,29 @@ import (
 	"testing"
 )
 
+// sandboxVisibleDir returns a new directory outside every tree the units
+// hide (/tmp under PrivateTmp, /root under ProtectHome, ...), for a
+// symlink the drop-in must follow: the package directory, or, when the
+// checkout itself is in such a tree (a clone under /tmp), /var/lib, /srv
+// or /opt.
+func sandboxVisibleDir(t *testing.T) string {
+	t.Helper()
+	for _, base := range []string{".", "/var/lib", "/srv", "/opt"} {
+		abs, err := filepath.Abs(base)
+		if err != nil || slices.ContainsFunc(hiddenBySandbox(), func(h struct{ dir, why string }) bool { return within(abs, h.dir) }) {
+			continue
+		}
+		d, err := os.MkdirTemp(abs, ".dropin-test-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(d) })
+		return d
+	}
+	t.Fatal("no writable directory outside the trees the units hide (tried the package directory, /var/lib, /srv, /opt)")
+	return ""
+}
+
 // TestDropinCoversEveryTargetKind: the drop-in grants the directory of a
 // file target's dest, the parent of a dir target's dest, the directory of
 // a template target's dest, the directory a followed symlink points into,
@@ -22,15 +45,7 @@ func TestDropinCoversEveryTargetKind(t *testing.T) {
 	if err := os.WriteFile(tmpl, []byte("{{ generation }}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The symlink lives outside /tmp, which the units' PrivateTmp hides.
-	host, err := os.MkdirTemp(".", ".dropin-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(host) })
-	if host, err = filepath.Abs(host); err != nil {
-		t.Fatal(err)
-	}
+	host := sandboxVisibleDir(t)
 	real := filepath.Join(host, "real")
 	if err := os.MkdirAll(real, 0o755); err != nil {
 		t.Fatal(err)

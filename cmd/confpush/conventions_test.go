@@ -120,7 +120,7 @@ func TestCLICompletion(t *testing.T) {
 		dir := writeFiles(t, t.TempDir(), map[string]string{"app.conf": content, "db.json": `{"n": ` + string(rune('1'+i)) + `}`})
 		c.run("publish", dir).want(t, 0, "published generation")
 	}
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"app.conf": "four"})).want(t, 0, "published generation 4")
+	c.run("publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{"app.conf": "four"})).want(t, 0, "published generation 4")
 
 	gens, directive := c.complete("rollback", "--to", "")
 	if strings.Join(gens, ",") != "4,3,2,1" {

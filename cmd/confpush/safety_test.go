@@ -48,7 +48,7 @@ func TestCLIValidateByDefault(t *testing.T) {
 
 	c.run("publish", "--validate", "--no-validate", bad).want(t, 0, "published generation 2", "+ b.json")
 	t.Setenv("CONFPUSH_NO_VALIDATE", "true")
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"d.toml": "= 1\n"})).want(t, 0, "published generation 3")
+	c.run("publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{"d.toml": "= 1\n"})).want(t, 0, "published generation 3")
 }
 
 // TestCLIDiffGenerations: diff --from/--to between two generations of
@@ -58,7 +58,7 @@ func TestCLIDiffGenerations(t *testing.T) {
 	srv := startZK(t)
 	c := cli{t: t, zk: srv.ConnString(), root: "/gdiff/app"}
 	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\ntwo\n", "b.conf": "b\n"})).want(t, 0, "published generation 1")
-	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\nTWO\n", "c.conf": "c\n"})).want(t, 0, "published generation 2")
+	c.run("publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\nTWO\n", "c.conf": "c\n"})).want(t, 0, "published generation 2")
 	c.run("rollback", "--to", "1").want(t, 0, "published generation 3")
 
 	gen1to2 := []string{"--- gen-1/a.conf\n+++ gen-2/a.conf\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n",
