@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -109,6 +110,11 @@ func probeServer(ctx context.Context, server string) (cause string, reached bool
 	}
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "not probed (stopping)", false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) {
+		// A listening socket being torn down (a process dying) resets
+		// connections before it refuses them: probe again.
+		return "the server reset the connection (stopping or restarting)", true
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
