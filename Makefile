@@ -18,7 +18,7 @@ TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 CHAOS_DURATION ?= 10m
 FUZZ_TIME ?= 1m
 
-.PHONY: docs all install build build-tools test test-unit lint vet check-go-min fmt zookeeper demo bench chaos fuzz install clean check-leftovers
+.PHONY: docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper demo bench chaos fuzz install clean check-leftovers
 
 all: build
 
@@ -75,8 +75,13 @@ fmt:
 # G115 (integer conversions of zxids, counters and wire fields), G204 (they
 # start the processes they test: confagent, mount), G301/G302/G306 (their
 # work directories and result files are readable on purpose).
-lint: vet check-go-min
+lint: fmt-check vet check-go-min lint-static
+
+fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# lint-static: staticcheck and gosec over both modules.
+lint-static:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 	cd $(TOOLS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.22.11 -quiet -exclude=G304,G404 \
@@ -91,12 +96,19 @@ lint: vet check-go-min
 # and the benchmark's smoke run). The two modules' tests run side by side,
 # as they did when they were one module (the tools module's, one package at
 # a time, print when they end), and either failing fails the target; then
-# it checks that no test left a ZooKeeper process behind.
-test: zookeeper lint
-	@log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TEST_FLAGS) -p 1 ./... >$$log 2>&1) & tools=$$!; \
+# it checks that no test left a ZooKeeper process behind. gofmt and vet run
+# first (they fail fast); the rest of lint (check-go-min, staticcheck,
+# gosec: compile-bound) runs beside the tests, which spend much of their
+# time waiting on ZooKeeper, and prints when it ends; it fails the target
+# like a test.
+test: zookeeper fmt-check vet
+	@lintlog=$$(mktemp); $(MAKE) --no-print-directory check-go-min lint-static >$$lintlog 2>&1 & lint=$$!; \
+		log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TEST_FLAGS) -p 1 ./... >$$log 2>&1) & tools=$$!; \
 		$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
-		wait $$tools; toolsrc=$$?; echo "== tools module"; cat $$log; rm -f $$log; \
-		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ]
+		wait $$tools; toolsrc=$$?; wait $$lint; lintrc=$$?; \
+		echo "== tools module"; cat $$log; echo "== lint: check-go-min, staticcheck, gosec"; cat $$lintlog; \
+		rm -f $$log $$lintlog; \
+		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ] && [ $$lintrc -eq 0 ]
 	@$(MAKE) --no-print-directory check-leftovers
 
 check-leftovers:
