@@ -31,8 +31,9 @@ func editBackoff() backoff.Policy {
 // req carries the options (Message, Mode, Force, AllowEmpty, DryRun,
 // Fence, OverrideMarker, NoRemove); Edit sets its Items and
 // ExpectGeneration, and refuses a RollbackOf. Syntax checks of the edited
-// items are the caller's (Validate). A root that was never
-// published starts from an empty set. After MaxEditAttempts lost races
+// items are the caller's (Validate). A root that was never published
+// fails with ErrNotPublished unless req.CreateRoot, which starts it from
+// an empty set. After MaxEditAttempts lost races
 // the error matches ErrConflict and says how many attempts were made.
 func (p *Publisher) Edit(ctx context.Context, edit func(items map[string][]byte) error, req Request) (*Result, error) {
 	if req.ExpectGeneration != 0 || req.RollbackOf != 0 {
@@ -48,6 +49,8 @@ func (p *Publisher) Edit(ctx context.Context, edit func(items map[string][]byte)
 		m, items, err := p.Read(ctx, 0)
 		var base int64
 		switch {
+		case errors.Is(err, ErrNotPublished) && !req.CreateRoot:
+			return nil, fmt.Errorf("edit: %w; nothing written (a new root, a wiped ZooKeeper or a mistyped root: publish the whole set, or create the root with this edit deliberately: confpush put --create, Request.CreateRoot)", err)
 		case errors.Is(err, ErrNotPublished):
 			items = map[string][]byte{}
 		case err != nil:

@@ -40,15 +40,27 @@ func TestEdit(t *testing.T) {
 		checkLive(t, p, 3, map[string][]byte{"b": []byte("B"), "c": []byte("C")})
 	})
 
-	t.Run("NeverPublishedRootStartsEmpty", func(t *testing.T) {
+	t.Run("NeverPublishedRootStartsEmptyOnlyWhenAsked", func(t *testing.T) {
 		p := newPub(t, c, "/edit/fresh")
+		called := false
+		_, err := p.Edit(testCtx(t), func(items map[string][]byte) error {
+			called = true
+			items["x"] = []byte("X")
+			return nil
+		}, Request{})
+		if !errors.Is(err, ErrNotPublished) || called {
+			t.Fatalf("edit of a never-published root without CreateRoot: err %v, edit called %v", err, called)
+		}
+		if _, _, err := p.Current(testCtx(t)); !errors.Is(err, ErrNotPublished) {
+			t.Fatalf("the refused edit published: %v", err)
+		}
 		if _, err := p.Edit(testCtx(t), func(items map[string][]byte) error {
 			if len(items) != 0 {
 				return fmt.Errorf("items of a fresh root: %v", slices.Collect(maps.Keys(items)))
 			}
 			items["x"] = []byte("X")
 			return nil
-		}, Request{}); err != nil {
+		}, Request{CreateRoot: true}); err != nil {
 			t.Fatal(err)
 		}
 		checkLive(t, p, 1, map[string][]byte{"x": []byte("X")})

@@ -73,6 +73,13 @@ type Request struct {
 	Force bool
 	// AllowEmpty allows publishing a set with no items.
 	AllowEmpty bool
+	// CreateRoot is for Edit only: it lets an edit of a root that was
+	// never published start from an empty set. Without it such an edit
+	// fails with ErrNotPublished and writes nothing: a root that is
+	// missing because ZooKeeper was wiped (or because the root was
+	// mistyped) would otherwise become a set of the edited items alone,
+	// and every agent following it would render that set.
+	CreateRoot bool
 	// OverrideMarker takes over the marker of a live marker-mode publish
 	// (whose remaining writes then fail, fenced by the marker version).
 	OverrideMarker bool

@@ -76,7 +76,12 @@ different items all survive; after 5 lost races it exits 3.
 
 An item whose name says its format (.json, .yaml/.yml, .toml) must parse,
 unless --no-validate. Content identical to the live item is "unchanged".
-Without --message the generation's message is "put NAME".`,
+Without --message the generation's message is "put NAME".
+
+A root that was never published is refused (exit 1, kind not_published,
+nothing written) unless --create: after a ZooKeeper wipe, or with a
+mistyped --root, a put would otherwise publish a set of this one item, and
+every agent following the root would render exactly that.`,
 		Example: `  confpush put app.json ./app.json -m "alice: raise pool size (OPS-12)"
   render-config | confpush put app.json - --wait`,
 		Args: cobra.RangeArgs(1, 2),
@@ -97,10 +102,11 @@ Without --message the generation's message is "put NAME".`,
 			return a.edit(cmd, func(items map[string][]byte) error {
 				items[name] = data
 				return nil
-			}, publish.Request{Message: msg})
+			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create")})
 		},
 	}
 	a.editFlags(cmd)
+	cmd.Flags().Bool("create", false, "allow the put to create a root that was never published (a set of this item alone)")
 	validateFlags(cmd)
 	return cmd
 }

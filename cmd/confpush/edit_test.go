@@ -60,6 +60,16 @@ func TestCLIPutDelete(t *testing.T) {
 	conn := srv.Connect(t, 10*time.Second)
 	c := cli{t: t, zk: srv.ConnString(), root: "/edit/app"}
 	meta := layout.New(c.root, layout.DefaultMeta)
+	// A root that was never published (a wiped ZooKeeper, a typo) is not
+	// turned into a one-item set unless asked.
+	fresh := c
+	fresh.root = "/edit/fresh"
+	fresh.runIn(strings.NewReader("x"), "put", "only.conf").want(t, 1, "/edit/fresh", "never been published", "nothing written", "put --create")
+	if ok, _, err := conn.Exists("/edit/fresh"); err != nil || ok {
+		t.Fatalf("a refused put created the root: exists %v, %v", ok, err)
+	}
+	fresh.runIn(strings.NewReader("x"), "put", "only.conf", "--create").want(t, 0, "published generation 1")
+
 	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "a", "b.conf": "b"})).want(t, 0, "published generation 1")
 
 	file := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"new.json": `{"pool": 8}`}), "new.json")
