@@ -69,6 +69,24 @@ type Manifest struct {
 	Message string `json:"message,omitempty"`
 	// Items maps every item name to its hash and size.
 	Items map[string]Item `json:"items"`
+
+	// Canary rollouts (docs/design.md, "Canary rollouts"). Like Message,
+	// these fields are optional and kept FormatVersion 1: a reader written
+	// before them ignores them, so an older agent follows the stable
+	// generation during a rollout and the live one after it.
+	//
+	// Canary, in a root's data only, announces a rollout in progress: this
+	// manifest is the stable generation and Canary names the candidate.
+	Canary *Canary `json:"canary,omitempty"`
+	// Candidate, in a candidate's manifest (the candidate node's data and
+	// its history entry), is the selection it was published for.
+	Candidate *Selection `json:"candidate,omitempty"`
+	// PromoteOf and AbortOf are the candidate generation a rollout's end
+	// concerned: a promote publishes the candidate's content, an abort the
+	// stable content, each as a new generation above the candidate's, so
+	// that no host ever goes backwards.
+	PromoteOf int64 `json:"promote_of,omitempty"`
+	AbortOf   int64 `json:"abort_of,omitempty"`
 }
 
 // Item is one item's entry in a manifest.
@@ -216,6 +234,11 @@ func (m *Manifest) validate() error {
 	}
 	if m.Incarnation != "" && !ValidIncarnation(m.Incarnation) {
 		return errors.New("bad incarnation (not 32 lower-case hex digits)")
+	}
+	if m.Canary != nil {
+		if err := m.Canary.validate(m); err != nil {
+			return err
+		}
 	}
 	if m.Items == nil {
 		m.Items = map[string]Item{}

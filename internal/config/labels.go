@@ -2,45 +2,17 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/zkconf/zkconf/internal/labelsel"
+	"github.com/zkconf/zkconf/manifest"
 )
-
-// Label syntax, as Kubernetes defines it: a key is an optional DNS
-// subdomain prefix and "/", then a name of at most 63 characters; a value
-// is empty or a name. Canary rollouts select agents by labels, so the
-// syntax is the one selectors elsewhere already understand.
-var (
-	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-)
-
-// checkLabelKey reports why k is not a valid label key.
-func checkLabelKey(k string) error {
-	name := k
-	if prefix, rest, ok := strings.Cut(k, "/"); ok {
-		if len(prefix) > 253 || !labelPrefix.MatchString(prefix) {
-			return fmt.Errorf("key %q: the prefix before '/' must be a DNS subdomain (lowercase, at most 253 characters)", k)
-		}
-		name = rest
-	}
-	if len(name) > 63 || !labelName.MatchString(name) {
-		return fmt.Errorf("key %q: the name must be 1-63 characters [A-Za-z0-9-_.], starting and ending alphanumeric", k)
-	}
-	return nil
-}
-
-// checkLabelValue reports why v is not a valid label value.
-func checkLabelValue(k, v string) error {
-	if v != "" && (len(v) > 63 || !labelName.MatchString(v)) {
-		return fmt.Errorf("value of %q: must be empty or 1-63 characters [A-Za-z0-9-_.], starting and ending alphanumeric", k)
-	}
-	return nil
-}
 
 // decodeLabels reads the labels mapping, reporting every bad key and value
-// at once under "labels".
+// at once under "labels". Labels follow the Kubernetes label syntax
+// (internal/labelsel), so canary selectors can name every label an agent
+// can carry.
 func decodeLabels(raw any, p *problems) map[string]string {
 	if raw == nil {
 		return nil
@@ -69,11 +41,15 @@ func decodeLabels(raw any, p *problems) map[string]string {
 			errs = append(errs, fmt.Sprintf("value of %q: must be a string", k))
 			continue
 		}
-		if err := checkLabelKey(k); err != nil {
+		if err := labelsel.CheckKey(k); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		if err := checkLabelValue(k, v); err != nil {
+		if k == manifest.LabelAgent {
+			errs = append(errs, fmt.Sprintf("key %q is reserved: canary selectors match it against the agent id", k))
+			continue
+		}
+		if err := labelsel.CheckValue(k, v); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}

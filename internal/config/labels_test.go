@@ -23,11 +23,11 @@ func TestLoadLabels(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
 		}
 	}
-	_, err = Load(f.config(t, minimal+"\nlabels:\n  \"-bad\": x\n  ok: \"has space\"\n  \"Bad_Prefix/x\": y\n"))
+	_, err = Load(f.config(t, minimal+"\nlabels:\n  \"-bad\": x\n  ok: \"has space\"\n  \"Bad_Prefix/x\": y\n  agent: me\n"))
 	if err == nil {
 		t.Fatal("bad labels accepted")
 	}
-	for _, s := range []string{`"-bad"`, `value of "ok"`, `bad_prefix/x`} {
+	for _, s := range []string{`"-bad"`, `value of "ok"`, `bad_prefix/x`, `key "agent" is reserved`} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q lacks %s", err, s)
 		}

@@ -16,6 +16,12 @@
 //	<meta>/roots/<key>/agents/<agent id>
 //	                               persistent: the agent registry (JSON:
 //	                               first_seen, last_seen, labels, hostname)
+//	<meta>/roots/<key>/candidate   data: a canary rollout's candidate manifest
+//	<meta>/roots/<key>/candidate/<sha256>
+//	                               data: a candidate content the stable set lacks
+//	<meta>/roots/<key>/rollout     data: the rollout record (plan, driver, events)
+//	<meta>/roots/<key>/rollout-driver/<rollout id>
+//	                               ephemeral: the driving process is alive
 //
 // <key> is the root path with "/" escaped (RootKey), so that roots nested in
 // one another never see each other's metadata as items.
@@ -136,3 +142,19 @@ func (p Paths) Agents() string { return p.Base() + "/agents" }
 
 // AgentNode is agent id's registry node.
 func (p Paths) AgentNode(agent string) string { return p.Agents() + "/" + agent }
+
+// Candidate holds a canary rollout's candidate manifest (its data) and,
+// as children, the candidate's contents that the stable set does not hold.
+// It exists only while a rollout runs; agents may read it (the root's ACL).
+func (p Paths) Candidate() string { return p.Base() + "/candidate" }
+
+// CandidateContent is the candidate content with the given sha256.
+func (p Paths) CandidateContent(sha string) string { return p.Candidate() + "/" + sha }
+
+// Rollout is the rollout record: the plan (steps, bake, auto), who drives
+// it and its events. Publisher-only, like history.
+func (p Paths) Rollout() string { return p.Base() + "/rollout" }
+
+// RolloutDriver is the parent of the ephemeral node of the process driving
+// a rollout (--auto, --steps): while it exists the driver is alive.
+func (p Paths) RolloutDriver() string { return p.Base() + "/rollout-driver" }
