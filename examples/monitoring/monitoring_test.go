@@ -398,7 +398,8 @@ func exportedNames(t *testing.T, exposition string) map[string]bool {
 // lets it apply a generation published while it runs (so the latency
 // histogram has an observation), scrapes /metrics, and checks that every
 // metric the rules and the dashboard select is in the scrape; then lints
-// the scrape with promtool check metrics.
+// the scrape with promtool check metrics, and checks that docs/confagent.md
+// lists every zkconf metric of the scrape.
 func TestMetricNamesExported(t *testing.T) {
 	refs := referencedMetrics(t)
 	scrape := scrapeRealAgent(t)
@@ -415,6 +416,19 @@ func TestMetricNamesExported(t *testing.T) {
 			strings.Join(bad, "\n  "), strings.Join(names, "\n  "))
 	}
 	runPromtool(t, scrape, "check", "metrics")
+
+	// The reference operators read the names from must list them all.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "confagent.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(scrape, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 4 && f[1] == "TYPE" && strings.HasPrefix(f[2], "zkconf_") &&
+			!regexp.MustCompile("(?m)^\\| `"+regexp.QuoteMeta(f[2])+"[`{]").Match(doc) {
+			t.Errorf("docs/confagent.md's metrics table has no row for %s", f[2])
+		}
+	}
 }
 
 // TestNotExportedReportsTypos: the check above fails on a misspelled or
