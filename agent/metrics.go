@@ -17,6 +17,7 @@ type Metrics struct {
 	generation      prometheus.Gauge
 	cacheGeneration prometheus.Gauge
 	applies         *prometheus.CounterVec
+	applyFailing    prometheus.Gauge
 	failures        *prometheus.CounterVec
 	reloads         *prometheus.CounterVec
 	repairs         *prometheus.CounterVec
@@ -69,6 +70,12 @@ func NewMetrics(stale func() float64) *Metrics {
 			Name: "zkconf_agent_zookeeper_state", Help: "1 for the cache's current state (starting, live, stale, expired)."},
 			[]string{"state"}),
 	}
+	// Counters say that an apply failed, not that the agent is still
+	// failing: a rejected generation is not retried, so its failure
+	// counter stops moving while the host stays on the old generation.
+	m.applyFailing = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "zkconf_agent_apply_failing",
+		Help: "1 while the last apply attempt failed (a rejected generation, a write or reload being retried); 0 after a successful apply and before the first."})
 	m.statusConflict = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "zkconf_agent_status_node_conflict",
 		Help: "1 while a node of the agent's status node name is owned by another session, so the agent does not write it."})
@@ -84,7 +91,7 @@ func NewMetrics(stale func() float64) *Metrics {
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "zkconf_build_info", Help: "Always 1: the version, commit and Go version of the running confagent."},
 		[]string{"version", "commit", "goversion"})
-	reg.MustRegister(m.retrying, m.retries, m.buildInfo)
+	reg.MustRegister(m.retrying, m.retries, m.buildInfo, m.applyFailing)
 	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
 		m.zkState, m.staleSeconds, m.statusConflict, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "failed"} {
@@ -132,9 +139,11 @@ func (m *Metrics) observeApply(snap Snapshot, out Outcome, _ time.Duration) {
 	}
 	if out.Err != nil {
 		m.applies.WithLabelValues("failed").Inc()
+		m.applyFailing.Set(1)
 		return
 	}
 	m.applies.WithLabelValues("ok").Inc()
+	m.applyFailing.Set(0)
 	m.generation.Set(float64(snap.Generation()))
 	if len(out.Changed) > 0 && snap.PublishedAt().After(m.started) {
 		m.latency.Observe(time.Since(snap.PublishedAt()).Seconds())

@@ -105,6 +105,7 @@ func TestConfagentMetricsFromStart(t *testing.T) {
 		`zkconf_agent_retries_total{class="reload",target="d"} 0`,
 		`zkconf_agent_target_retrying{class="reload",target="d"} 0`,
 		`zkconf_agent_zookeeper_state{state="expired"} 0`,
+		"zkconf_agent_apply_failing 0\n",
 	}
 	for _, target := range []string{"d", "all"} {
 		for _, kind := range []string{"render", "check", "write", "reload", "transient"} {
