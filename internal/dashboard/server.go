@@ -341,11 +341,19 @@ type AgentRow struct {
 	Untrusted  string            `json:"untrusted,omitempty"`
 }
 
-func summary(root string, snap *snapshot) RootSummary {
+// summary is the head of a root's view. Connected also needs the
+// connection's session now: while ZooKeeper is unreachable the watches
+// stay armed (they fire after the reconnect) and the figures are the last
+// ones read.
+func (s *Server) summary(root string, snap *snapshot) RootSummary {
 	sum := fleet.Summarize(snap.Agents, snap.latest())
 	out := RootSummary{Root: root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
 		Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
-		Connected: snap.Connected, Error: snap.Error, ReadAt: snap.ReadAt, Version: snap.Version}
+		Connected: snap.Connected && s.conn.State() == zk.StateHasSession, Error: snap.Error, ReadAt: snap.ReadAt,
+		Version: snap.Version}
+	if snap.Connected && !out.Connected {
+		out.Error = "ZooKeeper connection: " + s.conn.State().String()
+	}
 	if m := snap.Live; m != nil {
 		out.PublishedAt, out.Publisher, out.Message, out.Incarnation = m.PublishedAt, m.Publisher, m.Message, m.Incarnation
 	}
@@ -389,12 +397,12 @@ func (s *Server) roots() []*rootView {
 func (s *Server) apiRoots(w http.ResponseWriter, _ *http.Request) {
 	out := []RootSummary{}
 	for _, v := range s.roots() {
-		out = append(out, summary(v.root, v.current()))
+		out = append(out, s.summary(v.root, v.current()))
 	}
 	writeJSON(w, map[string]any{"roots": out, "meta": s.meta, "show_content": s.showContent})
 }
 
-func viewOf(v *rootView, snap *snapshot) RootView {
+func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
 	counts := map[int64]int{}
 	for _, a := range snap.Agents {
 		if a.Trusted() {
@@ -405,7 +413,7 @@ func viewOf(v *rootView, snap *snapshot) RootView {
 	for _, g := range slices.Backward(slices.Sorted(maps.Keys(counts))) {
 		spread = append(spread, Spread{Generation: g, Agents: counts[g]})
 	}
-	return RootView{RootSummary: summary(v.root, snap), Spread: spread}
+	return RootView{RootSummary: s.summary(v.root, snap), Spread: spread}
 }
 
 func (s *Server) apiRoot(w http.ResponseWriter, r *http.Request) {
@@ -414,7 +422,7 @@ func (s *Server) apiRoot(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, viewOf(v, v.current()))
+	writeJSON(w, s.viewOf(v, v.current()))
 }
 
 // maxLimit bounds one page of the fleet table.
@@ -519,18 +527,21 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	keepalive := time.NewTicker(15 * time.Second)
+	// The ticker also notices the connection's state changing, which no
+	// watch reports while ZooKeeper is unreachable.
+	keepalive := time.NewTicker(time.Second)
 	defer keepalive.Stop()
-	var sent uint64
-	for {
-		snap := v.current()
-		if snap.Version != sent || sent == 0 {
-			b, _ := json.Marshal(viewOf(v, snap))
+	var sent RootView
+	for first := true; ; first = false {
+		view := s.viewOf(v, v.current())
+		if first || view.Version != sent.Version || view.Connected != sent.Connected {
+			b, _ := json.Marshal(view)
 			if _, err := fmt.Fprintf(w, "event: root\ndata: %s\n\n", b); err != nil {
 				return
 			}
 			flusher.Flush()
-			sent = snap.Version
+			sent = view
+			continue
 		}
 		select {
 		case <-r.Context().Done():
@@ -539,10 +550,6 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick:
 		case <-keepalive.C:
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
-				return
-			}
-			flusher.Flush()
 		}
 	}
 }
