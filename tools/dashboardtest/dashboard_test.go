@@ -266,7 +266,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the page was reloaded (%v)", err)
 	}
 	waitJS(t, bctx, "the progress bar shows both generations", `document.querySelector('#progress').innerText`,
-		func(s string) bool { return strings.Contains(s, "generation 3: 1/2") && strings.Contains(s, "generation 2: 1/2") })
+		func(s string) bool {
+			return strings.Contains(s, "generation 3: 1/2") && strings.Contains(s, "generation 2: 1/2")
+		})
 	screenshot(t, bctx, shots, "root.png")
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/generation?root=%s&g=2&against=1", url, root))); err != nil {
@@ -308,5 +310,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, bctx, "the 404 page", `document.body.innerText`,
-		func(s string) bool { return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root") })
+		func(s string) bool {
+			return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root")
+		})
 }

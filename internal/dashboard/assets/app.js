@@ -19,7 +19,7 @@ function when(t) {
   return `<span title="${esc(d.toISOString())}">${ago} ago</span>`;
 }
 function crumbs(parts) {
-  $("header .crumbs").innerHTML = parts.map(([t, h]) => h ? `/ <a href="${h}">${esc(t)}</a>` : `/ ${esc(t)}`).join(" ");
+  $("header .crumbs").innerHTML = parts.map(([t, h]) => h ? ` / <a href="${h}">${esc(t)}</a>` : ` / ${esc(t)}`).join("");
 }
 function fail(e) { $("main").insertAdjacentHTML("afterbegin", `<p class="error">${esc(e.message)}</p>`); }
 const palette = ["#17803d", "#1f6feb", "#a15c00", "#8250df", "#bf3989", "#57606a"];
