@@ -270,7 +270,10 @@ func (s *Server) discover(ctx context.Context) {
 	for attempt := 1; ; attempt++ {
 		keys, _, ev, err := s.conn.ChildrenW(parent)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, ev, err = s.conn.ExistsW(parent)
+			var exists bool
+			if exists, _, ev, err = s.conn.ExistsW(parent); err == nil && exists {
+				continue // created in between: list it
+			}
 		}
 		if err == nil {
 			attempt = 0
