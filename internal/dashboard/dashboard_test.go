@@ -17,7 +17,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -395,6 +397,12 @@ func TestEventsAndRestart(t *testing.T) {
 	e.zk.Stop(0)
 	for v := next(); v.Connected; v = next() {
 	}
+	// Requests are answered from the watched view, not from ZooKeeper.
+	var page agentsPage
+	e.api("/api/root/agents?root=/config", &page)
+	if page.Total != 2 || page.Generation != 2 {
+		t.Fatalf("agents while ZooKeeper is down: %+v", page)
+	}
 	e.zk.StartServer(0)
 	e.zk.WaitServing(0)
 	g = e.publish("a=3\n")
@@ -405,5 +413,65 @@ func TestEventsAndRestart(t *testing.T) {
 		t.Fatalf("after the restart: %+v", rv)
 	}
 	for v := next(); v.Generation != g || v.AtLatest != 2 || !v.Connected; v = next() {
+	}
+}
+
+// TestLargeFleet: 10,000 more status nodes (ephemeral, as agents create
+// them) are served page by page from the watched view; filters and the
+// last page work at that size.
+func TestLargeFleet(t *testing.T) {
+	e := start(t, false)
+	e.waitFleet("both agents at generation 1", allAt(1))
+	conn := dial(t, e.zk)
+	parent := layout.New(root, layout.DefaultMeta).Status()
+	const n = 10000
+	for batch := 0; batch < n; batch += 500 {
+		var ops []any
+		for i := batch; i < batch+500; i++ {
+			id := fmt.Sprintf("bulk-%05d", i)
+			st := fleet.Status{AgentID: id, Root: root, Generation: 1, CacheGeneration: 1, State: "live", Ready: true,
+				Labels: map[string]string{"rack": fmt.Sprint("r", i%10)}}
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops = append(ops, &zk.CreateRequest{Path: parent + "/" + id, Data: b, Acl: zk.WorldACL(zk.PermAll),
+				Flags: zk.FlagEphemeral})
+		}
+		if _, err := conn.Multi(ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	var page agentsPage
+	for {
+		e.api("/api/root/agents?root=/config&offset=10000&limit=50", &page)
+		if page.Total == n+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the view did not reach %d agents within 120s: total %d", n+2, page.Total)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(page.Agents) != 2 || page.Agents[0].ID != "host-a" || page.Agents[1].ID != "host-b" {
+		t.Fatalf("last page = %+v", page.Agents)
+	}
+	e.api("/api/root/agents?root=/config&offset=100&limit=1000", &page)
+	if len(page.Agents) != 1000 || page.Agents[0].ID != "bulk-00100" || page.Agents[999].ID != "bulk-01099" {
+		t.Fatalf("page of 1000 from 100: %d rows, %+v ... ", len(page.Agents), page.Agents[:1])
+	}
+	e.api("/api/root/agents?root=/config&limit=5000", &page)
+	if len(page.Agents) != 1000 {
+		t.Fatalf("limit is not capped at 1000: %d rows", len(page.Agents))
+	}
+	e.api("/api/root/agents?root=/config&q=rack%3Dr7", &page)
+	if page.Total != n/10 {
+		t.Fatalf("q=rack=r7: total %d", page.Total)
+	}
+	var rv dashboard.RootView
+	e.api("/api/root?root=/config", &rv)
+	if rv.Agents != n+2 || rv.AtLatest != n+2 || len(rv.Spread) != 1 || rv.Spread[0].Agents != n+2 {
+		t.Fatalf("root view: %+v", rv)
 	}
 }
