@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/internal/layout"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -55,9 +57,30 @@ func (a *app) serve(ctx context.Context, cmd *cobra.Command) error {
 	keyFile, _ := f.GetString("tls-key")
 	showContent, _ := f.GetBool("show-content")
 	prefix, _ := f.GetString("prefix")
+	// Every flag is checked, and the port taken, before ZooKeeper is dialled.
 	if (certFile == "") != (keyFile == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
+	if prefix != "" {
+		if err := layout.ValidateRoot(prefix); err != nil {
+			return usagef("--prefix: %v", err)
+		}
+	}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return usagef("--tls-cert/--tls-key: %v", err)
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		scheme = "https"
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return usagef("--listen: %v", err)
+	}
+	defer l.Close()
 	conn, _, err := a.dial(ctx)
 	if err != nil {
 		return err
@@ -68,20 +91,12 @@ func (a *app) serve(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		return usagef("--listen: %v", err)
-	}
-	scheme := "http"
-	if certFile != "" {
-		scheme = "https"
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs.Handler = srv.Handler()
 	_, _ = fmt.Fprintf(a.stderr, "confpush serve: dashboard on %s://%s/\n", scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
-		if certFile != "" {
-			done <- hs.ServeTLS(l, certFile, keyFile)
+		if hs.TLSConfig != nil {
+			done <- hs.ServeTLS(l, "", "")
 		} else {
 			done <- hs.Serve(l)
 		}
