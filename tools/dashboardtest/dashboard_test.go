@@ -3,8 +3,11 @@ package dashboardtest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,10 +105,11 @@ targets:
 	start(t, dir, id, bin, "--config", path)
 }
 
-// serve runs confpush serve on a free port and returns its URL.
-func serve(t *testing.T, bin string, servers []string) string {
+// serve runs confpush serve on a free port (with extra flags) and returns
+// its URL.
+func serve(t *testing.T, bin string, servers []string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--zk", strings.Join(servers, ","), "serve", "--listen", "127.0.0.1:0", "--show-content")
+	cmd := exec.Command(bin, append([]string{"--zk", strings.Join(servers, ","), "serve", "--listen", "127.0.0.1:0"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +132,7 @@ func serve(t *testing.T, bin string, servers []string) string {
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`dashboard on (http://\S+?)/?$`)
+		re := regexp.MustCompile(`dashboard on (https?://\S+?)/?$`)
 		for sc.Scan() {
 			out.WriteString(sc.Text() + "\n")
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
@@ -234,7 +238,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	pub.publish("listen = 8080\nworkers = 4\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 30\n}\n", "first config")
 	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-1", "")
 	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-2", "! grep -q broken {{.src}}")
-	url := serve(t, filepath.Join(bin, "confpush"), c.Addrs())
+	url := serve(t, filepath.Join(bin, "confpush"), c.Addrs(), "--show-content")
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true),
@@ -313,4 +317,45 @@ func TestDashboardInBrowser(t *testing.T) {
 		func(s string) bool {
 			return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root")
 		})
+}
+
+// TestServeTLS: with --tls-cert and --tls-key the dashboard serves HTTPS
+// (verified against the issuing CA) and nothing over plain HTTP.
+func TestServeTLS(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "confpush")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := confagentbin.BuildCommand(ctx, "confpush", bin); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := zktest.NewCA(t.TempDir(), "dashboard-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, _, err := ca.Issue("dashboard", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := zktest.Start(t)
+	url := serve(t, bin, c.Addrs(), "--tls-cert", cert, "--tls-key", key)
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("serve announced %s", url)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}}
+	resp, err := client.Get(url + "/api/roots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"roots"`) {
+		t.Fatalf("GET /api/roots over HTTPS = %d %s", resp.StatusCode, body)
+	}
+	plain := strings.Replace(url, "https://", "http://", 1)
+	if resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(plain + "/api/roots"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("plain HTTP answered %d", resp.StatusCode)
+		}
+	}
 }
