@@ -18,7 +18,7 @@ TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 CHAOS_DURATION ?= 10m
 FUZZ_TIME ?= 1m
 
-.PHONY: docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus demo bench chaos fuzz install clean check-leftovers
+.PHONY: docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus chromium screenshots demo bench chaos fuzz install clean check-leftovers
 
 all: build
 
@@ -48,6 +48,16 @@ zookeeper:
 # promtool, for the tests of examples/monitoring (the Debian prometheus package).
 prometheus:
 	@scripts/ensure-prometheus.sh
+
+# The dashboard's browser test (tools/dashboardtest) drives a headless
+# Chromium: the Debian chromium package, installed when missing.
+chromium:
+	@scripts/ensure-chromium.sh
+
+# screenshots re-takes docs/dashboard/*.png (README.md, docs/dashboard.md)
+# from the browser test; make test writes them to a temporary directory.
+screenshots: zookeeper chromium
+	cd $(TOOLS) && ZKCONF_SCREENSHOTS=$(abspath docs/dashboard) $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./dashboardtest
 
 vet:
 	$(GO) vet $(PKGS)
@@ -105,7 +115,7 @@ lint-static:
 # gosec: compile-bound) runs beside the tests, which spend much of their
 # time waiting on ZooKeeper, and prints when it ends; it fails the target
 # like a test.
-test: zookeeper prometheus fmt-check vet
+test: zookeeper prometheus chromium fmt-check vet
 	@lintlog=$$(mktemp); $(MAKE) --no-print-directory check-go-min lint-static >$$lintlog 2>&1 & lint=$$!; \
 		log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TEST_FLAGS) -p 1 ./... >$$log 2>&1) & tools=$$!; \
 		$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \

@@ -152,6 +152,7 @@ keys are refused.
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
 		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
 	root.AddCommand(a.putCommand(), a.deleteCommand())
+	root.AddCommand(a.serveCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}

@@ -58,6 +58,10 @@ func examples() map[string]string {
   confpush status --fail-on-error
   # Live: redrawn at every change until Ctrl-C
   confpush status --watch`,
+		"serve": `  # The read-only dashboard on http://127.0.0.1:8080 (every root under /zkconf)
+  confpush --zk zk1:2181 serve
+  # Over HTTPS on every interface, item contents shown in diffs
+  confpush serve --listen :8443 --tls-cert web.pem --tls-key web.key --show-content`,
 		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
   confpush watch ./web-config --debounce 2s`,
 		"init": `  confpush init /config/web --publisher-auth-file /etc/zkconf/publisher.auth \

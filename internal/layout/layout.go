@@ -158,3 +158,30 @@ func (p Paths) Rollout() string { return p.Base() + "/rollout" }
 // RolloutDriver is the parent of the ephemeral node of the process driving
 // a rollout (--auto, --steps): while it exists the driver is alive.
 func (p Paths) RolloutDriver() string { return p.Base() + "/rollout-driver" }
+
+// RootOfKey is the root path a metadata key names (RootKey's inverse):
+// "config%2Fweb" is /config/web. ok is false for a name RootKey cannot
+// have made (a stray node under <meta>/roots).
+func RootOfKey(key string) (root string, ok bool) {
+	var b strings.Builder
+	b.WriteByte('/')
+	for i := 0; i < len(key); i++ {
+		switch {
+		case key[i] != '%':
+			if key[i] == '/' {
+				return "", false
+			}
+			b.WriteByte(key[i])
+		case strings.HasPrefix(key[i:], "%2F"):
+			b.WriteByte('/')
+			i += 2
+		case strings.HasPrefix(key[i:], "%25"):
+			b.WriteByte('%')
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	root = b.String()
+	return root, ValidateRoot(root) == nil && RootKey(root) == key
+}

@@ -38,3 +38,19 @@ func BenchmarkBlobPath(b *testing.B) {
 		_ = p.Blob("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
 	}
 }
+
+// TestRootOfKey: RootOfKey inverts RootKey, and refuses names RootKey
+// cannot have made.
+func TestRootOfKey(t *testing.T) {
+	for _, root := range []string{"/config", "/config/web", "/a%2Fb/c", "/100%", "/x%25y"} {
+		got, ok := RootOfKey(RootKey(root))
+		if !ok || got != root {
+			t.Errorf("RootOfKey(RootKey(%q)) = %q, %v", root, got, ok)
+		}
+	}
+	for _, key := range []string{"", "a/b", "a%2", "a%41", "%2Fconfig", "config%2F", "zookeeper", "a%2F%2Fb"} {
+		if got, ok := RootOfKey(key); ok {
+			t.Errorf("RootOfKey(%q) = %q, want refused", key, got)
+		}
+	}
+}

@@ -194,3 +194,47 @@ func hunkRange(start, count int) string {
 func isBinary(b []byte) bool {
 	return strings.IndexByte(string(b), 0) >= 0 || !utf8.Valid(b)
 }
+
+// Line is one line of a structured diff: Kind is ' ' (kept), '-' (only in
+// a) or '+' (only in b); A and B are its 1-based line numbers in a and b (0
+// on the side it is not in); Text is the line without its newline.
+type Line struct {
+	Kind byte
+	A, B int
+	Text string
+}
+
+// Hunks returns the diff turning a into b as hunks of lines with the
+// context Unified shows (nil when equal), for callers that render it
+// themselves (the dashboard's unified and side-by-side views). Added and
+// Removed count the changed lines. The caller decides whether content may
+// be shown; binary content gives no hunks (ok false).
+func Hunks(a, b []byte) (out [][]Line, added, removed int, ok bool) {
+	if isBinary(a) || isBinary(b) {
+		return nil, 0, 0, false
+	}
+	if string(a) == string(b) {
+		return nil, 0, 0, true
+	}
+	al, bl := splitLines(string(a)), splitLines(string(b))
+	for _, h := range hunks(diffLines(al, bl)) {
+		lines := make([]Line, 0, len(h))
+		for _, e := range h {
+			l := Line{Kind: e.kind}
+			switch e.kind {
+			case ' ':
+				l.A, l.B, l.Text = e.ai+1, e.bi+1, al[e.ai]
+			case '-':
+				l.A, l.Text = e.ai+1, al[e.ai]
+				removed++
+			default:
+				l.B, l.Text = e.bi+1, bl[e.bi]
+				added++
+			}
+			l.Text = strings.TrimSuffix(l.Text, "\n")
+			lines = append(lines, l)
+		}
+		out = append(out, lines)
+	}
+	return out, added, removed, true
+}

@@ -73,3 +73,28 @@ func TestBinarySummarised(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestHunks: the structured diff numbers lines on both sides, keeps
+// Unified's context, counts changed lines, and gives nothing for binary
+// content.
+func TestHunks(t *testing.T) {
+	hunks, added, removed, ok := Hunks([]byte("a\nb\nc\n"), []byte("a\nB\nc\nd\n"))
+	if !ok || added != 2 || removed != 1 || len(hunks) != 1 {
+		t.Fatalf("Hunks = %v, +%d -%d, %v", hunks, added, removed, ok)
+	}
+	want := []Line{{' ', 1, 1, "a"}, {'-', 2, 0, "b"}, {'+', 0, 2, "B"}, {' ', 3, 3, "c"}, {'+', 0, 4, "d"}}
+	if len(hunks[0]) != len(want) {
+		t.Fatalf("hunk = %+v", hunks[0])
+	}
+	for i, l := range hunks[0] {
+		if l != want[i] {
+			t.Errorf("line %d = %+v, want %+v", i, l, want[i])
+		}
+	}
+	if h, _, _, ok := Hunks([]byte("a"), []byte("a")); !ok || h != nil {
+		t.Errorf("equal: %v %v", h, ok)
+	}
+	if h, _, _, ok := Hunks([]byte("a\x00"), []byte("b")); ok || h != nil {
+		t.Errorf("binary: %v %v", h, ok)
+	}
+}

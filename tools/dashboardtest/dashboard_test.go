@@ -1,0 +1,361 @@
+package dashboardtest
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/tools/internal/confagentbin"
+	"github.com/zkconf/zkconf/zkclient"
+)
+
+const root = "/config"
+
+// screenshotsEnv names the directory the test writes the pages'
+// screenshots to (make screenshots: docs/dashboard); without it they go
+// to a temporary directory, so that make test leaves the tree clean.
+const screenshotsEnv = "ZKCONF_SCREENSHOTS"
+
+// chromium finds the browser: $ZKCONF_CHROMIUM, else chromium on PATH.
+// A missing browser fails the test: scripts/ensure-chromium.sh installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ZKCONF_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium found (chromium on PATH or $ZKCONF_CHROMIUM): run scripts/ensure-chromium.sh " +
+		"(make test does), which installs the Debian chromium package")
+	return ""
+}
+
+// start runs bin with args until the test ends; its output goes to a log
+// file named in failures.
+func start(t *testing.T, dir, name, bin string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s output:\n%s", name, b)
+		}
+	})
+	return cmd, logPath
+}
+
+// agent runs a real confagent process following root with one file
+// target (item app.conf) and an optional check command.
+func agent(t *testing.T, bin string, servers []string, id, check string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 4s
+root: %s
+state_dir: %s
+agent_id: %s
+labels:
+  role: web
+http:
+  listen: ""
+targets:
+  - name: app
+    type: file
+    item: app.conf
+    dest: %s
+    check: %q
+`, strings.Join(servers, ", "), root, filepath.Join(dir, "state"), id, filepath.Join(dir, "app.conf"), check)
+	path := filepath.Join(dir, "confagent.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, dir, id, bin, "--config", path)
+}
+
+// serve runs confpush serve on a free port (with extra flags) and returns
+// its URL.
+func serve(t *testing.T, bin string, servers []string, extra ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--zk", strings.Join(servers, ","), "serve", "--listen", "127.0.0.1:0"}, extra...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("confpush serve output:\n%s", out.String())
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`dashboard on (https?://\S+?)/?$`)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-done:
+		t.Fatalf("confpush serve exited before listening:\n%s", out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("confpush serve did not say where it listens within 60s")
+	}
+	return ""
+}
+
+type publisher struct {
+	t *testing.T
+	p *publish.Publisher
+}
+
+func (p publisher) publish(appConf, settings, msg string) int64 {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.p.Publish(ctx, publish.Request{Message: msg, Items: map[string][]byte{
+		"app.conf": []byte(appConf), "settings.json": []byte(settings)}})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return res.Generation
+}
+
+// fleetJS reads the fleet table as "id:generation:state:error|...".
+const fleetJS = `[...document.querySelectorAll('#fleet tbody tr')].map(r => r.dataset.agent + ':' +
+  r.querySelector('.gen').textContent + ':' + r.querySelector('.state').textContent.split(' ')[0] + ':' +
+  r.querySelector('.lasterror').textContent).join('|')`
+
+// waitJS evaluates expr (a string) in the page until ok accepts it.
+func waitJS(t *testing.T, ctx context.Context, what, expr string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && ok(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 60s; the page shows %q (%v)", what, got, err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Sleep(200*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDashboardInBrowser: two real confagents, confpush serve and a real
+// headless Chromium. A publish turns the fleet table over live (the page
+// is never reloaded), an agent whose check refuses a generation shows its
+// error, and the generation page's diff shows the changed lines, unified
+// and side by side. Each page is saved as a screenshot.
+func TestDashboardInBrowser(t *testing.T) {
+	browser := chromium(t)
+	shots := os.Getenv(screenshotsEnv)
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, name := range []string{"confagent", "confpush"} {
+		if err := confagentbin.BuildCommand(ctx, name, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := zktest.Start(t)
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	p, err := publish.New(conn, sess, root, publish.WithPublisherName("alice@ops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := publisher{t, p}
+	pub.publish("listen = 8080\nworkers = 4\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 30\n}\n", "first config")
+	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-1", "")
+	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-2", "! grep -q broken {{.src}}")
+	url := serve(t, filepath.Join(bin, "confpush"), c.Addrs(), "--show-content")
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 800))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/root?root="+root)); err != nil {
+		t.Fatalf("open the root page: %v", err)
+	}
+	waitJS(t, bctx, "both agents at generation 1", fleetJS, func(s string) bool {
+		return s == "web-1:1:ok:|web-2:1:ok:"
+	})
+	// A reload would lose this mark.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	g := pub.publish("listen = 8080\nworkers = 8\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 60\n}\n", "more workers")
+	waitJS(t, bctx, "the table turned over to generation 2", fleetJS, func(s string) bool {
+		return s == fmt.Sprintf("web-1:%d:ok:|web-2:%d:ok:", g, g)
+	})
+	g = pub.publish("listen = 8080\nworkers = broken\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 60\n}\n", "a bad value")
+	rows := waitJS(t, bctx, "web-2 shows its failing check", fleetJS, func(s string) bool {
+		return strings.HasPrefix(s, fmt.Sprintf("web-1:%d:ok:|web-2:%d:failing:", g, g-1)) && strings.Contains(s, "check")
+	})
+	t.Logf("fleet table: %s", rows)
+	if kept, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Fatalf("the page was reloaded (%v)", err)
+	}
+	waitJS(t, bctx, "the progress bar shows both generations", `document.querySelector('#progress').innerText`,
+		func(s string) bool {
+			return strings.Contains(s, "generation 3: 1/2") && strings.Contains(s, "generation 2: 1/2")
+		})
+	screenshot(t, bctx, shots, "root.png")
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/generation?root=%s&g=2&against=1", url, root))); err != nil {
+		t.Fatal(err)
+	}
+	diff := waitJS(t, bctx, "the diff of generation 1 to 2", `document.querySelector('#diff').innerText`, func(s string) bool {
+		return strings.Contains(s, "app.conf changed") && strings.Contains(s, "workers = 4") && strings.Contains(s, "workers = 8") &&
+			strings.Contains(s, `"ttl": 60`) && strings.Contains(s, "+1 −1 lines")
+	})
+	if strings.Contains(diff, "workers = broken") {
+		t.Fatalf("the diff of 1 to 2 shows generation 3's content:\n%s", diff)
+	}
+	screenshot(t, bctx, shots, "generation.png")
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`input[value=split]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "the side-by-side diff", `String(document.querySelectorAll('#diff table.split').length)`,
+		func(s string) bool { return s == "2" })
+	waitJS(t, bctx, "the side-by-side diff pairs the changed lines",
+		`[...document.querySelectorAll('#diff table.split tr')].map(r => r.innerText.replace(/\s+/g, ' ').trim()).join('|')`,
+		func(s string) bool { return strings.Contains(s, "2 workers = 4 2 workers = 8") })
+	screenshot(t, bctx, shots, "generation-side-by-side.png")
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/agent?root=%s&id=web-2", url, root))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "web-2's failing target", `document.querySelector('#targets').innerText`,
+		func(s string) bool { return strings.Contains(s, "failing") && strings.Contains(s, "check") })
+	screenshot(t, bctx, shots, "agent.png")
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "the roots page", `document.querySelector('#roots').innerText`,
+		func(s string) bool { return strings.Contains(s, root) && strings.Contains(s, "a bad value") })
+	screenshot(t, bctx, shots, "roots.png")
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/root?root=/no/such/root")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "the 404 page", `document.body.innerText`,
+		func(s string) bool {
+			return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root")
+		})
+}
+
+// TestServeTLS: with --tls-cert and --tls-key the dashboard serves HTTPS
+// (verified against the issuing CA) and nothing over plain HTTP.
+func TestServeTLS(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "confpush")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := confagentbin.BuildCommand(ctx, "confpush", bin); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := zktest.NewCA(t.TempDir(), "dashboard-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, _, err := ca.Issue("dashboard", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := zktest.Start(t)
+	url := serve(t, bin, c.Addrs(), "--tls-cert", cert, "--tls-key", key)
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("serve announced %s", url)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}}
+	resp, err := client.Get(url + "/api/roots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"roots"`) {
+		t.Fatalf("GET /api/roots over HTTPS = %d %s", resp.StatusCode, body)
+	}
+	plain := strings.Replace(url, "https://", "http://", 1)
+	if resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(plain + "/api/roots"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("plain HTTP answered %d", resp.StatusCode)
+		}
+	}
+}
