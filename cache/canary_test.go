@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,7 +257,8 @@ func TestCanaryMismatch(t *testing.T) {
 		var ce *CandidateError
 		return errors.As(st.Err, &ce)
 	})
-	if !errors.Is(st.Err, ErrTorn) || st.Generation != g1 || c.Snapshot().Generation() != g1 {
+	if !errors.Is(st.Err, ErrTorn) || !strings.Contains(st.Err.Error(), "does not match the root's canary manifest_sha256") ||
+		st.Generation != g1 || c.Snapshot().Generation() != g1 {
 		t.Fatalf("state %+v, serving %d: want the stable %d kept", st, c.Snapshot().Generation(), g1)
 	}
 	// Repaired: the candidate node holds the manifest the root names.
