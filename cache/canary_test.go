@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +62,9 @@ func (rp *rawPublisher) startCanary(sel manifest.Selection, items map[string][]b
 // endCanaryOps deletes the candidate node and its children.
 func (rp *rawPublisher) endCanaryOps() []any {
 	kids, _, err := rp.conn.Children(rp.p.Candidate())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
 	if err != nil {
 		rp.t.Fatalf("candidate children: %v", err)
 	}
@@ -69,6 +73,17 @@ func (rp *rawPublisher) endCanaryOps() []any {
 		ops = append(ops, &zk.DeleteRequest{Path: rp.p.CandidateContent(k), Version: -1})
 	}
 	return append(ops, &zk.DeleteRequest{Path: rp.p.Candidate(), Version: -1})
+}
+
+// canaryRoot starts a server and a raw publisher of /config with an
+// incarnation (a rollout compares generations within one).
+func canaryRoot(t *testing.T) (*zktest.Cluster, *rawPublisher, *slog.Logger) {
+	t.Helper()
+	zkc := zktest.Start(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	pub.inc = manifest.NewIncarnation()
+	log, _ := testLogger(t)
+	return zkc, pub, log
 }
 
 // waitRead waits until c has read the root at least once more than
@@ -96,10 +111,7 @@ func waitRead(t *testing.T, c *Cache, before uint64, gen int64) {
 // read); the end of the rollout brings everyone to the generation above
 // the candidate.
 func TestCanaryFollowers(t *testing.T) {
-	zkc := zktest.Start(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
-	pub.inc = manifest.NewIncarnation()
-	log, _ := testLogger(t)
+	zkc, pub, log := canaryRoot(t)
 	v1 := set(4, "v1")
 	g1, _ := pub.publish(v1)
 	dial := WithServers(zkc.Addrs(), 4*time.Second)
@@ -160,10 +172,7 @@ func TestCanaryPercent(t *testing.T) {
 			outID = id
 		}
 	}
-	zkc := zktest.Start(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
-	pub.inc = manifest.NewIncarnation()
-	log, _ := testLogger(t)
+	zkc, pub, log := canaryRoot(t)
 	v1 := set(3, "v1")
 	g1, _ := pub.publish(v1)
 	dial := WithServers(zkc.Addrs(), 4*time.Second)
@@ -184,10 +193,7 @@ func TestCanaryPercent(t *testing.T) {
 // candidate), and never goes back to the stable generation; the end of
 // the rollout moves it on.
 func TestCanarySticky(t *testing.T) {
-	zkc := zktest.Start(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
-	pub.inc = manifest.NewIncarnation()
-	log, _ := testLogger(t)
+	zkc, pub, log := canaryRoot(t)
 	path := filepath.Join(t.TempDir(), "config.state")
 	v1 := set(3, "v1")
 	g1, _ := pub.publish(v1)
@@ -226,11 +232,8 @@ func TestCanarySticky(t *testing.T) {
 // the stable generation and says why in its state, then applies the
 // candidate once the root names it correctly.
 func TestCanaryMismatch(t *testing.T) {
-	zkc := zktest.Start(t)
-	conn := zkc.Connect(t, 4*time.Second)
-	pub := newRawPublisher(t, conn, "/config")
-	pub.inc = manifest.NewIncarnation()
-	log, _ := testLogger(t)
+	zkc, pub, log := canaryRoot(t)
+	conn := pub.conn
 	v1 := set(3, "v1")
 	g1, _ := pub.publish(v1)
 	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithLabels("host-a", nil))
@@ -267,5 +270,33 @@ func TestCanaryMismatch(t *testing.T) {
 	}
 	if s := waitGen(t, c, cg, v2); !s.Candidate() {
 		t.Errorf("not a candidate")
+	}
+}
+
+// TestCanaryMissingCandidate checks a root that announces a candidate
+// whose node is missing (removed by hand): the member keeps the stable
+// generation and says so, and follows the next publish.
+func TestCanaryMissingCandidate(t *testing.T) {
+	zkc, pub, log := canaryRoot(t)
+	v1 := set(3, "v1")
+	g1, _ := pub.publish(v1)
+	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithLabels("host-a", nil))
+	waitGen(t, c, g1, v1)
+	v2 := withItem(v1, "n0", "canary")
+	cg, _ := pub.startCanary(manifest.Selection{Selector: "agent=host-a"}, v2)
+	// Break it: delete the candidate node; the root still announces it.
+	if _, err := pub.conn.Multi(pub.endCanaryOps()...); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, c, "a missing candidate", func(st StateInfo) bool {
+		var ce *CandidateError
+		return errors.As(st.Err, &ce) && ce.Missing && ce.Generation == cg
+	})
+	if !strings.Contains(st.Err.Error(), "is missing") || c.Snapshot().Generation() != g1 {
+		t.Fatalf("state %+v, serving %d: want the stable %d kept", st, c.Snapshot().Generation(), g1)
+	}
+	g3, _ := pub.publish(v2)
+	if s := waitGen(t, c, g3, v2); s.Candidate() || g3 != cg+1 {
+		t.Errorf("generation %d candidate %v after the rollout ended, want %d stable", g3, s.Candidate(), cg+1)
 	}
 }
