@@ -283,9 +283,19 @@ func TestCanaryMissingCandidate(t *testing.T) {
 	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithLabels("host-a", nil))
 	waitGen(t, c, g1, v1)
 	v2 := withItem(v1, "n0", "canary")
-	cg, _ := pub.startCanary(manifest.Selection{Selector: "agent=host-a"}, v2)
-	// Break it: delete the candidate node; the root still announces it.
+	// A rollout that does not select the member yet, so that it never
+	// reads the candidate; then its node is deleted and the root widened
+	// to select the member.
+	cg, _ := pub.startCanary(manifest.Selection{Selector: "agent=nobody"}, v2)
 	if _, err := pub.conn.Multi(pub.endCanaryOps()...); err != nil {
+		t.Fatal(err)
+	}
+	root, ver, err := pub.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.Canary.Selector = "agent in (nobody,host-a)"
+	if _, err := pub.conn.Set(pub.p.Root, root.Encode(), ver); err != nil {
 		t.Fatal(err)
 	}
 	st := waitState(t, c, "a missing candidate", func(st StateInfo) bool {
