@@ -75,6 +75,20 @@ func (rp *rawPublisher) endCanaryOps() []any {
 	return append(ops, &zk.DeleteRequest{Path: rp.p.Candidate(), Version: -1})
 }
 
+// reselect changes the selector of the rollout the root announces (a
+// widen, by hand).
+func (rp *rawPublisher) reselect(selector string) {
+	rp.t.Helper()
+	root, ver, err := rp.current()
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	root.Canary.Selector = selector
+	if _, err := rp.conn.Set(rp.p.Root, root.Encode(), ver); err != nil {
+		rp.t.Fatal(err)
+	}
+}
+
 // canaryRoot starts a server and a raw publisher of /config with an
 // incarnation (a rollout compares generations within one).
 func canaryRoot(t *testing.T) (*zktest.Cluster, *rawPublisher, *slog.Logger) {
@@ -239,8 +253,10 @@ func TestCanaryMismatch(t *testing.T) {
 	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithLabels("host-a", nil))
 	waitGen(t, c, g1, v1)
 
-	// Break the candidate node behind the publisher's back, then start
-	// the rollout: the root names a hash the node does not have.
+	// A rollout that does not select the member yet, so that it never
+	// reads the good candidate; its node is broken behind the
+	// publisher's back, then the root widened to select the member: the
+	// root names a hash the node does not have.
 	v2 := withItem(v1, "n0", "canary")
 	stable, _, err := pub.current()
 	if err != nil {
@@ -248,7 +264,7 @@ func TestCanaryMismatch(t *testing.T) {
 	}
 	bogus := nextManifest(stable, v1, manifest.ModeMulti)
 	bogus.Candidate = &manifest.Selection{Selector: "agent=host-a"}
-	cg, _ := pub.startCanary(manifest.Selection{Selector: "agent=host-a"}, v2)
+	cg, _ := pub.startCanary(manifest.Selection{Selector: "agent=nobody"}, v2)
 	good, _, err := conn.Get(pub.p.Candidate())
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +272,7 @@ func TestCanaryMismatch(t *testing.T) {
 	if _, err := conn.Set(pub.p.Candidate(), bogus.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
+	pub.reselect("agent in (nobody,host-a)")
 	st := waitState(t, c, "a candidate error", func(st StateInfo) bool {
 		var ce *CandidateError
 		return errors.As(st.Err, &ce)
@@ -290,14 +307,7 @@ func TestCanaryMissingCandidate(t *testing.T) {
 	if _, err := pub.conn.Multi(pub.endCanaryOps()...); err != nil {
 		t.Fatal(err)
 	}
-	root, ver, err := pub.current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root.Canary.Selector = "agent in (nobody,host-a)"
-	if _, err := pub.conn.Set(pub.p.Root, root.Encode(), ver); err != nil {
-		t.Fatal(err)
-	}
+	pub.reselect("agent in (nobody,host-a)")
 	st := waitState(t, c, "a missing candidate", func(st StateInfo) bool {
 		var ce *CandidateError
 		return errors.As(st.Err, &ce) && ce.Missing && ce.Generation == cg
