@@ -18,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -120,6 +121,10 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = time.Minute
 	}
+	if _, ok := opts.Labels[manifest.LabelAgent]; ok {
+		// Canary selectors match "agent" against the agent id.
+		return nil, fmt.Errorf("label %q is the agent id and may not be configured", manifest.LabelAgent)
+	}
 	if !opts.NoPersist {
 		if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
@@ -167,6 +172,11 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if opts.ResyncJitter > 0 {
 		copts = append(copts, cache.WithResyncJitter(opts.ResyncJitter))
+	}
+	if opts.AgentID != "" {
+		// A member of canary rollouts: the cache follows the candidate
+		// when the rollout's selection picks this agent.
+		copts = append(copts, cache.WithLabels(opts.AgentID, d.labels(opts)))
 	}
 	c, err := cache.New(ctx, opts.Root, copts...)
 	if err != nil {

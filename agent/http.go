@@ -29,6 +29,9 @@ func (d *Daemon) Status() Status {
 	}
 	if a := d.r.Applied(); a != nil {
 		s.Generation, s.Zxid, s.PublishID = a.Generation(), a.Zxid(), a.PublishID()
+		if c, ok := a.(interface{ Candidate() bool }); ok { // *cache.Snapshot
+			s.Candidate = c.Candidate()
+		}
 		for _, t := range s.Targets {
 			if t.UpdatedAt.After(s.AppliedAt) && t.Generation == a.Generation() {
 				s.AppliedAt = t.UpdatedAt

@@ -40,6 +40,21 @@
 //     root means never published (ErrNotPublished); a manifest that is not
 //     zkconf's or of a newer format keeps the held snapshot and reports Stale
 //     with manifest.ErrForeign or manifest.ErrFutureFormat.
+//     When the root's manifest announces a canary rollout
+//     (manifest.Manifest.Canary) and this cache follows its candidate
+//     (manifest.Manifest.Follows: WithLabels and the selection picks it,
+//     or it already holds a generation above the stable one in the root's
+//     incarnation, so a host on the candidate never goes back), the
+//     manifest judged and fetched below is the candidate's: unless the
+//     held snapshot is that generation already, Get <meta>/roots/<key>/candidate,
+//     check its sha256 against the canary's manifest_sha256, its
+//     generation and its incarnation; a missing or different candidate
+//     (a rollout step landed after the root read) is a torn read (a
+//     *CandidateError, ErrTorn, retried as in step 6). Its zxid is the
+//     root's Mzxid. Every other cache (without WithLabels, or not
+//     selected) follows the root's own, stable, generation at the cost of
+//     this one root read. No other watch is armed: the candidate node
+//     changes only in the same transaction as the root's data.
 //  4. If the manifest names the generation held (generation and publish id),
 //     the cache is Live. If it is not newer in both generation and commit
 //     zxid (the root's Mzxid), it is refused (ErrBackwards, counted in
@@ -88,7 +103,10 @@
 //     is checked against the manifest read in step 3, a snapshot is exactly
 //     that generation, item for item; nothing from two generations is ever
 //     assembled. A publish that changes k items costs one root read and k
-//     item reads per cache (Stats).
+//     item reads per cache (Stats). A candidate's item is read from the
+//     stable item with the same sha256 when there is one, else from
+//     <meta>/roots/<key>/candidate/<sha256>, and verified against the
+//     candidate manifest alone.
 //  7. Apply: the snapshot becomes Snapshot(), wakes Wait, replaces the
 //     pending value of Updates (one slot, latest value), is passed to
 //     OnUpdate (on its own goroutine), after it is written to the state

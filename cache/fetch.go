@@ -24,21 +24,50 @@ var errAborted = errors.New("item read abandoned")
 // that is missing or does not match (a newer publish is landing, or the
 // item was changed behind the publisher's back): nothing from two
 // generations is ever assembled.
-func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, held *Snapshot) (*Snapshot, error) {
+//
+// For a candidate (root.stable set) the contents come from the stable
+// item with the same sha256 when there is one, else from the candidate
+// node's child named by it; every one is verified against the candidate
+// manifest alone.
+func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Snapshot, error) {
+	m, zxid := root.m, root.stat.Mzxid
 	items, todo, names := reuseHeld(m, held)
+	path := c.itemSource(root)
 	var err error
 	switch len(todo) {
 	case 0:
 	case 1:
 		// One item (the common case): read it here, not on a worker.
-		err = c.fetchOne(ctx, m, todo[0], items)
+		err = c.fetchOne(ctx, m, todo[0], path, items)
 	default:
-		err = c.fetchMany(ctx, m, todo, items)
+		err = c.fetchMany(ctx, m, todo, path, items)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return newSnapshotNames(m, zxid, items, names, false), nil
+}
+
+// itemSource returns where the content of item name of root.m is read: the
+// item's node for the root's own generation; for a candidate, the stable
+// item with the same content, else the candidate content node.
+func (c *Cache) itemSource(root *rootRead) func(name string) string {
+	if root.stable == nil {
+		return c.paths.Item
+	}
+	bySHA := make(map[string]string, len(root.stable.Items))
+	for name, it := range root.stable.Items {
+		if prev, ok := bySHA[it.SHA256]; !ok || name < prev {
+			bySHA[it.SHA256] = name // the same one each time
+		}
+	}
+	return func(name string) string {
+		sha := root.m.Items[name].SHA256
+		if stable, ok := bySHA[sha]; ok {
+			return c.paths.Item(stable)
+		}
+		return c.paths.CandidateContent(sha)
+	}
 }
 
 // reuseHeld returns the items of m that the held snapshot has with the
@@ -66,9 +95,10 @@ func reuseHeld(m *manifest.Manifest, held *Snapshot) (items map[string][]byte, t
 	return items, todo, names
 }
 
-// readItem reads item name and verifies it against m (errMismatch).
-func (c *Cache) readItem(m *manifest.Manifest, name string) ([]byte, error) {
-	data, _, err := c.conn.Get(c.paths.Item(name))
+// readItem reads item name from its node (path) and verifies it against m
+// (errMismatch).
+func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) string) ([]byte, error) {
+	data, _, err := c.conn.Get(path(name))
 	c.stats.requests.Add(1)
 	c.stats.itemsFetched.Add(1)
 	if err == nil && !m.Matches(name, data) {
@@ -88,9 +118,9 @@ func itemError(m *manifest.Manifest, name string, err error) error {
 }
 
 // fetchOne reads one item into items on the loop's goroutine.
-func (c *Cache) fetchOne(ctx context.Context, m *manifest.Manifest, name string, items map[string][]byte) error {
+func (c *Cache) fetchOne(ctx context.Context, m *manifest.Manifest, name string, path func(string) string, items map[string][]byte) error {
 	var data []byte
-	err := c.call(ctx, func() (err error) { data, err = c.readItem(m, name); return err })
+	err := c.call(ctx, func() (err error) { data, err = c.readItem(m, name, path); return err })
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -113,8 +143,8 @@ type itemResult struct {
 // read error wins over a torn item; of several torn items the one named
 // first in sort order is reported, the same one each time when it is the
 // only one.
-func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []string, items map[string][]byte) error {
-	results := c.startReaders(ctx, m, todo)
+func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []string, path func(string) string, items map[string][]byte) error {
+	results := c.startReaders(ctx, m, todo, path)
 	var torn *ItemMismatchError
 	var firstErr error
 	for range todo {
@@ -151,7 +181,7 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []stri
 // startReaders starts the workers that read todo and returns the channel
 // that receives exactly one result per item; it never blocks a worker.
 // Close waits for the workers (c.inflight).
-func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, todo []string) <-chan itemResult {
+func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, todo []string, path func(string) string) <-chan itemResult {
 	results := make(chan itemResult, len(todo))
 	var next atomic.Int64
 	var abort atomic.Bool
@@ -170,7 +200,7 @@ func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, todo []s
 					results <- itemResult{name: name, err: errAborted}
 					continue
 				}
-				data, err := c.readItem(m, name)
+				data, err := c.readItem(m, name, path)
 				if err != nil {
 					abort.Store(true)
 				}

@@ -238,6 +238,12 @@ func (rp *rawPublisher) tryPublish(items map[string][]byte) (int64, int64, error
 		m.Incarnation = rp.inc
 	}
 	ops := append([]any{&zk.SetDataRequest{Path: rp.p.Root, Data: m.Encode(), Version: ver}}, rp.itemOps(old, items)...)
+	if old != nil && old.Canary != nil {
+		// The end of a canary rollout: a generation above the candidate.
+		m.Generation = old.Canary.Generation + 1
+		ops[0] = &zk.SetDataRequest{Path: rp.p.Root, Data: m.Encode(), Version: ver}
+		ops = append(ops, rp.endCanaryOps()...)
+	}
 	res, err := rp.conn.Multi(ops...)
 	if err != nil {
 		return 0, 0, fmt.Errorf("multi: %w", err)

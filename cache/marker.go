@@ -96,7 +96,7 @@ func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerOwner, <-ch
 // the next publish takes it over. The root and marker watches are armed.
 func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, v verdict, owner markerOwner, markerMzxid int64) error {
 	m := root.m
-	s, err := c.fetch(ctx, m, root.stat.Mzxid, held)
+	s, err := c.fetch(ctx, root, held)
 	var mismatch *ItemMismatchError
 	switch {
 	case errors.As(err, &mismatch):

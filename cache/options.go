@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -39,6 +41,10 @@ type options struct {
 	concurrency int
 	onUpdate    func(*Snapshot)
 	incarnation IncarnationPolicy
+	// id and labels: the member identity matched against a canary's
+	// selection (WithLabels); id "" follows the stable generation.
+	id     string
+	labels map[string]string
 }
 
 func defaultOptions() options {
@@ -212,6 +218,28 @@ func WithFetchConcurrency(n int) Option {
 func WithOnUpdate(fn func(*Snapshot)) Option {
 	return func(o *options) error {
 		o.onUpdate = fn
+		return nil
+	}
+}
+
+// WithLabels makes the cache follow the root as a member of canary
+// rollouts (docs/design.md, "Canary rollouts"): id is the member's id (its
+// percentage bucket, manifest.Bucket, and its "agent" label) and labels
+// are the labels a canary's selector is matched with (include "hostname"
+// to be matched by it; "agent" is set to id and may not be given). A cache
+// in a rollout's selection follows the candidate generation, and keeps it
+// until the rollout ends even when it is no longer selected (never
+// backwards); a cache without WithLabels follows the stable generation.
+// Snapshot.Candidate tells which one a snapshot is.
+func WithLabels(id string, labels map[string]string) Option {
+	return func(o *options) error {
+		if id == "" {
+			return errors.New("cache: WithLabels needs a member id")
+		}
+		if _, ok := labels[manifest.LabelAgent]; ok {
+			return fmt.Errorf("cache: label %q is the member id and may not be given", manifest.LabelAgent)
+		}
+		o.id, o.labels = id, maps.Clone(labels)
 		return nil
 	}
 }

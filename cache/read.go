@@ -14,9 +14,15 @@ import (
 // rootRead is one read of the root: the manifest it holds and its znode's
 // stat (Mzxid is the generation's commit zxid; Cversion and Czxid tell
 // whether the marker can have appeared since it was last seen absent).
+//
+// For a member following a canary rollout's candidate, m is the candidate
+// manifest (read from the candidate node and verified against the root's
+// canary) and stable the root's own manifest, whose items may hold the
+// candidate's contents; stable is nil otherwise.
 type rootRead struct {
-	m    *manifest.Manifest
-	stat *zk.Stat
+	m      *manifest.Manifest
+	stat   *zk.Stat
+	stable *manifest.Manifest
 }
 
 // verdict is what a cycle does with the root's generation.
@@ -49,6 +55,9 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 		return err
 	}
 	held := c.snap.Load()
+	if root, err = c.followed(ctx, loop, root, held); root == nil || err != nil {
+		return err
+	}
 	v := c.judge(loop, held, root)
 	if v == keepHeld {
 		return nil
@@ -58,7 +67,7 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 			return err
 		}
 	}
-	s, err := c.fetch(ctx, root.m, root.stat.Mzxid, held)
+	s, err := c.fetch(ctx, root, held)
 	var torn *ItemMismatchError
 	if errors.As(err, &torn) {
 		c.onTorn(loop, torn)
@@ -236,11 +245,11 @@ func (c *Cache) onAdopt(loop *loopState, inc string) {
 
 // onTorn records a read whose items did not match the manifest: a newer
 // publish is landing, so the root is read again after a backoff.
-func (c *Cache) onTorn(loop *loopState, mismatch *ItemMismatchError) {
+func (c *Cache) onTorn(loop *loopState, mismatch error) {
 	loop.full = false
 	loop.torn++
 	c.stats.tornRetries.Add(1)
-	c.log.Debug("items did not match the manifest; a newer publish is landing, re-reading", "generation", mismatch.Generation, "item", mismatch.Item, "attempt", loop.torn)
+	c.log.Debug("the read did not match the root's manifest; a newer publish is landing, re-reading", "reason", mismatch, "attempt", loop.torn)
 	if loop.torn >= tornReport {
 		// Named: an item edited behind the publisher's back stays this
 		// way until the next publish repairs it.

@@ -52,6 +52,10 @@ func (s *Snapshot) PublishID() string { return s.m.PublishID }
 // PublishedAt is the publisher's clock when it committed the generation.
 func (s *Snapshot) PublishedAt() time.Time { return s.m.PublishedAt }
 
+// Candidate reports whether the snapshot is a canary rollout's candidate
+// generation (WithLabels) rather than the root's stable one.
+func (s *Snapshot) Candidate() bool { return s.m.Candidate != nil }
+
 // FromStateFile reports whether the snapshot was loaded from the state file
 // (WithStateFile) rather than read from ZooKeeper by this process.
 func (s *Snapshot) FromStateFile() bool { return s.persisted }

@@ -56,7 +56,8 @@ type StateInfo struct {
 	// Err says why the cache is not Live (nil when Live). Branch on it with
 	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
 	// ErrNotPublished, ErrPublishInProgress, ErrAbandonedMarker, ErrTorn
-	// (an *ItemMismatchError naming the item), ErrBackwards, ErrNotSynced,
+	// (an *ItemMismatchError naming the item, or a *CandidateError naming
+	// a canary candidate that does not match its root), ErrBackwards, ErrNotSynced,
 	// ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
 	// manifest.ErrFutureFormat, zkclient.ErrAuthFailed, or a ZooKeeper error.
 	// Refused credentials match both ErrDisconnected and

@@ -49,6 +49,9 @@ type Stats struct {
 	// IncarnationsRefused counts root reads refused because they named
 	// another incarnation (IncarnationRefuse).
 	IncarnationsRefused uint64
+	// CandidateReads counts reads of a canary rollout's candidate manifest
+	// (a member of its selection, WithLabels).
+	CandidateReads uint64
 	// LastApply is when the last snapshot was applied (zero: never).
 	LastApply time.Time
 }
@@ -57,7 +60,7 @@ type counters struct {
 	requests, rootReads, markerChecks, syncs, itemsFetched, applied atomic.Uint64
 	resyncs, reconnects, expiries, tornRetries, backwardsRejected   atomic.Uint64
 	markerWaits, errors, persistErrors                              atomic.Uint64
-	incarnationSwitches, incarnationsRefused                        atomic.Uint64
+	incarnationSwitches, incarnationsRefused, candidateReads        atomic.Uint64
 	lastApply                                                       atomic.Int64 // unix nanoseconds
 }
 
@@ -80,6 +83,7 @@ func (c *counters) snapshot() Stats {
 
 		IncarnationSwitches: c.incarnationSwitches.Load(),
 		IncarnationsRefused: c.incarnationsRefused.Load(),
+		CandidateReads:      c.candidateReads.Load(),
 	}
 	if ns := c.lastApply.Load(); ns != 0 {
 		s.LastApply = time.Unix(0, ns)

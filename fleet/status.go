@@ -23,6 +23,10 @@ type Status struct {
 	Zxid       int64     `json:"zxid"`
 	PublishID  string    `json:"publish_id,omitempty"`
 	AppliedAt  time.Time `json:"applied_at,omitzero"`
+	// Candidate is true when the applied generation is a canary rollout's
+	// candidate (the agent is, or was, in the rollout's selection) rather
+	// than the root's stable generation.
+	Candidate bool `json:"candidate,omitempty"`
 	// CacheGeneration is the newest generation the cache holds; it differs
 	// from Generation while an apply is pending or after a rejection.
 	CacheGeneration int64     `json:"cache_generation"`
