@@ -74,7 +74,16 @@ registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
 that failed (with their errors), left, or did not apply it within --timeout,
 and prints the rollback command that undoes the publish. With --json the one
-object printed holds the rollout as "rollout".`,
+object printed holds the rollout as "rollout".
+
+With --canary SELECTOR, --canary-percent P and/or --canary-agents ID,...
+(ANDed) the set becomes the candidate of a canary rollout: the agents the
+selection selects apply it, every other agent stays on the live (stable)
+generation; finish it with 'confpush rollout promote' or 'abort'. A
+selection that selects no expected agent is refused (exit 2) unless
+--allow-empty-canary. While a rollout is in progress every publish,
+rollback, put, delete and watch publish is refused (exit 4) unless
+--supersede: a plain publish then ends the rollout, a canary replaces it.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := parseMode(a.v.GetString("mode"))

@@ -339,6 +339,12 @@ selects every agent the selector selects.`,
 	return cmd
 }
 
+// canaryLine is status's line about a rollout in progress.
+func canaryLine(c *manifest.Canary, stable int64) string {
+	return fmt.Sprintf("rollout %s: candidate generation %d over stable %d for %s, started by %s %v ago (confpush rollout status)\n",
+		c.RolloutID, c.Generation, stable, publish.DescribeSelection(c.Selection), c.Publisher, time.Since(c.StartedAt).Round(time.Second))
+}
+
 // historyRolloutNotes describes a generation's part in a rollout, for
 // history: a candidate with its selection, a promote or an abort.
 func historyRolloutNotes(m *manifest.Manifest) (notes []string, fields map[string]any) {
