@@ -305,6 +305,21 @@ func TestCanaryLeftoverAndACL(t *testing.T) {
 	if _, _, err := aconn.Get(paths.Rollout()); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("agent reads the rollout record: %v, want no auth", err)
 	}
+	// confpush acl knows the rollout's nodes: none differs from the
+	// policy, and a candidate content made world-readable is reported.
+	if ms, err := access.Check(ctx, conn, paths, pol); err != nil || len(ms) != 0 {
+		t.Fatalf("acl check during a rollout: %v %v", ms, err)
+	}
+	if _, err := conn.SetACL(paths.CandidateContent(kids[0]), zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := access.Check(ctx, conn, paths, pol)
+	if err != nil || len(ms) != 1 || ms[0].Kind != access.KindCandidateContent {
+		t.Fatalf("acl check of a bad candidate content: %v %v", ms, err)
+	}
+	if _, err := conn.SetACL(paths.CandidateContent(kids[0]), pol.ItemACL(), -1); err != nil {
+		t.Fatal(err)
+	}
 	data, _, err := conn.Get(paths.Rollout())
 	var rec RolloutRecord
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.Candidate != 3-1 || len(rec.Events) != 1 {
