@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -263,7 +262,7 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	if err := p.ensurePath(ctx, p.paths.Candidate(), acl.Item); err != nil {
 		return nil, err
 	}
-	if err := p.storeCandidateContents(ctx, candContents, acl.Item); err != nil {
+	if err := p.storeContents(ctx, p.paths.CandidateContent, "candidate content", candContents, acl.Item); err != nil {
 		return nil, err
 	}
 	_, recStat, err := p.readRecord(ctx)
@@ -333,23 +332,6 @@ func diffNames(a, b map[string]manifest.Item) (added, changed, removed []string)
 		}
 	}
 	return added, changed, removed
-}
-
-// storeCandidateContents creates candidate/<sha256> for each content
-// (NodeExists is fine: same hash, same content).
-func (p *Publisher) storeCandidateContents(ctx context.Context, contents map[string][]byte, acl []zk.ACL) error {
-	for _, sha := range slices.Sorted(maps.Keys(contents)) {
-		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.CandidateContent(sha), contents[sha], 0, acl)
-		})
-		if denied(err) {
-			return access.Explain(err, p.paths.CandidateContent(sha), access.OpCreate)
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("store candidate content %s: %w", p.paths.CandidateContent(sha), err)
-		}
-	}
-	return nil
 }
 
 // pruneCandidate deletes the candidate's children not in keep, and with
