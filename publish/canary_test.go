@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -339,5 +341,70 @@ func TestCanaryLeftoverAndACL(t *testing.T) {
 	mustPublish(t, p, Request{Items: items(3, 10, "c")})
 	if st, _, _ := conn.Exists(paths.Candidate()); st {
 		t.Fatal("leftover candidate node not removed by the next publish")
+	}
+}
+
+// TestCanaryConnectionLossAroundCommit: a canary start whose connection
+// is lost around its one transaction is resolved by the publish
+// machinery: landed (found by its history entry g-C) or not (sent again
+// under the same compare-and-swap); either way exactly one start lands.
+func TestCanaryConnectionLossAroundCommit(t *testing.T) {
+	c := startZK(t)
+	for _, landed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "NotLanded", true: "Landed"}[landed], func(t *testing.T) {
+			r := newRig(t, c, 15*time.Second, true)
+			root := "/cut/canary" + map[bool]string{false: "lost", true: "landed"}[landed]
+			var armed atomic.Bool
+			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
+				if stage != "canary" || !armed.CompareAndSwap(true, false) {
+					return
+				}
+				if landed {
+					r.deafen()
+				} else {
+					r.loseMulti(r.proxy.Cut)
+				}
+			}))
+			mustPublish(t, p, Request{Items: items(3, 100, "base")})
+			st0, _ := rootState(t, r.direct, root)
+			cutDone := make(chan struct{})
+			if landed {
+				appeared := r.created(p.paths.HistoryNode(2))
+				go func() {
+					defer close(cutDone)
+					<-appeared
+					r.proxy.Cut()
+				}()
+			} else {
+				close(cutDone)
+			}
+			armed.Store(true)
+			res, err := p.Publish(testCtx(t), Request{Items: items(3, 100, "cand"), Canary: &manifest.Selection{Percent: 10}})
+			<-cutDone
+			if err != nil {
+				t.Fatalf("canary after a cut: %v", err)
+			}
+			if armed.Load() {
+				t.Fatal("the fault was never injected")
+			}
+			if !res.Recovered || res.Generation != 2 {
+				t.Fatalf("result %+v, want recovered generation 2", res)
+			}
+			st1, data := rootState(t, r.direct, root)
+			m, err := manifest.Decode(data)
+			if err != nil || m.Canary == nil || m.Canary.Generation != 2 || m.Generation != 1 {
+				t.Fatalf("root after the start: %+v %v", m, err)
+			}
+			if st1.Version != st0.Version+1 {
+				t.Fatalf("root version %d, want %d: the start landed more than once", st1.Version, st0.Version+1)
+			}
+			hd, _, err := r.direct.Get(p.paths.HistoryNode(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hm, err := manifest.Decode(hd); err != nil || hm.PublishID != res.PublishID || hm.Candidate == nil {
+				t.Fatalf("history g-2 %+v: %v", hm, err)
+			}
+		})
 	}
 }
