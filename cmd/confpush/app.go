@@ -43,8 +43,8 @@ const exitCodesHelp = `Exit codes:
   1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
   2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax)
   3  conflict: another publish won, or the live generation is not --expect-generation
-  4  busy: another marker-mode publish (see --override-marker) or a canary
-     rollout (see --supersede, 'confpush rollout') is in progress
+  4  marker busy: another marker-mode publish is in progress (see --override-marker),
+     or a canary rollout (see --supersede and 'confpush rollout')
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time
   6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
      lacks a permission, or its password is wrong (never retried)
