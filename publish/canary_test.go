@@ -18,10 +18,7 @@ import (
 // rootManifest reads and decodes the root's data.
 func rootManifest(t *testing.T, conn *zk.Conn, root string) *manifest.Manifest {
 	t.Helper()
-	data, _, err := conn.Get(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := rootState(t, conn, root)
 	m, err := manifest.Decode(data)
 	if err != nil {
 		t.Fatal(err)
