@@ -179,4 +179,21 @@
 // "History and GC"). Rollback(G) reads
 // generation G from history and blobs and publishes it as a new
 // generation, recording RollbackOf = G: generations only go up.
+//
+// # Canary rollouts
+//
+// A Request with Canary publishes its set as the candidate generation C of
+// a rollout (docs/design.md, "Canary rollouts"): every candidate content
+// is stored as a blob, the contents the stable set lacks as
+// candidate/<sha256> (readable by agents), then one transaction sets the
+// root's data to the stable manifest plus a manifest.Canary, the
+// candidate node's data to the candidate manifest, and creates history
+// g-C and the rollout record. While a root carries a canary every other
+// publish (Publish, Rollback, Edit) fails with a *RolloutInProgressError
+// unless Request.Supersede. Widen changes the selection (only wider);
+// Promote and Abort end the rollout with a normal publish of the
+// candidate's or the stable content as C+1 (PromoteOf, AbortOf), expecting
+// the rollout's id in the root (else a *RolloutConflictError); Rollout
+// reads it. A publish that leaves the root without a canary removes the
+// candidate node.
 package publish

@@ -242,28 +242,34 @@ const blobWorkers = 16
 // storeBlobData creates the blobs of the given contents (sha256 → data),
 // pipelined; NodeExists is fine. A missing blobs parent is created.
 func (p *Publisher) storeBlobData(ctx context.Context, blobs map[string][]byte, acl []zk.ACL) error {
-	shas := slices.Sorted(maps.Keys(blobs))
-	create := func(ctx context.Context, i int) error {
-		sha := shas[i]
-		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(p.paths.Blob(sha), blobs[sha], 0, acl)
-		})
-		if denied(err) {
-			return access.Explain(err, p.paths.Blob(sha), access.OpCreate)
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("store blob %s: %w", p.paths.Blob(sha), err)
-		}
-		return nil
-	}
-	err := work.Parallel(ctx, len(shas), blobWorkers, create)
+	err := p.storeContents(ctx, p.paths.Blob, "blob", blobs, acl)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := p.ensurePath(ctx, p.paths.Blobs(), acl); err != nil {
 			return err
 		}
-		err = work.Parallel(ctx, len(shas), blobWorkers, create)
+		err = p.storeContents(ctx, p.paths.Blob, "blob", blobs, acl)
 	}
 	return err
+}
+
+// storeContents creates the node pathOf(sha) for each content of
+// contents, with acl, blobWorkers at a time; NodeExists is fine (same
+// hash, same content).
+func (p *Publisher) storeContents(ctx context.Context, pathOf func(string) string, what string, contents map[string][]byte, acl []zk.ACL) error {
+	shas := slices.Sorted(maps.Keys(contents))
+	return work.Parallel(ctx, len(shas), blobWorkers, func(ctx context.Context, i int) error {
+		path := pathOf(shas[i])
+		_, err := read(ctx, func() (string, error) {
+			return p.conn.Create(path, contents[shas[i]], 0, acl)
+		})
+		if denied(err) {
+			return access.Explain(err, path, access.OpCreate)
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("store %s %s: %w", what, path, err)
+		}
+		return nil
+	})
 }
 
 // backfill stores, for each sha256 of the live generation whose blob is

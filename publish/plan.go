@@ -58,6 +58,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
 		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
 		RollbackOf: req.RollbackOf, Incarnation: inc, Message: req.Message, Items: hashed,
+		PromoteOf: req.promoteOf, AbortOf: req.abortOf,
 	}
 	pl.next = next
 	pl.nextBytes = next.Encode()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -31,6 +32,9 @@ const (
 // never reports success for a publish that did not land and never lands
 // one twice.
 func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
+	if req.Canary != nil {
+		return p.canaryStart(ctx, req)
+	}
 	// Steps 1 and 2: validate and hash the request while the state is read.
 	hashed, st, acl, err := p.checkAndRead(ctx, req)
 	if err != nil {
@@ -190,7 +194,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		res.TookOver = "took over " + st.marker.takeover
 	}
 	res.Repaired = slices.Sorted(maps.Keys(st.tampered))
-	if pl.unchanged && !req.Force {
+	if pl.unchanged && !req.Force && (st.live == nil || st.live.Canary == nil) {
 		res.Generation, res.Manifest, res.Unchanged = liveGen, st.live, true
 		res.Zxid = st.rootStat.Mzxid
 		res.Mode = st.live.Mode
@@ -256,6 +260,13 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	}
 	p.gc(ctx, st, pl)
 	wg.Wait()
+	// The new root has no canary: a candidate node (of the rollout this
+	// publish ended, or left by a publisher that died) goes.
+	p.cleanupCandidate(ctx)
+	if st.live != nil && st.live.Canary != nil && req.rolloutID == "" {
+		p.appendEvent(ctx, st.live.Canary.RolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventSuperseded,
+			Generation: res.Generation, By: p.cfg.name, Message: req.Message})
+	}
 	return res, nil
 }
 
@@ -271,6 +282,9 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 	if liveGen := st.liveGen(); req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
 		return &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
 			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
+	}
+	if err := p.refuseRollout(st, req); err != nil {
+		return err
 	}
 	switch {
 	case st.marker != nil:

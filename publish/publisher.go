@@ -107,6 +107,23 @@ type Request struct {
 	// whole, which is what a rollback or a directory kept as the source
 	// of truth wants.
 	NoRemove bool
+	// Canary, when set, publishes Items as the candidate generation of a
+	// canary rollout exposed to the agents the selection selects; every
+	// other agent stays on the live (stable) generation. See
+	// docs/design.md, "Canary rollouts". The root must have been
+	// published; the set is committed in one transaction.
+	Canary *manifest.Selection
+	// RolloutPlan is the driver's plan recorded with a canary (optional).
+	RolloutPlan *RolloutPlan
+	// Supersede lets a publish (plain, rollback, edit or a new canary)
+	// replace a rollout in progress instead of failing with a
+	// *RolloutInProgressError: a plain publish ends it, a canary replaces
+	// its candidate.
+	Supersede bool
+
+	// Set by Promote and Abort: the rollout the publish ends.
+	rolloutID          string
+	promoteOf, abortOf int64
 }
 
 // Result describes a publish.

@@ -31,7 +31,7 @@ const (
 	exitError      = 1 // any other failure (ZooKeeper unreachable, outcome unknown, ...)
 	exitUsage      = 2 // bad command line, flags, configuration or input
 	exitConflict   = 3 // lost the compare-and-swap, or --expect-generation mismatch
-	exitMarkerBusy = 4 // another live marker-mode publish holds the root
+	exitMarkerBusy = 4 // another live marker-mode publish holds the root, or a canary rollout is in progress
 	exitRollout    = 5 // --wait: the rollout did not complete
 	exitPermission = 6 // ZooKeeper refused the request: identity or ACL
 	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
@@ -43,7 +43,8 @@ const exitCodesHelp = `Exit codes:
   1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
   2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax)
   3  conflict: another publish won, or the live generation is not --expect-generation
-  4  marker busy: another marker-mode publish is in progress (see --override-marker)
+  4  marker busy: another marker-mode publish is in progress (see --override-marker),
+     or a canary rollout (see --supersede and 'confpush rollout')
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time
   6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
      lacks a permission, or its password is wrong (never retried)
@@ -151,6 +152,7 @@ keys are refused.
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
 	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
 		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
+	root.AddCommand(a.rolloutCommand())
 	root.AddCommand(a.putCommand(), a.deleteCommand())
 	root.AddCommand(a.serveCommand())
 	for _, c := range root.Commands() {
@@ -356,10 +358,16 @@ func classify(err error) (int, string) {
 		return exitRollout, "rollout_incomplete"
 	case errors.As(err, new(agentsFailingError)):
 		return exitFailing, "agents_failing"
+	case errors.Is(err, publish.ErrNoRollout):
+		return exitConflict, "no_rollout"
 	case errors.Is(err, publish.ErrConflict):
 		return exitConflict, "conflict"
 	case errors.Is(err, publish.ErrMarkerBusy):
 		return exitMarkerBusy, "marker_busy"
+	case isRolloutInProgress(err):
+		return exitMarkerBusy, "rollout_in_progress"
+	case errors.As(err, new(emptyCanaryError)):
+		return exitUsage, "empty_canary"
 	case errors.Is(err, publish.ErrWouldRemove):
 		return exitUsage, "would_remove"
 	case errors.As(err, &ue):

@@ -74,7 +74,16 @@ registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
 that failed (with their errors), left, or did not apply it within --timeout,
 and prints the rollback command that undoes the publish. With --json the one
-object printed holds the rollout as "rollout".`,
+object printed holds the rollout as "rollout".
+
+With --canary SELECTOR, --canary-percent P and/or --canary-agents ID,...
+(ANDed) the set becomes the candidate of a canary rollout: the agents the
+selection selects apply it, every other agent stays on the live (stable)
+generation; finish it with 'confpush rollout promote' or 'abort'. A
+selection that selects no expected agent is refused (exit 2) unless
+--allow-empty-canary. While a rollout is in progress every publish,
+rollback, put, delete and watch publish is refused (exit 4) unless
+--supersede: a plain publish then ends the rollout, a canary replaces it.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := parseMode(a.v.GetString("mode"))
@@ -86,7 +95,12 @@ object printed holds the rollout as "rollout".`,
 			}
 			msg, msgErr := a.message()
 			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
-			if err := errlist.Join(msgErr, err); err != nil {
+			canary, canaryErr := a.canarySelection()
+			var waitErr error
+			if canary != nil && a.v.GetBool("wait") {
+				waitErr = usagef("--wait does not apply to --canary (follow it with 'confpush rollout status')")
+			}
+			if err := errlist.Join(msgErr, err, canaryErr, waitErr); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -94,11 +108,17 @@ object printed holds the rollout as "rollout".`,
 				return err
 			}
 			defer done()
+			if canary != nil {
+				if err := a.checkCanarySelects(ctx, p.Conn(), *canary); err != nil {
+					return err
+				}
+			}
 			res, err := p.Publish(ctx, publish.Request{
 				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
 				Message: msg, NoRemove: !a.v.GetBool("prune"),
+				Canary: canary, Supersede: a.v.GetBool("supersede"),
 			})
 			if err != nil {
 				return err
@@ -119,6 +139,8 @@ object printed holds the rollout as "rollout".`,
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	messageFlag(cmd)
+	canaryFlags(cmd)
+	supersedeFlag(cmd)
 	return cmd
 }
 
@@ -154,7 +176,7 @@ to generation G". --wait follows the rollout as for publish.`,
 			res, err := p.Rollback(ctx, to, publish.Request{
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
-				DryRun: a.v.GetBool("dry-run"), Message: msg,
+				DryRun: a.v.GetBool("dry-run"), Message: msg, Supersede: a.v.GetBool("supersede"),
 			})
 			if err != nil {
 				return err
@@ -172,6 +194,7 @@ to generation G". --wait follows the rollout as for publish.`,
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	messageFlag(cmd)
+	supersedeFlag(cmd)
 	return cmd
 }
 
@@ -483,6 +506,8 @@ generation is followed by its unified diff against the generation before it
 				if m.RollbackOf > 0 {
 					g["rollback_of"] = m.RollbackOf
 				}
+				_, rf := historyRolloutNotes(m)
+				maps.Copy(g, rf)
 				g["message"] = m.Message
 				if d, ok := diffs[m.Generation]; ok {
 					g["diff"] = d.json()
@@ -504,6 +529,8 @@ generation is followed by its unified diff against the generation before it
 					if m.RollbackOf > 0 {
 						notes = append(notes, fmt.Sprintf("rollback of %d", m.RollbackOf))
 					}
+					rn, _ := historyRolloutNotes(m)
+					notes = append(notes, rn...)
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", m.Generation, m.PublishedAt.Format(time.RFC3339),
 						m.Publisher, m.Mode, len(m.Items), m.TotalSize(), strings.Join(notes, ", "), historyMessage(m.Message))
 				}

@@ -31,7 +31,29 @@ func examples() map[string]string {
   # Publish only if nobody published since generation 41
   confpush publish ./web-config --expect-generation 41
   # Say who and why; allow removing items deleted from the directory
-  confpush publish ./web-config --prune -m "alice: drop old vhost (OPS-12)"`,
+  confpush publish ./web-config --prune -m "alice: drop old vhost (OPS-12)"
+  # Canary: only the agents labelled zone=a get the new set first
+  confpush publish ./web-config --canary zone=a -m "alice: new pool size"
+  # Canary on 5 % of the agents, or on two named hosts
+  confpush publish ./web-config --canary-percent 5
+  confpush publish ./web-config --canary-agents web-1,web-2
+  # Replace whatever rollout is in progress
+  confpush publish ./web-config --supersede`,
+		"rollout": `  confpush rollout status
+  confpush rollout widen --canary-percent 25
+  confpush rollout promote -m "canary clean for 1h" --wait
+  confpush rollout abort -m "5xx up on canary hosts"`,
+		"rollout status": `  # Where every agent is, and who started the rollout
+  confpush rollout status
+  confpush rollout status --json | jq '.counts'`,
+		"rollout promote": `  # The candidate's content for everyone, then wait for every agent
+  confpush rollout promote -m "canary clean" --wait
+  # Only if the rollout in progress is still this one
+  confpush rollout promote --rollout 3eb152d17df83aec`,
+		"rollout abort": `  # Canary hosts back to the stable content (a new generation)
+  confpush rollout abort -m "5xx up on canary hosts"`,
+		"rollout widen": `  # From 5 % to 25 % of the agents the selector selects (never narrower)
+  confpush rollout widen --canary-percent 25`,
 		"diff": `  # Live set against a local directory
   confpush diff ./web-config
   # Live set against generation 41

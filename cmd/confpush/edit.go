@@ -34,6 +34,7 @@ func (a *app) editFlags(cmd *cobra.Command) {
 	f.Bool("wait", false, "after the commit, wait until the agents applied the generation (see --all, --min)")
 	a.rolloutFlags(cmd)
 	f.Bool("dry-run", false, "show what would change; write nothing")
+	supersedeFlag(cmd)
 }
 
 // edit runs one read-modify-write of the live set (publish.Edit: retried
@@ -102,7 +103,7 @@ every agent following the root would render exactly that.`,
 			return a.edit(cmd, func(items map[string][]byte) error {
 				items[name] = data
 				return nil
-			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create")})
+			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create"), Supersede: a.v.GetBool("supersede")})
 		},
 	}
 	a.editFlags(cmd)
@@ -168,7 +169,7 @@ unless --allow-empty. Without --message the generation's message is
 					delete(items, n)
 				}
 				return errlist.Join(errs...)
-			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty")})
+			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty"), Supersede: a.v.GetBool("supersede")})
 		},
 	}
 	a.editFlags(cmd)

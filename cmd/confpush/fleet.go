@@ -212,9 +212,15 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
 			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
 	}
+	if liveM.Canary != nil {
+		obj["canary"] = liveM.Canary
+	}
 	text = func(out io.Writer) {
 		if marker != nil {
 			fmt.Fprintf(out, "marker: %s\n\n", marker)
+		}
+		if c := liveM.Canary; c != nil {
+			fmt.Fprintln(out, canaryLine(c, live))
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tAPPLIED AT\tZK STATE\tZK SINCE\tLAST ERROR")

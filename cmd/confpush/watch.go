@@ -52,6 +52,7 @@ the rollback); it says so and publishes once DIR's content changes.`,
 	cmd.Flags().Duration("debounce", 500*time.Millisecond, "quiet time after the last change before publishing")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
 	validateFlags(cmd)
+	supersedeFlag(cmd)
 	return cmd
 }
 
@@ -243,7 +244,7 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
 		}
 	}
-	res, err := p.Publish(ctx, publish.Request{Items: items, Fence: fence, ExpectGeneration: expect})
+	res, err := p.Publish(ctx, publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")})
 	if err != nil {
 		return err
 	}

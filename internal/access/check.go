@@ -155,9 +155,13 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		}
 	}
 	var targets []target
-	for _, f := range e.p.fixedNodes(e.paths) {
+	fixed := e.p.fixedNodes(e.paths)
+	optional := len(fixed)
+	for i, f := range append(fixed, e.p.optionalNodes(e.paths)...) {
 		acl, _, err := getACL(ctx, e.conn, f.path)
 		switch {
+		case errors.Is(err, zk.ErrNoNode) && i >= optional:
+			continue
 		case errors.Is(err, zk.ErrNoNode):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Want: f.acl, Fix: FixCreate, Problem: "missing"})
 			continue

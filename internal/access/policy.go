@@ -186,6 +186,15 @@ const (
 	KindElectionNode   Kind = "election node"
 	KindRegistry       Kind = "agent registry"
 	KindRegistryNode   Kind = "registry node"
+	// A canary rollout's nodes, which exist only during (or, left
+	// behind, shortly after) a rollout: the candidate manifest and its
+	// contents carry the root's ACL (agents read them); the rollout
+	// record and the driver's liveness nodes the publisher's alone.
+	KindCandidate         Kind = "candidate"
+	KindCandidateContent  Kind = "candidate content"
+	KindRollout           Kind = "rollout record"
+	KindRolloutDriver     Kind = "rollout driver"
+	KindRolloutDriverNode Kind = "rollout driver node"
 )
 
 // fixedNode is one node of the layout whose ACL the policy fixes.
@@ -211,6 +220,18 @@ func (p Policy) fixedNodes(paths layout.Paths) []fixedNode {
 		{paths.Status(), KindStatus, p.StatusACL(), KindStatusNode, nil},
 		{paths.Election(), KindElection, meta, KindElectionNode, meta},
 		{paths.Agents(), KindRegistry, p.RegistryACL(), KindRegistryNode, nil},
+	}
+}
+
+// optionalNodes lists the layout's nodes whose ACL the policy fixes when
+// they exist, and which are not missing when they do not (a canary
+// rollout's).
+func (p Policy) optionalNodes(paths layout.Paths) []fixedNode {
+	meta := p.MetaACL()
+	return []fixedNode{
+		{paths.Candidate(), KindCandidate, p.RootACL(), KindCandidateContent, p.ItemACL()},
+		{paths.Rollout(), KindRollout, meta, "", nil},
+		{paths.RolloutDriver(), KindRolloutDriver, meta, KindRolloutDriverNode, meta},
 	}
 }
 

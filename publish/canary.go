@@ -1,0 +1,567 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/manifest"
+)
+
+// This file is the publishing side of canary rollouts (docs/design.md,
+// "Canary rollouts"): starting one (Request.Canary), widening it, ending
+// it with a promote or an abort, and reading it. Every step is one
+// compare-and-swap on the root's data version, so the rollout state is
+// covered by the same compare-and-swap as every publish.
+
+// ErrRolloutInProgress means the root carries a canary rollout: a plain
+// publish, rollback, edit or a new canary is refused unless
+// Request.Supersede. The error is a *RolloutInProgressError.
+var ErrRolloutInProgress = errors.New("a canary rollout is in progress")
+
+// ErrNoRollout means a rollout step (widen, promote, abort) found no
+// rollout, or another rollout than the one it names, in the root. The
+// error is a *RolloutConflictError.
+var ErrNoRollout = errors.New("not the rollout in progress")
+
+// RolloutInProgressError describes the rollout that refused a publish. It
+// matches ErrRolloutInProgress.
+type RolloutInProgressError struct {
+	// Root is the config root.
+	Root string
+	// RolloutID, Candidate and Stable identify the rollout: its id, the
+	// candidate generation and the stable generation.
+	RolloutID         string
+	Candidate, Stable int64
+	// Selection is the rollout's current selection.
+	Selection manifest.Selection
+	// Publisher and StartedAt: who started it and when.
+	Publisher string
+	StartedAt time.Time
+}
+
+// Error names the rollout, its owner and its age.
+func (e *RolloutInProgressError) Error() string {
+	return fmt.Sprintf("%v on %s: rollout %s (candidate generation %d over stable %d, selection %s) started by %s %v ago; promote or abort it (confpush rollout promote|abort), or supersede it (Supersede, --supersede)",
+		ErrRolloutInProgress, e.Root, e.RolloutID, e.Candidate, e.Stable, DescribeSelection(e.Selection), e.Publisher,
+		time.Since(e.StartedAt).Round(time.Second))
+}
+
+// Is makes errors.Is(err, ErrRolloutInProgress) true.
+func (e *RolloutInProgressError) Is(target error) bool { return target == ErrRolloutInProgress }
+
+// RolloutConflictError reports a rollout step naming a rollout the root
+// does not carry (ended, superseded, or never started). It matches
+// ErrNoRollout and ErrConflict.
+type RolloutConflictError struct {
+	// Root is the config root.
+	Root string
+	// Want is the rollout id the step named ("" for any).
+	Want string
+	// Found is the rollout id the root carries ("" for none).
+	Found string
+}
+
+// Error says which rollout was expected and which was found.
+func (e *RolloutConflictError) Error() string {
+	switch {
+	case e.Found == "":
+		return fmt.Sprintf("%v: root %s has no canary rollout in progress (ended or never started; see confpush history)", ErrNoRollout, e.Root)
+	default:
+		return fmt.Sprintf("%v: root %s carries rollout %s, not %s (another operator or driver acted first)", ErrNoRollout, e.Root, e.Found, e.Want)
+	}
+}
+
+// Is makes errors.Is match ErrNoRollout and ErrConflict.
+func (e *RolloutConflictError) Is(target error) bool {
+	return target == ErrNoRollout || target == ErrConflict
+}
+
+// DescribeSelection renders a selection for humans: `selector "zone=a"`,
+// `10%`, or both.
+func DescribeSelection(s manifest.Selection) string {
+	switch {
+	case s.Selector != "" && s.Percent > 0:
+		return fmt.Sprintf("%q and %v%%", s.Selector, s.Percent)
+	case s.Percent > 0:
+		return fmt.Sprintf("%v%%", s.Percent)
+	}
+	return fmt.Sprintf("%q", s.Selector)
+}
+
+// Rollout event kinds in a RolloutRecord.
+const (
+	EventStart   = "start"
+	EventWiden   = "widen"
+	EventPromote = "promote"
+	EventAbort   = "abort"
+	// EventSuperseded is recorded when a publish with Supersede ended the
+	// rollout.
+	EventSuperseded = "superseded"
+)
+
+// RolloutEvent is one step of a rollout.
+type RolloutEvent struct {
+	At        time.Time           `json:"at"`
+	Kind      string              `json:"kind"`
+	Selection *manifest.Selection `json:"selection,omitempty"`
+	// Generation is the generation the step published (the candidate for
+	// start and widen, the new live one for promote and abort).
+	Generation int64  `json:"generation,omitempty"`
+	By         string `json:"by,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// RolloutRecord is the data of <meta>/roots/<key>/rollout: the rollout's
+// plan and events, readable by publishers only. The root's canary field
+// is the authority on whether a rollout is in progress; the record is its
+// log (it stays after the end, with the ending event, until the next
+// rollout replaces it).
+type RolloutRecord struct {
+	RolloutID string             `json:"rollout_id"`
+	Candidate int64              `json:"candidate"`
+	Stable    int64              `json:"stable"`
+	Selection manifest.Selection `json:"selection"`
+	StartedAt time.Time          `json:"started_at"`
+	Publisher string             `json:"publisher"`
+	Message   string             `json:"message,omitempty"`
+	// Steps, Bake and Auto are the driver's plan (empty when the rollout
+	// is driven by hand): percents to widen to, the bake time of each
+	// step, and whether promote and abort are automatic.
+	Steps  []float64      `json:"steps,omitempty"`
+	Bake   string         `json:"bake,omitempty"`
+	Auto   bool           `json:"auto,omitempty"`
+	Events []RolloutEvent `json:"events"`
+}
+
+// RolloutPlan is the driver's plan recorded at the start of a rollout
+// (Request.RolloutPlan); this package only stores it.
+type RolloutPlan struct {
+	Steps []float64
+	Bake  time.Duration
+	Auto  bool
+}
+
+// RolloutState is a root's rollout as read by Publisher.Rollout.
+type RolloutState struct {
+	// Root is the config root.
+	Root string
+	// Stable is the root's manifest (the stable generation).
+	Stable *manifest.Manifest
+	// Canary is the rollout in progress; nil when none.
+	Canary *manifest.Canary
+	// Record is the rollout record (nil when missing or unreadable; it
+	// may describe an ended rollout when Canary is nil).
+	Record *RolloutRecord
+	// DriverAlive reports whether a driver's liveness node
+	// (rollout-driver/<rollout id>) exists.
+	DriverAlive bool
+	// Leftover reports a candidate node without a canary in the root
+	// (a publisher died after ending a rollout): the next publish removes
+	// it.
+	Leftover bool
+}
+
+// canaryStart publishes req.Items as the candidate generation of a new
+// rollout (design, protocol step 1).
+func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, error) {
+	var errs []error
+	if err := req.Canary.Validate(); err != nil {
+		errs = append(errs, &InputError{Err: err})
+	}
+	if req.RollbackOf != 0 || req.promoteOf != 0 || req.abortOf != 0 {
+		errs = append(errs, &InputError{Err: errors.New("a canary is not a rollback")})
+	}
+	if req.Mode == ModeMarker {
+		errs = append(errs, &InputError{Err: errors.New("a canary is committed in one transaction: marker mode does not apply")})
+	}
+	if len(errs) > 0 {
+		// Validate the items too, to report every problem at once.
+		if _, err := p.checkRequest(req); err != nil {
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
+	hashed, st, acl, err := p.checkAndRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Fence != "" {
+		if err := p.checkFence(ctx, req.Fence); err != nil {
+			return nil, err
+		}
+	}
+	if st.live == nil {
+		return nil, fmt.Errorf("%w: a canary needs a stable generation to compare with; publish %s without --canary first", ErrNotPublished, p.paths.Root)
+	}
+	if st.marker != nil {
+		return nil, fmt.Errorf("root %s has a marker (a marker-mode publish in progress or abandoned): finish it with a plain publish before starting a canary", p.paths.Root)
+	}
+	if liveGen := st.liveGen(); req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
+		return nil, &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
+			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
+	}
+	if err := p.refuseRollout(st, req); err != nil {
+		return nil, err
+	}
+	stable := *st.live
+	stable.Canary = nil
+	gen := st.topGen() + 1
+	now := time.Now().UTC()
+	sel := *req.Canary
+	cand := &manifest.Manifest{
+		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
+		PublishedAt: now, Publisher: p.cfg.name, Mode: manifest.ModeMulti,
+		Incarnation: stable.Incarnation, Message: req.Message, Items: hashed, Candidate: &sel,
+	}
+	if stable.SameContent(cand) && !req.Force {
+		return nil, &InputError{Err: fmt.Errorf("the set is the content of the stable generation %d: nothing to canary (Force to start anyway)", stable.Generation)}
+	}
+	candBytes := cand.Encode()
+	canary := &manifest.Canary{
+		Generation: gen, ManifestSHA256: manifest.ItemOf(candBytes).SHA256, Selection: sel,
+		RolloutID: newPublishID()[:16], StartedAt: now, Publisher: p.cfg.name,
+	}
+	withCanary := stable
+	withCanary.Canary = canary
+	rootBytes := withCanary.Encode()
+	res := &Result{Generation: gen, Mode: manifest.ModeMulti, Manifest: cand}
+	res.Added, res.Changed, res.Removed = diffNames(stable.Items, hashed)
+	if req.DryRun {
+		res.DryRun = true
+		return res, nil
+	}
+
+	// Before the commit: every candidate content as a blob (the history
+	// invariant for g-C), and the contents the stable set lacks as
+	// candidate/<sha256>, readable by agents. Creates are idempotent.
+	if err := p.ensureMeta(ctx, st, false, acl.Meta); err != nil {
+		return nil, err
+	}
+	stableSHA := map[string]bool{}
+	for _, it := range stable.Items {
+		stableSHA[it.SHA256] = true
+	}
+	blobs := map[string][]byte{}
+	candContents := map[string][]byte{}
+	for n, it := range hashed {
+		blobs[it.SHA256] = req.Items[n]
+		if !stableSHA[it.SHA256] {
+			candContents[it.SHA256] = req.Items[n]
+		}
+	}
+	if err := p.storeBlobData(ctx, blobs, acl.Meta); err != nil {
+		return nil, err
+	}
+	if err := p.ensurePath(ctx, p.paths.Candidate(), acl.Item); err != nil {
+		return nil, err
+	}
+	if err := p.storeContents(ctx, p.paths.CandidateContent, "candidate content", candContents, acl.Item); err != nil {
+		return nil, err
+	}
+	_, recStat, err := p.readRecord(ctx)
+	if err != nil {
+		return nil, err
+	}
+	newRec := &RolloutRecord{
+		RolloutID: canary.RolloutID, Candidate: gen, Stable: stable.Generation, Selection: sel,
+		StartedAt: now, Publisher: p.cfg.name, Message: req.Message,
+		Events: []RolloutEvent{{At: now, Kind: EventStart, Selection: &sel, Generation: gen, By: p.cfg.name, Message: req.Message}},
+	}
+	if pl := req.RolloutPlan; pl != nil {
+		newRec.Steps, newRec.Auto = pl.Steps, pl.Auto
+		if pl.Bake > 0 {
+			newRec.Bake = pl.Bake.String()
+		}
+	}
+	recBytes, err := json.Marshal(newRec)
+	if err != nil {
+		return nil, err
+	}
+
+	// One transaction: the root's data (stable + canary), the candidate
+	// manifest, history g-C and the record.
+	ops := []any{
+		&zk.SetDataRequest{Path: p.paths.Root, Data: rootBytes, Version: st.rootStat.Version},
+		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: candBytes, Version: -1},
+		&zk.CreateRequest{Path: p.paths.HistoryNode(gen), Data: candBytes, Acl: acl.Meta},
+	}
+	kinds := []opKind{{"root", ""}, {"candidate", ""}, {"history", ""}}
+	if recStat == nil {
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Rollout(), Data: recBytes, Acl: acl.Meta})
+	} else {
+		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Rollout(), Data: recBytes, Version: recStat.Version})
+	}
+	kinds = append(kinds, opKind{"rollout", ""})
+	if req.Fence != "" {
+		ops = append(ops, &zk.CheckVersionRequest{Path: req.Fence, Version: -1})
+		kinds = append(kinds, opKind{"fence", req.Fence})
+	}
+	pl := &plan{gen: gen, next: cand, nextBytes: candBytes, rootVersion: -1, fence: req.Fence, acl: acl}
+	p.log.Info("starting canary", "candidate", gen, "stable", stable.Generation, "rollout", canary.RolloutID,
+		"selector", sel.Selector, "percent", sel.Percent)
+	if err := p.commit(ctx, "canary", ops, kinds, st.liveGen(), pl, res); err != nil {
+		return nil, err
+	}
+	res.PublishID = cand.PublishID
+	// A superseded rollout's contents the new candidate does not use.
+	p.pruneCandidate(ctx, candContents)
+	return res, nil
+}
+
+// diffNames reports the names added, changed and removed from a to b.
+func diffNames(a, b map[string]manifest.Item) (added, changed, removed []string) {
+	for _, n := range slices.Sorted(maps.Keys(b)) {
+		old, ok := a[n]
+		switch {
+		case !ok:
+			added = append(added, n)
+		case old != b[n]:
+			changed = append(changed, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(a)) {
+		if _, ok := b[n]; !ok {
+			removed = append(removed, n)
+		}
+	}
+	return added, changed, removed
+}
+
+// pruneCandidate deletes the candidate's children not in keep, and with
+// keep nil the candidate node too. Best effort: leftovers are removed by
+// the next publish, and nothing reads them once the root has no canary.
+func (p *Publisher) pruneCandidate(ctx context.Context, keep map[string][]byte) {
+	kids, ok, err := p.children(ctx, p.paths.Candidate())
+	if err != nil || !ok {
+		return
+	}
+	for _, k := range kids {
+		if _, kept := keep[k]; kept {
+			continue
+		}
+		if err := p.conn.Delete(p.paths.CandidateContent(k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			p.log.Warn("could not delete a candidate content (the next publish retries)", "path", p.paths.CandidateContent(k), "error", err)
+			return
+		}
+	}
+	if keep == nil {
+		if err := p.conn.Delete(p.paths.Candidate(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			p.log.Warn("could not delete the candidate node (the next publish retries)", "error", err)
+		}
+	}
+}
+
+// cleanupCandidate runs after a commit that leaves the root without a
+// canary: one exists check, and when a candidate node is there (the
+// rollout just ended, or a publisher died before removing it) its
+// deletion.
+func (p *Publisher) cleanupCandidate(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	st, err := p.exists(ctx, p.paths.Candidate())
+	if err != nil || st == nil {
+		return
+	}
+	p.pruneCandidate(ctx, nil)
+}
+
+// refuseRollout refuses a publish on a root with a rollout, unless it
+// supersedes it or ends it (promote, abort of that rollout).
+func (p *Publisher) refuseRollout(st *state, req Request) error {
+	if st.live == nil {
+		if req.rolloutID != "" {
+			return &RolloutConflictError{Root: p.paths.Root, Want: req.rolloutID}
+		}
+		return nil
+	}
+	c := st.live.Canary
+	if req.rolloutID != "" {
+		if c == nil || c.RolloutID != req.rolloutID {
+			found := ""
+			if c != nil {
+				found = c.RolloutID
+			}
+			return &RolloutConflictError{Root: p.paths.Root, Want: req.rolloutID, Found: found}
+		}
+		return nil
+	}
+	if c == nil || req.Supersede {
+		return nil
+	}
+	return &RolloutInProgressError{Root: p.paths.Root, RolloutID: c.RolloutID, Candidate: c.Generation,
+		Stable: st.live.Generation, Selection: c.Selection, Publisher: c.Publisher, StartedAt: c.StartedAt}
+}
+
+// readRecord reads the rollout record (nil, nil when there is none).
+func (p *Publisher) readRecord(ctx context.Context) (*RolloutRecord, *zk.Stat, error) {
+	data, st, err := p.get(ctx, p.paths.Rollout())
+	if err != nil || st == nil {
+		return nil, st, err
+	}
+	var rec RolloutRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, st, nil // unreadable: replaced by the next start
+	}
+	return &rec, st, nil
+}
+
+// appendEvent adds ev to the record of rollout id after a step committed.
+// Best effort: the root and history are the authority.
+func (p *Publisher) appendEvent(ctx context.Context, id string, ev RolloutEvent) {
+	for range 3 {
+		rec, st, err := p.readRecord(ctx)
+		if err != nil || rec == nil || rec.RolloutID != id {
+			return
+		}
+		rec.Events = append(rec.Events, ev)
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return
+		}
+		if _, err = p.conn.Set(p.paths.Rollout(), data, st.Version); err == nil {
+			return
+		} else if !errors.Is(err, zk.ErrBadVersion) {
+			p.log.Warn("could not record the rollout event", "kind", ev.Kind, "error", err)
+			return
+		}
+	}
+}
+
+// Rollout reads the root's rollout: its canary, the record and whether a
+// driver is alive.
+func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
+	m, _, err := p.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs := &RolloutState{Root: p.paths.Root, Stable: m, Canary: m.Canary}
+	rec, _, err := p.readRecord(ctx)
+	if err != nil && !denied(err) {
+		return nil, err
+	}
+	rs.Record = rec
+	if m.Canary != nil {
+		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
+		if err != nil && !denied(err) {
+			return nil, err
+		}
+		rs.DriverAlive = st != nil
+	} else if st, err := p.exists(ctx, p.paths.Candidate()); err == nil && st != nil {
+		rs.Leftover = true
+	}
+	return rs, nil
+}
+
+// Widen widens the selection of rollout rolloutID to next, which must
+// select every agent the current selection selects (manifest.Selection's
+// Widens): one compare-and-swap of the root's data. A narrower or
+// unrelated selection is refused (hosts on the candidate would be asked
+// to go back). The Result's Generation is the candidate's.
+func (p *Publisher) Widen(ctx context.Context, rolloutID string, next manifest.Selection, message string) (*Result, error) {
+	var errs []error
+	if err := next.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateMessage(message); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, &InputError{Err: errors.Join(errs...)}
+	}
+	data, rst, err := p.get(ctx, p.paths.Root)
+	if err != nil {
+		return nil, err
+	}
+	if rst == nil {
+		return nil, fmt.Errorf("%s: %w", p.paths.Root, ErrNotPublished)
+	}
+	m, err := manifest.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", p.paths.Root, err)
+	}
+	st := &state{live: m, rootStat: rst}
+	if err := p.refuseRollout(st, Request{rolloutID: rolloutID}); err != nil {
+		return nil, err
+	}
+	if !m.Canary.Selection.Widens(next) {
+		return nil, &InputError{Err: fmt.Errorf("selection %s does not contain the rollout's selection %s (same selector, a percent at least as high): a rollout only widens",
+			DescribeSelection(next), DescribeSelection(m.Canary.Selection))}
+	}
+	nm := *m
+	c := *m.Canary
+	c.Selection = next
+	nm.Canary = &c
+	if _, err := p.multi(ctx, []any{&zk.SetDataRequest{Path: p.paths.Root, Data: nm.Encode(), Version: rst.Version}}); err != nil {
+		if denied(err) {
+			return nil, err
+		}
+		if uncertain(err) {
+			return nil, fmt.Errorf("%w: widen of rollout %s: %w", ErrOutcomeUnknown, rolloutID, err)
+		}
+		return nil, p.conflict(ctx, m.Generation, "the root changed since it was read")
+	}
+	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventWiden, Selection: &next, Generation: c.Generation, By: p.cfg.name, Message: message})
+	return &Result{Generation: c.Generation, Mode: manifest.ModeMulti, Manifest: &nm}, nil
+}
+
+// Promote ends rollout rolloutID by publishing the candidate's content as
+// the next generation (PromoteOf = the candidate's) for every agent. req
+// carries the options (Message, Mode, Fence, DryRun); its Items are
+// ignored. It fails with a *RolloutConflictError when the root does not
+// carry that rollout.
+func (p *Publisher) Promote(ctx context.Context, rolloutID string, req Request) (*Result, error) {
+	return p.endRollout(ctx, rolloutID, EventPromote, req)
+}
+
+// Abort ends rollout rolloutID by publishing the stable content as the
+// next generation (AbortOf = the candidate's): canary hosts go back to
+// the stable content with a higher generation, the others render nothing
+// new.
+func (p *Publisher) Abort(ctx context.Context, rolloutID string, req Request) (*Result, error) {
+	return p.endRollout(ctx, rolloutID, EventAbort, req)
+}
+
+func (p *Publisher) endRollout(ctx context.Context, rolloutID, kind string, req Request) (*Result, error) {
+	if rolloutID == "" {
+		return nil, &InputError{Err: errors.New("no rollout id")}
+	}
+	m, _, err := p.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.Canary == nil || m.Canary.RolloutID != rolloutID {
+		found := ""
+		if m.Canary != nil {
+			found = m.Canary.RolloutID
+		}
+		return nil, &RolloutConflictError{Root: p.paths.Root, Want: rolloutID, Found: found}
+	}
+	c := *m.Canary
+	var items map[string][]byte
+	if kind == EventPromote {
+		_, items, err = p.Read(ctx, c.Generation)
+		req.promoteOf = c.Generation
+	} else {
+		_, items, err = p.Read(ctx, m.Generation)
+		req.abortOf = c.Generation
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s rollout %s: read the content: %w", kind, rolloutID, err)
+	}
+	req.Items, req.rolloutID, req.Force, req.AllowEmpty = items, rolloutID, true, true
+	req.Canary, req.Supersede, req.RollbackOf = nil, false, 0
+	res, err := p.Publish(ctx, req)
+	if err != nil || res.DryRun {
+		return res, err
+	}
+	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.cfg.name, Message: req.Message})
+	return res, nil
+}
