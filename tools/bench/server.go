@@ -26,9 +26,9 @@ type server struct {
 	// voters are where publishers connect and followers where followers
 	// do: the observers when the ensemble has some, else every server.
 	voters, followers []string
-	cluster *zktest.Cluster // nil with --zk
-	stop    func()          // kills an own cluster and removes its directories
-	own     bool
+	cluster           *zktest.Cluster // nil with --zk
+	stop              func()          // kills an own cluster and removes its directories
+	own               bool
 	// fourLetters counts the four-letter commands this process sent: the
 	// server counts each as a received packet.
 	fourLetters atomic.Int64
