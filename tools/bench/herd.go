@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkconf/zkconf/cache"
@@ -50,8 +51,8 @@ type HerdPhase struct {
 	// pings excluded, setWatches and connection handshakes included).
 	Ops map[string]float64 `json:"ops_per_follower"`
 	// ServerCPUMS is each server's CPU during the phase (Environment.Roles
-	// names them; the restarted server's counts its new process from its
-	// first sample, after its JVM started), and
+	// names them; the restarted server's counts from when it serves again:
+	// its JVM start is not the herd's cost), and
 	// PeakCores each server's highest CPU use over one sampling interval.
 	ServerCPUMS []float64 `json:"server_cpu_ms_each"`
 	PeakCores   []float64 `json:"server_peak_cores_each"`
@@ -172,6 +173,7 @@ func (e *env) herdPhase(ctx context.Context, name string, fl *projectFleet, clie
 	var restartErr error
 	var wg sync.WaitGroup
 	if restart {
+		smp.off[victim].Store(true)
 		if err := safely(func() { cl.Kill(victim) }); err != nil {
 			smp.stop()
 			return nil, err
@@ -189,6 +191,7 @@ func (e *env) herdPhase(ctx context.Context, name string, fl *projectFleet, clie
 				cl.StartServer(victim)
 				cl.WaitServing(victim)
 			})
+			smp.off[victim].Store(false)
 		})
 	}
 	var reconnected time.Duration
@@ -272,6 +275,9 @@ func safely(f func()) (err error) {
 
 // sampler samples each own server's CPU every herdSample.
 type sampler struct {
+	// off[i] stops counting server i (from its kill until its restarted
+	// JVM serves again: its start is not the herd's cost).
+	off   []atomic.Bool
 	stopc chan struct{}
 	done  chan struct{}
 	total []time.Duration
@@ -280,7 +286,7 @@ type sampler struct {
 
 func startSampler(srv *server) *sampler {
 	servers := srv.cluster.Servers
-	s := &sampler{stopc: make(chan struct{}), done: make(chan struct{}),
+	s := &sampler{off: make([]atomic.Bool, len(servers)), stopc: make(chan struct{}), done: make(chan struct{}),
 		total: make([]time.Duration, len(servers)), peak: make([]float64, len(servers))}
 	type last struct {
 		pid int
@@ -291,7 +297,7 @@ func startSampler(srv *server) *sampler {
 	sample := func() {
 		for i, sv := range servers {
 			pid := sv.PID()
-			if pid == 0 {
+			if pid == 0 || s.off[i].Load() {
 				prev[i] = last{}
 				continue
 			}
@@ -307,8 +313,6 @@ func startSampler(srv *server) *sampler {
 					s.peak[i] = max(s.peak[i], float64(d)/float64(dt))
 				}
 			}
-			// A new process (the restarted server) counts from its first
-			// sample: its JVM start is not the herd's cost.
 			prev[i] = last{pid: pid, cpu: st.cpu, at: now}
 		}
 	}
