@@ -309,7 +309,10 @@ func startSampler(srv *server) *sampler {
 			if prev[i].pid == pid {
 				d := st.cpu - prev[i].cpu
 				s.total[i] += d
-				if dt := now.Sub(prev[i].at); dt > 0 {
+				// The kernel counts CPU in clock ticks (10 ms): a short
+				// interval (the last, at stop) would turn one tick into
+				// a peak of many cores.
+				if dt := now.Sub(prev[i].at); dt >= herdSample/2 {
 					s.peak[i] = max(s.peak[i], float64(d)/float64(dt))
 				}
 			}
