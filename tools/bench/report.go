@@ -325,8 +325,12 @@ func (r *Report) Markdown() string {
 	}
 	w("- Machine: %s, %d cores; %s; load average (1 min) %.2f at start, %.2f at end.\n", r.Env.CPU, r.Env.Cores, r.Env.Go, r.Env.LoadStart, r.Env.LoadEnd)
 	w("- ZooKeeper %s, %s, %s, on loopback; all followers, publishers and agents share the machine with it.\n", r.Env.ZooKeeper, mode, origin)
-	w("- Followed roots: %d items × %s, %d changed per publish. %d measured publishes per fleet size and kind, after %d warm-up; the three kinds' publishes interleaved round-robin. Each follower has its own session (timeout %s); the baselines keep %d reads in flight, like the cache.\n",
-		s.Items, size(s.ItemSize), s.Changed, s.Publishes, s.Warmup, s.SessionTimeout, s.Concurrency)
+	order := "the kinds' publishes interleaved round-robin"
+	if s.OneKindPerPass {
+		order = "one kind of follower at a time (--one-kind-per-pass)"
+	}
+	w("- Followed roots: %d items × %s, %d changed per publish. %d measured publishes per fleet size and kind, after %d warm-up; %s. Each follower has its own session (timeout %s); the baselines keep %d reads in flight, like the cache.\n",
+		s.Items, size(s.ItemSize), s.Changed, s.Publishes, s.Warmup, order, s.SessionTimeout, s.Concurrency)
 	if s.Quick {
 		w("- **Quick (smoke) run**: too few publishes for the figures to mean anything.\n")
 	}

@@ -58,6 +58,8 @@ type Settings struct {
 	Concurrency              int
 	SessionTimeout           string
 	Quick                    bool
+	Kinds                    []string `json:",omitempty"`
+	OneKindPerPass           bool     `json:",omitempty"`
 }
 
 // RunResult is one repetition.
@@ -82,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		Items: cfg.Items, ItemSize: cfg.ItemSize, Changed: cfg.Changed, Fleets: cfg.Fleets,
 		Publishes: cfg.Publishes, Warmup: cfg.Warmup, Runs: cfg.Runs, ConfAgents: cfg.ConfAgents,
 		Concurrency: cfg.Concurrency, SessionTimeout: cfg.SessionTimeout.String(), Quick: cfg.Quick,
-		ConfAgentEnv: cfg.ConfAgentEnv,
+		ConfAgentEnv: cfg.ConfAgentEnv, Kinds: cfg.kinds(), OneKindPerPass: cfg.OneKindPerPass,
 	}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(),
 		Servers: cfg.Ensemble + cfg.Observers, Observers: cfg.Observers, OwnServer: len(cfg.ZK) == 0, LoadStart: loadAvg()}
