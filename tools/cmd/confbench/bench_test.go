@@ -25,25 +25,7 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and a confagent; run without -short (make test)")
 	}
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"--quick", "--confagents", "1", "--footprint-idle", "500ms", "--footprint-load", "1s",
-		"--out", out}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
-	}
-	t.Log(stdout.String())
-
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runSmoke(t, "--quick", "--confagents", "1", "--footprint-idle", "500ms", "--footprint-load", "1s")
 	s := rep.Settings
 	if len(rep.Runs) != 1 || len(s.Fleets) != 1 || s.Fleets[0] != 10 {
 		t.Fatalf("runs %d, fleets %v: want one run at N=10", len(rep.Runs), s.Fleets)
@@ -127,6 +109,29 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
+// runSmoke runs confbench with args and --out a temporary directory, and
+// returns the report it wrote and the directory.
+func runSmoke(t *testing.T, args ...string) (*bench.Report, string) {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, append(args, "--out", out), &stdout, &stderr); code != 0 {
+		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
+	}
+	t.Log(stdout.String())
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep, out
+}
+
 func checkDist(t *testing.T, what string, d bench.Dist) {
 	t.Helper()
 	if !(d.P50 > 0 && d.P50 <= d.P99 && d.P99 <= d.Max) {
@@ -168,24 +173,9 @@ func TestSmokeObservers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a ZooKeeper ensemble; run without -short (make test)")
 	}
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"--quick", "--ensemble", "3", "--observers", "1", "--server-heap", "256m",
+	rep, out := runSmoke(t, "--quick", "--ensemble", "3", "--observers", "1", "--server-heap", "256m",
 		"--agents", "5", "--kinds", "zkconf,floor", "--one-kind-per-pass", "--publishes", "2",
-		"--herd", "6", "--resync-jitter", "100ms", "--out", out}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
-	}
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+		"--herd", "6", "--resync-jitter", "100ms")
 	if rep.Env.Observers != 1 || len(rep.Env.Roles) != 4 || rep.Env.Roles[3] != "4 observer" {
 		t.Fatalf("servers: %d observers, roles %q; want 3 voters and observer 4", rep.Env.Observers, rep.Env.Roles)
 	}
