@@ -504,6 +504,14 @@ func (c *Cluster) StartServer(i int) {
 	}
 }
 
+// PID is server i's java process id, or 0 when it is not running; unlike
+// Server.PID it may be called while another goroutine restarts the server.
+func (c *Cluster) PID(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Servers[i].PID()
+}
+
 // Running reports whether server i's process is running.
 func (c *Cluster) Running(i int) bool {
 	c.mu.Lock()

@@ -285,7 +285,8 @@ type sampler struct {
 }
 
 func startSampler(srv *server) *sampler {
-	servers := srv.cluster.Servers
+	cl := srv.cluster
+	servers := cl.Servers
 	s := &sampler{off: make([]atomic.Bool, len(servers)), stopc: make(chan struct{}), done: make(chan struct{}),
 		total: make([]time.Duration, len(servers)), peak: make([]float64, len(servers))}
 	type last struct {
@@ -295,8 +296,8 @@ func startSampler(srv *server) *sampler {
 	}
 	prev := make([]last, len(servers))
 	sample := func() {
-		for i, sv := range servers {
-			pid := sv.PID()
+		for i := range servers {
+			pid := cl.PID(i)
 			if pid == 0 || s.off[i].Load() {
 				prev[i] = last{}
 				continue

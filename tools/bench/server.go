@@ -66,11 +66,12 @@ func (s *server) cpuEach() (d []time.Duration, ok bool) {
 	if s.cluster == nil {
 		return nil, false
 	}
-	for _, sv := range s.cluster.Servers {
-		if sv.PID() == 0 {
+	for i := range s.cluster.Servers {
+		pid := s.cluster.PID(i)
+		if pid == 0 {
 			return nil, false
 		}
-		st, err := readProcStat(sv.PID())
+		st, err := readProcStat(pid)
 		if err != nil {
 			return nil, false
 		}
