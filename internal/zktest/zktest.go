@@ -56,8 +56,14 @@ type TB interface {
 
 // Options configures a test cluster.
 type Options struct {
-	// Size is the number of servers; 1 starts a standalone server.
+	// Size is the number of voting servers; 1 starts a standalone server
+	// (unless Observers is set).
 	Size int
+	// Observers adds this many observers (peerType=observer) after the Size
+	// voters: they serve clients and forward writes but do not vote, which
+	// is how a fleet of thousands of followers is spread without slowing
+	// the quorum. Their Servers come last, with Server.Observer set.
+	Observers int
 	// TickTime is ZooKeeper's tickTime; DefaultTickTime when zero.
 	TickTime time.Duration
 	// MaxSessionTimeout overrides the server's maximum session timeout
@@ -86,6 +92,8 @@ type Server struct {
 	PeerPort     int
 	ElectionPort int
 	Dir          string
+	// Observer is set on the observers of Options.Observers.
+	Observer bool
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
@@ -183,14 +191,16 @@ func (c *Cluster) layout() error {
 			return fmt.Errorf("test CA: %w", err)
 		}
 	}
-	ports, err := FreePorts(4 * c.opts.Size)
+	total := c.opts.Size + c.opts.Observers
+	ports, err := FreePorts(4 * total)
 	if err != nil {
 		return err
 	}
-	c.Servers = make([]*Server, c.opts.Size)
+	c.Servers = make([]*Server, total)
 	for i := range c.Servers {
 		s := &Server{
 			ID:           i + 1,
+			Observer:     i >= c.opts.Size,
 			ClientPort:   ports[4*i],
 			SecurePort:   ports[4*i+1],
 			PeerPort:     ports[4*i+2],
@@ -247,6 +257,9 @@ func (c *Cluster) writeConfig(s *Server) error {
 			delete(cfg, "clientPortAddress")
 		}
 	}
+	if s.Observer {
+		cfg["peerType"] = "observer"
+	}
 	for k, v := range c.opts.Config {
 		cfg[k] = v
 	}
@@ -256,7 +269,11 @@ func (c *Cluster) writeConfig(s *Server) error {
 	}
 	if len(c.Servers) > 1 {
 		for _, o := range c.Servers {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, o.PeerPort, o.ElectionPort)
+			role := ""
+			if o.Observer {
+				role = ":observer"
+			}
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", o.ID, o.PeerPort, o.ElectionPort, role)
 		}
 		if err := os.WriteFile(filepath.Join(s.Dir, "data", "myid"), []byte(strconv.Itoa(s.ID)+"\n"), 0o644); err != nil {
 			return err
@@ -383,6 +400,30 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// VoterAddrs lists the client addresses of the voting servers (every
+// server without Observers): where a publisher connects.
+func (c *Cluster) VoterAddrs() []string {
+	var out []string
+	for _, s := range c.Servers {
+		if !s.Observer {
+			out = append(out, s.Addr())
+		}
+	}
+	return out
+}
+
+// ObserverAddrs lists the client addresses of the observers: where a
+// fleet's followers connect.
+func (c *Cluster) ObserverAddrs() []string {
+	var out []string
+	for _, s := range c.Servers {
+		if s.Observer {
+			out = append(out, s.Addr())
+		}
+	}
+	return out
+}
+
 // Stop stops server i with SIGTERM and waits for it to exit.
 func (c *Cluster) Stop(i int) { c.t.Helper(); c.signal(i, syscall.SIGTERM) }
 
@@ -461,6 +502,14 @@ func (c *Cluster) StartServer(i int) {
 	if err := c.spawn(c.Servers[i]); err != nil {
 		c.t.Fatalf("zktest: %v", err)
 	}
+}
+
+// PID is server i's java process id, or 0 when it is not running; unlike
+// Server.PID it may be called while another goroutine restarts the server.
+func (c *Cluster) PID(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Servers[i].PID()
 }
 
 // Running reports whether server i's process is running.

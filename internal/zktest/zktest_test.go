@@ -209,3 +209,70 @@ func TestShared(t *testing.T) {
 		t.Errorf("Launch left %d entries in %s", len(left), tmp)
 	}
 }
+
+// TestObserverEnsemble starts 3 voters and 1 observer: the observer serves
+// clients in mode "observer", every server's config names it as one, and a
+// write through a voter reaches a watcher connected to the observer alone.
+func TestObserverEnsemble(t *testing.T) {
+	c := zktest.StartWith(t, zktest.Options{Size: 3, Observers: 1})
+	if len(c.Servers) != 4 || !c.Servers[3].Observer || c.Servers[0].Observer {
+		t.Fatalf("servers: want 3 voters then 1 observer, got %d", len(c.Servers))
+	}
+	if m, err := c.Mode(3); err != nil || m != "observer" {
+		t.Fatalf("server 4 mode = %q, %v; want observer", m, err)
+	}
+	for i := range 3 {
+		if m, err := c.Mode(i); err != nil || (m != "leader" && m != "follower") {
+			t.Fatalf("server %d mode = %q, %v; want a voter", i+1, m, err)
+		}
+	}
+	if got := c.ObserverAddrs(); len(got) != 1 || got[0] != c.Servers[3].Addr() {
+		t.Fatalf("ObserverAddrs = %v", got)
+	}
+	if got := c.VoterAddrs(); len(got) != 3 {
+		t.Fatalf("VoterAddrs = %v", got)
+	}
+	voter := c.Connect(t, 4*time.Second, c.VoterAddrs()...)
+	obs := c.Connect(t, 4*time.Second, c.ObserverAddrs()...)
+	if _, err := voter.Create("/cfg", []byte("1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// The observer's session may not have seen the create yet: Sync first.
+	if _, err := obs.Sync("/cfg"); err != nil {
+		t.Fatal(err)
+	}
+	b, _, ch, err := obs.GetW("/cfg")
+	if err != nil || string(b) != "1" {
+		t.Fatalf("observer read = %q, %v; want 1", b, err)
+	}
+	if _, err := voter.Set("/cfg", []byte("2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDataChanged {
+			t.Fatalf("observer watch: %v", ev)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the observer's watch did not fire within 60s")
+	}
+	if b, _, err := obs.Get("/cfg"); err != nil || string(b) != "2" {
+		t.Fatalf("observer read after the change = %q, %v; want 2", b, err)
+	}
+	if srv := obs.Server(); srv != c.Servers[3].Addr() {
+		t.Fatalf("the observer's client is connected to %s, want the observer %s", srv, c.Servers[3].Addr())
+	}
+	for _, s := range c.Servers {
+		cfg, err := os.ReadFile(s.Dir + "/zoo.cfg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("server.4=127.0.0.1:%d:%d:observer", c.Servers[3].PeerPort, c.Servers[3].ElectionPort)
+		if !strings.Contains(string(cfg), line) {
+			t.Fatalf("server %d config lacks %q", s.ID, line)
+		}
+		if got := strings.Contains(string(cfg), "peerType=observer"); got != s.Observer {
+			t.Fatalf("server %d: peerType=observer present %v, want %v", s.ID, got, s.Observer)
+		}
+	}
+}

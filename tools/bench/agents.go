@@ -307,7 +307,7 @@ type agentFleet struct {
 // rendered t's current generation.
 func (e *env) startAgents(ctx context.Context, bin, base string, t *target, m int, http bool) (*agentFleet, error) {
 	af := &agentFleet{file: newRecorder(m), status: newRecorder(m)}
-	spec := agentSpec{bin: bin, root: t.root, meta: e.meta, servers: e.srv.addrs, sessionTimeout: e.cfg.SessionTimeout,
+	spec := agentSpec{bin: bin, root: t.root, meta: e.meta, servers: e.srv.followers, sessionTimeout: e.cfg.SessionTimeout,
 		http: http, env: e.cfg.ConfAgentEnv}
 	var dests, paths []string
 	for i := range m {

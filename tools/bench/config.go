@@ -42,6 +42,26 @@ type Config struct {
 	// Ensemble servers (1: standalone).
 	ZK       []string
 	Ensemble int
+	// Observers adds observers to an own ensemble: followers connect only
+	// to them and publishers only to the Ensemble voters, the layout the
+	// README recommends for large fleets.
+	Observers int
+	// ServerHeap is each own server's -Xmx ("1g" when empty).
+	ServerHeap string
+	// Kinds are the follower kinds measured (zkconf, floor, naive; all
+	// three when empty).
+	Kinds []string
+	// OneKindPerPass measures one kind of follower at a time instead of
+	// interleaving their publishes: only N sessions are open at once (not
+	// one per kind), so N = 10,000 fits a 20,000 descriptor limit.
+	OneKindPerPass bool
+	// Herd, when positive, measures the herd after the propagation
+	// measurement: Herd zkconf caches on the followers' servers, one of
+	// which is restarted (see herd.go).
+	Herd int
+	// ResyncJitter is the caches' cache.WithResyncJitter in the herd
+	// measurement (0: none).
+	ResyncJitter time.Duration
 	// Items, ItemSize and Changed shape the followed roots: Items items of
 	// ItemSize bytes, Changed of which change per publish.
 	Items, ItemSize, Changed int
@@ -133,6 +153,17 @@ func (c *Config) validate() error {
 	if c.Ensemble < 1 {
 		errs = append(errs, fmt.Errorf("ensemble %d: at least 1 server", c.Ensemble))
 	}
+	if c.Observers < 0 || (c.Observers > 0 && (c.Ensemble < 2 || len(c.ZK) > 0)) {
+		errs = append(errs, fmt.Errorf("observers %d: an own ensemble of at least 2 voters takes observers (--ensemble 3, no --zk)", c.Observers))
+	}
+	for _, k := range c.Kinds {
+		if !slices.Contains(allKinds(), k) {
+			errs = append(errs, fmt.Errorf("kind %q: one of %v", k, allKinds()))
+		}
+	}
+	if c.Herd < 0 || c.ResyncJitter < 0 {
+		errs = append(errs, fmt.Errorf("herd %d, resync jitter %v: out of range", c.Herd, c.ResyncJitter))
+	}
 	if c.Items < 1 || c.ItemSize < 1 {
 		errs = append(errs, fmt.Errorf("items %d × %d bytes: both must be positive", c.Items, c.ItemSize))
 	}
@@ -158,3 +189,30 @@ func (c *Config) validate() error {
 }
 
 func (c *Config) maxFleet() int { return slices.Max(c.Fleets) }
+
+// allKinds are the follower kinds, in measurement order.
+func allKinds() []string { return []string{kindProject, kindFloor, kindNaive} }
+
+// kinds are the kinds measured.
+func (c *Config) kinds() []string {
+	if len(c.Kinds) == 0 {
+		return allKinds()
+	}
+	return c.Kinds
+}
+
+// sessionsAtOnce is the most follower sessions open at one time.
+func (c *Config) sessionsAtOnce() int {
+	n := c.maxFleet()
+	if !c.OneKindPerPass {
+		n *= len(c.kinds())
+	}
+	return max(n, c.Herd)
+}
+
+func (c *Config) serverHeap() string {
+	if c.ServerHeap == "" {
+		return "1g"
+	}
+	return c.ServerHeap
+}

@@ -101,7 +101,7 @@ func (e *env) root(name string) string { return e.prefix + "/r/" + name }
 func (e *env) followerDial(counts *wireCounts, items, itemSize int) dialOptions {
 	biggest := max(itemSize, items*160+1024) // a manifest entry is ~130 bytes
 	return dialOptions{
-		servers: e.srv.addrs, sessionTimeout: e.cfg.SessionTimeout, counts: counts, log: e.quiet,
+		servers: e.srv.followers, sessionTimeout: e.cfg.SessionTimeout, counts: counts, log: e.quiet,
 		recvBuffer: biggest + 64<<10, sendBuffer: 64 << 10,
 	}
 }
@@ -121,7 +121,7 @@ type target struct {
 // newTarget dials a publisher for a new root and publishes generation 1.
 func (e *env) newTarget(ctx context.Context, name string, sched *schedule) (*target, error) {
 	t := &target{name: name, root: e.root(name), sched: sched, counts: e.newCounts(), clock: &commitClock{}}
-	cl, err := dial(ctx, dialOptions{servers: e.srv.addrs, sessionTimeout: e.cfg.SessionTimeout,
+	cl, err := dial(ctx, dialOptions{servers: e.srv.voters, sessionTimeout: e.cfg.SessionTimeout,
 		counts: t.counts, clock: t.clock, log: e.quiet})
 	if err != nil {
 		return nil, fmt.Errorf("publisher of %s: %w", name, err)

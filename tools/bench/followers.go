@@ -119,11 +119,12 @@ type projectFleet struct {
 
 // startProject starts a cache on each client and waits until every one
 // holds generation g0.
-func startProject(ctx context.Context, clients []*client, root, meta string, sched *schedule, rec *recorder, g0 int64, log *slog.Logger) (*projectFleet, error) {
+func startProject(ctx context.Context, clients []*client, root, meta string, sched *schedule, rec *recorder, g0 int64, log *slog.Logger, extra ...cache.Option) (*projectFleet, error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &projectFleet{sched: sched, cancel: cancel}
 	for i, cl := range clients {
-		c, err := cache.New(ctx, root, cache.WithConn(cl.conn, cl.sess), cache.WithMeta(meta), cache.WithLogger(log))
+		opts := append([]cache.Option{cache.WithConn(cl.conn, cl.sess), cache.WithMeta(meta), cache.WithLogger(log)}, extra...)
+		c, err := cache.New(ctx, root, opts...)
 		if err != nil {
 			f.close()
 			return nil, err

@@ -45,6 +45,9 @@ type FleetResult struct {
 	// commit to the last follower (publisher included).
 	ClientCPU float64 `json:"client_cpu_ms_per_publish"`
 	ServerCPU float64 `json:"server_cpu_ms_per_publish"`
+	// ServerCPUEach is ServerCPU server by server (Environment.Roles
+	// names them).
+	ServerCPUEach []float64 `json:"server_cpu_ms_per_publish_each,omitempty"`
 	// SessionEvents counts reconnects, expiries and failed reads during
 	// the measurement: it must be 0 for the figures to mean anything.
 	SessionEvents int64 `json:"session_events"`
@@ -67,12 +70,29 @@ type kindState struct {
 	windows              int
 	clientCPU, serverCPU time.Duration
 	serverCPUOK          bool
+	serverCPUEach        []time.Duration
 }
 
 // measureFleets measures every kind at fleet size n, publishes interleaved
 // round-robin (the order rotating every round).
 func (e *env) measureFleets(ctx context.Context, n int, targets map[string]*target, profile bool) (out []FleetResult, err error) {
-	kinds := []string{kindProject, kindFloor, kindNaive}
+	if !e.cfg.OneKindPerPass {
+		return e.measureKinds(ctx, n, e.cfg.kinds(), targets, profile)
+	}
+	for _, kind := range e.cfg.kinds() {
+		e.log.Info("measuring one kind", "n", n, "kind", kind)
+		fr, err := e.measureKinds(ctx, n, []string{kind}, targets, profile && kind == kindProject)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fr...)
+	}
+	return out, nil
+}
+
+// measureKinds measures kinds at fleet size n, their publishes interleaved
+// round-robin.
+func (e *env) measureKinds(ctx context.Context, n int, kinds []string, targets map[string]*target, profile bool) (out []FleetResult, err error) {
 	states := make([]*kindState, len(kinds))
 	defer func() {
 		for _, k := range states {
@@ -213,6 +233,7 @@ type window struct {
 	mntr, tapped, own int64
 	cpu, srvCPU       time.Duration
 	srvOK             bool
+	srvEach           []time.Duration
 }
 
 func (e *env) openWindow(own *wireCounts) window {
@@ -225,12 +246,22 @@ func (e *env) openWindow(own *wireCounts) window {
 	w.tapped, w.own = e.tapped(), own.requests.Load()
 	w.cpu = selfCPU()
 	w.srvCPU, w.srvOK = e.srv.cpu()
+	w.srvEach, _ = e.srv.cpuEach()
 	return w
 }
 
 func (e *env) closeWindow(k *kindState, w window) {
 	cpu := selfCPU()
 	srvCPU, srvOK := e.srv.cpu()
+	each, eachOK := e.srv.cpuEach()
+	if eachOK && len(each) == len(w.srvEach) {
+		if k.serverCPUEach == nil {
+			k.serverCPUEach = make([]time.Duration, len(each))
+		}
+		for i := range each {
+			k.serverCPUEach[i] += each[i] - w.srvEach[i]
+		}
+	}
 	tapped, own := e.tapped(), k.counts.requests.Load()
 	if e.mntrOK {
 		if p, err := e.srv.packets(); err == nil {
@@ -264,6 +295,9 @@ func (k *kindState) result(n, publishes int) FleetResult {
 	}
 	if k.serverCPUOK {
 		r.ServerCPU = ms(int64(k.serverCPU)) / float64(publishes)
+	}
+	for _, d := range k.serverCPUEach {
+		r.ServerCPUEach = append(r.ServerCPUEach, ms(int64(d))/float64(publishes))
 	}
 	for op, name := range opNames() {
 		if d := k.counts.op(op) - k.ops0[op]; d > 0 {

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -324,8 +325,12 @@ func (r *Report) Markdown() string {
 	}
 	w("- Machine: %s, %d cores; %s; load average (1 min) %.2f at start, %.2f at end.\n", r.Env.CPU, r.Env.Cores, r.Env.Go, r.Env.LoadStart, r.Env.LoadEnd)
 	w("- ZooKeeper %s, %s, %s, on loopback; all followers, publishers and agents share the machine with it.\n", r.Env.ZooKeeper, mode, origin)
-	w("- Followed roots: %d items × %s, %d changed per publish. %d measured publishes per fleet size and kind, after %d warm-up; the three kinds' publishes interleaved round-robin. Each follower has its own session (timeout %s); the baselines keep %d reads in flight, like the cache.\n",
-		s.Items, size(s.ItemSize), s.Changed, s.Publishes, s.Warmup, s.SessionTimeout, s.Concurrency)
+	order := "the kinds' publishes interleaved round-robin"
+	if s.OneKindPerPass {
+		order = "one kind of follower at a time (--one-kind-per-pass)"
+	}
+	w("- Followed roots: %d items × %s, %d changed per publish. %d measured publishes per fleet size and kind, after %d warm-up; %s. Each follower has its own session (timeout %s); the baselines keep %d reads in flight, like the cache.\n",
+		s.Items, size(s.ItemSize), s.Changed, s.Publishes, s.Warmup, order, s.SessionTimeout, s.Concurrency)
 	if s.Quick {
 		w("- **Quick (smoke) run**: too few publishes for the figures to mean anything.\n")
 	}
@@ -412,6 +417,35 @@ func (r *Report) Markdown() string {
 			f.IdleReads, f.IdleWrites, f.IdleSeconds, f1(f.LoadReadKiB), f1(f.LoadWrittenKiB), f.LoadWrites, f1(f.ChangedKiB))
 	}
 
+	if len(r.Env.Roles) > 0 && len(r.Runs) > 0 {
+		w("\n## Server CPU per publish, server by server (ms; run 1)\n\n")
+		w("Followers connect to: %s; publishers to the voters. Per follower per publish: divide by N.\n\n", map[bool]string{true: "the observers only", false: "every server"}[r.Env.Observers > 0])
+		w("| N | follower | %s |\n|---:|---|%s\n", strings.Join(r.Env.Roles, " | "), strings.Repeat("---:|", len(r.Env.Roles)))
+		for _, f := range r.Runs[0].Fleets {
+			if len(f.ServerCPUEach) != len(r.Env.Roles) {
+				continue
+			}
+			cells := make([]string, len(f.ServerCPUEach))
+			for i, v := range f.ServerCPUEach {
+				cells[i] = f1(v)
+			}
+			w("| %d | %s | %s |\n", f.N, f.Kind, strings.Join(cells, " | "))
+		}
+	}
+	if h := r.Herd; h != nil {
+		w("\n## Herd: %d zkconf followers, resync jitter %s\n\n", h.N, h.Jitter)
+		w("Each phase runs from the kill (or the publish) until every follower is Live on the root's last generation. Requests are the caches' own counts; ops are packets by type per follower from the taps; server CPU and peak (cores, over %.0f ms samples) are per server, in the order %s.\n\n", ms(int64(herdSample)), strings.Join(r.Env.Roles, ", "))
+		w("| phase | restarted | moved | reconnected ms | all live ms | requests/follower | requests/moved follower | ops/follower | server CPU ms | peak cores |\n|---|---|---:|---:|---:|---:|---:|---|---|---|\n")
+		for _, p := range h.Phases {
+			var ops []string
+			for _, k := range slices.Sorted(maps.Keys(p.Ops)) {
+				ops = append(ops, fmt.Sprintf("%s %.2f", k, p.Ops[k]))
+			}
+			w("| %s | %s | %d | %s | %s | %.2f | %.2f | %s | %s | %s |\n", p.Name, p.Restarted, p.Moved, f1(p.ReconnectedMS), f1(p.LiveMS),
+				p.RequestsPerFollower, p.RequestsPerMovedFollower, strings.Join(ops, ", "), joinF(p.ServerCPUMS), joinF(p.PeakCores))
+		}
+	}
+
 	w("\n## Harness checks\n\n")
 	var events, disc int64
 	for _, n := range s.Fleets {
@@ -427,6 +461,14 @@ func (r *Report) Markdown() string {
 	w("- Session events (reconnects, expiries, failed reads) during measurements: %d.\n", events)
 	w("- Server packets minus tapped packets, worst kind and fleet size over a whole measurement: %d; tap framing errors: %d.\n", disc, r.FramingErrors)
 	return b.String()
+}
+
+func joinF(vs []float64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%.2f", v)
+	}
+	return strings.Join(out, " · ")
 }
 
 // Write writes results.md, results.json and propagation.png to dir.

@@ -22,6 +22,8 @@ type Report struct {
 	// InProcess is the in-process agent's propagation, measured while
 	// profiling (--profile), for the items set and the footprint set.
 	InProcess []*AgentResult `json:"in_process_agent,omitempty"`
+	// Herd is the herd measurement (Config.Herd).
+	Herd *HerdResult `json:"herd,omitempty"`
 	// FramingErrors counts writes the taps could not read as one packet:
 	// non-zero means the request counts cannot be trusted.
 	FramingErrors int64 `json:"tap_framing_errors"`
@@ -38,6 +40,12 @@ type Environment struct {
 	LoadStart float64 `json:"load_average_start"`
 	LoadEnd   float64 `json:"load_average_end"`
 	FDLimit   uint64  `json:"fd_limit"`
+	// Roles names each own server ("1 follower", "4 observer"), in the
+	// order of FleetResult.ServerCPUEach.
+	Roles []string `json:"server_roles,omitempty"`
+	// Observers is the number of observers; followers connect only to
+	// them when it is positive.
+	Observers int `json:"observers"`
 }
 
 // Settings are the parameters of the measurement.
@@ -50,6 +58,8 @@ type Settings struct {
 	Concurrency              int
 	SessionTimeout           string
 	Quick                    bool
+	Kinds                    []string `json:",omitempty"`
+	OneKindPerPass           bool     `json:",omitempty"`
 }
 
 // RunResult is one repetition.
@@ -74,27 +84,28 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		Items: cfg.Items, ItemSize: cfg.ItemSize, Changed: cfg.Changed, Fleets: cfg.Fleets,
 		Publishes: cfg.Publishes, Warmup: cfg.Warmup, Runs: cfg.Runs, ConfAgents: cfg.ConfAgents,
 		Concurrency: cfg.Concurrency, SessionTimeout: cfg.SessionTimeout.String(), Quick: cfg.Quick,
-		ConfAgentEnv: cfg.ConfAgentEnv,
+		ConfAgentEnv: cfg.ConfAgentEnv, Kinds: cfg.kinds(), OneKindPerPass: cfg.OneKindPerPass,
 	}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(),
-		Servers: cfg.Ensemble, OwnServer: len(cfg.ZK) == 0, LoadStart: loadAvg()}
+		Servers: cfg.Ensemble + cfg.Observers, Observers: cfg.Observers, OwnServer: len(cfg.ZK) == 0, LoadStart: loadAvg()}
 	if len(cfg.ZK) > 0 {
 		rep.Env.Servers = len(cfg.ZK)
 	}
-	// One socket per follower session (three kinds), plus agents, the
+	// One socket per follower session open at once, plus agents, the
 	// server's if it is ours, and slack.
-	need := uint64(3*cfg.maxFleet() + 8*cfg.ConfAgents + 1024)
+	need := uint64(cfg.sessionsAtOnce() + 8*cfg.ConfAgents + 1024)
 	if rep.Env.FDLimit, err = raiseFDLimit(need); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 
 	log.Info("starting ZooKeeper", "servers", cfg.Ensemble, "given", cfg.ZK)
-	srv, err := startServer(cfg.ZK, cfg.Ensemble)
+	srv, err := startServer(cfg.ZK, cfg.Ensemble, cfg.Observers, cfg.serverHeap())
 	if err != nil {
 		return nil, fmt.Errorf("bench: ZooKeeper: %w", err)
 	}
 	defer srv.close()
 	rep.Env.ZooKeeper = srv.version()
+	rep.Env.Roles = srv.roles()
 	e := newEnv(cfg, srv)
 	if _, merr := srv.mntr(); merr != nil {
 		log.Warn("the server does not answer mntr: server-side request counts are not available", "err", merr)
@@ -126,6 +137,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, fmt.Errorf("bench: run %d: %w", run, err)
 		}
 		rep.Runs = append(rep.Runs, *rr)
+	}
+	if cfg.Herd > 0 {
+		if rep.Herd, err = e.measureHerd(ctx); err != nil {
+			return nil, fmt.Errorf("bench: herd: %w", err)
+		}
 	}
 	if cfg.ConfAgents > 0 {
 		log.Info("measuring the confagent footprint", "items", cfg.FootprintItems, "item_size", cfg.FootprintItemSize)
@@ -166,7 +182,7 @@ func (e *env) run(ctx context.Context, run int, bin string) (*RunResult, error) 
 			t.close()
 		}
 	}()
-	for _, kind := range []string{kindProject, kindFloor, kindNaive} {
+	for _, kind := range c.kinds() {
 		t, err := e.newTarget(ctx, fmt.Sprintf("%s-%d", kind, run), newSchedule(kind, c.Items, c.ItemSize, c.Changed))
 		if err != nil {
 			return nil, err

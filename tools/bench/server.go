@@ -22,34 +22,80 @@ import (
 // server is the ZooKeeper the benchmark talks to: its own (standalone or an
 // ensemble, started with zktest) or one given with --zk.
 type server struct {
-	addrs   []string
-	cluster *zktest.Cluster // nil with --zk
-	stop    func()          // kills an own cluster and removes its directories
-	own     bool
+	addrs []string // every server
+	// voters are where publishers connect and followers where followers
+	// do: the observers when the ensemble has some, else every server.
+	voters, followers []string
+	cluster           *zktest.Cluster // nil with --zk
+	stop              func()          // kills an own cluster and removes its directories
+	own               bool
 	// fourLetters counts the four-letter commands this process sent: the
 	// server counts each as a received packet.
 	fourLetters atomic.Int64
 }
 
-// startServer starts size servers, or uses addrs when given.
-func startServer(addrs []string, size int) (s *server, err error) {
+// startServer starts size voters and observers observers, or uses addrs
+// when given. heap is each server's -Xmx.
+func startServer(addrs []string, size, observers int, heap string) (s *server, err error) {
 	if len(addrs) > 0 {
-		return &server{addrs: addrs}, nil
+		return &server{addrs: addrs, voters: addrs, followers: addrs}, nil
 	}
 	c, stop, err := zktest.Launch(zktest.Options{
-		Size: size,
+		Size: size, Observers: observers,
 		// Sessions of up to 60 s keep 1,000s of idle sessions quiet (one
 		// ping every timeout/3) and never expire under a loaded JVM.
 		TickTime:          500 * time.Millisecond,
 		MaxSessionTimeout: 60 * time.Second,
 		// The test defaults (C1 only, 256 MiB) favour start-up time; a
 		// benchmark wants the steady-state server.
-		JVMFlags: []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"},
+		JVMFlags: []string{"-Xmx" + heap, "-XX:TieredStopAtLevel=4"},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &server{addrs: c.Addrs(), cluster: c, stop: stop, own: true}, nil
+	s = &server{addrs: c.Addrs(), voters: c.VoterAddrs(), followers: c.Addrs(), cluster: c, stop: stop, own: true}
+	if observers > 0 {
+		s.followers = c.ObserverAddrs()
+	}
+	return s, nil
+}
+
+// cpuEach returns the CPU time each own server used so far, in the
+// cluster's order (ok is false without own servers or when one is down).
+func (s *server) cpuEach() (d []time.Duration, ok bool) {
+	if s.cluster == nil {
+		return nil, false
+	}
+	for i := range s.cluster.Servers {
+		pid := s.cluster.PID(i)
+		if pid == 0 {
+			return nil, false
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			return nil, false
+		}
+		d = append(d, st.cpu)
+	}
+	return d, true
+}
+
+// roles names each own server: its id and its mode ("1 follower",
+// "4 observer").
+func (s *server) roles() []string {
+	if s.cluster == nil {
+		return nil
+	}
+	out := make([]string, len(s.cluster.Servers))
+	for i, sv := range s.cluster.Servers {
+		m, err := s.cluster.Mode(i)
+		if err != nil {
+			m = "?"
+		}
+		s.fourLetters.Add(1)
+		out[i] = fmt.Sprintf("%d %s", sv.ID, m)
+	}
+	return out
 }
 
 func (s *server) close() {

@@ -25,25 +25,7 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and a confagent; run without -short (make test)")
 	}
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"--quick", "--confagents", "1", "--footprint-idle", "500ms", "--footprint-load", "1s",
-		"--out", out}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
-	}
-	t.Log(stdout.String())
-
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runSmoke(t, "--quick", "--confagents", "1", "--footprint-idle", "500ms", "--footprint-load", "1s")
 	s := rep.Settings
 	if len(rep.Runs) != 1 || len(s.Fleets) != 1 || s.Fleets[0] != 10 {
 		t.Fatalf("runs %d, fleets %v: want one run at N=10", len(rep.Runs), s.Fleets)
@@ -127,6 +109,29 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
+// runSmoke runs confbench with args and --out a temporary directory, and
+// returns the report it wrote and the directory.
+func runSmoke(t *testing.T, args ...string) (*bench.Report, string) {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, append(args, "--out", out), &stdout, &stderr); code != 0 {
+		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
+	}
+	t.Log(stdout.String())
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep, out
+}
+
 func checkDist(t *testing.T, what string, d bench.Dist) {
 	t.Helper()
 	if !(d.P50 > 0 && d.P50 <= d.P99 && d.P99 <= d.Max) {
@@ -154,5 +159,64 @@ func TestFlags(t *testing.T) {
 	}
 	if _, _, err := parseFlags([]string{"--agents", "1,x"}, &stderr); err == nil {
 		t.Error("--agents 1,x accepted")
+	}
+}
+
+// TestSmokeObservers runs the large-fleet paths small: an ensemble of 3
+// voters and 1 observer with the followers on the observer only, one kind
+// of follower per pass, and the herd (the observer restarted under its
+// followers, with and without a publish). It checks the harness, not
+// performance: every follower reached every generation through the
+// observer, the restart moved followers that resynced, and the report
+// names the servers and the herd's phases.
+func TestSmokeObservers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ZooKeeper ensemble; run without -short (make test)")
+	}
+	rep, out := runSmoke(t, "--quick", "--ensemble", "3", "--observers", "1", "--server-heap", "256m",
+		"--agents", "5", "--kinds", "zkconf,floor", "--one-kind-per-pass", "--publishes", "2",
+		"--herd", "6", "--resync-jitter", "100ms")
+	if rep.Env.Observers != 1 || len(rep.Env.Roles) != 4 || rep.Env.Roles[3] != "4 observer" {
+		t.Fatalf("servers: %d observers, roles %q; want 3 voters and observer 4", rep.Env.Observers, rep.Env.Roles)
+	}
+	fleets := rep.Runs[0].Fleets
+	if len(fleets) != 2 || fleets[0].Kind != "zkconf" || fleets[1].Kind != "floor" {
+		t.Fatalf("fleet results %+v: want zkconf then floor", fleets)
+	}
+	for _, f := range fleets {
+		if f.Propagation.N != 5*2 || f.SessionEvents != 0 {
+			t.Errorf("%s: %d propagation samples, %d session events; want 10 and 0", f.Kind, f.Propagation.N, f.SessionEvents)
+		}
+		// Only the observer serves followers: it did work for them.
+		if len(f.ServerCPUEach) != 4 {
+			t.Errorf("%s: server CPU of %d servers, want 4", f.Kind, len(f.ServerCPUEach))
+		}
+	}
+	h := rep.Herd
+	if h == nil || h.N != 6 || len(h.Phases) != 3 {
+		t.Fatalf("herd %+v: want 6 followers and 3 phases", h)
+	}
+	for _, p := range h.Phases {
+		restart := p.Name != "publish"
+		// One observer: every follower was on it and had to move.
+		if restart && (p.Restarted != "4 observer" || p.Moved != 6 || p.RequestsPerMovedFollower <= 0) {
+			t.Errorf("phase %s: restarted %q, moved %d, %.2f requests per moved follower; want observer 4, 6, some",
+				p.Name, p.Restarted, p.Moved, p.RequestsPerMovedFollower)
+		}
+		if !restart && (p.Moved != 0 || p.RequestsPerFollower <= 0) {
+			t.Errorf("phase publish: moved %d, %.2f requests per follower", p.Moved, p.RequestsPerFollower)
+		}
+		if len(p.ServerCPUMS) != 4 || len(p.PeakCores) != 4 {
+			t.Errorf("phase %s: CPU of %d servers, peaks of %d; want 4", p.Name, len(p.ServerCPUMS), len(p.PeakCores))
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"## Server CPU per publish, server by server", "| 4 observer |", "## Herd: 6 zkconf followers", "| restart+publish | 4 observer | 6 |"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("results.md lacks %q", s)
+		}
 	}
 }

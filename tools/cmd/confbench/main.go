@@ -68,6 +68,12 @@ func parseFlags(args []string, stderr io.Writer) (bench.Config, string, error) {
 	var (
 		zk        = fs.String("zk", "", "ZooKeeper servers (host:port,...); empty starts a throw-away server")
 		ensemble  = fs.Int("ensemble", d.Ensemble, "servers to start when --zk is empty (1: standalone, 3: ensemble)")
+		observers = fs.Int("observers", 0, "observers added to the own ensemble: followers connect only to them, publishers to the voters")
+		heap      = fs.String("server-heap", "1g", "-Xmx of each own ZooKeeper server")
+		kinds     = fs.String("kinds", "", "follower kinds to measure, comma-separated (zkconf,floor,naive; default all)")
+		onePass   = fs.Bool("one-kind-per-pass", false, "measure one kind of follower at a time: N sessions open at once instead of 3N (N=10000 under a 20000 descriptor limit)")
+		herd      = fs.Int("herd", 0, "herd measurement with this many zkconf followers: restart their busiest server (0: none)")
+		jitter    = fs.Duration("resync-jitter", 0, "the herd's caches' resync jitter (cache.WithResyncJitter)")
 		items     = fs.Int("items", d.Items, "items in each followed root")
 		itemSize  = fs.Int("item-size", d.ItemSize, "bytes per item")
 		changed   = fs.Int("changed", d.Changed, "items changed per publish")
@@ -126,6 +132,10 @@ func parseFlags(args []string, stderr io.Writer) (bench.Config, string, error) {
 	}
 	if set["footprint-load"] || !*quick {
 		cfg.FootprintLoad = *fpLoad
+	}
+	cfg.Observers, cfg.ServerHeap, cfg.OneKindPerPass, cfg.Herd, cfg.ResyncJitter = *observers, *heap, *onePass, *herd, *jitter
+	if *kinds != "" {
+		cfg.Kinds = strings.Split(*kinds, ",")
 	}
 	if *zk != "" {
 		cfg.ZK = strings.Split(*zk, ",")
