@@ -271,6 +271,9 @@ func (s *snapshot) computeRollout() *Rollout {
 				continue
 			}
 			st.Agents++
+			if st.Planned {
+				continue // its agents are not selected yet
+			}
 			switch ra.State {
 			case fleet.StateApplied:
 				st.Applied++
