@@ -131,8 +131,7 @@ func TestRolloutAPI(t *testing.T) {
 		!r.Steps[1].Planned || r.Steps[1].Percent != p2 || r.Steps[1].Agents != 2 || r.Steps[1].Applied != 0 || !r.Steps[2].Planned {
 		t.Fatalf("steps = %+v", r.Steps)
 	}
-	var page rolloutAgentsPage
-	page = e.rolloutAgents("/api/root/agents?root=/config")
+	page := e.rolloutAgents("/api/root/agents?root=/config")
 	want := fmt.Sprint([]string{fmt.Sprintf("%s:%d:applied:true", first, cand), fmt.Sprintf("%s:1:stable:false", second)})
 	if first == "host-b" {
 		want = fmt.Sprint([]string{fmt.Sprintf("%s:1:stable:false", second), fmt.Sprintf("%s:%d:applied:true", first, cand)})

@@ -293,6 +293,9 @@ type RootSummary struct {
 	Failing     int       `json:"failing"`
 	Untrusted   int       `json:"untrusted"`
 	Gone        int       `json:"gone"`
+	// Candidate is the candidate generation of the canary rollout in
+	// progress (absent without one; /api/root/rollout has the rest).
+	Candidate int64 `json:"candidate_generation,omitempty"`
 	// Connected is false while the watcher lost ZooKeeper: the figures
 	// are the last ones read.
 	Connected bool      `json:"connected"`
@@ -363,7 +366,7 @@ func (s *Server) summary(root string, snap *snapshot) RootSummary {
 	out := RootSummary{Root: root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
 		Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
 		Connected: snap.Connected && s.conn.State() == zk.StateHasSession, Error: snap.Error, ReadAt: snap.ReadAt,
-		Version: snap.Version}
+		Version: snap.Version, Candidate: canaryGeneration(snap.Live)}
 	if snap.Connected && !out.Connected {
 		out.Error = "ZooKeeper connection: " + s.conn.State().String()
 	}
