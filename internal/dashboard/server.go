@@ -310,9 +310,8 @@ type Spread struct {
 	Agents     int   `json:"agents"`
 }
 
-// RootView is /api/root: the summary and the generation spread. A
-// rollout, when roots carry one, gets its own endpoint and struct beside
-// this one.
+// RootView is /api/root: the summary and the generation spread. The
+// rollout in progress has its own endpoint and struct (RolloutView).
 type RootView struct {
 	RootSummary
 	Spread []Spread `json:"spread"`
