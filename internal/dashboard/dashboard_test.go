@@ -142,12 +142,19 @@ type agentsPage struct {
 // cond holds.
 func (e *env) waitFleet(what string, cond func(agentsPage) bool) agentsPage {
 	e.t.Helper()
+	return waitAPI(e, "/api/root/agents?root="+url.QueryEscape(root), what, cond)
+}
+
+// waitAPI polls the JSON endpoint path until its answer, decoded into a
+// new T, satisfies cond.
+func waitAPI[T any](e *env, path, what string, cond func(T) bool) T {
+	e.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var p agentsPage
-		code, _, b := e.get("/api/root/agents?root=" + url.QueryEscape(root))
-		if code == http.StatusOK && json.Unmarshal(b, &p) == nil && cond(p) {
-			return p
+		var v T
+		code, _, b := e.get(path)
+		if code == http.StatusOK && json.Unmarshal(b, &v) == nil && cond(v) {
+			return v
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("%s: not within 60s; last answer %d %s", what, code, b)

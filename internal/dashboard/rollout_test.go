@@ -51,18 +51,7 @@ func (e *env) rolloutAgents(path string) rolloutAgentsPage {
 // until cond holds.
 func (e *env) waitRollout(what string, cond func(dashboard.RolloutView) bool) dashboard.RolloutView {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var v dashboard.RolloutView
-		code, _, b := e.get("/api/root/rollout?root=" + url.QueryEscape(root))
-		if code == http.StatusOK && json.Unmarshal(b, &v) == nil && cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: not within 60s; last answer %d %s", what, code, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitAPI(e, "/api/root/rollout?root="+url.QueryEscape(root), what, cond)
 }
 
 func eventKinds(evs []publish.RolloutEvent) string {
