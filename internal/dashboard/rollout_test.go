@@ -132,6 +132,16 @@ func TestRolloutAPI(t *testing.T) {
 	if page.Total != 1 || page.Agents[0].ID != first {
 		t.Fatalf("rollout=applied: %s", page.rows())
 	}
+	var ag struct {
+		Row struct {
+			RolloutState string `json:"rollout_state"`
+			Selected     bool   `json:"selected"`
+		} `json:"row"`
+	}
+	e.api("/api/agent?root=/config&id="+first, &ag)
+	if ag.Row.RolloutState != "applied" || !ag.Row.Selected {
+		t.Fatalf("agent %s's row = %+v", first, ag.Row)
+	}
 	if code, _, b := e.get("/api/root/agents?root=/config&rollout=bogus"); code != http.StatusBadRequest {
 		t.Fatalf("rollout=bogus: %d %s", code, b)
 	}
