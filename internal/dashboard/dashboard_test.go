@@ -46,8 +46,8 @@ func start(t *testing.T, showContent bool) *env {
 	}
 	e := &env{t: t, zk: c, pub: p}
 	e.publish("a=1\nb=2\nc=3\n")
-	runAgent(t, c.Addrs(), "host-a", "")
-	runAgent(t, c.Addrs(), "host-b", "! grep -q bad {{.src}}")
+	runAgent(t, c.Addrs(), "host-a", "", map[string]string{"zone": "a"})
+	runAgent(t, c.Addrs(), "host-b", "! grep -q bad {{.src}}", map[string]string{"zone": "b"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	srv, err := dashboard.New(ctx, dashboard.Options{Conn: dial(t, c), ShowContent: showContent})
@@ -69,13 +69,13 @@ func dial(t *testing.T, c *zktest.Cluster) *zk.Conn {
 	return conn
 }
 
-func runAgent(t *testing.T, servers []string, id, check string) {
+func runAgent(t *testing.T, servers []string, id, check string, labels map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := agent.NewDaemon(ctx, agent.Options{
 		ZK:   zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second},
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
+		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Labels: labels,
 		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf", Check: check,
 			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
 	})
@@ -142,12 +142,19 @@ type agentsPage struct {
 // cond holds.
 func (e *env) waitFleet(what string, cond func(agentsPage) bool) agentsPage {
 	e.t.Helper()
+	return waitAPI(e, "/api/root/agents?root="+url.QueryEscape(root), what, cond)
+}
+
+// waitAPI polls the JSON endpoint path until its answer, decoded into a
+// new T, satisfies cond.
+func waitAPI[T any](e *env, path, what string, cond func(T) bool) T {
+	e.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var p agentsPage
-		code, _, b := e.get("/api/root/agents?root=" + url.QueryEscape(root))
-		if code == http.StatusOK && json.Unmarshal(b, &p) == nil && cond(p) {
-			return p
+		var v T
+		code, _, b := e.get(path)
+		if code == http.StatusOK && json.Unmarshal(b, &v) == nil && cond(v) {
+			return v
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("%s: not within 60s; last answer %d %s", what, code, b)

@@ -117,6 +117,7 @@ func (s *Server) addRoot(ctx context.Context, root string) {
 	}
 	s.views[root] = v
 	go v.run(ctx, s.conn, s.meta)
+	go v.watchRollout(ctx, s.conn, s.meta)
 }
 
 func (s *Server) view(root string) *rootView {
@@ -144,6 +145,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/root/agents", s.apiAgents)
 	m.HandleFunc("GET /api/root/history", s.apiHistory)
 	m.HandleFunc("GET /api/root/events", s.apiEvents)
+	m.HandleFunc("GET /api/root/rollout", s.apiRollout)
 	m.HandleFunc("GET /api/generation", s.apiGeneration)
 	m.HandleFunc("GET /api/diff", s.apiDiff)
 	m.HandleFunc("GET /api/agent", s.apiAgent)
@@ -291,6 +293,9 @@ type RootSummary struct {
 	Failing     int       `json:"failing"`
 	Untrusted   int       `json:"untrusted"`
 	Gone        int       `json:"gone"`
+	// Candidate is the candidate generation of the canary rollout in
+	// progress (absent without one; /api/root/rollout has the rest).
+	Candidate int64 `json:"candidate_generation,omitempty"`
 	// Connected is false while the watcher lost ZooKeeper: the figures
 	// are the last ones read.
 	Connected bool      `json:"connected"`
@@ -305,9 +310,8 @@ type Spread struct {
 	Agents     int   `json:"agents"`
 }
 
-// RootView is /api/root: the summary and the generation spread. A
-// rollout, when roots carry one, gets its own endpoint and struct beside
-// this one.
+// RootView is /api/root: the summary and the generation spread. The
+// rollout in progress has its own endpoint and struct (RolloutView).
 type RootView struct {
 	RootSummary
 	Spread []Spread `json:"spread"`
@@ -320,10 +324,15 @@ type HistoryEntry struct {
 	Publisher   string    `json:"publisher,omitempty"`
 	Message     string    `json:"message,omitempty"`
 	RollbackOf  int64     `json:"rollback_of,omitempty"`
-	Items       int       `json:"items"`
-	Bytes       int64     `json:"bytes"`
-	Live        bool      `json:"live"`
-	Agents      int       `json:"agents"`
+	// Candidate is the selection a rollout's candidate generation started
+	// with; PromoteOf and AbortOf the candidate a rollout's end ended.
+	Candidate *manifest.Selection `json:"candidate,omitempty"`
+	PromoteOf int64               `json:"promote_of,omitempty"`
+	AbortOf   int64               `json:"abort_of,omitempty"`
+	Items     int                 `json:"items"`
+	Bytes     int64               `json:"bytes"`
+	Live      bool                `json:"live"`
+	Agents    int                 `json:"agents"`
 }
 
 // AgentRow is one line of the fleet table.
@@ -339,6 +348,12 @@ type AgentRow struct {
 	LastSeen   time.Time         `json:"last_seen,omitzero"`
 	Gone       bool              `json:"gone"`
 	Untrusted  string            `json:"untrusted,omitempty"`
+	// RolloutState and Selected place the agent in the rollout in
+	// progress (fleet.ClassifyRollout): stable, candidate, applied,
+	// failing or gone, and whether the selection selects it; absent
+	// without a rollout.
+	RolloutState string `json:"rollout_state,omitempty"`
+	Selected     bool   `json:"selected,omitempty"`
 }
 
 // summary is the head of a root's view. Connected also needs the
@@ -350,7 +365,7 @@ func (s *Server) summary(root string, snap *snapshot) RootSummary {
 	out := RootSummary{Root: root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
 		Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
 		Connected: snap.Connected && s.conn.State() == zk.StateHasSession, Error: snap.Error, ReadAt: snap.ReadAt,
-		Version: snap.Version}
+		Version: snap.Version, Candidate: canaryGeneration(snap.Live)}
 	if snap.Connected && !out.Connected {
 		out.Error = "ZooKeeper connection: " + s.conn.State().String()
 	}
@@ -457,22 +472,28 @@ func (s *Server) apiAgents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit = min(max(limit, 1), maxLimit)
-	state, q := r.URL.Query().Get("state"), r.URL.Query().Get("q")
+	state, q, ro := r.URL.Query().Get("state"), r.URL.Query().Get("q"), r.URL.Query().Get("rollout")
 	switch state {
 	case "", "ok", "behind", "failing", "gone", "untrusted":
 	default:
 		fail(w, badRequest{"state must be ok, behind, failing, gone or untrusted"})
 		return
 	}
+	if !validRolloutState(ro) {
+		fail(w, badRequest{"rollout must be stable, candidate, applied, failing or gone"})
+		return
+	}
 	snap := v.current()
 	latest := snap.latest()
 	rows, total := []AgentRow{}, 0
 	for _, a := range snap.Agents {
-		if !matches(a, state, q, latest) {
+		if !matches(a, state, q, latest) || ro != "" && snap.Rollout[a.ID].State != ro {
 			continue
 		}
 		if total >= offset && len(rows) < limit {
-			rows = append(rows, row(a, latest))
+			rw := row(a, latest)
+			rolloutRow(&rw, snap)
+			rows = append(rows, rw)
 		}
 		total++
 	}
@@ -499,7 +520,8 @@ func history(snap *snapshot) []HistoryEntry {
 	out := []HistoryEntry{}
 	for _, m := range snap.History {
 		e := HistoryEntry{Generation: m.Generation, PublishedAt: m.PublishedAt, Publisher: m.Publisher,
-			Message: m.Message, RollbackOf: m.RollbackOf, Items: len(m.Items), Live: m.Generation == snap.latest(),
+			Message: m.Message, RollbackOf: m.RollbackOf, Candidate: m.Candidate, PromoteOf: m.PromoteOf, AbortOf: m.AbortOf,
+			Items: len(m.Items), Live: m.Generation == snap.latest(),
 			Agents: counts[m.Generation]}
 		for _, it := range m.Items {
 			e.Bytes += it.Size
@@ -712,7 +734,9 @@ func (s *Server) apiAgent(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	out := map[string]any{"root": v.root, "row": row(a, snap.latest()), "has_status": a.HasNode,
+	rw := row(a, snap.latest())
+	rolloutRow(&rw, snap)
+	out := map[string]any{"root": v.root, "row": rw, "has_status": a.HasNode,
 		"registration": a.Registration, "applied": v.appliedBy(a.ID)}
 	if a.Trusted() {
 		out["status"] = a.Status

@@ -42,6 +42,10 @@ type rootView struct {
 	snap    *snapshot
 	applied map[string][]AppliedGeneration // agent id -> newest first
 	subs    map[chan struct{}]struct{}
+	// record and driverAlive are what watchRollout last read: the rollout
+	// record and whether its driver's liveness node exists.
+	record      *publish.RolloutRecord
+	driverAlive bool
 }
 
 // snapshot is one consistent reading of a root.
@@ -54,6 +58,14 @@ type snapshot struct {
 	byID      map[string]int
 	Connected bool
 	Error     string
+	// Rollout is each agent's place in the rollout the live manifest
+	// announces (by agent id; nil without a rollout), computed once per
+	// re-read. Record and DriverAlive are watchRollout's latest reading.
+	Rollout     map[string]fleet.RolloutAgent
+	Record      *publish.RolloutRecord
+	DriverAlive bool
+	// progress is the rollout's per-step progress, computed on first use.
+	progress *lazyProgress
 }
 
 // AppliedGeneration is a generation the dashboard saw an agent apply.
@@ -95,7 +107,15 @@ func (v *rootView) subscribe() (<-chan struct{}, func()) {
 // publishSnap installs s and wakes every subscriber.
 func (v *rootView) publishSnap(s *snapshot) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.installLocked(s)
+}
+
+// installLocked installs s, with the rollout record last read, and wakes
+// every subscriber; v.mu is held.
+func (v *rootView) installLocked(s *snapshot) {
 	s.Version = v.snap.Version + 1
+	s.Record, s.DriverAlive, s.progress = v.record, v.driverAlive, &lazyProgress{}
 	v.snap = s
 	for _, a := range s.Agents {
 		if !a.Trusted() || a.Status.Generation == 0 {
@@ -114,7 +134,6 @@ func (v *rootView) publishSnap(s *snapshot) {
 		default:
 		}
 	}
-	v.mu.Unlock()
 }
 
 // appliedBy returns the generations the view saw agent id apply.
@@ -126,11 +145,11 @@ func (v *rootView) appliedBy(id string) []AppliedGeneration {
 
 // disconnected marks the view as not live (the last snapshot stays).
 func (v *rootView) disconnected(err error) {
-	v.mu.RLock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	old := *v.snap
-	v.mu.RUnlock()
 	old.Connected, old.Error = false, err.Error()
-	v.publishSnap(&old)
+	v.installLocked(&old)
 }
 
 // run follows the root until ctx ends: fleet.Changes drives a re-read on
@@ -180,10 +199,19 @@ func (v *rootView) refresh(ctx context.Context, conn *zk.Conn, meta string) erro
 		}
 	}
 	old := v.current()
-	if s.Live != nil && old.Live != nil && old.Live.PublishID == s.Live.PublishID && len(old.History) > 0 {
+	// A rollout's start adds its candidate to the history without a new
+	// live manifest: the canary's generation is part of the key.
+	if s.Live != nil && old.Live != nil && old.Live.PublishID == s.Live.PublishID &&
+		canaryGeneration(old.Live) == canaryGeneration(s.Live) && len(old.History) > 0 {
 		s.History = old.History
 	} else if s.History, err = v.pub.History(ctx); err != nil {
 		return err
+	}
+	if s.Live != nil && s.Live.Canary != nil {
+		s.Rollout = make(map[string]fleet.RolloutAgent, len(agents))
+		for _, ra := range fleet.ClassifyRollout(agents, s.Live.Generation, s.Live.Incarnation, s.Live.Canary) {
+			s.Rollout[ra.ID] = ra
+		}
 	}
 	v.publishSnap(s)
 	return nil

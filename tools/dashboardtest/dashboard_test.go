@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 	"github.com/zkconf/zkconf/zkclient"
@@ -77,8 +78,9 @@ func start(t *testing.T, dir, name, bin string, args ...string) (*exec.Cmd, stri
 }
 
 // agent runs a real confagent process following root with one file
-// target (item app.conf) and an optional check command.
-func agent(t *testing.T, bin string, servers []string, id, check string) {
+// target (item app.conf), the labels role=web and zone=ZONE, and an
+// optional check command.
+func agent(t *testing.T, bin string, servers []string, id, zone, check string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`zookeeper:
@@ -89,6 +91,7 @@ state_dir: %s
 agent_id: %s
 labels:
   role: web
+  zone: %s
 http:
   listen: ""
 targets:
@@ -97,7 +100,7 @@ targets:
     item: app.conf
     dest: %s
     check: %q
-`, strings.Join(servers, ", "), root, filepath.Join(dir, "state"), id, filepath.Join(dir, "app.conf"), check)
+`, strings.Join(servers, ", "), root, filepath.Join(dir, "state"), id, zone, filepath.Join(dir, "app.conf"), check)
 	path := filepath.Join(dir, "confagent.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -207,7 +210,9 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // headless Chromium. A publish turns the fleet table over live (the page
 // is never reloaded), an agent whose check refuses a generation shows its
 // error, and the generation page's diff shows the changed lines, unified
-// and side by side. Each page is saved as a screenshot.
+// and side by side. A canary rollout on zone=a shows in the root page's
+// rollout section, its selected agent turns to applied live, and its
+// promote ends it there. Each page is saved as a screenshot.
 func TestDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	shots := os.Getenv(screenshotsEnv)
@@ -236,8 +241,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	pub := publisher{t, p}
 	pub.publish("listen = 8080\nworkers = 4\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 30\n}\n", "first config")
-	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-1", "")
-	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-2", "! grep -q broken {{.src}}")
+	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-1", "a", "")
+	agent(t, filepath.Join(bin, "confagent"), c.Addrs(), "web-2", "b", "! grep -q broken {{.src}}")
 	url := serve(t, filepath.Join(bin, "confpush"), c.Addrs(), "--show-content")
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
@@ -317,6 +322,74 @@ func TestDashboardInBrowser(t *testing.T) {
 		func(s string) bool {
 			return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root")
 		})
+
+	rollout(t, bctx, pub, url, shots)
+}
+
+// rolloutJS reads the fleet table's rollout column as
+// "id:generation:rollout state|...".
+const rolloutJS = `[...document.querySelectorAll('#fleet tbody tr')].map(r => r.dataset.agent + ':' +
+  r.querySelector('.gen').textContent + ':' + r.querySelector('.rollout-state').textContent.split(' ')[0]).join('|')`
+
+// rollout runs a canary on zone=a (web-1) with the root page open: the
+// rollout section names the candidate, web-1 turns to applied and web-2
+// stays on stable, live; the promote ends the rollout on the page.
+func rollout(t *testing.T, bctx context.Context, pub publisher, url, shots string) {
+	t.Helper()
+	g := pub.publish("listen = 8080\nworkers = 8\nlog = info\n", "{\n  \"cache\": true,\n  \"ttl\": 60\n}\n", "fix the bad value")
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/root?root="+root)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "both agents on the fixed generation", fleetJS, func(s string) bool {
+		return s == fmt.Sprintf("web-1:%d:ok:|web-2:%d:ok:", g, g)
+	})
+	if hidden, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector('#rollout').hidden`)); err != nil || !hidden {
+		t.Fatalf("a rollout section without a rollout (%v)", err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pub.p.Publish(ctx, publish.Request{Message: "try info logging off", Canary: &manifest.Selection{Selector: "zone=a"},
+		Items: map[string][]byte{"app.conf": []byte("listen = 8080\nworkers = 8\nlog = warn\n"),
+			"settings.json": []byte("{\n  \"cache\": true,\n  \"ttl\": 60\n}\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := res.Generation
+	waitJS(t, bctx, "the rollout section names the candidate", `(document.querySelector('#rollout-candidate') || {}).textContent + ' ' + (document.querySelector('#rollout-selection') || {}).textContent`,
+		func(s string) bool { return s == fmt.Sprintf(`%d "zone=a"`, cand) })
+	waitJS(t, bctx, "web-1 applied the candidate, web-2 on stable", rolloutJS, func(s string) bool {
+		return s == fmt.Sprintf("web-1:%d:applied|web-2:%d:stable", cand, g)
+	})
+	waitJS(t, bctx, "the step's progress", `document.querySelector('#rollout-steps').innerText + ' ' + document.querySelector('#rollout-outside').innerText`,
+		func(s string) bool { return strings.Contains(s, "1/1 applied") && strings.Contains(s, "1/1 on stable") })
+	waitJS(t, bctx, "the history marks the candidate", `document.querySelector('#history').innerText`,
+		func(s string) bool { return strings.Contains(s, `candidate for "zone=a"`) })
+	if kept, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Fatalf("the page was reloaded (%v)", err)
+	}
+	screenshot(t, bctx, shots, "rollout.png")
+
+	rs, err := pub.p.Rollout(ctx)
+	if err != nil || rs.Canary == nil {
+		t.Fatalf("rollout: %+v %v", rs, err)
+	}
+	pres, err := pub.p.Promote(ctx, rs.Canary.RolloutID, publish.Request{Message: "warn is enough"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "the rollout shows promoted", `(document.querySelector('#rollout-end') || {}).textContent + ' ' + document.querySelector('#rollout').innerText`,
+		func(s string) bool {
+			return strings.HasPrefix(s, "promoted ") && strings.Contains(s, fmt.Sprintf("ended as generation %d", pres.Generation))
+		})
+	waitJS(t, bctx, "both agents on the promoted generation", fleetJS, func(s string) bool {
+		return s == fmt.Sprintf("web-1:%d:ok:|web-2:%d:ok:", pres.Generation, pres.Generation)
+	})
+	if kept, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Fatalf("the page was reloaded (%v)", err)
+	}
 }
 
 // TestServeTLS: with --tls-cert and --tls-key the dashboard serves HTTPS
