@@ -116,6 +116,8 @@ type Renderer struct {
 	// reloadSplay and splayStop: see quiesce.go.
 	reloadSplay time.Duration
 	splayStop   <-chan struct{}
+	// phases is how long the last Apply spent in each phase (timings.go).
+	phases applyPhases
 }
 
 // Failure classes that the daemon retries with backoff
@@ -237,6 +239,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		return out
 	}
 	start := time.Now()
+	r.phases = applyPhases{}
 	r.attempted = snap.Generation()
 	if r.mode == ApplyIndependent {
 		for _, t := range r.targets {
@@ -295,6 +298,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		rejecting = rejecting || kind != "write"
 		errs = append(errs, r.failTarget(t, gen, kind, err))
 	}
+	phaseStart := time.Now()
 	for _, t := range ts {
 		s, err := t.stage(snap)
 		if err != nil {
@@ -303,6 +307,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		}
 		stagedAll = append(stagedAll, s)
 	}
+	phaseStart = r.phases.lap(&r.phases.stage, phaseStart)
 	if len(errs) == 0 {
 		for _, s := range stagedAll {
 			if err := s.check(ctx, gen); err != nil {
@@ -310,6 +315,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 			}
 		}
 	}
+	phaseStart = r.phases.lap(&r.phases.check, phaseStart)
 	if len(errs) > 0 {
 		abortAll()
 		for _, t := range ts {
@@ -356,6 +362,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		changed[s.t] = true
 		out.Changed = append(out.Changed, s.t.spec.Name)
 	}
+	r.phases.lap(&r.phases.swap, phaseStart)
 	for _, s := range stagedAll {
 		if !failed[s.t] {
 			s.t.applied, s.t.out, s.t.files = snap, s.out, s.files

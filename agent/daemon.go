@@ -294,6 +294,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset()
 		}
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
+		applied := time.Now()
 		if out.Retry || (out.Err != nil && !out.Rejected) {
 			retry.Schedule()
 		} else {
@@ -306,6 +307,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if !out.Skipped {
 			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
+			d.logTimings(ctx, snap, applied)
 		}
 	}
 	var heartbeat <-chan time.Time

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -26,6 +27,7 @@ var errAborted = errors.New("item read abandoned")
 // generations is ever assembled.
 func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, held *Snapshot) (*Snapshot, error) {
 	items, todo, names := reuseHeld(m, held)
+	c.verifyNanos.Store(0)
 	var err error
 	switch len(todo) {
 	case 0:
@@ -38,7 +40,10 @@ func (c *Cache) fetch(ctx context.Context, m *manifest.Manifest, zxid int64, hel
 	if err != nil {
 		return nil, err
 	}
-	return newSnapshotNames(m, zxid, items, names, false), nil
+	s := newSnapshotNames(m, zxid, items, names, false)
+	s.timings = FetchTimings{Started: c.cycleStarted, Fetched: time.Since(c.cycleStarted), Read: len(todo),
+		Verify: time.Duration(c.verifyNanos.Load())}
+	return s, nil
 }
 
 // reuseHeld returns the items of m that the held snapshot has with the
@@ -71,8 +76,12 @@ func (c *Cache) readItem(m *manifest.Manifest, name string) ([]byte, error) {
 	data, _, err := c.conn.Get(c.paths.Item(name))
 	c.stats.requests.Add(1)
 	c.stats.itemsFetched.Add(1)
-	if err == nil && !m.Matches(name, data) {
-		err = errMismatch
+	if err == nil {
+		start := time.Now()
+		if !m.Matches(name, data) {
+			err = errMismatch
+		}
+		c.verifyNanos.Add(int64(time.Since(start)))
 	}
 	return data, err
 }
