@@ -19,9 +19,15 @@ import (
 // command resolves github.com/zkconf/zkconf from the current directory: the
 // tools module's replace directive (../), or the zkconf module itself.
 func Build(ctx context.Context, out string) error {
+	return BuildCommand(ctx, "confagent", out)
+}
+
+// BuildCommand builds github.com/zkconf/zkconf/cmd/<name> into the file
+// out, the way Build builds confagent.
+func BuildCommand(ctx context.Context, name, out string) error {
 	out, err := filepath.Abs(out) // the build runs in another directory
 	if err != nil {
-		return fmt.Errorf("build confagent: %w", err)
+		return fmt.Errorf("build %s: %w", name, err)
 	}
 	var stderr bytes.Buffer
 	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/zkconf/zkconf")
@@ -30,10 +36,10 @@ func Build(ctx context.Context, out string) error {
 	if err != nil {
 		return fmt.Errorf("find the zkconf module (run inside zkconf or its tools module): %w\n%s", err, stderr.Bytes())
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/confagent")
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
 	build.Dir = strings.TrimSpace(string(dir))
 	if msg, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build confagent in %s: %w\n%s", build.Dir, err, msg)
+		return fmt.Errorf("build %s in %s: %w\n%s", name, build.Dir, err, msg)
 	}
 	return nil
 }
