@@ -299,13 +299,13 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		errs = append(errs, r.failTarget(t, gen, kind, err))
 	}
 	phaseStart := time.Now()
-	for _, t := range ts {
-		s, err := t.stage(snap)
-		if err != nil {
-			fail(t, "render", err)
+	stages, stageErrs := stageAll(snap, ts)
+	for i, t := range ts {
+		if stageErrs[i] != nil {
+			fail(t, "render", stageErrs[i])
 			continue
 		}
-		stagedAll = append(stagedAll, s)
+		stagedAll = append(stagedAll, stages[i])
 	}
 	phaseStart = r.phases.lap(&r.phases.stage, phaseStart)
 	if len(errs) == 0 {
@@ -347,12 +347,12 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	}
 	r.savePending()
 	changed := map[*target]bool{}
-	for _, s := range stagedAll {
+	commitErrs := commitAll(stagedAll)
+	for i, s := range stagedAll {
 		if !s.changed {
-			s.abort()
 			continue
 		}
-		if _, err := s.commit(); err != nil {
+		if err := commitErrs[i]; err != nil {
 			if p, ok := wasPending[s.t]; ok && !p {
 				s.t.reloadPending, s.t.result.ReloadPending = false, false
 			}

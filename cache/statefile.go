@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/durable"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -344,7 +346,7 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		return err
 	}
 	next := make(map[string]struct{}, len(s.m.Items))
-	wrote := false
+	var todo []string // names of the items whose files are written
 	for _, name := range s.names {
 		h := s.m.Items[name].SHA256
 		if _, ok := next[h]; ok {
@@ -354,15 +356,14 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		if _, ok := st.have[h]; ok {
 			continue
 		}
-		data := s.items[name]
-		if err := replaceFile(st.dir, h, data); err != nil {
-			return fmt.Errorf("state file: item %q: %w", name, err)
-		}
-		wrote = true
+		todo = append(todo, name)
 		st.last.itemFiles++
-		st.last.itemBytes += int64(len(data))
+		st.last.itemBytes += int64(len(s.items[name]))
 	}
-	if wrote {
+	if err := st.writeItems(s, todo); err != nil {
+		return err
+	}
+	if len(todo) > 0 {
 		if err := st.syncDir(st.dir); err != nil {
 			return fmt.Errorf("state file: %w", err)
 		}
@@ -402,6 +403,34 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		}
 	}
 	return nil
+}
+
+// itemWriters bounds the item files written (and fsynced) at once.
+const itemWriters = 8
+
+// writeItems writes the item files of names, each durable when it returns
+// nil (the directory's entries are not: the caller fsyncs it once). The
+// files are written several at a time, so that their fsyncs overlap and
+// the filesystem commits them together instead of one journal commit per
+// file; none is referenced before the commit file that follows.
+func (st *stateStore) writeItems(s *Snapshot, names []string) error {
+	write := func(name string) error {
+		if err := replaceFile(st.dir, s.m.Items[name].SHA256, s.items[name]); err != nil {
+			return fmt.Errorf("state file: item %q: %w", name, err)
+		}
+		return nil
+	}
+	if len(names) <= 1 {
+		for _, name := range names {
+			if err := write(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return work.Parallel(context.Background(), len(names), itemWriters, func(_ context.Context, i int) error {
+		return write(names[i])
+	})
 }
 
 // retract removes the commit file, durably, after a failed write: the

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // DataLink is the symlink inside a DirWriter directory that points at the
@@ -692,6 +694,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	recs := make(map[string]fileRecord, len(files))
+	var write []string // the files not linked from the current set
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if fr, ok := p.keep[name]; ok {
 			// The current set is immutable: share its inode. Any error
@@ -707,12 +710,22 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 				continue
 			}
 		}
-		id, err := writeNew(filepath.Join(path, name), files[name], opts)
-		if err != nil {
-			return nil, err
-		}
+		write = append(write, name)
+	}
+	// Several files at a time, so that their fsyncs overlap and the
+	// filesystem commits them together rather than one by one; nothing
+	// is visible before the swap.
+	ids := make([]fileID, len(write))
+	err = work.Parallel(context.Background(), len(write), fileWriters, func(_ context.Context, i int) (err error) {
+		ids[i], err = writeNew(filepath.Join(path, write[i]), files[write[i]], opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range write {
 		// Just written: not trusted until racyWindow has passed.
-		recs[name] = fileRecord{data: files[name], id: id}
+		recs[name] = fileRecord{data: files[name], id: ids[i]}
 	}
 	if err := syncDir(path); err != nil {
 		return nil, err
@@ -859,6 +872,9 @@ func (w *DirWriter) isOwnLink(name string) bool {
 	}
 	return target == filepath.Join(DataLink, name)
 }
+
+// fileWriters bounds the files a stage writes (and fsyncs) at once.
+const fileWriters = 8
 
 // writeNew creates path exclusively with data, owner and mode, fsyncs it,
 // and returns its identity.
