@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/durable"
-	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -405,32 +403,21 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 	return nil
 }
 
-// itemWriters bounds the item files written (and fsynced) at once.
-const itemWriters = 8
-
 // writeItems writes the item files of names, each durable when it returns
 // nil (the directory's entries are not: the caller fsyncs it once). The
-// files are written several at a time, so that their fsyncs overlap and
-// the filesystem commits them together instead of one journal commit per
-// file; none is referenced before the commit file that follows.
+// files are written, then fsynced together (durable.ReplaceAll), so that
+// the filesystem commits them in one journal commit rather than one each;
+// none is referenced before the commit file that follows.
 func (st *stateStore) writeItems(s *Snapshot, names []string) error {
-	write := func(name string) error {
-		if err := replaceFile(st.dir, s.m.Items[name].SHA256, s.items[name]); err != nil {
-			return fmt.Errorf("state file: item %q: %w", name, err)
-		}
-		return nil
+	paths, data := make([]string, len(names)), make([][]byte, len(names))
+	for i, name := range names {
+		paths[i], data[i] = filepath.Join(st.dir, s.m.Items[name].SHA256), s.items[name]
 	}
-	if len(names) <= 1 {
-		for _, name := range names {
-			if err := write(name); err != nil {
-				return err
-			}
-		}
-		return nil
+	err := durable.ReplaceAll(paths, data, func(p string) string { return "." + filepath.Base(p) + tmpMarker }, 0o600)
+	if err != nil {
+		return fmt.Errorf("state file: item files: %w", err)
 	}
-	return work.Parallel(context.Background(), len(names), itemWriters, func(_ context.Context, i int) error {
-		return write(names[i])
-	})
+	return nil
 }
 
 // retract removes the commit file, durably, after a failed write: the

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -70,5 +71,45 @@ func TestWriteTempRemovesOnError(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("temporary file left: %v", ents)
+	}
+}
+
+// TestReplaceAll replaces several files of a directory, more than one
+// batch, each with its content and mode, and leaves no temporary file; a
+// path it cannot create fails and leaves no temporary file either.
+func TestReplaceAll(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	var data [][]byte
+	for i := range Batch + 3 {
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("f%03d", i)))
+		data = append(data, []byte(fmt.Sprintf("content %d", i)))
+	}
+	if err := os.WriteFile(paths[0], []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prefix := func(p string) string { return "." + filepath.Base(p) + ".tmp-" }
+	if err := ReplaceAll(paths, data, prefix, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != string(data[i]) {
+			t.Fatalf("%s: %q, %v; want %q", p, b, err, data[i])
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v, %v; want 0600", p, fi.Mode(), err)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != len(paths) {
+		t.Fatalf("%d entries (%v), want %d: a temporary file was left", len(ents), err, len(paths))
+	}
+	bad := []string{filepath.Join(dir, "f-ok"), filepath.Join(dir, "missing", "f")}
+	if err := ReplaceAll(bad, [][]byte{[]byte("a"), []byte("b")}, prefix, 0o600); err == nil {
+		t.Fatal("ReplaceAll into a missing directory succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != len(paths) {
+		t.Fatalf("%d entries after a failed ReplaceAll, want %d (nothing left)", len(ents), len(paths))
 	}
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/durable"
 	"github.com/zkconf/zkconf/internal/errlist"
-	"github.com/zkconf/zkconf/internal/work"
 )
 
 // DataLink is the symlink inside a DirWriter directory that points at the
@@ -712,20 +711,13 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		}
 		write = append(write, name)
 	}
-	// Several files at a time, so that their fsyncs overlap and the
-	// filesystem commits them together rather than one by one; nothing
-	// is visible before the swap.
-	ids := make([]fileID, len(write))
-	err = work.Parallel(context.Background(), len(write), fileWriters, func(_ context.Context, i int) (err error) {
-		ids[i], err = writeNew(filepath.Join(path, write[i]), files[write[i]], opts)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, name := range write {
-		// Just written: not trusted until racyWindow has passed.
-		recs[name] = fileRecord{data: files[name], id: ids[i]}
+	// Written first, then fsynced together, so that the filesystem
+	// commits them in one journal commit rather than one each; nothing is
+	// visible before the swap.
+	for start := 0; start < len(write); start += durable.Batch {
+		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs); err != nil {
+			return nil, err
+		}
 	}
 	if err := syncDir(path); err != nil {
 		return nil, err
@@ -873,34 +865,62 @@ func (w *DirWriter) isOwnLink(name string) bool {
 	return target == filepath.Join(DataLink, name)
 }
 
-// fileWriters bounds the files a stage writes (and fsyncs) at once.
-const fileWriters = 8
+// writeBatch creates the files names in dir (their content in files, with
+// owner and mode), fsyncs them together, closes them and records them in
+// recs. On an error the caller removes dir.
+func writeBatch(dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord) (err error) {
+	open := make([]*os.File, len(names))
+	defer func() {
+		if err != nil {
+			for _, f := range open {
+				if f != nil {
+					_ = f.Close() // may be closed already; irrelevant then
+				}
+			}
+		}
+	}()
+	for i, name := range names {
+		if open[i], err = createNew(filepath.Join(dir, name), files[name], opts); err != nil {
+			return err
+		}
+	}
+	ids := make([]fileID, len(names))
+	for i, f := range open {
+		// Before the close: the identity of the file written.
+		if fi, err := f.Stat(); err == nil {
+			ids[i], _ = idOf(fi)
+		}
+	}
+	if err := errlist.Join(durable.SyncClose(open)...); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	for i, name := range names {
+		// Just written: not trusted until racyWindow has passed.
+		recs[name] = fileRecord{data: files[name], id: ids[i]}
+	}
+	return nil
+}
 
-// writeNew creates path exclusively with data, owner and mode, fsyncs it,
-// and returns its identity.
-func writeNew(path string, data []byte, opts FileOptions) (id fileID, err error) {
+// createNew creates path exclusively with data, owner and mode, and
+// returns it open and not yet fsynced. On an error nothing is left open
+// (the file itself is removed with its directory by the caller).
+func createNew(path string, data []byte, opts FileOptions) (_ *os.File, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("render: %w", cerr)
+		if err != nil {
+			_ = f.Close()
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	if err := applyOwnerMode(f, opts); err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		return id, fmt.Errorf("render: %w", err)
-	}
-	if fi, err := f.Stat(); err == nil {
-		id, _ = idOf(fi)
-	}
-	return id, nil
+	return f, nil
 }
 
 // isGenerationDir reports whether name looks like "..<timestamp>.<random>".

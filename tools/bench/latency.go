@@ -74,7 +74,7 @@ type LatencyConfig struct {
 	// publish finds them idle.
 	Gap time.Duration
 	// ConfAgentBin and ConfPushBin: empty builds them.
-	ConfAgentBin, ConfPushBin string
+	ConfAgentBin, ConfPushBin   string
 	SessionTimeout, WaitTimeout time.Duration
 	Logger                      *slog.Logger
 }
