@@ -143,6 +143,11 @@ type LatencySetResult struct {
 	// last request: exit follows it).
 	Publish  Pct `json:"publish_call_to_ack"`
 	ConfPush Pct `json:"confpush_start_to_exit"`
+	// Fsync is a 4 KiB write and fsync of a new file, then an fsync of
+	// its directory, in the agent's state directory, measured between the
+	// two publishers' runs: what one durable step costs on the disk at
+	// the time (the agent's critical path has several, confd-style none).
+	Fsync Pct `json:"fsync_4k_file_and_dir"`
 }
 
 // LatencyReport is one RunLatency invocation.
@@ -488,6 +493,10 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		res.Phases[p] = pct(phases[p])
 	}
 
+	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
+		return nil, err
+	}
+
 	// confpush processes: start → exit, and start → rendered.
 	items := filepath.Join(base, "items")
 	if err := os.MkdirAll(items, 0o755); err != nil {
@@ -530,6 +539,39 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		return nil, err
 	}
 	return res, nil
+}
+
+// probeFsync times n durable 4 KiB file creations in dir (write, fsync,
+// fsync of dir).
+func probeFsync(dir string, n int) (Pct, error) {
+	var samples []int64
+	buf := bytes.Repeat([]byte("x"), 4096)
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf(".fsync-probe-%d", i))
+		start := time.Now()
+		f, err := os.Create(p)
+		if err != nil {
+			return Pct{}, err
+		}
+		_, err = f.Write(buf)
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			var d *os.File
+			if d, err = os.Open(dir); err == nil {
+				err = d.Sync()
+				d.Close()
+			}
+		}
+		samples = append(samples, int64(time.Since(start)))
+		os.Remove(p)
+		if err != nil {
+			return Pct{}, fmt.Errorf("fsync probe: %w", err)
+		}
+	}
+	return pct(samples), nil
 }
 
 // cpu is the agent's CPU time so far.

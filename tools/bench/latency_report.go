@@ -99,17 +99,17 @@ func (r *LatencyReport) Markdown() string {
 	for _, p := range latPhases {
 		fmt.Fprintf(&b, " %s |", p)
 	}
-	b.WriteString(" agent CPU ms/publish | publish call→ack p50 | confpush start→exit p50 | p90 |\n|---:|---:|")
+	b.WriteString(" agent CPU ms/publish | publish call→ack p50 | confpush start→exit p50 | p90 | 4 KiB file+dir fsync p50 | p90 |\n|---:|---:|")
 	for range latPhases {
 		b.WriteString("---:|")
 	}
-	b.WriteString("---:|---:|---:|---:|\n")
+	b.WriteString("---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Sets {
 		fmt.Fprintf(&b, "| %d | %d |", s.Items, s.Changed)
 		for _, p := range latPhases {
 			fmt.Fprintf(&b, " %.2f |", s.Phases[p].P50)
 		}
-		fmt.Fprintf(&b, " %.2f | %.2f | %.2f | %.2f |\n", s.AgentCPU, s.Publish.P50, s.ConfPush.P50, s.ConfPush.P90)
+		fmt.Fprintf(&b, " %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", s.AgentCPU, s.Publish.P50, s.ConfPush.P50, s.ConfPush.P90, s.Fsync.P50, s.Fsync.P90)
 	}
 	b.WriteString("\n## Targets\n\n")
 	for _, t := range r.Targets() {

@@ -72,7 +72,7 @@ func TestLatencySmoke(t *testing.T) {
 				t.Errorf("%d/%d: phase %s p50 %.3f ms: the agent did not time it", s.Items, s.Changed, p, d.P50)
 			}
 		}
-		if s.AgentCPU < 0 || s.Publish.N != n || s.ConfPush.N != n {
+		if s.AgentCPU < 0 || s.Publish.N != n || s.ConfPush.N != n || s.Fsync.N == 0 {
 			t.Errorf("%d/%d: agent CPU %.2f, %d publish and %d confpush samples, want %d", s.Items, s.Changed, s.AgentCPU, s.Publish.N, s.ConfPush.N, n)
 		}
 	}
