@@ -123,25 +123,34 @@ targets:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(a.base, "confagent.log"))
-	if err != nil {
+	if err := a.launch(spec.bin, cfgPath, spec.env); err != nil {
 		return nil, err
 	}
+	return a, nil
+}
+
+// launch starts confagent with configuration cfgPath and env added to the
+// environment, logging to a.base/confagent.log.
+func (a *agentProc) launch(bin, cfgPath string, env []string) error {
+	logf, err := os.Create(filepath.Join(a.base, "confagent.log"))
+	if err != nil {
+		return err
+	}
 	a.logf = logf
-	a.cmd = exec.Command(spec.bin, "--config", cfgPath)
-	a.cmd.Env = append(os.Environ(), spec.env...)
+	a.cmd = exec.Command(bin, "--config", cfgPath)
+	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := a.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start confagent: %w", err)
+		return fmt.Errorf("start confagent: %w", err)
 	}
 	a.exited = make(chan struct{})
 	go func() {
 		_ = a.cmd.Wait()
 		close(a.exited)
 	}()
-	return a, nil
+	return nil
 }
 
 func (a *agentProc) pid() int { return a.cmd.Process.Pid }

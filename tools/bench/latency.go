@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -277,23 +276,9 @@ targets:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(la.logPath)
-	if err != nil {
+	if err := a.launch(bin, cfgPath, nil); err != nil {
 		return nil, err
 	}
-	a.logf = logf
-	a.cmd = exec.Command(bin, "--config", cfgPath)
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start confagent: %w", err)
-	}
-	a.exited = make(chan struct{})
-	go func() {
-		_ = a.cmd.Wait()
-		close(a.exited)
-	}()
 	return la, nil
 }
 
