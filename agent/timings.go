@@ -39,7 +39,7 @@ func (d *Daemon) logTimings(ctx context.Context, snap *cache.Snapshot, applied t
 	p := d.r.phases
 	d.r.mu.Unlock()
 	d.log.Debug("apply timings", "generation", snap.Generation(),
-		"cycle_start_unix_ns", ft.Started.UnixNano(), "applied_unix_ns", applied.UnixNano(),
-		"fetch_ns", int64(ft.Fetched), "items_read", ft.Read, "verify_ns", int64(ft.Verify),
-		"persist_ns", int64(ft.Persist), "stage_ns", int64(p.stage), "check_ns", int64(p.check), "swap_ns", int64(p.swap))
+		"cycle_start", ft.Started, "applied", applied, "items_read", ft.Read,
+		"fetch", ft.Fetched, "verify", ft.Verify, "persist", ft.Persist,
+		"stage", p.stage, "check", p.check, "swap", p.swap)
 }

@@ -600,14 +600,14 @@ func readApplyTimings(path string, acks map[int64]int64) (map[string][]int64, er
 			continue
 		}
 		var l struct {
-			Generation int64 `json:"generation"`
-			CycleStart int64 `json:"cycle_start_unix_ns"`
-			Fetch      int64 `json:"fetch_ns"`
-			Verify     int64 `json:"verify_ns"`
-			Persist    int64 `json:"persist_ns"`
-			Stage      int64 `json:"stage_ns"`
-			Check      int64 `json:"check_ns"`
-			Swap       int64 `json:"swap_ns"`
+			Generation int64     `json:"generation"`
+			CycleStart time.Time `json:"cycle_start"`
+			Fetch      float64   `json:"fetch_seconds"`
+			Verify     float64   `json:"verify_seconds"`
+			Persist    float64   `json:"persist_seconds"`
+			Stage      float64   `json:"stage_seconds"`
+			Check      float64   `json:"check_seconds"`
+			Swap       float64   `json:"swap_seconds"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -616,13 +616,14 @@ func readApplyTimings(path string, acks map[int64]int64) (map[string][]int64, er
 		if !ok {
 			continue
 		}
-		out["notification"] = append(out["notification"], l.CycleStart-ack)
-		out["reads"] = append(out["reads"], l.Fetch)
-		out["verify"] = append(out["verify"], l.Verify)
-		out["persist"] = append(out["persist"], l.Persist)
-		out["stage"] = append(out["stage"], l.Stage)
-		out["check"] = append(out["check"], l.Check)
-		out["swap"] = append(out["swap"], l.Swap)
+		ns := func(sec float64) int64 { return int64(sec * 1e9) }
+		out["notification"] = append(out["notification"], l.CycleStart.UnixNano()-ack)
+		out["reads"] = append(out["reads"], ns(l.Fetch))
+		out["verify"] = append(out["verify"], ns(l.Verify))
+		out["persist"] = append(out["persist"], ns(l.Persist))
+		out["stage"] = append(out["stage"], ns(l.Stage))
+		out["check"] = append(out["check"], ns(l.Check))
+		out["swap"] = append(out["swap"], ns(l.Swap))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
