@@ -406,8 +406,8 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 // writeItems writes the item files of names, each durable when it returns
 // nil (the directory's entries are not: the caller fsyncs it once). The
 // files are written, then fsynced together (durable.ReplaceAll), so that
-// the filesystem commits them in one journal commit rather than one each;
-// none is referenced before the commit file that follows.
+// they wait for the disk once, not once each; none is referenced before
+// the commit file that follows.
 func (st *stateStore) writeItems(s *Snapshot, names []string) error {
 	paths, data := make([]string, len(names)), make([][]byte, len(names))
 	for i, name := range names {

@@ -119,9 +119,9 @@ const syncWorkers = 16
 // SyncClose fsyncs and closes every file of files, several at once, and
 // returns each one's error (nil when its data is durable). Every file is
 // closed whatever happens. Issued together, the fsyncs of files written
-// just before are committed together by a journalling filesystem (on ext4
-// the first one usually writes them all), where one after the other each
-// waits for a commit of its own.
+// just before wait for the disk once, not once each: a journalling
+// filesystem commits them together, and without a journal the device
+// gets their writes queued at once (measured in docs/bench/latency.md).
 func SyncClose(files []*os.File) []error {
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, syncWorkers)
@@ -149,7 +149,7 @@ func SyncClose(files []*os.File) []error {
 // gets data[i] (mode perm) through a temporary file named
 // prefix(paths[i])+random digits. The files are written first, then
 // fsynced together (SyncClose), then renamed, Batch at a time, so that
-// their fsyncs share journal commits. Like Replace it does not fsync the
+// their fsyncs overlap (SyncClose). Like Replace it does not fsync the
 // directory. On an error some files may have been replaced and no
 // temporary file is left.
 func ReplaceAll(paths []string, data [][]byte, prefix func(path string) string, perm os.FileMode) error {

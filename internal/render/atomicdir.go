@@ -711,9 +711,9 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		}
 		write = append(write, name)
 	}
-	// Written first, then fsynced together, so that the filesystem
-	// commits them in one journal commit rather than one each; nothing is
-	// visible before the swap.
+	// Written first, then fsynced together, so that they wait for the
+	// disk once, not once each (durable.SyncClose); nothing is visible
+	// before the swap.
 	for start := 0; start < len(write); start += durable.Batch {
 		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs); err != nil {
 			return nil, err
