@@ -102,7 +102,23 @@ func startAgent(spec agentSpec, base string, i int) (*agentProc, error) {
 		listen = l.Addr().String()
 		l.Close()
 	}
-	cfg := fmt.Sprintf(`zookeeper:
+	cfg := agentYAML(spec.servers, spec.sessionTimeout, spec.root, spec.meta, a, listen, "level: warn", "")
+	cfgPath := filepath.Join(a.base, "confagent.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	if err := a.launch(spec.bin, cfgPath, spec.env); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// agentYAML is the configuration of agent a following root: state under
+// a.base, HTTP on listen (`""`: none), the log settings logYAML (lines of
+// the log block), a dir target at a.dest, then moreTargets (YAML list
+// entries, indented as the first).
+func agentYAML(servers []string, sessionTimeout time.Duration, root, meta string, a *agentProc, listen, logYAML, moreTargets string) string {
+	return fmt.Sprintf(`zookeeper:
   servers: [%s]
   session_timeout: %s
 root: %s
@@ -112,21 +128,13 @@ agent_id: %s
 http:
   listen: %s
 log:
-  level: warn
+  %s
 targets:
   - name: d
     type: dir
     dest: %s
-`, strings.Join(spec.servers, ", "), spec.sessionTimeout, spec.root, spec.meta,
-		filepath.Join(a.base, "state"), a.id, listen, a.dest)
-	cfgPath := filepath.Join(a.base, "confagent.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	if err := a.launch(spec.bin, cfgPath, spec.env); err != nil {
-		return nil, err
-	}
-	return a, nil
+%s`, strings.Join(servers, ", "), sessionTimeout, root, meta, filepath.Join(a.base, "state"), a.id, listen,
+		strings.ReplaceAll(logYAML, "\n", "\n  "), a.dest, moreTargets)
 }
 
 // launch starts confagent with configuration cfgPath and env added to the

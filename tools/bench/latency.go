@@ -251,27 +251,8 @@ func startLatencyAgent(bin string, servers []string, root, meta, base string, se
 	if err := os.WriteFile(tmpl, []byte(latencyTemplate), 0o644); err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf(`zookeeper:
-  servers: [%s]
-  session_timeout: %s
-root: %s
-meta: %s
-state_dir: %s
-agent_id: %s
-http:
-  listen: ""
-log:
-  level: debug
-  format: json
-targets:
-  - name: d
-    type: dir
-    dest: %s
-  - name: t
-    type: template
-    src: %s
-    dest: %s
-`, strings.Join(servers, ", "), sessionTimeout, root, meta, filepath.Join(base, "state"), a.id, a.dest, tmpl, la.tmplDest)
+	cfg := agentYAML(servers, sessionTimeout, root, meta, a, `""`, "level: debug\nformat: json",
+		fmt.Sprintf("  - name: t\n    type: template\n    src: %s\n    dest: %s\n", tmpl, la.tmplDest))
 	cfgPath := filepath.Join(base, "confagent.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
