@@ -358,29 +358,27 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		st.last.itemFiles++
 		st.last.itemBytes += int64(len(s.items[name]))
 	}
-	if err := st.writeItems(s, todo); err != nil {
-		return err
-	}
-	if len(todo) > 0 {
-		if err := st.syncDir(st.dir); err != nil {
-			return fmt.Errorf("state file: %w", err)
-		}
-	}
-	if hook := st.beforeCommit.Load(); hook != nil {
-		if err := (*hook)(); err != nil {
-			return err
-		}
-	}
-
 	data, err := encodeState(st.root, s, time.Now())
 	if err != nil {
 		return err
 	}
-	parent := filepath.Dir(st.path)
-	if err := replaceFile(parent, filepath.Base(st.path), data); err != nil {
-		return fmt.Errorf("state file: %w", err)
+	tmp, err := st.writeDurable(s, todo, data)
+	if err != nil {
+		return err
+	}
+	if hook := st.beforeCommit.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+	}
+	// The commit point: the commit file names the new items only now.
+	if err := os.Rename(tmp, st.path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("state file: rename into place: %w", err)
 	}
 	st.last.commitBytes = int64(len(data))
+	parent := filepath.Dir(st.path)
 	if err := st.syncDir(parent); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
@@ -403,19 +401,91 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 	return nil
 }
 
-// writeItems writes the item files of names, each durable when it returns
-// nil (the directory's entries are not: the caller fsyncs it once). The
-// files are written, then fsynced together (durable.ReplaceAll), so that
-// they wait for the disk once, not once each; none is referenced before
-// the commit file that follows.
-func (st *stateStore) writeItems(s *Snapshot, names []string) error {
-	paths, data := make([]string, len(names)), make([][]byte, len(names))
-	for i, name := range names {
-		paths[i], data[i] = filepath.Join(st.dir, s.m.Items[name].SHA256), s.items[name]
+// writeDurable makes durable, before the commit point, everything the
+// commit file will name: the item files of names (written under their
+// final names: no commit file references them yet, and a crash leaves
+// orphans the next write sweeps), their directory's entries, and the
+// commit file's content in a temporary file of the state file's directory,
+// whose path it returns. The fsyncs are issued together, so that they wait
+// for the disk once, not once each (at most durable.Batch files open at
+// once). The caller renames the temporary file (the commit point).
+func (st *stateStore) writeDurable(s *Snapshot, names []string, commit []byte) (tmp string, err error) {
+	parent := filepath.Dir(st.path)
+	defer func() {
+		if err != nil && tmp != "" {
+			_ = os.Remove(tmp)
+			tmp = ""
+		}
+	}()
+	for start := 0; ; start += durable.Batch {
+		batch := names[start:min(start+durable.Batch, len(names))]
+		last := start+durable.Batch >= len(names)
+		files := make([]*os.File, 0, len(batch)+1)
+		closeAll := func() {
+			for _, f := range files {
+				_ = f.Close() // may be closed already; irrelevant then
+			}
+		}
+		for _, name := range batch {
+			f, err := createFile(os.OpenFile(filepath.Join(st.dir, s.m.Items[name].SHA256), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600))
+			if err == nil {
+				files = append(files, f)
+				err = writeAll(f, s.items[name])
+			}
+			if err != nil {
+				closeAll()
+				return tmp, fmt.Errorf("state file: item %q: %w", name, err)
+			}
+		}
+		var dirErr chan error
+		if last {
+			f, err := createFile(os.CreateTemp(parent, "."+filepath.Base(st.path)+tmpMarker+"*"))
+			if err == nil {
+				tmp = f.Name()
+				files = append(files, f)
+				err = writeAll(f, commit)
+			}
+			if err != nil {
+				closeAll()
+				return tmp, fmt.Errorf("state file: %w", err)
+			}
+			if len(names) > 0 {
+				// Every item file exists: the directory's fsync covers
+				// their entries, beside the files' own fsyncs.
+				dirErr = make(chan error, 1)
+				go func() { dirErr <- st.syncDir(st.dir) }()
+			}
+		}
+		errs := durable.SyncClose(files)
+		if dirErr != nil {
+			errs = append(errs, <-dirErr)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return tmp, fmt.Errorf("state file: %w", err)
+		}
+		if last {
+			return tmp, nil
+		}
 	}
-	err := durable.ReplaceAll(paths, data, func(p string) string { return "." + filepath.Base(p) + tmpMarker }, 0o600)
+}
+
+// createFile passes on what os.OpenFile or os.CreateTemp returned, and
+// sets the mode of the file (0600) when it was opened.
+func createFile(f *os.File, err error) (*os.File, error) {
 	if err != nil {
-		return fmt.Errorf("state file: item files: %w", err)
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// writeAll writes data to f.
+func writeAll(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	return nil
 }
@@ -469,12 +539,6 @@ func ownItemFile(name string) bool {
 		name = name[1:i]
 	}
 	return len(name) == 64 && strings.Trim(name, "0123456789abcdef") == ""
-}
-
-// replaceFile writes dir/name atomically and durably except for the
-// directory entry (mode 0600); the caller fsyncs dir with st.syncDir.
-func replaceFile(dir, name string, data []byte) error {
-	return durable.Replace(filepath.Join(dir, name), "."+name+tmpMarker, data, 0o600)
 }
 
 // syncDir fsyncs dir with durable's policy (EINVAL tolerated: some FUSE and

@@ -109,8 +109,8 @@ func SyncDirWith(dir string, fsync func(*os.File) error) error {
 	return nil
 }
 
-// Batch bounds the files ReplaceAll (and callers of SyncClose) hold open
-// at once.
+// Batch is how many files callers of SyncClose hold open at once, at
+// most.
 const Batch = 64
 
 // syncWorkers bounds the fsyncs in flight at once.
@@ -143,58 +143,4 @@ func SyncClose(files []*os.File) []error {
 	}
 	wg.Wait()
 	return errs
-}
-
-// ReplaceAll is Replace for several files of one directory: paths[i]
-// gets data[i] (mode perm) through a temporary file named
-// prefix(paths[i])+random digits. The files are written first, then
-// fsynced together (SyncClose), then renamed, Batch at a time, so that
-// their fsyncs overlap (SyncClose). Like Replace it does not fsync the
-// directory. On an error some files may have been replaced and no
-// temporary file is left.
-func ReplaceAll(paths []string, data [][]byte, prefix func(path string) string, perm os.FileMode) error {
-	for start := 0; start < len(paths); start += Batch {
-		end := min(start+Batch, len(paths))
-		if err := replaceBatch(paths[start:end], data[start:end], prefix, perm); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func replaceBatch(paths []string, data [][]byte, prefix func(string) string, perm os.FileMode) (err error) {
-	files := make([]*os.File, len(paths))
-	defer func() {
-		if err != nil {
-			for _, f := range files {
-				if f != nil {
-					_ = f.Close() // may be closed already; irrelevant then
-					_ = os.Remove(f.Name())
-				}
-			}
-		}
-	}()
-	for i, p := range paths {
-		f, err := os.CreateTemp(filepath.Dir(p), prefix(p)+"*")
-		if err != nil {
-			return fmt.Errorf("create temporary file in %s: %w", filepath.Dir(p), err)
-		}
-		files[i] = f
-		if _, err := f.Write(data[i]); err != nil {
-			return fmt.Errorf("write %s: %w", f.Name(), err)
-		}
-		if err := f.Chmod(perm); err != nil {
-			return fmt.Errorf("chmod %s: %w", f.Name(), err)
-		}
-	}
-	if err := errors.Join(SyncClose(files)...); err != nil {
-		return err
-	}
-	for i, p := range paths {
-		if err := os.Rename(files[i].Name(), p); err != nil {
-			return fmt.Errorf("rename into place: %w", err)
-		}
-		files[i] = nil // in place: not removed on a later error
-	}
-	return nil
 }

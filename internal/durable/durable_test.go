@@ -74,42 +74,32 @@ func TestWriteTempRemovesOnError(t *testing.T) {
 	}
 }
 
-// TestReplaceAll replaces several files of a directory, more than one
-// batch, each with its content and mode, and leaves no temporary file; a
-// path it cannot create fails and leaves no temporary file either.
-func TestReplaceAll(t *testing.T) {
+// TestSyncClose fsyncs and closes every file, reports each one's error in
+// its place (a file already closed cannot be fsynced), and closes the
+// others whatever happens.
+func TestSyncClose(t *testing.T) {
 	dir := t.TempDir()
-	var paths []string
-	var data [][]byte
-	for i := range Batch + 3 {
-		paths = append(paths, filepath.Join(dir, fmt.Sprintf("f%03d", i)))
-		data = append(data, []byte(fmt.Sprintf("content %d", i)))
-	}
-	if err := os.WriteFile(paths[0], []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	prefix := func(p string) string { return "." + filepath.Base(p) + ".tmp-" }
-	if err := ReplaceAll(paths, data, prefix, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil || string(b) != string(data[i]) {
-			t.Fatalf("%s: %q, %v; want %q", p, b, err, data[i])
+	var files []*os.File
+	for i := range 5 {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Fatalf("%s: mode %v, %v; want 0600", p, fi.Mode(), err)
+		if _, err := f.WriteString("x"); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	_ = files[2].Close()
+	errs := SyncClose(files)
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("file %d: error %v", i, err)
 		}
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) != len(paths) {
-		t.Fatalf("%d entries (%v), want %d: a temporary file was left", len(ents), err, len(paths))
-	}
-	bad := []string{filepath.Join(dir, "f-ok"), filepath.Join(dir, "missing", "f")}
-	if err := ReplaceAll(bad, [][]byte{[]byte("a"), []byte("b")}, prefix, 0o600); err == nil {
-		t.Fatal("ReplaceAll into a missing directory succeeded")
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != len(paths) {
-		t.Fatalf("%d entries after a failed ReplaceAll, want %d (nothing left)", len(ents), len(paths))
+	for i, f := range files {
+		if _, err := f.Write([]byte("y")); err == nil {
+			t.Errorf("file %d is still open", i)
+		}
 	}
 }

@@ -714,13 +714,18 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	// Written first, then fsynced together, so that they wait for the
 	// disk once, not once each (durable.SyncClose); nothing is visible
 	// before the swap.
+	// The directory's fsync (its entries: the files and the hard links)
+	// goes beside the last batch's.
 	for start := 0; start < len(write); start += durable.Batch {
-		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs); err != nil {
+		last := start+durable.Batch >= len(write)
+		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last); err != nil {
 			return nil, err
 		}
 	}
-	if err := syncDir(path); err != nil {
-		return nil, err
+	if len(write) == 0 {
+		if err := syncDir(path); err != nil {
+			return nil, err
+		}
 	}
 	return &StagedDir{w: w, files: files, opts: opts, path: path, recs: recs, changed: true}, nil
 }
@@ -866,9 +871,10 @@ func (w *DirWriter) isOwnLink(name string) bool {
 }
 
 // writeBatch creates the files names in dir (their content in files, with
-// owner and mode), fsyncs them together, closes them and records them in
-// recs. On an error the caller removes dir.
-func writeBatch(dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord) (err error) {
+// owner and mode), fsyncs them together, with dir itself when withDir (every
+// entry of dir exists by then), closes them and records them in recs. On
+// an error the caller removes dir.
+func writeBatch(dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
@@ -891,7 +897,18 @@ func writeBatch(dir string, names []string, files map[string][]byte, opts FileOp
 			ids[i], _ = idOf(fi)
 		}
 	}
-	if err := errlist.Join(durable.SyncClose(open)...); err != nil {
+	var dirErr chan error
+	if withDir {
+		dirErr = make(chan error, 1)
+		go func() { dirErr <- syncDir(dir) }()
+	}
+	errs := durable.SyncClose(open)
+	if dirErr != nil {
+		if err := <-dirErr; err != nil {
+			return err
+		}
+	}
+	if err := errlist.Join(errs...); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	for i, name := range names {
