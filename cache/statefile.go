@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +23,10 @@ import (
 // incremental, so that an apply writes only the items that changed. Item
 // contents are in the item directory path.d, one file per distinct content,
 // named by the hex sha256 of its bytes (content-addressed: items with equal
-// content share a file), written (temporary file, fsync, rename) only when
-// the content is new, after which the directory is fsynced once. The state
+// content share a file), written only when the content is new: created
+// under that name (a file of that name already there is replaced through
+// a temporary file and a rename instead) and fsynced together with the
+// directory and the commit file's temporary file (writeDurable). The state
 // file itself, the commit file, is one small JSON document naming the
 // generation:
 //
@@ -40,8 +43,8 @@ import (
 //	}
 //
 // It is replaced atomically (temporary file in the same directory, fsync,
-// rename, directory fsync) once every new item file is durable: that rename
-// is the commit point. Item files the new manifest no longer references are
+// rename, directory fsync); the rename, once every new item file and the
+// item directory are durable, is the commit point. Item files the new manifest no longer references are
 // removed after it.
 //
 // A crash before the commit point leaves the previous commit file and every
@@ -402,9 +405,10 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 }
 
 // writeDurable makes durable, before the commit point, everything the
-// commit file will name: the item files of names (written under their
-// final names: no commit file references them yet, and a crash leaves
-// orphans the next write sweeps), their directory's entries, and the
+// commit file will name: the item files of names (new files created under
+// their final names: no commit file can reference a file that did not
+// exist, and a crash leaves orphans the next write sweeps; an existing one
+// is replaced by rename), their directory's entries, and the
 // commit file's content in a temporary file of the state file's directory,
 // whose path it returns. The fsyncs are issued together, so that they wait
 // for the disk once, not once each (at most durable.Batch files open at
@@ -427,8 +431,17 @@ func (st *stateStore) writeDurable(s *Snapshot, names []string, commit []byte) (
 			}
 		}
 		for _, name := range batch {
-			f, err := createFile(os.OpenFile(filepath.Join(st.dir, s.m.Items[name].SHA256), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600))
-			if err == nil {
+			h := s.m.Items[name].SHA256
+			f, err := createFile(os.OpenFile(filepath.Join(st.dir, h), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600))
+			if errors.Is(err, fs.ErrExist) {
+				// A file of that name that this store does not hold (an
+				// orphan, or one a state file this store did not load
+				// names): replaced whole, never truncated in place.
+				err = durable.Replace(filepath.Join(st.dir, h), "."+h+tmpMarker, s.items[name], 0o600)
+				if err == nil {
+					continue
+				}
+			} else if err == nil {
 				files = append(files, f)
 				err = writeAll(f, s.items[name])
 			}
