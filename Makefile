@@ -136,8 +136,11 @@ test-unit:
 demo: zookeeper build
 	scripts/demo.sh
 
+# bench: the fleet benchmark, then the single-host latency benchmark
+# (confagent against a confd-style follower; docs/bench/latency.md).
 bench: zookeeper
 	cd $(TOOLS) && $(GO) run ./cmd/confbench --runs 3 --confagents 1 --out ../docs/bench
+	cd $(TOOLS) && $(GO) run ./cmd/confbench latency --out ../docs/bench
 
 chaos: zookeeper build-tools
 	$(GO) build -o $(BIN)/ ./cmd/confagent

@@ -116,6 +116,8 @@ type Renderer struct {
 	// reloadSplay and splayStop: see quiesce.go.
 	reloadSplay time.Duration
 	splayStop   <-chan struct{}
+	// phases is how long the last Apply spent in each phase (timings.go).
+	phases applyPhases
 }
 
 // Failure classes that the daemon retries with backoff
@@ -237,6 +239,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 		return out
 	}
 	start := time.Now()
+	r.phases = applyPhases{}
 	r.attempted = snap.Generation()
 	if r.mode == ApplyIndependent {
 		for _, t := range r.targets {
@@ -295,14 +298,16 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		rejecting = rejecting || kind != "write"
 		errs = append(errs, r.failTarget(t, gen, kind, err))
 	}
-	for _, t := range ts {
-		s, err := t.stage(snap)
-		if err != nil {
-			fail(t, "render", err)
+	phaseStart := time.Now()
+	stages, stageErrs := stageAll(snap, ts)
+	for i, t := range ts {
+		if stageErrs[i] != nil {
+			fail(t, "render", stageErrs[i])
 			continue
 		}
-		stagedAll = append(stagedAll, s)
+		stagedAll = append(stagedAll, stages[i])
 	}
+	phaseStart = r.phases.lap(&r.phases.stage, phaseStart)
 	if len(errs) == 0 {
 		for _, s := range stagedAll {
 			if err := s.check(ctx, gen); err != nil {
@@ -310,6 +315,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 			}
 		}
 	}
+	phaseStart = r.phases.lap(&r.phases.check, phaseStart)
 	if len(errs) > 0 {
 		abortAll()
 		for _, t := range ts {
@@ -341,12 +347,12 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	}
 	r.savePending()
 	changed := map[*target]bool{}
-	for _, s := range stagedAll {
+	commitErrs := commitAll(stagedAll)
+	for i, s := range stagedAll {
 		if !s.changed {
-			s.abort()
 			continue
 		}
-		if _, err := s.commit(); err != nil {
+		if err := commitErrs[i]; err != nil {
 			if p, ok := wasPending[s.t]; ok && !p {
 				s.t.reloadPending, s.t.result.ReloadPending = false, false
 			}
@@ -356,6 +362,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		changed[s.t] = true
 		out.Changed = append(out.Changed, s.t.spec.Name)
 	}
+	r.phases.lap(&r.phases.swap, phaseStart)
 	for _, s := range stagedAll {
 		if !failed[s.t] {
 			s.t.applied, s.t.out, s.t.files = snap, s.out, s.files

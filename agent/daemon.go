@@ -304,6 +304,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset()
 		}
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
+		applied := time.Now()
 		if out.Retry || (out.Err != nil && !out.Rejected) {
 			retry.Schedule()
 		} else {
@@ -316,6 +317,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if !out.Skipped {
 			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
+			d.logTimings(ctx, snap, applied)
 		}
 	}
 	var heartbeat <-chan time.Time

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
@@ -228,4 +229,56 @@ func (t *target) reload(ctx context.Context, gen int64) (string, error) {
 	}
 	return command{kind: "reload", target: t.spec.Name, script: t.spec.Reload,
 		dest: t.spec.Dest, generation: gen, timeout: t.spec.Timeout}.run(ctx)
+}
+
+// stageAll stages snap for every target of ts, the targets side by side
+// (each writes and fsyncs only its own staged output, so their fsyncs
+// overlap), and returns each one's staged output or error, in ts's order.
+func stageAll(snap Snapshot, ts []*target) ([]*staged, []error) {
+	stages, errs := make([]*staged, len(ts)), make([]error, len(ts))
+	if len(ts) == 1 {
+		stages[0], errs[0] = ts[0].stage(snap)
+		return stages, errs
+	}
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Go(func() { stages[i], errs[i] = t.stage(snap) })
+	}
+	wg.Wait()
+	return stages, errs
+}
+
+// commitAll commits every changed staged output of ss, side by side (each
+// swap is its own target's: their directory fsyncs overlap), aborts the
+// unchanged ones, and returns each one's commit error, in ss's order.
+// Every output is checked and the pending reloads are on disk before it
+// runs, as when they were committed one after the other.
+func commitAll(ss []*staged) []error {
+	errs := make([]error, len(ss))
+	alone := changedCount(ss) == 1
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		if !s.changed {
+			s.abort()
+			continue
+		}
+		if alone {
+			_, errs[i] = s.commit()
+			continue
+		}
+		wg.Go(func() { _, errs[i] = s.commit() })
+	}
+	wg.Wait()
+	return errs
+}
+
+// changedCount is the number of changed outputs in ss.
+func changedCount(ss []*staged) int {
+	n := 0
+	for _, s := range ss {
+		if s.changed {
+			n++
+		}
+	}
+	return n
 }

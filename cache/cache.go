@@ -32,6 +32,10 @@ type Cache struct {
 	opts    options
 	log     *slog.Logger
 	store   *stateStore // nil without WithStateFile; used by New, then the loop only
+	// cycleStarted is when the loop's current cycle began, and verifyNanos
+	// the time its item reads spent verifying (FetchTimings).
+	cycleStarted time.Time
+	verifyNanos  atomic.Int64
 
 	snap    atomic.Pointer[Snapshot]
 	updates chan *Snapshot // 1 slot, latest value
@@ -246,7 +250,10 @@ func (c *Cache) apply(s *Snapshot) {
 	// from an older state file and act on that (never backwards; found by
 	// the chaos suite killing an agent just after an apply).
 	if c.store != nil {
-		if err := c.store.write(s); err != nil {
+		persistStart := time.Now()
+		err := c.store.write(s)
+		s.timings.Persist = time.Since(persistStart)
+		if err != nil {
 			c.stats.persistErrors.Add(1)
 			// A full disk (or any write error) must not leave an older
 			// generation behind as the restart state: a crash after this

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -33,6 +34,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 	m, zxid := root.m, root.stat.Mzxid
 	items, todo, names := reuseHeld(m, held)
 	path := c.itemSource(root)
+	c.verifyNanos.Store(0)
 	var err error
 	switch len(todo) {
 	case 0:
@@ -45,7 +47,10 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 	if err != nil {
 		return nil, err
 	}
-	return newSnapshotNames(m, zxid, items, names, false), nil
+	s := newSnapshotNames(m, zxid, items, names, false)
+	s.timings = FetchTimings{Started: c.cycleStarted, Fetched: time.Since(c.cycleStarted), Read: len(todo),
+		Verify: time.Duration(c.verifyNanos.Load())}
+	return s, nil
 }
 
 // itemSource returns where the content of item name of root.m is read: the
@@ -101,8 +106,12 @@ func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) st
 	data, _, err := c.conn.Get(path(name))
 	c.stats.requests.Add(1)
 	c.stats.itemsFetched.Add(1)
-	if err == nil && !m.Matches(name, data) {
-		err = errMismatch
+	if err == nil {
+		start := time.Now()
+		if !m.Matches(name, data) {
+			err = errMismatch
+		}
+		c.verifyNanos.Add(int64(time.Since(start)))
 	}
 	return data, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,6 +48,7 @@ const (
 // says which); loop.torn > 0 asks for a retry after backoff.
 func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 	full := loop.full
+	c.cycleStarted = time.Now()
 	if err := c.syncRoot(ctx, loop); err != nil {
 		return err
 	}

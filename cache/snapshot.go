@@ -21,6 +21,8 @@ type Snapshot struct {
 	// left: incarnations held before and left (IncarnationFollow), with
 	// the newest generation held in each; persisted with the snapshot.
 	left []IncarnationMark
+	// timings: how the cache fetched it (set before it is handed out).
+	timings FetchTimings
 }
 
 // newSnapshot builds a snapshot. items must hold exactly m's items, each

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +23,10 @@ import (
 // incremental, so that an apply writes only the items that changed. Item
 // contents are in the item directory path.d, one file per distinct content,
 // named by the hex sha256 of its bytes (content-addressed: items with equal
-// content share a file), written (temporary file, fsync, rename) only when
-// the content is new, after which the directory is fsynced once. The state
+// content share a file), written only when the content is new: created
+// under that name (a file of that name already there is replaced through
+// a temporary file and a rename instead) and fsynced together with the
+// directory and the commit file's temporary file (writeDurable). The state
 // file itself, the commit file, is one small JSON document naming the
 // generation:
 //
@@ -40,8 +43,8 @@ import (
 //	}
 //
 // It is replaced atomically (temporary file in the same directory, fsync,
-// rename, directory fsync) once every new item file is durable: that rename
-// is the commit point. Item files the new manifest no longer references are
+// rename, directory fsync); the rename, once every new item file and the
+// item directory are durable, is the commit point. Item files the new manifest no longer references are
 // removed after it.
 //
 // A crash before the commit point leaves the previous commit file and every
@@ -344,7 +347,7 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		return err
 	}
 	next := make(map[string]struct{}, len(s.m.Items))
-	wrote := false
+	var todo []string // names of the items whose files are written
 	for _, name := range s.names {
 		h := s.m.Items[name].SHA256
 		if _, ok := next[h]; ok {
@@ -354,34 +357,31 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 		if _, ok := st.have[h]; ok {
 			continue
 		}
-		data := s.items[name]
-		if err := replaceFile(st.dir, h, data); err != nil {
-			return fmt.Errorf("state file: item %q: %w", name, err)
-		}
-		wrote = true
+		todo = append(todo, name)
 		st.last.itemFiles++
-		st.last.itemBytes += int64(len(data))
+		st.last.itemBytes += int64(len(s.items[name]))
 	}
-	if wrote {
-		if err := st.syncDir(st.dir); err != nil {
-			return fmt.Errorf("state file: %w", err)
-		}
-	}
-	if hook := st.beforeCommit.Load(); hook != nil {
-		if err := (*hook)(); err != nil {
-			return err
-		}
-	}
-
 	data, err := encodeState(st.root, s, time.Now())
 	if err != nil {
 		return err
 	}
-	parent := filepath.Dir(st.path)
-	if err := replaceFile(parent, filepath.Base(st.path), data); err != nil {
-		return fmt.Errorf("state file: %w", err)
+	tmp, err := st.writeDurable(s, todo, data)
+	if err != nil {
+		return err
+	}
+	if hook := st.beforeCommit.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+	}
+	// The commit point: the commit file names the new items only now.
+	if err := os.Rename(tmp, st.path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("state file: rename into place: %w", err)
 	}
 	st.last.commitBytes = int64(len(data))
+	parent := filepath.Dir(st.path)
 	if err := st.syncDir(parent); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
@@ -400,6 +400,105 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 				st.last.removedFiles++
 			}
 		}
+	}
+	return nil
+}
+
+// writeDurable makes durable, before the commit point, everything the
+// commit file will name: the item files of names (new files created under
+// their final names: no commit file can reference a file that did not
+// exist, and a crash leaves orphans the next write sweeps; an existing one
+// is replaced by rename), their directory's entries, and the
+// commit file's content in a temporary file of the state file's directory,
+// whose path it returns. The fsyncs are issued together, so that they wait
+// for the disk once, not once each (at most durable.Batch files open at
+// once). The caller renames the temporary file (the commit point).
+func (st *stateStore) writeDurable(s *Snapshot, names []string, commit []byte) (tmp string, err error) {
+	parent := filepath.Dir(st.path)
+	defer func() {
+		if err != nil && tmp != "" {
+			_ = os.Remove(tmp)
+			tmp = ""
+		}
+	}()
+	for start := 0; ; start += durable.Batch {
+		batch := names[start:min(start+durable.Batch, len(names))]
+		last := start+durable.Batch >= len(names)
+		files := make([]*os.File, 0, len(batch)+1)
+		closeAll := func() {
+			for _, f := range files {
+				_ = f.Close() // may be closed already; irrelevant then
+			}
+		}
+		for _, name := range batch {
+			h := s.m.Items[name].SHA256
+			f, err := createFile(os.OpenFile(filepath.Join(st.dir, h), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600))
+			if errors.Is(err, fs.ErrExist) {
+				// A file of that name that this store does not hold (an
+				// orphan, or one a state file this store did not load
+				// names): replaced whole, never truncated in place.
+				err = durable.Replace(filepath.Join(st.dir, h), "."+h+tmpMarker, s.items[name], 0o600)
+				if err == nil {
+					continue
+				}
+			} else if err == nil {
+				files = append(files, f)
+				err = writeAll(f, s.items[name])
+			}
+			if err != nil {
+				closeAll()
+				return tmp, fmt.Errorf("state file: item %q: %w", name, err)
+			}
+		}
+		var dirErr chan error
+		if last {
+			f, err := createFile(os.CreateTemp(parent, "."+filepath.Base(st.path)+tmpMarker+"*"))
+			if err == nil {
+				tmp = f.Name()
+				files = append(files, f)
+				err = writeAll(f, commit)
+			}
+			if err != nil {
+				closeAll()
+				return tmp, fmt.Errorf("state file: %w", err)
+			}
+			if len(names) > 0 {
+				// Every item file exists: the directory's fsync covers
+				// their entries, beside the files' own fsyncs.
+				dirErr = make(chan error, 1)
+				go func() { dirErr <- st.syncDir(st.dir) }()
+			}
+		}
+		errs := durable.SyncClose(files)
+		if dirErr != nil {
+			errs = append(errs, <-dirErr)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return tmp, fmt.Errorf("state file: %w", err)
+		}
+		if last {
+			return tmp, nil
+		}
+	}
+}
+
+// createFile passes on what os.OpenFile or os.CreateTemp returned, and
+// sets the mode of the file (0600) when it was opened.
+func createFile(f *os.File, err error) (*os.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// writeAll writes data to f.
+func writeAll(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	return nil
 }
@@ -453,12 +552,6 @@ func ownItemFile(name string) bool {
 		name = name[1:i]
 	}
 	return len(name) == 64 && strings.Trim(name, "0123456789abcdef") == ""
-}
-
-// replaceFile writes dir/name atomically and durably except for the
-// directory entry (mode 0600); the caller fsyncs dir with st.syncDir.
-func replaceFile(dir, name string, data []byte) error {
-	return durable.Replace(filepath.Join(dir, name), "."+name+tmpMarker, data, 0o600)
 }
 
 // syncDir fsyncs dir with durable's policy (EINVAL tolerated: some FUSE and

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Inherited are the ACLs a publisher gives the nodes it creates, copied
@@ -156,12 +157,20 @@ const (
 func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) error {
 	switch role {
 	case RolePublisher:
-		for _, p := range []string{paths.Root, paths.History()} {
-			if _, _, err := copyableACL(ctx, conn, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		// Both reads in flight at once (one round trip, not two: this
+		// runs before every confpush command); the first path's error wins.
+		nodes := []string{paths.Root, paths.History()}
+		errs := make([]error, len(nodes))
+		_ = work.Parallel(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
+			_, _, errs[i] = copyableACL(ctx, conn, nodes[i])
+			return nil
+		})
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 		}
-		return nil
+		return ctx.Err()
 	case RoleAgent:
 		_, err := call(ctx, func() (struct{}, error) {
 			_, _, err := conn.Get(paths.Root)

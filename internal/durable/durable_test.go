@@ -2,6 +2,7 @@ package durable
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -70,5 +71,35 @@ func TestWriteTempRemovesOnError(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("temporary file left: %v", ents)
+	}
+}
+
+// TestSyncClose fsyncs and closes every file, reports each one's error in
+// its place (a file already closed cannot be fsynced), and closes the
+// others whatever happens.
+func TestSyncClose(t *testing.T) {
+	dir := t.TempDir()
+	var files []*os.File
+	for i := range 5 {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("x"); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	_ = files[2].Close()
+	errs := SyncClose(files)
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("file %d: error %v", i, err)
+		}
+	}
+	for i, f := range files {
+		if _, err := f.Write([]byte("y")); err == nil {
+			t.Errorf("file %d is still open", i)
+		}
 	}
 }

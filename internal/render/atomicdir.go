@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/durable"
 	"github.com/zkconf/zkconf/internal/errlist"
 )
 
@@ -692,6 +693,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	recs := make(map[string]fileRecord, len(files))
+	var write []string // the files not linked from the current set
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if fr, ok := p.keep[name]; ok {
 			// The current set is immutable: share its inode. Any error
@@ -707,15 +709,23 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 				continue
 			}
 		}
-		id, err := writeNew(filepath.Join(path, name), files[name], opts)
-		if err != nil {
+		write = append(write, name)
+	}
+	// Written first, then fsynced together, so that they wait for the
+	// disk once, not once each (durable.SyncClose); nothing is visible
+	// before the swap.
+	// The directory's fsync (its entries: the files and the hard links)
+	// goes beside the last batch's.
+	for start := 0; start < len(write); start += durable.Batch {
+		last := start+durable.Batch >= len(write)
+		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last); err != nil {
 			return nil, err
 		}
-		// Just written: not trusted until racyWindow has passed.
-		recs[name] = fileRecord{data: files[name], id: id}
 	}
-	if err := syncDir(path); err != nil {
-		return nil, err
+	if len(write) == 0 {
+		if err := syncDir(path); err != nil {
+			return nil, err
+		}
 	}
 	return &StagedDir{w: w, files: files, opts: opts, path: path, recs: recs, changed: true}, nil
 }
@@ -860,31 +870,74 @@ func (w *DirWriter) isOwnLink(name string) bool {
 	return target == filepath.Join(DataLink, name)
 }
 
-// writeNew creates path exclusively with data, owner and mode, fsyncs it,
-// and returns its identity.
-func writeNew(path string, data []byte, opts FileOptions) (id fileID, err error) {
+// writeBatch creates the files names in dir (their content in files, with
+// owner and mode), fsyncs them together, with dir itself when withDir (every
+// entry of dir exists by then), closes them and records them in recs. On
+// an error the caller removes dir.
+func writeBatch(dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+	open := make([]*os.File, len(names))
+	defer func() {
+		if err != nil {
+			for _, f := range open {
+				if f != nil {
+					_ = f.Close() // may be closed already; irrelevant then
+				}
+			}
+		}
+	}()
+	for i, name := range names {
+		if open[i], err = createNew(filepath.Join(dir, name), files[name], opts); err != nil {
+			return err
+		}
+	}
+	ids := make([]fileID, len(names))
+	for i, f := range open {
+		// Before the close: the identity of the file written.
+		if fi, err := f.Stat(); err == nil {
+			ids[i], _ = idOf(fi)
+		}
+	}
+	var dirErr chan error
+	if withDir {
+		dirErr = make(chan error, 1)
+		go func() { dirErr <- syncDir(dir) }()
+	}
+	errs := durable.SyncClose(open)
+	if dirErr != nil {
+		if err := <-dirErr; err != nil {
+			return err
+		}
+	}
+	if err := errlist.Join(errs...); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	for i, name := range names {
+		// Just written: not trusted until racyWindow has passed.
+		recs[name] = fileRecord{data: files[name], id: ids[i]}
+	}
+	return nil
+}
+
+// createNew creates path exclusively with data, owner and mode, and
+// returns it open and not yet fsynced. On an error nothing is left open
+// (the file itself is removed with its directory by the caller).
+func createNew(path string, data []byte, opts FileOptions) (_ *os.File, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("render: %w", cerr)
+		if err != nil {
+			_ = f.Close()
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	if err := applyOwnerMode(f, opts); err != nil {
-		return id, fmt.Errorf("render: %w", err)
+		return nil, fmt.Errorf("render: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		return id, fmt.Errorf("render: %w", err)
-	}
-	if fi, err := f.Stat(); err == nil {
-		id, _ = idOf(fi)
-	}
-	return id, nil
+	return f, nil
 }
 
 // isGenerationDir reports whether name looks like "..<timestamp>.<random>".

@@ -102,7 +102,23 @@ func startAgent(spec agentSpec, base string, i int) (*agentProc, error) {
 		listen = l.Addr().String()
 		l.Close()
 	}
-	cfg := fmt.Sprintf(`zookeeper:
+	cfg := agentYAML(spec.servers, spec.sessionTimeout, spec.root, spec.meta, a, listen, "level: warn", "")
+	cfgPath := filepath.Join(a.base, "confagent.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	if err := a.launch(spec.bin, cfgPath, spec.env); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// agentYAML is the configuration of agent a following root: state under
+// a.base, HTTP on listen (`""`: none), the log settings logYAML (lines of
+// the log block), a dir target at a.dest, then moreTargets (YAML list
+// entries, indented as the first).
+func agentYAML(servers []string, sessionTimeout time.Duration, root, meta string, a *agentProc, listen, logYAML, moreTargets string) string {
+	return fmt.Sprintf(`zookeeper:
   servers: [%s]
   session_timeout: %s
 root: %s
@@ -112,36 +128,37 @@ agent_id: %s
 http:
   listen: %s
 log:
-  level: warn
+  %s
 targets:
   - name: d
     type: dir
     dest: %s
-`, strings.Join(spec.servers, ", "), spec.sessionTimeout, spec.root, spec.meta,
-		filepath.Join(a.base, "state"), a.id, listen, a.dest)
-	cfgPath := filepath.Join(a.base, "confagent.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
+%s`, strings.Join(servers, ", "), sessionTimeout, root, meta, filepath.Join(a.base, "state"), a.id, listen,
+		strings.ReplaceAll(logYAML, "\n", "\n  "), a.dest, moreTargets)
+}
+
+// launch starts confagent with configuration cfgPath and env added to the
+// environment, logging to a.base/confagent.log.
+func (a *agentProc) launch(bin, cfgPath string, env []string) error {
 	logf, err := os.Create(filepath.Join(a.base, "confagent.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.logf = logf
-	a.cmd = exec.Command(spec.bin, "--config", cfgPath)
-	a.cmd.Env = append(os.Environ(), spec.env...)
+	a.cmd = exec.Command(bin, "--config", cfgPath)
+	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := a.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start confagent: %w", err)
+		return fmt.Errorf("start confagent: %w", err)
 	}
 	a.exited = make(chan struct{})
 	go func() {
 		_ = a.cmd.Wait()
 		close(a.exited)
 	}()
-	return a, nil
+	return nil
 }
 
 func (a *agentProc) pid() int { return a.cmd.Process.Pid }

@@ -7,6 +7,7 @@
 //	confbench                       # the full benchmark (make bench)
 //	confbench --quick --out /tmp/b  # the smoke version, a few seconds
 //	confbench --zk host:2181 --agents 1,10 --publishes 100
+//	confbench latency               # single host: confagent vs confd-style
 //
 // See package bench for what is measured and how.
 package main
@@ -35,6 +36,9 @@ func main() {
 
 // run is the whole program, callable from tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "latency" {
+		return runLatency(ctx, args[1:], stdout, stderr)
+	}
 	cfg, out, err := parseFlags(args, stderr)
 	if err != nil {
 		if err == flag.ErrHelp {
