@@ -117,6 +117,7 @@ func (a *agentProc) validConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "zookeeper:\n  servers: [%s]\n  session_timeout: %s\n", strings.Join(quoteAll(a.servers()), ", "), a.sess)
 	fmt.Fprintf(&b, "root: %s\nmeta: \"/zkconf\"\nstate_dir: %s\nagent_id: %s\n", q(chaosRoot), q(a.state), q(a.id))
+	fmt.Fprintf(&b, "labels:\n  %s: %s\n", zoneLabel, q(zoneOf(a.idx)))
 	fmt.Fprintf(&b, "http:\n  listen: \"\"\nlog:\n  level: info\n  format: text\napply: all\nstale_after: 60s\n")
 	fmt.Fprintf(&b, "resync_interval: %s\nresync_jitter: %s\n", a.resync, a.jitter)
 	fmt.Fprintf(&b, "targets:\n  - name: files\n    type: dir\n    dest: %s\n    mode: \"0644\"\n", q(a.dirOut))
