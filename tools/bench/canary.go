@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -73,6 +75,24 @@ func (c *CanaryResult) Row(step string) (CanaryRow, bool) {
 		}
 	}
 	return CanaryRow{}, false
+}
+
+// The canary measurement's plain publishes and rollouts (alternately
+// promoted and aborted).
+const (
+	canaryPlain  = 5
+	canaryRounds = 4
+)
+
+// writeCanary writes canary-requests.md: the canary section with the
+// environment it was measured in.
+func (r *Report) writeCanary(dir string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Canary rollouts: requests per follower\n\n")
+	fmt.Fprintf(&b, "Measured %s by `confbench` on %s (%d cores), %s, ZooKeeper %s (%d server(s)); load average %.2f at the start, %.2f at the end.\n\n",
+		r.Started.UTC().Format(time.RFC3339), r.Env.CPU, r.Env.Cores, r.Env.Go, r.Env.ZooKeeper, r.Env.Servers, r.Env.LoadStart, r.Env.LoadEnd)
+	b.WriteString(strings.Replace(r.Canary.Markdown(), "## ", "## Result: ", 1))
+	return os.WriteFile(filepath.Join(dir, "canary-requests.md"), []byte(b.String()), 0o644)
 }
 
 // canaryFollower is one labelled cache.
@@ -389,6 +409,19 @@ func (c *CanaryResult) OutsideUnchanged() []string {
 		diffs = append(diffs, fmt.Sprintf("plain publish: %.3g item reads per follower, want %d", plain.Outside.ItemReads, c.Changed))
 	}
 	return diffs
+}
+
+// Summary is one line: outside followers' requests per plain publish and
+// per rollout step, and whether they are the same.
+func (c *CanaryResult) Summary() string {
+	plain, _ := c.Row(stepPlain)
+	all, _ := c.Row(stepRollout)
+	verdict := "the same"
+	if len(c.OutsideUnchanged()) > 0 {
+		verdict = "NOT the same"
+	}
+	return fmt.Sprintf("outside followers %.2f requests per plain publish (%.2f besides item reads), %.2f per rollout step (%.2f besides item reads): %s; canary side %.2f per rollout step",
+		plain.Outside.Requests, plain.Outside.Other, all.Outside.Requests, all.Outside.Other, verdict, all.Canary.Requests)
 }
 
 // Markdown is the canary section of the report.

@@ -412,6 +412,9 @@ func (r *Report) Markdown() string {
 			f.IdleReads, f.IdleWrites, f.IdleSeconds, f1(f.LoadReadKiB), f1(f.LoadWrittenKiB), f.LoadWrites, f1(f.ChangedKiB))
 	}
 
+	if r.Canary != nil {
+		w("\n%s", r.Canary.Markdown())
+	}
 	w("\n## Harness checks\n\n")
 	var events, disc int64
 	for _, n := range s.Fleets {
@@ -440,6 +443,14 @@ func (r *Report) Write(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
+	}
+	if r.Canary != nil {
+		if err := r.writeCanary(dir); err != nil {
+			return err
+		}
+		if len(r.Runs) == 0 {
+			return nil // --canary-only: nothing else was measured
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644); err != nil {
 		return err
