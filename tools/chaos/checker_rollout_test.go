@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -117,11 +116,7 @@ func TestCheckerFollowsHostsThroughARollout(t *testing.T) {
 	g1, g2 := sampleItems(1, 1), sampleItems(2, 2)
 	hist := rolloutHistory(g1, g2, g1, false) // 3 aborts 2
 	now := time.Now()
-	state := func(items map[string][]byte, gen int64) *obsState {
-		s := &obsState{First: now, Last: now, Items: itemObsOf(items), Gen: gen, Nonce: nonceOf(items)}
-		s.key = stateKey(s)
-		return s
-	}
+	state := func(items map[string][]byte, gen int64) *obsState { return obsAt(now, items, gen, 0) }
 	newC := func() *checker {
 		c := newChecker(hist, nil, nil)
 		for _, g := range []map[string][]byte{g1, g2} {
@@ -143,13 +138,7 @@ func TestCheckerFollowsHostsThroughARollout(t *testing.T) {
 		}
 	})
 	t.Run("torn between candidate and stable, back from the candidate", func(t *testing.T) {
-		mixed := maps.Clone(g2)
-		for n, d := range g1 {
-			if n != "app.json" {
-				mixed[n] = d
-				break
-			}
-		}
+		mixed := tornOf(t, g2, g1)
 		o := newAgentObs(1)
 		o.states[tDir] = []*obsState{state(g2, 0), state(mixed, 0)}
 		o.states[tTmpl] = []*obsState{state(g2, 2), state(g1, 1)}
@@ -166,11 +155,7 @@ func TestCheckFinalSelection(t *testing.T) {
 	hist := history(g1, g2)
 	hist[2].Candidate = true
 	now := time.Now()
-	state := func(items map[string][]byte, gen int64) *obsState {
-		s := &obsState{First: now, Last: now, Items: itemObsOf(items), Gen: gen, Nonce: nonceOf(items), Assigned: gen}
-		s.key = stateKey(s)
-		return s
-	}
+	state := func(items map[string][]byte, gen int64) *obsState { return obsAt(now, items, gen, gen) }
 	open := &histEntry{Gen: 1, PublishID: "p1", Items: hist[1].Items, Canary: &wireCanary{Generation: 2, Selector: "zone=a", RolloutID: "r1"}}
 	closed := &histEntry{Gen: 1, PublishID: "p1", Items: hist[1].Items}
 	host := func(items map[string][]byte, gen int64) *agentObs {
@@ -236,4 +221,12 @@ func TestSelectsAgreesWithTheDesign(t *testing.T) {
 	if in == 0 || in == len(sels)*40 {
 		t.Fatalf("degenerate: %d selected", in)
 	}
+}
+
+// obsAt is an observed state of items at now, naming generation gen (a
+// template output) and assigned generation assigned.
+func obsAt(now time.Time, items map[string][]byte, gen, assigned int64) *obsState {
+	s := &obsState{First: now, Last: now, Items: itemObsOf(items), Gen: gen, Nonce: nonceOf(items), Assigned: assigned}
+	s.key = stateKey(s)
+	return s
 }
