@@ -67,6 +67,14 @@ type GroupCost struct {
 	Other float64 `json:"other"`
 }
 
+// add adds o's counts to g.
+func (g *GroupCost) add(o GroupCost) {
+	g.Requests += o.Requests
+	g.RootReads += o.RootReads
+	g.ItemReads += o.ItemReads
+	g.CandidateReads += o.CandidateReads
+}
+
 // Row returns the row of step ("" when absent).
 func (c *CanaryResult) Row(step string) (CanaryRow, bool) {
 	for _, r := range c.Rows {
@@ -363,12 +371,8 @@ func (m *canaryMeter) rows() []CanaryRow {
 		n := m.counts[kind]
 		rows = append(rows, CanaryRow{Step: kind, Steps: n, Outside: per(s[0], outside, n), Canary: per(s[1], canary, n)})
 		if kind != stepPlain {
-			for j := range 2 {
-				all[j].Requests += s[j].Requests
-				all[j].RootReads += s[j].RootReads
-				all[j].ItemReads += s[j].ItemReads
-				all[j].CandidateReads += s[j].CandidateReads
-			}
+			all[0].add(s[0])
+			all[1].add(s[1])
 			allSteps += n
 		}
 	}
