@@ -135,8 +135,9 @@ func wantFinal(live *histEntry, id string, labels map[string]string, held int64)
 
 // checkFinalSelection checks that agent's last states (both targets) are
 // the generation its labels select in the final root of incarnation inc.
-// checkAgent must have assigned the states.
-func (c *checker) checkFinalSelection(inc int, live *histEntry, o *agentObs, id string, labels map[string]string, at time.Time) {
+// checkAgent must have assigned the states. It returns the generation
+// (gkey) the agent must be on.
+func (c *checker) checkFinalSelection(inc int, live *histEntry, o *agentObs, id string, labels map[string]string, at time.Time) int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	last := func(target string) *obsState {
@@ -164,7 +165,7 @@ func (c *checker) checkFinalSelection(inc int, live *histEntry, o *agentObs, id 
 	switch {
 	case e == nil:
 		c.violate("P8-selection", o.idx, at, "%s must end on generation %s (%s), which is not in the history", id, genName(want), what)
-		return
+		return want
 	case tmpl == nil || tmpl.Assigned != want:
 		got := "nothing"
 		if tmpl != nil {
@@ -175,6 +176,7 @@ func (c *checker) checkFinalSelection(inc int, live *histEntry, o *agentObs, id 
 	if dir == nil || digest(obsSigs(dir.Items)) != digest(e.Items) {
 		c.violate("P8-selection", o.idx, at, "%s (labels %v) ended with its dir target not holding generation %s's set (%s)", id, labels, genName(want), what)
 	}
+	return want
 }
 
 // selects is the canary selection, from the design: every term of the

@@ -55,6 +55,9 @@ type runner struct {
 	start time.Time
 	// closing is the canary left open at the end (closingCanary).
 	closing *pubRecord
+	// relabelled are the agents closingCanary restarted with the other
+	// zone.
+	relabelled []int
 
 	cluster  *zktest.Cluster
 	agents   []*agentProc
@@ -516,7 +519,7 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		WorstRecoveryAgent: rec.worstAgent, WorstRecoveryWhat: rec.worstWhat, Violations: all, WorkDir: cfg.WorkDir,
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
-		Rollouts: rollouts, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil,
+		Rollouts: rollouts, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil, Relabelled: r.relabelledIDs(),
 		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
 	}
 	for _, v := range views[:len(views)-1] {

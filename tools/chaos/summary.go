@@ -54,6 +54,7 @@ type Summary struct {
 	Rollouts        rolloutStats
 	FinalSelections int
 	ClosingCanary   bool
+	Relabelled      []string
 
 	Violations  []Violation
 	WorkDir     string
@@ -91,7 +92,8 @@ func (s *Summary) Text() string {
 	ro := s.Rollouts
 	p("  canary rollouts:      %d started (%d superseding a rollout), %d widened, %d promoted, %d aborted, %d superseded by a plain publish; %d plain publishes during a rollout refused (%d failed otherwise); %d steps failed",
 		ro.Started, ro.SupersededByCanary, ro.Widened, ro.Promoted, ro.Aborted, ro.SupersededByPublish, ro.RefusedPublishes, ro.RefusedOther, ro.StepErrors)
-	p("                        %d agents' final states checked against their labels' selection (ended on an open rollout: %v)", s.FinalSelections, s.ClosingCanary)
+	p("                        %d agents' final states checked against their labels' selection (ended on an open rollout: %v; restarted with the other zone mid-rollout: %v)",
+		s.FinalSelections, s.ClosingCanary, s.Relabelled)
 	p("  convergence bound:    %s", s.BoundExpr)
 	if s.WorstConvergenceAgent >= 0 {
 		var per []string

@@ -33,10 +33,18 @@ func zoneOf(idx int) string {
 	return "b"
 }
 
-// agentLabels are the labels agent idx is configured with (besides its
-// id, which every selection also sees as the label "agent").
+// agentLabels are the labels agent idx is first configured with
+// (besides its id, which every selection also sees as the label "agent").
 func agentLabels(idx int) map[string]string {
 	return map[string]string{zoneLabel: zoneOf(idx)}
+}
+
+// labels are the agent's labels now.
+func (a *agentProc) labels() map[string]string {
+	if a.relabelled {
+		return map[string]string{zoneLabel: zoneOf(a.idx + 1)}
+	}
+	return agentLabels(a.idx)
 }
 
 // rolloutStats counts the rollout steps the workload took.
