@@ -31,8 +31,11 @@
 // leave a step's outcome unknown; a wipe ends any rollout). The first and
 // last publishes supersede whatever is open. After the final publish has
 // converged, a closing canary of one zone (drawn from the seed) is left
-// open: the selected agents are awaited on the candidate and the run ends
-// with a rollout in progress.
+// open: the selected agents are awaited on the candidate; then one agent
+// on the candidate and one outside the selection are restarted with the
+// other zone (relabelled mid-rollout: the first must stay on the
+// candidate, never backwards, the second must move to it), and the run
+// ends with a rollout in progress.
 //
 // # Faults
 //
