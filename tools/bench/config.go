@@ -110,6 +110,11 @@ type Config struct {
 	// Quick is the smoke version: small fleets, few publishes, short
 	// footprint phases.
 	Quick bool
+	// CanaryFollowers is the number of labelled caches of the canary
+	// measurement (canary.go; 0: not measured); CanaryOnly measures
+	// nothing else.
+	CanaryFollowers int
+	CanaryOnly      bool
 	// Logger receives progress; slog.Default when nil.
 	Logger *slog.Logger
 }
@@ -128,6 +133,8 @@ func DefaultConfig() Config {
 		Gap:            20 * time.Millisecond,
 		AgentGap:       500 * time.Millisecond,
 		WaitTimeout:    2 * time.Minute,
+
+		CanaryFollowers: 20,
 	}
 }
 
@@ -141,6 +148,7 @@ func QuickConfig() Config {
 	c.Gap, c.AgentGap = 5*time.Millisecond, 250*time.Millisecond
 	c.WaitTimeout = 30 * time.Second
 	c.Quick = true
+	c.CanaryFollowers = 4
 	return c
 }
 
@@ -184,6 +192,9 @@ func (c *Config) validate() error {
 	}
 	if c.Concurrency < 1 || c.SessionTimeout <= 0 || c.WaitTimeout <= 0 || c.Gap < 0 || c.AgentGap < 0 {
 		errs = append(errs, errors.New("concurrency, session timeout and wait timeout must be positive"))
+	}
+	if c.CanaryFollowers < 0 || c.CanaryFollowers == 1 || (c.CanaryOnly && c.CanaryFollowers == 0) {
+		errs = append(errs, fmt.Errorf("canary followers %d: 0 (none, not with canary-only) or at least 2 (half of them are the canary side)", c.CanaryFollowers))
 	}
 	return errors.Join(errs...)
 }

@@ -446,6 +446,9 @@ func (r *Report) Markdown() string {
 		}
 	}
 
+	if r.Canary != nil {
+		w("\n%s", r.Canary.Markdown())
+	}
 	w("\n## Harness checks\n\n")
 	var events, disc int64
 	for _, n := range s.Fleets {
@@ -482,6 +485,14 @@ func (r *Report) Write(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
+	}
+	if r.Canary != nil {
+		if err := r.writeCanary(dir); err != nil {
+			return err
+		}
+		if len(r.Runs) == 0 {
+			return nil // --canary-only: nothing else was measured
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644); err != nil {
 		return err

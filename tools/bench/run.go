@@ -24,6 +24,8 @@ type Report struct {
 	InProcess []*AgentResult `json:"in_process_agent,omitempty"`
 	// Herd is the herd measurement (Config.Herd).
 	Herd *HerdResult `json:"herd,omitempty"`
+	// Canary is the request cost of followers during canary rollouts.
+	Canary *CanaryResult `json:"canary,omitempty"`
 	// FramingErrors counts writes the taps could not read as one packet:
 	// non-zero means the request counts cannot be trusted.
 	FramingErrors int64 `json:"tap_framing_errors"`
@@ -131,6 +133,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 
+	if cfg.CanaryFollowers > 0 {
+		log.Info("measuring requests during canary rollouts", "followers", cfg.CanaryFollowers)
+		if rep.Canary, err = e.measureCanary(ctx, cfg.CanaryFollowers, canaryPlain, canaryRounds); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	if cfg.CanaryOnly {
+		rep.Env.LoadEnd = loadAvg()
+		rep.Seconds = time.Since(rep.Started).Seconds()
+		return rep, nil
+	}
 	for run := 1; run <= cfg.Runs; run++ {
 		rr, err := e.run(ctx, run, bin)
 		if err != nil {

@@ -38,22 +38,25 @@ nonce {{ (json "app.json").request }}
 // agentProc is one confagent process and everything around it: its
 // configuration, its proxies (one per ZooKeeper server), its outputs.
 type agentProc struct {
-	idx     int
-	id      string
-	dir     string
-	cfgPath string
-	tmpl    string
-	dirOut  string // dir target
-	tmplOut string // template target
-	state   string
-	picky   bool // its dir target's check rejects PoisonToken
-	proxies []*faultproxy.Proxy
-	bin     string
-	sess    time.Duration
-	jitter  time.Duration
-	resync  time.Duration
-	log     *eventLog
-	onExit  func(a *agentProc, code int, tail string) // unexpected exits
+	idx int
+	id  string
+	// relabelled swaps the agent's zone label (closingCanary); set
+	// while it is stopped.
+	relabelled bool
+	dir        string
+	cfgPath    string
+	tmpl       string
+	dirOut     string // dir target
+	tmplOut    string // template target
+	state      string
+	picky      bool // its dir target's check rejects PoisonToken
+	proxies    []*faultproxy.Proxy
+	bin        string
+	sess       time.Duration
+	jitter     time.Duration
+	resync     time.Duration
+	log        *eventLog
+	onExit     func(a *agentProc, code int, tail string) // unexpected exits
 
 	// extraConfig is appended to the valid configuration (see
 	// incarnationConfig).
@@ -117,6 +120,7 @@ func (a *agentProc) validConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "zookeeper:\n  servers: [%s]\n  session_timeout: %s\n", strings.Join(quoteAll(a.servers()), ", "), a.sess)
 	fmt.Fprintf(&b, "root: %s\nmeta: \"/zkconf\"\nstate_dir: %s\nagent_id: %s\n", q(chaosRoot), q(a.state), q(a.id))
+	fmt.Fprintf(&b, "labels:\n  %s: %s\n", zoneLabel, q(a.labels()[zoneLabel]))
 	fmt.Fprintf(&b, "http:\n  listen: \"\"\nlog:\n  level: info\n  format: text\napply: all\nstale_after: 60s\n")
 	fmt.Fprintf(&b, "resync_interval: %s\nresync_jitter: %s\n", a.resync, a.jitter)
 	fmt.Fprintf(&b, "targets:\n  - name: files\n    type: dir\n    dest: %s\n    mode: \"0644\"\n", q(a.dirOut))

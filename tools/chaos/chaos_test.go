@@ -58,6 +58,12 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("chaos harness: %v (work directory kept: %s)", err, work)
 	}
 	t.Log("\n" + sum.Text())
+	// Rollouts are part of every run: at least the closing canary, left
+	// open, whose selection every agent's final state is checked against.
+	if !sum.ClosingCanary || sum.Rollouts.Started == 0 || sum.FinalSelections != sum.Agents || len(sum.Relabelled) != 2 {
+		t.Errorf("the run took no canary rollout (closing canary %v, %d started, %d of %d agents checked by selection, relabelled %v)",
+			sum.ClosingCanary, sum.Rollouts.Started, sum.FinalSelections, sum.Agents, sum.Relabelled)
+	}
 	if sum.Failed() {
 		t.Errorf("%d violations; replay with CHAOS_SEED=%d (work directory kept: %s)\n%s",
 			len(sum.Violations), sum.Seed, work, sum.ViolationsText(10))

@@ -21,7 +21,8 @@ import (
 type Violation struct {
 	// Property: P1-torn, P2-backwards, P3-partial, P4-publish,
 	// P5-convergence, P6-rejected-content, recovery, agent-exit,
-	// config-reload, reload-retry, forged-status, incarnation.
+	// config-reload, reload-retry, forged-status, incarnation,
+	// P7-rollout-refusal, P8-selection.
 	Property string
 	Agent    int // -1 when not one agent's
 	At       time.Time
@@ -48,6 +49,20 @@ type histEntry struct {
 	PublishedAt time.Time
 	Items       map[string]sig
 	Czxid       int64
+	// Rollouts: a candidate generation (the data of history g-C names
+	// its selection), the candidate a promote or abort ended, and, for
+	// the live root only, the canary it announces.
+	Candidate          bool
+	PromoteOf, AbortOf int64
+	Canary             *wireCanary
+}
+
+// wireCanary is the root's canary field as the checker reads it.
+type wireCanary struct {
+	Generation int64   `json:"generation"`
+	Selector   string  `json:"selector"`
+	Percent    float64 `json:"percent"`
+	RolloutID  string  `json:"rollout_id"`
 }
 
 // wireManifest is the manifest JSON (docs/design.md), decoded without the
@@ -62,7 +77,11 @@ type wireManifest struct {
 	// Incarnation identifies the tree's incarnation (a new one after the
 	// ensemble lost its data and the root was created again); see
 	// incarnationOf.
-	Incarnation string `json:"incarnation"`
+	Incarnation string          `json:"incarnation"`
+	Candidate   json.RawMessage `json:"candidate"`
+	PromoteOf   int64           `json:"promote_of"`
+	AbortOf     int64           `json:"abort_of"`
+	Canary      *wireCanary     `json:"canary"`
 	Items       map[string]struct {
 		SHA256 string `json:"sha256"`
 		Size   int64  `json:"size"`
@@ -78,7 +97,8 @@ func decodeEntry(data []byte) (*histEntry, error) {
 		return nil, fmt.Errorf("not a manifest (format %d, generation %d, publish id %q)", m.Format, m.Generation, m.PublishID)
 	}
 	e := &histEntry{Gen: m.Generation, PublishID: m.PublishID, Mode: m.Mode, RollbackOf: m.RollbackOf,
-		PublishedAt: m.PublishedAt, IncID: m.Incarnation, Items: map[string]sig{}}
+		PublishedAt: m.PublishedAt, IncID: m.Incarnation, Items: map[string]sig{},
+		Candidate: len(m.Candidate) > 0 && string(m.Candidate) != "null", PromoteOf: m.PromoteOf, AbortOf: m.AbortOf, Canary: m.Canary}
 	for n, it := range m.Items {
 		e.Items[n] = sig{SHA: it.SHA256, Size: it.Size}
 	}
@@ -237,7 +257,7 @@ func newChecker(hist map[int64]*histEntry, records []*pubRecord, poison map[sig]
 		slices.Sort(gs)
 	}
 	for _, r := range records {
-		if s, ok := r.Items["app.json"]; ok && r.Kind != kindRollback {
+		if s, ok := r.Items["app.json"]; ok && r.Kind != kindRollback && r.EndOf == 0 {
 			c.nonceOf[s.SHA] = r.Nonce
 		}
 	}
@@ -507,7 +527,11 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 	// The live root is the newest generation, its items as its manifest says.
 	if len(gens) > 0 {
 		newest := v.history[gens[len(gens)-1]]
-		if v.live.Gen != newest.Gen || v.live.PublishID != newest.PublishID {
+		if v.live.Canary != nil {
+			// During a rollout the root holds the stable generation and
+			// the newest entry is the candidate it announces.
+			c.checkLiveCanary(v, newest, now)
+		} else if v.live.Gen != newest.Gen || v.live.PublishID != newest.PublishID {
 			c.violate("P4-publish", -1, now, "live root holds generation %d (%s), the newest history entry is %d (%s)",
 				v.live.Gen, v.live.PublishID, newest.Gen, newest.PublishID)
 		}
@@ -577,7 +601,7 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 		}
 		if r.Kind == kindRollback {
 			rollbacksTo[r.RollbackOf] = append(rollbacksTo[r.RollbackOf], r)
-		} else {
+		} else if r.EndOf == 0 {
 			byNonce[r.Nonce] = r
 		}
 	}
@@ -607,6 +631,10 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 	landed := map[*pubRecord][]int64{}
 	for _, g := range gens {
 		e := v.history[g]
+		if e.PromoteOf > 0 || e.AbortOf > 0 {
+			c.checkRolloutEnd(v, g, records, now)
+			continue
+		}
 		if e.RollbackOf > 0 {
 			if src := v.history[e.RollbackOf]; src != nil && !maps.Equal(src.Items, e.Items) {
 				c.violate("P4-publish", -1, now, "generation %d is a rollback to %d but its items differ: %s", g, e.RollbackOf, diffSets(src.Items, e.Items, c))
@@ -647,8 +675,9 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 			c.violate("P4-publish", -1, r.End, "publish #%d was reported as failed (%s) but landed as generation %v", r.Seq, oneLine(r.Err), gs)
 		}
 	}
+	c.checkRefusals(records, landed)
 	for _, r := range records {
-		if r.Outcome == outUnknown && r.Kind != kindRollback {
+		if r.Outcome == outUnknown && r.Kind != kindRollback && r.EndOf == 0 {
 			if len(landed[r]) > 0 {
 				st.UnknownLanded++
 			} else {

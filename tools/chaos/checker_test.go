@@ -131,13 +131,7 @@ func TestCheckerReportsViolations(t *testing.T) {
 		}
 	})
 	t.Run("torn, backwards, partial, rejected content", func(t *testing.T) {
-		torn := maps.Clone(g2)
-		for _, n := range slices.Sorted(maps.Keys(g1)) {
-			if n != "app.json" && !bytes.Equal(g1[n], g2[n]) {
-				torn[n] = g1[n]
-				break
-			}
-		}
+		torn := tornOf(t, g2, g1)
 		partial := maps.Clone(g2)
 		var big string
 		for n, d := range g2 {
@@ -381,4 +375,19 @@ func TestScheduleIsSeededAndComplete(t *testing.T) {
 			t.Errorf("quorum loss of %v is not longer than the session timeout", s.Down)
 		}
 	}
+}
+
+// tornOf is set with one item (not app.json) taken from other: a set no
+// generation has.
+func tornOf(t *testing.T, set, other map[string][]byte) map[string][]byte {
+	t.Helper()
+	torn := maps.Clone(set)
+	for _, n := range slices.Sorted(maps.Keys(other)) {
+		if n != "app.json" && !bytes.Equal(other[n], set[n]) {
+			torn[n] = other[n]
+			return torn
+		}
+	}
+	t.Fatal("test set-up: the two sets share every item")
+	return nil
 }

@@ -17,6 +17,26 @@
 // for one transaction (marker mode by size), poisoned publishes, and
 // rollbacks. Every attempt is recorded with the signature of every item.
 //
+// # Canary rollouts
+//
+// Agents carry labels: zone=a (even index) or zone=b (odd), besides their
+// ids (agent-N, whose percentage buckets are fixed by the id). When the
+// root carries no rollout, the publisher now and then publishes its next
+// set as a canary instead (by zone, by percent, by zone and percent, or by
+// explicit agent ids); while one is open, each turn is a rollout step
+// (workload_rollout.go): a widen (a percent grows), a promote, an abort, a
+// plain publish with Supersede, a new canary with Supersede, or a plain
+// publish without it, which must be refused with ErrRolloutInProgress.
+// The rollout state is read from the root before every turn (a fault may
+// leave a step's outcome unknown; a wipe ends any rollout). The first and
+// last publishes supersede whatever is open. After the final publish has
+// converged, a closing canary of one zone (drawn from the seed) is left
+// open: the selected agents are awaited on the candidate; then one agent
+// on the candidate and one outside the selection are restarted with the
+// other zone (relabelled mid-rollout: the first must stay on the
+// candidate, never backwards, the second must move to it), and the run
+// ends with a rollout in progress.
+//
 // # Faults
 //
 // The schedule is derived from the seed alone (makeSchedule) and printed
@@ -71,6 +91,25 @@
 //  5. after the last fault and the final publish, every agent shows the
 //     final generation in both outputs and in its status node within
 //     Config.Bound (2 x session timeout + resync jitter + slack);
+//
+// Candidate generations are history entries like any other (the checker
+// learns their manifests from history g-C), so properties 1 to 3 cover a
+// host on a candidate, and an abort (the stable content at a higher
+// generation) is not a step back. Property 4 also holds for rollouts: a
+// root announcing a canary has that candidate as its newest history
+// entry, above the stable generation it holds; a promote carries exactly
+// the candidate's items and an abort the stable generation's (the newest
+// non-candidate below the candidate); each candidate ends at most once,
+// and only when an attempt not reported as failed asked for it.
+//
+//  7. P7-rollout-refusal: a plain publish attempted while the root carried
+//     a rollout never landed;
+//  8. P8-selection: at the end, every agent's two outputs hold what its
+//     labels select in the final root: during the closing canary the
+//     candidate for a selected agent (or one already above the stable
+//     generation), the stable generation for the others; without a rollout,
+//     the live generation. The checker evaluates selectors and buckets
+//     itself, from the design (check_rollout.go).
 //
 // and besides: the picky agent never renders content its check rejects;
 // after a healed reload failure a reload succeeds within the bound with

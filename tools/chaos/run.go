@@ -53,6 +53,11 @@ type runner struct {
 	h     *harness
 	log   *eventLog
 	start time.Time
+	// closing is the canary left open at the end (closingCanary).
+	closing *pubRecord
+	// relabelled are the agents closingCanary restarted with the other
+	// zone.
+	relabelled []int
 
 	cluster  *zktest.Cluster
 	agents   []*agentProc
@@ -248,6 +253,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 				Msg: fmt.Sprintf("%s converged to the final generation %d after %v, beyond the bound %v", a.id, final.Gen, d.Round(time.Millisecond), cfg.Bound())})
 		}
 	}
+	r.closing = r.closingCanary(ctx)
 	close(stopObs)
 	obsWG.Wait()
 	finish()
@@ -490,9 +496,11 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	rec := r.checkRecoveries(c, append(slices.Clone(faults), wipeRecoveries(faults, records, len(r.agents))...), ackedAt, final.End)
 	heals, fleetSamples, squats := r.nem.samples()
 	for i, a := range r.agents {
-		c.checkReloads(i, readReloadLog(a), heals, final.Gen, final.Nonce, cfg.Bound(), now)
+		gen, nonce := r.finalFor(i, c, view, final)
+		c.checkReloads(i, readReloadLog(a), heals, gen, nonce, cfg.Bound(), now)
 	}
 	c.checkForged(fleetSamples, squats)
+	rollouts := r.work.rollouts()
 
 	r.mu.Lock()
 	all := append(slices.Clone(r.violations), c.violations...)
@@ -511,6 +519,7 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		WorstRecoveryAgent: rec.worstAgent, WorstRecoveryWhat: rec.worstWhat, Violations: all, WorkDir: cfg.WorkDir,
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
+		Rollouts: rollouts, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil, Relabelled: r.relabelledIDs(),
 		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
 	}
 	for _, v := range views[:len(views)-1] {
@@ -590,7 +599,10 @@ func (r *runner) checkRecoveries(c *checker, faults []faultRec, ackedAt map[int6
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			for _, s := range o.states[target] {
-				if g := s.Assigned; g >= ge && !s.Last.Before(e) {
+				// A dir set is matched to its content's earliest generation:
+				// one carrying the content of ge (a promote's candidate, an
+				// abort's stable one) counts as ge.
+				if g := s.Assigned; (g >= ge || target == tDir && c.sameSet(g, ge)) && !s.Last.Before(e) {
 					if s.First.Before(e) {
 						return e, true
 					}

@@ -48,6 +48,14 @@ type Summary struct {
 	SquatReadings int
 	Incarnations  int
 
+	// Canary rollouts: the workload's rollout steps, the agents whose
+	// final state was checked against what their labels select, and
+	// whether the run ended on an open rollout (the closing canary).
+	Rollouts        rolloutStats
+	FinalSelections int
+	ClosingCanary   bool
+	Relabelled      []string
+
 	Violations  []Violation
 	WorkDir     string
 	HistoryFile string
@@ -81,6 +89,11 @@ func (s *Summary) Text() string {
 	p("  agent restarts:       %d process starts; %d invalid configurations rejected", s.AgentStarts, s.ConfigRejections)
 	p("  recovery checks:      %d healed reload failures checked for their retry; %d fleet-view and %d squatted-node readings with forged status nodes; %d incarnation(s) of the tree",
 		s.ReloadRetries, s.FleetReadings, s.SquatReadings, s.Incarnations)
+	ro := s.Rollouts
+	p("  canary rollouts:      %d started (%d superseding a rollout), %d widened, %d promoted, %d aborted, %d superseded by a plain publish; %d plain publishes during a rollout refused (%d failed otherwise); %d steps failed",
+		ro.Started, ro.SupersededByCanary, ro.Widened, ro.Promoted, ro.Aborted, ro.SupersededByPublish, ro.RefusedPublishes, ro.RefusedOther, ro.StepErrors)
+	p("                        %d agents' final states checked against their labels' selection (ended on an open rollout: %v; restarted with the other zone mid-rollout: %v)",
+		s.FinalSelections, s.ClosingCanary, s.Relabelled)
 	p("  convergence bound:    %s", s.BoundExpr)
 	if s.WorstConvergenceAgent >= 0 {
 		var per []string

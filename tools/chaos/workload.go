@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -65,6 +66,14 @@ type pubRecord struct {
 	ResMode   string
 	Recovered bool
 	Err       string
+
+	// Rollouts: the canary's selection, the rollout a plain publish saw
+	// in the root (it must be refused), the candidate a promote or abort
+	// ended.
+	Selection     *manifest.Selection `json:",omitempty"`
+	DuringRollout string              `json:",omitempty"`
+	EndOf         int64               `json:",omitempty"`
+	err           error
 }
 
 // workload is the publisher: it commits continuously, through its own
@@ -99,6 +108,7 @@ type workload struct {
 	seq       int
 	names     int
 	busyCount int
+	rstats    rolloutStats
 }
 
 func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
@@ -215,6 +225,9 @@ func (w *workload) step() {
 	w.mu.Lock()
 	nAcked := len(w.order)
 	w.mu.Unlock()
+	if w.rolloutStep() {
+		return
+	}
 	switch {
 	case r < 6 && nAcked >= 3:
 		w.rollback()
@@ -231,6 +244,11 @@ func (w *workload) step() {
 
 // publishKind builds the next set from the base and publishes it.
 func (w *workload) publishKind(kind string) *pubRecord {
+	return w.publishWith(kind, func(*publish.Request) {})
+}
+
+// publishWith is publishKind with the request adjusted by opt.
+func (w *workload) publishWith(kind string, opt func(*publish.Request)) *pubRecord {
 	w.seq++
 	seq := w.seq
 	nonce := fmt.Sprintf("r-%d-%d", w.seed, seq)
@@ -296,6 +314,10 @@ func (w *workload) publishKind(kind string) *pubRecord {
 		w.mu.Unlock()
 	}
 	req := publish.Request{Items: items, Mode: mode}
+	// The first, superseding and last publishes end any rollout left
+	// open (by a fault's unknown outcome, or the schedule).
+	req.Supersede = kind == kindInitial || kind == kindFinal || kind == kindSupersede
+	opt(&req)
 	if w.busyCount >= 2 {
 		req.OverrideMarker = true
 	}
@@ -336,6 +358,7 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	res, err := fn(ctx)
 	rec.End = time.Now()
 	cancel()
+	rec.err = err
 	switch {
 	case err == nil && res != nil && !res.Unchanged:
 		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, res.Mode, res.Recovered
@@ -354,7 +377,9 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	w.mu.Lock()
 	rec.Inc = w.inc
 	w.records = append(w.records, rec)
-	if rec.Outcome == outAcked {
+	// A candidate is no generation every agent must reach: only promotes
+	// and aborts are.
+	if rec.Outcome == outAcked && rec.Kind != kindCanary {
 		k := gkey(rec.Inc, rec.Gen)
 		w.acked[k] = items
 		w.ackedAt[k] = rec.End

@@ -56,6 +56,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "confbench: write results: %v\n", err)
 		return 1
 	}
+	if rep.Canary != nil {
+		fmt.Fprintf(stdout, "canary rollouts: %s\n", rep.Canary.Summary())
+	}
+	if cfg.CanaryOnly {
+		fmt.Fprintf(stdout, "results written to %s (canary-requests.md, results.json)\n", out)
+		return 0
+	}
 	fmt.Fprintf(stdout, "results written to %s (results.md, results.json, propagation.png)\n\n", out)
 	for _, t := range rep.Targets() {
 		fmt.Fprintf(stdout, "%-8s %s: %s\n", t.Status, t.Target, t.Measured)
@@ -93,6 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Config, string, error) {
 		out       = fs.String("out", "docs/bench", "directory for results.md, results.json and propagation.png")
 		profile   = fs.String("profile", "", "directory for CPU and allocation profiles (largest fleet, publish, in-process agent)")
 		quick     = fs.Bool("quick", false, "smoke version: N=10, a few publishes, a short footprint")
+		canaryN   = fs.Int("canary-followers", d.CanaryFollowers, "labelled caches of the canary-rollout request measurement (0: none)")
+		canaryOn  = fs.Bool("canary-only", false, "measure only the requests per follower during canary rollouts (canary-requests.md)")
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
 	fs.Usage = func() {
@@ -131,6 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Config, string, error) {
 	override("warmup", &cfg.Warmup, *warmup)
 	override("runs", &cfg.Runs, *runs)
 	override("confagents", &cfg.ConfAgents, *confAgent)
+	override("canary-followers", &cfg.CanaryFollowers, *canaryN)
+	cfg.CanaryOnly = *canaryOn
 	if set["footprint-idle"] || !*quick {
 		cfg.FootprintIdle = *fpIdle
 	}
