@@ -122,6 +122,11 @@ apply: independent
 func (e *env) waitStatus(t *testing.T, agentID string, ok func(agent.Status) bool) agent.Status {
 	t.Helper()
 	conn := e.c.Connect(t, 4*time.Second)
+	// Closed on return, not at the test's end: an idle connection holding
+	// a watch re-sends it when a test restarts the server, and
+	// go-zookeeper v1.0.4 races there (sendSetWatches reads lastZxid while
+	// recvLoop writes it; go-zookeeper/zk#35), which -race reports.
+	defer conn.Close()
 	path := layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID)
 	timeout := time.After(60 * time.Second)
 	for {
