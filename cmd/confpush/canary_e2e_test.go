@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// canaryFleet is four real confagent processes (a1, a2 in zone a; b1, b2
+// in zone b) following one root, and what each was seen to report.
+type canaryFleet struct {
+	t     *testing.T
+	c     cli
+	conn  *zk.Conn
+	bin   string // confpush binary
+	out   map[string]string
+	mu    sync.Mutex
+	seen  map[string]int64 // highest generation seen per agent
+	procs map[string]*exec.Cmd
+}
+
+func buildBinary(t *testing.T, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet {
+	agentBin := buildBinary(t, "../confagent", "confagent")
+	f := &canaryFleet{t: t, c: cli{t: t, zk: srv.ConnString(), root: root}, bin: buildBinary(t, ".", "confpush"),
+		out: map[string]string{}, seen: map[string]int64{}, procs: map[string]*exec.Cmd{}}
+	conn, _, err := zk.Connect(srv.Addrs(), 10*time.Second, zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	f.conn = conn
+	dir := t.TempDir()
+	for _, id := range []string{"a1", "a2", "b1", "b2"} {
+		out := filepath.Join(dir, id, "out")
+		f.out[id] = out
+		check := ""
+		if id == "a1" {
+			// Only a1 refuses a set carrying BAD.
+			check = "    check: \"! grep -rq BAD {{.src}}\"\n"
+		}
+		cfg := fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 4s
+root: %s
+state_dir: %s
+agent_id: %s
+http:
+  listen: ""
+labels:
+  zone: %s
+targets:
+  - name: d
+    type: dir
+    dest: %s
+%s`, srv.ConnString(), root, filepath.Join(dir, id, "state"), id, id[:1], out, check)
+		path := filepath.Join(dir, id, "confagent.yaml")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(agentBin, "--config", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+		f.procs[id] = cmd
+	}
+	return f
+}
+
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// waitGens waits until every agent reports its wanted generation applied
+// and ready, checking on every read that no agent's generation went down.
+func (f *canaryFleet) waitGens(want map[string]int64) {
+	f.t.Helper()
+	p := layout.New(f.c.root, layout.DefaultMeta)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		agents, err := fleet.List(context.Background(), f.conn, p.Root, p.Meta)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ok := 0
+		got := map[string]int64{}
+		for _, a := range agents {
+			if !a.Trusted() {
+				continue
+			}
+			g := a.Status.Generation
+			got[a.ID] = g
+			f.mu.Lock()
+			if g < f.seen[a.ID] {
+				f.mu.Unlock()
+				f.t.Fatalf("agent %s went backwards: generation %d after %d", a.ID, g, f.seen[a.ID])
+			}
+			f.seen[a.ID] = g
+			f.mu.Unlock()
+			if w, in := want[a.ID]; in && g == w && a.Status.Ready {
+				ok++
+			}
+		}
+		if ok == len(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("agents did not reach %v: %v", want, got)
+		}
+		time.Sleep(100 * time.Millisecond) // condition poll, not a synchronisation
+	}
+}
+
+func all(g int64) map[string]int64 { return map[string]int64{"a1": g, "a2": g, "b1": g, "b2": g} }
+
+// files asserts that agent id rendered exactly want (name → content).
+func (f *canaryFleet) files(id string, want map[string]string) {
+	f.t.Helper()
+	entries, err := os.ReadDir(f.out[id])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(f.out[id], e.Name()))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		got[e.Name()] = string(b)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		f.t.Fatalf("agent %s rendered %v, want %v", id, got, want)
+	}
+}
+
+func (f *canaryFleet) filesFor(want map[string]map[string]string) {
+	f.t.Helper()
+	for id, w := range want {
+		f.files(id, w)
+	}
+}
+
+// runBin runs the confpush binary and returns its exit code and output.
+func (f *canaryFleet) runBin(args ...string) (int, string) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	full := append([]string{"--zk", f.c.zk, "--root", f.c.root, "--session-timeout", "10s"}, args...)
+	out, err := exec.CommandContext(ctx, f.bin, full...).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		f.t.Fatalf("run confpush: %v", err)
+	}
+	code := 0
+	if ee != nil {
+		code = ee.ExitCode()
+	}
+	return code, string(out)
+}
+
+// TestCanaryE2E drives canary rollouts through real confagent processes
+// in two zones: by selector (zone a renders the candidate, zone b keeps
+// the stable files byte for byte), aborted (zone a back to the stable
+// content on C+1); driven with --auto: promoted after the bake, aborted
+// (exit 9) when a1's check refuses the candidate; a driver killed
+// mid-rollout shows as gone, a plain publish is refused meanwhile, and
+// another confpush promotes it. Generations only go up on every host.
+func TestCanaryE2E(t *testing.T) {
+	srv := startZK(t)
+	f := newCanaryFleet(t, srv, "/canary/app")
+	c := f.c
+	stable := map[string]string{"a.conf": "stable\n"}
+	c.run("publish", writeFiles(t, t.TempDir(), stable)).want(t, 0, "published generation 1")
+	f.waitGens(all(1))
+	onAll := func(content map[string]string) map[string]map[string]string {
+		return map[string]map[string]string{"a1": content, "a2": content, "b1": content, "b2": content}
+	}
+	f.filesFor(onAll(stable))
+
+	// By selector, by hand, aborted.
+	cand := map[string]string{"a.conf": "candidate\n", "new.conf": "new\n"}
+	c.run("publish", "--canary", "zone=a", writeFiles(t, t.TempDir(), cand)).want(t, 0, "published generation 2")
+	f.waitGens(map[string]int64{"a1": 2, "a2": 2, "b1": 1, "b2": 1})
+	f.filesFor(map[string]map[string]string{"a1": cand, "a2": cand, "b1": stable, "b2": stable})
+	c.run("rollout", "abort", "-m", "no").want(t, 0, "published generation 3")
+	f.waitGens(all(3))
+	f.filesFor(onAll(stable))
+
+	// --auto: promoted after the bake.
+	cand2 := map[string]string{"a.conf": "second\n"}
+	code, out := f.runBin("--json", "publish", "--canary", "zone=a", "--auto", "--bake", "1s", writeFiles(t, t.TempDir(), cand2))
+	if code != 0 || !strings.Contains(out, `"outcome": "promoted"`) || !strings.Contains(out, "applied") {
+		t.Fatalf("--auto promote: exit %d\n%s", code, out)
+	}
+	f.waitGens(all(5))
+	f.filesFor(onAll(cand2))
+
+	// --auto: a1's check refuses the candidate: aborted, exit 9.
+	bad := map[string]string{"a.conf": "BAD\n"}
+	code, out = f.runBin("publish", "--canary", "zone=a", "--auto", "--bake", "1s", writeFiles(t, t.TempDir(), bad))
+	if code != exitAborted || !strings.Contains(out, "aborted automatically") || !strings.Contains(out, "a1") {
+		t.Fatalf("--auto abort: exit %d\n%s", code, out)
+	}
+	f.waitGens(map[string]int64{"a2": 7, "b1": 7, "b2": 7})
+	f.filesFor(map[string]map[string]string{"a2": cand2, "b1": cand2, "b2": cand2})
+	f.files("a1", cand2) // refused the candidate: never rendered it
+	c.run("history").want(t, 0, "abort of 6", "automatic abort")
+
+	// A driver killed mid-rollout; a plain publish is refused meanwhile;
+	// another confpush promotes it.
+	cand3 := map[string]string{"a.conf": "third\n"}
+	w := startWatcher(t, f.bin, "--zk", c.zk, "--root", c.root, "--session-timeout", "4s",
+		"publish", "--canary", "zone=b", "--auto", "--bake", "1h", writeFiles(t, t.TempDir(), cand3))
+	w.waitFor(t, "driver", "healthy since")
+	c.run("rollout", "status").want(t, 0, "driver alive", "candidate generation 8")
+	c.run("publish", writeFiles(t, t.TempDir(), stable)).want(t, 4, "rollout", "--supersede")
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(c.run("rollout", "status").stdout, "driver gone") {
+		if time.Now().After(deadline) {
+			t.Fatal("rollout status never showed the killed driver gone")
+		}
+		time.Sleep(200 * time.Millisecond) // condition poll: the session expires
+	}
+	f.filesFor(map[string]map[string]string{"a2": cand2, "b1": cand3, "b2": cand3})
+	c.run("rollout", "promote").want(t, 0, "published generation 9")
+	f.waitGens(all(9))
+	f.filesFor(onAll(cand3))
+}
