@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // canaryFleet is four real confagent processes (a1, a2 in zone a; b1, b2
@@ -30,7 +32,68 @@ type canaryFleet struct {
 	out   map[string]string
 	mu    sync.Mutex
 	seen  map[string]int64 // highest generation seen per agent
-	procs map[string]*exec.Cmd
+	procs map[string]*agentProc
+
+	agentBin, dir string
+	srv           *zktest.Cluster
+}
+
+// agentProc is one running confagent.
+type agentProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// start starts (or restarts, with the same state directory) agent id with
+// label zone.
+func (f *canaryFleet) start(id, zone string) {
+	t := f.t
+	t.Helper()
+	out := filepath.Join(f.dir, id, "out")
+	f.out[id] = out
+	check := ""
+	if id == "a1" {
+		// Only a1 refuses a set carrying BAD.
+		check = "    check: \"! grep -rq BAD {{.src}}\"\n"
+	}
+	cfg := fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 4s
+root: %s
+state_dir: %s
+agent_id: %s
+http:
+  listen: ""
+labels:
+  zone: %s
+targets:
+  - name: d
+    type: dir
+    dest: %s
+%s`, f.srv.ConnString(), f.c.root, filepath.Join(f.dir, id, "state"), id, zone, out, check)
+	path := filepath.Join(f.dir, id, "confagent.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(f.agentBin, "--config", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ap := &agentProc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(ap.done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ap.done })
+	f.procs[id] = ap
+}
+
+// stop stops agent id and waits for its exit.
+func (f *canaryFleet) stop(id string) {
+	ap := f.procs[id]
+	_ = ap.cmd.Process.Signal(syscall.SIGTERM)
+	<-ap.done
 }
 
 func buildBinary(t *testing.T, pkg, name string) string {
@@ -45,53 +108,16 @@ func buildBinary(t *testing.T, pkg, name string) string {
 func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet {
 	agentBin := buildBinary(t, "../confagent", "confagent")
 	f := &canaryFleet{t: t, c: cli{t: t, zk: srv.ConnString(), root: root}, bin: buildBinary(t, ".", "confpush"),
-		out: map[string]string{}, seen: map[string]int64{}, procs: map[string]*exec.Cmd{}}
+		out: map[string]string{}, seen: map[string]int64{}, procs: map[string]*agentProc{}}
 	conn, _, err := zk.Connect(srv.Addrs(), 10*time.Second, zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
 	f.conn = conn
-	dir := t.TempDir()
+	f.agentBin, f.dir, f.srv = agentBin, t.TempDir(), srv
 	for _, id := range []string{"a1", "a2", "b1", "b2"} {
-		out := filepath.Join(dir, id, "out")
-		f.out[id] = out
-		check := ""
-		if id == "a1" {
-			// Only a1 refuses a set carrying BAD.
-			check = "    check: \"! grep -rq BAD {{.src}}\"\n"
-		}
-		cfg := fmt.Sprintf(`zookeeper:
-  servers: [%s]
-  session_timeout: 4s
-root: %s
-state_dir: %s
-agent_id: %s
-http:
-  listen: ""
-labels:
-  zone: %s
-targets:
-  - name: d
-    type: dir
-    dest: %s
-%s`, srv.ConnString(), root, filepath.Join(dir, id, "state"), id, id[:1], out, check)
-		path := filepath.Join(dir, id, "confagent.yaml")
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(agentBin, "--config", path)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-		f.procs[id] = cmd
+		f.start(id, id[:1])
 	}
 	return f
 }
@@ -209,6 +235,16 @@ func TestCanaryE2E(t *testing.T) {
 	}
 	f.filesFor(onAll(stable))
 
+	// The driver's flags are checked before anything is written.
+	d := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "x\n"})
+	c.run("publish", "--auto", d).want(t, 2, "--auto and --steps drive a canary")
+	c.run("publish", "--canary", "zone=a", "--steps", "10,5,x", d).want(t, 2, "5% does not grow", `"x" is not a percent`)
+	c.run("publish", "--canary-percent", "3", "--steps", "5", d).want(t, 2, "drop --canary-percent")
+	c.run("history").want(t, 0, "1")
+	if r := rootOf(t, f.conn, c.root); r.Generation != 1 || r.Canary != nil {
+		t.Fatalf("a refused driver wrote: %+v", r)
+	}
+
 	// By selector, by hand, aborted.
 	cand := map[string]string{"a.conf": "candidate\n", "new.conf": "new\n"}
 	c.run("publish", "--canary", "zone=a", writeFiles(t, t.TempDir(), cand)).want(t, 0, "published generation 2")
@@ -261,4 +297,84 @@ func TestCanaryE2E(t *testing.T) {
 	c.run("rollout", "promote").want(t, 0, "published generation 9")
 	f.waitGens(all(9))
 	f.filesFor(onAll(cand3))
+}
+
+// pctSelecting is the smallest percent (two decimals) that selects the
+// agent of ids with the lowest bucket, and that agent.
+func pctSelecting(ids ...string) (string, string) {
+	low := ids[0]
+	for _, id := range ids[1:] {
+		if manifest.Bucket(id) < manifest.Bucket(low) {
+			low = id
+		}
+	}
+	return strconv.FormatFloat(float64(manifest.Bucket(low)+1)/100, 'f', 2, 64), low
+}
+
+// TestCanaryE2EPercentStepsRestart: a canary by percent selects exactly
+// the agents whose bucket is below it, widen brings in the rest; an agent
+// restarted mid-rollout stays on the candidate, one relabelled into the
+// selection applies it; --supersede ends a rollout; an operator's promote
+// stops a running driver (exit 3); --steps widens and promotes.
+func TestCanaryE2EPercentStepsRestart(t *testing.T) {
+	srv := startZK(t)
+	f := newCanaryFleet(t, srv, "/canary/pct")
+	c := f.c
+	set := func(v string) map[string]string { return map[string]string{"a.conf": v + "\n"} }
+	dirOf := func(m map[string]string) string { return writeFiles(t, t.TempDir(), m) }
+	c.run("publish", dirOf(set("v1"))).want(t, 0, "published generation 1")
+	f.waitGens(all(1))
+
+	// By percent: only the lowest bucket's agent.
+	pct, low := pctSelecting("a1", "a2", "b1", "b2")
+	c.run("publish", "--canary-percent", pct, dirOf(set("v2"))).want(t, 0, "published generation 2")
+	want := all(1)
+	want[low] = 2
+	f.waitGens(want)
+	for id := range want {
+		if id == low {
+			f.files(id, set("v2"))
+		} else {
+			f.files(id, set("v1"))
+		}
+	}
+	c.run("rollout", "widen", "--canary-percent", "100").want(t, 0, "widened")
+	f.waitGens(all(2))
+	c.run("rollout", "promote").want(t, 0, "published generation 3")
+	f.waitGens(all(3))
+
+	// Restart and relabel mid-rollout.
+	c.run("publish", "--canary", "zone=a", dirOf(set("v4"))).want(t, 0, "published generation 4")
+	f.waitGens(map[string]int64{"a1": 4, "a2": 4, "b1": 3, "b2": 3})
+	f.stop("a1")
+	f.start("a1", "a")
+	f.stop("b1")
+	f.start("b1", "a")
+	f.waitGens(map[string]int64{"a1": 4, "a2": 4, "b1": 4, "b2": 3})
+	f.filesFor(map[string]map[string]string{"a1": set("v4"), "a2": set("v4"), "b1": set("v4"), "b2": set("v2")})
+	c.run("publish", dirOf(set("v5"))).want(t, 4, "rollout", "--supersede")
+	c.run("publish", "--supersede", dirOf(set("v5"))).want(t, 0, "published generation 5")
+	f.waitGens(all(5))
+	f.filesFor(map[string]map[string]string{"a1": set("v5"), "a2": set("v5"), "b1": set("v5"), "b2": set("v5")})
+
+	// An operator promotes while a driver runs: the driver stops (exit 3).
+	w := startWatcher(t, f.bin, "--zk", c.zk, "--root", c.root, "--session-timeout", "4s",
+		"publish", "--canary", "zone=b", "--auto", "--bake", "1h", dirOf(set("v6")))
+	w.waitFor(t, "driver", "healthy since")
+	c.run("rollout", "promote").want(t, 0, "published generation 7")
+	<-w.done
+	if code := w.cmd.ProcessState.ExitCode(); code != exitConflict || !strings.Contains(w.output(), "by someone else") {
+		t.Fatalf("driver after a promote from elsewhere: exit %d\n%s", code, w.output())
+	}
+	f.waitGens(all(7))
+
+	// --steps: the lowest zone-a bucket first, then all of zone a, then
+	// everyone.
+	first, _ := pctSelecting("a1", "b1")
+	code, out := f.runBin("--json", "publish", "--canary", "zone=a", "--steps", first+"%,100%", "--bake", "1s", dirOf(set("v8")))
+	if code != 0 || !strings.Contains(out, `"kind": "widen"`) || !strings.Contains(out, `"outcome": "promoted"`) {
+		t.Fatalf("--steps: exit %d\n%s", code, out)
+	}
+	f.waitGens(all(9))
+	f.filesFor(map[string]map[string]string{"a1": set("v8"), "a2": set("v8"), "b1": set("v8"), "b2": set("v8")})
 }
