@@ -297,6 +297,27 @@ func TestCanaryE2E(t *testing.T) {
 	c.run("rollout", "promote").want(t, 0, "published generation 9")
 	f.waitGens(all(9))
 	f.filesFor(onAll(cand3))
+
+	// watch --canary --auto: each change is a rollout the leader drives.
+	wdir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "fourth\n"})
+	ww := startWatcher(t, f.bin, "--zk", c.zk, "--root", c.root, "--session-timeout", "4s",
+		"watch", "--debounce", "100ms", "--canary", "zone=a", "--auto", "--bake", "1s", wdir)
+	ww.waitFor(t, "watch", "promoted as generation 11")
+	f.waitGens(all(11))
+	f.filesFor(onAll(map[string]string{"a.conf": "fourth\n"}))
+	tmp := filepath.Join(wdir, ".a.conf")
+	if err := os.WriteFile(tmp, []byte("BAD\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(wdir, "a.conf")); err != nil {
+		t.Fatal(err)
+	}
+	ww.waitFor(t, "watch", "aborted automatically")
+	f.waitGens(map[string]int64{"a2": 13, "b1": 13, "b2": 13})
+	f.filesFor(onAll(map[string]string{"a.conf": "fourth\n"}))
+	if r := rootOf(t, f.conn, c.root); r.Generation != 13 || r.AbortOf != 12 || r.Canary != nil {
+		t.Fatalf("after the watch's abort: %+v", r)
+	}
 }
 
 // pctSelecting is the smallest percent (two decimals) that selects the

@@ -53,12 +53,16 @@ the rollback); it says so and publishes once DIR's content changes.`,
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
 	validateFlags(cmd)
 	supersedeFlag(cmd)
+	watchCanaryFlags(cmd)
 	return cmd
 }
 
 func (a *app) watch(ctx context.Context, dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usagef("watch: %s is not a directory", dir)
+	}
+	if err := a.watchCanaryPlan(); err != nil {
+		return err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -174,6 +178,11 @@ type watchState struct {
 	// heldAt is the live rollback generation whose replaced content the
 	// directory was last found to hold (reported once).
 	heldAt int64
+	// drive is the canary rollout just started, for the leader to drive;
+	// aborted is the content of the last set its driver aborted (not
+	// published again until the directory changes).
+	drive   *watchRollout
+	aborted string
 }
 
 // dirRefusedError is a directory state that does not validate.
@@ -201,6 +210,9 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		err := a.publishJudged(pctx, p, items, fence, ws)
+		if err == nil && ws.drive != nil {
+			return a.watchDrive(ctx, p, fence, ws)
+		}
 		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
 			return err
 		}
@@ -244,9 +256,16 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
 		}
 	}
-	res, err := p.Publish(ctx, publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")})
+	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")}
+	if skip := a.watchCanaryRequest(&req, live, ws); skip {
+		return nil
+	}
+	res, err := p.Publish(ctx, req)
 	if err != nil {
 		return err
+	}
+	if req.Canary != nil {
+		ws.drive = &watchRollout{res: res, items: items}
 	}
 	ws.known = res.Generation
 	if res.Unchanged {
