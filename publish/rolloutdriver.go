@@ -169,6 +169,11 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 				Health: h, Generation: r.Generation, Reason: fmt.Sprintf("failing: %v", h.Failing)})
 			return res, nil
 		case fleet.VerdictPass:
+			// Steps an operator already widened past (rollout widen
+			// from elsewhere) are skipped: a rollout only widens.
+			for step+1 < len(plan.Steps) && !wider(m.Canary.Selection, plan.Steps[step+1]) {
+				step++
+			}
 			if step+1 < len(plan.Steps) {
 				step++
 				sel := manifest.Selection{Selector: plan.Selector, Percent: plan.Steps[step]}
@@ -265,4 +270,10 @@ func driverMessage(operator, auto string) string {
 		return auto
 	}
 	return operator + " (" + auto + ")"
+}
+
+// wider reports whether percent widens the selection cur (a selection
+// without a percent already selects all its selector selects).
+func wider(cur manifest.Selection, percent float64) bool {
+	return cur.Percent > 0 && percent > cur.Percent
 }

@@ -327,6 +327,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &ue) {
 			ue.addJSON(obj)
 		}
+		var de drivenError
+		if errors.As(err, &de) && de.published != nil {
+			obj["published"] = de.published
+		}
 		var af agentsFailingError
 		if errors.As(err, &af) {
 			obj["status"] = af.report

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +37,7 @@ type canaryFleet struct {
 	procs map[string]*agentProc
 
 	agentBin, dir string
+	lastStdout    string // of the last runBin
 	srv           *zktest.Cluster
 }
 
@@ -204,7 +207,12 @@ func (f *canaryFleet) runBin(args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	full := append([]string{"--zk", f.c.zk, "--root", f.c.root, "--session-timeout", "10s"}, args...)
-	out, err := exec.CommandContext(ctx, f.bin, full...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, f.bin, full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	f.lastStdout = stdout.String()
+	out := stdout.String() + stderr.String()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		f.t.Fatalf("run confpush: %v", err)
@@ -213,7 +221,7 @@ func (f *canaryFleet) runBin(args ...string) (int, string) {
 	if ee != nil {
 		code = ee.ExitCode()
 	}
-	return code, string(out)
+	return code, out
 }
 
 // TestCanaryE2E drives canary rollouts through real confagent processes
@@ -265,9 +273,23 @@ func TestCanaryE2E(t *testing.T) {
 
 	// --auto: a1's check refuses the candidate: aborted, exit 9.
 	bad := map[string]string{"a.conf": "BAD\n"}
-	code, out = f.runBin("publish", "--canary", "zone=a", "--auto", "--bake", "1s", writeFiles(t, t.TempDir(), bad))
-	if code != exitAborted || !strings.Contains(out, "aborted automatically") || !strings.Contains(out, "a1") {
-		t.Fatalf("--auto abort: exit %d\n%s", code, out)
+	code, out = f.runBin("--json", "publish", "--canary", "zone=a", "--auto", "--bake", "1s", writeFiles(t, t.TempDir(), bad))
+	var obj struct {
+		Kind      string `json:"kind"`
+		Error     string `json:"error"`
+		Published struct {
+			Driver struct {
+				Outcome string   `json:"outcome"`
+				Failing []string `json:"failing"`
+			} `json:"driver"`
+		} `json:"published"`
+	}
+	if err := json.Unmarshal([]byte(f.lastStdout), &obj); err != nil {
+		t.Fatalf("--auto abort --json is not one object: %v\n%s", err, out)
+	}
+	if code != exitAborted || obj.Kind != "rollout_aborted" || !strings.Contains(obj.Error, "aborted automatically") ||
+		obj.Published.Driver.Outcome != "aborted" || fmt.Sprint(obj.Published.Driver.Failing) != "[a1]" {
+		t.Fatalf("--auto abort: exit %d %+v\n%s", code, obj, out)
 	}
 	f.waitGens(map[string]int64{"a2": 7, "b1": 7, "b2": 7})
 	f.filesFor(map[string]map[string]string{"a2": cand2, "b1": cand2, "b2": cand2})

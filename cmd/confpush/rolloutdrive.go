@@ -131,15 +131,11 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 	case err != nil && ctx.Err() != nil && cmd.Context().Err() == nil:
 		fmt.Fprintf(a.stderr, "interrupted: rollout %s is left as it is; finish it with\n  confpush --root %s rollout promote --rollout %s\n  confpush --root %s rollout abort --rollout %s\n",
 			rolloutID, p.Root(), rolloutID, p.Root(), rolloutID)
-		return fmt.Errorf("interrupted: rollout %s left in progress (promote or abort it)", rolloutID)
+		return drivenError{fmt.Errorf("interrupted: rollout %s left in progress (promote or abort it)", rolloutID), held}
 	case err != nil:
-		return err
+		return drivenError{err, held}
 	case dr.Outcome == publish.OutcomeAborted:
-		if held != nil {
-			a.writeJSON(held)
-			a.held = nil
-		}
-		return autoAbortedError{id: rolloutID, gen: dr.Generation, failing: dr.Failing}
+		return drivenError{autoAbortedError{id: rolloutID, gen: dr.Generation, failing: dr.Failing}, held}
 	}
 	if held != nil {
 		a.writeJSON(held)
@@ -148,6 +144,16 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 	}
 	return nil
 }
+
+// drivenError is a driver's failure; with --json the failure object
+// carries the publish result (with its driver) as "published".
+type drivenError struct {
+	err       error
+	published map[string]any
+}
+
+func (e drivenError) Error() string { return e.err.Error() }
+func (e drivenError) Unwrap() error { return e.err }
 
 // driverLine prints one line of the driver's progress.
 func driverLine(w io.Writer, ev publish.DriverEvent, nSteps int) {
