@@ -41,7 +41,13 @@ truth), with a warning naming the generation it replaces, and saying so when
 that generation is a rollback. One exception: when the live generation is a
 rollback and DIR still holds exactly the content of the generation that
 rollback replaced, watch does not publish it again (that would silently undo
-the rollback); it says so and publishes once DIR's content changes.`,
+the rollback); it says so and publishes once DIR's content changes.
+
+With --canary SELECTOR (or --canary-percent, --canary-agents) and --auto
+or --steps, each change is published as a canary rollout that the leader
+drives as 'publish --auto' does (abort on the first failing canary agent,
+promote after --bake), its commits fenced by its election node. Content
+the driver aborted is not tried again until DIR changes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
