@@ -110,7 +110,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			var rp *publish.RolloutPlan
 			var planErr error
 			if canaryErr == nil {
-				rp, planErr = a.driverPlan(canary)
+				canary, rp, planErr = a.driverPlan(canary)
 			}
 			if err := errlist.Join(msgErr, err, canaryErr, waitErr, planErr); err != nil {
 				return err

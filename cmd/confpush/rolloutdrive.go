@@ -29,16 +29,17 @@ func driverFlags(cmd *cobra.Command) {
 	f.String("steps", "", "canary: percents to widen to, each baked (1%,10%,50%), then promote; implies --auto")
 }
 
-// driverPlan reads the driver's flags (nil when not driving) and adjusts
-// the canary selection to the first step.
-func (a *app) driverPlan(sel *manifest.Selection) (*publish.RolloutPlan, error) {
+// driverPlan reads the driver's flags (a nil plan when not driving) and
+// returns the canary selection set to the first step (--steps alone is a
+// canary by percent).
+func (a *app) driverPlan(sel *manifest.Selection) (*manifest.Selection, *publish.RolloutPlan, error) {
 	steps := strings.TrimSpace(a.v.GetString("steps"))
 	auto := a.v.GetBool("auto") || steps != ""
 	if !auto {
-		return nil, nil
+		return sel, nil, nil
 	}
 	var errs []error
-	if sel == nil {
+	if sel == nil && steps == "" {
 		errs = append(errs, errors.New("--auto and --steps drive a canary: give --canary, --canary-percent or --canary-agents"))
 	}
 	bake := a.v.GetDuration("bake")
@@ -67,15 +68,18 @@ func (a *app) driverPlan(sel *manifest.Selection) (*publish.RolloutPlan, error) 
 		}
 	}
 	if len(errs) > 0 {
-		return nil, usageError{errlist.Join(errs...)}
+		return nil, nil, usageError{errlist.Join(errs...)}
 	}
 	if len(pcts) > 0 {
+		if sel == nil {
+			sel = &manifest.Selection{}
+		}
 		sel.Percent = pcts[0]
 		if err := sel.Validate(); err != nil {
-			return nil, usageError{fmt.Errorf("--steps: %w", err)}
+			return nil, nil, usageError{fmt.Errorf("--steps: %w", err)}
 		}
 	}
-	return &publish.RolloutPlan{Steps: pcts, Bake: bake, Auto: true}, nil
+	return sel, &publish.RolloutPlan{Steps: pcts, Bake: bake, Auto: true}, nil
 }
 
 // autoAbortedError reports a rollout the driver aborted (exit 9).

@@ -37,7 +37,7 @@ func (a *app) watchCanaryPlan() error {
 	if sel != nil && !a.v.GetBool("auto") && a.v.GetString("steps") == "" {
 		return usagef("watch --canary needs --auto or --steps: every change is a rollout the leader drives")
 	}
-	_, err = a.driverPlan(sel)
+	_, _, err = a.driverPlan(sel)
 	return err
 }
 
@@ -46,11 +46,11 @@ func (a *app) watchCanaryPlan() error {
 // the live content or the content of the set the driver last aborted.
 func (a *app) watchCanaryRequest(req *publish.Request, live *manifest.Manifest, ws *watchState) bool {
 	sel, err := a.canarySelection()
-	if err != nil || sel == nil {
+	if err != nil {
 		return false
 	}
-	rp, err := a.driverPlan(sel)
-	if err != nil {
+	sel, rp, err := a.driverPlan(sel)
+	if err != nil || rp == nil {
 		return false
 	}
 	key := contentKey(req.Items)
@@ -81,7 +81,7 @@ func (a *app) watchDrive(ctx context.Context, p *publish.Publisher, fence string
 		return nil
 	}
 	sel, _ := a.canarySelection()
-	rp, _ := a.driverPlan(sel)
+	sel, rp, _ := a.driverPlan(sel)
 	id := rs.Canary.RolloutID
 	nSteps := max(len(rp.Steps), 1)
 	fmt.Fprintf(a.stdout, "canary generation %d: driving rollout %s (%d step(s), bake %v each)\n", wr.res.Generation, id, nSteps, rp.Bake)
