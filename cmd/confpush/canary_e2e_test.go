@@ -37,8 +37,10 @@ type canaryFleet struct {
 	procs map[string]*agentProc
 
 	agentBin, dir string
-	lastStdout    string // of the last runBin
-	srv           *zktest.Cluster
+	lastStdout    string   // of the last runBin
+	backwards     []string // generations seen going down
+
+	srv *zktest.Cluster
 }
 
 // agentProc is one running confagent.
@@ -119,10 +121,59 @@ func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet
 	t.Cleanup(conn.Close)
 	f.conn = conn
 	f.agentBin, f.dir, f.srv = agentBin, t.TempDir(), srv
+	f.monitor()
 	for _, id := range []string{"a1", "a2", "b1", "b2"} {
 		f.start(id, id[:1])
 	}
 	return f
+}
+
+// monitor records every agent's generation on every fleet change
+// (ZooKeeper watches) until the test ends, and fails the test if one
+// went down.
+func (f *canaryFleet) monitor() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	p := layout.New(f.c.root, layout.DefaultMeta)
+	go func() {
+		defer close(done)
+		_ = fleet.Changes(ctx, f.conn, p.Root, p.Meta, func() error {
+			agents, err := fleet.List(ctx, f.conn, p.Root, p.Meta)
+			if err != nil {
+				return nil // the next change reads again
+			}
+			f.observe(agents)
+			return nil
+		})
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.backwards) > 0 {
+			f.t.Errorf("generations went backwards: %v", f.backwards)
+		}
+	})
+}
+
+// observe records the generations agents report.
+func (f *canaryFleet) observe(agents []fleet.Agent) map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	got := map[string]int64{}
+	for _, a := range agents {
+		if !a.Trusted() {
+			continue
+		}
+		g := a.Status.Generation
+		got[a.ID] = g
+		if g < f.seen[a.ID] {
+			f.backwards = append(f.backwards, fmt.Sprintf("%s: %d after %d", a.ID, g, f.seen[a.ID]))
+		}
+		f.seen[a.ID] = max(g, f.seen[a.ID])
+	}
+	return got
 }
 
 type zkQuiet struct{}
@@ -140,22 +191,16 @@ func (f *canaryFleet) waitGens(want map[string]int64) {
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		ok := 0
-		got := map[string]int64{}
-		for _, a := range agents {
-			if !a.Trusted() {
-				continue
-			}
-			g := a.Status.Generation
-			got[a.ID] = g
-			f.mu.Lock()
-			if g < f.seen[a.ID] {
-				f.mu.Unlock()
-				f.t.Fatalf("agent %s went backwards: generation %d after %d", a.ID, g, f.seen[a.ID])
-			}
-			f.seen[a.ID] = g
+		got := f.observe(agents)
+		f.mu.Lock()
+		if len(f.backwards) > 0 {
 			f.mu.Unlock()
-			if w, in := want[a.ID]; in && g == w && a.Status.Ready {
+			f.t.Fatalf("generations went backwards: %v", f.backwards)
+		}
+		f.mu.Unlock()
+		ok := 0
+		for _, a := range agents {
+			if w, in := want[a.ID]; in && a.Trusted() && a.Status.Generation == w && a.Status.Ready {
 				ok++
 			}
 		}
