@@ -466,3 +466,35 @@ func TestCanaryE2EPercentStepsRestart(t *testing.T) {
 	f.waitGens(all(9))
 	f.filesFor(map[string]map[string]string{"a1": set("v8"), "a2": set("v8"), "b1": set("v8"), "b2": set("v8")})
 }
+
+// TestDriverSkipsStepsWidenedPast: an operator widening the rollout past
+// the driver's next step from another process does not make the driver
+// narrow it (refused) but promote after the bake of what is selected.
+// The agents' status nodes are written by the test: it is the driver's
+// reaction that is under test.
+func TestDriverSkipsStepsWidenedPast(t *testing.T) {
+	c, nodes := fleetFixture(t, "/drv/app", 1)
+	nodes.put(fleet.Status{AgentID: "web-a", Generation: 1, Ready: true})
+	nodes.put(fleet.Status{AgentID: "web-b", Generation: 1, Ready: true})
+	low, _ := pctSelecting("web-a", "web-b")
+	dir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "candidate"})
+	done := make(chan outcome, 1)
+	go func() { done <- c.run("publish", "--steps", low+"%,50%", "--bake", "0s", dir) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for r := rootOf(t, nodes.conn, c.root); r.Canary == nil; r = rootOf(t, nodes.conn, c.root) {
+		if time.Now().After(deadline) {
+			t.Fatal("the driver never started the rollout")
+		}
+		time.Sleep(50 * time.Millisecond) // condition poll
+	}
+	c.run("rollout", "widen", "--canary-percent", "100").want(t, 0, "widened")
+	nodes.put(fleet.Status{AgentID: "web-a", Generation: 2, Ready: true})
+	nodes.put(fleet.Status{AgentID: "web-b", Generation: 2, Ready: true})
+	out := <-done
+	if out.code != 0 || !strings.Contains(out.stderr, "promoted as generation 3") || strings.Contains(out.stderr, "widened to 50") {
+		t.Fatalf("driver after an operator's widen: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	if r := rootOf(t, nodes.conn, c.root); r.Canary != nil || r.PromoteOf != 2 {
+		t.Fatalf("root after the driver: %+v", r)
+	}
+}
