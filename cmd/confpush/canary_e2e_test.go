@@ -465,6 +465,23 @@ func TestCanaryE2EPercentStepsRestart(t *testing.T) {
 	}
 	f.waitGens(all(9))
 	f.filesFor(map[string]map[string]string{"a1": set("v8"), "a2": set("v8"), "b1": set("v8"), "b2": set("v8")})
+
+	// Ctrl-C leaves the rollout as it is and says how to finish it.
+	w = startWatcher(t, f.bin, "--zk", c.zk, "--root", c.root, "--session-timeout", "4s",
+		"publish", "--canary", "zone=b", "--auto", "--bake", "1h", dirOf(set("v10")))
+	w.waitFor(t, "driver", "healthy since")
+	if err := w.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	if code := w.cmd.ProcessState.ExitCode(); code != exitError || !strings.Contains(w.output(), "left as it is") ||
+		!strings.Contains(w.output(), "rollout abort --rollout") {
+		t.Fatalf("driver after SIGINT: exit %d\n%s", code, w.output())
+	}
+	c.run("rollout", "status").want(t, 0, "candidate generation 10", "driver gone")
+	c.run("rollout", "abort").want(t, 0, "published generation 11")
+	f.waitGens(all(11))
+	f.filesFor(map[string]map[string]string{"a1": set("v8"), "a2": set("v8"), "b1": set("v8"), "b2": set("v8")})
 }
 
 // TestDriverSkipsStepsWidenedPast: an operator widening the rollout past
