@@ -293,6 +293,7 @@ func TestCanaryE2E(t *testing.T) {
 	c.run("publish", "--auto", d).want(t, 2, "--auto and --steps drive a canary")
 	c.run("publish", "--canary", "zone=a", "--steps", "10,5,x", d).want(t, 2, "5% does not grow", `"x" is not a percent`)
 	c.run("publish", "--canary-percent", "3", "--steps", "5", d).want(t, 2, "drop --canary-percent")
+	c.run("watch", "--canary", "zone=a", d).want(t, 2, "watch --canary needs --auto or --steps")
 	c.run("history").want(t, 0, "1")
 	if r := rootOf(t, f.conn, c.root); r.Generation != 1 || r.Canary != nil {
 		t.Fatalf("a refused driver wrote: %+v", r)
