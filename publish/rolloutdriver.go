@@ -98,7 +98,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 	if plan.Safety <= 0 {
 		plan.Safety = 30 * time.Second
 	}
-	node, err := p.holdDriver(ctx, plan.RolloutID)
+	node, acl, err := p.holdDriver(ctx, plan.RolloutID)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +142,13 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 		}
 		if m.Canary == nil || m.Canary.RolloutID != plan.RolloutID {
 			return res, p.endedElsewhere(plan.RolloutID, m)
+		}
+		// The driver node goes with an expired session: hold it again so
+		// rollout status does not report a running driver as gone.
+		if st, err := p.exists(ctx, node); err == nil && st == nil {
+			if err := p.createLiveness(ctx, node, []byte(p.cfg.name), acl); err != nil {
+				p.log.Warn("could not recreate the rollout driver node", "path", node, "error", err)
+			}
 		}
 		agents, err := fleet.List(ctx, p.conn, p.paths.Root, p.paths.Meta)
 		if err != nil {
@@ -217,20 +224,18 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 	}
 }
 
-// holdDriver creates the driver's ephemeral liveness node.
-func (p *Publisher) holdDriver(ctx context.Context, rolloutID string) (string, error) {
+// holdDriver creates the driver's ephemeral liveness node, with the ACL of
+// the rollout record (publishers only), and returns it and that ACL.
+func (p *Publisher) holdDriver(ctx context.Context, rolloutID string) (string, []zk.ACL, error) {
 	acl, _, err := p.conn.GetACL(p.paths.Rollout())
 	if err != nil {
-		if denied(err) {
-			return "", err
-		}
-		acl = zk.WorldACL(zk.PermAll)
+		return "", nil, fmt.Errorf("read the ACL of the rollout record %s: %w", p.paths.Rollout(), err)
 	}
 	if err := p.ensurePath(ctx, p.paths.RolloutDriver(), acl); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	node := p.paths.RolloutDriver() + "/" + rolloutID
-	return node, p.createLiveness(ctx, node, []byte(p.cfg.name), acl)
+	return node, acl, p.createLiveness(ctx, node, []byte(p.cfg.name), acl)
 }
 
 func (p *Publisher) progress(plan DriverPlan, ev DriverEvent) {

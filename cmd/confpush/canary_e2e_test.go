@@ -168,6 +168,9 @@ func (f *canaryFleet) observe(agents []fleet.Agent) map[string]int64 {
 		}
 		g := a.Status.Generation
 		got[a.ID] = g
+		if g == 0 {
+			continue // none yet (a starting agent): not a generation
+		}
 		if g < f.seen[a.ID] {
 			f.backwards = append(f.backwards, fmt.Sprintf("%s: %d after %d", a.ID, g, f.seen[a.ID]))
 		}
