@@ -36,6 +36,7 @@ const (
 	exitPermission = 6 // ZooKeeper refused the request: identity or ACL
 	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
 	exitFailing    = 8 // status --fail-on-error: an agent reports an error or a failing target
+	// exitAborted (9, rolloutdrive.go): publish --auto aborted the rollout.
 )
 
 const exitCodesHelp = `Exit codes:
@@ -49,7 +50,8 @@ const exitCodesHelp = `Exit codes:
   6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
      lacks a permission, or its password is wrong (never retried)
   7  acl: ACLs differ from the policy (run 'confpush acl --repair')
-  8  status --fail-on-error: an agent reports an error or a failing target`
+  8  status --fail-on-error: an agent reports an error or a failing target
+  9  publish --auto/--steps: the driver aborted the canary (an agent failed on it)`
 
 // usageError marks an error as the user's (exit 2).
 type usageError struct{ err error }
@@ -325,6 +327,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &ue) {
 			ue.addJSON(obj)
 		}
+		var de drivenError
+		if errors.As(err, &de) && de.published != nil {
+			obj["published"] = de.published
+		}
 		var af agentsFailingError
 		if errors.As(err, &af) {
 			obj["status"] = af.report
@@ -358,6 +364,10 @@ func classify(err error) (int, string) {
 		return exitRollout, "rollout_incomplete"
 	case errors.As(err, new(agentsFailingError)):
 		return exitFailing, "agents_failing"
+	case errors.As(err, new(autoAbortedError)):
+		return exitAborted, "rollout_aborted"
+	case errors.Is(err, publish.ErrRolloutEnded):
+		return exitConflict, "rollout_ended"
 	case errors.Is(err, publish.ErrNoRollout):
 		return exitConflict, "no_rollout"
 	case errors.Is(err, publish.ErrConflict):

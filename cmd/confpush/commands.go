@@ -83,7 +83,14 @@ generation; finish it with 'confpush rollout promote' or 'abort'. A
 selection that selects no expected agent is refused (exit 2) unless
 --allow-empty-canary. While a rollout is in progress every publish,
 rollback, put, delete and watch publish is refused (exit 4) unless
---supersede: a plain publish then ends the rollout, a canary replaces it.`,
+--supersede: a plain publish then ends the rollout, a canary replaces it.
+
+With --auto (and --bake D) publish then drives the canary: it aborts as
+soon as one canary agent fails on the candidate (exit 9) and promotes once
+every expected selected agent applied it and stayed healthy for D (exit 0).
+--steps 1%,10%,50% starts at the first percent (ANDed with --canary) and
+widens step by step, baking each, then promotes. Progress goes to stderr,
+one line per change; ctrl-C leaves the rollout as it is.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := parseMode(a.v.GetString("mode"))
@@ -100,7 +107,12 @@ rollback, put, delete and watch publish is refused (exit 4) unless
 			if canary != nil && a.v.GetBool("wait") {
 				waitErr = usagef("--wait does not apply to --canary (follow it with 'confpush rollout status')")
 			}
-			if err := errlist.Join(msgErr, err, canaryErr, waitErr); err != nil {
+			var rp *publish.RolloutPlan
+			var planErr error
+			if canaryErr == nil {
+				canary, rp, planErr = a.driverPlan(canary)
+			}
+			if err := errlist.Join(msgErr, err, canaryErr, waitErr, planErr); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -118,10 +130,13 @@ rollback, put, delete and watch publish is refused (exit 4) unless
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
 				Message: msg, NoRemove: !a.v.GetBool("prune"),
-				Canary: canary, Supersede: a.v.GetBool("supersede"),
+				Canary: canary, Supersede: a.v.GetBool("supersede"), RolloutPlan: rp,
 			})
 			if err != nil {
 				return err
+			}
+			if rp != nil {
+				return a.drive(cmd, p, res, *canary, rp, msg)
 			}
 			return a.reportAndWait(ctx, cmd, p, res, 0)
 		},
@@ -140,6 +155,7 @@ rollback, put, delete and watch publish is refused (exit 4) unless
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	messageFlag(cmd)
 	canaryFlags(cmd)
+	driverFlags(cmd)
 	supersedeFlag(cmd)
 	return cmd
 }

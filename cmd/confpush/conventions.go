@@ -38,7 +38,12 @@ func examples() map[string]string {
   confpush publish ./web-config --canary-percent 5
   confpush publish ./web-config --canary-agents web-1,web-2
   # Replace whatever rollout is in progress
-  confpush publish ./web-config --supersede`,
+  confpush publish ./web-config --supersede
+  # Canary driven to the end: abort on the first failing canary host,
+  # promote after 10 minutes of every canary host healthy
+  confpush publish ./web-config --canary zone=a --auto --bake 10m
+  # 1 %, then 10 %, then 50 % of zone=a, 15 minutes each, then everyone
+  confpush publish ./web-config --canary zone=a --steps 1%,10%,50% --bake 15m`,
 		"rollout": `  confpush rollout status
   confpush rollout widen --canary-percent 25
   confpush rollout promote -m "canary clean for 1h" --wait
@@ -85,7 +90,9 @@ func examples() map[string]string {
   # Over HTTPS on every interface, item contents shown in diffs
   confpush serve --listen :8443 --tls-cert web.pem --tls-key web.key --show-content`,
 		"watch": `  # Publish ./web-config whenever it changes (after 2 s of quiet)
-  confpush watch ./web-config --debounce 2s`,
+  confpush watch ./web-config --debounce 2s
+  # Every change a canary on zone=a, promoted after 10 minutes healthy
+  confpush watch ./web-config --canary zone=a --auto --bake 10m`,
 		"init": `  confpush init /config/web --publisher-auth-file /etc/zkconf/publisher.auth \
     --agent-auth-file /etc/zkconf/agent.auth`,
 		"acl": `  # Compare the ACLs with the policy (exit 7 when they differ)

@@ -41,7 +41,13 @@ truth), with a warning naming the generation it replaces, and saying so when
 that generation is a rollback. One exception: when the live generation is a
 rollback and DIR still holds exactly the content of the generation that
 rollback replaced, watch does not publish it again (that would silently undo
-the rollback); it says so and publishes once DIR's content changes.`,
+the rollback); it says so and publishes once DIR's content changes.
+
+With --canary SELECTOR (or --canary-percent, --canary-agents) and --auto
+or --steps, each change is published as a canary rollout that the leader
+drives as 'publish --auto' does (abort on the first failing canary agent,
+promote after --bake), its commits fenced by its election node. Content
+the driver aborted is not tried again until DIR changes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -53,12 +59,16 @@ the rollback); it says so and publishes once DIR's content changes.`,
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
 	validateFlags(cmd)
 	supersedeFlag(cmd)
+	watchCanaryFlags(cmd)
 	return cmd
 }
 
 func (a *app) watch(ctx context.Context, dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usagef("watch: %s is not a directory", dir)
+	}
+	if err := a.watchCanaryPlan(); err != nil {
+		return err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -174,6 +184,11 @@ type watchState struct {
 	// heldAt is the live rollback generation whose replaced content the
 	// directory was last found to hold (reported once).
 	heldAt int64
+	// drive is the canary rollout just started, for the leader to drive;
+	// aborted is the content of the last set its driver aborted (not
+	// published again until the directory changes).
+	drive   *watchRollout
+	aborted string
 }
 
 // dirRefusedError is a directory state that does not validate.
@@ -201,6 +216,9 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		err := a.publishJudged(pctx, p, items, fence, ws)
+		if err == nil && ws.drive != nil {
+			return a.watchDrive(ctx, p, fence, ws)
+		}
 		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
 			return err
 		}
@@ -244,9 +262,16 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
 		}
 	}
-	res, err := p.Publish(ctx, publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")})
+	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")}
+	if skip := a.watchCanaryRequest(&req, live, ws); skip {
+		return nil
+	}
+	res, err := p.Publish(ctx, req)
 	if err != nil {
 		return err
+	}
+	if req.Canary != nil {
+		ws.drive = &watchRollout{res: res, items: items}
 	}
 	ws.known = res.Generation
 	if res.Unchanged {
