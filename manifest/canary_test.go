@@ -76,8 +76,13 @@ func TestSelectionValidate(t *testing.T) {
 }
 
 func TestBucketStableAndSpread(t *testing.T) {
-	if Bucket("host-1") != Bucket("host-1") {
-		t.Fatal("bucket not stable")
+	// Pinned: publishers and agents of different releases must put an
+	// agent in the same bucket, or a percent canary selects other hosts
+	// than the operator was shown.
+	for id, want := range map[string]int{"host-1": 3515, "web-a": 789, "web-b": 4444} {
+		if got := Bucket(id); got != want {
+			t.Fatalf("Bucket(%q) = %d, want %d: the bucket hash changed", id, got, want)
+		}
 	}
 	in := 0
 	const n = 20000
