@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -77,7 +78,8 @@ func (a *app) statusCommand() *cobra.Command {
 generation each applied, how far behind the live one it is, its STATE (ok,
 failing: the last apply failed or a failure is being retried, behind, stale,
 gone, untrusted), when it applied (APPLIED AT), its view of ZooKeeper and
-since when (ZK STATE, ZK SINCE), and its last error; then a summary.
+since when (ZK STATE, ZK SINCE), its labels, and its last error; then a
+summary.
 
 With --watch it shows the table again at every change (ZooKeeper watches),
 redrawn in place on a terminal, until Ctrl-C; --timeout does not apply.
@@ -174,11 +176,15 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		Gone              bool                `json:"gone"`
 		Registration      *fleet.Registration `json:"registration,omitempty"`
 		RegistryUntrusted string              `json:"registry_untrusted,omitempty"`
+		// Labels are what canary selectors match: the trusted status
+		// node's, else the registry node's (fleet.Agent.Labels).
+		Labels map[string]string `json:"labels,omitempty"`
 	}
 	rows := []row{}
 	for _, ag := range agents {
 		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0), Trusted: ag.Trusted(), Untrusted: ag.Untrusted,
-			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted}
+			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted,
+			Labels: ag.Labels()}
 		// Gone and untrusted agents fail the check too: a monitoring
 		// script must not read "all good" while a host is missing or a
 		// status node is forged.
@@ -223,7 +229,7 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 			fmt.Fprintln(out, canaryLine(c, live))
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tAPPLIED AT\tZK STATE\tZK SINCE\tLAST ERROR")
+		fmt.Fprintln(w, "AGENT\tGENERATION\tBEHIND\tSTATE\tAPPLIED AT\tZK STATE\tZK SINCE\tLABELS\tLAST ERROR")
 		for _, r := range rows {
 			note := ""
 			if r.RegistryUntrusted != "" {
@@ -239,15 +245,15 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 				if r.Untrusted != "" {
 					why = "status node untrusted: " + r.Untrusted
 				}
-				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t-\t-\t%s\n", r.ID, seen, oneLine(why+note))
+				fmt.Fprintf(w, "%s\t-\t-\tgone\t%s\t-\t-\t%s\t%s\n", r.ID, seen, labelList(r.Labels), oneLine(why+note))
 				continue
 			case !r.Trusted:
-				fmt.Fprintf(w, "%s\t-\t-\t%s\t-\t-\t-\t%s\n", r.ID, r.State, oneLine(r.Untrusted+r.Error+note))
+				fmt.Fprintf(w, "%s\t-\t-\t%s\t-\t-\t-\t%s\t%s\n", r.ID, r.State, labelList(r.Labels), oneLine(r.Untrusted+r.Error+note))
 				continue
 			}
 			st := r.Status
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, r.State, ago(st.AppliedAt),
-				st.State, ago(st.Since), oneLine(failureOf(*st)+note))
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, r.State, ago(st.AppliedAt),
+				st.State, ago(st.Since), labelList(r.Labels), oneLine(failureOf(*st)+note))
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
@@ -467,4 +473,18 @@ func (p *progress) done(pr fleet.Progress) {
 	}
 	fmt.Fprintf(p.w, "generation %d: %d applied%s after %v\n", pr.Generation, len(pr.Applied), groups(pr),
 		time.Since(p.start).Round(time.Second))
+}
+
+// labelList is the LABELS column: key=value pairs in key order, "-" for
+// none. Label keys and values hold no spaces or commas, so the column
+// stays one field.
+func labelList(l map[string]string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
 }

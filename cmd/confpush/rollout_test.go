@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,7 +61,11 @@ func TestCLIRollout(t *testing.T) {
 	if r := row(t, out.stdout, "web-b"); r[1] != "false" || r[3] != "stable" {
 		t.Fatalf("web-b row %v", r)
 	}
-	c.run("status").want(t, 0, "rollout "+id+": candidate generation 2 over stable 1")
+	st := c.run("status")
+	st.want(t, 0, "rollout "+id+": candidate generation 2 over stable 1", "LABELS")
+	if r := row(t, st.stdout, "web-b"); !slices.Contains(r, "hostname=web-b,zone=b") {
+		t.Fatalf("status shows no labels for web-b: %v", r)
+	}
 	code, obj = c.json("rollout", "status")
 	if code != 0 || obj["rollout_id"] != id || num(obj["candidate_generation"]) != 2 || obj["driver_alive"] != false {
 		t.Fatalf("rollout status --json: %d %v", code, obj)
