@@ -15,10 +15,15 @@ GO_MIN := 1.25.0
 # Integration tests start real ZooKeeper servers (2 cores: keep packages
 # from starving each other's JVMs).
 TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
+# The tools module's tests (chaos smoke, benchmark smokes, the browser
+# test) drive real confagent processes, ZooKeeper and Chromium; the library
+# code they run in-process is race-tested by the main module's own tests,
+# so they run without the race detector's CPU cost, one package at a time.
+TOOLS_TEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 CHAOS_DURATION ?= 10m
 FUZZ_TIME ?= 1m
 
-.PHONY: docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus chromium screenshots demo bench chaos fuzz install clean check-leftovers
+.PHONY: stress docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus chromium screenshots demo bench chaos fuzz install clean check-leftovers
 
 all: build
 
@@ -105,9 +110,9 @@ lint-static:
 		-exclude=G104,G115,G204,G301,G302,G304,G306,G404 ./...
 
 # Everything, from a fresh clone: installs ZooKeeper when missing, vets, runs
-# every test (unit and integration against real ZooKeeper) of both modules
-# with the race detector (the tools module's include the 90-second chaos run
-# and the benchmark's smoke run). The two modules' tests run side by side,
+# every test (unit and integration against real ZooKeeper) of both modules,
+# the main module's with the race detector (the tools module's include the
+# 90-second chaos run and the benchmarks' smoke runs). The two modules' tests run side by side,
 # as they did when they were one module (the tools module's, one package at
 # a time, print when they end), and either failing fails the target; then
 # it checks that no test left a ZooKeeper process behind. gofmt and vet run
@@ -117,13 +122,18 @@ lint-static:
 # like a test.
 test: zookeeper prometheus chromium fmt-check vet
 	@lintlog=$$(mktemp); $(MAKE) --no-print-directory check-go-min lint-static >$$lintlog 2>&1 & lint=$$!; \
-		log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TEST_FLAGS) -p 1 ./... >$$log 2>&1) & tools=$$!; \
+		log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TOOLS_TEST_FLAGS) ./... >$$log 2>&1) & tools=$$!; \
 		$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
 		wait $$tools; toolsrc=$$?; wait $$lint; lintrc=$$?; \
 		echo "== tools module"; cat $$log; echo "== lint: check-go-min, staticcheck, gosec"; cat $$lintlog; \
 		rm -f $$log $$lintlog; \
 		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ] && [ $$lintrc -eq 0 ]
 	@$(MAKE) --no-print-directory check-leftovers
+
+# stress: the cache's torn-read stress test at length (make test runs 400
+# generations through package publish).
+stress: zookeeper
+	ZKCONF_STRESS_GENERATIONS=5000 $(GO) test -race -count=1 -timeout 30m -run '^TestTornReadStress$$' ./cache/
 
 check-leftovers:
 	@if pgrep -f 'QuorumPeerMain .*/zk[0-9]+/zoo[.]cfg' >/dev/null; then \

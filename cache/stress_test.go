@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +16,8 @@ import (
 )
 
 // TestTornReadStress: a publisher (package publish, multi mode) commits
-// 1,000 generations of a 20-item set back to back while 20 caches, each with
+// 400 generations (ZKCONF_STRESS_GENERATIONS; make stress: 5,000) of a
+// 20-item set back to back while 20 caches, each with
 // its own session, follow. Every snapshot any cache hands out (recorded by
 // OnUpdate, and what Updates delivers) must equal a published generation
 // item for item, generations must never go back, and every cache must
@@ -34,9 +37,10 @@ func TestTornReadStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	n := stressGenerations(t, 400)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(n)*250*time.Millisecond)
 	defer cancel()
-	runStress(t, zkc, log, "/stress", 1000, func(v map[string][]byte) int64 {
+	runStress(t, zkc, log, "/stress", n, func(v map[string][]byte) int64 {
 		t.Helper()
 		res, err := p.Publish(ctx, publish.Request{Items: v, Mode: publish.ModeMulti})
 		if err != nil {
@@ -58,11 +62,25 @@ func TestTornReadStressHighRate(t *testing.T) {
 	zkc := zktest.Start(t)
 	log, _ := testLogger(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/fast")
-	runStress(t, zkc, log, "/fast", 1000, func(v map[string][]byte) int64 {
+	runStress(t, zkc, log, "/fast", stressGenerations(t, 1000), func(v map[string][]byte) int64 {
 		t.Helper()
 		g, _ := pub.publish(v)
 		return g
 	})
+}
+
+// stressGenerations is how many generations a stress test publishes: def
+// in make test, ZKCONF_STRESS_GENERATIONS when set (make stress).
+func stressGenerations(t *testing.T, def int64) int64 {
+	v := os.Getenv("ZKCONF_STRESS_GENERATIONS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		t.Fatalf("ZKCONF_STRESS_GENERATIONS=%q is not a positive number", v)
+	}
+	return n
 }
 
 func runStress(t *testing.T, zkc *zktest.Cluster, log *slog.Logger, root string, generations int64, publishFn func(map[string][]byte) int64) {
