@@ -231,6 +231,34 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	withCanary := stable
 	withCanary.Canary = canary
 	rootBytes := withCanary.Encode()
+	newRec := &RolloutRecord{
+		RolloutID: canary.RolloutID, Candidate: gen, Stable: stable.Generation, Selection: sel,
+		StartedAt: now, Publisher: p.cfg.name, Message: req.Message,
+		Events: []RolloutEvent{{At: now, Kind: EventStart, Selection: &sel, Generation: gen, By: p.cfg.name, Message: req.Message}},
+	}
+	if pl := req.RolloutPlan; pl != nil {
+		newRec.Steps, newRec.Auto = pl.Steps, pl.Auto
+		if pl.Bake > 0 {
+			newRec.Bake = pl.Bake.String()
+		}
+	}
+	recBytes, err := json.Marshal(newRec)
+	if err != nil {
+		return nil, err
+	}
+	// The start is one transaction carrying the candidate manifest twice
+	// (candidate node, history) beside the root's data: refuse, before
+	// anything is written, a set whose transaction would not fit.
+	if size := multiSize([]any{
+		&zk.SetDataRequest{Path: p.paths.Root, Data: rootBytes},
+		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: candBytes},
+		&zk.CreateRequest{Path: p.paths.HistoryNode(gen), Data: candBytes, Acl: acl.Meta},
+		&zk.CreateRequest{Path: p.paths.Rollout(), Data: recBytes, Acl: acl.Meta},
+		&zk.CheckVersionRequest{Path: req.Fence},
+	}); size > p.cfg.multiBudget {
+		return nil, &InputError{Err: fmt.Errorf("a canary of this set needs a %d-byte transaction (the candidate manifest, %d bytes, travels twice beside the root's data), over the %d-byte limit: canary a set with fewer items, or publish it without --canary",
+			size, len(candBytes), p.cfg.multiBudget)}
+	}
 	res := &Result{Generation: gen, Mode: manifest.ModeMulti, Manifest: cand}
 	res.Added, res.Changed, res.Removed = diffNames(stable.Items, hashed)
 	if req.DryRun {
@@ -266,21 +294,6 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 		return nil, err
 	}
 	_, recStat, err := p.readRecord(ctx)
-	if err != nil {
-		return nil, err
-	}
-	newRec := &RolloutRecord{
-		RolloutID: canary.RolloutID, Candidate: gen, Stable: stable.Generation, Selection: sel,
-		StartedAt: now, Publisher: p.cfg.name, Message: req.Message,
-		Events: []RolloutEvent{{At: now, Kind: EventStart, Selection: &sel, Generation: gen, By: p.cfg.name, Message: req.Message}},
-	}
-	if pl := req.RolloutPlan; pl != nil {
-		newRec.Steps, newRec.Auto = pl.Steps, pl.Auto
-		if pl.Bake > 0 {
-			newRec.Bake = pl.Bake.String()
-		}
-	}
-	recBytes, err := json.Marshal(newRec)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package publish
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -403,5 +404,48 @@ func TestCanaryConnectionLossAroundCommit(t *testing.T) {
 				t.Fatalf("history g-2 %+v: %v", hm, err)
 			}
 		})
+	}
+}
+
+// TestCanaryTooLargeRefused: a candidate manifest too large for the start's
+// one transaction (it travels twice, beside the root's data) is refused
+// with the sizes, before anything is written; the same set publishes
+// without --canary (marker mode when it must).
+func TestCanaryTooLargeRefused(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	root := "/canary/large"
+	paths := layout.New(root, layout.DefaultMeta)
+	p := newPub(t, c, root, WithMultiBudget(8<<10))
+	conn := p.Conn()
+	// 30 names of one content: a manifest of about 3 KiB. A plain publish
+	// carries it twice (root, history) and fits the 8 KiB budget; a canary
+	// start carries it three times (the root's stable manifest, the
+	// candidate node, history) and does not.
+	same := func(v string) map[string][]byte {
+		m := map[string][]byte{}
+		for i := range 30 {
+			m[fmt.Sprintf("item-%02d", i)] = []byte(v)
+		}
+		return m
+	}
+	mustPublish(t, p, Request{Items: same("a")})
+	big := same("b")
+	before := rootManifest(t, conn, root)
+	_, err := p.Publish(ctx, Request{Items: big, Canary: &manifest.Selection{Selector: "zone=a"}})
+	var in *InputError
+	if !errors.As(err, &in) || !strings.Contains(err.Error(), "travels twice") || !strings.Contains(err.Error(), "8192-byte limit") {
+		t.Fatalf("oversized canary: %v", err)
+	}
+	if after := rootManifest(t, conn, root); after.Canary != nil || after.Generation != before.Generation {
+		t.Fatalf("a refused canary changed the root: %+v", after)
+	}
+	for _, n := range []string{paths.Candidate(), paths.Rollout(), paths.HistoryNode(2)} {
+		if ok, _, err := conn.Exists(n); err != nil || ok {
+			t.Fatalf("a refused canary created %s (%v)", n, err)
+		}
+	}
+	if _, err := p.Publish(ctx, Request{Items: big}); err != nil {
+		t.Fatalf("the same set without a canary: %v", err)
 	}
 }
