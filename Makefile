@@ -14,7 +14,10 @@ TOOLS := tools
 GO_MIN := 1.25.0
 # Integration tests start real ZooKeeper servers (2 cores: keep packages
 # from starving each other's JVMs).
-TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
+# -p 3 on 2 cores: the integration tests spend much of their time waiting
+# on ZooKeeper (fsyncs, session timeouts, watches), so a third package
+# overlaps those waits.
+TEST_FLAGS ?= -race -count=1 -p 3 -timeout 15m
 # The tools module's tests (chaos smoke, benchmark smokes, the browser
 # test) drive real confagent processes, ZooKeeper and Chromium; the library
 # code they run in-process is race-tested by the main module's own tests,
