@@ -4,8 +4,10 @@
 #  1. start a standalone ZooKeeper on a free loopback port (internal/cmd/zkdev)
 #  2. publish examples/quickstart/config as generation 1
 #  3. start two agents (web-1, web-2) rendering into a temporary directory
-#  4. publish examples/quickstart/config-v2 with --wait --all: returns once
-#     both agents applied it
+#  4. publish examples/quickstart/config-v2 as a canary to zone=a (web-1)
+#     with --auto --bake: web-1 applies the candidate while web-2 keeps
+#     generation 1, the bake passes, the candidate is promoted, and both
+#     apply it
 #  5. show the rendered files and `confpush status`
 #  6. stop everything and remove the temporary files
 set -euo pipefail
@@ -41,10 +43,11 @@ export CONFPUSH_ZK="$ZK" CONFPUSH_ROOT=/config/checkout
 step "Publishing examples/quickstart/config (generation 1)"
 "$BIN/confpush" publish examples/quickstart/config
 
-step "Starting two agents: web-1 and web-2"
+step "Starting two agents: web-1 (zone=a) and web-2 (zone=b)"
 for id in web-1 web-2; do
+  zone=a; [ "$id" = web-2 ] && zone=b
   mkdir -p "$OUT/$id"
-  sed -e "s#@ZK@#$ZK#" -e "s#@OUT@#$OUT#g" -e "s#@ID@#$id#g" \
+  sed -e "s#@ZK@#$ZK#" -e "s#@OUT@#$OUT#g" -e "s#@ID@#$id#g" -e "s#@ZONE@#$zone#" \
       -e "s#@EXAMPLES@#$PWD/examples/quickstart#" \
       examples/quickstart/agent/agent.yaml.in > "$OUT/$id.yaml"
   "$BIN/confagent" --config "$OUT/$id.yaml" 2> "$OUT/$id.log" &
@@ -61,8 +64,10 @@ cat "$OUT/web-1/summary.txt"
 step "The change: a third upstream and the new_cart flag"
 "$BIN/confpush" diff examples/quickstart/config-v2 || true
 
-step "Publishing it and waiting for every agent to apply it"
-"$BIN/confpush" publish --wait --all --timeout 60s examples/quickstart/config-v2
+step "Publishing it as a canary to zone=a: promoted once web-1 has run it healthy for 3s"
+"$BIN/confpush" publish --canary zone=a --auto --bake 3s -m "third upstream, canary first" examples/quickstart/config-v2
+# The promote is generation 3 (2 was the candidate): wait until both run it.
+"$BIN/confpush" status --wait-generation 3 --min 2 --timeout 30s > /dev/null
 
 step "What web-2 rendered now"
 cat "$OUT/web-2/summary.txt"
