@@ -113,23 +113,32 @@ func TestSmoke(t *testing.T) {
 // returns the report it wrote and the directory.
 func runSmoke(t *testing.T, args ...string) (*bench.Report, string) {
 	t.Helper()
+	var rep bench.Report
+	out := runConfbench(t, "results.json", &rep, args...)
+	return &rep, out
+}
+
+// runConfbench runs confbench with args and --out a temporary directory,
+// fails the test when it exits non-zero, decodes the JSON report file of
+// that directory into rep and returns the directory.
+func runConfbench(t *testing.T, file string, rep any, args ...string) string {
+	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	if code := run(ctx, append(args, "--out", out), &stdout, &stderr); code != 0 {
-		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
+		t.Fatalf("confbench %s exited %d:\n%s", strings.Join(args, " "), code, stderr.String())
 	}
 	t.Log(stdout.String())
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	b, err := os.ReadFile(filepath.Join(out, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
+	if err := json.Unmarshal(b, rep); err != nil {
 		t.Fatal(err)
 	}
-	return &rep, out
+	return out
 }
 
 func checkDist(t *testing.T, what string, d bench.Dist) {

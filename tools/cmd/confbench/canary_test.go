@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zkconf/zkconf/tools/bench"
 )
@@ -22,22 +18,7 @@ func TestCanaryRequests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper; run without -short (make test)")
 	}
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"--quick", "--canary-only", "--out", out}, &stdout, &stderr); code != 0 {
-		t.Fatalf("confbench exited %d:\n%s", code, stderr.String())
-	}
-	t.Log(stdout.String())
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runSmoke(t, "--quick", "--canary-only")
 	c := rep.Canary
 	if c == nil || c.Followers != 4 || c.Outside != 2 || c.Canary != 2 {
 		t.Fatalf("canary result %+v, want 4 followers, 2 on each side", c)

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zkconf/zkconf/tools/bench"
 )
@@ -24,22 +20,8 @@ func TestLatencySmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper, a confagent and confpush processes; run without -short (make test)")
 	}
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"latency", "--quick", "--out", out}, &stdout, &stderr); code != 0 {
-		t.Fatalf("confbench latency exited %d:\n%s", code, stderr.String())
-	}
-	t.Log(stdout.String())
-	b, err := os.ReadFile(filepath.Join(out, "latency-results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep bench.LatencyReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	out := runConfbench(t, "latency-results.json", &rep, "latency", "--quick")
 	n := rep.Config.Publishes
 	if len(rep.Sets) != len(rep.Config.Sets) || len(rep.Sets) == 0 {
 		t.Fatalf("%d set results for %d sets", len(rep.Sets), len(rep.Config.Sets))
