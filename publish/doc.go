@@ -171,7 +171,10 @@
 //
 // Step 7, after each commit, beside the blob stores that follow it, best
 // effort: keep the newest Retention history entries (the live one always);
-// when some fall out, list the blob store and delete those entries and
+// when some fall out, list the history again (the state's list was read
+// beside the root, so a commit landing between the two can be missing from
+// it; listed after our commit, every entry committed before ours is
+// there) and the blob store, and delete those entries and
 // every blob no kept generation references, in transactions that start
 // with Check(root, version after our commit): if anything touched the root
 // since, the GC stops and the next publisher's GC does the work (why that

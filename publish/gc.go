@@ -21,10 +21,11 @@ const gcChunk = 1000
 // Every GC transaction starts with Check(root, version right after our
 // commit): if anything touched the root since (another publish, a
 // marker), the GC stops and leaves the work to the next publisher. That
-// makes it safe: the retained generations are our history list plus our
-// own generation (a new entry is only ever created by a commit, which
-// moves the root), so a blob they reference is never deleted; a blob
-// stored after our listing is not in it and is never deleted either.
+// makes it safe: the retained generations are the history as listed
+// after our commit plus our own generation (a new entry is only ever
+// created by a commit, which moves the root), so a blob they reference is
+// never deleted; a blob stored after our listing is not in it and is never
+// deleted either.
 func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 	if ctx.Err() != nil {
 		return
@@ -47,6 +48,31 @@ func (p *Publisher) gc(ctx context.Context, st *state, pl *plan) {
 	}
 	slices.Sort(hist)
 	keep, drop := hist, []int64(nil)
+	if n := len(hist) - p.cfg.retention; n > 0 {
+		keep, drop = hist[n:], hist[:n]
+	}
+	if len(drop) == 0 {
+		p.trimCache(keep)
+		return
+	}
+	// The state's history list was read beside the root, not after it: a
+	// commit landing between the two is in the root we compared and
+	// swapped with but missing from the list, and a GC on that list
+	// would delete the blobs only that generation references while its
+	// entry stays retained. List again now, after our commit: every entry
+	// committed before ours is there, and one committed after ours fails
+	// the GC's Check on the root.
+	fresh, _, err := p.historyList(ctx)
+	if err != nil {
+		p.log.Debug("gc skipped: cannot list the history", "error", err)
+		return
+	}
+	hist = fresh
+	if !slices.Contains(hist, pl.gen) {
+		hist = append(hist, pl.gen)
+	}
+	slices.Sort(hist)
+	keep, drop = hist, nil
 	if n := len(hist) - p.cfg.retention; n > 0 {
 		keep, drop = hist[n:], hist[:n]
 	}
