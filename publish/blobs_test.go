@@ -392,3 +392,43 @@ func TestGCKeepsNeededBlobsUnderRacingPublishers(t *testing.T) {
 	}
 	t.Logf("%d generations published by %d racing publishers", wins, publishers)
 }
+
+// TestGCStaleHistoryListKeepsBlobs: the state a publisher reads lists the
+// history beside the root, so a commit landing between the two reads can
+// be in the root and missing from the list. GC after the next commit must
+// not trust that list: here generation 3 (the only holder of "unique.conf"'s
+// content) is missing from the state's list when generation 4's GC runs
+// with a retention of 2; the blob must stay, and the invariant hold. On the
+// old code the GC kept [2, 4], dropped 1, and deleted generation 3's blob
+// while g-3 stayed retained.
+func TestGCStaleHistoryListKeepsBlobs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/gcstale"
+	p := newPub(t, c, root) // default retention: nothing is dropped here
+	base := map[string][]byte{"a.conf": content(50, "a")}
+	mustPublish(t, p, Request{Items: base})
+	mustPublish(t, p, Request{Items: map[string][]byte{"a.conf": content(50, "b")}})
+	unique := content(80, "only-in-3")
+	g3 := clone(base)
+	g3["unique.conf"] = unique
+	mustPublish(t, p, Request{Items: g3})
+	res := mustPublish(t, p, Request{Items: base})
+	if res.Generation != 4 {
+		t.Fatalf("generation %d, want 4", res.Generation)
+	}
+	_, rs, err := p.conn.Get(p.paths.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := newPub(t, c, root, WithRetention(2))
+	// Generation 4's GC, on a state listed before generation 3 landed.
+	gc.gc(ctx, &state{history: []int64{1, 2}}, &plan{gen: 4, next: res.Manifest, rootVersion: rs.Version})
+	if ok, _, err := gc.conn.Exists(gc.paths.Blob(manifest.Hash(unique))); err != nil || !ok {
+		t.Fatalf("generation 3's blob deleted by a GC on a stale history list (exists %v, %v)", ok, err)
+	}
+	if got := historyList(t, gc.conn, gc.paths); !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("history after GC = %v, want [3 4]", got)
+	}
+	checkInvariant(t, gc)
+}
