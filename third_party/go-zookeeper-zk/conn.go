@@ -69,6 +69,9 @@ type authCreds struct {
 
 // Conn is the client connection and tracks all details for communication with the server.
 type Conn struct {
+	// lastZxid is read and written with sync/atomic only (zkconf patch):
+	// recvLoop stores it on every response while the connection loop reads
+	// it (go-zookeeper/zk#35).
 	lastZxid         int64
 	sessionID        int64
 	state            State // must be 32-bit aligned
@@ -445,6 +448,15 @@ func (c *Conn) loop(ctx context.Context) {
 			c.hostProvider.Connected()        // mark success
 			c.closeChan = make(chan struct{}) // channel to tell send loop stop
 
+			// zkconf patch: the last zxid seen on the previous connection,
+			// taken before this connection's recvLoop starts storing the
+			// zxids of new responses. SetWatches must carry it (as the Java
+			// client's primeConnection does): a newer zxid, from a response
+			// to a request queued during the reconnect, would tell the
+			// server the client has seen changes it never got the events
+			// of, and those events would be lost.
+			relativeZxid := atomic.LoadInt64(&c.lastZxid)
+
 			var wg sync.WaitGroup
 
 			wg.Add(1)
@@ -481,7 +493,7 @@ func (c *Conn) loop(ctx context.Context) {
 				}
 			}()
 
-			c.sendSetWatches()
+			c.sendSetWatches(relativeZxid)
 			wg.Wait()
 		}
 
@@ -575,7 +587,10 @@ func (c *Conn) invalidateWatches(err error) {
 	}
 }
 
-func (c *Conn) sendSetWatches() {
+// sendSetWatches re-sends the connection's watches, relative to
+// relativeZxid (zkconf patch: the caller's snapshot of lastZxid, never
+// lastZxid itself, which recvLoop is writing meanwhile).
+func (c *Conn) sendSetWatches(relativeZxid int64) {
 	c.watchersLock.Lock()
 	defer c.watchersLock.Unlock()
 
@@ -611,7 +626,7 @@ func (c *Conn) sendSetWatches() {
 			}
 			sizeSoFar = 28 // fixed overhead of a set-watches packet
 			req = &setWatchesRequest{
-				RelativeZxid: c.lastZxid,
+				RelativeZxid: relativeZxid,
 				DataWatches:  make([]string, 0),
 				ExistWatches: make([]string, 0),
 				ChildWatches: make([]string, 0),
@@ -661,7 +676,7 @@ func (c *Conn) authenticate() error {
 	// Encode and send a connect request.
 	n, err := encodePacket(buf[4:], &connectRequest{
 		ProtocolVersion: protocolVersion,
-		LastZxidSeen:    c.lastZxid,
+		LastZxidSeen:    atomic.LoadInt64(&c.lastZxid),
 		TimeOut:         c.sessionTimeoutMs,
 		SessionID:       c.SessionID(),
 		Passwd:          c.passwd,
@@ -705,7 +720,7 @@ func (c *Conn) authenticate() error {
 	if r.SessionID == 0 {
 		atomic.StoreInt64(&c.sessionID, int64(0))
 		c.passwd = emptyPassword
-		c.lastZxid = 0
+		atomic.StoreInt64(&c.lastZxid, 0)
 		c.setState(StateExpired)
 		return ErrSessionExpired
 	}
@@ -846,7 +861,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 			c.logger.Printf("Xid < 0 (%d) but not ping or watcher event", res.Xid)
 		} else {
 			if res.Zxid > 0 {
-				c.lastZxid = res.Zxid
+				atomic.StoreInt64(&c.lastZxid, res.Zxid)
 			}
 
 			c.requestsLock.Lock()
