@@ -57,3 +57,7 @@ require (
 )
 
 replace github.com/zkconf/zkconf => ../
+
+// The patched go-zookeeper the zkconf module builds with (its go.mod says
+// why; a replace reaches no other module, so this one repeats it).
+replace github.com/go-zookeeper/zk => ../third_party/go-zookeeper-zk

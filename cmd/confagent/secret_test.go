@@ -122,10 +122,10 @@ apply: independent
 func (e *env) waitStatus(t *testing.T, agentID string, ok func(agent.Status) bool) agent.Status {
 	t.Helper()
 	conn := e.c.Connect(t, 4*time.Second)
-	// Closed on return, not at the test's end: an idle connection holding
-	// a watch re-sends it when a test restarts the server, and
-	// go-zookeeper v1.0.4 races there (sendSetWatches reads lastZxid while
-	// recvLoop writes it; go-zookeeper/zk#35), which -race reports.
+	// Closed on return: the watch it holds is of no use afterwards.
+	// (It was closed early to dodge go-zookeeper v1.0.4's reconnect race,
+	// go-zookeeper/zk#35, which the patched client in third_party/ fixes;
+	// leaving it to Connect's t.Cleanup would be as correct now.)
 	defer conn.Close()
 	path := layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID)
 	timeout := time.After(60 * time.Second)

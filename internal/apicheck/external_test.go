@@ -27,7 +27,10 @@ import (
 // without agents fails with fleet.ErrNoExpectedAgents.
 //
 // It works offline: the module's go.sum is copied and GOPROXY=off, since
-// every dependency is already in the module cache for this checkout.
+// every dependency is already in the module cache for this checkout. The
+// user's go.mod carries the replace directives of zkconf's own go.mod (the
+// patched go-zookeeper in third_party/), as README.md ("Using zkconf as a
+// library") tells users to: a replace reaches no other module by itself.
 func TestExternalModule(t *testing.T) {
 	checkout := moduleRoot(t)
 	dir := t.TempDir()
@@ -39,10 +42,17 @@ func TestExternalModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mod := readGoMod(t, checkout)
 	gomod := "module example.com/zkconfuser\n\n" +
-		"go " + goVersion(t, checkout) + "\n\n" +
+		"go " + mod.Go + "\n\n" +
 		"require github.com/zkconf/zkconf v0.0.0\n\n" +
 		"replace github.com/zkconf/zkconf => " + checkout + "\n"
+	for _, r := range mod.Replace {
+		if r.New.Version != "" || !strings.HasPrefix(r.New.Path, ".") {
+			t.Fatalf("go.mod replaces %s by %s %s: the test copies only replaces by a directory of the checkout", r.Old.Path, r.New.Path, r.New.Version)
+		}
+		gomod += "replace " + r.Old.Path + " => " + filepath.Join(checkout, r.New.Path) + "\n"
+	}
 	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": src} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -97,19 +107,27 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Dir(gomod)
 }
 
-// goVersion is the go directive of the checkout's go.mod, so the user's
-// module asks for the same language version.
-func goVersion(t *testing.T, checkout string) string {
+// goMod is what the test takes from the checkout's go.mod: the go
+// directive, so the user's module asks for the same language version, and
+// the replace directives.
+type goMod struct {
+	Go      string
+	Replace []struct {
+		Old, New struct{ Path, Version string }
+	}
+}
+
+func readGoMod(t *testing.T, checkout string) goMod {
 	t.Helper()
 	out, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(checkout, "go.mod")).Output()
 	if err != nil {
 		t.Fatalf("go mod edit -json: %v", err)
 	}
-	var mod struct{ Go string }
+	var mod goMod
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Go == "" {
 		t.Fatalf("no go directive in %s/go.mod (%v)", checkout, err)
 	}
-	return mod.Go
+	return mod
 }
 
 // goCmd runs the go command in the user's module, offline: -mod=mod lets it
