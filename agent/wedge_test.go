@@ -133,6 +133,21 @@ func startWedgeDaemon(t *testing.T, c *zktest.Cluster, specs []agent.TargetSpec,
 	return r
 }
 
+// stopWithin ends r's context and fails unless Run returns nil within a
+// generous bound.
+func stopWithin(t *testing.T, r *running, during string) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return 30 s after its context ended, %s", during)
+	}
+}
+
 // TestWedgedRenderFailsHealthAndWatchdog: a render stuck in one helper
 // call, which the budget cannot stop. /status and /readyz answer while it
 // runs; once it has run past its time budget by the wedge grace, /healthz
@@ -226,15 +241,7 @@ func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
 	env.arm()
 	mustPublish(t, p, map[string]string{"x": "4"})
 	env.wait(t, env.blocked)
-	r.cancel()
-	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return 30 s after its context ended, with a render that does not return")
-	}
+	stopWithin(t, r, "with a render that does not return")
 	if got := readFile(t, join(out, "t.conf")); got != "x=3" {
 		t.Errorf("output after the abandoned apply = %q", got)
 	}
@@ -259,15 +266,7 @@ func TestStopInterruptsRender(t *testing.T) {
 	mustPublish(t, p, map[string]string{"n": "1000000000000"})
 	env.wait(t, env.entered) // the first generation's render
 	env.wait(t, env.entered) // the second's: its loop runs now
-	r.cancel()
-	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return 30 s after its context ended, during a render within its budget")
-	}
+	stopWithin(t, r, "during a render within its budget")
 	st := r.d.Status()
 	if !strings.Contains(st.LastError, `generation 2 not applied: target "t": render: template t: render interrupted: context canceled`) ||
 		strings.Contains(st.LastError, "rejected") {
