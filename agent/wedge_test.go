@@ -163,7 +163,7 @@ func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
 		Dest: join(out, "t.conf"), Mode: 0o640, UID: -1, GID: -1, RenderTimeout: 100 * time.Millisecond}}
 	env := newBlockingEnv()
 	var pinged, pingsAtWedge atomic.Int64
-	r := startWedgeDaemon(t, c, specs, env, time.Second, 100*time.Millisecond, &pinged, func(s agent.Status) {
+	r := startWedgeDaemon(t, c, specs, env, 2*time.Second, 100*time.Millisecond, &pinged, func(s agent.Status) {
 		// Called from the goroutine that pings: what it counts here is
 		// every ping before the wedge was reported (plus one, so that 0
 		// means not yet).
@@ -180,6 +180,7 @@ func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
 	env.arm()
 	mustPublish(t, p, map[string]string{"x": "2"})
 	env.wait(t, env.blocked)
+	before := pinged.Load()
 	// The render is stuck: /status answers, and says generation 2 is
 	// being applied over generation 1.
 	code, body := httpGet(t, srv.URL+"/status")
@@ -189,8 +190,7 @@ func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
 	if code, body := httpGet(t, srv.URL+"/readyz"); code != http.StatusOK && !strings.Contains(body, "apply wedged") {
 		t.Fatalf("/readyz during the render: %d %s", code, body)
 	}
-	before := pinged.Load()
-	// Wedged once past 100 ms + 1 s: reported in the status (from the
+	// Wedged once past 100 ms + 2 s: reported in the status (from the
 	// daemon's goroutine).
 	st := r.waitFor(t, "reported the wedged render", func(s agent.Status) bool { return strings.HasPrefix(s.NotReadyReason, "apply wedged") })
 	for _, want := range []string{`target "t" (generation 2)`, "past its time budget of 100ms (render_timeout)"} {

@@ -175,7 +175,9 @@ render_steps: 1000000000000000
 
 	// (4): a render far from its budget when SIGTERM arrives.
 	writeAtomic(t, e.cfgPath, config("    render_timeout: 10m\n"))
-	p.waitLog(t, "configuration reloaded")
+	// The daemon's line, once it runs with the new targets (the reload's
+	// own line comes when it hands them over).
+	p.waitLog(t, `msg="configuration reloaded" targets=2`)
 	long := e.publish(t, items("200000", "third"))
 	p.waitLog(t, fmt.Sprintf("applying generation=%d", long))
 	if st, err := a.status(); err != nil || st.Attempted != long || st.LastError != "" {
