@@ -55,6 +55,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkconf/zkconf/internal/errlist"
@@ -89,10 +90,21 @@ const (
 )
 
 // Renderer applies snapshots to a set of targets. It is safe for concurrent
-// use; applies are serialised.
+// use; applies are serialised. Results, Applied, Attempted and LastError
+// never wait for an apply in progress: they read what the renderer last
+// published (at the start and the end of every apply, and after every
+// other change).
 type Renderer struct {
 	log     *slog.Logger
 	metrics *Metrics
+
+	// view is what the readers see (publish).
+	view atomic.Pointer[rendererView]
+	// renders records the renders in flight, and wedgeGrace is how long a
+	// render may run past its time budget before it counts as wedged
+	// (wedge.go).
+	renders    *renderWatch
+	wedgeGrace time.Duration
 
 	mu       sync.Mutex
 	mode     ApplyMode
@@ -113,9 +125,9 @@ type Renderer struct {
 
 	// host is what template targets' host-fact helpers report (host.go).
 	host template.Host
-	// reloadSplay and splayStop: see quiesce.go.
+	// reloadSplay and stop: see quiesce.go.
 	reloadSplay time.Duration
-	splayStop   <-chan struct{}
+	stop        <-chan struct{}
 	// phases is how long the last Apply spent in each phase (timings.go).
 	phases applyPhases
 }
@@ -132,7 +144,7 @@ func NewRenderer(specs []TargetSpec, mode ApplyMode, log *slog.Logger, m *Metric
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Renderer{log: log, metrics: m, host: localHost()}
+	r := &Renderer{log: log, metrics: m, host: localHost(), renders: newRenderWatch(), wedgeGrace: DefaultWedgeGrace}
 	if err := r.Configure(specs, mode); err != nil {
 		return nil, err
 	}
@@ -151,7 +163,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 			errs = append(errs, err)
 			continue
 		}
-		t.host = &r.host
+		t.host, t.renders = &r.host, r.renders
 		ts = append(ts, t)
 	}
 	if err := errlist.Join(errs...); err != nil {
@@ -162,6 +174,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	for _, t := range ts {
 		for _, old := range r.targets {
 			if equalSpec(old.spec, t.spec) {
@@ -212,12 +225,14 @@ type Outcome struct {
 }
 
 // Apply renders snap to every target (see the package documentation for
-// the phases). ctx bounds the check and reload commands only: once the
-// commit phase starts it runs to the end, so a shutdown never leaves a
-// half-applied generation.
+// the phases). ctx bounds the renders and the check and reload commands;
+// once the commit phase starts it runs to the end, so a shutdown never
+// leaves a half-applied generation. A render interrupted by ctx (or by the
+// daemon stopping) fails the apply without rejecting the generation.
 func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	out := Outcome{Generation: snap.Generation()}
 	if r.rejected != "" && r.rejected == snap.PublishID() {
 		out.Rejected = true
@@ -241,12 +256,16 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	start := time.Now()
 	r.phases = applyPhases{}
 	r.attempted = snap.Generation()
+	r.publish()
+	r.log.Debug("applying", "generation", snap.Generation())
+	rctx, cancel := r.renderContext(ctx)
+	defer cancel()
 	if r.mode == ApplyIndependent {
 		for _, t := range r.targets {
-			r.applyTargets(ctx, snap, []*target{t}, &out)
+			r.applyTargets(ctx, rctx, snap, []*target{t}, &out)
 		}
 	} else {
-		r.applyTargets(ctx, snap, r.targets, &out)
+		r.applyTargets(ctx, rctx, snap, r.targets, &out)
 	}
 	r.lastErr = out.Err
 	if out.Err == nil {
@@ -257,11 +276,14 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	took := time.Since(start)
 	r.metrics.observeApply(snap, out, took)
 	r.metrics.observeTargets(r.targets)
-	if out.Err != nil {
+	switch {
+	case out.Err != nil && !out.Rejected && errors.Is(out.Err, template.ErrInterrupted):
+		r.log.Info("apply interrupted: the agent is stopping; nothing of this generation is in place", "generation", snap.Generation(), "duration", took)
+	case out.Err != nil:
 		r.log.Error("apply failed", "generation", snap.Generation(), "duration", took, "error", out.Err)
-	} else if len(out.Changed) > 0 {
+	case len(out.Changed) > 0:
 		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed, "duration", took)
-	} else {
+	default:
 		r.log.Debug("generation applied with no output change", "generation", snap.Generation(), "duration", took)
 	}
 	return out
@@ -276,8 +298,9 @@ func (r *Renderer) allApplied(snap Snapshot) bool {
 	return true
 }
 
-// applyTargets stages, checks, commits and reloads ts as one unit.
-func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target, out *Outcome) {
+// applyTargets stages, checks, commits and reloads ts as one unit; rctx
+// bounds the renders, ctx the commands.
+func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*target, out *Outcome) {
 	gen := snap.Generation()
 	var stagedAll []*staged
 	abortAll := func() {
@@ -290,6 +313,12 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 	rejecting := false // a failure that only a new generation can fix
 	fail := func(t *target, kind string, err error) {
 		failed[t] = true
+		if errors.Is(err, template.ErrInterrupted) {
+			// The agent is stopping: not the generation's fault, and
+			// nothing of it is in place yet.
+			errs = append(errs, fmt.Errorf("generation %d not applied: target %q: %w", gen, t.spec.Name, err))
+			return
+		}
 		if render.IsTransient(err) {
 			kind = RetryTransient
 			errs = append(errs, r.failTarget(t, gen, kind, err))
@@ -299,7 +328,7 @@ func (r *Renderer) applyTargets(ctx context.Context, snap Snapshot, ts []*target
 		errs = append(errs, r.failTarget(t, gen, kind, err))
 	}
 	phaseStart := time.Now()
-	stages, stageErrs := stageAll(snap, ts)
+	stages, stageErrs := stageAll(rctx, snap, ts)
 	for i, t := range ts {
 		if stageErrs[i] != nil {
 			fail(t, "render", stageErrs[i])
@@ -474,6 +503,7 @@ type pendingState struct {
 func (r *Renderer) PersistPendingReloads(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	r.pendingFile = path
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -542,6 +572,7 @@ func (r *Renderer) savePending() {
 func (r *Renderer) Repair() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	var fixed []string
 	for _, t := range r.targets {
 		if t.applied == nil {
@@ -593,37 +624,38 @@ func (r *Renderer) SweepRetired() time.Duration {
 	return next
 }
 
-// Results returns every target's last result.
-func (r *Renderer) Results() []TargetResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]TargetResult, len(r.targets))
-	for i, t := range r.targets {
-		out[i] = t.result
-	}
-	return out
+// rendererView is what Results, Applied, Attempted and LastError report.
+type rendererView struct {
+	results   []TargetResult
+	applied   Snapshot
+	attempted int64
+	lastErr   error
 }
+
+// publish makes the renderer's current state what its readers see.
+// Called with r.mu held, after every change of what they report: an apply
+// holds r.mu for as long as its renders, checks and reloads run, and
+// /status, /readyz and the status node must not wait for them.
+func (r *Renderer) publish() {
+	v := &rendererView{results: make([]TargetResult, len(r.targets)), applied: r.applied, attempted: r.attempted, lastErr: r.lastErr}
+	for i, t := range r.targets {
+		v.results[i] = t.result
+	}
+	r.view.Store(v)
+}
+
+// Results returns every target's last result.
+func (r *Renderer) Results() []TargetResult { return slices.Clone(r.view.Load().results) }
 
 // Applied returns the snapshot last applied to every target, or nil.
-func (r *Renderer) Applied() Snapshot {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applied
-}
+func (r *Renderer) Applied() Snapshot { return r.view.Load().applied }
 
-// Attempted returns the generation last attempted (0 before any).
-func (r *Renderer) Attempted() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.attempted
-}
+// Attempted returns the generation last attempted (0 before any); during
+// an apply, the generation it applies.
+func (r *Renderer) Attempted() int64 { return r.view.Load().attempted }
 
 // LastError returns the last Apply's error, nil after a success.
-func (r *Renderer) LastError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastErr
-}
+func (r *Renderer) LastError() error { return r.view.Load().lastErr }
 
 // Specs returns every target's spec (destination, kind, options), for
 // the drift watcher.

@@ -108,6 +108,10 @@ type Daemon struct {
 	lastState string // the cache state last reported
 	conflict  string // why the status node is not written (statusnode.go); guarded by mu
 	lastWhy   string // why the cache was not live, as last reported
+
+	// shutdownGrace is how long Run, stopping, waits for a render in
+	// progress (wedge.go).
+	shutdownGrace time.Duration
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -130,7 +134,8 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil)}
+	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil),
+		shutdownGrace: DefaultShutdownGrace}
 	d.metrics = NewMetrics(d.staleSeconds)
 	r, err := NewRenderer(opts.Targets, opts.Apply, log, d.metrics)
 	if err != nil {
@@ -259,7 +264,9 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 // Run applies the persisted snapshot, if any, and then every new generation
 // until ctx ends. An apply in progress when ctx ends is finished first
 // (commands keep their own timeouts), so SIGTERM never leaves a
-// half-applied generation.
+// half-applied generation; but a render in progress is interrupted, and
+// one that does not end within DefaultShutdownGrace (a helper call that
+// never returns) is left behind: Run returns without it.
 func (d *Daemon) Run(ctx context.Context) error {
 	drift, err := newDriftWatcher(d.log)
 	if err != nil {
@@ -291,19 +298,31 @@ func (d *Daemon) Run(ctx context.Context) error {
 			sweep.Reset(next)
 		}
 	}
+	// The watchdog is pinged from this loop, and while it waits for an
+	// apply, as long as no render is wedged (applyWatched).
+	var heartbeat <-chan time.Time
+	if d.opts.Heartbeat != nil && d.opts.HeartbeatInterval > 0 {
+		t := time.NewTicker(d.opts.HeartbeatInterval)
+		defer t.Stop()
+		heartbeat = t.C
+	}
 	// apply applies snap; fresh is false for a retry. The backoff grows
 	// only over retries of the same attempt: a new generation (or
 	// configuration) starts it again at its minimum, so an agent that
 	// failed through a burst of publishes still notices a fix within about
-	// a second of the last one.
-	apply := func(snap *cache.Snapshot, fresh bool) {
+	// a second of the last one. It returns false when Run must return at
+	// once: stopping, with a render that does not end.
+	apply := func(snap *cache.Snapshot, fresh bool) bool {
 		if snap == nil {
-			return
+			return true
 		}
 		if fresh {
 			retry.Reset()
 		}
-		out := d.r.Apply(context.WithoutCancel(ctx), snap)
+		out, ok := d.applyWatched(ctx, snap, heartbeat)
+		if !ok {
+			return false
+		}
 		applied := time.Now()
 		if out.Retry || (out.Err != nil && !out.Rejected) {
 			retry.Schedule()
@@ -319,18 +338,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.publishStatus()
 			d.logTimings(ctx, snap, applied)
 		}
-	}
-	var heartbeat <-chan time.Time
-	if d.opts.Heartbeat != nil && d.opts.HeartbeatInterval > 0 {
-		t := time.NewTicker(d.opts.HeartbeatInterval)
-		defer t.Stop()
-		heartbeat = t.C
+		return true
 	}
 	q := newQuiescer(d.opts.WaitMin, d.opts.WaitMax)
 	defer q.stop()
-	d.r.stopSplayOn(ctx.Done())
+	d.r.stopOn(ctx.Done())
 	d.onState(d.cache.State())
-	apply(d.cache.Snapshot(), true)
+	if !apply(d.cache.Snapshot(), true) {
+		return nil
+	}
 	// confagent adopt leaves its request in the state dir; it is looked
 	// for at start and then every few seconds (a stat).
 	d.checkAdopt()
@@ -347,13 +363,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.cache.Done():
 			return errors.New("cache stopped")
 		case snap := <-d.cache.Updates():
-			if q.arrived(snap, d.log) {
-				apply(snap, true)
+			if q.arrived(snap, d.log) && !apply(snap, true) {
+				return nil
 			}
 		case <-q.C():
 			// The newest generation, whichever arrived last.
 			q.fired()
-			apply(d.cache.Snapshot(), true)
+			if !apply(d.cache.Snapshot(), true) {
+				return nil
+			}
 		case st := <-d.cache.StateChanges():
 			d.onState(st)
 		case o := <-d.reconf:
@@ -371,7 +389,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.r.setReloadSplay(o.ReloadSplay)
 			d.mem.configure(o.MemoryLimit)
 			d.log.Info("configuration reloaded", "targets", len(o.Targets))
-			apply(d.cache.Snapshot(), true)
+			if !apply(d.cache.Snapshot(), true) {
+				return nil
+			}
 		case <-driftC:
 			if fixed := d.r.Repair(); len(fixed) > 0 {
 				rearmSweep()
@@ -386,7 +406,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.checkAdopt()
 		case <-retry.C():
 			d.log.Info("retrying apply after a failure")
-			apply(d.cache.Snapshot(), false)
+			if !apply(d.cache.Snapshot(), false) {
+				return nil
+			}
 		}
 	}
 }

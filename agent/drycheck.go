@@ -62,7 +62,7 @@ func (t *target) writeForCheck(snap Snapshot, dir string) (string, error) {
 		}
 		return dir, nil
 	}
-	b, err := t.output(snap)
+	b, err := t.output(context.Background(), snap)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,12 +23,15 @@ func (d *Daemon) Status() Status {
 	opts := d.opts
 	d.mu.Unlock()
 	st := d.cache.State()
+	// One view of the renderer, never its lock: an apply holds that for as
+	// long as it runs.
+	v := d.r.view.Load()
 	s := Status{
 		AgentID: opts.AgentID, Version: opts.Version, Root: opts.Root,
 		CacheGeneration: st.Generation, State: st.State.String(), Since: st.Since,
-		StaleSeconds: d.staleSeconds(), Targets: d.r.Results(), Attempted: d.r.Attempted(),
+		StaleSeconds: d.staleSeconds(), Targets: slices.Clone(v.results), Attempted: v.attempted,
 	}
-	if a := d.r.Applied(); a != nil {
+	if a := v.applied; a != nil {
 		s.Generation, s.Zxid, s.PublishID = a.Generation(), a.Zxid(), a.PublishID()
 		if c, ok := a.(interface{ Candidate() bool }); ok { // *cache.Snapshot
 			s.Candidate = c.Candidate()
@@ -38,7 +42,7 @@ func (d *Daemon) Status() Status {
 			}
 		}
 	}
-	if err := d.r.LastError(); err != nil {
+	if err := v.lastErr; err != nil {
 		s.LastError = err.Error()
 	}
 	s.Labels, s.StatusNodeConflict = d.labels(opts), d.statusConflict()
@@ -47,9 +51,12 @@ func (d *Daemon) Status() Status {
 	return s
 }
 
-// ready decides /readyz: something applied, the last apply clean, and
-// ZooKeeper not away for longer than the staleness limit.
+// ready decides /readyz: no render wedged, something applied, the last
+// apply clean, and ZooKeeper not away for longer than the staleness limit.
 func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (bool, string) {
+	if w := d.r.wedged(); w != nil {
+		return false, w.String()
+	}
 	// Why the cache is not live (an abandoned marker, an item that does not
 	// match the manifest, ...) is part of the reason: it is what an
 	// operator has to act on, and the status node carries it.
@@ -89,10 +96,16 @@ func retrying(s Status) string {
 	return ""
 }
 
-// Handler serves /healthz, /readyz, /status and /metrics.
+// Handler serves /healthz, /readyz, /status and /metrics. None of them
+// waits for an apply in progress; /healthz fails while a render is wedged
+// (wedge.go).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if wd := d.r.wedged(); wd != nil {
+			http.Error(w, wd.String(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

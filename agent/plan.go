@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,7 @@ func (r *Renderer) Plan(snap Snapshot) ([]Change, error) {
 			}
 			continue
 		}
-		next, err := t.output(snap)
+		next, err := t.output(context.Background(), snap)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("target %q: %w", t.spec.Name, err))
 			continue

@@ -73,13 +73,15 @@ func (r *Renderer) setReloadSplay(d time.Duration) {
 	r.reloadSplay = d
 }
 
-// stopSplayOn makes a splay in progress end when stop closes (the daemon
+// stopOn makes a splay in progress end when stop closes (the daemon
 // shutting down): the reloads then run at once, since the new output is
-// already in place and its service should load it.
-func (r *Renderer) stopSplayOn(stop <-chan struct{}) {
+// already in place and its service should load it. A render in progress
+// is interrupted (renderContext): nothing of its generation is in place
+// yet.
+func (r *Renderer) stopOn(stop <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.splayStop = stop
+	r.stop = stop
 }
 
 // splay sleeps a random duration in [0, reloadSplay) before the reloads
@@ -110,6 +112,6 @@ func (r *Renderer) splay(ctx context.Context, ts []*target, changed map[*target]
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
-	case <-r.splayStop:
+	case <-r.stop:
 	}
 }

@@ -48,6 +48,14 @@ type TargetSpec struct {
 	// directory after a swap, for readers that resolved "..data" just
 	// before it; 0 removes it at once.
 	Grace time.Duration
+
+	// RenderTimeout and RenderSteps are a template target's render
+	// budget: how long one render may run and how many steps (range
+	// iterations and template calls) it may take. A render over budget
+	// fails, which rejects the generation. Zero takes the template
+	// engine's default (10 s, 10,000,000 steps).
+	RenderTimeout time.Duration
+	RenderSteps   int64
 }
 
 // target is a TargetSpec compiled for rendering, plus what it last applied.
@@ -57,6 +65,8 @@ type target struct {
 	dir  *render.DirWriter
 	// host is the renderer's host facts, read under its lock.
 	host *template.Host
+	// renders is the renderer's record of the renders in flight (wedge.go).
+	renders *renderWatch
 
 	// applied is the snapshot whose output the destination holds, nil until
 	// the first successful apply; out (file and template targets) or files
@@ -81,7 +91,8 @@ func compile(spec TargetSpec) (*target, error) {
 	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
 	switch spec.Kind {
 	case KindTemplate:
-		tm, err := template.Parse(spec.Name, spec.Template)
+		tm, err := template.ParseWithLimits(spec.Name, spec.Template,
+			template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps})
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
 		}
@@ -116,8 +127,9 @@ func (t *target) selected(snap Snapshot) map[string][]byte {
 	return out
 }
 
-// output renders the target's content for a file or template target.
-func (t *target) output(snap Snapshot) ([]byte, error) {
+// output renders the target's content for a file or template target. ctx
+// interrupts a template's render (template.ErrInterrupted).
+func (t *target) output(ctx context.Context, snap Snapshot) ([]byte, error) {
 	switch t.spec.Kind {
 	case KindFile:
 		b, ok := snap.Get(t.spec.Item)
@@ -126,7 +138,8 @@ func (t *target) output(snap Snapshot) ([]byte, error) {
 		}
 		return b, nil
 	case KindTemplate:
-		return t.tmpl.ExecuteWith(snap, t.hostFacts())
+		defer t.renders.begin(t, snap.Generation())()
+		return t.tmpl.ExecuteContext(ctx, snap, t.hostFacts())
 	}
 	return nil, fmt.Errorf("target %q renders no single file", t.spec.Name)
 }
@@ -152,12 +165,12 @@ func unchanged(t *target, out []byte, files map[string][]byte) *staged {
 // stage renders and stages snap's output for t. An output identical to
 // what is in place is not staged at all: it is returned with
 // changed=false, having written nothing.
-func (t *target) stage(snap Snapshot) (*staged, error) {
+func (t *target) stage(ctx context.Context, snap Snapshot) (*staged, error) {
 	if t.spec.Kind == KindDir {
 		files := t.selected(snap)
 		return t.stageDir(files)
 	}
-	data, err := t.output(snap)
+	data, err := t.output(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -234,15 +247,16 @@ func (t *target) reload(ctx context.Context, gen int64) (string, error) {
 // stageAll stages snap for every target of ts, the targets side by side
 // (each writes and fsyncs only its own staged output, so their fsyncs
 // overlap), and returns each one's staged output or error, in ts's order.
-func stageAll(snap Snapshot, ts []*target) ([]*staged, []error) {
+// ctx interrupts the renders.
+func stageAll(ctx context.Context, snap Snapshot, ts []*target) ([]*staged, []error) {
 	stages, errs := make([]*staged, len(ts)), make([]error, len(ts))
 	if len(ts) == 1 {
-		stages[0], errs[0] = ts[0].stage(snap)
+		stages[0], errs[0] = ts[0].stage(ctx, snap)
 		return stages, errs
 	}
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Go(func() { stages[i], errs[i] = t.stage(snap) })
+		wg.Go(func() { stages[i], errs[i] = t.stage(ctx, snap) })
 	}
 	wg.Wait()
 	return stages, errs

@@ -186,7 +186,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
 			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
-			Grace: t.GracePeriod,
+			Grace: t.GracePeriod, RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
 		}
 		if t.Type == config.TargetTemplate {
 			b, err := os.ReadFile(t.Src)

@@ -55,6 +55,10 @@ const (
 	DefaultResyncJitter   = 5 * time.Second
 	DefaultMode           = os.FileMode(0o640)
 	DefaultTimeout        = 30 * time.Second
+	// DefaultRenderTimeout and DefaultRenderSteps are the render budget
+	// of template targets (keys render_timeout and render_steps).
+	DefaultRenderTimeout       = template.DefaultTimeout
+	DefaultRenderSteps   int64 = template.DefaultMaxSteps
 )
 
 // DefaultGracePeriod is how long a dir target keeps its previous
@@ -136,6 +140,13 @@ type Config struct {
 	// reload after a new output by a random duration in [0, ReloadSplay),
 	// so that a fleet does not reload in the same second.
 	ReloadSplay time.Duration
+	// RenderTimeout and RenderSteps (keys render_timeout and
+	// render_steps) are the render budget of every template target that
+	// does not set its own: how long one render may run, and how many
+	// steps (range iterations and template calls) it may take. A render
+	// over budget is rejected like any template error.
+	RenderTimeout time.Duration
+	RenderSteps   int64
 	// File is the configuration file Load read (empty for a Config built
 	// in code). Validate refuses any target that would write it.
 	File string
@@ -206,6 +217,11 @@ type Target struct {
 	// directory after a swap (key grace_period, dir targets only; 0
 	// removes it at once).
 	GracePeriod time.Duration
+	// RenderTimeout and RenderSteps are the template's render budget
+	// (keys render_timeout and render_steps, template targets only;
+	// Config's when not set).
+	RenderTimeout time.Duration
+	RenderSteps   int64
 	// Template is Src parsed with the render helpers; set by Validate.
 	Template *template.Template
 }
@@ -391,6 +407,8 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())
 	v.SetDefault("memory_limit", "auto")
 	v.SetDefault("incarnation", "follow")
+	v.SetDefault("render_timeout", DefaultRenderTimeout.String())
+	v.SetDefault("render_steps", DefaultRenderSteps)
 	// agent_id defaults to the hostname, looked up in decode so that a
 	// failing lookup becomes a reported problem.
 }

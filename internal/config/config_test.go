@@ -81,6 +81,8 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		ResyncInterval: 10 * time.Minute,
 		ResyncJitter:   5 * time.Second,
 		Incarnation:    "follow",
+		RenderTimeout:  10 * time.Second,
+		RenderSteps:    10_000_000,
 		Targets: []Target{{
 			Name: "app", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
 			Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second,
@@ -113,6 +115,7 @@ apply: independent
 stale_after: 2m
 resync_interval: 1h
 resync_jitter: 0
+render_steps: 5_000_000
 targets:
   - name: app.props
     type: file
@@ -130,6 +133,7 @@ targets:
     src: app.tmpl
     dest: /etc/app/app.conf
     mode: "2750"
+    render_timeout: 2s
   - name: certs
     type: dir
     dest: /etc/app/certs/
@@ -163,6 +167,8 @@ targets:
 		ResyncInterval: time.Hour,
 		ResyncJitter:   0,
 		Incarnation:    "follow",
+		RenderTimeout:  10 * time.Second,
+		RenderSteps:    5_000_000,
 		Targets: []Target{
 			{
 				Name: "app.props", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
@@ -173,6 +179,7 @@ targets:
 			{
 				Name: "tmpl", Type: TargetTemplate, Src: filepath.Join(f.dir, "app.tmpl"), Dest: "/etc/app/app.conf",
 				Mode: 0o750 | os.ModeSetgid, UID: -1, GID: -1, Timeout: 30 * time.Second,
+				RenderTimeout: 2 * time.Second, RenderSteps: 5_000_000,
 			},
 			{
 				Name: "certs", Type: TargetDir, Dest: "/etc/app/certs", Items: []string{"*.pem", "ca-?.crt"},
@@ -206,6 +213,17 @@ func TestLoadEnvOverride(t *testing.T) {
 		c.Apply != agent.ApplyIndependent {
 		t.Errorf("environment not applied: %+v", c)
 	}
+
+	t.Setenv("CONFAGENT_RENDER_TIMEOUT", "3s")
+	t.Setenv("CONFAGENT_RENDER_STEPS", "1_000")
+	c, err = Load(f.config(t, minimal))
+	if err != nil || c.RenderTimeout != 3*time.Second || c.RenderSteps != 1000 {
+		t.Errorf("render budget from the environment: %v, %v", c, err)
+	}
+	t.Setenv("CONFAGENT_RENDER_TIMEOUT", "")
+	t.Setenv("CONFAGENT_RENDER_STEPS", "")
+	os.Unsetenv("CONFAGENT_RENDER_TIMEOUT")
+	os.Unsetenv("CONFAGENT_RENDER_STEPS")
 
 	t.Setenv("CONFAGENT_STALE_AFTER", "soon")
 	_, err = Load(f.config(t, minimal))
@@ -396,6 +414,27 @@ targets: [{name: a, type: file, item: a, dest: /etc/a}]
 			name: "target not a mapping",
 			yaml: "zookeeper: {servers: [zk1:2181]}\ntargets: [app]\n",
 			want: []string{"targets[0]: must be a mapping, got a string"},
+		},
+		{
+			name: "render budget",
+			yaml: `
+zookeeper: {servers: [zk1:2181]}
+render_timeout: 0
+render_steps: lots
+targets:
+  - {name: a, type: template, src: "@DIR/app.tmpl", dest: /etc/a, render_timeout: -1s, render_steps: 0}
+  - {name: b, type: file, item: b, dest: /etc/b, render_timeout: 5s, render_steps: 12.5}
+  - {name: c, type: dir, dest: /etc/c, render_steps: 1000}
+`,
+			want: []string{
+				`render_timeout: must be a positive duration, like "10s"`,
+				`render_steps: invalid number "lots": want a whole number like 10000000`,
+				`targets[0].render_timeout: must be a positive duration, like "10s"`,
+				"targets[0].render_steps: must be a positive number, like 10000000",
+				"targets[1].render_steps: must be a whole number, got 12.5",
+				"targets[1].render_timeout: only valid for type template (this target is file)",
+				"targets[2].render_steps: only valid for type template (this target is dir)",
+			},
 		},
 		{
 			name: "grace_period",
@@ -609,10 +648,16 @@ func TestValidateInCode(t *testing.T) {
 	if c.Targets[0].UID != 0 || c.Targets[0].GID != -1 {
 		t.Errorf("owner not resolved: %d:%d", c.Targets[0].UID, c.Targets[0].GID)
 	}
+	// A render budget left at zero is the template engine's default.
+	if c.RenderTimeout != 0 || c.RenderSteps != 0 {
+		t.Errorf("Validate filled in the render budget: %v %d", c.RenderTimeout, c.RenderSteps)
+	}
 	c.Targets[0].Timeout = 0
 	c.Apply = ""
+	c.RenderSteps = -1
 	assertProblems(t, c.Validate(), []string{
 		`apply: unknown mode ""`,
+		"render_steps: must not be negative",
 		"targets[0].timeout: must be a positive duration",
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,11 +29,13 @@ var (
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
 		"wait.min", "wait.max", "reload_splay",
+		"render_timeout", "render_steps",
 	}
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
+		"render_timeout", "render_steps",
 	}
 )
 
@@ -81,7 +84,12 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 			p.addf("log.level", "unknown level %q: want debug, info, warn or error", lvl)
 		}
 	}
-	c.Targets = decodeTargets(v.Get("targets"), baseDir, p)
+	// Both have defaults: a 0 was written so.
+	c.RenderTimeout = d.duration("render_timeout")
+	positive(p, "render_timeout", c.RenderTimeout)
+	c.RenderSteps = d.count("render_steps")
+	positiveCount(p, "render_steps", c.RenderSteps)
+	c.Targets = decodeTargets(v.Get("targets"), baseDir, p, c)
 	c.Labels = decodeLabels(v.Get("labels"), p)
 	c.Wait, c.ReloadSplay = Wait{Min: d.duration("wait.min"), Max: d.duration("wait.max")}, d.duration("reload_splay")
 	return c
@@ -265,6 +273,42 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// count accepts a whole number, written plainly or with _ between digits
+// ("10_000_000"); 0 when the key is not set.
+func (d decoder) count(key string) int64 {
+	switch t := d.raw(key).(type) {
+	case nil:
+		return 0
+	case int:
+		return int64(t)
+	case int64:
+		return t
+	case uint64:
+		if t > math.MaxInt64 {
+			d.p.addf(d.full(key), "%d is too large", t)
+			return 0
+		}
+		return int64(t)
+	case float64:
+		if t != math.Trunc(t) || math.Abs(t) >= math.MaxInt64 {
+			d.p.addf(d.full(key), "must be a whole number, got %v", t)
+			return 0
+		}
+		return int64(t)
+	case string:
+		s := strings.TrimSpace(t)
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+		if err != nil || strings.HasPrefix(s, "_") || strings.HasSuffix(s, "_") || strings.Contains(s, "__") {
+			d.p.addf(d.full(key), "invalid number %q: want a whole number like 10000000", t)
+			return 0
+		}
+		return n
+	default:
+		d.p.addf(d.full(key), "must be a whole number, got %s", kind(t))
+		return 0
+	}
+}
+
 func (d decoder) bool(key string) bool {
 	switch t := d.raw(key).(type) {
 	case nil:
@@ -354,7 +398,9 @@ func specialBits(m uint64) os.FileMode {
 	return fm
 }
 
-func decodeTargets(raw any, baseDir string, p *problems) []Target {
+// decodeTargets decodes the targets; c gives the agent-wide defaults
+// (render_timeout, render_steps).
+func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 	if raw == nil {
 		return nil
 	}
@@ -393,6 +439,20 @@ func decodeTargets(raw any, baseDir string, p *problems) []Target {
 			Timeout:       d.duration("timeout"),
 			FollowSymlink: d.bool("follow_symlink"),
 			GracePeriod:   d.duration("grace_period"),
+			RenderTimeout: d.duration("render_timeout"),
+			RenderSteps:   d.count("render_steps"),
+		}
+		// A template target's render budget is the agent-wide one unless
+		// it sets its own.
+		if _, set := m["render_timeout"]; set {
+			positive(p, prefix+".render_timeout", t.RenderTimeout)
+		} else if t.Type == TargetTemplate {
+			t.RenderTimeout = c.RenderTimeout
+		}
+		if _, set := m["render_steps"]; set {
+			positiveCount(p, prefix+".render_steps", t.RenderSteps)
+		} else if t.Type == TargetTemplate {
+			t.RenderSteps = c.RenderSteps
 		}
 		if _, set := m["timeout"]; !set {
 			t.Timeout = DefaultTimeout

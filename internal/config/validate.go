@@ -89,6 +89,13 @@ func (c *Config) validate(p *problems) {
 		p.addf("memory_limit", "%d bytes is too small: at least %dMiB, or auto, or off", c.MemoryLimit, MinMemoryLimit>>20)
 	}
 	positive(p, "resync_interval", c.ResyncInterval)
+	// 0, in a Config built in code, is the default.
+	if c.RenderTimeout < 0 && !p.has("render_timeout") {
+		p.addf("render_timeout", "must not be negative")
+	}
+	if c.RenderSteps < 0 && !p.has("render_steps") {
+		p.addf("render_steps", "must not be negative")
+	}
 	if !p.has("resync_jitter") {
 		switch {
 		case c.ResyncJitter < 0:
@@ -309,6 +316,8 @@ func validateTarget(prefix string, t *Target, p *problems) {
 	onlyFor("item", t.Item != "", TargetFile)
 	onlyFor("items", len(t.Items) > 0, TargetDir)
 	onlyFor("grace_period", t.GracePeriod != 0, TargetDir)
+	onlyFor("render_timeout", t.RenderTimeout != 0, TargetTemplate)
+	onlyFor("render_steps", t.RenderSteps != 0, TargetTemplate)
 	if t.GracePeriod < 0 && !p.has(k("grace_period")) {
 		p.addf(k("grace_period"), "must not be negative (0 removes the previous directory at once)")
 	}
@@ -364,6 +373,12 @@ func validateTarget(prefix string, t *Target, p *problems) {
 		}
 	}
 	positive(p, k("timeout"), t.Timeout)
+	if t.RenderTimeout < 0 && !p.has(k("render_timeout")) {
+		p.addf(k("render_timeout"), "must not be negative")
+	}
+	if t.RenderSteps < 0 && !p.has(k("render_steps")) {
+		p.addf(k("render_steps"), "must not be negative")
+	}
 }
 
 // parseTemplate reads and parses Src with the render helpers, so that a
@@ -443,6 +458,12 @@ func resolveID(s string, lookup func(string) (string, error)) (int, error) {
 func positive(p *problems, key string, d time.Duration) {
 	if !p.has(key) && d <= 0 {
 		p.addf(key, "must be a positive duration, like \"10s\"")
+	}
+}
+
+func positiveCount(p *problems, key string, n int64) {
+	if !p.has(key) && n <= 0 {
+		p.addf(key, "must be a positive number, like 10000000")
 	}
 }
 

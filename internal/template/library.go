@@ -2,7 +2,9 @@ package template
 
 import (
 	"math"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	texttemplate "text/template"
 
@@ -83,6 +85,11 @@ func (st *execState) hostFuncs() texttemplate.FuncMap {
 		"seq":       st.seq,
 		"nindent":   st.nindent,
 		"replace":   st.replace,
+		// sprig's uniq compares every element with every kept one: a
+		// list of a million strings would keep one call busy for hours,
+		// out of the render budget's reach.
+		"uniq":     st.uniq,
+		"mustUniq": st.uniq,
 	}
 }
 
@@ -155,33 +162,92 @@ func steps(start, stop, step int) float64 {
 func (st *execState) maxInts() float64 { return float64(st.limits.MaxOutputBytes / 8) }
 
 func (st *execState) until(count int) ([]int, error) {
-	if steps(0, count, 1) > st.maxInts() {
-		return nil, st.tooLarge()
+	step := 1
+	if count < 0 {
+		step = -1
 	}
-	return sprigInts("until", count), nil
+	return st.untilStep(0, count, step)
 }
 
+// untilStep is sprig's untilStep (the numbers from start towards stop,
+// stop excluded, by step; none when step does not lead there), built in
+// one allocation of the exact size once the size is checked.
 func (st *execState) untilStep(start, stop, step int) ([]int, error) {
 	if steps(start, stop, step) > st.maxInts() {
 		return nil, st.tooLarge()
 	}
-	return sprigInts("untilStep", start, stop, step), nil
+	if (stop < start && step >= 0) || (stop >= start && step <= 0) {
+		return []int{}, nil
+	}
+	v := make([]int, 0, int(math.Ceil(steps(start, stop, step))))
+	if stop < start {
+		for i := start; i > stop; i += step {
+			v = append(v, i)
+			if i+step > i { // wrapped around
+				break
+			}
+		}
+		return v, nil
+	}
+	for i := start; i < stop; i += step {
+		v = append(v, i)
+		if i+step < i {
+			break
+		}
+	}
+	return v, nil
 }
 
+// seq is sprig's seq (seq STOP, seq START STOP, seq START STEP STOP: the
+// numbers from START to STOP inclusive, space-separated), with the list
+// and the string it makes bounded.
 func (st *execState) seq(params ...int) (string, error) {
-	start, stop, step := 1, 0, 1
+	var start, stop, step int
 	switch len(params) {
+	case 0:
+		return "", nil
 	case 1:
-		stop = params[0]
+		start, stop, step = 1, params[0], 1
+		if stop < start {
+			step = -1
+		}
+		stop += step
 	case 2:
-		start, stop = params[0], params[1]
+		start, stop, step = params[0], params[1], 1
+		if stop < start {
+			step = -1
+		}
+		stop += step
 	case 3:
 		start, step, stop = params[0], params[1], params[2]
+		inc := 1
+		if stop < start {
+			inc = -1
+			if step > 0 {
+				return "", nil
+			}
+		}
+		stop += inc
+	default:
+		// sprig's seq prints nothing for more than three numbers.
+		return "", nil
 	}
-	if steps(start, stop, step) > st.maxInts() {
+	// Every number takes at most 21 bytes with its separator.
+	if steps(start, stop, step) > float64(st.limits.MaxOutputBytes/21) {
 		return "", st.tooLarge()
 	}
-	return libraryFuncs()["seq"].(func(...int) string)(params...), nil
+	nums, err := st.untilStep(start, stop, step)
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, 0, len(nums)*4)
+	for i, n := range nums {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b), nil
 }
 
 func (st *execState) nindent(n int, s string) (string, error) {
@@ -199,11 +265,58 @@ func errorsKind(err error) error {
 	return ErrBadArgument
 }
 
-// sprigInts calls sprig's until or untilStep once the size is checked.
-func sprigInts(name string, args ...int) []int {
-	f := libraryFuncs()[name]
-	if len(args) == 1 {
-		return f.(func(int) []int)(args[0])
+// uniq is sprig's uniq (and mustUniq): the list's elements without
+// repetitions, in the order of their first occurrence, equal meaning
+// reflect.DeepEqual. Strings, numbers and booleans, which DeepEqual
+// compares as == does, are found in a set; other elements (lists, maps)
+// are compared with the other ones kept, checking the render budget as it
+// goes.
+func (st *execState) uniq(list any) ([]any, error) {
+	rv := reflect.ValueOf(list)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, helperErrorf(ErrBadArgument, "want a list, got %T", list)
 	}
-	return f.(func(int, int, int) []int)(args[0], args[1], args[2])
+	out := []any{}
+	seen := map[any]bool{}
+	var others []any
+	for i := range rv.Len() {
+		item := rv.Index(i).Interface()
+		if item == nil || basicKind(reflect.TypeOf(item).Kind()) {
+			if !seen[item] {
+				seen[item] = true
+				out = append(out, item)
+			}
+			continue
+		}
+		dup := false
+		for j, o := range others {
+			if j%1024 == 0 {
+				if err := st.budget.stopped(); err != nil {
+					return nil, err
+				}
+			}
+			if reflect.DeepEqual(item, o) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			others = append(others, item)
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}
+
+// basicKind reports whether values of kind k compare with == as
+// reflect.DeepEqual compares them.
+func basicKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	}
+	return false
 }

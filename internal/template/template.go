@@ -6,10 +6,15 @@
 // confpush --validate), output and nesting are bounded (Limits), and no
 // error message quotes item content. Writing the result to disk is the job
 // of internal/render.
+//
+// Every execution also has a budget (Limits.MaxSteps, Limits.Timeout): a
+// template whose loops a publisher controls ({{ range until $n }} with n
+// from an item) cannot keep its caller busy for good. See budget.go.
 package template
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +25,7 @@ import (
 	"strings"
 	texttemplate "text/template"
 	"text/template/parse"
+	"time"
 
 	"github.com/zkconf/zkconf/internal/itemformat"
 	"github.com/zkconf/zkconf/internal/render"
@@ -41,6 +47,12 @@ type Snapshot interface {
 const (
 	DefaultMaxOutputBytes int64 = 64 << 20
 	DefaultMaxDepth             = itemformat.MaxDepth
+	// DefaultMaxSteps is generous: the shipped example templates take a
+	// few steps per item, and ten million empty range iterations take
+	// about two seconds on one core.
+	DefaultMaxSteps int64 = 10_000_000
+	// DefaultTimeout is the time budget of one execution.
+	DefaultTimeout = 10 * time.Second
 )
 
 // Limits guards template execution against hostile or accidental
@@ -52,6 +64,13 @@ type Limits struct {
 	// MaxDepth caps the nesting depth of values returned by json, yaml and
 	// toml (a flat object is depth 1). Zero means DefaultMaxDepth.
 	MaxDepth int
+	// MaxSteps is the step budget of one execution: every iteration of a
+	// range and every call of a template ({{ template }}, {{ block }}) is
+	// a step. Zero means DefaultMaxSteps.
+	MaxSteps int64
+	// Timeout is the time budget of one execution. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,6 +79,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = DefaultMaxSteps
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
 	}
 	return l
 }
@@ -81,6 +106,12 @@ var (
 	ErrBadArgument = errors.New("bad helper argument")
 	// ErrMissingLabel: label named a label the agent does not have.
 	ErrMissingLabel = errors.New("label not set")
+	// ErrBudgetExceeded: the execution took more steps than
+	// Limits.MaxSteps or ran longer than Limits.Timeout.
+	ErrBudgetExceeded = errors.New("render budget exceeded")
+	// ErrInterrupted: the context passed to ExecuteContext ended before
+	// the execution did.
+	ErrInterrupted = errors.New("render interrupted")
 )
 
 // Error is the error returned when executing a template fails. Its
@@ -114,6 +145,8 @@ type Template struct {
 }
 
 // Parse parses a template with the helpers below and default Limits.
+// Executions are bounded in steps and time (Limits.MaxSteps,
+// Limits.Timeout): an execution over budget fails with ErrBudgetExceeded.
 //
 // Helpers (all pure: none reads files, runs commands, reads the clock or
 // draws random numbers; env reads the environment through Host only):
@@ -143,8 +176,9 @@ type Template struct {
 // and sprig's hermetic function library (upper, b64enc, sha256sum,
 // splitList, dict, semverCompare, regexReplaceAll, ...) without the
 // functions that read the clock or draw random numbers; the helpers above
-// win a name clash (Shadowed lists them), and repeat, replace, until,
-// untilStep, seq and nindent are bounded by Limits.MaxOutputBytes.
+// win a name clash (Shadowed lists them), repeat, replace, until,
+// untilStep, seq and nindent are bounded by Limits.MaxOutputBytes, and
+// uniq takes linear time on lists of strings, numbers and booleans.
 //
 // Templates run with missingkey=error: a missing map key is an error, not
 // "<no value>". The dot is nil; everything comes from the helpers.
@@ -160,8 +194,15 @@ func ParseWithLimits(name, text string, limits Limits) (*Template, error) {
 		// Parse errors quote only the template text, which is not secret.
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	return &Template{tmpl: t, limits: st.limits, literals: stringLiterals(t)}, nil
+	// The literals are collected before the step markers go in: they are
+	// text nodes, not string constants, but there is no need to walk them.
+	literals := stringLiterals(t)
+	insertSteps(t)
+	return &Template{tmpl: t, limits: st.limits, literals: literals}, nil
 }
+
+// Limits returns the limits the template executes with, defaults filled in.
+func (t *Template) Limits() Limits { return t.limits }
 
 // stringLiterals collects the string constants of every template in t.
 func stringLiterals(t *texttemplate.Template) map[string]bool {
@@ -227,6 +268,15 @@ func (t *Template) Execute(snap Snapshot) ([]byte, error) {
 // ExecuteWith renders the template from snap, with host as what the
 // host-fact helpers report. Errors are *Error values.
 func (t *Template) ExecuteWith(snap Snapshot, host Host) ([]byte, error) {
+	return t.ExecuteContext(context.Background(), snap, host)
+}
+
+// ExecuteContext is ExecuteWith that also stops, with ErrInterrupted, when
+// ctx ends: at the next step, like the budget (so within one helper call).
+func (t *Template) ExecuteContext(ctx context.Context, snap Snapshot, host Host) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: %v: %v", t.Name(), ErrInterrupted, err), Err: ErrInterrupted}
+	}
 	st := &execState{snap: snap, host: host, limits: t.limits, parsed: make(map[string]any), literals: t.literals}
 	// Clone so that concurrent executions each bind their own snapshot.
 	tmpl, err := t.tmpl.Clone()
@@ -234,8 +284,12 @@ func (t *Template) ExecuteWith(snap Snapshot, host Host) ([]byte, error) {
 		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: clone failed", t.Name())}
 	}
 	tmpl.Funcs(st.funcs())
-	out := &limitedBuffer{max: st.limits.MaxOutputBytes}
+	out := &limitedBuffer{max: st.limits.MaxOutputBytes, budget: &st.budget}
+	defer st.budget.start(ctx, st.limits)()
 	if err := tmpl.Execute(out, nil); err != nil {
+		if be := (*budgetError)(nil); errors.As(err, &be) {
+			return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: %s", t.Name(), be.Error()), Err: be.kind}
+		}
 		return nil, sanitizeExecError(t.Name(), err)
 	}
 	return out.buf.Bytes(), nil
@@ -252,14 +306,20 @@ func Render(name, tmplText string, snap Snapshot) ([]byte, error) {
 }
 
 // limitedBuffer fails writes that would take it past max, which makes
-// text/template stop executing.
+// text/template stop executing. It also keeps the budget: the step
+// markers (budget.go) are writes of nothing to it, and any write fails once
+// the time budget is spent.
 type limitedBuffer struct {
-	buf bytes.Buffer
-	max int64
+	buf    bytes.Buffer
+	max    int64
+	budget *budget
 }
 
 // Write implements io.Writer.
 func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if err := l.budget.check(p); err != nil {
+		return 0, err
+	}
 	if int64(l.buf.Len())+int64(len(p)) > l.max {
 		return 0, ErrOutputTooLarge
 	}
@@ -289,6 +349,8 @@ type execState struct {
 	parsed map[string]any // "json\x00name" -> parsed value, per execution
 	// literals are the template's string constants (Template.literals).
 	literals map[string]bool
+	// budget counts the execution's steps and says when it must stop.
+	budget budget
 }
 
 func (st *execState) funcs() texttemplate.FuncMap {

@@ -1,0 +1,22 @@
+package agent
+
+import "time"
+
+// SetWedgeTimings sets how long a render may run past its time budget
+// before it counts as wedged, and how long a stopping daemon waits for a
+// render in progress: seconds in production, milliseconds in tests. Call
+// it before Run.
+func (d *Daemon) SetWedgeTimings(wedgeGrace, shutdownGrace time.Duration) {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	d.r.wedgeGrace, d.shutdownGrace = wedgeGrace, shutdownGrace
+}
+
+// SetLookupEnv replaces what the env template helper reads (os.LookupEnv):
+// a test's hook into a render, which can block there as a helper call
+// that never returns would. Call it before Run.
+func (d *Daemon) SetLookupEnv(f func(string) (string, bool)) {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	d.r.host.LookupEnv = f
+}

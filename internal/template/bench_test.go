@@ -1,0 +1,75 @@
+package template
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchTemplates are the shipped example templates, the chaos harness's
+// and the latency benchmark's (tools/), and loops of the kind the render
+// budget counts: what a step costs shows in the last ones.
+var benchTemplates = []struct{ name, text string }{
+	{"upstreams", `{{- $app := json "app.json" -}}
+upstream {{ $app.service }} {
+{{- range $app.upstreams }}
+    server {{ . }};
+{{- end }}
+}
+`},
+	{"summary", `# generation {{ generation }} of the checkout config
+service:   {{ (json "app.json").service }}
+listen:    {{ (json "app.json").listen }}
+new_cart:  {{ (json "app.json").feature_flags.new_cart }}
+per_ip:    {{ (yaml "limits.yaml").rate_limit.per_ip }}
+items:     {{ join ", " names }}
+`},
+	{"chaos", `generation {{ generation }}
+nonce {{ (json "app.json").request }}
+{{ range names }}{{ $p := split ".bin" . }}{{ if eq (len $p) 1 }}item {{ toJSON . }} {{ toJSON (item .) }}{{ else }}bin {{ toJSON . }} {{ len (item .) }}{{ end }}
+{{ end }}end {{ len names }}
+`},
+	{"latency", `gen={{ printf "%08d" generation }}
+{{ range names }}{{ item . }}{{ end }}`},
+	{"names-loop", `{{ range names }}{{ . }}={{ item . }}
+{{ end }}`},
+	{"empty-loop-10k", `{{ range until 10000 }}{{ end }}`},
+	{"nested-loop-100x100", `{{ range $i := until 100 }}{{ range $j := until 100 }}{{ if eq $i $j }}{{ $i }}{{ end }}{{ end }}{{ end }}`},
+}
+
+// benchSnapshot is a set of n plain items plus the examples' app.json and
+// limits.yaml.
+func benchSnapshot(n int) mapSnap {
+	items := map[string]string{
+		"app.json":    `{"service": "checkout", "listen": ":8443", "request": "r-1", "upstreams": ["10.0.1.10:9000", "10.0.1.11:9000", "10.0.1.12:9000"], "feature_flags": {"new_cart": true}}`,
+		"limits.yaml": "rate_limit:\n  per_ip: 100\n",
+	}
+	for i := range n {
+		items[fmt.Sprintf("item%03d.conf", i)] = strings.Repeat("x", 200)
+	}
+	return mapSnap{gen: 7, items: items}
+}
+
+// BenchmarkExecute renders each template against a snapshot of 100 items:
+// the cost of the render budget's checks shows here (compare with the
+// code before it).
+func BenchmarkExecute(b *testing.B) {
+	s := benchSnapshot(100)
+	for _, bt := range benchTemplates {
+		tm, err := Parse(bt.name, bt.text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tm.Execute(s); err != nil {
+			b.Fatalf("%s: %v", bt.name, err)
+		}
+		b.Run(bt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tm.Execute(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
