@@ -467,6 +467,21 @@ func TestNotExportedReportsTypos(t *testing.T) {
 // /metrics.
 func scrapeRealAgent(t *testing.T) string {
 	t.Helper()
+	addr, publishSet := startRealAgent(t)
+	url := "http://" + addr + "/metrics"
+	waitMetric(t, url, "zkconf_agent_generation 1")
+	publishSet("v2")
+	waitMetric(t, url, "zkconf_agent_generation 2")
+	return waitMetric(t, url, "zkconf_agent_publish_to_apply_seconds_count 1")
+}
+
+// startRealAgent builds and starts a real confagent on a real ZooKeeper,
+// with generation 1 published and the http settings README.md gives
+// (http.allowed_hosts covering prometheus.yml's target names), and returns
+// the address of its HTTP endpoint and a function publishing the next
+// generation.
+func startRealAgent(t *testing.T) (string, func(string)) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "confagent")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
 		t.Fatalf("build confagent: %v\n%s", err, out)
@@ -504,6 +519,7 @@ state_dir: %s
 agent_id: monitoring-test
 http:
   listen: "127.0.0.1:0"
+  allowed_hosts: [".example.com"]
 log:
   level: info
   format: json
@@ -519,12 +535,7 @@ targets:
 	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := startAgent(t, bin, cfg)
-	url := "http://" + addr + "/metrics"
-	waitMetric(t, url, "zkconf_agent_generation 1")
-	publishSet("v2")
-	waitMetric(t, url, "zkconf_agent_generation 2")
-	return waitMetric(t, url, "zkconf_agent_publish_to_apply_seconds_count 1")
+	return startAgent(t, bin, cfg), publishSet
 }
 
 // startAgent starts confagent with cfg and returns the address its HTTP
