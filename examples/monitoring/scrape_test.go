@@ -1,9 +1,7 @@
 package monitoring_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,29 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
-
-// prometheus returns the prometheus binary: $PROMETHEUS, else the one on
-// PATH (the Debian prometheus package, which scripts/ensure-prometheus.sh
-// installs with promtool). It never skips.
-func prometheus(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PROMETHEUS"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not found (%v): run scripts/ensure-prometheus.sh (it installs the Debian prometheus package) or set PROMETHEUS", err)
-	}
-	return p
-}
 
 // TestPrometheusScrapesByName: a real Prometheus running prometheus.yml's
 // scrape job scrapes a real confagent configured as README.md says
@@ -48,7 +29,7 @@ func prometheus(t *testing.T) string {
 // through a forward proxy (proxy_url) that keeps the Host it was asked
 // for.
 func TestPrometheusScrapesByName(t *testing.T) {
-	bin := prometheus(t)
+	bin := prometheusTool(t, "prometheus", "PROMETHEUS")
 	agentAddr, _ := startRealAgent(t)
 
 	// The forward proxy: every request goes to the agent, Host untouched.
@@ -130,39 +111,8 @@ func startPrometheus(t *testing.T, bin, dir string) string {
 	}
 	web := l.Addr().String()
 	_ = l.Close()
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+web)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var log []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			log = append(log, sc.Text())
-			mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("prometheus log:\n%s", strings.Join(log, "\n"))
-			mu.Unlock()
-		}
-	})
+	done := runLogged(t, "prometheus", exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+web), nil)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get("http://" + web + "/-/ready")
@@ -217,5 +167,5 @@ func upTargets(t *testing.T, web string) ([]string, string) {
 		}
 	}
 	slices.Sort(up)
-	return up, fmt.Sprint(string(b))
+	return up, string(b)
 }

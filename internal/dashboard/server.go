@@ -634,6 +634,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	tick, stop := v.subscribe()
 	defer stop()
 	rc := http.NewResponseController(w)
+	// The deadline set per write would outlive the stream on the
+	// connection, which the browser may reuse for its next request.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	// The ticker also notices the connection's state changing, which no
