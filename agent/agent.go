@@ -130,6 +130,9 @@ type Renderer struct {
 	stop        <-chan struct{}
 	// phases is how long the last Apply spent in each phase (timings.go).
 	phases applyPhases
+	// cmdOut remembers command failures, to withhold their output from
+	// the status node (cmdoutput.go).
+	cmdOut commandOutputs
 }
 
 // Failure classes that the daemon retries with backoff
@@ -413,6 +416,7 @@ func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*
 // same class.
 func (r *Renderer) failTarget(t *target, gen int64, kind string, err error) error {
 	t.result.OK, t.result.LastError, t.result.LastAttempt, t.result.UpdatedAt = false, phaseMessage(kind, err), gen, time.Now()
+	r.cmdOut.record(err)
 	r.metrics.failure(t.spec.Name, kind)
 	switch kind {
 	case RetryReload, RetryTransient:

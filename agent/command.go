@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -28,25 +27,7 @@ type CommandError struct {
 	Err      error
 }
 
-func (e *CommandError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s command of target %q ", e.Kind, e.Target)
-	switch {
-	case e.TimedOut:
-		b.WriteString("timed out")
-	case e.ExitCode >= 0:
-		fmt.Fprintf(&b, "exited with status %d", e.ExitCode)
-	default:
-		fmt.Fprintf(&b, "failed: %v", e.Err)
-	}
-	if out := strings.TrimSpace(e.Output); out != "" {
-		if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-			out = out[i+1:]
-		}
-		fmt.Fprintf(&b, ": %s", out)
-	}
-	return b.String()
-}
+func (e *CommandError) Error() string { return e.message(true) }
 
 func (e *CommandError) Unwrap() error { return e.Err }
 

@@ -82,6 +82,12 @@ type Options struct {
 	// ReloadSplay delays the reload commands that follow a new output by
 	// a random duration in [0, ReloadSplay); zero runs them at once.
 	ReloadSplay time.Duration
+	// StatusCommandOutput lets the last line of a failing check or reload
+	// command's output into the status node (read by confpush status and
+	// the dashboard) and into /status and /readyz answered beyond
+	// loopback. Without it that output stays on the host: the log, and
+	// /status and /readyz asked from loopback.
+	StatusCommandOutput bool
 }
 
 // StateFileName is the persisted snapshot's file name inside StateDir.
@@ -224,7 +230,8 @@ func (d *Daemon) Close() error {
 }
 
 // Reconfigure hands a new, already validated configuration to the running
-// daemon. Targets, apply mode, staleness and memory limits change live. Settings
+// daemon. Targets, apply mode, staleness, memory limits and
+// StatusCommandOutput change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
 // state dir, agent id, labels, incarnation policy) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
@@ -384,7 +391,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.opts.Targets, d.opts.Apply, d.opts.StaleAfter = o.Targets, o.Apply, o.StaleAfter
 			d.opts.MemoryLimit = o.MemoryLimit
 			d.opts.WaitMin, d.opts.WaitMax, d.opts.ReloadSplay = o.WaitMin, o.WaitMax, o.ReloadSplay
+			outputChanged := d.opts.StatusCommandOutput != o.StatusCommandOutput
+			d.opts.StatusCommandOutput = o.StatusCommandOutput
 			d.mu.Unlock()
+			if outputChanged {
+				d.publishStatus()
+			}
 			q.configure(o.WaitMin, o.WaitMax)
 			d.r.setReloadSplay(o.ReloadSplay)
 			d.mem.configure(o.MemoryLimit)
@@ -447,7 +459,7 @@ func (d *Daemon) publishStatus() {
 	d.mu.Unlock()
 	s := d.Status()
 	if d.status != nil {
-		d.status.update(s)
+		d.status.update(d.nodeStatus(s))
 	}
 	if fn != nil {
 		fn(s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/httpguard"
 )
 
 // Status is the agent's state as /status and the status node report it;
@@ -96,9 +97,12 @@ func retrying(s Status) string {
 	return ""
 }
 
-// Handler serves /healthz, /readyz, /status and /metrics. None of them
-// waits for an apply in progress; /healthz fails while a render is wedged
-// (wedge.go).
+// Handler serves /healthz, /readyz, /status and /metrics, every response
+// with the security headers (a policy that lets nothing load or run in a
+// browser). None of them waits for an apply in progress; /healthz fails
+// while a render is wedged (wedge.go). It does not check Host: whoever
+// serves it beyond loopback puts it behind a Host check (confagent does:
+// http.allowed_hosts).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -108,20 +112,27 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		s := d.Status()
+		if !d.shareOutput(r) {
+			s = d.r.cmdOut.withhold(s)
+		}
 		if !s.Ready {
 			http.Error(w, "not ready: "+s.NotReadyReason, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintf(w, "ready: generation %d\n", s.Generation)
 	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		s := d.Status()
+		if !d.shareOutput(r) {
+			s = d.r.cmdOut.withhold(s)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(d.Status())
+		_ = enc.Encode(s)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.Registry, promhttp.HandlerOpts{}))
-	return mux
+	return httpguard.Headers(mux, httpguard.CSPNone)
 }

@@ -216,6 +216,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		Apply: cfg.Apply, Targets: specs, Logger: log, Version: buildinfo.Get().Version,
 		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
 		WaitMin: cfg.Wait.Min, WaitMax: cfg.Wait.Max, ReloadSplay: cfg.ReloadSplay,
+		StatusCommandOutput: cfg.Status.CommandOutput,
 	}, errlist.Join(errs...)
 }
 
@@ -272,7 +273,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	}
 
 	lv := &live{logOut: stderr, http: &liveHTTP{handler: d.Handler(), log: log}}
-	if err := lv.http.listen(cfg.HTTP.Listen); err != nil {
+	if err := lv.http.listen(cfg.HTTP.Listen, cfg.HTTP.AllowedHosts); err != nil {
 		fmt.Fprintf(stderr, "confagent: http.listen: %v\n", err)
 		return exitError
 	}

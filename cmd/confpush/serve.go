@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/layout"
 )
 
@@ -32,8 +34,17 @@ It listens on 127.0.0.1:8080 by default (loopback only); --tls-cert and
 --tls-key serve HTTPS. Item contents may hold secrets: diffs show only names,
 sizes, hashes and changed-line counts unless --show-content is given. The
 dashboard has no authentication of its own: put it behind one before
-listening beyond loopback. It runs until SIGINT or SIGTERM (--timeout does
-not apply) and follows ZooKeeper through restarts.`,
+listening beyond loopback.
+
+It answers only requests whose Host is an IP address, localhost, this
+machine's hostname, the --listen host or a name given with --allowed-host
+(".example.com" allows the domain and every name below it): a web page
+cannot re-point its own name at the dashboard (DNS rebinding) and read it.
+Other requests get 421 Misdirected Request. A name a proxy or your browser
+uses for the dashboard goes in --allowed-host.
+
+It runs until SIGINT or SIGTERM (--timeout does not apply) and follows
+ZooKeeper through restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -47,6 +58,7 @@ not apply) and follows ZooKeeper through restarts.`,
 	f.String("tls-key", "", "PEM key of --tls-cert")
 	f.Bool("show-content", false, "show item contents in diffs (they may hold secrets)")
 	f.String("prefix", "", "show only this root and the roots below it (default: every root)")
+	f.StringSlice("allowed-host", nil, "also answer requests for this Host name (repeatable; .example.com: the domain and every name below it; * any)")
 	return cmd
 }
 
@@ -57,24 +69,35 @@ func (a *app) serve(ctx context.Context, cmd *cobra.Command) error {
 	keyFile, _ := f.GetString("tls-key")
 	showContent, _ := f.GetBool("show-content")
 	prefix, _ := f.GetString("prefix")
-	// Every flag is checked, and the port taken, before ZooKeeper is dialled.
+	allowed, _ := f.GetStringSlice("allowed-host")
+	// Every flag is checked, and the port taken, before ZooKeeper is
+	// dialled; every problem is reported at once.
+	var problems []error
 	if (certFile == "") != (keyFile == "") {
-		return usagef("--tls-cert and --tls-key go together")
+		problems = append(problems, errors.New("--tls-cert and --tls-key go together"))
 	}
 	if prefix != "" {
 		if err := layout.ValidateRoot(prefix); err != nil {
-			return usagef("--prefix: %v", err)
+			problems = append(problems, fmt.Errorf("--prefix: %w", err))
 		}
 	}
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	for _, h := range allowed {
+		if err := httpguard.ValidateAllowed([]string{h}); err != nil {
+			problems = append(problems, fmt.Errorf("--allowed-host: %w", err))
+		}
+	}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
-	if certFile != "" {
+	if certFile != "" && keyFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return usagef("--tls-cert/--tls-key: %v", err)
+			problems = append(problems, fmt.Errorf("--tls-cert/--tls-key: %w", err))
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		scheme = "https"
+	}
+	if len(problems) > 0 {
+		return usageError{errlist.Join(problems...)}
 	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -87,7 +110,7 @@ func (a *app) serve(ctx context.Context, cmd *cobra.Command) error {
 	}
 	defer conn.Close()
 	srv, err := dashboard.New(ctx, dashboard.Options{Conn: conn, Meta: a.v.GetString("meta"), Prefix: prefix,
-		ShowContent: showContent, Log: a.log})
+		ShowContent: showContent, Log: a.log, Listen: listen, AllowedHosts: allowed})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,10 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"serve", "--listen", busy.Addr().String()}, "--listen: listen tcp " + busy.Addr().String()},
 		{[]string{"serve", "--listen", "nonsense"}, "--listen: listen tcp: address nonsense"},
 		{[]string{"serve", "--prefix", "config/"}, "--prefix: root \"config/\" must be an absolute ZooKeeper path"},
+		{[]string{"serve", "--allowed-host", "dash.example:8080"}, `--allowed-host: allowed host "dash.example:8080": a name without a port (ports are not compared)`},
+		{[]string{"serve", "--allowed-host", "dash.example,a b"}, `--allowed-host: allowed host "a b": not a host name`},
+		// Every problem at once.
+		{[]string{"serve", "--tls-key", missing, "--prefix", "config/", "--allowed-host", "http://x"}, "3 problems:"},
 	} {
 		c.run(tc.args...).want(t, 2, tc.want)
 	}

@@ -41,12 +41,19 @@ const (
 // It never skips: a missing promtool fails the test with what to do.
 func promtool(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("PROMTOOL"); p != "" {
+	return prometheusTool(t, "promtool", "PROMTOOL")
+}
+
+// prometheusTool returns the binary name of the Debian prometheus package
+// (promtool, prometheus): $env, else the one on PATH. It never skips.
+func prometheusTool(t *testing.T, name, env string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	p, err := exec.LookPath("promtool")
+	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("promtool not found (%v): run scripts/ensure-prometheus.sh (make test does; it installs the Debian prometheus package) or set PROMTOOL", err)
+		t.Fatalf("%s not found (%v): run scripts/ensure-prometheus.sh (make test does; it installs the Debian prometheus package) or set %s", name, err, env)
 	}
 	return p
 }
@@ -467,6 +474,21 @@ func TestNotExportedReportsTypos(t *testing.T) {
 // /metrics.
 func scrapeRealAgent(t *testing.T) string {
 	t.Helper()
+	addr, publishSet := startRealAgent(t)
+	url := "http://" + addr + "/metrics"
+	waitMetric(t, url, "zkconf_agent_generation 1")
+	publishSet("v2")
+	waitMetric(t, url, "zkconf_agent_generation 2")
+	return waitMetric(t, url, "zkconf_agent_publish_to_apply_seconds_count 1")
+}
+
+// startRealAgent builds and starts a real confagent on a real ZooKeeper,
+// with generation 1 published and the http settings README.md gives
+// (http.allowed_hosts covering prometheus.yml's target names), and returns
+// the address of its HTTP endpoint and a function publishing the next
+// generation.
+func startRealAgent(t *testing.T) (string, func(string)) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "confagent")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/zkconf/zkconf/cmd/confagent").CombinedOutput(); err != nil {
 		t.Fatalf("build confagent: %v\n%s", err, out)
@@ -504,6 +526,7 @@ state_dir: %s
 agent_id: monitoring-test
 http:
   listen: "127.0.0.1:0"
+  allowed_hosts: [".example.com"]
 log:
   level: info
   format: json
@@ -519,60 +542,24 @@ targets:
 	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := startAgent(t, bin, cfg)
-	url := "http://" + addr + "/metrics"
-	waitMetric(t, url, "zkconf_agent_generation 1")
-	publishSet("v2")
-	waitMetric(t, url, "zkconf_agent_generation 2")
-	return waitMetric(t, url, "zkconf_agent_publish_to_apply_seconds_count 1")
+	return startAgent(t, bin, cfg), publishSet
 }
 
 // startAgent starts confagent with cfg and returns the address its HTTP
 // endpoint listens on (from its "http listening" log line).
 func startAgent(t *testing.T, bin, cfg string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var log []string
 	addrc := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			mu.Lock()
-			log = append(log, sc.Text())
-			mu.Unlock()
-			var l struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "http listening" && l.Addr != "" {
-				select {
-				case addrc <- l.Addr:
-				default:
-				}
-			}
+	done := runLogged(t, "confagent", exec.Command(bin, "--config", cfg), func(line []byte) {
+		var l struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
 		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("confagent log:\n%s", strings.Join(log, "\n"))
-			mu.Unlock()
+		if json.Unmarshal(line, &l) == nil && l.Msg == "http listening" && l.Addr != "" {
+			select {
+			case addrc <- l.Addr:
+			default:
+			}
 		}
 	})
 	select {
@@ -584,6 +571,49 @@ func startAgent(t *testing.T, bin, cfg string) string {
 		t.Fatal("confagent did not log \"http listening\" within 60s")
 	}
 	return ""
+}
+
+// runLogged starts cmd until the test ends, hands each line of its stderr
+// to onLine (nil: none), logs that output if the test failed, and returns a
+// channel closed when the process has exited.
+func runLogged(t *testing.T, name string, cmd *exec.Cmd, onLine func([]byte)) <-chan struct{} {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			mu.Lock()
+			log = append(log, sc.Text())
+			mu.Unlock()
+			if onLine != nil {
+				onLine(sc.Bytes())
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("%s log:\n%s", name, strings.Join(log, "\n"))
+			mu.Unlock()
+		}
+	})
+	return done
 }
 
 // waitMetric polls url until a line of the exposition is want, and

@@ -105,6 +105,7 @@ type Config struct {
 	// AgentID identifies this agent in ZooKeeper; defaults to the hostname.
 	AgentID string
 	HTTP    HTTP
+	Status  Status
 	Log     Log
 	// Apply is the cross-target apply policy (key apply: "all", the
 	// default, or "independent").
@@ -176,6 +177,20 @@ type HTTP struct {
 	// Listen is the address of /healthz, /readyz and /metrics; empty
 	// disables the endpoint.
 	Listen string
+	// AllowedHosts are names the endpoint answers to besides IP
+	// addresses, localhost, the hostname and Listen's host (key
+	// http.allowed_hosts; ".example.com" for a domain and the names below
+	// it): a request for any other Host is refused (DNS rebinding).
+	AllowedHosts []string
+}
+
+// Status holds what the agent reports about itself.
+type Status struct {
+	// CommandOutput lets the last line of a failing check or reload
+	// command's output into the status node and into /status and /readyz
+	// answered beyond loopback (key status.command_output; off by
+	// default: the output stays in the log and on loopback).
+	CommandOutput bool
 }
 
 // Log holds logging settings.

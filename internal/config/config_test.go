@@ -108,6 +108,9 @@ state_dir: /var/lib/agent/
 agent_id: 1234
 http:
   listen: ""
+  allowed_hosts: [web-1.example.com, .corp.example]
+status:
+  command_output: true
 log:
   level: DEBUG
   format: json
@@ -159,7 +162,8 @@ targets:
 		Meta:           "/zkconf-meta",
 		StateDir:       "/var/lib/agent",
 		AgentID:        "1234",
-		HTTP:           HTTP{Listen: ""},
+		HTTP:           HTTP{Listen: "", AllowedHosts: []string{"web-1.example.com", ".corp.example"}},
+		Status:         Status{CommandOutput: true},
 		Log:            Log{Level: slog.LevelDebug, Format: LogJSON},
 		Apply:          agent.ApplyIndependent,
 		MemoryLimit:    agent.MemoryLimitAuto,
@@ -201,6 +205,8 @@ func TestLoadEnvOverride(t *testing.T) {
 	t.Setenv("CONFAGENT_HTTP_LISTEN", "") // set but empty: disables
 	t.Setenv("CONFAGENT_AGENT_ID", "from-env")
 	t.Setenv("CONFAGENT_APPLY", "independent")
+	t.Setenv("CONFAGENT_HTTP_ALLOWED_HOSTS", "a.example, .b.example")
+	t.Setenv("CONFAGENT_STATUS_COMMAND_OUTPUT", "true")
 	c, err := Load(f.config(t, minimal+"\nagent_id: from-file\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +216,8 @@ func TestLoadEnvOverride(t *testing.T) {
 		c.Log.Level != slog.LevelWarn ||
 		c.HTTP.Listen != "" ||
 		c.AgentID != "from-env" ||
-		c.Apply != agent.ApplyIndependent {
+		c.Apply != agent.ApplyIndependent ||
+		!reflect.DeepEqual(c.HTTP.AllowedHosts, []string{"a.example", ".b.example"}) || !c.Status.CommandOutput {
 		t.Errorf("environment not applied: %+v", c)
 	}
 
@@ -247,6 +254,20 @@ func TestLoadBad(t *testing.T) {
 			want: []string{
 				"zookeeper.servers: at least one server (host:port) is required",
 				"targets: at least one target is required",
+			},
+		},
+		{
+			name: "http and status",
+			yaml: minimal + `
+http:
+  allowed_hosts: ["a.example:80", ok.example, "http://b.example"]
+status:
+  command_output: maybe
+`,
+			want: []string{
+				`status.command_output: must be true or false, got "maybe"`,
+				`http.allowed_hosts: allowed host "a.example:80": a name without a port (ports are not compared)`,
+				`http.allowed_hosts: allowed host "http://b.example": a name, not a URL`,
 			},
 		},
 		{

@@ -25,13 +25,13 @@ var (
 		"zookeeper.servers", "zookeeper.session_timeout", "zookeeper.auth_file",
 		"zookeeper.tls.ca_file", "zookeeper.tls.cert_file", "zookeeper.tls.key_file", "zookeeper.tls.server_name",
 		"root", "meta", "state_dir", "agent_id",
-		"http.listen", "log.level", "log.format",
+		"http.listen", "http.allowed_hosts", "status.command_output", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
 		"wait.min", "wait.max", "reload_splay",
 		"render_timeout", "render_steps",
 	}
-	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait"}
+	sections   = []string{"zookeeper", "zookeeper.tls", "http", "status", "log", "wait"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
@@ -61,7 +61,8 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		Meta:           d.string("meta"),
 		StateDir:       d.string("state_dir"),
 		AgentID:        d.string("agent_id"),
-		HTTP:           HTTP{Listen: d.string("http.listen")},
+		HTTP:           HTTP{Listen: d.string("http.listen"), AllowedHosts: d.stringList("http.allowed_hosts")},
+		Status:         Status{CommandOutput: d.bool("status.command_output")},
 		Apply:          agent.ApplyMode(d.string("apply")),
 		StaleAfter:     d.duration("stale_after"),
 		ResyncInterval: d.duration("resync_interval"),

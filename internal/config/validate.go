@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
 	"github.com/zkconf/zkconf/internal/zkconn"
@@ -72,6 +73,13 @@ func (c *Config) validate(p *problems) {
 	if !p.has("http.listen") && c.HTTP.Listen != "" {
 		if err := checkListen(c.HTTP.Listen); err != nil {
 			p.addf("http.listen", "%q: %w (use \"\" to disable)", c.HTTP.Listen, err)
+		}
+	}
+	if !p.has("http.allowed_hosts") {
+		for _, h := range c.HTTP.AllowedHosts {
+			if err := httpguard.ValidateAllowed([]string{h}); err != nil {
+				p.add("http.allowed_hosts", err)
+			}
 		}
 	}
 	if !p.has("log.format") && c.Log.Format != LogText && c.Log.Format != LogJSON {

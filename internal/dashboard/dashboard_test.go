@@ -33,10 +33,17 @@ type env struct {
 	t    *testing.T
 	zk   *zktest.Cluster
 	pub  *publish.Publisher
+	srv  *dashboard.Server
 	http *httptest.Server
 }
 
 func start(t *testing.T, showContent bool) *env {
+	t.Helper()
+	return startWith(t, dashboard.Options{ShowContent: showContent})
+}
+
+// startWith is start with the dashboard's options o (its Conn is set here).
+func startWith(t *testing.T, o dashboard.Options) *env {
 	t.Helper()
 	c := zktest.Start(t)
 	conn := dial(t, c)
@@ -50,11 +57,12 @@ func start(t *testing.T, showContent bool) *env {
 	runAgent(t, c.Addrs(), "host-b", "! grep -q bad {{.src}}", map[string]string{"zone": "b"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	srv, err := dashboard.New(ctx, dashboard.Options{Conn: dial(t, c), ShowContent: showContent})
+	o.Conn = dial(t, c)
+	e.srv, err = dashboard.New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.http = httptest.NewServer(srv.Handler())
+	e.http = httptest.NewServer(e.srv.Handler())
 	t.Cleanup(e.http.Close)
 	return e
 }

@@ -19,11 +19,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/manifest"
@@ -47,7 +49,38 @@ type Options struct {
 	ShowContent bool
 	// Log receives the watchers' warnings (discarded when nil).
 	Log *slog.Logger
+
+	// Listen is the address the dashboard listens on, and AllowedHosts
+	// further names it answers to (--allowed-host): requests for any
+	// other Host are refused (httpguard: DNS rebinding).
+	Listen       string
+	AllowedHosts []string
+
+	// Event streams (/api/root/events): at most MaxStreams at once
+	// (DefaultMaxStreams when 0) and MaxStreamsPerRoot per root
+	// (DefaultMaxStreamsPerRoot); a stream that sent nothing for
+	// StreamIdle (DefaultStreamIdle), or that is StreamLifetime old
+	// (DefaultStreamLifetime), is ended, and the browser reconnects.
+	MaxStreams        int
+	MaxStreamsPerRoot int
+	StreamIdle        time.Duration
+	StreamLifetime    time.Duration
 }
+
+// Defaults of the event stream limits (Options).
+const (
+	DefaultMaxStreams        = 256
+	DefaultMaxStreamsPerRoot = 64
+	DefaultStreamIdle        = 5 * time.Minute
+	DefaultStreamLifetime    = 30 * time.Minute
+)
+
+// streamWriteTimeout bounds one write to an event stream: a client that
+// stopped reading is dropped instead of holding its slot.
+const streamWriteTimeout = 30 * time.Second
+
+// streamRetryAfter is the Retry-After of a refused event stream, in seconds.
+const streamRetryAfter = "10"
 
 // Server serves the dashboard. Create it with New; it watches until the
 // context given to New ends.
@@ -57,7 +90,8 @@ type Server struct {
 	prefix      string
 	showContent bool
 	log         *slog.Logger
-	mux         *http.ServeMux
+	handler     http.Handler
+	limits      streamLimits
 
 	mu    sync.RWMutex
 	views map[string]*rootView
@@ -66,6 +100,19 @@ type Server struct {
 	contentMu sync.Mutex
 	content   map[contentKey]map[string][]byte
 	order     []contentKey
+
+	streamsMu   sync.Mutex
+	streams     int
+	rootStreams map[string]int
+
+	// computed counts the root views computed (viewOf's shared work):
+	// once per snapshot however many clients read it.
+	computed atomic.Uint64
+}
+
+type streamLimits struct {
+	total, perRoot int
+	idle, lifetime time.Duration
 }
 
 type contentKey struct {
@@ -90,15 +137,31 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	guard, err := httpguard.New(httpguard.Options{Listen: o.Listen, Allowed: o.AllowedHosts, CSP: httpguard.CSPPages,
+		Server: "confpush serve", Hint: "add the name with --allowed-host", Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
 	s := &Server{conn: o.Conn, meta: o.Meta, prefix: o.Prefix, showContent: o.ShowContent, log: log,
-		views: map[string]*rootView{}, ctx: ctx, content: map[contentKey]map[string][]byte{}}
-	s.routes()
+		views: map[string]*rootView{}, ctx: ctx, content: map[contentKey]map[string][]byte{},
+		rootStreams: map[string]int{}, limits: streamLimits{
+			total: orDefault(o.MaxStreams, DefaultMaxStreams), perRoot: orDefault(o.MaxStreamsPerRoot, DefaultMaxStreamsPerRoot),
+			idle: orDefault(o.StreamIdle, DefaultStreamIdle), lifetime: orDefault(o.StreamLifetime, DefaultStreamLifetime)}}
+	s.handler = guard.Wrap(s.routes())
 	go s.discover(ctx)
 	return s, nil
 }
 
-// Handler returns the dashboard's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Handler returns the dashboard's HTTP handler: the pages and the API
+// behind the Host check, every response with the security headers.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) wanted(root string) bool {
 	return s.prefix == "" || root == s.prefix || strings.HasPrefix(root, s.prefix+"/")
@@ -126,7 +189,7 @@ func (s *Server) view(root string) *rootView {
 	return s.views[root]
 }
 
-func (s *Server) routes() {
+func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
@@ -155,7 +218,7 @@ func (s *Server) routes() {
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		notFoundPage(w, "no such page: "+r.URL.Path)
 	})
-	s.mux = m
+	return m
 }
 
 // notFound is a lookup failure: a 404 with this message.
@@ -356,21 +419,48 @@ type AgentRow struct {
 	Selected     bool   `json:"selected,omitempty"`
 }
 
-// summary is the head of a root's view. Connected also needs the
-// connection's session now: while ZooKeeper is unreachable the watches
-// stay armed (they fire after the reconnect) and the figures are the last
-// ones read.
-func (s *Server) summary(root string, snap *snapshot) RootSummary {
-	sum := fleet.Summarize(snap.Agents, snap.latest())
-	out := RootSummary{Root: root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
-		Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
-		Connected: snap.Connected && s.conn.State() == zk.StateHasSession, Error: snap.Error, ReadAt: snap.ReadAt,
-		Version: snap.Version, Candidate: canaryGeneration(snap.Live)}
-	if snap.Connected && !out.Connected {
+// summary is the head of a root's view, from the snapshot's shared view.
+func (s *Server) summary(v *rootView, snap *snapshot) RootSummary {
+	return s.viewOf(v, snap).RootSummary
+}
+
+// baseView computes what the view of a snapshot shows (O(agents)): once
+// per snapshot, shared by every request and event stream that reads it.
+func (s *Server) baseView(v *rootView, snap *snapshot) RootView {
+	snap.view.once.Do(func() {
+		s.computed.Add(1)
+		sum := fleet.Summarize(snap.Agents, snap.latest())
+		out := RootSummary{Root: v.root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
+			Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
+			Connected: snap.Connected, Error: snap.Error, ReadAt: snap.ReadAt,
+			Version: snap.Version, Candidate: canaryGeneration(snap.Live)}
+		if m := snap.Live; m != nil {
+			out.PublishedAt, out.Publisher, out.Message, out.Incarnation = m.PublishedAt, m.Publisher, m.Message, m.Incarnation
+		}
+		counts := map[int64]int{}
+		for _, a := range snap.Agents {
+			if a.Trusted() {
+				counts[a.Status.Generation]++
+			}
+		}
+		spread := []Spread{}
+		for _, g := range slices.Backward(slices.Sorted(maps.Keys(counts))) {
+			spread = append(spread, Spread{Generation: g, Agents: counts[g]})
+		}
+		snap.view.v = RootView{RootSummary: out, Spread: spread}
+	})
+	return snap.view.v
+}
+
+// viewOf is the root's view now: the snapshot's shared view, and whether
+// the connection has its session now. While ZooKeeper is unreachable the
+// watches stay armed (they fire after the reconnect) and the figures are
+// the last ones read.
+func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
+	out := s.baseView(v, snap)
+	if snap.Connected && s.conn.State() != zk.StateHasSession {
+		out.Connected = false
 		out.Error = "ZooKeeper connection: " + s.conn.State().String()
-	}
-	if m := snap.Live; m != nil {
-		out.PublishedAt, out.Publisher, out.Message, out.Incarnation = m.PublishedAt, m.Publisher, m.Message, m.Incarnation
 	}
 	return out
 }
@@ -412,23 +502,9 @@ func (s *Server) roots() []*rootView {
 func (s *Server) apiRoots(w http.ResponseWriter, _ *http.Request) {
 	out := []RootSummary{}
 	for _, v := range s.roots() {
-		out = append(out, s.summary(v.root, v.current()))
+		out = append(out, s.summary(v, v.current()))
 	}
 	writeJSON(w, map[string]any{"roots": out, "meta": s.meta, "show_content": s.showContent})
-}
-
-func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
-	counts := map[int64]int{}
-	for _, a := range snap.Agents {
-		if a.Trusted() {
-			counts[a.Status.Generation]++
-		}
-	}
-	spread := []Spread{}
-	for _, g := range slices.Backward(slices.Sorted(maps.Keys(counts))) {
-		spread = append(spread, Spread{Generation: g, Agents: counts[g]})
-	}
-	return RootView{RootSummary: s.summary(v.root, snap), Spread: spread}
 }
 
 func (s *Server) apiRoot(w http.ResponseWriter, r *http.Request) {
@@ -533,7 +609,10 @@ func history(snap *snapshot) []HistoryEntry {
 
 // apiEvents streams server-sent events: one "root" event (the RootView)
 // at the start and after every change the watches saw. Pages re-fetch
-// the table page they show when it arrives.
+// the table page they show when it arrives. Streams are capped (503 with
+// Retry-After beyond the caps) and end after an idle time and a lifetime
+// (the browser's EventSource reconnects); the view they send is computed
+// once per change, however many streams follow the root.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	v, err := s.lookup(r)
 	if err != nil {
@@ -545,24 +624,42 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
+	release, err := s.acquireStream(v.root)
+	if err != nil {
+		w.Header().Set("Retry-After", streamRetryAfter)
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	defer release()
 	tick, stop := v.subscribe()
 	defer stop()
+	rc := http.NewResponseController(w)
+	// The deadline set per write would outlive the stream on the
+	// connection, which the browser may reuse for its next request.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	// The ticker also notices the connection's state changing, which no
 	// watch reports while ZooKeeper is unreachable.
 	keepalive := time.NewTicker(time.Second)
 	defer keepalive.Stop()
+	idle := time.NewTimer(s.limits.idle)
+	defer idle.Stop()
+	lifetime := time.NewTimer(s.limits.lifetime)
+	defer lifetime.Stop()
 	var sent RootView
 	for first := true; ; first = false {
 		view := s.viewOf(v, v.current())
 		if first || view.Version != sent.Version || view.Connected != sent.Connected {
 			b, _ := json.Marshal(view)
+			// A client that stopped reading is dropped, not waited for.
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			if _, err := fmt.Fprintf(w, "event: root\ndata: %s\n\n", b); err != nil {
 				return
 			}
 			flusher.Flush()
 			sent = view
+			idle.Reset(s.limits.idle)
 			continue
 		}
 		select {
@@ -570,10 +667,37 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.ctx.Done():
 			return
+		case <-idle.C:
+			return
+		case <-lifetime.C:
+			return
 		case <-tick:
 		case <-keepalive.C:
 		}
 	}
+}
+
+// acquireStream takes an event stream slot of root, or says which cap is
+// reached; release gives the slot back.
+func (s *Server) acquireStream(root string) (release func(), err error) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	switch {
+	case s.streams >= s.limits.total:
+		return nil, fmt.Errorf("too many event streams (%d, the dashboard's limit): retry later", s.limits.total)
+	case s.rootStreams[root] >= s.limits.perRoot:
+		return nil, fmt.Errorf("too many event streams on root %s (%d, the limit per root): retry later", root, s.limits.perRoot)
+	}
+	s.streams++
+	s.rootStreams[root]++
+	return func() {
+		s.streamsMu.Lock()
+		defer s.streamsMu.Unlock()
+		s.streams--
+		if s.rootStreams[root]--; s.rootStreams[root] == 0 {
+			delete(s.rootStreams, root)
+		}
+	}, nil
 }
 
 // ItemView is one item of a generation.

@@ -64,8 +64,16 @@ type snapshot struct {
 	Rollout     map[string]fleet.RolloutAgent
 	Record      *publish.RolloutRecord
 	DriverAlive bool
-	// progress is the rollout's per-step progress, computed on first use.
+	// progress is the rollout's per-step progress, computed on first use;
+	// view is the root's view (Server.baseView), likewise.
 	progress *lazyProgress
+	view     *lazyView
+}
+
+// lazyView is a snapshot's RootView, computed once on first use.
+type lazyView struct {
+	once sync.Once
+	v    RootView
 }
 
 // AppliedGeneration is a generation the dashboard saw an agent apply.
@@ -79,7 +87,7 @@ func newRootView(conn *zk.Conn, root, meta string, log *slog.Logger) (*rootView,
 	if err != nil {
 		return nil, err
 	}
-	return &rootView{root: root, pub: pub, log: log.With("root", root), snap: &snapshot{byID: map[string]int{}},
+	return &rootView{root: root, pub: pub, log: log.With("root", root), snap: &snapshot{byID: map[string]int{}, view: &lazyView{}, progress: &lazyProgress{}},
 		applied: map[string][]AppliedGeneration{}, subs: map[chan struct{}]struct{}{}}, nil
 }
 
@@ -115,7 +123,7 @@ func (v *rootView) publishSnap(s *snapshot) {
 // every subscriber; v.mu is held.
 func (v *rootView) installLocked(s *snapshot) {
 	s.Version = v.snap.Version + 1
-	s.Record, s.DriverAlive, s.progress = v.record, v.driverAlive, &lazyProgress{}
+	s.Record, s.DriverAlive, s.progress, s.view = v.record, v.driverAlive, &lazyProgress{}, &lazyView{}
 	v.snap = s
 	for _, a := range s.Agents {
 		if !a.Trusted() || a.Status.Generation == 0 {
@@ -136,11 +144,12 @@ func (v *rootView) installLocked(s *snapshot) {
 	}
 }
 
-// appliedBy returns the generations the view saw agent id apply.
+// appliedBy returns the generations the view saw agent id apply (empty,
+// not nil: the agent page lists them).
 func (v *rootView) appliedBy(id string) []AppliedGeneration {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return slices.Clone(v.applied[id])
+	return append([]AppliedGeneration{}, v.applied[id]...)
 }
 
 // disconnected marks the view as not live (the last snapshot stays).

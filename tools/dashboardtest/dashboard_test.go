@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,12 +14,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
@@ -195,6 +202,58 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, ok func(string
 	}
 }
 
+// pageProblems collects what the browser reports against the pages:
+// Content-Security-Policy violations (an inline script, handler or style
+// the policy blocked: the page would be broken) and uncaught JavaScript
+// exceptions.
+type pageProblems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// listen starts collecting the problems of the browser tab of ctx (and
+// starts the browser).
+func (p *pageProblems) listen(ctx context.Context) error {
+	return chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *log.EventEntryAdded:
+			if strings.Contains(ev.Entry.Text, "Content Security Policy") {
+				msg = fmt.Sprintf("CSP violation (%s): %s", ev.Entry.URL, ev.Entry.Text)
+			}
+		case *runtime.EventExceptionThrown:
+			msg = "uncaught exception: " + ev.ExceptionDetails.Text
+			if ex := ev.ExceptionDetails.Exception; ex != nil {
+				msg += " " + ex.Description
+			}
+			msg += fmt.Sprintf(" (%s:%d)", ev.ExceptionDetails.URL, ev.ExceptionDetails.LineNumber)
+		}
+		if msg != "" {
+			p.mu.Lock()
+			p.list = append(p.list, msg)
+			p.mu.Unlock()
+		}
+	})
+}
+
+// take returns the problems collected so far and forgets them.
+func (p *pageProblems) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.list
+	p.list = nil
+	return l
+}
+
+// none fails the test on any problem collected so far (where: the pages
+// visited since the last call).
+func (p *pageProblems) none(t *testing.T, where string) {
+	t.Helper()
+	for _, m := range p.take() {
+		t.Errorf("%s: %s", where, m)
+	}
+}
+
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -251,10 +310,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
+	var problems pageProblems
+	if err := problems.listen(bctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/root?root="+root)); err != nil {
 		t.Fatalf("open the root page: %v", err)
 	}
+	cspHonoured(t, bctx, &problems)
 	waitJS(t, bctx, "both agents at generation 1", fleetJS, func(s string) bool {
 		return s == "web-1:1:ok:|web-2:1:ok:"
 	})
@@ -279,6 +343,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			return strings.Contains(s, "generation 3: 1/2") && strings.Contains(s, "generation 2: 1/2")
 		})
 	screenshot(t, bctx, shots, "root.png")
+	problems.none(t, "root page")
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/generation?root=%s&g=2&against=1", url, root))); err != nil {
 		t.Fatal(err)
@@ -300,6 +365,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		`[...document.querySelectorAll('#diff table.split tr')].map(r => r.innerText.replace(/\s+/g, ' ').trim()).join('|')`,
 		func(s string) bool { return strings.Contains(s, "2 workers = 4 2 workers = 8") })
 	screenshot(t, bctx, shots, "generation-side-by-side.png")
+	problems.none(t, "generation page")
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/agent?root=%s&id=web-2", url, root))); err != nil {
 		t.Fatal(err)
@@ -307,6 +373,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, bctx, "web-2's failing target", `document.querySelector('#targets').innerText`,
 		func(s string) bool { return strings.Contains(s, "failing") && strings.Contains(s, "check") })
 	screenshot(t, bctx, shots, "agent.png")
+	problems.none(t, "agent page")
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/")); err != nil {
 		t.Fatal(err)
@@ -314,6 +381,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, bctx, "the roots page", `document.querySelector('#roots').innerText`,
 		func(s string) bool { return strings.Contains(s, root) && strings.Contains(s, "a bad value") })
 	screenshot(t, bctx, shots, "roots.png")
+	problems.none(t, "roots page")
 
 	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/root?root=/no/such/root")); err != nil {
 		t.Fatal(err)
@@ -323,7 +391,92 @@ func TestDashboardInBrowser(t *testing.T) {
 			return strings.Contains(s, "404 not found") && strings.Contains(s, "/no/such/root")
 		})
 
+	problems.none(t, "404 page")
+
 	rollout(t, bctx, pub, url, shots)
+	problems.none(t, "root page during a rollout")
+
+	agentNeverApplied(t, bctx, conn, url)
+	problems.none(t, "agent page of an agent never seen applying")
+}
+
+// cspHonoured checks that the browser enforces the dashboard's
+// Content-Security-Policy on the page open in bctx: a script element
+// without src added to the page does not run, and the violation is
+// reported (so that a page of the dashboard that relied on an inline
+// script would show up in problems).
+func cspHonoured(t *testing.T, bctx context.Context, problems *pageProblems) {
+	t.Helper()
+	ran, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+  const s = document.createElement("script");
+  s.textContent = "window.inlineRan = true";
+  document.body.appendChild(s);
+  return window.inlineRan === true;
+})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran {
+		t.Fatal("an inline script ran: the Content-Security-Policy is not in force")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := problems.take()
+		if len(got) == 1 && strings.HasPrefix(got[0], "CSP violation") {
+			return
+		}
+		if len(got) > 0 || time.Now().After(deadline) {
+			t.Fatalf("the blocked inline script was reported as %q, want one CSP violation", got)
+		}
+		if err := chromedp.Do(bctx, chromedp.Sleep(100*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// agentNeverApplied opens the agent page of an agent that registered but
+// never reported (its "applied" list is empty, which a server before this
+// test served as null): the page renders it as gone, and re-reading it
+// every 5 s shows no error.
+func agentNeverApplied(t *testing.T, bctx context.Context, conn *zk.Conn, url string) {
+	t.Helper()
+	now := time.Now().UTC()
+	b, err := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "ghost.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(layout.New(root, layout.DefaultMeta).AgentNode("ghost"), b, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	page := fmt.Sprintf("%s/agent?root=%s&id=ghost", url, root)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		// The dashboard sees the registration through its watches.
+		if err := chromedp.Do(bctx, chromedp.Navigate(page)); err != nil {
+			t.Fatal(err)
+		}
+		h, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('h1').textContent`))
+		if err == nil && h == "ghost" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent page of ghost did not open within 60s: %q %v", h, err)
+		}
+		if err := chromedp.Do(bctx, chromedp.Sleep(200*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two reads (data-loads counts them), or an error shown.
+	waitJS(t, bctx, "two reads of the agent page, or an error", `String(Number(document.body.dataset.loads || 0) >= 2 ||
+  document.querySelectorAll('main > p.error').length > 0)`, func(s string) bool { return s == "true" })
+	errs, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[...document.querySelectorAll('main > p.error')].map(e => e.textContent).join(' | ')`))
+	if err != nil || errs != "" {
+		t.Fatalf("the agent page of an agent never seen applying shows errors: %q (%v)", errs, err)
+	}
+	summary, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('#summary').innerText`))
+	if err != nil || !strings.Contains(summary, "gone") || !strings.Contains(summary, "ghost.example") {
+		t.Fatalf("the agent page of ghost: %q (%v)", summary, err)
+	}
 }
 
 // rolloutJS reads the fleet table's rollout column as

@@ -21,15 +21,40 @@ function when(t) {
 function crumbs(parts) {
   $("header .crumbs").innerHTML = parts.map(([t, h]) => h ? ` / <a href="${h}">${esc(t)}</a>` : ` / ${esc(t)}`).join("");
 }
-function fail(e) { $("main").insertAdjacentHTML("afterbegin", `<p class="error">${esc(e.message)}</p>`); }
-const palette = ["#17803d", "#1f6feb", "#a15c00", "#8250df", "#bf3989", "#57606a"];
+// fail shows e above the page: one message, the newest (a page that
+// re-reads every 5 s must not stack the same error).
+function fail(e) {
+  let p = $("#page-error");
+  if (!p) {
+    $("main").insertAdjacentHTML("afterbegin", '<p class="error" id="page-error"></p>');
+    p = $("#page-error");
+  }
+  p.textContent = e.message;
+}
+// ok removes the message fail showed, after a read that worked.
+function ok() {
+  const p = $("#page-error");
+  if (p) p.remove();
+}
+// loaded counts the page's completed reads in <body data-loads>: the
+// browser test waits for it instead of for time.
+function loaded() {
+  document.body.dataset.loads = String(Number(document.body.dataset.loads || 0) + 1);
+}
+// widths sets the width of every element below el that has data-w (a
+// percentage): the Content-Security-Policy allows no inline style
+// attribute, but styles set through the DOM are the page's own.
+function widths(el) {
+  el.querySelectorAll("[data-w]").forEach((d) => { d.style.width = d.dataset.w + "%"; });
+}
 // progress draws one bar per root: a segment per generation the agents report.
 function progress(el, view) {
   const total = view.agents || 1;
   el.innerHTML = `<div class="bar">` + view.spread.map((s, i) =>
-    `<div style="width:${100 * s.agents / total}%;background:${palette[Math.min(i, palette.length - 1)]}" title="generation ${s.generation}: ${s.agents}">g${s.generation}: ${s.agents}</div>`).join("") +
+    `<div class="p${Math.min(i, 5)}" data-w="${100 * s.agents / total}" title="generation ${s.generation}: ${s.agents}">g${s.generation}: ${s.agents}</div>`).join("") +
     `</div><div class="legend">` + view.spread.map((s) =>
     `<span>generation ${s.generation}: ${s.agents}/${view.agents} (${Math.round(100 * s.agents / total)}%)</span>`).join("") + `</div>`;
+  widths(el);
 }
 // highlight colours JSON/YAML/TOML lines: keys, strings, numbers, comments.
 function highlight(name, text) {
