@@ -32,7 +32,7 @@ var (
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
-		"check", "reload", "timeout", "follow_symlink", "grace_period",
+		"check", "reload", "timeout", "follow_symlink", "grace_period", "missing_key",
 	}
 )
 
@@ -393,6 +393,7 @@ func decodeTargets(raw any, baseDir string, p *problems) []Target {
 			Timeout:       d.duration("timeout"),
 			FollowSymlink: d.bool("follow_symlink"),
 			GracePeriod:   d.duration("grace_period"),
+			MissingKey:    d.string("missing_key"),
 		}
 		if _, set := m["timeout"]; !set {
 			t.Timeout = DefaultTimeout

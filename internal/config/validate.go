@@ -97,7 +97,7 @@ func (c *Config) validate(p *problems) {
 			p.addf("resync_jitter", "%v must be shorter than resync_interval %v", c.ResyncJitter, c.ResyncInterval)
 		}
 	}
-	c.validateTargets(p)
+	c.validateTargets(p, true)
 }
 
 func (c *Config) validateZooKeeper(p *problems) {
@@ -142,7 +142,10 @@ func checkAuthFile(name string) error {
 	return err
 }
 
-func (c *Config) validateTargets(p *problems) {
+// validateTargets checks the targets; onHost adds what only holds on the
+// host that runs the agent (owners and groups exist, no target writes the
+// agent's own files).
+func (c *Config) validateTargets(p *problems, onHost bool) {
 	if len(c.Targets) == 0 && !p.has("targets") {
 		p.addf("targets", "at least one target is required")
 		return
@@ -155,7 +158,7 @@ func (c *Config) validateTargets(p *problems) {
 		if p.has(prefix) {
 			continue // not even a mapping
 		}
-		validateTarget(prefix, t, p)
+		validateTarget(prefix, t, p, onHost)
 		key := prefix + ".name"
 		if j, dup := names[t.Name]; dup && t.Name != "" && !p.has(key) {
 			p.addf(key, "duplicate name %q (also targets[%d])", t.Name, j)
@@ -171,7 +174,9 @@ func (c *Config) validateTargets(p *problems) {
 			continue
 		}
 		dests[t.Dest] = i
-		c.checkProtected(key, t, p)
+		if onHost {
+			c.checkProtected(key, t, p)
+		}
 	}
 	// A directory target owns everything under its dest: any other target
 	// inside it would be deleted or shadowed at the next swap.
@@ -276,7 +281,7 @@ func resolveExisting(path string, last bool) string {
 	return filepath.Join(resolveExisting(dir, true), base)
 }
 
-func validateTarget(prefix string, t *Target, p *problems) {
+func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 	k := func(key string) string { return prefix + "." + key }
 	switch {
 	case p.has(k("name")):
@@ -309,6 +314,10 @@ func validateTarget(prefix string, t *Target, p *problems) {
 	onlyFor("item", t.Item != "", TargetFile)
 	onlyFor("items", len(t.Items) > 0, TargetDir)
 	onlyFor("grace_period", t.GracePeriod != 0, TargetDir)
+	onlyFor("missing_key", t.MissingKey != "", TargetTemplate)
+	if _, err := template.ParseMissingKey(t.MissingKey); err != nil && !p.has(k("missing_key")) {
+		p.add(k("missing_key"), err)
+	}
 	if t.GracePeriod < 0 && !p.has(k("grace_period")) {
 		p.addf(k("grace_period"), "must not be negative (0 removes the previous directory at once)")
 	}
@@ -351,12 +360,15 @@ func validateTarget(prefix string, t *Target, p *problems) {
 			p.addf(k("mode"), "0000 would make the file unreadable to everyone but root")
 		}
 	}
-	var err error
-	if t.UID, err = resolveID(t.Owner, lookupUser); err != nil {
-		p.add(k("owner"), err)
-	}
-	if t.GID, err = resolveID(t.Group, lookupGroup); err != nil {
-		p.add(k("group"), err)
+	t.UID, t.GID = -1, -1
+	if onHost {
+		var err error
+		if t.UID, err = resolveID(t.Owner, lookupUser); err != nil {
+			p.add(k("owner"), err)
+		}
+		if t.GID, err = resolveID(t.Group, lookupGroup); err != nil {
+			p.add(k("group"), err)
+		}
 	}
 	if t.Check != "" && !p.has(k("check")) {
 		if _, err := expandCheck(t.Check, "'/staged'"); err != nil {
@@ -388,7 +400,9 @@ func (t *Target) parseTemplate() error {
 	if len(text) > maxTemplateSize {
 		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
 	}
-	tmpl, err := template.Parse(filepath.Base(t.Src), string(text))
+	// An unknown missing_key is reported under its own key.
+	mk, _ := template.ParseMissingKey(t.MissingKey)
+	tmpl, err := template.ParseWith(filepath.Base(t.Src), string(text), template.Options{MissingKey: mk})
 	if err != nil {
 		return fmt.Errorf("cannot parse template: %w", err)
 	}
