@@ -320,13 +320,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// configuration) starts it again at its minimum, so an agent that
 	// failed through a burst of publishes still notices a fix within about
 	// a second of the last one.
+	var last *cache.Snapshot // the snapshot apply was last given
 	apply := func(snap *cache.Snapshot, fresh bool) {
 		if snap == nil {
 			return
 		}
-		if fresh {
+		d.metrics.setCacheGeneration(snap.Generation())
+		// A retry that finds a newer snapshot (Snapshot takes it off
+		// Updates) applies it as new.
+		if fresh || snap != last {
 			retry.Reset()
 		}
+		last = snap
 		out := d.r.Apply(context.WithoutCancel(ctx), snap)
 		applied := time.Now()
 		if out.Retry || (out.Err != nil && !out.Rejected) {
@@ -378,6 +383,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			// the status callback and systemd's STATUS= say so.
 			d.publishStatus()
 		case snap := <-d.cache.Updates():
+			d.metrics.setCacheGeneration(snap.Generation())
 			if q.arrived(snap, d.log) {
 				apply(snap, true)
 			}

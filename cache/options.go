@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -165,8 +166,13 @@ func WithStateFile(path string) Option {
 	}
 }
 
-// WithLogger sets the logger (slog.Default by default). Item contents are
-// never logged.
+// WithLogger sets the logger: the cache logs its state transitions,
+// reconnects and resyncs at INFO, what needs attention (a refused
+// generation, an ignored state file, no permission, a failed write) at
+// WARN and ERROR, and its reads at DEBUG. Item contents are never logged.
+// Without WithLogger the cache logs WARN and ERROR only, to
+// slog.Default()'s handler: a library does not fill the application's log
+// with its routine, but what an operator must act on is not lost.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		o.log = l
@@ -242,4 +248,30 @@ func WithLabels(id string, labels map[string]string) Option {
 		o.id, o.labels = id, maps.Clone(labels)
 		return nil
 	}
+}
+
+// defaultLogger is the logger without WithLogger: slog.Default()'s
+// handler, WARN and above.
+func defaultLogger() *slog.Logger {
+	return slog.New(minLevel{h: slog.Default().Handler(), min: slog.LevelWarn})
+}
+
+// minLevel is a handler that drops records below min.
+type minLevel struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.h.Enabled(ctx, l)
+}
+
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
+
+func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h: m.h.WithAttrs(attrs), min: m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h: m.h.WithGroup(name), min: m.min}
 }
