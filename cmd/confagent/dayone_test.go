@@ -160,16 +160,21 @@ func TestOnceSaysRootMissing(t *testing.T) {
 }
 
 // TestTemplateEditReloads: editing a template target's src (replaced by
-// rename, as editors do) reloads the configuration without a SIGHUP, and
-// the output follows the new template.
+// rename, as editors do) reloads the configuration without a SIGHUP: a
+// broken template is rejected with its reason (the running one stays), a
+// fixed one is taken and the output follows it.
 func TestTemplateEditReloads(t *testing.T) {
 	e := newEnv(t)
 	e.publish(t, set(1, 2))
 	p := e.start(t)
 	e.waitApplied(t, "agent-under-test", 1)
 	src := filepath.Join(e.dir, "all.tmpl")
+	trigger := `trigger="template change ` + regexp.QuoteMeta(src) + `"`
+	// A broken edit is rejected with its reason; the running template stays.
+	writeAtomic(t, src, `{{ item "x" `)
+	p.waitText(t, regexp.MustCompile(`msg="configuration rejected, the running one stays" `+trigger+` problems=.*cannot parse template`))
 	writeAtomic(t, src, `edited {{ generation }}`)
-	p.waitText(t, regexp.MustCompile(`msg="configuration reloaded" trigger="template change `+regexp.QuoteMeta(src)+`"`))
+	p.waitText(t, regexp.MustCompile(`msg="configuration reloaded" `+trigger))
 	waitFile(t, filepath.Join(e.out, "all.txt"), "edited 1")
 }
 

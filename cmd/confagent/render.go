@@ -63,7 +63,8 @@ func renderOffline(ctx context.Context, f *flags, rf renderFlags, stdout, stderr
 	items, err := publish.LoadDir(rf.from, publish.LoadOptions{Flatten: rf.flatten})
 	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: true, Syntax: true})
 	if err := errlist.Join(err, vErr); err != nil {
-		fmt.Fprintf(stderr, "confagent render: --from %s: %v\n", rf.from, err)
+		// LoadDir's problems name the path, Validate's the item.
+		fmt.Fprintf(stderr, "confagent render: %v\n", err)
 		return exitUsage
 	}
 	r, err := offline.Load(f.config)

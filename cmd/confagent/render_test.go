@@ -140,6 +140,11 @@ targets:
 	if code, _, stderr = render("--out", chosen); code != exitUsage || !strings.Contains(stderr, "is not empty") {
 		t.Fatalf("non-empty --out: exit %d %q", code, stderr)
 	}
+	nope := filepath.Join(dir, "nope")
+	cmd := exec.Command(binary, "--config", cfg, "render", "--from", nope)
+	if b, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != exitUsage || string(b) != "confagent render: "+nope+": does not exist\n" {
+		t.Fatalf("missing --from: exit %d %q %v", cmd.ProcessState.ExitCode(), b, err)
+	}
 	if code, _, stderr = render("--target", "nope"); code != exitUsage || !strings.Contains(stderr, `confagent render: --target: no target named "nope" (targets: ok, zero, strict, missing, d)`) {
 		t.Fatalf("unknown target: exit %d %q", code, stderr)
 	}
