@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -253,25 +253,5 @@ func WithLabels(id string, labels map[string]string) Option {
 // defaultLogger is the logger without WithLogger: slog.Default()'s
 // handler, WARN and above.
 func defaultLogger() *slog.Logger {
-	return slog.New(minLevel{h: slog.Default().Handler(), min: slog.LevelWarn})
-}
-
-// minLevel is a handler that drops records below min.
-type minLevel struct {
-	h   slog.Handler
-	min slog.Level
-}
-
-func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.h.Enabled(ctx, l)
-}
-
-func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
-
-func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{h: m.h.WithAttrs(attrs), min: m.min}
-}
-
-func (m minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h: m.h.WithGroup(name), min: m.min}
+	return slog.New(logfilter.AtLeast(slog.Default().Handler(), slog.LevelWarn))
 }

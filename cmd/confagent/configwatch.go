@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/internal/watchdirs"
 )
 
 // reloadDebounce gathers the events of one edit (an editor's write,
@@ -120,22 +121,9 @@ func (fw *fileWatch) set(files []string) {
 			dirs[filepath.Dir(p)] = true
 		}
 	}
-	for dir := range fw.dirs {
-		if !dirs[dir] {
-			_ = fw.w.Remove(dir)
-			delete(fw.dirs, dir)
-		}
-	}
-	for dir := range dirs {
-		if fw.dirs[dir] {
-			continue
-		}
-		if err := fw.w.Add(dir); err != nil {
-			fw.log.Warn("changes in a directory are not watched (SIGHUP still reloads)", "dir", dir, "error", err)
-			continue
-		}
-		fw.dirs[dir] = true
-	}
+	watchdirs.Sync(fw.w, fw.dirs, dirs, func(dir string, err error) {
+		fw.log.Warn("changes in a directory are not watched (SIGHUP still reloads)", "dir", dir, "error", err)
+	})
 	fw.files = want
 }
 
