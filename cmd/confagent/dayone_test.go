@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -78,23 +79,27 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // TestUnreachableZooKeeperSaysWhy: a fresh agent (no state) whose
-// ZooKeeper refuses connections logs a WARN naming the server and the
-// cause, repeated while it lasts; /readyz and /status carry it; the unit
-// reaches "started" (READY=1, STATUS= saying why it is not ready) instead
-// of blocking systemd's start; once the server is back the agent
-// connects, says so and applies the generation.
+// ZooKeeper refuses connections, with a second server whose name does not
+// resolve (which used to stop the agent at start), logs a WARN naming each
+// server and its cause, repeated while it lasts; /readyz and /status carry
+// it; the unit reaches "started" (READY=1, STATUS= saying why it is not
+// ready) instead of blocking systemd's start; once the server is back the
+// agent connects, says so and applies the generation.
 func TestUnreachableZooKeeperSaysWhy(t *testing.T) {
 	e := newEnv(t)
 	e.publish(t, set(1, 2))
 	notify := listenNotify(t)
-	e.writeAgentConfig(t, "json", "info", "127.0.0.1:0")
-	e.c.Kill(0)
 	server := e.c.Addrs()[0]
+	const unresolvable = "zk-nonexistent.invalid:2181"
+	writeAtomic(t, e.cfgPath, strings.Replace(e.agentConfig("json", "info", "127.0.0.1:0",
+		fmt.Sprintf("  - name: d\n    type: dir\n    dest: %s\n", filepath.Join(e.out, "d"))),
+		"servers: ["+server+"]", "servers: ["+server+", "+unresolvable+"]", 1))
+	e.c.Kill(0)
 	p := e.start(t)
 	rec := p.waitJSON(t, "cannot reach ZooKeeper", func(r map[string]any) bool { return r["level"] == "WARN" })
 	want := server + ": connection refused"
-	if rec["servers"] != want {
-		t.Fatalf("WARN servers %q, want %q: %v", rec["servers"], want, rec)
+	if got, _ := rec["servers"].(string); !strings.HasPrefix(got, want+"; "+unresolvable+": lookup zk-nonexistent.invalid") {
+		t.Fatalf("WARN servers %q, want %q and the name lookup of %s: %v", got, want, unresolvable, rec)
 	}
 	ready := notify.waitReady(t)
 	if !strings.Contains(ready, "STATUS=no generation applied yet") || !strings.Contains(ready, "cannot reach ZooKeeper: "+want) {
@@ -110,8 +115,8 @@ func TestUnreachableZooKeeperSaysWhy(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.ZooKeeperUnreachable != want {
-		t.Fatalf("/status zk_unreachable %q, want %q", st.ZooKeeperUnreachable, want)
+	if st.ZooKeeperUnreachable != rec["servers"] {
+		t.Fatalf("/status zk_unreachable %q, want %q", st.ZooKeeperUnreachable, rec["servers"])
 	}
 	// Repeated, with backoff, while it lasts.
 	p.waitCount(t, `"msg":"cannot reach ZooKeeper"`, 2)
