@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -51,6 +52,13 @@ type Options struct {
 	// watchdog restarts the agent).
 	Heartbeat         func()
 	HeartbeatInterval time.Duration
+	// OnStarted, when set, is called once by Run when the agent has
+	// started (started.go): it serves what it holds and knows where it
+	// stands, which is not the same as having applied a generation
+	// (confagent sends systemd READY=1 then). StartTimeout bounds how long
+	// after Run starts that takes (DefaultStartTimeout when zero).
+	OnStarted    func()
+	StartTimeout time.Duration
 	// OnStatus, when set, is called (from the daemon's goroutine) with the
 	// new status after every apply attempt and state change. It must not
 	// block for long.
@@ -118,6 +126,16 @@ type Daemon struct {
 	// shutdownGrace is how long Run, stopping, waits for a render in
 	// progress (wedge.go).
 	shutdownGrace time.Duration
+	// unreachable is the last diagnosis of every server while none gives
+	// a session ("" otherwise), and connWake is closed at its next change
+	// (connlog.go); both guarded by mu. stopConn stops watchConnection.
+	unreachable string
+	connWake    chan struct{}
+	stopConn    func()
+	// started is done once Options.OnStarted was called, and isStarted
+	// says so without a lock (started.go).
+	started   sync.Once
+	isStarted atomic.Bool
 }
 
 // NewDaemon creates the cache (loading the persisted snapshot, so a host
@@ -141,7 +159,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil),
-		shutdownGrace: DefaultShutdownGrace}
+		shutdownGrace: DefaultShutdownGrace, connWake: make(chan struct{})}
 	d.metrics = NewMetrics(d.staleSeconds)
 	r, err := NewRenderer(opts.Targets, opts.Apply, log, d.metrics)
 	if err != nil {
@@ -166,6 +184,10 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	if zcfg.Logger == nil {
 		zcfg.Logger = log
 	}
+	// An agent must start, and serve its persisted snapshot, while a
+	// server's name does not resolve (DNS down at boot, one stale name):
+	// such a server fails its attempts, and the diagnosis says so.
+	zcfg.LazyResolve = true
 	client, err := zkclient.Dial(zcfg)
 	if err != nil {
 		return nil, err
@@ -195,6 +217,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.cache = c
+	d.stopConn = d.watchConnection()
 	d.registerIncarnationMetrics()
 	acl := opts.ACL
 	if acl == nil {
@@ -224,6 +247,7 @@ func (d *Daemon) Metrics() *Metrics { return d.metrics }
 // Close stops the cache and closes the ZooKeeper session (the status node,
 // ephemeral, goes with it).
 func (d *Daemon) Close() error {
+	d.stopConn()
 	err := d.cache.Close()
 	d.zk.Close()
 	return err
@@ -282,7 +306,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if drift != nil {
 		defer drift.close()
 	}
-	defer d.logConnection(ctx)()
 	if d.status != nil {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		go d.status.run(sctx)
@@ -319,13 +342,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// failed through a burst of publishes still notices a fix within about
 	// a second of the last one. It returns false when Run must return at
 	// once: stopping, with a render that does not end.
+	var last *cache.Snapshot // the snapshot apply was last given
 	apply := func(snap *cache.Snapshot, fresh bool) bool {
 		if snap == nil {
 			return true
 		}
-		if fresh {
+		d.metrics.setCacheGeneration(snap.Generation())
+		// A retry that finds a newer snapshot (Snapshot takes it off
+		// Updates) applies it as new.
+		if fresh || snap != last {
 			retry.Reset()
 		}
+		last = snap
 		out, ok := d.applyWatched(ctx, snap, heartbeat)
 		if !ok {
 			return false
@@ -350,6 +378,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	q := newQuiescer(d.opts.WaitMin, d.opts.WaitMax)
 	defer q.stop()
 	d.r.stopOn(ctx.Done())
+	defer d.startTimer()()
 	d.onState(d.cache.State())
 	if !apply(d.cache.Snapshot(), true) {
 		return nil
@@ -364,12 +393,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 		driftC = drift.events()
 	}
 	for {
+		d.checkStarted()
+		_, connC := d.unreachableNow()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-d.cache.Done():
 			return errors.New("cache stopped")
+		case <-connC:
+			// ZooKeeper became unreachable, or reachable again: /status,
+			// the status callback and systemd's STATUS= say so.
+			d.publishStatus()
 		case snap := <-d.cache.Updates():
+			d.metrics.setCacheGeneration(snap.Generation())
 			if q.arrived(snap, d.log) && !apply(snap, true) {
 				return nil
 			}
@@ -489,8 +525,13 @@ func (d *Daemon) Once(ctx context.Context) (Outcome, error) {
 }
 
 // waitLive waits until the cache is in sync with ZooKeeper and returns its
-// snapshot.
+// snapshot. It gives up at once, with ErrUnreachable naming each server's
+// cause, when every ZooKeeper server was tried and none gave a session;
+// a root that does not exist (yet) or was never published is said at
+// once, and waited for until ctx ends.
 func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
+	start := time.Now()
+	said := ""
 	for {
 		st := d.cache.State()
 		if st.State == cache.StateLive {
@@ -498,8 +539,24 @@ func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
 				return s, nil
 			}
 		}
+		un, connC := d.unreachableNow()
+		if un != "" {
+			return nil, fmt.Errorf("%w: %s", ErrUnreachable, un)
+		}
+		if why := rootAbsent(st.Err, d.opts.Root); why != "" && why != said {
+			said = why
+			attrs := []any{"root", d.opts.Root}
+			if dl, ok := ctx.Deadline(); ok {
+				attrs = append(attrs, "waiting_up_to", time.Until(dl).Round(time.Second))
+			}
+			d.log.Warn(why+"; waiting for a first publish", attrs...)
+		}
 		select {
 		case <-ctx.Done():
+			waited := time.Since(start).Round(100 * time.Millisecond)
+			if why := rootAbsent(st.Err, d.opts.Root); why != "" {
+				return nil, fmt.Errorf("%s: no generation to apply after waiting %v: %w", why, waited, ctx.Err())
+			}
 			reason := ""
 			if st.Err != nil {
 				reason = ": " + st.Err.Error()
@@ -507,10 +564,23 @@ func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
 			return nil, fmt.Errorf("no live generation from ZooKeeper (state %v%s): %w", st.State, reason, ctx.Err())
 		case <-d.cache.StateChanges():
 		case <-d.cache.Updates():
+		case <-connC:
 		case <-d.cache.Done():
 			return nil, errors.New("cache stopped")
 		}
 	}
+}
+
+// rootAbsent says why there is nothing to apply when err is the cache's
+// "the root does not exist" or "never published", "" otherwise.
+func rootAbsent(err error, root string) string {
+	switch {
+	case errors.Is(err, cache.ErrRootMissing):
+		return fmt.Sprintf("root %s does not exist in ZooKeeper (yet)", root)
+	case errors.Is(err, cache.ErrNotPublished):
+		return fmt.Sprintf("root %s exists but was never published", root)
+	}
+	return ""
 }
 
 func (d *Daemon) staleSeconds() float64 {

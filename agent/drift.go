@@ -9,6 +9,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/watchdirs"
 )
 
 // driftDebounce groups the burst of events one edit (or one of our own
@@ -46,7 +47,6 @@ func (d *driftWatcher) events() <-chan struct{} { return d.out }
 // only. When it arms a new watch it also asks for one repair pass: a change
 // made between the write and the watch would otherwise go unseen.
 func (d *driftWatcher) watch(specs []TargetSpec) {
-	added := false
 	want := map[string]bool{}
 	for _, s := range specs {
 		switch s.Kind {
@@ -59,24 +59,9 @@ func (d *driftWatcher) watch(specs []TargetSpec) {
 			want[filepath.Dir(s.Dest)] = true
 		}
 	}
-	for p := range d.watched {
-		if !want[p] {
-			_ = d.w.Remove(p)
-			delete(d.watched, p)
-		}
-	}
-	for p := range want {
-		if d.watched[p] {
-			continue
-		}
-		if err := d.w.Add(p); err != nil {
-			d.log.Warn("drift watch not set", "path", p, "error", err)
-			continue
-		}
-		d.watched[p] = true
-		added = true
-	}
-	if added {
+	if watchdirs.Sync(d.w, d.watched, want, func(p string, err error) {
+		d.log.Warn("drift watch not set", "path", p, "error", err)
+	}) {
 		d.signal()
 	}
 }

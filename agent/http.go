@@ -48,6 +48,9 @@ func (d *Daemon) Status() Status {
 	}
 	s.Labels, s.StatusNodeConflict = d.labels(opts), d.statusConflict()
 	d.incarnationStatus(st, &s)
+	if st.State != cache.StateLive {
+		s.ZooKeeperUnreachable, _ = d.unreachableNow()
+	}
 	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
 	return s
 }
@@ -62,7 +65,12 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 	// match the manifest, ...) is part of the reason: it is what an
 	// operator has to act on, and the status node carries it.
 	why := ""
-	if st.State != cache.StateLive && st.Err != nil {
+	switch {
+	case s.ZooKeeperUnreachable != "":
+		// What the operator has to fix, rather than the cache's "no
+		// ZooKeeper session".
+		why = fmt.Sprintf(": %v: %s", ErrUnreachable, s.ZooKeeperUnreachable)
+	case st.State != cache.StateLive && st.Err != nil:
 		why = ": " + st.Err.Error()
 	}
 	switch {

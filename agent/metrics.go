@@ -206,6 +206,16 @@ func (m *Metrics) setState(state cache.State, cacheGen int64) {
 	m.cacheGeneration.Set(float64(cacheGen))
 }
 
+// setCacheGeneration records the newest generation the cache holds: a
+// new generation is no state transition of the cache (setState), so the
+// daemon reports each one it receives.
+func (m *Metrics) setCacheGeneration(g int64) {
+	if m == nil {
+		return
+	}
+	m.cacheGeneration.Set(float64(g))
+}
+
 func (m *Metrics) setStatusConflict(on bool) {
 	if m == nil {
 		return

@@ -36,11 +36,15 @@ type TargetSpec struct {
 	// it came from (for messages).
 	Template     string
 	TemplatePath string
-	Mode         os.FileMode
-	UID, GID     int // -1 leaves the owner as the process creates it
-	Check        string
-	Reload       string
-	Timeout      time.Duration
+	// MissingKey is what a template does with a map key the map does not
+	// have: "error" (the default, also "") fails the render, "zero" makes
+	// it no value (false in if, replaced by default, printed as nothing).
+	MissingKey string
+	Mode       os.FileMode
+	UID, GID   int // -1 leaves the owner as the process creates it
+	Check      string
+	Reload     string
+	Timeout    time.Duration
 	// FollowSymlink allows a file destination that is a symlink.
 	FollowSymlink bool
 
@@ -91,8 +95,10 @@ func compile(spec TargetSpec) (*target, error) {
 	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
 	switch spec.Kind {
 	case KindTemplate:
-		tm, err := template.ParseWithLimits(spec.Name, spec.Template,
-			template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps})
+		tm, err := template.ParseWith(spec.Name, spec.Template, template.Options{
+			Limits:     template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps},
+			MissingKey: template.MissingKey(spec.MissingKey),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
 		}

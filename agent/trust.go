@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"maps"
 	"os"
 	"time"
 
@@ -14,16 +13,7 @@ const HostnameLabel = "hostname"
 
 // labels are the configured labels plus the hostname.
 func (d *Daemon) labels(opts Options) map[string]string {
-	out := maps.Clone(opts.Labels)
-	if out == nil {
-		out = map[string]string{}
-	}
-	if _, ok := out[HostnameLabel]; !ok {
-		if h, err := os.Hostname(); err == nil {
-			out[HostnameLabel] = h
-		}
-	}
-	return out
+	return HostLabels(opts.Labels)
 }
 
 // registration is what the agent writes into its registry node (the

@@ -74,7 +74,7 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig, WithConn or WithClient)")
 	}
 	if o.log == nil {
-		o.log = slog.Default()
+		o.log = defaultLogger()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
@@ -144,17 +144,49 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 func (c *Cache) Root() string { return c.root }
 
 // Snapshot returns the newest snapshot the cache holds, or nil before the
-// first one (from the state file or ZooKeeper). It never blocks.
-func (c *Cache) Snapshot() *Snapshot { return c.snap.Load() }
+// first one (from the state file or ZooKeeper). It never waits for
+// ZooKeeper. Updates does not deliver the snapshot it returns.
+func (c *Cache) Snapshot() *Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handOut()
+}
 
-// Updates delivers snapshots as they are applied, latest value only: the
-// channel has one slot, a newer snapshot replaces one not yet received, so a
-// slow reader gets the newest snapshot and never a backlog, and the cache
-// never waits for it. It is never closed; select on Done as well.
+// handOut returns the current snapshot and takes it off Updates' pending
+// slot, where it waits if no one received it yet: what Snapshot or Wait
+// returned is not delivered again. c.mu is held: apply stores a snapshot
+// and offers it under c.mu, so the slot holds the current snapshot or
+// nothing.
+func (c *Cache) handOut() *Snapshot {
+	s := c.snap.Load()
+	select {
+	case p := <-c.updates:
+		if p != s {
+			c.updates <- p // cannot happen (see above); never lose a snapshot
+		}
+	default:
+	}
+	return s
+}
+
+// Updates delivers every snapshot that becomes the newest after the last
+// Wait or Snapshot call, latest value only: the channel has one slot, a
+// newer snapshot replaces one not yet received, so a slow reader gets the
+// newest snapshot and never a backlog, and the cache never waits for it.
+// A snapshot Wait or Snapshot returned is not delivered again, so a
+// program that starts with Wait and then receives from Updates handles
+// each generation once. (The snapshot loaded from the state file is
+// delivered at once, unless Wait or Snapshot took it.) With a single
+// receiver, every snapshot delivered is newer than the previous one. It
+// is never closed; select on Done as well.
 func (c *Cache) Updates() <-chan *Snapshot { return c.updates }
 
-// StateChanges delivers state transitions, latest value only (like
-// Updates). It is never closed; select on Done as well.
+// StateChanges delivers the state's transitions, latest value only (like
+// Updates): a change of State, of Err (a new reason within Stale, say),
+// of Expiries, or of the incarnation. A new generation alone is not a
+// transition (Updates delivers it; State and the next transition carry
+// its number). The first value, pending from New, is the initial state.
+// It is never closed; select on Done as well.
 func (c *Cache) StateChanges() <-chan StateInfo { return c.states }
 
 // Done is closed when Close is called.
@@ -170,17 +202,20 @@ func (c *Cache) State() StateInfo {
 // Stats returns the cache's counters.
 func (c *Cache) Stats() Stats { return c.stats.snapshot() }
 
-// Wait returns the first snapshot whose generation is at least
+// Wait returns the newest snapshot once its generation is at least
 // minGeneration (any snapshot when minGeneration <= 0), waiting for it until
-// ctx ends or the cache is closed (ErrClosed).
+// ctx ends or the cache is closed (ErrClosed). Updates does not deliver the
+// snapshot it returns.
 func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error) {
 	for {
 		c.mu.Lock()
 		wake := c.snapWake
-		c.mu.Unlock()
 		if s := c.snap.Load(); s != nil && s.Generation() >= minGeneration {
+			s = c.handOut()
+			c.mu.Unlock()
 			return s, nil
 		}
+		c.mu.Unlock()
 		select {
 		case <-wake:
 		case <-c.done:
@@ -269,14 +304,17 @@ func (c *Cache) apply(s *Snapshot) {
 			}
 		}
 	}
-	c.snap.Store(s)
 	c.stats.applied.Add(1)
 	c.stats.lastApply.Store(time.Now().UnixNano())
+	// Stored and offered under c.mu, which Snapshot and Wait hold to take
+	// the snapshot they return off the Updates slot (handOut).
 	c.mu.Lock()
+	c.snap.Store(s)
+	c.state.Generation, c.state.Incarnation = s.Generation(), s.Incarnation()
 	close(c.snapWake)
 	c.snapWake = make(chan struct{})
-	c.mu.Unlock()
 	offer(c.updates, s)
+	c.mu.Unlock()
 	if c.opts.onUpdate != nil {
 		offer(c.notify, s)
 	}
@@ -307,8 +345,12 @@ func (c *Cache) setState(st State, err error) {
 	}
 	next.Expiries = c.stats.expiries.Load()
 	next.IncarnationSwitches = c.stats.incarnationSwitches.Load()
-	if prev.State == st && sameErr(prev.Err, err) && prev.Generation == next.Generation && prev.Expiries == next.Expiries &&
+	// A new generation alone is kept (State reports it) but is no
+	// transition: Updates delivers it, and a live cache would otherwise
+	// report live -> live at every publish.
+	if prev.State == st && sameErr(prev.Err, err) && prev.Expiries == next.Expiries &&
 		prev.Incarnation == next.Incarnation && prev.IncarnationSwitches == next.IncarnationSwitches {
+		c.state = next
 		c.mu.Unlock()
 		return
 	}

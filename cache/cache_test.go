@@ -43,16 +43,24 @@ func TestLoadChangeAddRemove(t *testing.T) {
 	if s4.Zxid() != z4 || g4 != 4 {
 		t.Fatalf("generation %d zxid %x, want 4 and %x", g4, s4.Zxid(), z4)
 	}
-	// Updates holds the newest value only.
+	// Wait took what it returned off Updates.
 	select {
 	case u := <-c.Updates():
-		if u.Generation() != g4 {
-			t.Fatalf("Updates gave generation %d, want the newest %d", u.Generation(), g4)
+		t.Fatalf("Updates delivered generation %d, which Wait returned", u.Generation())
+	default:
+	}
+	// Updates holds the newest value only.
+	pub.publish(withItem(v4, "new", "again"))
+	g6, _ := pub.publish(withItem(v4, "new", "and again"))
+	st := waitState(t, c, "live at g6", func(st StateInfo) bool { return isLive(st) && st.Generation == g6 })
+	select {
+	case u := <-c.Updates():
+		if u.Generation() != g6 {
+			t.Fatalf("Updates gave generation %d, want the newest %d", u.Generation(), g6)
 		}
 	default:
 		t.Fatal("Updates is empty after an update")
 	}
-	st := waitState(t, c, "live at g4", func(st StateInfo) bool { return isLive(st) && st.Generation == g4 })
 	if st.Err != nil || st.Expiries != 0 {
 		t.Fatalf("state %+v", st)
 	}

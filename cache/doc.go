@@ -5,19 +5,112 @@
 //
 // # Use
 //
+// Start a cache with New and one way to reach ZooKeeper (WithServers,
+// WithConfig, WithConn or WithClient); Close it when done:
+//
 //	c, err := cache.New(ctx, "/config", cache.WithServers(servers, 10*time.Second),
-//		cache.WithStateFile("/var/lib/app/config.state"))
-//	...
+//		cache.WithStateFile("/var/lib/app/config.state"), // serve the last good config at a restart
+//		cache.WithLogger(log))                            // default: WARN and above to slog.Default()
+//	if err != nil {
+//		return err // a bad root or option: nothing was started
+//	}
 //	defer c.Close()
-//	snap, err := c.Wait(ctx, 1) // the first snapshot
-//	v, ok := snap.Get("db.url")  // shared, read-only bytes
+//
+// Wait for the first snapshot (from the state file at once, or from
+// ZooKeeper), then follow the root in a select loop:
+//
+//	snap, err := c.Wait(ctx, 1) // generation 1 or newer
+//	if err != nil {
+//		return err // ctx ended (errors.Is context.DeadlineExceeded), or ErrClosed
+//	}
+//	use(snap) // snap.Get("db.url"): shared, read-only bytes of one generation
 //	for {
 //		select {
-//		case snap := <-c.Updates(): // newest snapshot; never a backlog
-//		case st := <-c.StateChanges(): // Live, Stale, Expired
+//		case snap := <-c.Updates(): // a newer generation; never the one Wait returned, never a backlog
+//			use(snap)
+//		case st := <-c.StateChanges(): // Live, Stale, Expired, and why (st.Err)
+//			log.Info("config", "state", st) // "stale, generation 7: cache: no ZooKeeper session"
 //		case <-ctx.Done():
+//			return nil
 //		}
 //	}
+//
+// Updates and StateChanges keep the latest value only: a slow reader gets
+// the newest snapshot and the current state, and the cache never waits
+// for it. Snapshot returns the newest snapshot without waiting (nil before
+// the first); State the current state. A snapshot returned by Wait or
+// Snapshot is not delivered again by Updates, so the loop above handles
+// each generation once. WithOnUpdate is the callback form of Updates.
+// examples/library is a complete program.
+//
+// # Errors
+//
+// New fails only for a bad root or bad options. Wait fails only when its
+// ctx ends (the error names the state and why: errors.Is with
+// context.DeadlineExceeded or context.Canceled) or the cache is closed
+// (ErrClosed). Everything that happens to ZooKeeper or the root afterwards
+// is not an error return but a state: the cache keeps serving its last
+// good snapshot and StateInfo.Err says why it is not Live. Branch on it
+// with errors.Is (errors.As for the typed errors), in three classes:
+//
+//   - It passes by itself; the cache retries or waits for the event that
+//     ends it: ErrDisconnected, ErrResyncing, ErrSessionExpired,
+//     ErrNotSynced (serving the state file, not yet confirmed),
+//     ErrPublishInProgress (a marker-mode publish), ErrBackwards (a lagging
+//     server: *BackwardsError), and ErrTorn for a few reads while a
+//     publish lands.
+//   - Nothing to serve yet: ErrRootMissing, ErrNotPublished; the cache
+//     watches for the first publish.
+//   - Someone must act; the cache stays as it is until then:
+//     zkclient.ErrAuthFailed (refused credentials; it matches
+//     ErrDisconnected too, so test it first), a ZooKeeper permission
+//     error (zk.ErrNoAuth, explained: which identity lacks what; re-checked
+//     every 30 s), ErrAbandonedMarker (*AbandonedMarkerError) and a
+//     lasting ErrTorn (*ItemMismatchError, *CandidateError: an item
+//     changed behind the publisher's back), both repaired by the next
+//     publish; ErrIncarnationRefused (*IncarnationError: call Adopt),
+//     manifest.ErrForeign and manifest.ErrFutureFormat (the root holds
+//     what this version cannot read), ErrRefused and ErrConnClosed (the
+//     application's connection, WithConn: dial a new one).
+//
+// # Guarantees
+//
+//   - Every snapshot handed out is one published generation, complete and
+//     verified against its manifest.
+//   - Generations (and commit zxids) handed out never decrease, across
+//     reconnects, expiries, server changes and restarts from the state file.
+//   - The sync loop never waits for a consumer: Updates and StateChanges
+//     keep only the latest value, OnUpdate runs on its own goroutine.
+//   - Close stops every goroutine the cache started.
+//
+// # Limits
+//
+//   - Freshness is bounded by ZooKeeper's notification delivery: a Live
+//     cache may serve a generation for as long as the watch event of a newer
+//     commit takes to arrive. Use Snapshot().Zxid() as a fencing token when
+//     that matters.
+//   - While a marker-mode publish is in progress a cache that does not hold
+//     the generation committed before it waits (it cannot read that
+//     generation: its items are being overwritten); a publisher that died
+//     with its marker in place (or a marker made by hand) leaves such caches
+//     on their snapshot, reporting ErrAbandonedMarker, until the next
+//     publish takes the marker over and commits, unless the items still
+//     verify against the root's manifest, which is then served.
+//   - A root changed by hand (not through a zkconf publisher) so that its
+//     items do not match its manifest is never served; the cache reports an
+//     *ItemMismatchError naming the item (ErrTorn) and keeps the snapshot it
+//     holds. The next publish of the set rewrites the item.
+//   - Zxids of two ensembles cannot be compared: a state file from another
+//     ensemble whose commit zxid is higher than the new ensemble's is
+//     refused until the new ensemble passes it. Delete the state file when
+//     moving to a new ensemble on purpose.
+//   - The state file's item directory holds the configuration in clear
+//     (files 0600, directory 0700): protect them like the configuration
+//     itself.
+//
+// The rest of this documentation is how the cache works: the read
+// protocol step by step (the code refers to its numbered steps), when it
+// resyncs and retries, and the state file.
 //
 // # Read protocol
 //
@@ -166,41 +259,6 @@
 //     explained by the error): re-checked every 30 s, so that a repaired
 //     ACL is picked up without a restart.
 //   - A torn read: retried as in step 6.
-//
-// # Guarantees
-//
-//   - Every snapshot handed out is one published generation, complete and
-//     verified against its manifest.
-//   - Generations (and commit zxids) handed out never decrease, across
-//     reconnects, expiries, server changes and restarts from the state file.
-//   - The sync loop never waits for a consumer: Updates and StateChanges
-//     keep only the latest value, OnUpdate runs on its own goroutine.
-//   - Close stops every goroutine the cache started.
-//
-// # Limits
-//
-//   - Freshness is bounded by ZooKeeper's notification delivery: a Live
-//     cache may serve a generation for as long as the watch event of a newer
-//     commit takes to arrive. Use Snapshot().Zxid() as a fencing token when
-//     that matters.
-//   - While a marker-mode publish is in progress a cache that does not hold
-//     the generation committed before it waits (it cannot read that
-//     generation: its items are being overwritten); a publisher that died
-//     with its marker in place (or a marker made by hand) leaves such caches
-//     on their snapshot, reporting ErrAbandonedMarker, until the next
-//     publish takes the marker over and commits, unless the items still
-//     verify against the root's manifest, which is then served.
-//   - A root changed by hand (not through a zkconf publisher) so that its
-//     items do not match its manifest is never served; the cache reports an
-//     *ItemMismatchError naming the item (ErrTorn) and keeps the snapshot it
-//     holds. The next publish of the set rewrites the item.
-//   - Zxids of two ensembles cannot be compared: a state file from another
-//     ensemble whose commit zxid is higher than the new ensemble's is
-//     refused until the new ensemble passes it. Delete the state file when
-//     moving to a new ensemble on purpose.
-//   - The state file's item directory holds the configuration in clear
-//     (files 0600, directory 0700): protect them like the configuration
-//     itself.
 //
 // # State file
 //

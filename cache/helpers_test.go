@@ -114,15 +114,20 @@ func sameItems(s *Snapshot, want map[string][]byte) error {
 }
 
 // waitState waits until cond holds for the cache's state, woken by
-// StateChanges.
+// StateChanges and by every applied snapshot (a new generation alone is
+// no transition; it wakes Wait).
 func waitState(t *testing.T, c *Cache, what string, cond func(StateInfo) bool) StateInfo {
 	t.Helper()
 	ctx := testCtx(t)
 	for {
+		c.mu.Lock()
+		applied := c.snapWake
+		c.mu.Unlock()
 		if st := c.State(); cond(st) {
 			return st
 		}
 		select {
+		case <-applied:
 		case <-c.StateChanges():
 		case <-ctx.Done():
 			st := c.State()

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -165,8 +166,13 @@ func WithStateFile(path string) Option {
 	}
 }
 
-// WithLogger sets the logger (slog.Default by default). Item contents are
-// never logged.
+// WithLogger sets the logger: the cache logs its state transitions,
+// reconnects and resyncs at INFO, what needs attention (a refused
+// generation, an ignored state file, no permission, a failed write) at
+// WARN and ERROR, and its reads at DEBUG. Item contents are never logged.
+// Without WithLogger the cache logs WARN and ERROR only, to
+// slog.Default()'s handler: a library does not fill the application's log
+// with its routine, but what an operator must act on is not lost.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		o.log = l
@@ -242,4 +248,10 @@ func WithLabels(id string, labels map[string]string) Option {
 		o.id, o.labels = id, maps.Clone(labels)
 		return nil
 	}
+}
+
+// defaultLogger is the logger without WithLogger: slog.Default()'s
+// handler, WARN and above.
+func defaultLogger() *slog.Logger {
+	return slog.New(logfilter.AtLeast(slog.Default().Handler(), slog.LevelWarn))
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,24 @@ type StateInfo struct {
 	// IncarnationSwitches counts the switches to a new incarnation this
 	// cache followed (IncarnationFollow).
 	IncarnationSwitches uint64
+}
+
+// String describes the state for a log line or a status page: "live,
+// generation 7", "stale, generation 7: cache: no ZooKeeper session",
+// "starting, no snapshot: cache: config root does not exist".
+func (s StateInfo) String() string {
+	var b strings.Builder
+	b.WriteString(s.State.String())
+	if s.Generation > 0 {
+		fmt.Fprintf(&b, ", generation %d", s.Generation)
+	} else {
+		b.WriteString(", no snapshot")
+	}
+	if s.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(s.Err.Error())
+	}
+	return b.String()
 }
 
 // Errors reported in StateInfo.Err and returned by Wait. Callers branch on

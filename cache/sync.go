@@ -275,7 +275,12 @@ func (c *Cache) waiting(loop *loopState, err error) {
 	}
 	if msg := err.Error(); msg != loop.lastWait {
 		loop.lastWait = msg
-		c.log.Warn("not in sync with ZooKeeper; serving the held snapshot", "reason", err, "generation", c.State().Generation)
+		if s := c.snap.Load(); s != nil {
+			c.log.Warn("not in sync with ZooKeeper; serving the held snapshot", "reason", err, "generation", s.Generation())
+		} else {
+			// Never claim a snapshot the cache does not hold.
+			c.log.Warn("not in sync with ZooKeeper; no snapshot to serve yet", "reason", err)
+		}
 	}
 }
 

@@ -65,6 +65,11 @@ type Status struct {
 	// SessionRefused is true while ZooKeeper refuses the agent's session
 	// (only /status can show it: the status node needs a session).
 	SessionRefused bool `json:"zk_session_refused,omitempty"`
+	// ZooKeeperUnreachable, while no server gives the agent a session and
+	// every one was tried, names each server and its cause ("zk1:2181:
+	// connection refused; zk2:2181: lookup zk2: no such host"); only
+	// /status can show it.
+	ZooKeeperUnreachable string `json:"zk_unreachable,omitempty"`
 }
 
 // Registration is an agent's registry node

@@ -39,6 +39,14 @@ type Config struct {
 	// before a Client replaces its connection (Status.Refused); the
 	// session timeout when zero, at least 2s.
 	RedialAfter time.Duration
+	// LazyResolve keeps every server in the list whether or not its name
+	// resolves, and has each connection attempt resolve the name again
+	// (the dialer does), instead of resolving every name once and failing
+	// the dial when one does not resolve (the go-zookeeper default). For
+	// long-running processes that must start while DNS is down, or with
+	// one stale name among several (confagent); a command is better told
+	// at once (Diagnose names the server and the DNS error).
+	LazyResolve bool
 }
 
 // Validate reports whether the configuration can be dialled.
@@ -88,6 +96,9 @@ func dial(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 		zk.WithLogger(slogPrintf{log}),
 		zk.WithLogInfo(false),
 	)
+	if cfg.LazyResolve {
+		opts = append(opts, zk.WithHostProvider(&lazyHosts{}))
+	}
 	if cfg.TLS != nil {
 		tcfg := cfg.TLS
 		names := serverNames(cfg.Servers)
@@ -157,6 +168,11 @@ type Status struct {
 	// Replaced counts the connections a Client replaced by a fresh one
 	// (each is also counted in Expiries: the old session is gone).
 	Replaced uint64
+	// Attempts counts the connection attempts since the last session (the
+	// client's StateConnecting events: it tries the next server after
+	// each failure); 0 while a session exists. Attempts above the number
+	// of servers mean every server was tried and none gave a session.
+	Attempts uint64
 }
 
 // Refused reports whether the servers look like they refuse this client's
@@ -208,6 +224,7 @@ func (s *Session) Callback(ev zk.Event) {
 		s.st.Connected = true
 		s.st.Epoch++
 		s.st.HandshakeFailures, s.st.FailingSince, s.tcpUp = 0, time.Time{}, false
+		s.st.Attempts = 0
 	case zk.StateExpired:
 		// The server answered the handshake (with "no such session"): not
 		// a refusal.
@@ -216,6 +233,9 @@ func (s *Session) Callback(ev zk.Event) {
 		s.tcpUp = false
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateAuthFailed:
 		s.st.Connected = false
+		if ev.State == zk.StateConnecting {
+			s.st.Attempts++
+		}
 		if s.tcpUp {
 			// The socket closed during the handshake.
 			s.tcpUp = false
@@ -245,6 +265,7 @@ func (s *Session) replaced() {
 	s.st.Expiries++
 	s.st.Replaced++
 	s.st.HandshakeFailures, s.st.FailingSince, s.tcpUp = 0, time.Time{}, false
+	s.st.Attempts = 0
 	s.st.State = zk.StateExpired
 	s.st.Since = time.Now()
 	close(s.changed)

@@ -52,9 +52,13 @@ targets:
     type: dir
     dest: %s
 `, filepath.Join(dir, "state"), filepath.Join(out, "d")))
-		code, stdout, stderr := runAgent("--config", cfg, "--once", "--timeout", "2s")
-		if code != exitError || !strings.Contains(stderr, "confagent: no live generation from ZooKeeper (state starting: cache: no ZooKeeper session)") {
-			t.Fatalf("exit %d, stderr %q; want %d and no live generation", code, stderr, exitError)
+		// Fails fast, naming the server and its cause, long before the
+		// timeout (the old message came after the whole --timeout:
+		// "no live generation from ZooKeeper (state starting: cache: no
+		// ZooKeeper session)").
+		code, stdout, stderr := runAgent("--config", cfg, "--once", "--timeout", "5m")
+		if code != exitError || !strings.Contains(stderr, "confagent: cannot reach ZooKeeper: 127.0.0.1:1: connection refused\n") {
+			t.Fatalf("exit %d, stderr %q; want %d and the server with its cause", code, stderr, exitError)
 		}
 		if stdout != "" {
 			t.Fatalf("stdout %q, want nothing", stdout)

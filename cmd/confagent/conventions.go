@@ -24,6 +24,10 @@ func examples() map[string]string {
 		"adopt": `  # Follow the root's new incarnation after ZooKeeper was rebuilt
   confagent adopt
   confagent adopt --incarnation 6f1c0e2a9b8d4c3e5f7a1b2c3d4e5f60`,
+		"render": `  # Render the set you are about to publish with this host's targets
+  confagent render --from ./web-config
+  # ... one target, with its check command, into a directory of your choice
+  confagent render --from ./web-config --target nginx-upstreams --check --out /tmp/r`,
 		"version": `  confagent version`,
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
@@ -136,6 +134,7 @@ request (its /status and confpush status name it as incarnation_refused).`,
 	adopt.Flags().StringVar(&adoptInc, "incarnation", "", "adopt only this incarnation id (32 hex digits)")
 	root.AddCommand(adopt)
 	root.AddCommand(dropinCommand(&f, stdout, stderr, &code))
+	root.AddCommand(renderCommand(&f, stdout, stderr, &code))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -179,25 +178,8 @@ func printConfigErr(w io.Writer, path string, err error) {
 // options turns a validated configuration into the daemon's options. It
 // reads template sources and the credentials file.
 func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
-	var errs []error
-	specs := make([]agent.TargetSpec, 0, len(cfg.Targets))
-	for _, t := range cfg.Targets {
-		s := agent.TargetSpec{
-			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
-			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
-			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
-			Grace: t.GracePeriod, RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
-		}
-		if t.Type == config.TargetTemplate {
-			b, err := os.ReadFile(t.Src)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("targets %q: src: %w", t.Name, err))
-				continue
-			}
-			s.Template, s.TemplatePath = string(b), t.Src
-		}
-		specs = append(specs, s)
-	}
+	specs, err := cfg.TargetSpecs()
+	errs := []error{err}
 	zc := zkclient.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Logger: log}
 	auth, err := zkconn.LoadAuth(cfg.ZooKeeper.AuthFile)
 	if err != nil {
@@ -250,7 +232,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 		return dryRun(ctx, f, opts, stdout, stderr)
 	}
 	notifier := newSystemd(log)
-	opts.OnStatus = notifier.status
+	opts.OnStatus, opts.OnStarted = notifier.status, notifier.started
 	opts.Heartbeat, opts.HeartbeatInterval = notifier.ping, notifier.interval
 	d, err := agent.NewDaemon(ctx, opts)
 	if err != nil {
@@ -279,7 +261,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	}
 	defer lv.http.close()
 
-	go watchConfig(ctx, f, d, log, lv)
+	go watchConfig(ctx, f, d, log, lv, watchedFiles(cfg))
 	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", cfg.Root, "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
 	if err := d.Run(ctx); err != nil {
@@ -289,70 +271,6 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	log.Info("confagent stopped")
 	return exitOK
-}
-
-// watchConfig reloads the configuration on SIGHUP and whenever the file
-// changes (its directory is watched: editors and config management replace
-// files by rename). A configuration with errors is rejected with every
-// reason, and the running one stays.
-func watchConfig(ctx context.Context, f flags, d *agent.Daemon, log *slog.Logger, lv *live) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	var fsEvents <-chan fsnotify.Event
-	if w, err := fsnotify.NewWatcher(); err == nil {
-		defer w.Close()
-		if err := w.Add(filepath.Dir(f.config)); err == nil {
-			fsEvents = w.Events
-		}
-	}
-	abs, _ := filepath.Abs(f.config)
-	var debounce <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			reload(f, d, log, lv, "SIGHUP")
-		case ev, ok := <-fsEvents:
-			if !ok {
-				fsEvents = nil
-				continue
-			}
-			if p, _ := filepath.Abs(ev.Name); p == abs {
-				debounce = time.After(300 * time.Millisecond)
-			}
-		case <-debounce:
-			debounce = nil
-			reload(f, d, log, lv, "file change")
-		}
-	}
-}
-
-func reload(f flags, d *agent.Daemon, log *slog.Logger, lv *live, why string) {
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		var sb strings.Builder
-		printConfigErr(&sb, f.config, err)
-		log.Error("configuration rejected, the running one stays", "trigger", why, "problems", sb.String())
-		return
-	}
-	opts, err := options(cfg, log)
-	if err != nil {
-		log.Error("configuration rejected, the running one stays", "trigger", why, "error", err)
-		return
-	}
-	restart, err := d.Reconfigure(opts)
-	if err != nil {
-		log.Error("configuration rejected, the running one stays", "trigger", why, "error", err)
-		return
-	}
-	lv.apply(cfg, f, log, why)
-	if len(restart) > 0 {
-		log.Warn("configuration reloaded; these changes need a restart and keep their running values",
-			"trigger", why, "keys", strings.Join(restart, ","))
-	}
-	log.Info("configuration reloaded", "trigger", why)
 }
 
 // lockedWriter serialises writes to w.

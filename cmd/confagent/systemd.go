@@ -31,28 +31,45 @@ func newSystemd(log *slog.Logger) *systemd {
 	return s
 }
 
-// status sends READY=1 after the first successful render (from the
-// persisted snapshot or from ZooKeeper) and keeps STATUS= up to date.
+// status keeps STATUS= up to date: the generation applied and, while the
+// agent is not ready, why (what /readyz says).
 func (s *systemd) status(st agent.Status) {
 	msg := fmt.Sprintf("generation %d applied, ZooKeeper %s", st.Generation, st.State)
 	if st.Generation == 0 {
-		msg = "waiting for a first generation, ZooKeeper " + st.State
+		msg = "no generation applied yet, ZooKeeper " + st.State
 	}
-	if st.LastError != "" {
-		msg += "; last apply failed"
+	if !st.Ready && st.NotReadyReason != "" {
+		msg += "; not ready: " + st.NotReadyReason
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	state := ""
-	if !s.ready && st.Generation > 0 {
-		s.ready = true
-		state = daemon.SdNotifyReady + "\n"
-	}
-	if msg == s.last && state == "" {
+	if msg == s.last {
 		return
 	}
 	s.last = msg
-	if _, err := daemon.SdNotify(false, state+"STATUS="+msg); err != nil {
+	s.notify("STATUS=" + msg)
+}
+
+// started sends READY=1 (with the last STATUS=) once the agent has
+// started (agent.Options.OnStarted): it serves what it holds and knows
+// where it stands, or the start-up bound ran out. READY=1 does not mean
+// a generation is applied: STATUS= and /readyz say whether it is ready.
+func (s *systemd) started() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready {
+		return
+	}
+	s.ready = true
+	msg := daemon.SdNotifyReady
+	if s.last != "" {
+		msg += "\nSTATUS=" + s.last
+	}
+	s.notify(msg)
+}
+
+func (s *systemd) notify(state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
 		s.log.Debug("sd_notify failed", "error", err)
 	}
 }

@@ -69,6 +69,11 @@ items (a single file published, a file missing from DIR) is refused, exit 2,
 listing them, unless --prune; --dry-run shows the same refusal. --message
 stores who and why with the generation (shown by history).
 
+--render-with AGENTCONFIG (repeatable) renders the set with the targets of
+that agent configuration first, as the agents would render it ('confagent
+render' without checks), and refuses it (exit 2, nothing written) when a
+target fails, naming the configuration, the target and the template error.
+
 With --wait, confpush then follows the agents' status nodes until every
 registered agent (--all, the default) or at least --min N agents report the
 new generation, showing progress on stderr; it exits 5 naming the agents
@@ -102,6 +107,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			}
 			msg, msgErr := a.message()
 			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
+			renderErr := a.renderWith(cmd, items)
 			canary, canaryErr := a.canarySelection()
 			var waitErr error
 			if canary != nil && a.v.GetBool("wait") {
@@ -112,7 +118,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			if canaryErr == nil {
 				canary, rp, planErr = a.driverPlan(canary)
 			}
-			if err := errlist.Join(msgErr, err, canaryErr, waitErr, planErr); err != nil {
+			if err := errlist.Join(msgErr, err, renderErr, canaryErr, waitErr, planErr); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -153,6 +159,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	validateFlags(cmd)
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
+	renderWithFlag(cmd)
 	messageFlag(cmd)
 	canaryFlags(cmd)
 	driverFlags(cmd)

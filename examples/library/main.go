@@ -84,10 +84,9 @@ func run() error {
 
 		case s := <-c.Updates():
 			// Latest value only: after a burst of publishes we get the
-			// newest snapshot, never a backlog.
-			if s != applied {
-				value, applied = use(log, s, *key), s
-			}
+			// newest snapshot, never a backlog; never the one Wait
+			// returned above either, so each generation is used once.
+			value, applied = use(log, s, *key), s
 
 		case st = <-c.StateChanges():
 			switch st.State {

@@ -237,6 +237,10 @@ type Target struct {
 	// Config's when not set).
 	RenderTimeout time.Duration
 	RenderSteps   int64
+	// MissingKey is what the template does with a map key the map does
+	// not have (key missing_key, template targets only): "error" (the
+	// default) or "zero" (template.MissingKey).
+	MissingKey string
 	// Template is Src parsed with the render helpers; set by Validate.
 	Template *template.Template
 }
@@ -376,6 +380,23 @@ func targetIndex(err error) int {
 // the file. All problems are reported together (a *multierror.Error of
 // *FieldError, see FieldError); a file that cannot be read or is not YAML fails alone.
 func Load(path string) (*Config, error) {
+	return load(path, (*Config).validate)
+}
+
+// LoadForRender reads the file at path as Load does but checks only what
+// rendering its targets needs: the file's keys and values, the targets
+// (names, types, items, templates parsed with their missing_key) and the
+// labels. What only holds on the host running the agent is not checked
+// (the ZooKeeper servers, credentials and TLS files, owners and groups,
+// state_dir, targets writing the agent's own files), so that a host's
+// templates render anywhere: confagent render, confpush publish
+// --render-with. Owners and groups are left unresolved (UID and GID -1).
+func LoadForRender(path string) (*Config, error) {
+	return load(path, func(c *Config, p *problems) { c.validateTargets(p, false) })
+}
+
+// load reads, decodes and checks the file with validate.
+func load(path string, validate func(*Config, *problems)) (*Config, error) {
 	v := viper.New()
 	v.SetConfigFile(path)
 	v.SetConfigType("yaml")
@@ -401,7 +422,7 @@ func Load(path string) (*Config, error) {
 	p := newProblems()
 	c := decode(v, filepath.Dir(abs), p)
 	c.File = abs
-	c.validate(p)
+	validate(c, p)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

@@ -471,6 +471,19 @@ targets:
 			},
 		},
 		{
+			name: "missing_key",
+			yaml: `
+zookeeper: {servers: [zk1:2181]}
+targets:
+  - {name: a, type: template, dest: /etc/a, src: app.tmpl, missing_key: ignore}
+  - {name: b, type: file, item: b, dest: /etc/b, missing_key: zero}
+`,
+			want: []string{
+				`targets[0].missing_key: unknown value "ignore": want error (the default) or zero`,
+				"targets[1].missing_key: only valid for type template (this target is file)",
+			},
+		},
+		{
 			name: "target basics",
 			yaml: `
 zookeeper: {servers: [zk1:2181]}

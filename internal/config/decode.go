@@ -35,7 +35,7 @@ var (
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
-		"render_timeout", "render_steps",
+		"render_timeout", "render_steps", "missing_key",
 	}
 )
 
@@ -442,6 +442,7 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 			GracePeriod:   d.duration("grace_period"),
 			RenderTimeout: d.duration("render_timeout"),
 			RenderSteps:   d.count("render_steps"),
+			MissingKey:    d.string("missing_key"),
 		}
 		// A template target's render budget is the agent-wide one unless
 		// it sets its own.

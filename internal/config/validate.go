@@ -112,7 +112,7 @@ func (c *Config) validate(p *problems) {
 			p.addf("resync_jitter", "%v must be shorter than resync_interval %v", c.ResyncJitter, c.ResyncInterval)
 		}
 	}
-	c.validateTargets(p)
+	c.validateTargets(p, true)
 }
 
 func (c *Config) validateZooKeeper(p *problems) {
@@ -157,7 +157,10 @@ func checkAuthFile(name string) error {
 	return err
 }
 
-func (c *Config) validateTargets(p *problems) {
+// validateTargets checks the targets; onHost adds what only holds on the
+// host that runs the agent (owners and groups exist, no target writes the
+// agent's own files).
+func (c *Config) validateTargets(p *problems, onHost bool) {
 	if len(c.Targets) == 0 && !p.has("targets") {
 		p.addf("targets", "at least one target is required")
 		return
@@ -170,7 +173,7 @@ func (c *Config) validateTargets(p *problems) {
 		if p.has(prefix) {
 			continue // not even a mapping
 		}
-		validateTarget(prefix, t, p)
+		validateTarget(prefix, t, p, onHost)
 		key := prefix + ".name"
 		if j, dup := names[t.Name]; dup && t.Name != "" && !p.has(key) {
 			p.addf(key, "duplicate name %q (also targets[%d])", t.Name, j)
@@ -186,7 +189,9 @@ func (c *Config) validateTargets(p *problems) {
 			continue
 		}
 		dests[t.Dest] = i
-		c.checkProtected(key, t, p)
+		if onHost {
+			c.checkProtected(key, t, p)
+		}
 	}
 	// A directory target owns everything under its dest: any other target
 	// inside it would be deleted or shadowed at the next swap.
@@ -291,7 +296,7 @@ func resolveExisting(path string, last bool) string {
 	return filepath.Join(resolveExisting(dir, true), base)
 }
 
-func validateTarget(prefix string, t *Target, p *problems) {
+func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 	k := func(key string) string { return prefix + "." + key }
 	switch {
 	case p.has(k("name")):
@@ -326,6 +331,10 @@ func validateTarget(prefix string, t *Target, p *problems) {
 	onlyFor("grace_period", t.GracePeriod != 0, TargetDir)
 	onlyFor("render_timeout", t.RenderTimeout != 0, TargetTemplate)
 	onlyFor("render_steps", t.RenderSteps != 0, TargetTemplate)
+	onlyFor("missing_key", t.MissingKey != "", TargetTemplate)
+	if _, err := template.ParseMissingKey(t.MissingKey); err != nil && !p.has(k("missing_key")) {
+		p.add(k("missing_key"), err)
+	}
 	if t.GracePeriod < 0 && !p.has(k("grace_period")) {
 		p.addf(k("grace_period"), "must not be negative (0 removes the previous directory at once)")
 	}
@@ -368,12 +377,15 @@ func validateTarget(prefix string, t *Target, p *problems) {
 			p.addf(k("mode"), "0000 would make the file unreadable to everyone but root")
 		}
 	}
-	var err error
-	if t.UID, err = resolveID(t.Owner, lookupUser); err != nil {
-		p.add(k("owner"), err)
-	}
-	if t.GID, err = resolveID(t.Group, lookupGroup); err != nil {
-		p.add(k("group"), err)
+	t.UID, t.GID = -1, -1
+	if onHost {
+		var err error
+		if t.UID, err = resolveID(t.Owner, lookupUser); err != nil {
+			p.add(k("owner"), err)
+		}
+		if t.GID, err = resolveID(t.Group, lookupGroup); err != nil {
+			p.add(k("group"), err)
+		}
 	}
 	if t.Check != "" && !p.has(k("check")) {
 		if _, err := expandCheck(t.Check, "'/staged'"); err != nil {
@@ -411,7 +423,9 @@ func (t *Target) parseTemplate() error {
 	if len(text) > maxTemplateSize {
 		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
 	}
-	tmpl, err := template.Parse(filepath.Base(t.Src), string(text))
+	// An unknown missing_key is reported under its own key.
+	mk, _ := template.ParseMissingKey(t.MissingKey)
+	tmpl, err := template.ParseWith(filepath.Base(t.Src), string(text), template.Options{MissingKey: mk})
 	if err != nil {
 		return fmt.Errorf("cannot parse template: %w", err)
 	}

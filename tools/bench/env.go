@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
@@ -40,25 +41,8 @@ func newEnv(cfg Config, srv *server) *env {
 	log := cfg.Logger
 	return &env{
 		cfg: cfg, log: log, srv: srv, prefix: prefix, meta: prefix + "/meta",
-		quiet: slog.New(levelFilter{h: log.Handler(), min: slog.LevelWarn}),
+		quiet: slog.New(logfilter.AtLeast(log.Handler(), slog.LevelWarn)),
 	}
-}
-
-// levelFilter drops records below min.
-type levelFilter struct {
-	h   slog.Handler
-	min slog.Level
-}
-
-func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= f.min && f.h.Enabled(ctx, l)
-}
-func (f levelFilter) Handle(ctx context.Context, r slog.Record) error { return f.h.Handle(ctx, r) }
-func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFilter{h: f.h.WithAttrs(a), min: f.min}
-}
-func (f levelFilter) WithGroup(g string) slog.Handler {
-	return levelFilter{h: f.h.WithGroup(g), min: f.min}
 }
 
 // newCounts returns a registered set of wire counters.

@@ -1,0 +1,36 @@
+package config
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/errlist"
+)
+
+// TargetSpecs turns the validated targets into the agent's target specs,
+// reading every template src (again: what the agent renders is the file
+// as it is now). Every problem is reported at once.
+func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
+	var errs []error
+	specs := make([]agent.TargetSpec, 0, len(c.Targets))
+	for _, t := range c.Targets {
+		s := agent.TargetSpec{
+			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
+			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
+			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
+			Grace: t.GracePeriod, MissingKey: t.MissingKey,
+			RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
+		}
+		if t.Type == TargetTemplate {
+			b, err := os.ReadFile(t.Src)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("targets %q: src: %w", t.Name, err))
+				continue
+			}
+			s.Template, s.TemplatePath = string(b), t.Src
+		}
+		specs = append(specs, s)
+	}
+	return specs, errlist.Join(errs...)
+}

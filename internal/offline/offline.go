@@ -1,0 +1,72 @@
+// Package offline renders the targets of an agent configuration from a
+// set of items on disk, as the agent renders a generation, without
+// ZooKeeper: confagent render and confpush publish --render-with. It uses
+// the agent's own rendering code (agent.Renderer.RenderTo): what renders
+// here renders on the host, and what fails here fails there, given the
+// same host facts (hostname, labels, environment: this machine's
+// hostname and environment, the configuration's labels).
+package offline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/config"
+)
+
+// Generation is the generation number an offline render renders as (the
+// template helper generation): no generation is assigned before a
+// publish.
+const Generation = 0
+
+// Renderer is an agent configuration's targets, compiled.
+type Renderer struct {
+	// Config is the configuration, as config.LoadForRender read it.
+	Config *config.Config
+	r      *agent.Renderer
+}
+
+// Load reads the agent configuration at path (config.LoadForRender: the
+// host-only settings are not checked) and compiles its targets. Every
+// problem is reported at once.
+func Load(path string) (*Renderer, error) {
+	cfg, err := config.LoadForRender(path)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := cfg.TargetSpecs()
+	if err != nil {
+		return nil, err
+	}
+	r, err := agent.NewRenderer(specs, cfg.Apply, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.SetLabels(agent.HostLabels(cfg.Labels))
+	return &Renderer{Config: cfg, r: r}, nil
+}
+
+// Render renders items for the targets named (all when names is empty)
+// below dir, one sub-directory per target, and with check runs each
+// rendered target's check command against its output; see
+// agent.Renderer.RenderTo.
+func (r *Renderer) Render(ctx context.Context, items map[string][]byte, dir string, names []string, check bool) ([]agent.Rendered, error) {
+	return r.r.RenderTo(ctx, agent.NewSnapshot(Generation, items), dir, names, check)
+}
+
+// Failures returns one error per target of results that did not render,
+// or whose check failed, each naming the target once.
+func Failures(results []agent.Rendered) []error {
+	var errs []error
+	for _, res := range results {
+		switch {
+		case res.Err != nil:
+			errs = append(errs, fmt.Errorf("target %q: %w", res.Target, res.Err))
+		case res.CheckErr != nil:
+			// A *CommandError names the target already.
+			errs = append(errs, res.CheckErr)
+		}
+	}
+	return errs
+}
