@@ -82,6 +82,11 @@ type Options struct {
 	// ReloadSplay delays the reload commands that follow a new output by
 	// a random duration in [0, ReloadSplay); zero runs them at once.
 	ReloadSplay time.Duration
+	// OnApply, when set, is called (from the daemon's goroutine) with the
+	// outcome of every apply that was attempted (not Skipped), after its
+	// reload commands ran: confagent exec signals its child from it. It
+	// must not block for long.
+	OnApply func(Outcome)
 }
 
 // StateFileName is the persisted snapshot's file name inside StateDir.
@@ -318,6 +323,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
 			d.logTimings(ctx, snap, applied)
+			if d.opts.OnApply != nil {
+				d.opts.OnApply(out)
+			}
 		}
 	}
 	var heartbeat <-chan time.Time

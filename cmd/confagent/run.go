@@ -136,6 +136,7 @@ request (its /status and confpush status name it as incarnation_refused).`,
 	adopt.Flags().StringVar(&adoptInc, "incarnation", "", "adopt only this incarnation id (32 hex digits)")
 	root.AddCommand(adopt)
 	root.AddCommand(dropinCommand(&f, stdout, stderr, &code))
+	root.AddCommand(execCommand(&f, stdout, stderr, &code))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",

@@ -136,6 +136,8 @@ type Config struct {
 	// reload after a new output by a random duration in [0, ReloadSplay),
 	// so that a fleet does not reload in the same second.
 	ReloadSplay time.Duration
+	// Exec configures confagent exec (key exec): see Exec.
+	Exec Exec
 	// File is the configuration file Load read (empty for a Config built
 	// in code). Validate refuses any target that would write it.
 	File string

@@ -28,8 +28,9 @@ var (
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
 		"wait.min", "wait.max", "reload_splay",
+		"exec.reload_signal", "exec.restart", "exec.kill_signal", "exec.kill_timeout", "exec.targets",
 	}
-	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait"}
+	sections   = []string{"zookeeper", "zookeeper.tls", "http", "log", "wait", "exec"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
@@ -84,6 +85,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p)
 	c.Labels = decodeLabels(v.Get("labels"), p)
 	c.Wait, c.ReloadSplay = Wait{Min: d.duration("wait.min"), Max: d.duration("wait.max")}, d.duration("reload_splay")
+	c.Exec = decodeExec(d)
 	return c
 }
 
