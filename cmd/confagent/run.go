@@ -161,7 +161,7 @@ func warnings(cfg *config.Config) []string {
 			w = append(w, fmt.Sprintf("target %q: mode %04o makes %s world-readable", t.Name, t.Mode, t.Dest))
 		}
 	}
-	return w
+	return append(w, sandboxWarnings(cfg)...)
 }
 
 func printConfigErr(w io.Writer, path string, err error) {
