@@ -123,19 +123,23 @@ lint-static:
 # 90-second chaos run and the benchmarks' smoke runs). The two modules' tests run side by side,
 # as they did when they were one module (the tools module's, one package at
 # a time, print when they end), and either failing fails the target; then
-# it checks that no test left a ZooKeeper process behind. gofmt and vet run
+# it checks that no test left a ZooKeeper process behind. make deb-test (the
+# Debian package and the container image, built and used for real: minutes,
+# root) runs beside them too, and fails the target like a test. gofmt and vet run
 # first (they fail fast); the rest of lint (check-go-min, staticcheck,
 # gosec: compile-bound) runs beside the tests, which spend much of their
 # time waiting on ZooKeeper, and prints when it ends; it fails the target
 # like a test.
-test: zookeeper prometheus chromium fmt-check vet
+test: zookeeper prometheus chromium packaging-tools fmt-check vet
 	@lintlog=$$(mktemp); $(MAKE) --no-print-directory check-go-min lint-static >$$lintlog 2>&1 & lint=$$!; \
+		deblog=$$(mktemp); $(MAKE) --no-print-directory deb-test >$$deblog 2>&1 & deb=$$!; \
 		log=$$(mktemp); (cd $(TOOLS) && $(GO) test $(TOOLS_TEST_FLAGS) ./... >$$log 2>&1) & tools=$$!; \
 		$(GO) test $(TEST_FLAGS) $(PKGS); main=$$?; \
-		wait $$tools; toolsrc=$$?; wait $$lint; lintrc=$$?; \
+		wait $$tools; toolsrc=$$?; wait $$lint; lintrc=$$?; wait $$deb; debrc=$$?; \
 		echo "== tools module"; cat $$log; echo "== lint: check-go-min, staticcheck, gosec"; cat $$lintlog; \
-		rm -f $$log $$lintlog; \
-		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ] && [ $$lintrc -eq 0 ]
+		echo "== packaging: make deb-test"; cat $$deblog; \
+		rm -f $$log $$lintlog $$deblog; \
+		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ] && [ $$lintrc -eq 0 ] && [ $$debrc -eq 0 ]
 	@$(MAKE) --no-print-directory check-leftovers
 
 # stress: the cache's torn-read stress test at length (make test runs 400

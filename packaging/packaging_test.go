@@ -184,6 +184,8 @@ echo "group: $(stat -c %G /etc/confagent/confagent.yaml)"
 echo "enabled: $(ls /etc/systemd/system/multi-user.target.wants/ 2>/dev/null | grep confagent || true)"
 /usr/bin/confagent --version
 /usr/bin/confagent check-config; echo "check-config: $?"
+for d in $(sed -n 's/^Documentation=//p' /lib/systemd/system/confagent.service /lib/systemd/system/confagent@.service); do
+	[ -e "${d#file://}" ] || echo "documentation not installed: $d"; done
 systemd-analyze verify /lib/systemd/system/confagent.service 2>&1 | grep -v -e 'Failed to .*bus' -e 'not been booted' || true
 echo verified`)
 	for _, want := range []string{
@@ -197,6 +199,9 @@ echo verified`)
 	}
 	if v := regexp.MustCompile(`(?m)^confagent .*$`).FindString(checks); v == "" || strings.Contains(v, "dev") {
 		t.Errorf("--version does not name the build: %q", v)
+	}
+	if strings.Contains(checks, "documentation not installed") {
+		t.Errorf("a unit's Documentation= is not installed:\n%s", checks)
 	}
 	if regexp.MustCompile(`(?m)^/lib/systemd/system/confagent.service:`).MatchString(checks) {
 		t.Errorf("systemd-analyze verify complains:\n%s", checks)
