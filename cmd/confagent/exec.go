@@ -119,20 +119,9 @@ func innerArgs(f flags, ef execFlags, argv []string) []string {
 // runSupervised runs the agent and, once every target is rendered, the
 // child; it returns the child's exit status.
 func runSupervised(ctx context.Context, f flags, ef execFlags, argv []string, stderr io.Writer) int {
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		printConfigErr(stderr, f.config, err)
-		return exitConfig
-	}
-	log, err := newLogger(stderr, cfg, f)
-	if err != nil {
-		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitUsage
-	}
-	opts, err := options(cfg, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitConfig
+	cfg, log, opts, code := load(f, stderr)
+	if cfg == nil {
+		return code
 	}
 	sup := newSupervisor(cfg.Exec, argv, log)
 	opts.OnApply = sup.applied
@@ -162,7 +151,7 @@ func runSupervised(ctx context.Context, f flags, ef execFlags, argv []string, st
 		defer close(runDone)
 		runErr = d.Run(actx)
 	}()
-	code := sup.run(d, runDone, &runErr, ef.startTimeout)
+	code = sup.run(d, runDone, &runErr, ef.startTimeout)
 	cancel()
 	// The agent finishes an apply in progress before it returns.
 	<-runDone

@@ -452,3 +452,22 @@ func TestExecReapsOrphans(t *testing.T) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	exitCode(t, p)
 }
+
+// TestExecBadCommand: a command that cannot be started ends confagent exec
+// with 127, as a shell would; a negative --start-timeout is a usage error.
+func TestExecBadCommand(t *testing.T) {
+	e := newExecEnv(t, "")
+	e.publishApp(t, "v1", "e1")
+	p := e.start(t, "exec", "--", filepath.Join(e.dir, "no-such-program"))
+	if code := exitCode(t, p); code != exitNotFound {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitNotFound, p.log())
+	}
+	if !strings.Contains(p.log(), "exec: the command could not be started") {
+		t.Fatalf("no reason given:\n%s", p.log())
+	}
+	var out, errb strings.Builder
+	if code := run([]string{"--config", e.cfgPath, "exec", "--start-timeout", "-1s", "--", "true"}, &out, &errb); code != exitUsage ||
+		!strings.Contains(errb.String(), "confagent exec: --start-timeout must not be negative") {
+		t.Fatalf("negative --start-timeout: %d %s", code, errb.String())
+	}
+}

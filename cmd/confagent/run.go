@@ -230,21 +230,31 @@ func incarnationPolicy(v string) cache.IncarnationPolicy {
 	return p
 }
 
-func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+// load reads the configuration and turns it into the logger and the
+// daemon's options; on failure it reports and returns the exit code.
+func load(f flags, stderr io.Writer) (*config.Config, *slog.Logger, agent.Options, int) {
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		printConfigErr(stderr, f.config, err)
-		return exitConfig
+		return nil, nil, agent.Options{}, exitConfig
 	}
 	log, err := newLogger(stderr, cfg, f)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitUsage
+		return nil, nil, agent.Options{}, exitUsage
 	}
 	opts, err := options(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitConfig
+		return nil, nil, agent.Options{}, exitConfig
+	}
+	return cfg, log, opts, exitOK
+}
+
+func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+	cfg, log, opts, code := load(f, stderr)
+	if cfg == nil {
+		return code
 	}
 	if f.dryRun {
 		return dryRun(ctx, f, opts, stdout, stderr)
