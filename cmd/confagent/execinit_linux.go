@@ -38,6 +38,7 @@ func runInit(args []string, stderr io.Writer) int {
 	signal.Notify(fwd, append([]os.Signal{syscall.SIGHUP}, forwardSignals...)...)
 	// /proc/self/exe is this very binary, even when a package upgrade
 	// replaced the file since.
+	// #nosec G204 -- this binary again, with the arguments it was given.
 	pid, err := syscall.ForkExec("/proc/self/exe", append([]string{os.Args[0]}, args...), &syscall.ProcAttr{
 		Env:   append(os.Environ(), execInnerEnv+"=1"),
 		Files: []uintptr{0, 1, 2},
@@ -86,6 +87,7 @@ func runInit(args []string, stderr io.Writer) int {
 func childAttr(kill syscall.Signal) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: kill}
 	var fg int32
+	// #nosec G103 -- tcgetpgrp(0): the ioctl writes the process group into fg.
 	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCGPGRP, uintptr(unsafe.Pointer(&fg))); errno == 0 {
 		parent, _ := syscall.Getpgid(os.Getppid())
 		if int(fg) == syscall.Getpgrp() || (os.Getenv(execInnerEnv) != "" && int(fg) == parent) {
