@@ -161,11 +161,13 @@ func runSupervised(ctx context.Context, f flags, ef execFlags, argv []string, st
 
 // stopSignals are the signals that ask confagent to stop: passed on to the
 // child, whose exit ends confagent.
-var stopSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+func stopSignals() []os.Signal { return []os.Signal{syscall.SIGTERM, syscall.SIGINT} }
 
 // forwardSignals are passed on to the child as they are. SIGHUP is not:
 // it reloads confagent's configuration (watchConfig).
-var forwardSignals = append([]os.Signal{syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}, stopSignals...)
+func forwardSignals() []os.Signal {
+	return append([]os.Signal{syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}, stopSignals()...)
+}
 
 // supervisor starts the child after the first clean apply and signals or
 // restarts it after every apply that changed a triggering target.
@@ -294,7 +296,7 @@ func (s *supervisor) run(d *agent.Daemon, runDone <-chan struct{}, runErr *error
 	// parent-death signal is tied to that thread.
 	runtime.LockOSThread()
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardSignals...)
+	signal.Notify(sigs, forwardSignals()...)
 	defer signal.Stop(sigs)
 	var timeout <-chan time.Time
 	if startTimeout > 0 {
@@ -309,7 +311,7 @@ wait:
 		case <-s.ready:
 			break wait
 		case sig := <-sigs:
-			if slices.Contains(stopSignals, sig) {
+			if slices.Contains(stopSignals(), sig) {
 				s.log.Info("exec: stopping before the child was started", "signal", sig)
 				return exitOK
 			}
@@ -358,7 +360,7 @@ wait:
 			}
 		case sig := <-sigs:
 			s.log.Info("exec: passing a signal on to the child", "signal", sig, "pid", c.cmd.Process.Pid)
-			if slices.Contains(stopSignals, sig) {
+			if slices.Contains(stopSignals(), sig) {
 				stopping = true
 				stop(sig)
 				continue

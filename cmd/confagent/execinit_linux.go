@@ -35,7 +35,7 @@ func runInit(args []string, stderr io.Writer) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	fwd := make(chan os.Signal, 32)
-	signal.Notify(fwd, append([]os.Signal{syscall.SIGHUP}, forwardSignals...)...)
+	signal.Notify(fwd, append([]os.Signal{syscall.SIGHUP}, forwardSignals()...)...)
 	// /proc/self/exe is this very binary, even when a package upgrade
 	// replaced the file since.
 	// #nosec G204 -- this binary again, with the arguments it was given.
