@@ -1,8 +1,3 @@
-// Package packaging holds the tests of zkconf's Debian package (make deb,
-// packaging/deb) and container image (Dockerfile, packaging/docker): they
-// build each and use it for real. They need root, lintian, buildah and runc
-// (scripts/ensure-packaging.sh installs them) and take minutes, so they run
-// only with ZKCONF_PACKAGING_TEST=1: make deb-test, which make test runs.
 package packaging
 
 import (
