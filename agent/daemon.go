@@ -96,6 +96,11 @@ type Options struct {
 	// loopback. Without it that output stays on the host: the log, and
 	// /status and /readyz asked from loopback.
 	StatusCommandOutput bool
+	// OnApply, when set, is called (from the daemon's goroutine) with the
+	// outcome of every apply that was attempted (not Skipped), after its
+	// reload commands ran: confagent exec signals its child from it. It
+	// must not block for long.
+	OnApply func(Outcome)
 }
 
 // StateFileName is the persisted snapshot's file name inside StateDir.
@@ -372,6 +377,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mem.observe(snapshotBytes(snap))
 			d.publishStatus()
 			d.logTimings(ctx, snap, applied)
+			if d.opts.OnApply != nil {
+				d.opts.OnApply(out)
+			}
 		}
 		return true
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -180,23 +179,13 @@ func TestTemplateEditReloads(t *testing.T) {
 	p.waitText(t, regexp.MustCompile(`msg="configuration rejected, the running one stays" `+trigger+` problems=.*cannot parse template`))
 	writeAtomic(t, src, `edited {{ generation }}`)
 	p.waitText(t, regexp.MustCompile(`msg="configuration reloaded" `+trigger))
-	waitFile(t, filepath.Join(e.out, "all.txt"), "edited 1")
+	waitFileContent(t, filepath.Join(e.out, "all.txt"), "edited 1")
 }
 
-// waitFile waits until path holds want (an apply is seen by its output).
-func waitFile(t *testing.T, path, want string) {
+// waitFileContent waits until path holds want (an apply is seen by its output).
+func waitFileContent(t *testing.T, path, want string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && string(b) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %q (%v), want %q", path, b, err, want)
-		}
-		time.Sleep(50 * time.Millisecond) // polls a file with a bound; no event to await
-	}
+	waitFile(t, path, func(b []byte) bool { return string(b) == want })
 }
 
 // waitCount waits until n log lines contain s.
@@ -226,5 +215,5 @@ func TestMissingKeyZeroTarget(t *testing.T) {
 	e.publish(t, map[string][]byte{"pools.json": []byte(`{"web": {}, "api": {"port": 81, "hash": "ip"}}`)})
 	e.start(t)
 	e.waitApplied(t, "agent-under-test", 1)
-	waitFile(t, out, "api=81[ip];web=80[];")
+	waitFileContent(t, out, "api=81[ip];web=80[];")
 }

@@ -135,6 +135,7 @@ request (its /status and confpush status name it as incarnation_refused).`,
 	root.AddCommand(adopt)
 	root.AddCommand(dropinCommand(&f, stdout, stderr, &code))
 	root.AddCommand(renderCommand(&f, stdout, stderr, &code))
+	root.AddCommand(execCommand(&f, stdout, stderr, &code))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -159,7 +160,7 @@ func warnings(cfg *config.Config) []string {
 			w = append(w, fmt.Sprintf("target %q: mode %04o makes %s world-readable", t.Name, t.Mode, t.Dest))
 		}
 	}
-	return w
+	return append(w, sandboxWarnings(cfg)...)
 }
 
 func printConfigErr(w io.Writer, path string, err error) {
@@ -212,21 +213,31 @@ func incarnationPolicy(v string) cache.IncarnationPolicy {
 	return p
 }
 
-func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+// load reads the configuration and turns it into the logger and the
+// daemon's options; on failure it reports and returns the exit code.
+func load(f flags, stderr io.Writer) (*config.Config, *slog.Logger, agent.Options, int) {
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		printConfigErr(stderr, f.config, err)
-		return exitConfig
+		return nil, nil, agent.Options{}, exitConfig
 	}
 	log, err := newLogger(stderr, cfg, f)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitUsage
+		return nil, nil, agent.Options{}, exitUsage
 	}
 	opts, err := options(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitConfig
+		return nil, nil, agent.Options{}, exitConfig
+	}
+	return cfg, log, opts, exitOK
+}
+
+func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+	cfg, log, opts, code := load(f, stderr)
+	if cfg == nil {
+		return code
 	}
 	if f.dryRun {
 		return dryRun(ctx, f, opts, stdout, stderr)
@@ -254,14 +265,12 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	lv := &live{logOut: stderr, http: &liveHTTP{handler: d.Handler(), log: log}}
-	if err := lv.http.listen(cfg.HTTP.Listen, cfg.HTTP.AllowedHosts); err != nil {
-		fmt.Fprintf(stderr, "confagent: http.listen: %v\n", err)
+	stopHTTP, err := serveLive(ctx, f, cfg, d, log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
 		return exitError
 	}
-	defer lv.http.close()
-
-	go watchConfig(ctx, f, d, log, lv, watchedFiles(cfg))
+	defer stopHTTP()
 	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", cfg.Root, "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
 	if err := d.Run(ctx); err != nil {
@@ -271,6 +280,19 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	log.Info("confagent stopped")
 	return exitOK
+}
+
+// serveLive starts what a running agent serves beside its daemon: the
+// HTTP endpoint and the watcher of the configuration file and template
+// sources (SIGHUP and edits reload). The returned func stops the HTTP
+// endpoint; the watcher stops with ctx.
+func serveLive(ctx context.Context, f flags, cfg *config.Config, d *agent.Daemon, log *slog.Logger, stderr io.Writer) (func(), error) {
+	lv := &live{logOut: stderr, http: &liveHTTP{handler: d.Handler(), log: log}}
+	if err := lv.http.listen(cfg.HTTP.Listen, cfg.HTTP.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("http.listen: %w", err)
+	}
+	go watchConfig(ctx, f, d, log, lv, watchedFiles(cfg))
+	return lv.http.close, nil
 }
 
 // lockedWriter serialises writes to w.

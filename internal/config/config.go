@@ -148,6 +148,8 @@ type Config struct {
 	// over budget is rejected like any template error.
 	RenderTimeout time.Duration
 	RenderSteps   int64
+	// Exec configures confagent exec (key exec): see Exec.
+	Exec Exec
 	// File is the configuration file Load read (empty for a Config built
 	// in code). Validate refuses any target that would write it.
 	File string

@@ -83,6 +83,7 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		Incarnation:    "follow",
 		RenderTimeout:  10 * time.Second,
 		RenderSteps:    10_000_000,
+		Exec:           Exec{ReloadSignal: "SIGHUP", KillSignal: "SIGTERM", KillTimeout: DefaultExecKillTimeout},
 		Targets: []Target{{
 			Name: "app", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
 			Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second,
@@ -173,6 +174,7 @@ targets:
 		Incarnation:    "follow",
 		RenderTimeout:  10 * time.Second,
 		RenderSteps:    5_000_000,
+		Exec:           Exec{ReloadSignal: "SIGHUP", KillSignal: "SIGTERM", KillTimeout: DefaultExecKillTimeout},
 		Targets: []Target{
 			{
 				Name: "app.props", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
@@ -794,5 +796,39 @@ func TestLoadMemoryLimit(t *testing.T) {
 	c, err := Load(f.config(t, minimal+"\nmemory_limit: 64MiB\n"))
 	if err != nil || c.MemoryLimit != agent.MemoryLimitOff {
 		t.Fatalf("environment override: %v, %v", c, err)
+	}
+}
+
+func TestLoadExec(t *testing.T) {
+	f := newFixture(t)
+	c, err := Load(f.config(t, minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Exec{ReloadSignal: "SIGHUP", KillSignal: "SIGTERM", KillTimeout: DefaultExecKillTimeout}); !reflect.DeepEqual(c.Exec, want) {
+		t.Errorf("defaults: %+v, want %+v", c.Exec, want)
+	}
+	c, err = Load(f.config(t, minimal+"\nexec:\n  reload_signal: usr2\n  kill_signal: KILL\n  kill_timeout: 5s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Exec.ReloadSignal != "SIGUSR2" || c.Exec.KillSignal != "SIGKILL" || c.Exec.KillTimeout != 5*time.Second {
+		t.Errorf("exec: %+v", c.Exec)
+	}
+	_, err = Load(f.config(t, minimal+"\nexec:\n  reload_signal: SIGKILL\n  restart: true\n  kill_signal: STOP\n  kill_timeout: -1s\n  targets: [nope]\n  bogus: 1\n"))
+	for _, want := range []string{
+		"exec.reload_signal: not used with exec.restart: true",
+		`exec.kill_signal: unknown or unusable signal "STOP"`,
+		"exec.kill_timeout: must not be negative",
+		`exec.targets[0]: no target is named "nope"`,
+		"exec.bogus: unknown key",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	_, err = Load(f.config(t, minimal+"\nexec:\n  reload_signal: SIGKILL\n"))
+	if err == nil || !strings.Contains(err.Error(), `exec.reload_signal: unknown or unusable signal "SIGKILL": want one of SIGHUP,`) || strings.Contains(err.Error(), "SIGALRM, SIGKILL") {
+		t.Errorf("SIGKILL as reload_signal: %v", err)
 	}
 }

@@ -30,8 +30,9 @@ var (
 		"memory_limit", "incarnation", "targets", "labels",
 		"wait.min", "wait.max", "reload_splay",
 		"render_timeout", "render_steps",
+		"exec.reload_signal", "exec.restart", "exec.kill_signal", "exec.kill_timeout", "exec.targets",
 	}
-	sections   = []string{"zookeeper", "zookeeper.tls", "http", "status", "log", "wait"}
+	sections   = []string{"zookeeper", "zookeeper.tls", "http", "status", "log", "wait", "exec"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period",
@@ -93,6 +94,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p, c)
 	c.Labels = decodeLabels(v.Get("labels"), p)
 	c.Wait, c.ReloadSplay = Wait{Min: d.duration("wait.min"), Max: d.duration("wait.max")}, d.duration("reload_splay")
+	c.Exec = decodeExec(d)
 	return c
 }
 

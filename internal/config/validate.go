@@ -44,6 +44,7 @@ func (c *Config) Validate() error {
 func (c *Config) validate(p *problems) {
 	c.validateZooKeeper(p)
 	c.validateQuiesce(p)
+	c.validateExec(p)
 	for _, k := range []struct {
 		key string
 		val *string
