@@ -83,7 +83,7 @@ func (a Agent) Refuses(inc string) bool {
 // agent gives an empty list. A reader that cannot verify (without the
 // publisher's ADMIN on an ACL'd tree) sees every node untrusted.
 func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
-	return list(ctx, conn, paths(root, meta))
+	return list(ctx, conn, paths(root, meta), nil)
 }
 
 // paths is the layout of root with its metadata under meta (the default
@@ -95,15 +95,24 @@ func paths(root, meta string) layout.Paths {
 	return layout.New(root, meta)
 }
 
-func list(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
+// list is List; between (nil but in tests) runs between the listing of
+// the registry and that of the status nodes.
+func list(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) ([]Agent, error) {
 	trust, trustErr := access.ReadTrust(ctx, conn, p)
-	ids, _, err := conn.Children(p.Status())
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
-	}
+	// The registry first: an agent creates its status node before its
+	// registry node, so an agent registered by the first listing whose
+	// status node still exists is in the second. The other order showed
+	// an agent starting between the two as gone.
 	regs, err := listRegistry(conn, p)
 	if err != nil {
 		return nil, err
+	}
+	if between != nil {
+		between()
+	}
+	ids, _, err := conn.Children(p.Status())
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
 	}
 	slices.Sort(ids)
 	out := make([]Agent, len(ids))
@@ -382,13 +391,16 @@ func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts W
 	if opts.Incarnation == "" {
 		opts.Incarnation = rootIncarnation(conn, p.Root)
 	}
+	return newWaiter(conn, p, g, opts, trust).run(ctx)
+}
+
+func newWaiter(conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions, trust access.Trust) *waiter {
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
 	}
-	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
-	return w.run(ctx)
+	return &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
+		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // rootIncarnation is the incarnation of the root's live manifest, or ""
@@ -428,6 +440,9 @@ type waiter struct {
 	acls       map[string]aclSeen
 	watched    map[string]bool
 	wake       chan struct{}
+	// between (nil but in tests) runs between a listing of the registry
+	// and that of the status nodes (see observe).
+	between func()
 }
 
 func (w *waiter) signal() {
@@ -438,17 +453,11 @@ func (w *waiter) signal() {
 }
 
 func (w *waiter) run(ctx context.Context) (Progress, error) {
-	w.watched = map[string]bool{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
-		if err := w.refreshChildren(ctx); err != nil {
+		if err := w.observe(ctx); err != nil {
 			return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
-		}
-		if w.takeRegistryDirty() {
-			if err := w.refreshRegistry(ctx); err != nil {
-				return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
-			}
 		}
 		pr := w.progress()
 		if w.opts.Progress != nil {
@@ -470,6 +479,23 @@ func (w *waiter) run(ctx context.Context) (Progress, error) {
 		case <-w.wake:
 		}
 	}
+}
+
+// observe brings the waiter up to date: the registry when its watch
+// fired, then the status nodes. In that order, as List reads them: an
+// agent creates its status node before its registry node, so an agent
+// starting meanwhile is never registered without its status node (which
+// showed it gone: "1 gone (web-2)" for an agent that was starting).
+func (w *waiter) observe(ctx context.Context) error {
+	if w.takeRegistryDirty() {
+		if err := w.refreshRegistry(ctx); err != nil {
+			return err
+		}
+	}
+	if w.between != nil {
+		w.between()
+	}
+	return w.refreshChildren(ctx)
 }
 
 // refreshChildren lists the status nodes with a child watch, reads every

@@ -66,6 +66,9 @@ type snapshot struct {
 	DriverAlive bool
 	// progress is the rollout's per-step progress, computed on first use.
 	progress *lazyProgress
+
+	// RootMissing: the root's znode does not exist (lookup answers 404).
+	RootMissing bool
 }
 
 // AppliedGeneration is a generation the dashboard saw an agent apply.
@@ -189,6 +192,7 @@ func (v *rootView) refresh(ctx context.Context, conn *zk.Conn, meta string) erro
 	b, _, err := conn.Get(v.root)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
+		s.RootMissing = true
 	case err != nil:
 		return err
 	default:
