@@ -321,6 +321,12 @@ type Progress struct {
 	Pending    []string
 	// Gone are expected agents without a trusted status node.
 	Gone []string
+	// NotStarted are the agents of Gone that never reported: named by
+	// the access policy, never registered by their agent (or registered
+	// without data, as confpush init may create the node) and not seen
+	// during the wait. A host being set up, or one starting right now,
+	// rather than one that left.
+	NotStarted []string
 	// Untrusted are status nodes not provably their agent's, of agents
 	// not expected: shown, never needed nor counted.
 	Untrusted []string
@@ -351,6 +357,8 @@ func (e *RolloutError) Error() string {
 	for _, id := range e.Progress.Gone {
 		if why := e.Errors[id]; why != "" {
 			fmt.Fprintf(&b, "; %s gone (its status node is untrusted: %s)", id, why)
+		} else if slices.Contains(e.Progress.NotStarted, id) {
+			fmt.Fprintf(&b, "; %s not started (named by the access policy, never reported)", id)
 		} else {
 			fmt.Fprintf(&b, "; %s gone (no status node; 'confpush forget %s' if it was removed)", id, id)
 		}
@@ -400,7 +408,7 @@ func newWaiter(conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions, trust a
 		policy[id] = true
 	}
 	return &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{}, wake: make(chan struct{}, 1)}
+		registered: map[string]bool{}, reported: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // rootIncarnation is the incarnation of the root's live manifest, or ""
@@ -435,6 +443,7 @@ type waiter struct {
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on
 	registered map[string]bool
+	reported   map[string]bool // registered by their agent (a registry node with data); nil: not tracked (Changes)
 	policy     map[string]bool // the policy's agent identities (users)
 	regDirty   bool            // list the registry again (see takeRegistryDirty)
 	acls       map[string]aclSeen
@@ -581,10 +590,27 @@ func (w *waiter) refreshRegistry(ctx context.Context) error {
 		}
 	}()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	clear(w.registered)
+	var unknown []string
 	for _, id := range ids {
 		w.registered[id] = true
+		if w.reported != nil && !w.reported[id] && !w.seen[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	w.mu.Unlock()
+	// Whether an agent ever reported is read once per agent: a registry
+	// node with data was written by its agent.
+	for _, id := range unknown {
+		ok, st, err := w.conn.Exists(w.p.AgentNode(id))
+		if err != nil {
+			return fmt.Errorf("follow the agent registry: %w", err)
+		}
+		if ok && st.DataLength > 0 {
+			w.mu.Lock()
+			w.reported[id] = true
+			w.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -719,6 +745,9 @@ func (w *waiter) progress() Progress {
 			pr.Rejected = append(pr.Rejected, id)
 		case exp && !a.Trusted():
 			pr.Gone = append(pr.Gone, id)
+			if !a.HasNode && !w.seen[id] && !w.reported[id] {
+				pr.NotStarted = append(pr.NotStarted, id)
+			}
 		case !exp:
 			pr.Untrusted = append(pr.Untrusted, id)
 		default:

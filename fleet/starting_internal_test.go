@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,37 @@ func TestStartingAgentNotGone(t *testing.T) {
 		}
 		if a := agents[i]; a.Gone() || !a.Trusted() {
 			t.Fatalf("an agent starting during the listing is listed gone: %+v", a)
+		}
+	})
+
+	t.Run("NotStarted", func(t *testing.T) {
+		const root = "/starting/policy"
+		p := paths(root, "")
+		if err := zkconn.EnsurePath(conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		reg, _ := json.Marshal(Registration{FirstSeen: now, LastSeen: now})
+		// web-c registered itself (it ran, then stopped); web-e's node has
+		// no data, as confpush init may create it; web-9 is only named.
+		for id, data := range map[string][]byte{"web-c": reg, "web-e": nil} {
+			if _, err := conn.Create(p.AgentNode(id), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := newWaiter(conn, p, 1, WaitOptions{All: true}, access.Trust{})
+		w.policy["web-9"], w.policy["web-e"] = true, true
+		if err := w.observe(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pr := w.progress()
+		if !slices.Equal(pr.Gone, []string{"web-9", "web-c", "web-e"}) || !slices.Equal(pr.NotStarted, []string{"web-9", "web-e"}) {
+			t.Fatalf("gone %v, not started %v; want gone [web-9 web-c web-e], not started [web-9 web-e]", pr.Gone, pr.NotStarted)
+		}
+		msg := (&RolloutError{Progress: pr}).Error()
+		if !strings.Contains(msg, "web-9 not started (named by the access policy, never reported)") ||
+			!strings.Contains(msg, "web-c gone (no status node") {
+			t.Fatalf("rollout error: %s", msg)
 		}
 	})
 

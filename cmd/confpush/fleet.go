@@ -433,7 +433,9 @@ func groups(pr fleet.Progress) string {
 	for _, g := range []string{
 		group(len(pr.Rejected), "failing", pr.Rejected),
 		group(len(pr.Pending), "pending", pr.Pending),
-		group(len(pr.Gone), "gone", pr.Gone),
+		group(len(pr.Gone)-len(pr.NotStarted), "gone", slices.DeleteFunc(slices.Clone(pr.Gone),
+			func(id string) bool { return slices.Contains(pr.NotStarted, id) })),
+		group(len(pr.NotStarted), "not started", pr.NotStarted),
 		group(len(pr.Untrusted), "untrusted, not counted", pr.Untrusted),
 	} {
 		if g != "" {

@@ -208,3 +208,25 @@ func TestRolloutReasonAndPromoteMessage(t *testing.T) {
 		t.Errorf("abort -m recorded %q", msg)
 	}
 }
+
+// TestWaitNotStarted: agents the access policy names that never reported
+// are "not started" in the wait's progress and failure, not "gone" (make
+// demo, which runs confpush init, printed them gone while they started).
+func TestWaitNotStarted(t *testing.T) {
+	t.Setenv("ZKCONF_AUTH", "")
+	srv := startZK(t)
+	c := cli{t: t, zk: srv.ConnString(), root: "/notstarted/app"}
+	pub, _, _ := initACL(t, c)
+	c.run("--auth-file", pub, "publish", writeFiles(t, t.TempDir(), map[string]string{"a.conf": "1"})).want(t, 0)
+	o := c.run("--auth-file", pub, "status", "--wait-generation", "1", "--all", "--timeout", "3s")
+	o.want(t, exitRollout, "0/2 applied, 2 not started (web-17, web-18)", "web-17 not started (named by the access policy, never reported)")
+	if strings.Contains(o.stderr, "gone") {
+		t.Errorf("agents that never started reported gone:\n%s", o.stderr)
+	}
+	code, obj := c.json("--auth-file", pub, "publish", "--force", "--wait", "--all", "--timeout", "3s",
+		writeFiles(t, t.TempDir(), map[string]string{"a.conf": "1"}))
+	ro, _ := obj["rollout"].(map[string]any)
+	if code != exitRollout || ro == nil || strings.Join(strs(ro["not_started"]), ",") != "web-17,web-18" {
+		t.Errorf("publish --wait --json: %d %v", code, obj)
+	}
+}
