@@ -83,7 +83,7 @@ func (a Agent) Refuses(inc string) bool {
 // agent gives an empty list. A reader that cannot verify (without the
 // publisher's ADMIN on an ACL'd tree) sees every node untrusted.
 func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
-	return list(ctx, conn, paths(root, meta))
+	return list(ctx, conn, paths(root, meta), nil)
 }
 
 // paths is the layout of root with its metadata under meta (the default
@@ -95,15 +95,24 @@ func paths(root, meta string) layout.Paths {
 	return layout.New(root, meta)
 }
 
-func list(ctx context.Context, conn *zk.Conn, p layout.Paths) ([]Agent, error) {
+// list is List; between (nil but in tests) runs between the listing of
+// the registry and that of the status nodes.
+func list(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) ([]Agent, error) {
 	trust, trustErr := access.ReadTrust(ctx, conn, p)
-	ids, _, err := conn.Children(p.Status())
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
-	}
+	// The registry first: an agent creates its status node before its
+	// registry node, so an agent registered by the first listing whose
+	// status node still exists is in the second. The other order showed
+	// an agent starting between the two as gone.
 	regs, err := listRegistry(conn, p)
 	if err != nil {
 		return nil, err
+	}
+	if between != nil {
+		between()
+	}
+	ids, _, err := conn.Children(p.Status())
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
 	}
 	slices.Sort(ids)
 	out := make([]Agent, len(ids))
@@ -312,6 +321,12 @@ type Progress struct {
 	Pending    []string
 	// Gone are expected agents without a trusted status node.
 	Gone []string
+	// NotStarted are the agents of Gone that never reported: named by
+	// the access policy, never registered by their agent (or registered
+	// without data, as confpush init may create the node) and not seen
+	// during the wait. A host being set up, or one starting right now,
+	// rather than one that left.
+	NotStarted []string
 	// Untrusted are status nodes not provably their agent's, of agents
 	// not expected: shown, never needed nor counted.
 	Untrusted []string
@@ -342,6 +357,8 @@ func (e *RolloutError) Error() string {
 	for _, id := range e.Progress.Gone {
 		if why := e.Errors[id]; why != "" {
 			fmt.Fprintf(&b, "; %s gone (its status node is untrusted: %s)", id, why)
+		} else if slices.Contains(e.Progress.NotStarted, id) {
+			fmt.Fprintf(&b, "; %s not started (named by the access policy, never reported)", id)
 		} else {
 			fmt.Fprintf(&b, "; %s gone (no status node; 'confpush forget %s' if it was removed)", id, id)
 		}
@@ -382,13 +399,16 @@ func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts W
 	if opts.Incarnation == "" {
 		opts.Incarnation = rootIncarnation(conn, p.Root)
 	}
+	return newWaiter(conn, p, g, opts, trust).run(ctx)
+}
+
+func newWaiter(conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions, trust access.Trust) *waiter {
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
 	}
-	w := &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, wake: make(chan struct{}, 1)}
-	return w.run(ctx)
+	return &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
+		registered: map[string]bool{}, reported: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // rootIncarnation is the incarnation of the root's live manifest, or ""
@@ -423,11 +443,15 @@ type waiter struct {
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on
 	registered map[string]bool
+	reported   map[string]bool // registered by their agent (a registry node with data); nil: not tracked (Changes)
 	policy     map[string]bool // the policy's agent identities (users)
 	regDirty   bool            // list the registry again (see takeRegistryDirty)
 	acls       map[string]aclSeen
 	watched    map[string]bool
 	wake       chan struct{}
+	// between (nil but in tests) runs between a listing of the registry
+	// and that of the status nodes (see observe).
+	between func()
 }
 
 func (w *waiter) signal() {
@@ -438,17 +462,11 @@ func (w *waiter) signal() {
 }
 
 func (w *waiter) run(ctx context.Context) (Progress, error) {
-	w.watched = map[string]bool{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
-		if err := w.refreshChildren(ctx); err != nil {
+		if err := w.observe(ctx); err != nil {
 			return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
-		}
-		if w.takeRegistryDirty() {
-			if err := w.refreshRegistry(ctx); err != nil {
-				return w.progress(), &RolloutError{Progress: w.progress(), Errors: w.errors(), Cause: err}
-			}
 		}
 		pr := w.progress()
 		if w.opts.Progress != nil {
@@ -470,6 +488,23 @@ func (w *waiter) run(ctx context.Context) (Progress, error) {
 		case <-w.wake:
 		}
 	}
+}
+
+// observe brings the waiter up to date: the registry when its watch
+// fired, then the status nodes. In that order, as List reads them: an
+// agent creates its status node before its registry node, so an agent
+// starting meanwhile is never registered without its status node (which
+// showed it gone: "1 gone (web-2)" for an agent that was starting).
+func (w *waiter) observe(ctx context.Context) error {
+	if w.takeRegistryDirty() {
+		if err := w.refreshRegistry(ctx); err != nil {
+			return err
+		}
+	}
+	if w.between != nil {
+		w.between()
+	}
+	return w.refreshChildren(ctx)
 }
 
 // refreshChildren lists the status nodes with a child watch, reads every
@@ -555,10 +590,27 @@ func (w *waiter) refreshRegistry(ctx context.Context) error {
 		}
 	}()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	clear(w.registered)
+	var unknown []string
 	for _, id := range ids {
 		w.registered[id] = true
+		if w.reported != nil && !w.reported[id] && !w.seen[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	w.mu.Unlock()
+	// Whether an agent ever reported is read once per agent: a registry
+	// node with data was written by its agent.
+	for _, id := range unknown {
+		ok, st, err := w.conn.Exists(w.p.AgentNode(id))
+		if err != nil {
+			return fmt.Errorf("follow the agent registry: %w", err)
+		}
+		if ok && st.DataLength > 0 {
+			w.mu.Lock()
+			w.reported[id] = true
+			w.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -693,6 +745,9 @@ func (w *waiter) progress() Progress {
 			pr.Rejected = append(pr.Rejected, id)
 		case exp && !a.Trusted():
 			pr.Gone = append(pr.Gone, id)
+			if !a.HasNode && !w.seen[id] && !w.reported[id] {
+				pr.NotStarted = append(pr.NotStarted, id)
+			}
 		case !exp:
 			pr.Untrusted = append(pr.Untrusted, id)
 		default:

@@ -2,14 +2,18 @@
 # make demo: the whole zkconf loop on a throw-away local ZooKeeper.
 #
 #  1. start a standalone ZooKeeper on a free loopback port (internal/cmd/zkdev)
-#  2. publish examples/quickstart/config as generation 1
-#  3. start two agents (web-1, web-2) rendering into a temporary directory
-#  4. publish examples/quickstart/config-v2 as a canary to zone=a (web-1)
+#  2. protect the root with `confpush init`: a publisher identity and one
+#     identity per agent (digest credentials in owner-only files)
+#  3. publish examples/quickstart/config as generation 1
+#  4. start two agents (web-1, web-2) rendering into a temporary directory
+#  5. publish examples/quickstart/config-v2 as a canary to zone=a (web-1)
 #     with --auto --bake: web-1 applies the candidate while web-2 keeps
 #     generation 1, the bake passes, the candidate is promoted, and both
 #     apply it
-#  5. show the rendered files and `confpush status`
-#  6. stop everything and remove the temporary files
+#  6. show the rendered files and `confpush status`
+#  7. stop everything and remove the temporary files
+#
+# Headings are bold only on a terminal, and never with NO_COLOR set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +33,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n==> %s\n' "$*"; }
+fi
 
 step "Starting a throw-away ZooKeeper"
 "$BIN/zkdev" > "$OUT/zk.addr" 2> "$OUT/zk.log" &
@@ -40,6 +48,17 @@ ZK=$(head -n1 "$OUT/zk.addr")
 echo "ZooKeeper at $ZK"
 export CONFPUSH_ZK="$ZK" CONFPUSH_ROOT=/config/checkout
 
+step "Protecting the root: confpush init (publisher, web-1 and web-2 identities)"
+# One identity per agent (its user is its agent_id) and one for the
+# publisher, in owner-only files: nobody else may change the root or
+# forge an agent's status. Without init, publish warns that the root is
+# open to anyone who can reach ZooKeeper.
+for u in publisher web-1 web-2; do
+  (umask 077; printf '%s:%s\n' "$u" "$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" > "$OUT/$u.auth")
+done
+export CONFPUSH_AUTH_FILE="$OUT/publisher.auth"
+"$BIN/confpush" init /config/checkout --agent-auth-file "$OUT/web-1.auth" --agent-auth-file "$OUT/web-2.auth"
+
 step "Publishing examples/quickstart/config (generation 1)"
 "$BIN/confpush" publish examples/quickstart/config
 
@@ -47,7 +66,7 @@ step "Starting two agents: web-1 (zone=a) and web-2 (zone=b)"
 for id in web-1 web-2; do
   zone=a; [ "$id" = web-2 ] && zone=b
   mkdir -p "$OUT/$id"
-  sed -e "s#@ZK@#$ZK#" -e "s#@OUT@#$OUT#g" -e "s#@ID@#$id#g" -e "s#@ZONE@#$zone#" \
+  sed -e "s#@ZK@#$ZK#" -e "s#@OUT@#$OUT#g" -e "s#@ID@#$id#g" -e "s#@ZONE@#$zone#" -e "s#@AUTH@#$OUT/$id.auth#" \
       -e "s#@EXAMPLES@#$PWD/examples/quickstart#" \
       examples/quickstart/agent/agent.yaml.in > "$OUT/$id.yaml"
   "$BIN/confagent" --config "$OUT/$id.yaml" 2> "$OUT/$id.log" &

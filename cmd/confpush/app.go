@@ -37,12 +37,14 @@ const (
 	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
 	exitFailing    = 8 // status --fail-on-error: an agent reports an error or a failing target
 	// exitAborted (9, rolloutdrive.go): publish --auto aborted the rollout.
+	exitDiffers = 10 // diff --exit-code: there are differences
 )
 
 const exitCodesHelp = `Exit codes:
   0  success (including "unchanged": nothing to publish)
   1  error (ZooKeeper unreachable, session expired, outcome unknown, ...)
-  2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax)
+  2  usage or bad input (flags, arguments, configuration, files, names, sizes, item syntax,
+     a --root that does not exist for status and rollout status)
   3  conflict: another publish won, or the live generation is not --expect-generation
   4  marker busy: another marker-mode publish is in progress (see --override-marker),
      or a canary rollout (see --supersede and 'confpush rollout')
@@ -51,7 +53,8 @@ const exitCodesHelp = `Exit codes:
      lacks a permission, or its password is wrong (never retried)
   7  acl: ACLs differ from the policy (run 'confpush acl --repair')
   8  status --fail-on-error: an agent reports an error or a failing target
-  9  publish --auto/--steps: the driver aborted the canary (an agent failed on it)`
+  9  publish --auto/--steps: the driver aborted the canary (an agent failed on it)
+  10 diff --exit-code: there are differences (the diff is printed as without it)`
 
 // usageError marks an error as the user's (exit 2).
 type usageError struct{ err error }
@@ -161,6 +164,8 @@ keys are refused.
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}
 	a.conventions(root)
+	a.strictSubcommands(root)
+	a.openRootFlags(root)
 	return root
 }
 
@@ -258,6 +263,9 @@ func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, 
 		cancel()
 		return nil, nil, nil, err
 	}
+	if publishes(cmd) {
+		a.warnOpenRoot(p.Conn())
+	}
 	return ctx, p, func() { closeConn(); cancel() }, nil
 }
 
@@ -308,6 +316,10 @@ func (a *app) writeJSON(obj map[string]any) {
 
 // fail reports err and returns its exit code.
 func (a *app) fail(err error) int {
+	var re reportedError
+	if errors.As(err, &re) {
+		return re.code
+	}
 	code, kind := classify(err)
 	if a.json() {
 		obj := map[string]any{"ok": false, "exit_code": code, "kind": kind, "error": err.Error()}
@@ -380,6 +392,8 @@ func classify(err error) (int, string) {
 		return exitUsage, "empty_canary"
 	case errors.Is(err, publish.ErrWouldRemove):
 		return exitUsage, "would_remove"
+	case isRootNotFound(err):
+		return exitUsage, "root_not_found"
 	case errors.As(err, &ue):
 		return exitUsage, "usage"
 	case errors.Is(err, publish.ErrInvalidInput):

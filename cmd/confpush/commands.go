@@ -177,7 +177,7 @@ Rolling back to content identical to the live one is "unchanged" unless --force.
 A rollback restores G's whole set: items added since G are removed (no
 --prune needed). Without --message the generation's message is "rollback
 to generation G". --wait follows the rollout as for publish.`,
-		Args: cobra.NoArgs,
+		Args: generationAsFlag,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			to := a.v.GetInt64("to")
 			if to < 1 {
@@ -297,7 +297,8 @@ generation, --from to the generation before --to). Binary items are
 reported, not diffed. Items that 'publish' would refuse as invalid .json,
 .yaml/.yml or .toml are named on stderr as warnings (--no-validate: not
 checked); the diff is shown all the same.
-The exit code is 0 whether or not there are differences.`,
+The exit code is 0 whether or not there are differences; with --exit-code
+(a CI drift check) it is 10 when there are, the output unchanged.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gen := a.v.GetInt64("gen")
 			if from, to := a.v.GetInt64("from"), a.v.GetInt64("to"); from != 0 || to != 0 {
@@ -365,10 +366,11 @@ The exit code is 0 whether or not there are differences.`,
 				}
 				_, _ = io.WriteString(w, text)
 			})
-			return nil
+			return a.diffExit(len(added)+len(changed)+len(removed) == 0)
 		},
 	}
 	cmd.Flags().Int64("gen", 0, "compare the live set with this generation")
+	cmd.Flags().Bool("exit-code", false, "exit 10 when there are differences (0 when none), for a CI drift check")
 	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
 	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")

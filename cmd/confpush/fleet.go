@@ -91,7 +91,12 @@ With --fail-on-error it exits 8 when any agent reports an error, a failing
 target (a rejected generation, a reload not done yet, a transient write
 error being retried), a status node that cannot be read or is untrusted, an
 expected agent that is gone, or an agent that does not follow the root's
-incarnation.`,
+incarnation.
+
+A root that does not exist (a misspelled --root, or nothing ever published
+there) is an error, exit 2, whatever the flags: never "0 agents". A root
+that exists but was never published (after 'confpush init') is reported as
+such, exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkWatchFlags(); err != nil {
@@ -104,6 +109,9 @@ incarnation.`,
 				return err
 			}
 			defer conn.Close()
+			if err := requireRoot(ctx, conn, a.paths()); err != nil {
+				return err
+			}
 			if a.v.GetBool("watch") {
 				return a.watchStatus(cmd, conn)
 			}
@@ -256,7 +264,10 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 				st.State, ago(st.Since), labelList(r.Labels), oneLine(failureOf(*st)+note))
 		}
 		_ = w.Flush()
-		fmt.Fprintf(out, "\n%s (root %s, live generation %d)\n", sum, p.Root, live)
+		fmt.Fprintf(out, "\n%s (%s)\n", sum, liveLine(p.Root, live))
+		if len(rows) == 0 {
+			fmt.Fprintf(out, "no agent follows %s: none registered, none with a status node (check the agents' root setting)\n", p.Root)
+		}
 		if liveM.Message != "" {
 			fmt.Fprintf(out, "message: %s\n", historyMessage(liveM.Message))
 		}
@@ -422,7 +433,9 @@ func groups(pr fleet.Progress) string {
 	for _, g := range []string{
 		group(len(pr.Rejected), "failing", pr.Rejected),
 		group(len(pr.Pending), "pending", pr.Pending),
-		group(len(pr.Gone), "gone", pr.Gone),
+		group(len(pr.Gone)-len(pr.NotStarted), "gone", slices.DeleteFunc(slices.Clone(pr.Gone),
+			func(id string) bool { return slices.Contains(pr.NotStarted, id) })),
+		group(len(pr.NotStarted), "not started", pr.NotStarted),
 		group(len(pr.Untrusted), "untrusted, not counted", pr.Untrusted),
 	} {
 		if g != "" {

@@ -62,7 +62,7 @@ func (a *app) diffGenerations(cmd *cobra.Command, from, to int64) error {
 		}
 		_, _ = io.WriteString(w, text)
 	})
-	return nil
+	return a.diffExit(len(added)+len(changed)+len(removed) == 0)
 }
 
 // genDiff is one history entry's difference from the generation before it.

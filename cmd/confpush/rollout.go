@@ -129,9 +129,11 @@ generations, the selection, who started it and when, whether a driver
 (--auto) is alive, and per agent whether it is selected, the generation it
 reports and its state: stable, candidate (selected, not yet applied),
 applied (the candidate applied and ready), failing (rejected it, or a check
-or reload fails on it) or gone (expected, no trusted status node). Without a
-rollout it says so (exit 0). Labels are what agents claim: see
-docs/security.md.`,
+or reload fails on it) or gone (expected, no trusted status node), with the
+REASON of a failing or gone agent (its error, its failing target, its
+missing or untrusted status node). Without a rollout it says so (exit 0),
+also on a root never published; a root that does not exist is an error
+(exit 2). Labels are what agents claim: see docs/security.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, p, done, err := a.session(cmd)
@@ -139,27 +141,36 @@ docs/security.md.`,
 				return err
 			}
 			defer done()
+			if err := requireRoot(ctx, p.Conn(), a.paths()); err != nil {
+				return err
+			}
 			rs, err := p.Rollout(ctx)
+			if errors.Is(err, publish.ErrNotPublished) {
+				rs, err = &publish.RolloutState{Root: p.Root(), Stable: &manifest.Manifest{}}, nil
+			}
 			if err != nil {
 				return err
 			}
 			var ras []fleet.RolloutAgent
+			var reasons map[string]string
 			if rs.Canary != nil {
 				agents, err := fleet.List(ctx, p.Conn(), a.paths().Root, a.paths().Meta)
 				if err != nil {
 					return err
 				}
 				ras = fleet.ClassifyRollout(agents, rs.Stable.Generation, rs.Stable.Incarnation, rs.Canary)
+				reasons = rolloutReasons(agents, ras, rs.Canary.Generation)
 			}
-			obj, text := rolloutReport(rs, ras)
+			obj, text := rolloutReport(rs, ras, reasons)
 			a.emit(obj, text)
 			return nil
 		},
 	}
 }
 
-// rolloutReport renders a rollout for rollout status and status.
-func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent) (map[string]any, func(io.Writer)) {
+// rolloutReport renders a rollout for rollout status and status, with
+// why each failing or gone agent is (reasons, by agent id).
+func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent, reasons map[string]string) (map[string]any, func(io.Writer)) {
 	obj := map[string]any{"root": rs.Root, "in_progress": rs.Canary != nil, "stable_generation": rs.Stable.Generation}
 	if rs.Leftover {
 		obj["leftover_candidate"] = true
@@ -169,6 +180,10 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent) (map[stri
 	}
 	if rs.Canary == nil {
 		return obj, func(w io.Writer) {
+			if rs.Stable.Generation == 0 {
+				fmt.Fprintf(w, "no canary rollout in progress on %s (never published)\n", rs.Root)
+				return
+			}
 			fmt.Fprintf(w, "no canary rollout in progress on %s (generation %d is live)\n", rs.Root, rs.Stable.Generation)
 		}
 	}
@@ -177,8 +192,12 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent) (map[stri
 	agents := make([]map[string]any, 0, len(ras))
 	for _, ra := range ras {
 		counts[ra.State]++
-		agents = append(agents, map[string]any{"id": ra.ID, "selected": ra.Selected, "generation": ra.Generation,
-			"state": ra.State, "expected": ra.Expected, "labels": ra.Labels})
+		ag := map[string]any{"id": ra.ID, "selected": ra.Selected, "generation": ra.Generation,
+			"state": ra.State, "expected": ra.Expected, "labels": ra.Labels}
+		if why := reasons[ra.ID]; why != "" {
+			ag["reason"] = why
+		}
+		agents = append(agents, ag)
 	}
 	age := time.Since(c.StartedAt).Round(time.Second)
 	obj["rollout_id"], obj["candidate_generation"] = c.RolloutID, c.Generation
@@ -198,9 +217,9 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent) (map[stri
 			fmt.Fprintf(w, "message: %s\n", historyMessage(rs.Record.Message))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AGENT\tSELECTED\tGEN\tSTATE")
+		fmt.Fprintln(tw, "AGENT\tSELECTED\tGEN\tSTATE\tREASON")
 		for _, ra := range ras {
-			fmt.Fprintf(tw, "%s\t%v\t%d\t%s\n", ra.ID, ra.Selected, ra.Generation, ra.State)
+			fmt.Fprintf(tw, "%s\t%v\t%d\t%s\t%s\n", ra.ID, ra.Selected, ra.Generation, ra.State, oneLine(reasons[ra.ID]))
 		}
 		_ = tw.Flush()
 		fmt.Fprintf(w, "%d applied, %d candidate, %d failing, %d gone, %d stable\n", counts[fleet.StateApplied],
@@ -229,14 +248,16 @@ func (a *app) rolloutEndCommand(kind string) *cobra.Command {
 is published as the next generation (above the candidate, recording
 promote_of), for every agent; canary hosts render nothing new. Refused (exit
 3) when the root carries no rollout or another one. --wait follows the
-agents as for publish.`
+agents as for publish. Without --message the generation records the
+rollout's message followed by "(promoted by hand by USER)".`
 	if kind == publish.EventAbort {
 		short, long = "Publish the stable content again for every agent", `Abort the rollout in progress (or --rollout ID): the stable generation's
 content is published as the next generation (above the candidate, recording
 abort_of), so canary hosts go back to the stable content without any host's
 generation going backwards, and the others render nothing new. Refused
 (exit 3) when the root carries no rollout or another one. --wait follows the
-agents as for publish.`
+agents as for publish. Without --message the generation records the
+rollout's message followed by "(aborted by hand by USER)".`
 	}
 	cmd := &cobra.Command{
 		Use: kind, Short: short, Long: long, Args: cobra.NoArgs,
@@ -257,6 +278,9 @@ agents as for publish.`
 			id, err := a.currentRollout(ctx, p)
 			if err != nil {
 				return err
+			}
+			if msg == "" {
+				msg = endMessage(ctx, p, kind, id)
 			}
 			req := publish.Request{Mode: mode, Message: msg, DryRun: a.v.GetBool("dry-run")}
 			var res *publish.Result

@@ -129,7 +129,7 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 				"percent": ev.Percent, "generation": ev.Generation, "reason": ev.Reason})
 		}
 		held["driver"] = map[string]any{"rollout_id": rolloutID, "outcome": dr.Outcome, "generation": dr.Generation,
-			"failing": dr.Failing, "steps": events}
+			"failing": nonNil(dr.Failing), "steps": events}
 	}
 	switch {
 	case err != nil && ctx.Err() != nil && cmd.Context().Err() == nil:

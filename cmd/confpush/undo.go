@@ -161,6 +161,7 @@ func rolloutJSON(pr *fleet.Progress, err error) map[string]any {
 		obj["pending"] = nonNil(pr.Pending)
 		obj["failing"] = nonNil(pr.Rejected)
 		obj["gone"] = nonNil(pr.Gone)
+		obj["not_started"] = nonNil(pr.NotStarted)
 		obj["untrusted"] = nonNil(pr.Untrusted)
 	}
 	return obj

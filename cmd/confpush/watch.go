@@ -88,6 +88,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	a.warnOpenRoot(conn)
 	host, _ := os.Hostname()
 	cand := election.New(conn, sess, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
 	debounce := a.v.GetDuration("debounce")

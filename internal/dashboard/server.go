@@ -240,6 +240,9 @@ func (s *Server) lookup(r *http.Request) (*rootView, error) {
 	if v == nil {
 		return nil, notFound{fmt.Sprintf("no root %q under %s", root, s.meta)}
 	}
+	if snap := v.current(); snap.RootMissing {
+		return nil, missingRoot(root, snap)
+	}
 	return v, nil
 }
 
@@ -359,6 +362,9 @@ type RootSummary struct {
 	// Candidate is the candidate generation of the canary rollout in
 	// progress (absent without one; /api/root/rollout has the rest).
 	Candidate int64 `json:"candidate_generation,omitempty"`
+	// Exists is false for a root the dashboard follows (agents or history
+	// under its metadata) whose znode does not exist: its pages are 404.
+	Exists bool `json:"exists"`
 	// Connected is false while the watcher lost ZooKeeper: the figures
 	// are the last ones read.
 	Connected bool      `json:"connected"`
@@ -433,7 +439,7 @@ func (s *Server) baseView(v *rootView, snap *snapshot) RootView {
 		out := RootSummary{Root: v.root, Generation: snap.latest(), Agents: sum.Total, AtLatest: sum.AtLatest,
 			Behind: sum.Behind, Failing: sum.Failing, Untrusted: sum.Untrusted, Gone: sum.Gone,
 			Connected: snap.Connected, Error: snap.Error, ReadAt: snap.ReadAt,
-			Version: snap.Version, Candidate: canaryGeneration(snap.Live)}
+			Version: snap.Version, Candidate: canaryGeneration(snap.Live), Exists: !snap.RootMissing}
 		if m := snap.Live; m != nil {
 			out.PublishedAt, out.Publisher, out.Message, out.Incarnation = m.PublishedAt, m.Publisher, m.Message, m.Incarnation
 		}
@@ -569,6 +575,7 @@ func (s *Server) apiAgents(w http.ResponseWriter, r *http.Request) {
 		if total >= offset && len(rows) < limit {
 			rw := row(a, latest)
 			rolloutRow(&rw, snap)
+			s.seen(&rw, a, snap)
 			rows = append(rows, rw)
 		}
 		total++
@@ -860,6 +867,7 @@ func (s *Server) apiAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := row(a, snap.latest())
 	rolloutRow(&rw, snap)
+	s.seen(&rw, a, snap)
 	out := map[string]any{"root": v.root, "row": rw, "has_status": a.HasNode,
 		"registration": a.Registration, "applied": v.appliedBy(a.ID)}
 	if a.Trusted() {

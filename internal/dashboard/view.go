@@ -68,6 +68,9 @@ type snapshot struct {
 	// view is the root's view (Server.baseView), likewise.
 	progress *lazyProgress
 	view     *lazyView
+
+	// RootMissing: the root's znode does not exist (lookup answers 404).
+	RootMissing bool
 }
 
 // lazyView is a snapshot's RootView, computed once on first use.
@@ -198,6 +201,7 @@ func (v *rootView) refresh(ctx context.Context, conn *zk.Conn, meta string) erro
 	b, _, err := conn.Get(v.root)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
+		s.RootMissing = true
 	case err != nil:
 		return err
 	default:

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/clidoc"
+)
+
+// publishes reports whether cmd publishes a generation: each of these
+// warns once when the root has no access control.
+func publishes(cmd *cobra.Command) bool {
+	switch strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") {
+	case "publish", "rollback", "put", "delete", "watch", "rollout promote", "rollout abort":
+		return true
+	}
+	return false
+}
+
+// openRootFlags gives every publishing command --allow-open
+// (CONFPUSH_ALLOW_OPEN, allow-open in the --config file).
+func (a *app) openRootFlags(root *cobra.Command) {
+	clidoc.Walk(root, func(c *cobra.Command) {
+		if publishes(c) {
+			c.Flags().Bool("allow-open", false, "publish to a root without access control (no 'confpush init') without the warning")
+		}
+	})
+}
+
+// warnOpenRoot warns, once per publishing command, when the root is
+// writable by anyone who can reach ZooKeeper: a root 'confpush init' never
+// protected has the world ACL, and so does a root the publish is about to
+// create (the nodes a publish creates copy the root's ACL). --allow-open
+// silences it. A root whose ACL cannot be read is not judged: the publish
+// itself reports what it may not do.
+func (a *app) warnOpenRoot(conn *zk.Conn) {
+	if a.v.GetBool("allow-open") {
+		return
+	}
+	root := a.paths().Root
+	acl, _, err := conn.GetACL(root)
+	var what string
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		what = fmt.Sprintf("root %s does not exist yet: publishing creates it without access control (world:anyone:cdrwa)", root)
+	case err != nil:
+		return
+	default:
+		open := worldWritable(acl)
+		if open == "" {
+			return
+		}
+		what = fmt.Sprintf("root %s has no access control (its ACL gives world:anyone:%s)", root, open)
+	}
+	fmt.Fprintf(a.stderr, "confpush: warning: %s; anyone who can reach ZooKeeper can change or delete its configuration "+
+		"and forge the agents' status. Protect it with 'confpush init %s --publisher-auth-file F --agent-auth-file F...' "+
+		"(docs/security.md), or pass --allow-open (CONFPUSH_ALLOW_OPEN=true) to publish to an open root without this warning\n",
+		what, root)
+}
+
+// worldWritable returns the permissions beyond READ an ACL gives
+// world:anyone, as zkCli writes them ("" when none).
+func worldWritable(acl []zk.ACL) string {
+	var perms int32
+	for _, e := range acl {
+		if e.Scheme == "world" && e.ID == "anyone" {
+			perms |= e.Perms
+		}
+	}
+	if perms&^zk.PermRead == 0 {
+		return ""
+	}
+	return access.PermString(perms)
+}
