@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -20,27 +19,6 @@ import (
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
-
-// loadInput reads DIR (a single directory argument) or FILES and validates
-// them; every problem is reported at once, before anything connects.
-func loadInput(args []string, flatten, syntax, allowEmpty bool) (map[string][]byte, error) {
-	var items map[string][]byte
-	var loadErr error
-	if len(args) == 1 {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			items, loadErr = publish.LoadDir(args[0], publish.LoadOptions{Flatten: flatten})
-		}
-	}
-	if items == nil && loadErr == nil {
-		items, loadErr = publish.LoadFiles(args)
-	}
-	// An empty set caused by unreadable files is not a problem of its own.
-	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax})
-	if err := errlist.Join(loadErr, vErr); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
 
 func parseMode(s string) (publish.Mode, error) {
 	m, err := publish.ParseMode(s)
@@ -101,7 +79,8 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return usagef("--expect-generation must not be negative")
 			}
 			msg, msgErr := a.message()
-			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
+			items, ignored, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
+			a.ignored = ignored
 			canary, canaryErr := a.canarySelection()
 			var waitErr error
 			if canary != nil && a.v.GetBool("wait") {
@@ -152,6 +131,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	validateFlags(cmd)
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	inputFlags(cmd)
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	messageFlag(cmd)
 	canaryFlags(cmd)
@@ -236,14 +216,29 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 	if rollbackOf > 0 {
 		obj["rollback_of"] = rollbackOf
 	}
+	var canary *manifest.Selection
+	if res.Manifest != nil && res.Manifest.Candidate != nil {
+		canary = res.Manifest.Candidate
+		obj["canary"] = map[string]any{"selector": canary.Selector, "percent": canary.Percent}
+	}
+	if a.ignored != nil {
+		obj["ignored"] = a.ignored
+	}
 	a.emit(obj, func(w io.Writer) {
 		if res.TookOver != "" {
 			fmt.Fprintln(w, res.TookOver)
 		}
+		ignoredLine(w, a.ignored)
 		switch {
 		case res.Unchanged:
 			fmt.Fprintf(w, "unchanged at generation %d (%s)\n", res.Generation, root)
 			return
+		case res.DryRun && canary != nil:
+			fmt.Fprintf(w, "dry run: would start a canary rollout on %s: candidate generation %d for selection %s (%s mode)",
+				root, res.Generation, publish.DescribeSelection(*canary), res.Mode)
+		case canary != nil:
+			fmt.Fprintf(w, "started a canary rollout on %s: candidate generation %d for selection %s (%s mode, zxid %#x)",
+				root, res.Generation, publish.DescribeSelection(*canary), res.Mode, res.Zxid)
 		case res.DryRun:
 			fmt.Fprintf(w, "dry run: would publish generation %d to %s (%s mode)", res.Generation, root, res.Mode)
 		default:
@@ -310,9 +305,11 @@ The exit code is 0 whether or not there are differences.`,
 			var local map[string][]byte
 			if gen == 0 {
 				var err error
-				if local, err = loadInput(args, a.v.GetBool("flatten"), false, true); err != nil {
+				var ignored []string
+				if local, ignored, err = loadInput(args, a.loadOptions(), false, true); err != nil {
 					return err
 				}
+				a.ignored = ignored
 			}
 			invalid := a.syntaxProblems(local)
 			if len(invalid) > 0 && !a.json() {
@@ -351,6 +348,12 @@ The exit code is 0 whether or not there are differences.`,
 			if len(invalid) > 0 {
 				obj["invalid"] = invalid
 			}
+			if a.ignored != nil {
+				obj["ignored"] = a.ignored
+			}
+			if !a.json() {
+				ignoredLine(a.stderr, a.ignored)
+			}
 			a.emit(obj, func(w io.Writer) {
 				if text == "" {
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
@@ -365,6 +368,7 @@ The exit code is 0 whether or not there are differences.`,
 	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
 	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	inputFlags(cmd)
 	validateFlags(cmd)
 	return cmd
 }
