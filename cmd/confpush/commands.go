@@ -36,6 +36,12 @@ func (a *app) publishCommand() *cobra.Command {
 unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
 the next generation of the root. Items are named by file name.
 
+Editor and tool leftovers in DIR (app.conf~, #app.conf#, *.swp, *.tmp,
+*.bak, ...) are skipped and named; --ignore GLOB skips more,
+--no-default-ignore none of them. A symbolic link in DIR whose target
+resolves outside DIR is refused (a link to /etc/shadow would publish it to
+every host, and keep it in history) unless --follow-external-symlinks.
+
 Everything is checked before anything is written: names, sizes, an empty set
 (refused unless --allow-empty) and that .json, .yaml/.yml and .toml files
 parse (--no-validate skips this). Identical content is a no-op ("unchanged") unless

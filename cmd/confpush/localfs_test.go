@@ -147,7 +147,7 @@ func TestWatchIgnoresEditorFiles(t *testing.T) {
 const secretContent = "hunter2-not-for-every-host"
 
 // TestCLICanaryMistakesAreLoud: a canary flag given a value that selects
-// nothing (--canary-percent 0, --canary-agents '', --canary '') is
+// nothing (--canary-percent 0, an empty --canary-agents or --canary) is
 // refused, dry run, watch and widen included, instead of publishing to
 // the whole fleet; a canary's output, dry run and real, says it is a
 // canary rollout and for which selection.
