@@ -184,7 +184,7 @@ func (l *loader) ignores(rel, name string) bool {
 // walk reads the directory rel (relative to the root; full is its path
 // for messages), naming its items with prefix.
 func (l *loader) walk(rel, full, prefix string) {
-	entries, err := l.readDir(rel)
+	entries, err := fs.ReadDir(l.root.FS(), rel)
 	if err != nil {
 		l.errs = append(l.errs, &InputError{Path: full, Err: pathErr(err)})
 		return
@@ -224,18 +224,6 @@ func (l *loader) walk(rel, full, prefix string) {
 			l.errs = append(l.errs, &InputError{Path: efull, Err: fmt.Errorf("%s, not a regular file", kind(e.Type()))})
 		}
 	}
-}
-
-// readDir lists the directory rel of the root, sorted by name.
-func (l *loader) readDir(rel string) ([]fs.DirEntry, error) {
-	d, err := l.root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
 }
 
 // link reads the symbolic link full as item: a link resolving to a

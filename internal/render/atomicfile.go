@@ -30,7 +30,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -395,14 +394,7 @@ func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) 
 
 // readDirIn lists the directory name of root, sorted by name.
 func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
-	d, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
+	return fs.ReadDir(root.FS(), name)
 }
 
 func tempPrefix(base string) string {
