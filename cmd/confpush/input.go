@@ -35,14 +35,17 @@ func loadInput(args []string, opts publish.LoadOptions, syntax, allowEmpty bool)
 	var items map[string][]byte
 	var ignored []string
 	loadErr := publish.CheckIgnore(opts)
-	if len(args) == 1 && loadErr == nil {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			var c publish.DirContents
-			c, loadErr = publish.LoadDirContents(args[0], opts)
-			items, ignored = c.Items, c.Ignored
-		}
+	isDir := false
+	if len(args) == 1 {
+		st, err := os.Stat(args[0])
+		isDir = err == nil && st.IsDir()
 	}
-	if items == nil {
+	switch {
+	case isDir && loadErr == nil:
+		var c publish.DirContents
+		c, loadErr = publish.LoadDirContents(args[0], opts)
+		items, ignored = c.Items, c.Ignored
+	case !isDir:
 		var err error
 		items, err = publish.LoadFiles(args)
 		loadErr = errlist.Join(loadErr, err)
