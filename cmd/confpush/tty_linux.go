@@ -16,6 +16,7 @@ func isTTY(f *os.File) bool {
 	var errno syscall.Errno
 	var t syscall.Termios
 	if err := rc.Control(func(fd uintptr) {
+		// #nosec G103 -- TCGETS fills t during the call only
 		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
 	}); err != nil {
 		return false

@@ -81,6 +81,9 @@ func openDir(dir string, create bool) (*os.Root, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("render: %w", err)
 	}
+	if root, ok := openDirFast(path); ok {
+		return root, path, nil
+	}
 	for hops := 0; ; hops++ {
 		root, real, next, err := walkDir(path, create)
 		if next == "" || err != nil {
@@ -102,7 +105,7 @@ func walkDir(path string, create bool) (root *os.Root, real, next string, err er
 	}
 	defer func() {
 		if root == nil {
-			r.Close()
+			_ = r.Close()
 		}
 	}()
 	comps := strings.Split(strings.Trim(filepath.ToSlash(path), "/"), "/")
@@ -153,10 +156,10 @@ func walkDir(path string, create bool) (root *os.Root, real, next string, err er
 		// OpenRoot follows a link swapped in since the lstat: the
 		// directory opened must be the one lstat saw.
 		if st, err := sub.Stat("."); err != nil || !os.SameFile(fi, st) {
-			sub.Close()
+			_ = sub.Close()
 			return nil, "", "", fmt.Errorf("render: %s changed while being opened (a symbolic link swapped in?): nothing written", p)
 		}
-		r.Close()
+		_ = r.Close()
 		r, cur = sub, p
 	}
 	return r, cur, "", nil
