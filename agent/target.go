@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -113,8 +112,12 @@ func compile(spec TargetSpec) (*target, error) {
 	return t, nil
 }
 
+// fileOptions are the target's render options. The parent of a rendered
+// file is created when missing (render creates it without following a
+// symbolic link that others could replace; 0755, as install(1) would:
+// the service's user must traverse it).
 func (t *target) fileOptions() render.FileOptions {
-	return render.FileOptions{Mode: t.spec.Mode, UID: t.spec.UID, GID: t.spec.GID, FollowSymlink: t.spec.FollowSymlink}
+	return render.FileOptions{Mode: t.spec.Mode, UID: t.spec.UID, GID: t.spec.GID, FollowSymlink: t.spec.FollowSymlink, CreateDirs: true}
 }
 
 // selected returns the items of snap a dir target renders.
@@ -197,12 +200,6 @@ func (t *target) stageDir(files map[string][]byte) (*staged, error) {
 
 // stageFile stages data for a file or template target.
 func (t *target) stageFile(data []byte) (*staged, error) {
-	// The parent of a rendered file is usually a directory like /etc/app
-	// that the service's user must traverse: 0755, as install(1) would.
-	err := os.MkdirAll(filepath.Dir(t.spec.Dest), 0o755) // #nosec G301 -- see above
-	if err != nil {
-		return nil, fmt.Errorf("create directory of %s: %w", t.spec.Dest, err)
-	}
 	sf, err := render.StageIfChanged(t.spec.Dest, data, t.fileOptions())
 	if err != nil {
 		return nil, err

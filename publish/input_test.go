@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zkconf/zkconf/internal/errlist"
 )
@@ -330,8 +331,10 @@ func TestValidateMessages(t *testing.T) {
 }
 
 // TestLoadDirAccepts checks what LoadDir and LoadFiles do accept: symbolic
-// links to regular files (named by the link), flattened sub-directories,
-// and hidden entries skipped at every level.
+// links to regular files inside the directory (named by the link, also
+// absolute ones and chains that leave the directory and come back),
+// flattened sub-directories, and hidden entries skipped at every level;
+// LoadFiles follows a link wherever it points (the operator named it).
 func TestLoadDirAccepts(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{"a.conf": "a", "sub/b.conf": "b", "sub/deeper/c.conf": "c", "sub/.hidden": "h", ".git/config": "g"}
@@ -339,20 +342,122 @@ func TestLoadDirAccepts(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
 	}
-	target := filepath.Join(t.TempDir(), "target.conf")
+	must(t, os.Symlink("a.conf", filepath.Join(dir, "rel.conf")))
+	must(t, os.Symlink(filepath.Join(dir, "sub", "b.conf"), filepath.Join(dir, "abs.conf")))
+	outside := t.TempDir()
+	must(t, os.Symlink(filepath.Join(dir, "sub", "deeper", "c.conf"), filepath.Join(outside, "hop")))
+	must(t, os.Symlink(filepath.Join(outside, "hop"), filepath.Join(dir, "chain.conf")))
+	target := filepath.Join(outside, "target.conf")
 	must(t, os.WriteFile(target, []byte("t"), 0o644))
 	must(t, os.Symlink(target, filepath.Join(dir, "link.conf")))
 
-	got, err := LoadDir(dir, LoadOptions{Flatten: true})
+	got, err := LoadDir(dir, LoadOptions{Flatten: true, FollowExternalSymlinks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]byte{"a.conf": []byte("a"), "sub_b.conf": []byte("b"), "sub_deeper_c.conf": []byte("c"), "link.conf": []byte("t")}
+	want := map[string][]byte{"a.conf": []byte("a"), "sub_b.conf": []byte("b"), "sub_deeper_c.conf": []byte("c"), "link.conf": []byte("t"),
+		"rel.conf": []byte("a"), "abs.conf": []byte("b"), "chain.conf": []byte("c")}
 	if !sameItems(got, want) {
 		t.Fatalf("LoadDir: %v, want %v", sortedNames(got), sortedNames(want))
 	}
 	got, err = LoadFiles([]string{filepath.Join(dir, "link.conf"), filepath.Join(dir, "sub/b.conf")})
 	if err != nil || !sameItems(got, map[string][]byte{"link.conf": []byte("t"), "b.conf": []byte("b")}) {
 		t.Fatalf("LoadFiles: %v %v", sortedNames(got), err)
+	}
+}
+
+// TestLoadDirExternalSymlinks: a link resolving outside the directory
+// (directly, or through a chain) is refused, named with its target, and
+// nothing of it is read; FollowExternalSymlinks reads it.
+func TestLoadDirExternalSymlinks(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "app.conf"), []byte("app"), 0o644))
+	shadow := filepath.Join(outside, "shadow")
+	must(t, os.WriteFile(shadow, []byte(secret), 0o600))
+	must(t, os.Symlink(shadow, filepath.Join(dir, "shadow.conf")))
+	// A chain: an innocent-looking link inside to a link inside to the
+	// file outside.
+	must(t, os.Symlink(shadow, filepath.Join(dir, "hop")))
+	must(t, os.Symlink("hop", filepath.Join(dir, "chain.conf")))
+
+	got, err := LoadDir(dir, LoadOptions{})
+	if err == nil {
+		t.Fatal("external links accepted")
+	}
+	msg := err.Error()
+	for _, w := range []string{"3 problems", filepath.Join(dir, "shadow.conf") + ": symbolic link to " + shadow + ", outside the directory: not read",
+		filepath.Join(dir, "chain.conf") + ": symbolic link to " + shadow, "--follow-external-symlinks"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message lacks %q:\n%s", w, msg)
+		}
+	}
+	if strings.Contains(msg, secret) || !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("message quotes the content, or is not ErrInvalidInput: %v", err)
+	}
+	if !sameItems(got, map[string][]byte{"app.conf": []byte("app")}) {
+		t.Errorf("items read: %v, want app.conf alone", sortedNames(got))
+	}
+
+	got, err = LoadDir(dir, LoadOptions{FollowExternalSymlinks: true})
+	if err != nil || string(got["shadow.conf"]) != secret || string(got["chain.conf"]) != secret || len(got) != 4 {
+		t.Fatalf("FollowExternalSymlinks: %v %v", sortedNames(got), err)
+	}
+}
+
+// TestLoadDirIgnore: editors' backup, swap, autosave and temporary files
+// are skipped by default and listed; Ignore adds patterns (by name at
+// every level, or by relative path), NoDefaultIgnore drops the defaults,
+// and a malformed pattern is refused.
+func TestLoadDirIgnore(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"app.conf", "app.conf~", "#app.conf#", "app.conf.swp", "4913", "app.conf.tmp", "app.conf.bak",
+		"app.conf.dpkg-old", "keep.local", "sub/b.conf", "sub/b.conf~", "sub/b.local", "cache/x"} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644))
+	}
+	c, err := LoadDirContents(dir, LoadOptions{Flatten: true, Ignore: []string{"sub/*.local", "cache"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sortedNames(c.Items), " "); got != "app.conf keep.local sub_b.conf" {
+		t.Errorf("items %q, want app.conf keep.local sub_b.conf", got)
+	}
+	wantIgnored := "#app.conf# 4913 app.conf.bak app.conf.dpkg-old app.conf.swp app.conf.tmp app.conf~ cache/ sub/b.conf~ sub/b.local"
+	if got := strings.Join(c.Ignored, " "); got != wantIgnored {
+		t.Errorf("ignored %q\nwant    %q", got, wantIgnored)
+	}
+
+	c, err = LoadDirContents(dir, LoadOptions{Flatten: true, NoDefaultIgnore: true, Ignore: []string{"*.swp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Items) != 12 || c.Items["app.conf~"] == nil || strings.Join(c.Ignored, " ") != "app.conf.swp" {
+		t.Errorf("NoDefaultIgnore: items %v, ignored %v", sortedNames(c.Items), c.Ignored)
+	}
+
+	_, err = LoadDirContents(dir, LoadOptions{Ignore: []string{"[", "ok", "a[b"}})
+	if err == nil || !strings.Contains(err.Error(), "2 problems") || !strings.Contains(err.Error(), `ignore pattern "["`) ||
+		!strings.Contains(err.Error(), `ignore pattern "a[b"`) || CheckIgnore(LoadOptions{Ignore: []string{"["}}) == nil {
+		t.Errorf("malformed patterns: %v", err)
+	}
+}
+
+// TestReadOpenRefusesSpecialFiles: a named pipe reaching the read (swapped
+// in after the listing) is refused at once, not waited on.
+func TestReadOpenRefusesSpecialFiles(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o644))
+	done := make(chan error, 1)
+	go func() {
+		_, err := readOpen(func() (*os.File, error) { return os.OpenFile(fifo, openFlags, 0) }, ItemLimit)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe, not a regular file") {
+			t.Fatalf("readOpen(fifo): %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reading a named pipe blocked")
 	}
 }

@@ -3,12 +3,15 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/zkconf/zkconf/internal/errlist"
 )
@@ -23,17 +26,36 @@ type LoadOptions struct {
 	// MaxItemSize refuses, without reading them, files larger than this;
 	// 0 means ItemLimit.
 	MaxItemSize int64
+	// FollowExternalSymlinks reads symbolic links whose target resolves
+	// outside the directory. Without it such a link is refused: a link to
+	// /etc/shadow dropped into a published (or watched) directory would
+	// otherwise send that file to every host and keep it in history.
+	FollowExternalSymlinks bool
+	// Ignore lists glob patterns (path.Match) of entries to skip, besides
+	// DefaultIgnore (unless NoDefaultIgnore). A pattern without "/" is
+	// matched against an entry's name at every level; one with "/"
+	// against its path relative to the directory ("sub/*.bak"). A skipped
+	// directory is skipped whole.
+	Ignore []string
+	// NoDefaultIgnore leaves DefaultIgnore out: only Ignore applies.
+	NoDefaultIgnore bool
 
-	// readFile replaces os.ReadFile in tests (to simulate unreadable files
-	// when running as root).
+	// readFile replaces reading a file in tests (to simulate unreadable
+	// files when running as root).
 	readFile func(string) ([]byte, error)
 }
 
-func (o LoadOptions) read(name string) ([]byte, error) {
-	if o.readFile != nil {
-		return o.readFile(name)
-	}
-	return os.ReadFile(name)
+// DefaultIgnore returns the patterns LoadDir skips unless
+// LoadOptions.NoDefaultIgnore: the backup, swap, autosave and temporary
+// files editors and packaging tools leave beside a file (Emacs app.conf~,
+// #app.conf#; Vim app.conf~, *.swp/*.swo/*.swx and its 4913 write probe;
+// *.tmp, *.bak, *.orig, *.rej; dpkg's and rpm's kept copies; JetBrains'
+// safe-write files). Publishing one would send a stale copy, or half of a
+// file being saved, to every host. Hidden files (.#app.conf, .app.conf.swp)
+// are skipped anyway.
+func DefaultIgnore() []string {
+	return []string{"*~", "#*#", "*.swp", "*.swo", "*.swx", "4913", "*.tmp", "*.bak", "*.orig", "*.rej",
+		"*.dpkg-old", "*.dpkg-new", "*.dpkg-dist", "*.rpmnew", "*.rpmsave", "*___jb_tmp___", "*___jb_old___"}
 }
 
 func (o LoadOptions) limit() int64 {
@@ -43,26 +65,90 @@ func (o LoadOptions) limit() int64 {
 	return o.MaxItemSize
 }
 
+// patterns returns the ignore patterns in effect, and an error naming
+// every malformed one.
+func (o LoadOptions) patterns() ([]string, error) {
+	var pats []string
+	if !o.NoDefaultIgnore {
+		pats = DefaultIgnore()
+	}
+	var errs []error
+	for _, p := range o.Ignore {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			errs = append(errs, &InputError{Err: fmt.Errorf("ignore pattern %q: not a glob pattern (path.Match syntax: *, ?, [a-z], \\ to quote)", p)})
+			continue
+		}
+		pats = append(pats, p)
+	}
+	return pats, errlist.Join(errs...)
+}
+
+// CheckIgnore reports every malformed pattern of opts.Ignore (LoadDir
+// reports them too), so that a command can refuse them before it reads
+// or connects to anything.
+func CheckIgnore(opts LoadOptions) error {
+	_, err := opts.patterns()
+	return err
+}
+
+// DirContents is what LoadDirContents read from a directory.
+type DirContents struct {
+	// Items are the files read, by item name.
+	Items map[string][]byte
+	// Ignored lists the entries an ignore pattern skipped, by their path
+	// relative to the directory ("/"-separated; a directory ends in "/"),
+	// sorted.
+	Ignored []string
+}
+
 // LoadDir reads a directory's regular files as items, named by file name.
-// Hidden entries (names starting with ".") are skipped, at every level.
-// Symbolic links to regular files are followed; links to directories are
-// refused (so a link cannot make a loop or escape the tree), as are broken
-// links and special files. Sub-directories are refused unless
-// opts.Flatten. Every problem is reported at once (a *multierror.Error of
+// It is LoadDirContents without the list of ignored files.
+func LoadDir(dir string, opts LoadOptions) (map[string][]byte, error) {
+	c, err := LoadDirContents(dir, opts)
+	return c.Items, err
+}
+
+// LoadDirContents reads a directory's regular files as items, named by
+// file name. Hidden entries (names starting with ".") and entries matching
+// an ignore pattern (DefaultIgnore, LoadOptions.Ignore) are skipped, at
+// every level; the ignored ones are listed in DirContents.Ignored.
+// Symbolic links to regular files inside the directory are followed;
+// links that resolve outside it are refused unless
+// opts.FollowExternalSymlinks, and links to directories (so a link cannot
+// make a loop or escape the tree), broken links and special files are
+// refused. Sub-directories are refused unless opts.Flatten.
+//
+// Files are read through an os.Root on the directory, so a link swapped in
+// after it was checked cannot make a read escape the directory, and
+// without blocking (a named pipe or device swapped in is refused, never
+// read). Every problem is reported at once (a *multierror.Error of
 // *InputError / *TooLargeError, each matching ErrInvalidInput); the items
 // that could be read are returned with it, so a caller can run Validate on
 // them and report everything together.
-func LoadDir(dir string, opts LoadOptions) (map[string][]byte, error) {
+func LoadDirContents(dir string, opts LoadOptions) (DirContents, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, errlist.Join(&InputError{Path: dir, Err: pathErr(err)})
+		return DirContents{}, errlist.Join(&InputError{Path: dir, Err: pathErr(err)})
 	}
 	if !st.IsDir() {
-		return nil, errlist.Join(&InputError{Path: dir, Err: errors.New("not a directory")})
+		return DirContents{}, errlist.Join(&InputError{Path: dir, Err: errors.New("not a directory")})
 	}
-	l := loader{opts: opts, items: map[string][]byte{}, from: map[string]string{}}
-	l.walk(dir, "")
-	return l.items, errlist.Join(l.errs...)
+	pats, err := opts.patterns()
+	if err != nil {
+		return DirContents{}, err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return DirContents{}, errlist.Join(&InputError{Path: dir, Err: pathErr(err)})
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return DirContents{}, errlist.Join(&InputError{Path: dir, Err: pathErr(err)})
+	}
+	defer root.Close()
+	l := loader{opts: opts, items: map[string][]byte{}, from: map[string]string{}, root: root, real: real, ignore: pats}
+	l.walk(".", dir, "")
+	return DirContents{Items: l.items, Ignored: l.ignored}, errlist.Join(l.errs...)
 }
 
 type loader struct {
@@ -70,12 +156,37 @@ type loader struct {
 	items map[string][]byte
 	from  map[string]string // item name -> file it came from
 	errs  []error
+
+	// root is the directory LoadDirContents reads, real its path with
+	// symbolic links resolved; ignore the patterns in effect and ignored
+	// what they skipped.
+	root    *os.Root
+	real    string
+	ignore  []string
+	ignored []string
 }
 
-func (l *loader) walk(dir, prefix string) {
-	entries, err := os.ReadDir(dir)
+// ignores reports whether the entry at rel (relative to the directory,
+// "/"-separated) with name is skipped by a pattern.
+func (l *loader) ignores(rel, name string) bool {
+	for _, p := range l.ignore {
+		target := name
+		if strings.Contains(p, "/") {
+			target = rel
+		}
+		if ok, _ := path.Match(p, target); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// walk reads the directory rel (relative to the root; full is its path
+// for messages), naming its items with prefix.
+func (l *loader) walk(rel, full, prefix string) {
+	entries, err := fs.ReadDir(l.root.FS(), rel)
 	if err != nil {
-		l.errs = append(l.errs, &InputError{Path: dir, Err: pathErr(err)})
+		l.errs = append(l.errs, &InputError{Path: full, Err: pathErr(err)})
 		return
 	}
 	for _, e := range entries {
@@ -83,64 +194,150 @@ func (l *loader) walk(dir, prefix string) {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		full := filepath.Join(dir, name)
+		erel := path.Join(rel, name)
+		if l.ignores(erel, name) {
+			if e.IsDir() {
+				erel += "/"
+			}
+			l.ignored = append(l.ignored, erel)
+			continue
+		}
+		efull := filepath.Join(full, name)
 		item := prefix + name
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
-			st, err := os.Stat(full)
-			switch {
-			case err != nil:
-				l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("broken symbolic link: %v", pathErr(err))})
-			case st.IsDir():
-				l.errs = append(l.errs, &InputError{Path: full, Err: errors.New("symbolic link to a directory: not followed")})
-			case !st.Mode().IsRegular():
-				l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("symbolic link to a %s, not a regular file", kind(st.Mode()))})
-			default:
-				l.add(item, full, st.Size())
-			}
+			l.link(item, efull)
 		case e.IsDir():
 			if !l.opts.Flatten {
-				l.errs = append(l.errs, &InputError{Path: full, Err: errors.New("sub-directories are not published (use --flatten / LoadOptions.Flatten to map dir/file to dir_file)")})
+				l.errs = append(l.errs, &InputError{Path: efull, Err: errors.New("sub-directories are not published (use --flatten / LoadOptions.Flatten to map dir/file to dir_file)")})
 				continue
 			}
-			l.walk(full, item+"_")
+			l.walk(erel, efull, item+"_")
 		case e.Type().IsRegular():
 			info, err := e.Info()
 			if err != nil {
-				l.errs = append(l.errs, &InputError{Path: full, Err: pathErr(err)})
+				l.errs = append(l.errs, &InputError{Path: efull, Err: pathErr(err)})
 				continue
 			}
-			l.add(item, full, info.Size())
+			l.add(item, efull, info.Size(), func() (*os.File, error) { return l.root.OpenFile(erel, openFlags, 0) })
 		default:
-			l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("%s, not a regular file", kind(e.Type()))})
+			l.errs = append(l.errs, &InputError{Path: efull, Err: fmt.Errorf("%s, not a regular file", kind(e.Type()))})
 		}
 	}
 }
 
-func (l *loader) add(item, full string, size int64) {
+// link reads the symbolic link full as item: a link resolving to a
+// regular file inside the directory is read as that file, through the
+// root (a link swapped in since cannot make the read leave the
+// directory); one resolving outside it only with FollowExternalSymlinks.
+func (l *loader) link(item, full string) {
+	resolved, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("broken symbolic link: %v", pathErr(err))})
+		return
+	}
+	var st fs.FileInfo
+	var open func() (*os.File, error)
+	if inDir(l.real, resolved) {
+		rel, _ := filepath.Rel(l.real, resolved) // cannot fail: resolved is below real
+		st, err = l.root.Stat(rel)
+		open = func() (*os.File, error) { return l.root.OpenFile(rel, openFlags, 0) }
+	} else {
+		if !l.opts.FollowExternalSymlinks {
+			l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("symbolic link to %s, outside the directory: not read (a link could publish any file this user can read; --follow-external-symlinks / LoadOptions.FollowExternalSymlinks allows it)", resolved)})
+			return
+		}
+		st, err = os.Stat(resolved)
+		open = func() (*os.File, error) { return os.OpenFile(resolved, openFlags, 0) }
+	}
+	switch {
+	case err != nil:
+		l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("symbolic link changed while being read: %v", pathErr(err))})
+	case st.IsDir():
+		l.errs = append(l.errs, &InputError{Path: full, Err: errors.New("symbolic link to a directory: not followed")})
+	case !st.Mode().IsRegular():
+		l.errs = append(l.errs, &InputError{Path: full, Err: fmt.Errorf("symbolic link to a %s, not a regular file", kind(st.Mode()))})
+	default:
+		l.add(item, full, st.Size(), open)
+	}
+}
+
+// inDir reports whether the clean path p is base or below it.
+func inDir(base, p string) bool {
+	if base == p || base == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(p, base+string(filepath.Separator))
+}
+
+// openFlags open a file for reading without waiting: a named pipe or a
+// device swapped in after the checks is opened without blocking, then
+// refused (readOpen).
+const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
+
+// add reads the file full (size bytes when listed) as item through open.
+func (l *loader) add(item, full string, size int64, open func() (*os.File, error)) {
 	if prev, dup := l.from[item]; dup {
 		l.errs = append(l.errs, &InputError{Item: item, Err: fmt.Errorf("both %s and %s map to this item name", prev, full)})
 		delete(l.items, item)
 		return
 	}
 	l.from[item] = full
-	if limit := l.opts.limit(); size > limit {
+	limit := l.opts.limit()
+	if size > limit {
 		l.errs = append(l.errs, &TooLargeError{What: "item", Item: item, Size: size, Limit: limit, Hint: "split it into smaller items (file " + full + ")"})
 		return
 	}
-	data, err := l.opts.read(full)
-	if err != nil {
-		l.errs = append(l.errs, &InputError{Item: item, Path: full, Err: fmt.Errorf("cannot read: %v", pathErr(err))})
-		return
+	var data []byte
+	var err error
+	if l.opts.readFile != nil {
+		data, err = l.opts.readFile(full)
+	} else {
+		data, err = readOpen(open, limit)
 	}
-	l.items[item] = data
+	var tl *TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		tl.Item, tl.Hint = item, "split it into smaller items (file "+full+")"
+		l.errs = append(l.errs, tl)
+	case err != nil:
+		l.errs = append(l.errs, &InputError{Item: item, Path: full, Err: fmt.Errorf("cannot read: %v", pathErr(err))})
+	default:
+		l.items[item] = data
+	}
+}
+
+// readOpen reads the file open returns, refusing what is not a regular
+// file once open (it may have been swapped since it was listed) and
+// reading at most limit bytes (it may have grown).
+func readOpen(open func() (*os.File, error), limit int64) ([]byte, error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s, not a regular file (changed since it was listed)", kind(st.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{What: "item", Size: int64(len(data)), Limit: limit}
+	}
+	return data, nil
 }
 
 // LoadFiles reads the given files as items named by their base names.
-// Symbolic links to regular files are followed. Directories, special
-// files, missing or unreadable files and two files with the same base
-// name are refused; every problem is reported at once, with the items that
-// could be read.
+// Symbolic links to regular files are followed (the operator named them).
+// Directories, special files, missing or unreadable files and two files
+// with the same base name are refused; every problem is reported at once,
+// with the items that could be read.
 func LoadFiles(paths []string) (map[string][]byte, error) {
 	l := loader{items: map[string][]byte{}, from: map[string]string{}}
 	if len(paths) == 0 {
@@ -156,7 +353,7 @@ func LoadFiles(paths []string) (map[string][]byte, error) {
 		case !st.Mode().IsRegular():
 			l.errs = append(l.errs, &InputError{Path: p, Err: fmt.Errorf("%s, not a regular file", kind(st.Mode()))})
 		default:
-			l.add(filepath.Base(p), p, st.Size())
+			l.add(filepath.Base(p), p, st.Size(), func() (*os.File, error) { return os.OpenFile(p, openFlags, 0) })
 		}
 	}
 	return l.items, errlist.Join(l.errs...)

@@ -82,6 +82,9 @@ type app struct {
 	holdJSON bool
 	held     map[string]any
 	rollout  *fleet.Progress
+	// ignored lists the entries of the directory read (publish, diff)
+	// that an ignore pattern skipped, reported with the result.
+	ignored []string
 }
 
 // run executes confpush with args and returns the exit code.

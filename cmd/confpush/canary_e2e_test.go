@@ -304,7 +304,7 @@ func TestCanaryE2E(t *testing.T) {
 
 	// By selector, by hand, aborted.
 	cand := map[string]string{"a.conf": "candidate\n", "new.conf": "new\n"}
-	c.run("publish", "--canary", "zone=a", writeFiles(t, t.TempDir(), cand)).want(t, 0, "published generation 2")
+	c.run("publish", "--canary", "zone=a", writeFiles(t, t.TempDir(), cand)).want(t, 0, "started a canary rollout on", "candidate generation 2 for selection \"zone=a\"")
 	f.waitGens(map[string]int64{"a1": 2, "a2": 2, "b1": 1, "b2": 1})
 	f.filesFor(map[string]map[string]string{"a1": cand, "a2": cand, "b1": stable, "b2": stable})
 	c.run("rollout", "abort", "-m", "no").want(t, 0, "published generation 3")
@@ -373,6 +373,7 @@ func TestCanaryE2E(t *testing.T) {
 	wdir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "fourth\n"})
 	ww := startWatcher(t, f.bin, "--zk", c.zk, "--root", c.root, "--session-timeout", "4s",
 		"watch", "--debounce", "100ms", "--canary", "zone=a", "--auto", "--bake", "1s", wdir)
+	ww.waitFor(t, "watch", `started a canary rollout: candidate generation 10 for selection "zone=a"`)
 	ww.waitFor(t, "watch", "promoted as generation 11")
 	f.waitGens(all(11))
 	f.filesFor(onAll(map[string]string{"a.conf": "fourth\n"}))
@@ -419,7 +420,7 @@ func TestCanaryE2EPercentStepsRestart(t *testing.T) {
 
 	// By percent: only the lowest bucket's agent.
 	pct, low := pctSelecting("a1", "a2", "b1", "b2")
-	c.run("publish", "--canary-percent", pct, dirOf(set("v2"))).want(t, 0, "published generation 2")
+	c.run("publish", "--canary-percent", pct, dirOf(set("v2"))).want(t, 0, "started a canary rollout on", "candidate generation 2 for selection")
 	want := all(1)
 	want[low] = 2
 	f.waitGens(want)
@@ -436,7 +437,7 @@ func TestCanaryE2EPercentStepsRestart(t *testing.T) {
 	f.waitGens(all(3))
 
 	// Restart and relabel mid-rollout.
-	c.run("publish", "--canary", "zone=a", dirOf(set("v4"))).want(t, 0, "published generation 4")
+	c.run("publish", "--canary", "zone=a", dirOf(set("v4"))).want(t, 0, "candidate generation 4 for selection \"zone=a\"")
 	f.waitGens(map[string]int64{"a1": 4, "a2": 4, "b1": 3, "b2": 3})
 	f.stop("a1")
 	f.start("a1", "a")

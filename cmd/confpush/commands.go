@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -20,27 +19,6 @@ import (
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
-
-// loadInput reads DIR (a single directory argument) or FILES and validates
-// them; every problem is reported at once, before anything connects.
-func loadInput(args []string, flatten, syntax, allowEmpty bool) (map[string][]byte, error) {
-	var items map[string][]byte
-	var loadErr error
-	if len(args) == 1 {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			items, loadErr = publish.LoadDir(args[0], publish.LoadOptions{Flatten: flatten})
-		}
-	}
-	if items == nil && loadErr == nil {
-		items, loadErr = publish.LoadFiles(args)
-	}
-	// An empty set caused by unreadable files is not a problem of its own.
-	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax})
-	if err := errlist.Join(loadErr, vErr); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
 
 func parseMode(s string) (publish.Mode, error) {
 	m, err := publish.ParseMode(s)
@@ -57,6 +35,12 @@ func (a *app) publishCommand() *cobra.Command {
 		Long: `Publish DIR's regular files (hidden ones skipped; sub-directories refused
 unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
 the next generation of the root. Items are named by file name.
+
+Editor and tool leftovers in DIR (app.conf~, #app.conf#, *.swp, *.tmp,
+*.bak, ...) are skipped and named; --ignore GLOB skips more,
+--no-default-ignore none of them. A symbolic link in DIR whose target
+resolves outside DIR is refused (a link to /etc/shadow would publish it to
+every host, and keep it in history) unless --follow-external-symlinks.
 
 Everything is checked before anything is written: names, sizes, an empty set
 (refused unless --allow-empty) and that .json, .yaml/.yml and .toml files
@@ -106,7 +90,8 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return usagef("--expect-generation must not be negative")
 			}
 			msg, msgErr := a.message()
-			items, err := loadInput(args, a.v.GetBool("flatten"), a.validating(), a.v.GetBool("allow-empty"))
+			items, ignored, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
+			a.ignored = ignored
 			renderErr := a.renderWith(cmd, items)
 			canary, canaryErr := a.canarySelection()
 			var waitErr error
@@ -158,6 +143,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	validateFlags(cmd)
 	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	inputFlags(cmd)
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	renderWithFlag(cmd)
 	messageFlag(cmd)
@@ -243,14 +229,29 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 	if rollbackOf > 0 {
 		obj["rollback_of"] = rollbackOf
 	}
+	var canary *manifest.Selection
+	if res.Manifest != nil && res.Manifest.Candidate != nil {
+		canary = res.Manifest.Candidate
+		obj["canary"] = map[string]any{"selector": canary.Selector, "percent": canary.Percent}
+	}
+	if a.ignored != nil {
+		obj["ignored"] = a.ignored
+	}
 	a.emit(obj, func(w io.Writer) {
 		if res.TookOver != "" {
 			fmt.Fprintln(w, res.TookOver)
 		}
+		ignoredLine(w, a.ignored)
 		switch {
 		case res.Unchanged:
 			fmt.Fprintf(w, "unchanged at generation %d (%s)\n", res.Generation, root)
 			return
+		case res.DryRun && canary != nil:
+			fmt.Fprintf(w, "dry run: would start a canary rollout on %s: candidate generation %d for selection %s (%s mode)",
+				root, res.Generation, publish.DescribeSelection(*canary), res.Mode)
+		case canary != nil:
+			fmt.Fprintf(w, "started a canary rollout on %s: candidate generation %d for selection %s (%s mode, zxid %#x)",
+				root, res.Generation, publish.DescribeSelection(*canary), res.Mode, res.Zxid)
 		case res.DryRun:
 			fmt.Fprintf(w, "dry run: would publish generation %d to %s (%s mode)", res.Generation, root, res.Mode)
 		default:
@@ -318,9 +319,11 @@ The exit code is 0 whether or not there are differences; with --exit-code
 			var local map[string][]byte
 			if gen == 0 {
 				var err error
-				if local, err = loadInput(args, a.v.GetBool("flatten"), false, true); err != nil {
+				var ignored []string
+				if local, ignored, err = loadInput(args, a.loadOptions(), false, true); err != nil {
 					return err
 				}
+				a.ignored = ignored
 			}
 			invalid := a.syntaxProblems(local)
 			if len(invalid) > 0 && !a.json() {
@@ -359,6 +362,12 @@ The exit code is 0 whether or not there are differences; with --exit-code
 			if len(invalid) > 0 {
 				obj["invalid"] = invalid
 			}
+			if a.ignored != nil {
+				obj["ignored"] = a.ignored
+			}
+			if !a.json() {
+				ignoredLine(a.stderr, a.ignored)
+			}
 			a.emit(obj, func(w io.Writer) {
 				if text == "" {
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
@@ -374,6 +383,7 @@ The exit code is 0 whether or not there are differences; with --exit-code
 	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
 	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	inputFlags(cmd)
 	validateFlags(cmd)
 	return cmd
 }

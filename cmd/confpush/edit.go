@@ -76,7 +76,9 @@ again and retries (at most 5 attempts in all), so concurrent puts of
 different items all survive; after 5 lost races it exits 3.
 
 An item whose name says its format (.json, .yaml/.yml, .toml) must parse,
-unless --no-validate. Content identical to the live item is "unchanged".
+unless --no-validate. An empty input is refused unless --allow-empty (in a
+pipe, an upstream command that failed usually leaves it empty). Content
+identical to the live item is "unchanged".
 Without --message the generation's message is "put NAME".
 
 A root that was never published is refused (exit 1, kind not_published,
@@ -91,7 +93,14 @@ every agent following the root would render exactly that.`,
 			msg, msgErr := a.message()
 			data, readErr := a.readItem(cmd, args[1:])
 			var vErr error
-			if readErr == nil {
+			switch {
+			case readErr != nil:
+			case len(data) == 0 && !a.v.GetBool("allow-empty"):
+				// An empty input is far more often a failed command at
+				// the head of a pipe than an empty file wanted on every
+				// host.
+				vErr = &publish.InputError{Item: name, Err: fmt.Errorf("the input (%s) is empty: nothing to put; an upstream command in a pipe may have failed (--allow-empty puts an empty item)", inputName(args[1:]))}
+			default:
 				vErr = publish.Validate(map[string][]byte{name: data}, publish.ValidateOptions{Syntax: a.validating()})
 			}
 			if err := errlist.Join(msgErr, readErr, vErr); err != nil {
@@ -108,8 +117,17 @@ every agent following the root would render exactly that.`,
 	}
 	a.editFlags(cmd)
 	cmd.Flags().Bool("create", false, "allow the put to create a root that was never published (a set of this item alone)")
+	cmd.Flags().Bool("allow-empty", false, "allow an empty input (an empty item); refused otherwise")
 	validateFlags(cmd)
 	return cmd
+}
+
+// inputName names put's input: FILE, or standard input.
+func inputName(args []string) string {
+	if len(args) == 1 && args[0] != "-" {
+		return args[0]
+	}
+	return "standard input"
 }
 
 // readItem reads FILE, or standard input for "-" or no FILE, bounded: a
@@ -117,10 +135,8 @@ every agent following the root would render exactly that.`,
 // Reading a terminal says so, rather than seeming to hang.
 func (a *app) readItem(cmd *cobra.Command, args []string) ([]byte, error) {
 	src, what := cmd.InOrStdin(), "standard input"
-	if f, ok := src.(*os.File); ok && (len(args) == 0 || args[0] == "-") {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintln(a.stderr, "confpush: reading the item from the terminal; end with Ctrl-D")
-		}
+	if f, ok := src.(*os.File); ok && (len(args) == 0 || args[0] == "-") && isTTY(f) {
+		fmt.Fprintln(a.stderr, "confpush: reading the item from the terminal; end with Ctrl-D")
 	}
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])

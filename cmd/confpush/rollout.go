@@ -22,7 +22,7 @@ import (
 func canaryFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.String("canary", "", "publish as the candidate of a canary rollout for the agents this label selector selects (zone=a,role=web; zone in (a,b); zone!=b)")
-	f.Float64("canary-percent", 0, "canary: only the agents whose stable id bucket is below this percent (0.01-100), ANDed with --canary")
+	f.Float64("canary-percent", 0, "canary: only the agents whose stable id bucket is below this percent (0.01-100; 0 is refused), ANDed with --canary")
 	f.StringSlice("canary-agents", nil, "canary: only these agent ids (sugar for 'agent in (...)', ANDed with --canary)")
 	f.Bool("allow-empty-canary", false, "start a canary even when its selection selects no expected agent")
 }
@@ -38,10 +38,25 @@ func (a *app) canarySelection() (*manifest.Selection, error) {
 	selector := strings.TrimSpace(a.v.GetString("canary"))
 	percent := a.v.GetFloat64("canary-percent")
 	ids := a.v.GetStringSlice("canary-agents")
+	// A flag given with a value that selects nothing (--canary-percent 0,
+	// --canary-agents '', --canary '') would otherwise leave no selection:
+	// a plain publish to the whole fleet, the opposite of what was asked.
+	var errs []error
+	if a.v.IsSet("canary") && selector == "" {
+		errs = append(errs, errors.New("--canary: empty selector: give one (zone=a), or drop the flag to publish to every agent"))
+	}
+	if a.v.IsSet("canary-percent") && percent == 0 {
+		errs = append(errs, errors.New("--canary-percent 0 selects no agent: give a percent in (0, 100], or drop the flag to publish to every agent"))
+	}
+	if a.v.IsSet("canary-agents") && len(ids) == 0 {
+		errs = append(errs, errors.New("--canary-agents: no agent id given: name at least one, or drop the flag to publish to every agent"))
+	}
+	if len(errs) > 0 {
+		return nil, usageError{fmt.Errorf("canary: %w", errlist.Join(errs...))}
+	}
 	if selector == "" && percent == 0 && len(ids) == 0 {
 		return nil, nil
 	}
-	var errs []error
 	if len(ids) > 0 {
 		for _, id := range ids {
 			if id == "" || strings.ContainsAny(id, " ,()") {
@@ -319,7 +334,7 @@ selects every agent the selector selects.`,
 			percent := a.v.GetFloat64("canary-percent")
 			msg, msgErr := a.message()
 			var pErr error
-			if percent <= 0 || percent > 100 {
+			if !(percent > 0 && percent <= 100) { // NaN too
 				pErr = usagef("--canary-percent P is required, in (0, 100]")
 			}
 			if err := errlist.Join(msgErr, pErr); err != nil {

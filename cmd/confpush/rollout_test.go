@@ -37,7 +37,7 @@ func TestCLIRollout(t *testing.T) {
 
 	// The smallest percent that selects web-a.
 	pct := strconv.FormatFloat(float64(manifest.Bucket("web-a")+1)/100, 'f', 2, 64)
-	c.run("publish", "--canary", "zone=a", "--canary-percent", pct, "-m", "try it", dir).want(t, 0, "published generation 2")
+	c.run("publish", "--canary", "zone=a", "--canary-percent", pct, "-m", "try it", dir).want(t, 0, "started a canary rollout on /rollout/app: candidate generation 2 for selection \"zone=a\" and")
 	root := rootOf(t, conn, c.root)
 	if root.Generation != 1 || root.Canary == nil || root.Canary.Generation != 2 || root.Canary.Selector != "zone=a" {
 		t.Fatalf("root after --canary: %+v", root)
@@ -94,7 +94,7 @@ func TestCLIRollout(t *testing.T) {
 	}
 
 	// A second rollout by explicit agents, aborted.
-	c.run("publish", "--canary-agents", "web-b", other).want(t, 0, "published generation 4")
+	c.run("publish", "--canary-agents", "web-b", other).want(t, 0, "candidate generation 4 for selection \"agent in (web-b)\"")
 	if r := rootOf(t, conn, c.root); r.Canary == nil || r.Canary.Selector != "agent in (web-b)" {
 		t.Fatalf("--canary-agents: %+v", r.Canary)
 	}
@@ -103,7 +103,7 @@ func TestCLIRollout(t *testing.T) {
 	c.run("history").want(t, 0, "abort of 4")
 
 	// --supersede: a third rollout ended by a plain publish.
-	c.run("publish", "--canary", "zone=b", other).want(t, 0, "published generation 6")
+	c.run("publish", "--canary", "zone=b", other).want(t, 0, "candidate generation 6 for selection \"zone=b\"")
 	c.run("publish", "--supersede", other).want(t, 0, "published generation 7")
 	if r := rootOf(t, conn, c.root); r.Canary != nil {
 		t.Fatalf("after --supersede: %+v", r.Canary)

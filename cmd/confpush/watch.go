@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/election"
+	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -29,7 +31,13 @@ check that its election node still exists, so a leader whose session expired
 cannot publish even before it learns it lost; while disconnected it suspends
 publishing. It runs until SIGINT or SIGTERM (--timeout does not apply).
 DIR is the source of truth: a file removed from it is removed from the root
-(watch implies publish --prune).
+(watch implies publish --prune). DIR is read as publish reads it: editor
+and tool leftovers (backups such as app.conf~, autosaves such as
+#app.conf#, swap and temporary files) are skipped and named (--ignore adds
+patterns, --no-default-ignore drops the defaults), and a symbolic link
+whose target resolves outside DIR is refused unless
+--follow-external-symlinks (a link to /etc/shadow would publish it to every
+host, and keep it in history).
 
 Every state of DIR is validated as publish validates it (--no-validate skips
 the .json/.yaml/.toml syntax check): a bad state is refused with its problems
@@ -57,6 +65,7 @@ the driver aborted is not tried again until DIR changes.`,
 	}
 	cmd.Flags().Duration("debounce", 500*time.Millisecond, "quiet time after the last change before publishing")
 	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	inputFlags(cmd)
 	validateFlags(cmd)
 	supersedeFlag(cmd)
 	watchCanaryFlags(cmd)
@@ -67,7 +76,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usagef("watch: %s is not a directory", dir)
 	}
-	if err := a.watchCanaryPlan(); err != nil {
+	if err := errlist.Join(a.watchCanaryPlan(), publish.CheckIgnore(a.loadOptions())); err != nil {
 		return err
 	}
 	w, err := fsnotify.NewWatcher()
@@ -92,7 +101,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	host, _ := os.Hostname()
 	cand := election.New(conn, sess, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
 	debounce := a.v.GetDuration("debounce")
-	flatten := a.v.GetBool("flatten")
+	opts := a.loadOptions()
 
 	for ctx.Err() == nil {
 		a.log.Info("campaigning for leadership", "election", a.paths().Election())
@@ -105,7 +114,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		}
 		a.log.Info("leading: publishing on changes", "node", lead.Node)
 		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, sess, lead, w, dir, debounce, flatten)
+		lost := a.lead(ctx, p, sess, lead, w, dir, debounce, opts)
 		if lost != nil {
 			a.log.Warn("leadership lost; campaigning again", "reason", lost)
 			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
@@ -120,7 +129,7 @@ var errLeadershipLost = errors.New("leadership lost")
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
 func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Session, lead election.Leadership,
-	w *fsnotify.Watcher, dir string, debounce time.Duration, flatten bool) error {
+	w *fsnotify.Watcher, dir string, debounce time.Duration, opts publish.LoadOptions) error {
 	publishNow := true // the directory may have changed while we did not lead
 	ws := &watchState{}
 	var timer <-chan time.Time
@@ -134,7 +143,7 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Ses
 		}
 		if publishNow && sess.Status().Connected {
 			publishNow = false
-			if err := a.publishDir(ctx, p, dir, flatten, lead.Node, ws); err != nil {
+			if err := a.publishDir(ctx, p, dir, opts, lead.Node, ws); err != nil {
 				var refused dirRefusedError
 				switch {
 				case errors.Is(err, publish.ErrFenced):
@@ -190,6 +199,8 @@ type watchState struct {
 	// published again until the directory changes).
 	drive   *watchRollout
 	aborted string
+	// ignored is the list of ignored entries last reported.
+	ignored string
 }
 
 // dirRefusedError is a directory state that does not validate.
@@ -204,8 +215,16 @@ func (e dirRefusedError) Unwrap() error { return e.err }
 // expects the live generation it judged, so the warning naming the
 // generation it replaces is true; a publish landing in between is judged
 // again.
-func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, flatten bool, fence string, ws *watchState) error {
-	items, err := publish.LoadDir(dir, publish.LoadOptions{Flatten: flatten})
+func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
+	c, err := publish.LoadDirContents(dir, opts)
+	items := c.Items
+	if ig := strings.Join(c.Ignored, ", "); ig != ws.ignored {
+		ws.ignored = ig
+		if ig != "" {
+			a.log.Info("ignoring files matching the ignore patterns", "files", ig)
+		}
+		ignoredLine(a.stdout, c.Ignored)
+	}
 	if err == nil {
 		err = publish.Validate(items, publish.ValidateOptions{Syntax: a.validating()})
 	}
@@ -275,9 +294,13 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 		ws.drive = &watchRollout{res: res, items: items}
 	}
 	ws.known = res.Generation
-	if res.Unchanged {
+	switch {
+	case res.Unchanged:
 		fmt.Fprintf(a.stdout, "unchanged at generation %d\n", res.Generation)
-	} else {
+	case req.Canary != nil:
+		fmt.Fprintf(a.stdout, "started a canary rollout: candidate generation %d for selection %s (%d added, %d changed, %d removed)\n",
+			res.Generation, publish.DescribeSelection(*req.Canary), len(res.Added), len(res.Changed), len(res.Removed))
+	default:
 		fmt.Fprintf(a.stdout, "published generation %d (%d added, %d changed, %d removed)\n",
 			res.Generation, len(res.Added), len(res.Changed), len(res.Removed))
 	}

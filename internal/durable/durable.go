@@ -25,8 +25,11 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -38,15 +41,42 @@ import (
 //
 // The file is created with mode 0600; prepare sets the final mode.
 func WriteTemp(dir, prefix string, data []byte, prepare func(*os.File) error) (path string, err error) {
-	f, err := os.CreateTemp(dir, prefix+"*")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
 	}
-	tmp := f.Name()
+	defer root.Close()
+	name, err := WriteTempIn(root, dir, prefix, data, prepare)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// WriteTempIn is WriteTemp in the directory root holds open (dir names it
+// in messages): the file is created by name in that directory (O_EXCL,
+// which never follows a symbolic link), so no link swapped in for the
+// directory or one of its parents can redirect it. It returns the file's
+// name in root.
+func WriteTempIn(root *os.Root, dir, prefix string, data []byte, prepare func(*os.File) error) (_ string, err error) {
+	var f *os.File
+	var name string
+	for try := 0; ; try++ {
+		name = prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	tmp := filepath.Join(dir, name)
 	defer func() {
 		if err != nil {
 			_ = f.Close() // may already be closed; the error is irrelevant then
-			_ = os.Remove(tmp)
+			_ = root.Remove(name)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -63,7 +93,7 @@ func WriteTemp(dir, prefix string, data []byte, prepare func(*os.File) error) (p
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("close %s: %w", tmp, err)
 	}
-	return tmp, nil
+	return name, nil
 }
 
 // Replace atomically replaces path with data (mode perm), using a
@@ -95,14 +125,30 @@ func SyncDir(dir string) error {
 // a filesystem that refuses directory fsyncs; the tolerance policy applies
 // to what fsync returns.
 func SyncDirWith(dir string, fsync func(*os.File) error) error {
-	if fsync == nil {
-		fsync = (*os.File).Sync
-	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open directory for fsync: %w", err)
 	}
+	return syncClose(d, dir, fsync)
+}
+
+// SyncDirIn is SyncDir for the directory name inside root ("." for root
+// itself), opened without leaving root; dir names it in messages.
+func SyncDirIn(root *os.Root, name, dir string) error {
+	d, err := root.Open(name)
+	if err != nil {
+		return fmt.Errorf("open directory for fsync: %w", err)
+	}
+	return syncClose(d, dir, nil)
+}
+
+// syncClose fsyncs (with fsync, nil for the real one) and closes the
+// directory d, tolerating EINVAL.
+func syncClose(d *os.File, dir string, fsync func(*os.File) error) error {
 	defer d.Close()
+	if fsync == nil {
+		fsync = (*os.File).Sync
+	}
 	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}

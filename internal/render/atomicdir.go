@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -181,7 +184,12 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if len(w.retired) == 0 {
 		return 0, nil
 	}
-	current, err := w.readLink()
+	root, err := w.open(false)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	current, err := w.readLink(root)
 	if err != nil {
 		return 0, err
 	}
@@ -200,28 +208,28 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 			}
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.dir, r.name)); err != nil {
+		if err := root.RemoveAll(r.name); err != nil {
 			// Left for step 2 of the next write.
-			errs = append(errs, fmt.Errorf("render: remove previous generation: %w", err))
+			errs = append(errs, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, r.name), err)))
 			continue
 		}
 		removed = true
 	}
 	w.retired = keep
 	if removed {
-		w.refreshCurrent(current)
+		w.refreshCurrent(root, current)
 	}
 	return next, errlist.Join(errs...)
 }
 
 // refreshCurrent records the ctime that removing a previous generation
 // directory gave the files of current linked from it.
-func (w *DirWriter) refreshCurrent(current string) {
+func (w *DirWriter) refreshCurrent(root *os.Root, current string) {
 	if w.rec == nil || w.rec.name != current {
 		return
 	}
 	for name, fr := range w.rec.files {
-		w.rec.files[name] = refresh(fr, filepath.Join(w.dir, current, name))
+		w.rec.files[name] = refresh(fr, root, path.Join(current, name))
 	}
 }
 
@@ -259,14 +267,14 @@ type fileID struct {
 	mtime, ctime int64
 }
 
-// refresh returns fr with the ctime that lstat(path) shows now, if path is
-// still fr's inode with fr's size, mode, owner and mtime; an untrusted
-// record (the file will be read) otherwise.
-func refresh(fr fileRecord, path string) fileRecord {
+// refresh returns fr with the ctime that lstat shows now for the file name
+// of root, if it is still fr's inode with fr's size, mode, owner and
+// mtime; an untrusted record (the file will be read) otherwise.
+func refresh(fr fileRecord, root *os.Root, name string) fileRecord {
 	if !fr.trusted {
 		return fr
 	}
-	fi, err := os.Lstat(path)
+	fi, err := root.Lstat(name)
 	if err != nil {
 		return fileRecord{}
 	}
@@ -298,12 +306,26 @@ type genRecord struct {
 
 // NewDirWriter returns a DirWriter for dir, which is created (mode 0755,
 // with parents) on the first write if missing.
+//
+// Every operation opens dir from "/" one component at a time without
+// following a symbolic link that others could replace (as WriteFile opens
+// a destination's directory: an *UntrustedLinkError, nothing written) and
+// works inside the directory so opened, through an os.Root: no link
+// swapped into the path, and no entry inside dir, can make it write or
+// remove anything outside dir.
 func NewDirWriter(dir string) *DirWriter {
 	return &DirWriter{dir: filepath.Clean(dir)}
 }
 
 // Dir returns the managed directory.
 func (w *DirWriter) Dir() string { return w.dir }
+
+// open opens the managed directory (creating it and its parents, with
+// create).
+func (w *DirWriter) open(create bool) (*os.Root, error) {
+	root, _, err := openDir(w.dir, create)
+	return root, err
+}
 
 // Write makes files (name -> content) the complete content of the
 // directory, applying opts' mode and owner to every file
@@ -318,7 +340,8 @@ func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bo
 		return false, err
 	}
 	if p.same {
-		return w.finish(files, p.current, "")
+		defer p.root.Close()
+		return w.finish(p.root, files, p.current, "")
 	}
 	s, err := w.stage(files, opts, p)
 	if err != nil {
@@ -336,23 +359,28 @@ func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, er
 	if err := w.validate(files, opts); err != nil {
 		return false, err
 	}
-	entries, err := os.ReadDir(w.dir)
+	root, err := w.open(false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("render: %w", err)
+		return false, err
 	}
-	current, err := w.readLink()
+	defer root.Close()
+	entries, err := readDirIn(root, ".")
+	if err != nil {
+		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
+	}
+	current, err := w.readLink(root)
 	if err != nil || current == "" {
 		return false, err
 	}
-	linksOK, err := w.checkLinks(entries, files)
+	linksOK, err := w.checkLinks(root, entries, files)
 	if err != nil || !linksOK {
 		// A foreign entry in a payload slot is drift too; Write reports it.
 		return false, nil
 	}
-	same, _, err := w.matchSet(current, files, opts, true)
+	same, _, err := w.matchSet(root, current, files, opts, true)
 	return same, err
 }
 
@@ -364,7 +392,9 @@ type StagedDir struct {
 	w       *DirWriter
 	files   map[string][]byte
 	opts    FileOptions
-	path    string
+	root    *os.Root // the managed directory, open until Commit or Abort
+	name    string   // the staged directory's name in it
+	path    string   // and its path
 	recs    map[string]fileRecord
 	changed bool
 	done    bool
@@ -401,6 +431,7 @@ func (w *DirWriter) StageIfChanged(files map[string][]byte, opts FileOptions) (_
 		return nil, err
 	}
 	if p.same && p.linksOK {
+		_ = p.root.Close()
 		return nil, nil
 	}
 	s, err := w.stage(files, opts, p)
@@ -433,13 +464,14 @@ func (s *StagedDir) Abort() {
 		return
 	}
 	s.done = true
-	_ = os.RemoveAll(s.path) // best effort: an orphan is removed by the next write
+	defer s.root.Close()
+	_ = s.root.RemoveAll(s.name) // best effort: an orphan is removed by the next write
 	// Removing the links changed the ctime of the current files linked
 	// into the staged set.
 	if rec := s.w.rec; rec != nil {
 		for name, fr := range rec.files {
 			if _, linked := s.recs[name]; linked {
-				rec.files[name] = refresh(fr, filepath.Join(s.w.dir, rec.name, name))
+				rec.files[name] = refresh(fr, s.root, path.Join(rec.name, name))
 			}
 		}
 	}
@@ -449,53 +481,69 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	if s.done {
 		return false, ErrAlreadyDone
 	}
-	w := s.w
-	current, err := w.readLink()
+	w, root := s.w, s.root
+	if recheck {
+		// The directory must still be the one staged into: a link
+		// swapped into its path since then is refused, not written
+		// through.
+		now, err := w.open(false)
+		if err != nil {
+			s.Abort()
+			return false, err
+		}
+		same := sameDir(now, root)
+		_ = now.Close()
+		if !same {
+			s.Abort()
+			return false, fmt.Errorf("render: %s now leads to another directory than the one staged into: nothing swapped", w.dir)
+		}
+	}
+	current, err := w.readLink(root)
 	if err != nil {
 		s.Abort()
 		return false, err
 	}
 	if recheck && current != "" {
-		same, _, err := w.matchSet(current, s.files, s.opts, true)
+		same, _, err := w.matchSet(root, current, s.files, s.opts, true)
 		if err != nil {
 			s.Abort()
 			return false, err
 		}
 		if same {
+			changed, err := w.finish(root, s.files, current, "")
 			s.Abort()
-			return w.finish(s.files, current, "")
+			return changed, err
 		}
 	}
 	s.done = true
-	newName := filepath.Base(s.path)
-	tmpLink := filepath.Join(w.dir, DataTmpLink)
-	if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		_ = os.RemoveAll(s.path)
-		return false, fmt.Errorf("render: remove stale %s: %w", tmpLink, err)
+	defer root.Close()
+	if err := root.Remove(DataTmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = root.RemoveAll(s.name)
+		return false, fmt.Errorf("render: remove stale %w", pathError("remove", filepath.Join(w.dir, DataTmpLink), err))
 	}
-	if err := os.Symlink(newName, tmpLink); err != nil {
-		_ = os.RemoveAll(s.path)
-		return false, fmt.Errorf("render: %w", err)
+	if err := root.Symlink(s.name, DataTmpLink); err != nil {
+		_ = root.RemoveAll(s.name)
+		return false, fmt.Errorf("render: %w", pathError("symlink", filepath.Join(w.dir, DataTmpLink), err))
 	}
-	if err := os.Rename(tmpLink, filepath.Join(w.dir, DataLink)); err != nil {
-		_ = os.Remove(tmpLink)
-		_ = os.RemoveAll(s.path)
-		return false, fmt.Errorf("render: swap %s: %w", DataLink, err)
+	if err := root.Rename(DataTmpLink, DataLink); err != nil {
+		_ = root.Remove(DataTmpLink)
+		_ = root.RemoveAll(s.name)
+		return false, fmt.Errorf("render: swap %s: %w", DataLink, pathError("rename", filepath.Join(w.dir, DataLink), err))
 	}
-	w.rec = &genRecord{name: newName, files: s.recs}
+	w.rec = &genRecord{name: s.name, files: s.recs}
 	// From here on the new set is visible: report changed=true whatever
 	// happens, so that the caller reloads its consumers.
-	if err := syncDir(w.dir); err != nil {
+	if err := syncDirIn(root, ".", w.dir); err != nil {
 		return true, err
 	}
-	if _, err := w.finish(s.files, newName, current); err != nil {
+	if _, err := w.finish(root, s.files, s.name, current); err != nil {
 		return true, err
 	}
 	if current != "" {
 		// Removing the previous set changed the ctime of every file
 		// linked from it.
 		for name, fr := range s.recs {
-			s.recs[name] = refresh(fr, filepath.Join(s.path, name))
+			s.recs[name] = refresh(fr, root, path.Join(s.name, name))
 		}
 	}
 	return true, nil
@@ -503,6 +551,8 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 
 // prepared is what steps 1-4 found.
 type prepared struct {
+	root    *os.Root              // the managed directory, open (the caller closes it)
+	real    string                // its path, symbolic links followed
 	current string                // current generation directory, "" if none
 	same    bool                  // current holds exactly the payload
 	linksOK bool                  // every top-level link is in place, none extra
@@ -522,33 +572,39 @@ func (w *DirWriter) validate(files map[string][]byte, opts FileOptions) error {
 }
 
 // prepare runs steps 1-4: validation, crash clean-up, readlink, link
-// checks and comparison.
+// checks and comparison. Unless it fails, p.root is open: the caller
+// closes it, or hands it to a StagedDir.
 func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepared, err error) {
 	if err := w.validate(files, opts); err != nil {
 		return p, err
 	}
-	if err := os.MkdirAll(w.dir, dirMode); err != nil {
-		return p, fmt.Errorf("render: %w", err)
+	if p.root, p.real, err = openDir(w.dir, true); err != nil {
+		return p, err
 	}
-	p.current, err = w.readLink()
+	defer func() {
+		if err != nil {
+			_ = p.root.Close()
+		}
+	}()
+	p.current, err = w.readLink(p.root)
 	if err != nil {
 		return p, err
 	}
-	entries, err := os.ReadDir(w.dir)
+	entries, err := readDirIn(p.root, ".")
 	if err != nil {
-		return p, fmt.Errorf("render: %w", err)
+		return p, fmt.Errorf("render: %w", pathError("open", w.dir, err))
 	}
-	if err := w.removeStale(entries, p.current); err != nil {
+	if err := w.removeStale(p.root, entries, p.current); err != nil {
 		return p, err
 	}
-	p.linksOK, err = w.checkLinks(entries, files)
+	p.linksOK, err = w.checkLinks(p.root, entries, files)
 	if err != nil {
 		return p, err
 	}
 	if p.current == "" {
 		return p, nil
 	}
-	p.same, p.keep, err = w.matchSet(p.current, files, opts, false)
+	p.same, p.keep, err = w.matchSet(p.root, p.current, files, opts, false)
 	return p, err
 }
 
@@ -556,7 +612,7 @@ func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepar
 // payload: it fails with ErrNotManaged if a payload name is taken by
 // anything but our own link, and reports whether every payload name has
 // its link and no link of ours is left for a name not in the payload.
-func (w *DirWriter) checkLinks(entries []fs.DirEntry, files map[string][]byte) (ok bool, err error) {
+func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[string][]byte) (ok bool, err error) {
 	ok = true
 	seen := 0
 	for _, e := range entries {
@@ -568,7 +624,7 @@ func (w *DirWriter) checkLinks(entries []fs.DirEntry, files map[string][]byte) (
 			}
 			continue
 		}
-		own := w.isOwnLink(name)
+		own := isOwnLink(root, name)
 		switch {
 		case want && own:
 			seen++
@@ -585,13 +641,20 @@ func (w *DirWriter) checkLinks(entries []fs.DirEntry, files map[string][]byte) (
 // whether gen holds exactly the payload, and which of its files hold their
 // payload content (with their records). With quick, it stops at the first
 // difference. What it learns becomes the record of gen.
-func (w *DirWriter) matchSet(gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
-	entries, err := os.ReadDir(filepath.Join(w.dir, gen))
+func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
+	// One root for gen: each file is then one system call away, not an
+	// open of gen per file.
+	groot, err := root.OpenRoot(gen)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil, nil
 	}
 	if err != nil {
-		return false, nil, fmt.Errorf("render: %w", err)
+		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
+	}
+	defer func() { _ = groot.Close() }()
+	entries, err := readDirIn(groot, ".")
+	if err != nil {
+		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
 	}
 	var old map[string]fileRecord
 	if w.rec != nil && w.rec.name == gen {
@@ -618,7 +681,7 @@ func (w *DirWriter) matchSet(gen string, files map[string][]byte, opts FileOptio
 			same = false
 			continue
 		}
-		fr, match, err := checkFile(filepath.Join(w.dir, gen, e.Name()), old[e.Name()], data, opts)
+		fr, match, err := checkFile(groot, e.Name(), old[e.Name()], data, opts)
 		if err != nil {
 			return false, nil, err
 		}
@@ -634,13 +697,14 @@ func (w *DirWriter) matchSet(gen string, files map[string][]byte, opts FileOptio
 	return same, keep, nil
 }
 
-// checkFile reports whether the file at path holds data with opts' mode
-// and owner, and returns its record if so (or the old record, if it still
-// vouches for the file's other content). A trusted record whose identity
-// lstat still sees vouches for the content; otherwise the file is read.
-func checkFile(path string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
+// checkFile reports whether the file name of root holds data with opts'
+// mode and owner, and returns its record if so (or the old record, if it
+// still vouches for the file's other content). A trusted record whose
+// identity lstat still sees vouches for the content; otherwise the file is
+// read.
+func checkFile(root *os.Root, name string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
 	if old.trusted {
-		fi, err := os.Lstat(path)
+		fi, err := root.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fileRecord{}, false, nil
 		}
@@ -657,7 +721,7 @@ func checkFile(path string, old fileRecord, data []byte, opts FileOptions) (file
 		}
 	}
 	now := time.Now()
-	fi, same, err := sameFileInfo(path, data, opts)
+	fi, same, err := sameFileInfo(root, name, data, opts)
 	if err != nil || !same {
 		return fileRecord{}, false, err
 	}
@@ -677,39 +741,44 @@ func sameBytes(a, b []byte) bool {
 	return bytes.Equal(a, b)
 }
 
-// stage runs step 5.
+// stage runs step 5. The StagedDir takes p.root over (closed on an
+// error).
 func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared) (s *StagedDir, err error) {
+	root := p.root
 	prefix := ".." + time.Now().UTC().Format(tsLayout) + "."
-	path, err := os.MkdirTemp(w.dir, prefix)
+	name, err := mkdirTemp(root, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
+		_ = root.Close()
+		return nil, fmt.Errorf("render: %w", pathError("mkdir", filepath.Join(w.dir, prefix+"*"), err))
 	}
 	defer func() {
 		if err != nil {
-			_ = os.RemoveAll(path)
+			_ = root.RemoveAll(name)
+			_ = root.Close()
 		}
 	}()
-	if err := os.Chmod(path, dirMode); err != nil {
-		return nil, fmt.Errorf("render: %w", err)
+	if err := root.Chmod(name, dirMode); err != nil {
+		return nil, fmt.Errorf("render: %w", pathError("chmod", filepath.Join(w.dir, name), err))
 	}
 	recs := make(map[string]fileRecord, len(files))
 	var write []string // the files not linked from the current set
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if fr, ok := p.keep[name]; ok {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
+		rel := path.Join(name, f)
+		if fr, ok := p.keep[f]; ok {
 			// The current set is immutable: share its inode. Any error
 			// (EXDEV, EPERM, no hard links here) just means writing.
-			if os.Link(filepath.Join(w.dir, p.current, name), filepath.Join(path, name)) == nil {
+			if root.Link(path.Join(p.current, f), rel) == nil {
 				// The link changed the inode's ctime; both names are
 				// the same inode.
-				fr = refresh(fr, filepath.Join(path, name))
-				recs[name] = fr
+				fr = refresh(fr, root, rel)
+				recs[f] = fr
 				if w.rec != nil && w.rec.name == p.current {
-					w.rec.files[name] = fr
+					w.rec.files[f] = fr
 				}
 				continue
 			}
 		}
-		write = append(write, name)
+		write = append(write, f)
 	}
 	// Written first, then fsynced together, so that they wait for the
 	// disk once, not once each (durable.SyncClose); nothing is visible
@@ -718,37 +787,52 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	// goes beside the last batch's.
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(path, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last); err != nil {
+		if err := writeBatch(root, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last); err != nil {
 			return nil, err
 		}
 	}
 	if len(write) == 0 {
-		if err := syncDir(path); err != nil {
+		if err := syncDirIn(root, name, filepath.Join(w.dir, name)); err != nil {
 			return nil, err
 		}
 	}
-	return &StagedDir{w: w, files: files, opts: opts, path: path, recs: recs, changed: true}, nil
+	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true}, nil
+}
+
+// mkdirTemp creates a directory named prefix and random digits in root
+// (mode 0700, as os.MkdirTemp) and returns its name.
+func mkdirTemp(root *os.Root, prefix string) (string, error) {
+	for try := 0; ; try++ {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		err := root.Mkdir(name, 0o700)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try >= 10000 {
+			return "", err
+		}
+	}
 }
 
 // finish runs steps 9-10: reconcile top-level links with the payload, then
 // remove the previous generation directory (old, may be "").
-func (w *DirWriter) finish(files map[string][]byte, current, old string) (changed bool, err error) {
-	entries, err := os.ReadDir(w.dir)
+func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old string) (changed bool, err error) {
+	entries, err := readDirIn(root, ".")
 	if err != nil {
-		return false, fmt.Errorf("render: %w", err)
+		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
 	}
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		name := e.Name()
-		if e.Type()&fs.ModeSymlink == 0 || !w.isOwnLink(name) {
+		if e.Type()&fs.ModeSymlink == 0 || !isOwnLink(root, name) {
 			continue
 		}
 		if _, keep := files[name]; keep {
 			present[name] = true
 			continue
 		}
-		if err := os.Remove(filepath.Join(w.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("render: %w", err)
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("render: %w", pathError("remove", filepath.Join(w.dir, name), err))
 		}
 		changed = true
 	}
@@ -756,13 +840,13 @@ func (w *DirWriter) finish(files map[string][]byte, current, old string) (change
 		if present[name] {
 			continue
 		}
-		if err := os.Symlink(filepath.Join(DataLink, name), filepath.Join(w.dir, name)); err != nil {
-			return changed, fmt.Errorf("render: %w", err)
+		if err := root.Symlink(path.Join(DataLink, name), name); err != nil {
+			return changed, fmt.Errorf("render: %w", pathError("symlink", filepath.Join(w.dir, name), err))
 		}
 		changed = true
 	}
 	if changed {
-		if err := syncDir(w.dir); err != nil {
+		if err := syncDirIn(root, ".", w.dir); err != nil {
 			return changed, err
 		}
 	}
@@ -771,8 +855,8 @@ func (w *DirWriter) finish(files map[string][]byte, current, old string) (change
 			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
 			return changed, nil
 		}
-		if err := os.RemoveAll(filepath.Join(w.dir, old)); err != nil {
-			return changed, fmt.Errorf("render: remove previous generation: %w", err)
+		if err := root.RemoveAll(old); err != nil {
+			return changed, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, old), err))
 		}
 	}
 	return changed, nil
@@ -780,21 +864,21 @@ func (w *DirWriter) finish(files map[string][]byte, current, old string) (change
 
 // readLink returns the name of the directory "..data" points to, or "" if
 // there is no "..data" yet.
-func (w *DirWriter) readLink() (string, error) {
+func (w *DirWriter) readLink(root *os.Root) (string, error) {
 	link := filepath.Join(w.dir, DataLink)
-	fi, err := os.Lstat(link)
+	fi, err := root.Lstat(DataLink)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("render: %w", err)
+		return "", fmt.Errorf("render: %w", pathError("lstat", link, err))
 	}
 	if fi.Mode()&os.ModeSymlink == 0 {
 		return "", fmt.Errorf("render: %s: %w (not a symlink)", link, ErrNotManaged)
 	}
-	target, err := os.Readlink(link)
+	target, err := root.Readlink(DataLink)
 	if err != nil {
-		return "", fmt.Errorf("render: %w", err)
+		return "", fmt.Errorf("render: %w", pathError("readlink", link, err))
 	}
 	if !isGenerationDir(target) {
 		return "", fmt.Errorf("render: %s -> %q: %w (unexpected target)", link, target, ErrNotManaged)
@@ -806,26 +890,26 @@ func (w *DirWriter) readLink() (string, error) {
 // current and those within their grace period: the leftovers of a crash or
 // of an abandoned Stage, and previous generations whose grace period
 // passed. entries is a listing of dir.
-func (w *DirWriter) removeStale(entries []fs.DirEntry, current string) error {
+func (w *DirWriter) removeStale(root *os.Root, entries []fs.DirEntry, current string) error {
 	var errs []error
 	now := time.Now()
 	var swapped time.Time // the last swap, for directories of unknown age
 	if w.grace > 0 {
-		if fi, err := os.Lstat(filepath.Join(w.dir, DataLink)); err == nil {
+		if fi, err := root.Lstat(DataLink); err == nil {
 			swapped = fi.ModTime()
 		}
 	}
 	removed := false
 	defer func() {
 		if removed {
-			w.refreshCurrent(current)
+			w.refreshCurrent(root, current)
 		}
 	}()
 	for _, e := range entries {
 		name := e.Name()
 		if name == DataTmpLink {
-			if err := os.Remove(filepath.Join(w.dir, DataTmpLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("render: remove stale %s: %w", DataTmpLink, err)
+			if err := root.Remove(DataTmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("render: remove stale %s: %w", DataTmpLink, pathError("remove", filepath.Join(w.dir, DataTmpLink), err))
 			}
 			continue
 		}
@@ -844,8 +928,8 @@ func (w *DirWriter) removeStale(entries []fs.DirEntry, current string) error {
 				continue
 			}
 		}
-		if err := os.RemoveAll(filepath.Join(w.dir, name)); err != nil {
-			errs = append(errs, fmt.Errorf("render: remove orphan generation: %w", err))
+		if err := root.RemoveAll(name); err != nil {
+			errs = append(errs, fmt.Errorf("render: remove orphan generation: %w", pathError("remove", filepath.Join(w.dir, name), err)))
 			continue
 		}
 		w.retired = slices.DeleteFunc(w.retired, func(r retiredDir) bool { return r.name == name })
@@ -854,27 +938,27 @@ func (w *DirWriter) removeStale(entries []fs.DirEntry, current string) error {
 	return errlist.Join(errs...)
 }
 
-// isOwnLink reports whether dir/name is a symlink to ..data/name, i.e. one
-// that DirWriter created.
-func (w *DirWriter) isOwnLink(name string) bool {
+// isOwnLink reports whether the entry name of root is a symlink to
+// ..data/name, i.e. one that DirWriter created.
+func isOwnLink(root *os.Root, name string) bool {
 	if strings.HasPrefix(name, "..") {
 		return false
 	}
-	target, err := os.Readlink(filepath.Join(w.dir, name))
+	target, err := root.Readlink(name)
 	if err != nil {
 		// Missing, not a symlink (EINVAL) or unreadable: in every case not
 		// something DirWriter created, so not something it may replace or
 		// delete. Callers that need to know why Lstat the entry themselves.
 		return false
 	}
-	return target == filepath.Join(DataLink, name)
+	return target == path.Join(DataLink, name)
 }
 
-// writeBatch creates the files names in dir (their content in files, with
-// owner and mode), fsyncs them together, with dir itself when withDir (every
-// entry of dir exists by then), closes them and records them in recs. On
-// an error the caller removes dir.
-func writeBatch(dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+// writeBatch creates the files names in the directory dir of root (their
+// content in files, with owner and mode), fsyncs them together, with dir
+// itself when withDir (every entry of dir exists by then), closes them and
+// records them in recs. On an error the caller removes dir.
+func writeBatch(root *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
@@ -886,7 +970,7 @@ func writeBatch(dir string, names []string, files map[string][]byte, opts FileOp
 		}
 	}()
 	for i, name := range names {
-		if open[i], err = createNew(filepath.Join(dir, name), files[name], opts); err != nil {
+		if open[i], err = createNew(root, path.Join(dir, name), files[name], opts); err != nil {
 			return err
 		}
 	}
@@ -900,7 +984,7 @@ func writeBatch(dir string, names []string, files map[string][]byte, opts FileOp
 	var dirErr chan error
 	if withDir {
 		dirErr = make(chan error, 1)
-		go func() { dirErr <- syncDir(dir) }()
+		go func() { dirErr <- syncDirIn(root, dir, dir) }()
 	}
 	errs := durable.SyncClose(open)
 	if dirErr != nil {
@@ -918,11 +1002,12 @@ func writeBatch(dir string, names []string, files map[string][]byte, opts FileOp
 	return nil
 }
 
-// createNew creates path exclusively with data, owner and mode, and
-// returns it open and not yet fsynced. On an error nothing is left open
-// (the file itself is removed with its directory by the caller).
-func createNew(path string, data []byte, opts FileOptions) (_ *os.File, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// createNew creates the file name of root exclusively with data, owner
+// and mode, and returns it open and not yet fsynced. On an error nothing
+// is left open (the file itself is removed with its directory by the
+// caller).
+func createNew(root *os.Root, name string, data []byte, opts FileOptions) (_ *os.File, err error) {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}

@@ -10,6 +10,16 @@
 // Everything here is written so that a process killed at any instant (SIGKILL,
 // power loss after the fsyncs) leaves consumers looking at either the complete
 // old content or the complete new content, never a truncated or empty file.
+//
+// Nothing is written through a symbolic link that a user other than root
+// and the process's own could have made or could replace: every write
+// opens its directory from "/" one component at a time, relative to the
+// one before and without following links (os.Root, openat with
+// O_NOFOLLOW), follows only the links no such user can replace (a link
+// root made, like /etc/nginx -> /opt/nginx/etc; UntrustedLinkError for
+// the others), and then works in the directory so opened, by name. A link
+// swapped into the path after the write started changes nothing; one
+// swapped in before it is refused unless it is trusted.
 package render
 
 import (
@@ -76,8 +86,16 @@ type FileOptions struct {
 	UID, GID int
 	// FollowSymlink allows the destination of WriteFile/Stage to be a
 	// symbolic link; the final target of the link is replaced and the link
-	// itself is kept. Ignored by DirWriter, which manages its own links.
+	// itself is kept. Like a link on the way to the destination, it is
+	// followed only when no user but root and the process's could have
+	// replaced it (UntrustedLinkError). Ignored by DirWriter, which manages
+	// its own links.
 	FollowSymlink bool
+	// CreateDirs creates the destination's missing parent directories
+	// (mode 0755, less the umask), never through a symbolic link that
+	// others could replace. Without it a missing parent is an error.
+	// DirWriter always creates its directory.
+	CreateDirs bool
 }
 
 // DefaultFileOptions returns mode 0640 without any chown.
@@ -100,11 +118,19 @@ func (o FileOptions) validate() error {
 //
 // The algorithm:
 //
-//  1. Resolve path: if it is a symlink, fail with ErrSymlinkDest unless
-//     opts.FollowSymlink is set, in which case the link chain is followed
-//     (at most 40 hops) and the final target is what gets replaced. An
-//     existing destination that is not a regular file fails with
-//     ErrNotRegular.
+//  1. Open the destination's directory from "/", one component at a time
+//     relative to the one before, without following a symbolic link
+//     (openat with O_NOFOLLOW, through os.Root): a link on the way is
+//     followed only when no user but root and the process's own could
+//     have made or could replace it (it lives in a directory only they
+//     may write to); any other fails with an *UntrustedLinkError, and
+//     nothing is written. Every later step works in the directory so
+//     opened, by name, so a link swapped into the path meanwhile changes
+//     nothing. Then resolve the destination in it: if it is a symlink,
+//     fail with ErrSymlinkDest unless opts.FollowSymlink is set, in which
+//     case the link (if trusted, as above) is followed (at most 40 hops)
+//     and the final target is what gets replaced. An existing destination
+//     that is not a regular file fails with ErrNotRegular.
 //  2. If the destination exists with identical content, mode and (where
 //     opts asks for one) owner, return changed=false without writing
 //     anything: no new inode, no mtime change, no fsync. Consumers watching
@@ -125,7 +151,7 @@ func (o FileOptions) validate() error {
 // On any error before the rename the temporary file is removed and the
 // destination is untouched. A crash (SIGKILL) can leave a temporary file
 // behind; call RemoveStaleTemps at start-up to clean it. The parent
-// directory must exist.
+// directory must exist, unless opts.CreateDirs.
 //
 // WriteFile must not be called concurrently for the same destination.
 func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err error) {
@@ -133,16 +159,14 @@ func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err er
 	if err := opts.validate(); err != nil {
 		return false, err
 	}
-	dest, err := resolveDest(path, opts.FollowSymlink)
+	dest, err := resolveDest(path, opts)
 	if err != nil {
 		return false, err
 	}
-	same, err := sameFile(dest, data, opts)
-	if err != nil {
+	_, same, err := sameFileInfo(dest.root, dest.name, data, opts)
+	if err != nil || same {
+		dest.close()
 		return false, err
-	}
-	if same {
-		return false, nil
 	}
 	s, err := stage(path, dest, data, opts)
 	if err != nil {
@@ -160,13 +184,28 @@ func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err er
 // be called; calling Abort after Commit is a harmless no-op, so
 // "defer s.Abort()" is the intended idiom.
 type StagedFile struct {
-	path    string // destination as given by the caller
-	dest    string // destination after symlink resolution
-	tmp     string
+	path    string   // destination as given by the caller
+	dest    destFile // destination after symlink resolution, its directory open
+	tmp     string   // the temporary file's name in dest's directory
 	data    []byte
 	opts    FileOptions
 	changed bool
 	done    bool
+}
+
+// destFile is the file a write replaces: name in the directory root
+// holds open, dir on disk.
+type destFile struct {
+	root      *os.Root
+	dir, name string
+}
+
+func (d destFile) path() string { return filepath.Join(d.dir, d.name) }
+
+func (d destFile) close() {
+	if d.root != nil {
+		_ = d.root.Close()
+	}
 }
 
 // Stage performs steps 1 and 3-5 of WriteFile: it writes data to a
@@ -197,22 +236,31 @@ func Stage(path string, data []byte, opts FileOptions) (_ *StagedFile, err error
 // destination WriteFile would refuse (a symlink not to be followed, a
 // directory) is an error.
 func Matches(path string, data []byte, opts FileOptions) (bool, error) {
-	_, same, err := compareDest(path, data, opts)
+	opts.CreateDirs = false // writes nothing
+	dest, same, err := compareDest(path, data, opts)
+	dest.close()
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // no directory yet: not in place
+	}
 	return same, err
 }
 
 // compareDest validates opts, resolves path's destination as WriteFile
 // would and reports whether it already holds data with opts' mode and
-// owner.
-func compareDest(path string, data []byte, opts FileOptions) (dest string, same bool, err error) {
+// owner. The caller closes dest (open unless err).
+func compareDest(path string, data []byte, opts FileOptions) (dest destFile, same bool, err error) {
 	if err := opts.validate(); err != nil {
-		return "", false, err
+		return destFile{}, false, err
 	}
-	if dest, err = resolveDest(path, opts.FollowSymlink); err != nil {
-		return "", false, err
+	if dest, err = resolveDest(path, opts); err != nil {
+		return destFile{}, false, err
 	}
-	same, err = sameFile(dest, data, opts)
-	return dest, same, err
+	_, same, err = sameFileInfo(dest.root, dest.name, data, opts)
+	if err != nil {
+		dest.close()
+		return destFile{}, false, err
+	}
+	return dest, same, nil
 }
 
 // StageIfChanged is Stage for callers that have nothing to check when the
@@ -222,24 +270,28 @@ func StageIfChanged(path string, data []byte, opts FileOptions) (_ *StagedFile, 
 	defer func() { err = classify(err) }()
 	dest, same, err := compareDest(path, data, opts)
 	if err != nil || same {
+		dest.close()
 		return nil, err
 	}
 	return stage(path, dest, data, opts)
 }
 
-func stage(path, dest string, data []byte, opts FileOptions) (*StagedFile, error) {
-	tmp, err := durable.WriteTemp(filepath.Dir(dest), tempPrefix(filepath.Base(dest)), data, func(f *os.File) error { return applyOwnerMode(f, opts) })
+// stage writes the temporary file in dest's directory; the StagedFile
+// takes dest over (it is closed on an error).
+func stage(path string, dest destFile, data []byte, opts FileOptions) (*StagedFile, error) {
+	tmp, err := durable.WriteTempIn(dest.root, dest.dir, tempPrefix(dest.name), data, func(f *os.File) error { return applyOwnerMode(f, opts) })
 	if err != nil {
+		dest.close()
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	return &StagedFile{path: path, dest: dest, tmp: tmp, data: data, opts: opts, changed: true}, nil
 }
 
 // Path returns the temporary file's path, for a check command.
-func (s *StagedFile) Path() string { return s.tmp }
+func (s *StagedFile) Path() string { return filepath.Join(s.dest.dir, s.tmp) }
 
 // Dest returns the file that Commit will replace (after symlink resolution).
-func (s *StagedFile) Dest() string { return s.dest }
+func (s *StagedFile) Dest() string { return s.dest.path() }
 
 // Changed reports whether, when Stage ran, the destination differed from
 // the staged content, mode or owner. Commit re-checks.
@@ -249,20 +301,25 @@ func (s *StagedFile) Changed() bool { return s.changed }
 // directory (steps 6-7 of WriteFile). If the destination is (by now)
 // identical, the staged file is discarded and changed is false. If the
 // destination became a symlink since Stage (and symlinks are not followed),
-// Commit fails with ErrSymlinkDest and leaves the destination alone.
+// Commit fails with ErrSymlinkDest and leaves the destination alone; so it
+// does when the path now leads elsewhere (a link on the way swapped, or
+// refused).
 func (s *StagedFile) Commit() (changed bool, err error) {
 	defer func() { err = classify(err) }()
 	if s.done {
 		return false, ErrAlreadyDone
 	}
-	dest, err := resolveDest(s.path, s.opts.FollowSymlink)
+	opts := s.opts
+	opts.CreateDirs = false
+	dest, err := resolveDest(s.path, opts)
 	if err != nil {
 		s.Abort()
 		return false, err
 	}
-	if dest != s.dest {
+	defer dest.close()
+	if dest.path() != s.dest.path() || !sameDir(dest.root, s.dest.root) {
 		s.Abort()
-		return false, fmt.Errorf("render: destination %s now resolves to %s, was %s at stage time", s.path, dest, s.dest)
+		return false, fmt.Errorf("render: destination %s now resolves to %s, was %s at stage time", s.path, dest.path(), s.dest.path())
 	}
 	return s.commit(true)
 }
@@ -272,7 +329,7 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 		return false, ErrAlreadyDone
 	}
 	if recheck {
-		same, err := sameFile(s.dest, s.data, s.opts)
+		_, same, err := sameFileInfo(s.dest.root, s.dest.name, s.data, s.opts)
 		if err != nil {
 			s.Abort()
 			return false, err
@@ -283,13 +340,14 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 		}
 	}
 	s.done = true
-	if err := os.Rename(s.tmp, s.dest); err != nil {
-		_ = os.Remove(s.tmp)
-		return false, fmt.Errorf("render: rename into place: %w", err)
+	defer s.dest.close()
+	if err := s.dest.root.Rename(s.tmp, s.dest.name); err != nil {
+		_ = s.dest.root.Remove(s.tmp)
+		return false, fmt.Errorf("render: rename into place: %w", pathError("rename", s.dest.path(), err))
 	}
 	// The new content is visible from here on, so report changed=true even
 	// if making the rename durable fails: the caller must still reload.
-	if err := syncDir(filepath.Dir(s.dest)); err != nil {
+	if err := syncDirIn(s.dest.root, ".", s.dest.dir); err != nil {
 		return true, err
 	}
 	return true, nil
@@ -301,7 +359,8 @@ func (s *StagedFile) Abort() {
 		return
 	}
 	s.done = true
-	_ = os.Remove(s.tmp) // best effort: a leftover is cleaned by RemoveStaleTemps
+	_ = s.dest.root.Remove(s.tmp) // best effort: a leftover is cleaned by RemoveStaleTemps
+	s.dest.close()
 }
 
 // RemoveStaleTemps removes temporary files that a crashed WriteFile or
@@ -309,28 +368,33 @@ func (s *StagedFile) Abort() {
 // how many it removed. Call it only when no write to dest is in progress,
 // typically once at start-up.
 func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) {
-	dest, err := resolveDest(path, followSymlink)
+	dest, err := resolveDest(path, FileOptions{FollowSymlink: followSymlink})
 	if err != nil {
 		return 0, err
 	}
-	dir := filepath.Dir(dest)
-	prefix := tempPrefix(filepath.Base(dest))
-	entries, err := os.ReadDir(dir)
+	defer dest.close()
+	prefix := tempPrefix(dest.name)
+	entries, err := readDirIn(dest.root, ".")
 	if err != nil {
-		return 0, fmt.Errorf("render: %w", err)
+		return 0, fmt.Errorf("render: %w", pathError("open", dest.dir, err))
 	}
 	var errs []error
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+		if err := dest.root.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, pathError("remove", filepath.Join(dest.dir, e.Name()), err))
 			continue
 		}
 		removed++
 	}
 	return removed, errlist.Join(errs...)
+}
+
+// readDirIn lists the directory name of root, sorted by name.
+func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
+	return fs.ReadDir(root.FS(), name)
 }
 
 func tempPrefix(base string) string {
@@ -340,54 +404,79 @@ func tempPrefix(base string) string {
 	return "." + base + tempMarker
 }
 
-// resolveDest applies the symlink policy to path and returns the file that
-// should actually be replaced. A missing destination is fine (it will be
-// created); a dangling symlink being followed resolves to its missing target.
-func resolveDest(path string, follow bool) (string, error) {
-	p := path
+// resolveDest opens the directory of path's destination (openDir, with
+// opts.CreateDirs) and applies the symlink policy to the destination in
+// it: the file that should actually be replaced. A missing destination is
+// fine (it will be created); a dangling symlink being followed resolves to
+// its missing target. The caller closes the result.
+func resolveDest(path string, opts FileOptions) (destFile, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return destFile{}, fmt.Errorf("render: %w", err)
+	}
+	root, dir, err := openDir(filepath.Dir(abs), opts.CreateDirs)
+	if err != nil {
+		return destFile{}, err
+	}
+	d := destFile{root: root, dir: dir, name: filepath.Base(abs)}
 	for hops := 0; ; hops++ {
-		fi, err := os.Lstat(p)
+		fi, err := d.root.Lstat(d.name)
 		if errors.Is(err, fs.ErrNotExist) {
-			return p, nil
+			return d, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("render: %w", err)
+			d.close()
+			return destFile{}, fmt.Errorf("render: %w", pathError("lstat", d.path(), err))
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			if !fi.Mode().IsRegular() {
-				return "", &os.PathError{Op: "write", Path: p, Err: ErrNotRegular}
+				d.close()
+				return destFile{}, &os.PathError{Op: "write", Path: d.path(), Err: ErrNotRegular}
 			}
-			return p, nil
+			return d, nil
 		}
-		if !follow {
-			return "", &os.PathError{Op: "write", Path: path, Err: ErrSymlinkDest}
+		if !opts.FollowSymlink {
+			d.close()
+			return destFile{}, &os.PathError{Op: "write", Path: path, Err: ErrSymlinkDest}
 		}
 		if hops >= maxSymlinkHops {
-			return "", &os.PathError{Op: "write", Path: path, Err: syscall.ELOOP}
+			d.close()
+			return destFile{}, &os.PathError{Op: "write", Path: path, Err: syscall.ELOOP}
 		}
-		target, err := os.Readlink(p)
+		target, err := d.root.Readlink(d.name)
+		if err == nil {
+			var dirInfo fs.FileInfo
+			if dirInfo, err = d.root.Stat("."); err == nil {
+				if why := linkDistrust(dirInfo, fi); why != "" {
+					err = &UntrustedLinkError{Link: d.path(), Target: target, Dir: d.dir, Why: why}
+				}
+			}
+		}
+		d.close()
 		if err != nil {
-			return "", fmt.Errorf("render: %w", err)
+			var ue *UntrustedLinkError
+			if errors.As(err, &ue) {
+				return destFile{}, err
+			}
+			return destFile{}, fmt.Errorf("render: %w", pathError("readlink", d.path(), err))
 		}
 		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
+			target = filepath.Join(d.dir, target)
 		}
-		p = target
+		if root, dir, err = openDir(filepath.Dir(target), false); err != nil {
+			return destFile{}, err
+		}
+		d = destFile{root: root, dir: dir, name: filepath.Base(target)}
 	}
 }
 
-// sameFile reports whether the regular file at path already has exactly
-// data as content, opts.Mode as mode and (where requested) opts' owner.
-// A missing file is simply "not the same".
-func sameFile(path string, data []byte, opts FileOptions) (bool, error) {
-	_, same, err := sameFileInfo(path, data, opts)
-	return same, err
-}
-
-// sameFileInfo is sameFile that also returns what fstat said about the
-// file it compared (nil when it does not exist).
-func sameFileInfo(path string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
-	f, err := os.Open(path)
+// sameFileInfo reports whether the regular file name in root already has
+// exactly data as content, opts.Mode as mode and (where requested) opts'
+// owner, and returns what fstat said about the file it compared (nil when
+// it does not exist). A missing file is simply "not the same". The file is
+// opened without blocking: a named pipe swapped in is not waited on.
+func sameFileInfo(root *os.Root, name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -469,11 +558,12 @@ func applyOwnerMode(f *os.File, opts FileOptions) error {
 	return f.Chmod(opts.Mode)
 }
 
-// syncDir fsyncs a directory so that renames, creations and removals in it
-// survive a power loss, with durable's policy for filesystems that refuse
-// directory fsyncs.
-func syncDir(dir string) error {
-	if err := durable.SyncDir(dir); err != nil {
+// syncDirIn fsyncs the directory name of root (dir on disk, for
+// messages) so that renames, creations and removals in it survive a power
+// loss, with durable's policy for filesystems that refuse directory
+// fsyncs.
+func syncDirIn(root *os.Root, name, dir string) error {
+	if err := durable.SyncDirIn(root, name, dir); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	return nil

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package render
+
+import "os"
+
+// openDirFast is openat2's fast path, which only Linux has: openDir walks.
+func openDirFast(string) (*os.Root, bool) { return nil, false }
