@@ -34,6 +34,11 @@ type canaryFleet struct {
 	out   map[string]string
 	mu    sync.Mutex
 	seen  map[string]int64 // highest generation seen per agent
+	// listMu makes each fleet read and its observation one step: two
+	// reads that overlap (the monitor's and waitGens') could otherwise
+	// be observed out of the order they read in, and an older read seen
+	// last would look like a generation going down.
+	listMu sync.Mutex
 	procs map[string]*agentProc
 
 	agentBin, dir string
@@ -138,11 +143,7 @@ func (f *canaryFleet) monitor() {
 	go func() {
 		defer close(done)
 		_ = fleet.Changes(ctx, f.conn, p.Root, p.Meta, func() error {
-			agents, err := fleet.List(ctx, f.conn, p.Root, p.Meta)
-			if err != nil {
-				return nil // the next change reads again
-			}
-			f.observe(agents)
+			_, _, _ = f.list(ctx) // an error: the next change reads again
 			return nil
 		})
 	}()
@@ -155,6 +156,20 @@ func (f *canaryFleet) monitor() {
 			f.t.Errorf("generations went backwards: %v", f.backwards)
 		}
 	})
+}
+
+// list reads the fleet and observes it, one read at a time: reads on one
+// session see ZooKeeper's state in order, so observing them in the order
+// they were made never reports a generation going down that did not.
+func (f *canaryFleet) list(ctx context.Context) ([]fleet.Agent, map[string]int64, error) {
+	f.listMu.Lock()
+	defer f.listMu.Unlock()
+	p := layout.New(f.c.root, layout.DefaultMeta)
+	agents, err := fleet.List(ctx, f.conn, p.Root, p.Meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	return agents, f.observe(agents), nil
 }
 
 // observe records the generations agents report.
@@ -187,14 +202,12 @@ func (zkQuiet) Printf(string, ...any) {}
 // and ready, checking on every read that no agent's generation went down.
 func (f *canaryFleet) waitGens(want map[string]int64) {
 	f.t.Helper()
-	p := layout.New(f.c.root, layout.DefaultMeta)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		agents, err := fleet.List(context.Background(), f.conn, p.Root, p.Meta)
+		agents, got, err := f.list(context.Background())
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		got := f.observe(agents)
 		f.mu.Lock()
 		if len(f.backwards) > 0 {
 			f.mu.Unlock()

@@ -170,7 +170,7 @@ func TestRolloutReasonAndPromoteMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "candidate"})
-	c.run("publish", "--canary", "zone=a", "-m", "alice: pool 8", dir).want(t, 0, "published generation 2")
+	c.run("publish", "--canary", "zone=a", "-m", "alice: pool 8", dir).want(t, 0, "candidate generation 2")
 	nodes.put(fleet.Status{AgentID: "web-a", Generation: 1, Attempted: 2, Ready: true, State: "live", Labels: label("a"),
 		LastError: "check command of target \"app\" exited with status 1"})
 
@@ -201,7 +201,7 @@ func TestRolloutReasonAndPromoteMessage(t *testing.T) {
 		t.Errorf("promote without --message recorded %q", msg)
 	}
 	second := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "second"})
-	c.run("publish", "--canary", "zone=a", second).want(t, 0, "published generation 4")
+	c.run("publish", "--canary", "zone=a", second).want(t, 0, "candidate generation 4")
 	c.run("rollout", "abort", "-m", "bob: 5xx").want(t, 0, "published generation 5")
 	_, hist = c.json("history")
 	if msg := hist["generations"].([]any)[0].(map[string]any)["message"]; msg != "bob: 5xx" {
