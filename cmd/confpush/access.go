@@ -25,6 +25,13 @@ type aclMismatchError struct {
 	report map[string]any
 }
 
+// openTreeError is acl on a root confpush init never set up (exit 7):
+// there is no policy to compare with, and nothing bounds the tree.
+type openTreeError struct{ err error }
+
+func (e openTreeError) Error() string { return e.err.Error() }
+func (e openTreeError) Unwrap() error { return e.err }
+
 func (e aclMismatchError) Error() string {
 	return fmt.Sprintf("%d ACL difference(s) from the policy; run 'confpush acl ROOT --repair'", e.n)
 }
@@ -233,6 +240,9 @@ gives, not ephemeral, unreadable) are differences; --repair deletes them.`,
 			paths := a.paths()
 			if !explicit {
 				if pol, err = access.PolicyFromRoot(ctx, conn, paths, pub); err != nil {
+					if errors.Is(err, access.ErrOpenTree) {
+						return openTreeError{err}
+					}
 					if errors.Is(err, access.ErrForeignACL) {
 						return fmt.Errorf("%w; give the policy with --agent-digest/--agent-auth-file/--world-readable", err)
 					}
