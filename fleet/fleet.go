@@ -43,10 +43,6 @@ type Agent struct {
 	// block; on a tree with a policy only the policy's names are read).
 	Registration      *Registration
 	RegistryUntrusted string
-
-	// oversized is the data length of a status node skipped as
-	// oversized (0: not skipped).
-	oversized int
 }
 
 // Trusted reports whether the agent has a status node that is provably its
@@ -240,23 +236,26 @@ func read(ctx context.Context, conn *zk.Conn, p layout.Paths) (Fleet, error) {
 		}
 	}
 	out := make([]Agent, len(ids))
+	oversized := make([]int, len(ids))
 	regOut := make([]registration, len(regs))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		forEach(ctx, ids, func(i int, id string) { out[i] = readStatus(conn, p, l.trust, l.trustErr, id) })
+		forEach(ctx, ids, func(i int, id string) { out[i], oversized[i] = readStatus(conn, p, l.trust, l.trustErr, id) })
 	})
 	wg.Go(func() {
 		forEach(ctx, regs, func(i int, id string) { regOut[i] = readRegistration(conn, p, l.trust, l.trustErr, id) })
 	})
 	wg.Wait()
+	for i, n := range oversized {
+		if n > 0 {
+			f.Skipped = append(f.Skipped, Skipped{ID: out[i].ID, Node: NodeStatus, Reason: SkipOversized, Bytes: n})
+		}
+	}
 	// Agents that left between the listing and the read are not agents.
 	out = slices.DeleteFunc(out, func(a Agent) bool { return errors.Is(a.Err, zk.ErrNoNode) })
 	byID := map[string]int{}
 	for i, a := range out {
 		byID[a.ID] = i
-		if a.oversized > 0 {
-			f.Skipped = append(f.Skipped, Skipped{ID: a.ID, Node: NodeStatus, Reason: SkipOversized, Bytes: a.oversized})
-		}
 	}
 	expect := func(id string) *Agent {
 		i, ok := byID[id]
@@ -313,43 +312,43 @@ func oversizedReason(n, bound int) string {
 	return fmt.Sprintf("oversized: %d bytes, above the %d-byte bound: not read", n, bound)
 }
 
-// readStatus reads and judges one status node. Under a policy its ACL is
-// read first: the Stat that comes with it tells an oversized node, whose
-// data is then never fetched. A node re-created (or re-ACL'd) between the
-// two reads is read again, once: an ACL and data of two different nodes
-// are never judged together.
-func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) Agent {
+// readStatus reads and judges one status node; oversized is its data
+// length when it is above MaxStatusBytes (then not decoded). Under a
+// policy its ACL is read first: the Stat that comes with it tells an
+// oversized node, whose data is then never fetched. A node re-created (or
+// re-ACL'd) between the two reads is read again, once: an ACL and data of
+// two different nodes are never judged together.
+func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (a Agent, oversized int) {
 	node := p.StatusNode(id)
 	if trustErr != nil || trust.Open() {
 		b, st, err := conn.Get(node)
 		if err == nil && len(b) > MaxStatusBytes {
-			return oversizedStatus(id, len(b))
+			return oversizedStatus(id, len(b)), len(b)
 		}
 		a := decode(id, b, err)
 		if errors.Is(err, zk.ErrNoNode) {
-			return a
+			return a, 0
 		}
 		a.HasNode = true // unreadable is still a node
 		a.Untrusted = judge(trust, trustErr, a, nil, st, err)
-		return a
+		return a, 0
 	}
-	var a Agent
 	for range 2 {
 		acl, ast, err := conn.GetACL(node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return Agent{ID: id, Err: err}
+			return Agent{ID: id, Err: err}, 0
 		case err != nil:
 			a = Agent{ID: id, HasNode: true, Err: err}
 			a.Untrusted = judge(trust, nil, a, nil, nil, err)
-			return a
+			return a, 0
 		case int(ast.DataLength) > MaxStatusBytes:
-			return oversizedStatus(id, int(ast.DataLength))
+			return oversizedStatus(id, int(ast.DataLength)), int(ast.DataLength)
 		}
 		b, st, err := conn.Get(node)
 		a = decode(id, b, err)
 		if errors.Is(err, zk.ErrNoNode) {
-			return a
+			return a, 0
 		}
 		a.HasNode = true // unreadable is still a node
 		if err == nil && (st.Czxid != ast.Czxid || st.Aversion != ast.Aversion) {
@@ -357,16 +356,18 @@ func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr erro
 			continue
 		}
 		if err == nil && len(b) > MaxStatusBytes {
-			return oversizedStatus(id, len(b))
+			return oversizedStatus(id, len(b)), len(b)
 		}
 		a.Untrusted = judge(trust, nil, a, acl, st, err)
-		return a
+		return a, 0
 	}
-	return a
+	return a, 0
 }
 
+// oversizedStatus is the agent of a status node above MaxStatusBytes: a
+// node, untrusted, not decoded.
 func oversizedStatus(id string, n int) Agent {
-	return Agent{ID: id, HasNode: true, Untrusted: oversizedReason(n, MaxStatusBytes), oversized: n}
+	return Agent{ID: id, HasNode: true, Untrusted: oversizedReason(n, MaxStatusBytes)}
 }
 
 // judge returns why status node a (its ACL and Stat as read, readErr the

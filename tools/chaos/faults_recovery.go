@@ -679,8 +679,19 @@ func dialDirect(addrs []string, sess time.Duration, creds string) (*zk.Conn, err
 
 // newPublisher dials the publisher's session through its proxies.
 func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout,
-		Logger: r.pubLogger, Auth: r.ids.publisher})
+	// Its credentials need a server to answer: a publisher fault (a
+	// partition of its proxies) may be under way, and lasts seconds.
+	var conn *zk.Conn
+	var sess *zkclient.Session
+	var err error
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		conn, sess, err = zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout,
+			Logger: r.pubLogger, Auth: r.ids.publisher})
+		if err == nil || !errors.Is(err, zk.ErrNoServer) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
