@@ -32,7 +32,10 @@ func BenchmarkStatusRegistrations(b *testing.B) {
 	}
 	for _, mode := range []string{"open", "policy"} {
 		b.Run(mode, func(b *testing.B) {
-			srv := zktest.StartWith(b, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
+			// A production-like server: full JIT (the test servers stop at C1
+			// for a fast start), as tools/bench runs them.
+			srv := zktest.StartWith(b, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second,
+				JVMFlags: []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"}})
 			root := "/bench/app"
 			paths := layout.New(root, layout.DefaultMeta)
 			base := []string{"--zk", srv.ConnString(), "--root", root, "--timeout", "120s", "--session-timeout", "10s"}

@@ -197,10 +197,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		if f.child == "" {
 			continue
 		}
-		kids, err := call(ctx, func() ([]string, error) {
-			kids, _, err := e.conn.Children(f.path)
-			return kids, err
-		})
+		kids, err := children(ctx, e.conn, f.path)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
@@ -441,10 +438,7 @@ func (e *engine) ownAncestor(acl []zk.ACL) bool {
 // document of the policy.
 func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 	base := e.paths.Base()
-	data, err := call(ctx, func() ([]byte, error) {
-		b, _, err := e.conn.Get(base)
-		return b, err
-	})
+	data, err := getData(ctx, e.conn, base)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Mismatch{}, false, nil

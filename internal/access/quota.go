@@ -212,10 +212,7 @@ func (e *engine) checkQuota(ctx context.Context, q Quota) ([]Mismatch, error) {
 		if n.what != limitsName {
 			continue
 		}
-		data, err := call(ctx, func() ([]byte, error) {
-			b, _, err := e.conn.Get(n.path)
-			return b, err
-		})
+		data, err := getData(ctx, e.conn, n.path)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			problems = append(problems, n.what+" missing")
@@ -243,10 +240,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 	var out []Mismatch
 	base := QuotaRoot + e.paths.Base()
 	for _, parent := range []string{QuotaRoot + e.paths.Status(), QuotaRoot + e.paths.Agents()} {
-		kids, err := call(ctx, func() ([]string, error) {
-			kids, _, err := e.conn.Children(parent)
-			return kids, err
-		})
+		kids, err := children(ctx, e.conn, parent)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -261,10 +255,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 				Problem: fmt.Sprintf("a quota of %q, which is no agent identity of the policy; delete it", k)})
 		}
 	}
-	kids, err := call(ctx, func() ([]string, error) {
-		kids, _, err := e.conn.Children(base)
-		return kids, err
-	})
+	kids, err := children(ctx, e.conn, base)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("list %s: %w", base, Explain(err, base, OpList))
 	}
@@ -284,10 +275,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 	}
 	for _, pre := range prefixes {
 		node := QuotaRoot + pre + "/" + limitsName
-		data, err := call(ctx, func() ([]byte, error) {
-			b, _, err := e.conn.Get(node)
-			return b, err
-		})
+		data, err := getData(ctx, e.conn, node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
@@ -421,10 +409,7 @@ func (e *engine) deleteQuota(ctx context.Context, dir string) (*Action, error) {
 // deleteTree deletes p and its descendants, children first; nodes gone
 // meanwhile are fine.
 func (e *engine) deleteTree(ctx context.Context, p string) error {
-	kids, err := call(ctx, func() ([]string, error) {
-		kids, _, err := e.conn.Children(p)
-		return kids, err
-	})
+	kids, err := children(ctx, e.conn, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

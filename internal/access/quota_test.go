@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,6 +92,35 @@ func TestQuotaServerFacts(t *testing.T) {
 	}
 }
 
+// fixesOf runs Check and returns the fix of each path found, and the
+// findings.
+func fixesOf(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Paths, pol access.Policy) (map[string]access.Fix, []access.Mismatch) {
+	t.Helper()
+	ms, err := access.Check(ctx, conn, paths, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := map[string]access.Fix{}
+	for _, m := range ms {
+		fixes[m.Path] = m.Fix
+	}
+	return fixes, ms
+}
+
+// initTwo runs Init for /cfg (metadata under /meta) with the publisher
+// and agents web1 and web2, and returns the server and the publisher's
+// session.
+func initTwo(t *testing.T) (*zktest.Cluster, *zk.Conn, access.Policy) {
+	t.Helper()
+	c := zktest.Start(t)
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1"), mustID(t, "web2")}}
+	pub := connectAs(t, c, "publisher")
+	if _, err := access.Init(ctxT(t), pub, layout.New("/cfg", "/meta"), pol); err != nil {
+		t.Fatal(err)
+	}
+	return c, pub, pol
+}
+
 // TestInitSetsLockedQuotas: Init bounds what an agent identity can write
 // (foreign status names refused, its own nodes bounded, no registration
 // of its own making) and locks the quotas: neither an unauthenticated
@@ -101,15 +131,9 @@ func TestQuotaServerFacts(t *testing.T) {
 // Repair restores them. On the code before the quotas every foreign
 // create landed and /zookeeper/quota stayed world-writable.
 func TestInitSetsLockedQuotas(t *testing.T) {
-	c := zktest.Start(t)
-	ctx := ctxT(t)
-	pubID, web1, web2 := mustID(t, "publisher"), mustID(t, "web1"), mustID(t, "web2")
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{web1, web2}}
-	paths := layout.New("/cfg", "/meta")
-	pub := connectAs(t, c, "publisher")
-	if _, err := access.Init(ctx, pub, paths, pol); err != nil {
-		t.Fatal(err)
-	}
+	c, pub, pol := initTwo(t)
+	ctx, paths := ctxT(t), layout.New("/cfg", "/meta")
+	pubID, web1 := pol.Publisher, pol.Agents[0]
 	if ms, err := access.Check(ctx, pub, paths, pol); err != nil || slices.ContainsFunc(ms, access.Mismatch.Repairable) {
 		t.Fatalf("Check after Init: %v, %v", ms, err)
 	}
@@ -174,14 +198,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 	_, err = agent.Create(paths.StatusNode("forged"), nil, zk.FlagEphemeral, own)
 	wantOK(t, "a foreign status node past the lifted limit", err)
 
-	ms, err := access.Check(ctx, pub, paths, pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixes := map[string]access.Fix{}
-	for _, m := range ms {
-		fixes[m.Path] = m.Fix
-	}
+	fixes, ms := fixesOf(t, ctx, pub, paths, pol)
 	want := map[string]access.Fix{
 		statusQ.Dir():              access.FixQuota,
 		web2Q.Dir():                access.FixQuota,
@@ -247,15 +264,9 @@ func TestQuotaEnforcementProbe(t *testing.T) {
 // data kept, and creates the missing node of another identity; readers
 // trust both forms.
 func TestRegistryMovedToInitACL(t *testing.T) {
-	c := zktest.Start(t)
-	ctx := ctxT(t)
-	pubID, web1, web2 := mustID(t, "publisher"), mustID(t, "web1"), mustID(t, "web2")
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{web1, web2}}
-	paths := layout.New("/cfg", "/meta")
-	pub := connectAs(t, c, "publisher")
-	if _, err := access.Init(ctx, pub, paths, pol); err != nil {
-		t.Fatal(err)
-	}
+	c, pub, pol := initTwo(t)
+	ctx, paths := ctxT(t), layout.New("/cfg", "/meta")
+	web1, web2 := pol.Agents[0], pol.Agents[1]
 	// The earlier release's registry.
 	old := append(pol.MetaACL(), web1.ACL(zk.PermCreate), web2.ACL(zk.PermCreate))
 	for _, n := range []string{paths.AgentNode("web1"), paths.AgentNode("web2")} {
@@ -279,14 +290,7 @@ func TestRegistryMovedToInitACL(t *testing.T) {
 		t.Errorf("the earlier release's registration untrusted: %s", why)
 	}
 
-	ms, err := access.Check(ctx, pub, paths, pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixes := map[string]access.Fix{}
-	for _, m := range ms {
-		fixes[m.Path] = m.Fix
-	}
+	fixes, ms := fixesOf(t, ctx, pub, paths, pol)
 	if fixes[paths.Agents()] != access.FixSetACL || fixes[paths.AgentNode("web1")] != access.FixSetACL ||
 		fixes[paths.AgentNode("web2")] != access.FixCreate {
 		t.Fatalf("Check = %v", ms)
