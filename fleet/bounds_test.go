@@ -18,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -159,6 +160,12 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 	}
 	if len(f.Skipped) != 500 || f.Skipped[0] != (fleet.Skipped{ID: "forged-000", Node: fleet.NodeRegistration, Reason: fleet.SkipForeign}) {
 		t.Errorf("skipped %d: %v", len(f.Skipped), f.Skipped[:min(3, len(f.Skipped))])
+	}
+	// An --auto canary judges the same list: a selection of everyone has
+	// web-1 alone to wait for, never a gone forged agent.
+	sel := &manifest.Canary{Generation: g + 1, Selection: manifest.Selection{}}
+	if h := fleet.EvaluateCanary(fleet.ClassifyRollout(f.Agents, g, "", sel), time.Time{}, time.Now(), 0); len(h.Gone) != 0 || h.Selected != 1 {
+		t.Errorf("canary health with 500 foreign registrations: %+v; want web-1 alone selected, nobody gone", h)
 	}
 	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []access.Identity{ident(t, "web-1")}}
 	rep, err := access.Repair(ctx, conn, paths, pol)
