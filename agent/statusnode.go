@@ -132,7 +132,7 @@ func (n *statusNode) run(ctx context.Context) {
 			// parent), and closing the session removes the node at once.
 			return
 		case s := <-n.in:
-			b, err := json.Marshal(s)
+			b, err := fleet.EncodeStatus(s)
 			if err != nil {
 				continue
 			}
@@ -168,8 +168,8 @@ func (n *statusNode) write(data []byte) error {
 			return n.adopt(data)
 		case errors.Is(err, zk.ErrNoNode):
 			n.ownSession = 0 // deleted (confpush acl --repair): create again
-		case errors.Is(err, zk.ErrNoAuth):
-			return access.Explain(err, n.path, access.OpWrite)
+		case errors.Is(err, zk.ErrNoAuth), zkclient.IsQuotaExceeded(err):
+			return quotaContext(access.Explain(err, n.path, access.OpWrite), len(data), fleet.MaxStatusBytes)
 		default:
 			return err
 		}
@@ -201,12 +201,21 @@ func (n *statusNode) write(data []byte) error {
 				return err
 			}
 			continue
-		case errors.Is(err, zk.ErrNoAuth):
-			return access.Explain(err, n.path, access.OpCreate)
+		case errors.Is(err, zk.ErrNoAuth), zkclient.IsQuotaExceeded(err):
+			return quotaContext(access.Explain(err, n.path, access.OpCreate), len(data), fleet.MaxStatusBytes)
 		}
 		return err
 	}
 	return err
+}
+
+// quotaContext adds the size written and its bound to a quota error
+// (access.QuotaError); other errors are returned as they are.
+func quotaContext(err error, size, bound int) error {
+	if !errors.Is(err, zkclient.ErrQuotaExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w; this node's data is %d bytes, the bound %d", err, size, bound)
 }
 
 // errVanished is a node of our name that existed at our create and not
@@ -227,7 +236,7 @@ func (n *statusNode) adopt(data []byte) error {
 	if sid := n.conn.SessionID(); st.EphemeralOwner == sid {
 		st2, err := n.conn.Set(n.path, data, st.Version)
 		if err != nil {
-			return err
+			return quotaContext(access.Explain(err, n.path, access.OpWrite), len(data), fleet.MaxStatusBytes)
 		}
 		n.own(sid, st2.Version)
 		return nil
@@ -331,8 +340,8 @@ func (n *statusNode) writeRegistration() error {
 			if errors.Is(err, zk.ErrNodeExists) {
 				continue
 			}
-			if errors.Is(err, zk.ErrNoAuth) {
-				return access.Explain(err, p, access.OpCreate)
+			if errors.Is(err, zk.ErrNoAuth) || zkclient.IsQuotaExceeded(err) {
+				return quotaContext(access.Explain(err, p, access.OpCreate), len(data), fleet.MaxRegistrationBytes)
 			}
 			return err
 		case errors.Is(err, zk.ErrNoAuth):
@@ -351,8 +360,8 @@ func (n *statusNode) writeRegistration() error {
 		if errors.Is(err, zk.ErrBadVersion) {
 			continue
 		}
-		if errors.Is(err, zk.ErrNoAuth) {
-			return access.Explain(err, p, access.OpWrite)
+		if errors.Is(err, zk.ErrNoAuth) || zkclient.IsQuotaExceeded(err) {
+			return quotaContext(access.Explain(err, p, access.OpWrite), len(data), fleet.MaxRegistrationBytes)
 		}
 		return err
 	}

@@ -13,17 +13,23 @@ import (
 // Changes calls changed once at the start and then after every change of
 // root's fleet seen through ZooKeeper watches (no polling): a status node
 // created, changed or deleted, the agent registry changed, or the root
-// node (its live generation) changed. changed runs on the caller's
+// node (its live generation) changed. It reads no node's data: status
+// nodes are followed with exists watches, and on a tree with an access
+// policy only those named after an agent identity of the policy. changed runs on the caller's
 // goroutine, one call at a time; a burst of changes may give one call. It
 // returns when ctx ends (with ctx.Err()), when changed returns an error
 // (that error), or when a watch cannot be set.
 func Changes(ctx context.Context, conn *zk.Conn, root, meta string, changed func() error) error {
 	p := paths(root, meta)
-	// Trust only decides what readNode reports, which Changes does not
-	// use: an open trust spares the ACL reads.
-	w := &waiter{conn: conn, p: p, trust: access.Trust{}, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{},
-		wake: make(chan struct{}, 1)}
+	// The trust rules only say which names are foreign (not followed);
+	// a reader that cannot read them follows every node. Status nodes
+	// are followed with exists watches: no data is read.
+	trust, err := access.ReadTrust(ctx, conn, p)
+	if err != nil {
+		trust = access.Trust{}
+	}
+	w := newWaiter(conn, p, trust)
+	w.statOnly = true
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var rootDirty atomic.Bool

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -36,8 +38,9 @@ type Agent struct {
 	// is trusted.
 	Expected bool
 	// Registration is the agent's registry node (nil when none);
-	// RegistryUntrusted says why it is not provably the agent's (it
-	// still makes the agent expected: forging one can only block).
+	// RegistryUntrusted says why it is not provably the agent's (on an
+	// open tree it still makes the agent expected: forging one can only
+	// block; on a tree with a policy only the policy's names are read).
 	Registration      *Registration
 	RegistryUntrusted string
 }
@@ -76,14 +79,79 @@ func (a Agent) Refuses(inc string) bool {
 	return a.Trusted() && inc != "" && a.Status.IncarnationRefused == inc
 }
 
+// Skipped is a node of a fleet that a reader did not load: named after no
+// agent identity of the access policy (foreign), or larger than its bound
+// (oversized). Foreign nodes are never expected agents; an oversized node
+// of an agent is also shown on that agent (Agent.Untrusted or
+// Agent.RegistryUntrusted). confpush acl reports both and acl --repair
+// removes them.
+type Skipped struct {
+	// ID is the node's name.
+	ID string
+	// Node is NodeStatus or NodeRegistration.
+	Node string
+	// Reason is SkipForeign or SkipOversized.
+	Reason string
+	// Bytes is the node's data length, when known (oversized nodes).
+	Bytes int
+}
+
+// Kinds of node (Skipped.Node).
+const (
+	NodeStatus       = "status"
+	NodeRegistration = "registration"
+)
+
+// Reasons a node is skipped (Skipped.Reason).
+const (
+	// SkipForeign: on a tree with an access policy, a node whose name is
+	// no agent identity of the policy (the status quota refuses new ones
+	// and agents may not create registrations: left from before, or
+	// created by the publisher's identity).
+	SkipForeign = "foreign"
+	// SkipOversized: a node above MaxStatusBytes or MaxRegistrationBytes
+	// (only a client pipelining its writes gets past the quota).
+	SkipOversized = "oversized"
+)
+
+// String is one line for people.
+func (s Skipped) String() string {
+	if s.Reason == SkipOversized {
+		return fmt.Sprintf("%s node %s: oversized (%d bytes)", s.Node, s.ID, s.Bytes)
+	}
+	return fmt.Sprintf("%s node %s: foreign (no agent identity of that name)", s.Node, s.ID)
+}
+
+// Fleet is a root's fleet as Read finds it.
+type Fleet struct {
+	// Agents are the agents sorted by id, as List returns them.
+	Agents []Agent
+	// Skipped are the nodes not loaded, sorted by node kind and name.
+	Skipped []Skipped
+}
+
 // List reads every agent's status node of root (its metadata under meta;
 // the default, /zkconf, when empty) and the agent registry, and judges
 // each status node (Agent.Untrusted): the agents sorted by id, expected
 // ones without a trusted status node included (Gone). A root without any
 // agent gives an empty list. A reader that cannot verify (without the
-// publisher's ADMIN on an ACL'd tree) sees every node untrusted.
+// publisher's ADMIN on an ACL'd tree) sees every node untrusted. It is
+// Read without the skipped nodes: foreign ones are left out, oversized
+// ones shown untrusted.
 func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
-	return list(ctx, conn, paths(root, meta), nil)
+	f, err := Read(ctx, conn, root, meta)
+	return f.Agents, err
+}
+
+// Read is List with the nodes it skipped: on a tree with an access policy
+// the status and registry nodes whose name is not an agent identity of the
+// policy are neither read nor expected; a node whose data is above
+// MaxStatusBytes or MaxRegistrationBytes is not decoded (under a policy
+// not even fetched). Its requests are sent at once on conn (go-zookeeper
+// pipelines concurrent requests): a listing costs a few round trips
+// whatever the number of agents.
+func Read(ctx context.Context, conn *zk.Conn, root, meta string) (Fleet, error) {
+	return read(ctx, conn, paths(root, meta), nil)
 }
 
 // paths is the layout of root with its metadata under meta (the default
@@ -95,38 +163,104 @@ func paths(root, meta string) layout.Paths {
 	return layout.New(root, meta)
 }
 
-// list is List; between (nil but in tests) runs between the listing of
-// the registry and that of the status nodes.
-func list(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) ([]Agent, error) {
-	trust, trustErr := access.ReadTrust(ctx, conn, p)
-	// The registry first: an agent creates its status node before its
-	// registry node, so an agent registered by the first listing whose
-	// status node still exists is in the second. The other order showed
-	// an agent starting between the two as gone.
-	regs, err := listRegistry(conn, p)
-	if err != nil {
-		return nil, err
-	}
-	if between != nil {
-		between()
-	}
-	ids, _, err := conn.Children(p.Status())
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("list agents under %s: %w", p.Status(), err)
-	}
-	slices.Sort(ids)
-	out := make([]Agent, len(ids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = read(conn, p, trust, trustErr, id)
-		}()
+// maxInFlight bounds the requests a listing has in flight on the one
+// connection: enough to keep it busy, few enough to bound the memory of
+// the responses being decoded.
+const maxInFlight = 1024
+
+// forEach runs fn for every element of items, at most maxInFlight at a
+// time: their ZooKeeper requests share the connection, pipelined.
+func forEach[T any](ctx context.Context, items []T, fn func(int, T)) {
+	_ = work.Parallel(ctx, len(items), maxInFlight, func(_ context.Context, i int) error {
+		fn(i, items[i])
+		return nil
+	})
+}
+
+// listing is the first round of a read: the trust rules and both child
+// lists.
+type listing struct {
+	trust    access.Trust
+	trustErr error
+	status   []string
+	regs     []string
+}
+
+// readListing reads the trust rules beside the registry listing, then
+// the status listing; between (nil but in tests) runs between the two
+// listings. The registry comes first: an agent creates its status node
+// before its registry node, so an agent registered by the first listing
+// whose status node still exists is in the second. The other order showed
+// an agent starting between the two as gone.
+func readListing(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (listing, error) {
+	var (
+		l         listing
+		statusErr error
+		wg        sync.WaitGroup
+	)
+	wg.Go(func() { l.trust, l.trustErr = access.ReadTrust(ctx, conn, p) })
+	regs, regsErr := listRegistry(conn, p)
+	l.regs = regs
+	if regsErr == nil {
+		if between != nil {
+			between()
+		}
+		l.status, _, statusErr = conn.Children(p.Status())
+		if errors.Is(statusErr, zk.ErrNoNode) {
+			statusErr = nil
+		}
 	}
 	wg.Wait()
+	if statusErr != nil {
+		return l, fmt.Errorf("list agents under %s: %w", p.Status(), statusErr)
+	}
+	return l, regsErr
+}
+
+// foreign reports whether a node named id is foreign to the trust's
+// policy: never in open mode, nor for a reader that cannot verify (it
+// sees every node untrusted).
+func foreign(t access.Trust, trustErr error, id string) bool {
+	return trustErr == nil && !t.Open() && !t.Names(id)
+}
+
+func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (Fleet, error) {
+	l, err := readListing(ctx, conn, p, between)
+	if err != nil {
+		return Fleet{}, err
+	}
+	var f Fleet
+	var ids, regs []string
+	for _, id := range l.status {
+		if foreign(l.trust, l.trustErr, id) {
+			f.Skipped = append(f.Skipped, Skipped{ID: id, Node: NodeStatus, Reason: SkipForeign})
+		} else {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range l.regs {
+		if foreign(l.trust, l.trustErr, id) {
+			f.Skipped = append(f.Skipped, Skipped{ID: id, Node: NodeRegistration, Reason: SkipForeign})
+		} else {
+			regs = append(regs, id)
+		}
+	}
+	out := make([]Agent, len(ids))
+	oversized := make([]int, len(ids))
+	regOut := make([]registration, len(regs))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		forEach(ctx, ids, func(i int, id string) { out[i], oversized[i] = readStatus(conn, p, l.trust, l.trustErr, id) })
+	})
+	wg.Go(func() {
+		forEach(ctx, regs, func(i int, id string) { regOut[i] = readRegistration(conn, p, l.trust, l.trustErr, id) })
+	})
+	wg.Wait()
+	for i, n := range oversized {
+		if n > 0 {
+			f.Skipped = append(f.Skipped, Skipped{ID: out[i].ID, Node: NodeStatus, Reason: SkipOversized, Bytes: n})
+		}
+	}
 	// Agents that left between the listing and the read are not agents.
 	out = slices.DeleteFunc(out, func(a Agent) bool { return errors.Is(a.Err, zk.ErrNoNode) })
 	byID := map[string]int{}
@@ -143,12 +277,19 @@ func list(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) ([
 		out[i].Expected = true
 		return &out[i]
 	}
-	for _, id := range trust.Agents() {
+	for _, id := range l.trust.Agents() {
 		expect(id)
 	}
-	for _, id := range regs {
+	for i, id := range regs {
+		r := regOut[i]
+		if r.gone {
+			continue
+		}
 		a := expect(id)
-		a.Registration, a.RegistryUntrusted = readRegistration(conn, p, trust, trustErr, id)
+		a.Registration, a.RegistryUntrusted = r.reg, r.untrusted
+		if r.oversized > 0 {
+			f.Skipped = append(f.Skipped, Skipped{ID: id, Node: NodeRegistration, Reason: SkipOversized, Bytes: r.oversized})
+		}
 	}
 	for i := range out {
 		if out[i].Trusted() {
@@ -156,7 +297,11 @@ func list(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) ([
 		}
 	}
 	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.ID, b.ID) })
-	return out, ctx.Err()
+	slices.SortFunc(f.Skipped, func(a, b Skipped) int {
+		return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.ID, b.ID))
+	})
+	f.Agents = out
+	return f, ctx.Err()
 }
 
 // listRegistry lists the registered agents (none when the registry does
@@ -172,24 +317,67 @@ func listRegistry(conn *zk.Conn, p layout.Paths) ([]string, error) {
 	return ids, nil
 }
 
-// read reads and judges one status node.
-func read(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) Agent {
-	b, st, err := conn.Get(p.StatusNode(id))
-	a := decode(id, b, err)
-	if errors.Is(err, zk.ErrNoNode) {
-		return a
-	}
-	a.HasNode = true // unreadable is still a node
-	var acl []zk.ACL
-	if err == nil && trustErr == nil && !trust.Open() {
-		acl, _, err = conn.GetACL(p.StatusNode(id))
-		if errors.Is(err, zk.ErrNoNode) {
-			a.Err = err
-			return a
+// oversizedReason is the Untrusted reason of a node above its bound.
+func oversizedReason(n, bound int) string {
+	return fmt.Sprintf("oversized: %d bytes, above the %d-byte bound: not read", n, bound)
+}
+
+// readStatus reads and judges one status node; oversized is its data
+// length when it is above MaxStatusBytes (then not decoded). Under a
+// policy its ACL is read first: the Stat that comes with it tells an
+// oversized node, whose data is then never fetched. A node re-created (or
+// re-ACL'd) between the two reads is read again, once: an ACL and data of
+// two different nodes are never judged together.
+func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (a Agent, oversized int) {
+	node := p.StatusNode(id)
+	if trustErr != nil || trust.Open() {
+		b, st, err := conn.Get(node)
+		if err == nil && len(b) > MaxStatusBytes {
+			return oversizedStatus(id, len(b)), len(b)
 		}
+		a := decode(id, b, err)
+		if errors.Is(err, zk.ErrNoNode) {
+			return a, 0
+		}
+		a.HasNode = true // unreadable is still a node
+		a.Untrusted = judge(trust, trustErr, a, nil, st, err)
+		return a, 0
 	}
-	a.Untrusted = judge(trust, trustErr, a, acl, st, err)
-	return a
+	for range 2 {
+		acl, ast, err := conn.GetACL(node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return Agent{ID: id, Err: err}, 0
+		case err != nil:
+			a = Agent{ID: id, HasNode: true, Err: err}
+			a.Untrusted = judge(trust, nil, a, nil, nil, err)
+			return a, 0
+		case int(ast.DataLength) > MaxStatusBytes:
+			return oversizedStatus(id, int(ast.DataLength)), int(ast.DataLength)
+		}
+		b, st, err := conn.Get(node)
+		a = decode(id, b, err)
+		if errors.Is(err, zk.ErrNoNode) {
+			return a, 0
+		}
+		a.HasNode = true // unreadable is still a node
+		if err == nil && (st.Czxid != ast.Czxid || st.Aversion != ast.Aversion) {
+			a.Untrusted = "changed while it was read"
+			continue
+		}
+		if err == nil && len(b) > MaxStatusBytes {
+			return oversizedStatus(id, len(b)), len(b)
+		}
+		a.Untrusted = judge(trust, nil, a, acl, st, err)
+		return a, 0
+	}
+	return a, 0
+}
+
+// oversizedStatus is the agent of a status node above MaxStatusBytes: a
+// node, untrusted, not decoded.
+func oversizedStatus(id string, n int) Agent {
+	return Agent{ID: id, HasNode: true, Untrusted: oversizedReason(n, MaxStatusBytes)}
 }
 
 // judge returns why status node a (its ACL and Stat as read, readErr the
@@ -227,31 +415,61 @@ func decode(id string, b []byte, err error) Agent {
 	return a
 }
 
-// readRegistration reads and judges one registry node. An unreadable or
-// foreign one is returned nil with the reason.
-func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (*Registration, string) {
-	b, _, err := conn.Get(p.AgentNode(id))
-	if err != nil {
-		if errors.Is(err, zk.ErrNoAuth) {
-			return nil, access.Unreadable(err)
+// registration is one registry node as read.
+type registration struct {
+	reg       *Registration
+	untrusted string
+	oversized int
+	gone      bool // deleted between the listing and the read
+}
+
+// readRegistration reads and judges one registry node. An unreadable,
+// oversized or undecodable one has no Registration, only the reason.
+// Under a policy its ACL is read first, as for status nodes.
+func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) registration {
+	node := p.AgentNode(id)
+	var acl []zk.ACL
+	if trustErr == nil && !trust.Open() {
+		var ast *zk.Stat
+		var err error
+		acl, ast, err = conn.GetACL(node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return registration{gone: true}
+		case err != nil:
+			return registration{untrusted: "cannot read its ACL: " + err.Error()}
+		case int(ast.DataLength) > MaxRegistrationBytes:
+			n := int(ast.DataLength)
+			return registration{untrusted: oversizedReason(n, MaxRegistrationBytes), oversized: n}
 		}
-		return nil, "cannot be read: " + err.Error()
+	}
+	b, _, err := conn.Get(node)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return registration{gone: true}
+	case errors.Is(err, zk.ErrNoAuth):
+		return registration{untrusted: access.Unreadable(err)}
+	case err != nil:
+		return registration{untrusted: "cannot be read: " + err.Error()}
+	case len(b) > MaxRegistrationBytes:
+		return registration{untrusted: oversizedReason(len(b), MaxRegistrationBytes), oversized: len(b)}
+	}
+	if len(b) == 0 {
+		// Created by confpush init, not yet written by its agent.
+		return registration{}
 	}
 	var r Registration
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, "not a registration: " + err.Error()
+		return registration{untrusted: "not a registration: " + err.Error()}
 	}
-	if trustErr != nil {
-		return &r, "cannot be verified: " + trustErr.Error()
+	var why string
+	switch {
+	case trustErr != nil:
+		why = "cannot be verified: " + trustErr.Error()
+	case !trust.Open():
+		why = trust.JudgeRegistration(id, acl)
 	}
-	if trust.Open() {
-		return &r, ""
-	}
-	acl, _, err := conn.GetACL(p.AgentNode(id))
-	if err != nil {
-		return &r, "cannot read its ACL: " + err.Error()
-	}
-	return &r, trust.JudgeACL(id, acl)
+	return registration{reg: &r, untrusted: why}
 }
 
 // Summary counts agents against the latest generation. AtLatest + Behind
@@ -330,7 +548,11 @@ type Progress struct {
 	// Untrusted are status nodes not provably their agent's, of agents
 	// not expected: shown, never needed nor counted.
 	Untrusted []string
-	Needed    int // agents that must apply for success
+	// Foreign are the status and registry nodes, on a tree with an
+	// access policy, whose name is no agent identity of the policy:
+	// never read, never expected (Skipped, SkipForeign).
+	Foreign []string
+	Needed  int // agents that must apply for success
 }
 
 // ErrNoExpectedAgents is a --all wait with nobody to wait for: no agent is
@@ -369,6 +591,10 @@ func (e *RolloutError) Error() string {
 	if len(e.Progress.Untrusted) > 0 {
 		fmt.Fprintf(&b, "; untrusted status nodes not counted: %s", strings.Join(e.Progress.Untrusted, ", "))
 	}
+	if n := len(e.Progress.Foreign); n > 0 {
+		fmt.Fprintf(&b, "; %d foreign node(s) ignored (no agent identity of that name; 'confpush acl --repair' deletes them): %s",
+			n, sample(e.Progress.Foreign, 5))
+	}
 	if e.Cause != nil {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
 	}
@@ -376,6 +602,14 @@ func (e *RolloutError) Error() string {
 }
 
 func (e *RolloutError) Unwrap() error { return e.Cause }
+
+// sample joins the first n names, and says how many more there are.
+func sample(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
 
 // Wait follows the agents' status nodes of root (metadata under meta, as
 // for List) and the agent registry with watches (no polling) until enough
@@ -399,16 +633,20 @@ func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts W
 	if opts.Incarnation == "" {
 		opts.Incarnation = rootIncarnation(conn, p.Root)
 	}
-	return newWaiter(conn, p, g, opts, trust).run(ctx)
+	w := newWaiter(conn, p, trust)
+	w.g, w.opts = g, opts
+	return w.run(ctx)
 }
 
-func newWaiter(conn *zk.Conn, p layout.Paths, g int64, opts WaitOptions, trust access.Trust) *waiter {
+// newWaiter follows the fleet of p, judging nodes with trust.
+func newWaiter(conn *zk.Conn, p layout.Paths, trust access.Trust) *waiter {
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
 	}
-	return &waiter{conn: conn, p: p, g: g, opts: opts, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
-		registered: map[string]bool{}, reported: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &waiter{conn: conn, p: p, trust: trust, policy: policy, agents: map[string]Agent{}, seen: map[string]bool{},
+		registered: map[string]bool{}, reported: map[string]bool{}, regDirty: true, acls: map[string]aclSeen{}, watched: map[string]bool{},
+		foreign: map[string]bool{}, foreignRegs: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // rootIncarnation is the incarnation of the root's live manifest, or ""
@@ -448,7 +686,13 @@ type waiter struct {
 	regDirty   bool            // list the registry again (see takeRegistryDirty)
 	acls       map[string]aclSeen
 	watched    map[string]bool
-	wake       chan struct{}
+	// foreign and foreignRegs are the status and registry nodes named
+	// after no agent identity of the policy: never read nor expected.
+	foreign, foreignRegs map[string]bool
+	// statOnly follows status nodes with exists watches and reads no
+	// data (Changes: it only needs to know that something changed).
+	statOnly bool
+	wake     chan struct{}
 	// between (nil but in tests) runs between a listing of the registry
 	// and that of the status nodes (see observe).
 	between func()
@@ -519,7 +763,12 @@ func (w *waiter) refreshChildren(ctx context.Context) error {
 	w.mu.Lock()
 	present := map[string]bool{}
 	var fresh []string
+	clear(w.foreign)
 	for _, id := range ids {
+		if w.isForeign(id) {
+			w.foreign[id] = true
+			continue
+		}
 		present[id] = true
 		if !w.watched[id] {
 			w.watched[id] = true
@@ -532,25 +781,21 @@ func (w *waiter) refreshChildren(ctx context.Context) error {
 		}
 	}
 	w.mu.Unlock()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for _, id := range fresh {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			a, ev, err := w.readNode(id)
-			w.store(id, a, err)
-			if err != nil {
-				w.unwatch(id)
-				return
-			}
-			go w.follow(ctx, id, ev)
-		}()
-	}
-	wg.Wait()
+	forEach(ctx, fresh, func(_ int, id string) {
+		a, ev, err := w.readNode(id)
+		w.store(id, a, err)
+		if err != nil {
+			w.unwatch(id)
+			return
+		}
+		go w.follow(ctx, id, ev)
+	})
 	return nil
 }
+
+// isForeign reports whether a node named id is foreign to the policy
+// (never in open mode).
+func (w *waiter) isForeign(id string) bool { return foreign(w.trust, nil, id) }
 
 // store records a status node as read.
 func (w *waiter) store(id string, a Agent, err error) {
@@ -591,28 +836,36 @@ func (w *waiter) refreshRegistry(ctx context.Context) error {
 	}()
 	w.mu.Lock()
 	clear(w.registered)
+	clear(w.foreignRegs)
 	var unknown []string
 	for _, id := range ids {
+		if w.isForeign(id) {
+			w.foreignRegs[id] = true
+			continue
+		}
 		w.registered[id] = true
 		if w.reported != nil && !w.reported[id] && !w.seen[id] {
 			unknown = append(unknown, id)
 		}
 	}
 	w.mu.Unlock()
-	// Whether an agent ever reported is read once per agent: a registry
-	// node with data was written by its agent.
-	for _, id := range unknown {
+	// Whether an agent ever reported is read once per agent, pipelined: a
+	// registry node with data was written by its agent (init creates them
+	// empty).
+	errs := make([]error, len(unknown))
+	forEach(ctx, unknown, func(i int, id string) {
 		ok, st, err := w.conn.Exists(w.p.AgentNode(id))
 		if err != nil {
-			return fmt.Errorf("follow the agent registry: %w", err)
+			errs[i] = fmt.Errorf("follow the agent registry: %w", err)
+			return
 		}
 		if ok && st.DataLength > 0 {
 			w.mu.Lock()
 			w.reported[id] = true
 			w.mu.Unlock()
 		}
-	}
-	return nil
+	})
+	return errors.Join(errs...)
 }
 
 // takeRegistryDirty reports (and clears) whether the registry must be
@@ -643,9 +896,21 @@ func (w *waiter) childrenW(parent string) ([]string, <-chan zk.Event, error) {
 	return ids, ev, err
 }
 
-// readNode reads and judges status node id, with a data watch.
+// readNode reads and judges status node id, with a data watch. A node
+// above MaxStatusBytes is not decoded (oversized, untrusted). With
+// statOnly it only sets an exists watch.
 func (w *waiter) readNode(id string) (Agent, <-chan zk.Event, error) {
+	if w.statOnly {
+		ok, _, ev, err := w.conn.ExistsW(w.p.StatusNode(id))
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return Agent{ID: id, HasNode: ok}, ev, err
+	}
 	b, st, ev, err := w.conn.GetW(w.p.StatusNode(id))
+	if err == nil && len(b) > MaxStatusBytes {
+		return oversizedStatus(id, len(b)), ev, nil
+	}
 	a := decode(id, b, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return a, ev, err
@@ -729,6 +994,15 @@ func (w *waiter) progress() Progress {
 	for id := range w.policy {
 		ids = append(ids, id)
 	}
+	for id := range w.foreign {
+		pr.Foreign = append(pr.Foreign, id)
+	}
+	for id := range w.foreignRegs {
+		if !w.foreign[id] {
+			pr.Foreign = append(pr.Foreign, id)
+		}
+	}
+	slices.Sort(pr.Foreign)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	needed := 0

@@ -57,10 +57,11 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		const root = "/starting/list"
-		agents, err := list(ctx, conn, paths(root, ""), startingAgent(t, conn, root, "web-2"))
+		f, err := read(ctx, conn, paths(root, ""), startingAgent(t, conn, root, "web-2"))
 		if err != nil {
 			t.Fatal(err)
 		}
+		agents := f.Agents
 		i := slices.IndexFunc(agents, func(a Agent) bool { return a.ID == "web-2" })
 		if i < 0 {
 			t.Fatalf("the agent registered and with a status node before the status listing is not listed: %+v", agents)
@@ -85,7 +86,8 @@ func TestStartingAgentNotGone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := newWaiter(conn, p, 1, WaitOptions{All: true}, access.Trust{})
+		w := newWaiter(conn, p, access.Trust{})
+		w.g, w.opts = 1, WaitOptions{All: true}
 		w.policy["web-9"], w.policy["web-e"] = true, true
 		if err := w.observe(ctx); err != nil {
 			t.Fatal(err)
@@ -103,7 +105,8 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("Wait", func(t *testing.T) {
 		const root = "/starting/wait"
-		w := newWaiter(conn, paths(root, ""), 1, WaitOptions{All: true}, access.Trust{})
+		w := newWaiter(conn, paths(root, ""), access.Trust{})
+		w.g, w.opts = 1, WaitOptions{All: true}
 		w.between = startingAgent(t, conn, root, "web-2")
 		if err := w.observe(ctx); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,84 @@
 // when its session does.
 package fleet
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zkconf/zkconf/internal/access"
+)
+
+// Bounds on the nodes an agent writes. `confpush init` sets them as
+// ZooKeeper quotas on each agent identity's status and registry node, and
+// readers (Read, List, Wait, Changes) skip a node above its bound: they
+// report it instead of decoding it (docs/design.md, "Bounds on agent
+// identities").
+const (
+	// MaxStatusBytes bounds a status node's data (128 KiB). EncodeStatus
+	// keeps an honest agent's status under it however many targets fail.
+	MaxStatusBytes = access.MaxStatusBytes
+	// MaxRegistrationBytes bounds a registry node's data (16 KiB: a
+	// Registration's times, labels and hostname).
+	MaxRegistrationBytes = access.MaxRegistrationBytes
+)
+
+// Lengths EncodeStatus shortens messages to when a status would not fit.
+const (
+	maxTargetError = 512
+	maxStatusError = 4096
+)
+
+// EncodeStatus is the status node's data for s: its JSON, made to fit
+// MaxStatusBytes when it would not. It shortens long error messages
+// first (a "…" marks the cut), then leaves out the targets that are not
+// failing, then failing ones but the first (so that Failing still holds);
+// TargetsOmitted counts what was left out. A status that is still too
+// large (thousands of labels) is returned as it is: its write then fails
+// with the quota error.
+func EncodeStatus(s Status) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) <= MaxStatusBytes {
+		return b, err
+	}
+	s.Targets = append([]TargetResult(nil), s.Targets...)
+	for i := range s.Targets {
+		s.Targets[i].LastError = shorten(s.Targets[i].LastError, maxTargetError)
+	}
+	s.LastError = shorten(s.LastError, maxStatusError)
+	s.NotReadyReason = shorten(s.NotReadyReason, maxStatusError)
+	s.StatusNodeConflict = shorten(s.StatusNodeConflict, maxStatusError)
+	if b, err = json.Marshal(s); err != nil || len(b) <= MaxStatusBytes {
+		return b, err
+	}
+	failing := s.Targets[:0:0]
+	for _, t := range s.Targets {
+		if t.Failing() {
+			failing = append(failing, t)
+		}
+	}
+	for {
+		s.TargetsOmitted += len(s.Targets) - len(failing)
+		s.Targets = failing
+		if b, err = json.Marshal(s); err != nil || len(b) <= MaxStatusBytes || len(failing) <= 1 {
+			return b, err
+		}
+		failing = failing[:(len(failing)+1)/2]
+	}
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
 
 // Status is what an agent reports: /status serves it and the status node
 // holds it.
@@ -40,6 +117,10 @@ type Status struct {
 	Attempted int64          `json:"attempted"`
 	LastError string         `json:"last_error,omitempty"`
 	Targets   []TargetResult `json:"targets"`
+	// TargetsOmitted counts the healthy targets EncodeStatus left out of
+	// the status node to keep it under MaxStatusBytes (the agent's
+	// /status has them all).
+	TargetsOmitted int `json:"targets_omitted,omitempty"`
 
 	// Labels are the agent's configured labels plus "hostname" (canary
 	// rollouts select agents by them). StatusNodeConflict, when

@@ -105,28 +105,38 @@ func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
 }
 
 // TestForgedStatusNotCounted: an attacker holding agent identity web-1
-// creates status nodes for agents that do not run, claiming the live
-// generation: one with a world ACL, one with the ACL web-1's own node
-// would have. Neither is counted: List shows them untrusted with the
-// reason, and a --all wait does not succeed (web-1, named by the policy,
-// is expected and gone). On the old code the wait reported success.
+// tries to create status nodes claiming the live generation: under a name
+// the policy does not give an identity (refused by the status quota, with
+// the classified error), web-2's name while web-2 is stopped (with the
+// ACL web-1's own node would have), and its own name with a world ACL.
+// Nothing is counted: List shows the nodes untrusted with the reason, and
+// a --all wait does not succeed (both policy agents are gone). On the
+// code before the quotas the foreign name was created.
 func TestForgedStatusNotCounted(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := securedTree(t, c, "web-1")
+	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := publishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	forger := rawSession(t, c, "web-1")
-	if _, err := forger.Create(paths.StatusNode("web-9"), forgedStatus(t, "web-9", g), zk.FlagEphemeral,
-		zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
+	_, err := forger.Create(paths.StatusNode("web-9"), forgedStatus(t, "web-9", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	if !zkclient.IsQuotaExceeded(err) {
+		t.Errorf("status node under a foreign name: %v; want refused by the status quota", err)
+	}
+	if qe := access.Explain(err, paths.StatusNode("web-9"), access.OpCreate); !errors.Is(qe, zkclient.ErrQuotaExceeded) ||
+		!strings.Contains(qe.Error(), "quota exceeded: create on "+paths.StatusNode("web-9")) {
+		t.Errorf("explained: %v", qe)
 	}
 	own, err := access.ReadStatusNodeACL(ctx, forger, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := forger.Create(paths.StatusNode("web-8"), forgedStatus(t, "web-8", g), zk.FlagEphemeral, own); err != nil {
+	if _, err := forger.Create(paths.StatusNode("web-2"), forgedStatus(t, "web-2", g), zk.FlagEphemeral, own); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := forger.Create(paths.StatusNode("web-1"), forgedStatus(t, "web-1", g), zk.FlagEphemeral,
+		zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,14 +144,14 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"web-9", "web-8"} {
+	for _, id := range []string{"web-1", "web-2"} {
 		a, ok := find(agents, id)
-		if !ok || a.Trusted() || a.Applied(g) || a.Untrusted == "" {
-			t.Errorf("forged %s listed as %+v; want untrusted, not applied", id, a)
+		if !ok || a.Trusted() || a.Applied(g) || a.Untrusted == "" || !a.Gone() {
+			t.Errorf("forged %s listed as %+v; want untrusted, not applied, gone", id, a)
 		}
 	}
-	if a, ok := find(agents, "web-1"); !ok || !a.Gone() {
-		t.Errorf("web-1 (in the policy, not running) = %+v, %v; want gone", a, ok)
+	if _, ok := find(agents, "web-9"); ok {
+		t.Error("web-9 listed")
 	}
 	if s := fleet.Summarize(agents, g); s.AtLatest != 0 || s.Untrusted != 2 {
 		t.Errorf("summary %v", s)
@@ -163,7 +173,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	if !errors.As(err, &re) || len(pr.Applied) != 0 {
 		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
 	}
-	if !slices.Equal(pr.Untrusted, []string{"web-8", "web-9"}) || !slices.Equal(pr.Gone, []string{"web-1"}) {
+	if !slices.Equal(pr.Gone, []string{"web-1", "web-2"}) {
 		t.Errorf("progress %+v", pr)
 	}
 }
@@ -387,11 +397,10 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 }
 
 // TestRegistryNode: a running agent registers itself with its labels and
-// hostname, under its own ACL (another agent identity can neither read nor
-// delete it), and reports its labels in its status node. A registry node
-// forged by another identity is listed untrusted but still expected: the
-// forged agent is gone and blocks a --all wait; it cannot make one
-// succeed.
+// hostname, in the node confpush init created for its identity (another
+// agent identity can neither read, write nor delete it, nor create a
+// registration of its own under any name), and reports its labels in its
+// status node.
 func TestRegistryNode(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
@@ -437,20 +446,26 @@ func TestRegistryNode(t *testing.T) {
 		t.Errorf("web-2 deletes web-1's registration: %v", err)
 	}
 
-	// web-2's identity forges a registration for web-5.
+	// web-2's identity can neither register another name nor write
+	// web-1's registration: confpush init created web-1's node, for
+	// web-1 alone.
 	if _, err := web2.Create(paths.AgentNode("web-5"), []byte(`{"first_seen":"2020-01-01T00:00:00Z"}`), 0,
-		zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
+		zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 creates a registration for web-5: %v; want NoAuth (agents may not create registrations)", err)
 	}
-	agents, err = fleet.List(ctx, conn, paths.Root, paths.Meta)
-	if f, ok := find(agents, "web-5"); err != nil || !ok || !f.Gone() || f.RegistryUntrusted == "" {
-		t.Errorf("forged registration listed as %+v, %v; want expected, gone, registry untrusted", f, err)
+	if _, err := web2.Set(paths.AgentNode("web-1"), []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("web-2 writes web-1's registration: %v", err)
+	}
+	acl, _, err := conn.GetACL(paths.AgentNode("web-1"))
+	pol := access.Policy{Publisher: ident(t, "publisher")}
+	if err != nil || !access.SameACL(acl, pol.RegistryNodeACL(ident(t, "web-1"))) {
+		t.Errorf("web-1's registration ACL %v, %v; want publisher cdrwa, web-1 rw", acl, err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
 	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
-	if err == nil || !slices.Contains(pr.Gone, "web-5") || !slices.Contains(pr.Applied, "web-1") {
-		t.Errorf("wait --all with a forged registration = %+v, %v; want web-5 gone, blocking", pr, err)
+	if err == nil || !slices.Equal(pr.Gone, []string{"web-2"}) || !slices.Contains(pr.Applied, "web-1") {
+		t.Errorf("wait --all = %+v, %v; want web-1 applied, web-2 (in the policy, never started) gone", pr, err)
 	}
 }
 
@@ -485,39 +500,47 @@ func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
 }
 
 // TestAgentIDMustBeUser: under ACLs an agent whose agent_id is not its
-// identity's user warns at start, and readers do not trust its node
-// (nobody can tell it from another identity's squat).
+// identity's user warns at start, and cannot even create its status node:
+// the status quota refuses a name that is no agent identity of the policy,
+// and the agent logs the classified error (nobody could tell its node
+// from another identity's squat).
 func TestAgentIDMustBeUser(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1")
-	g := publishConf(t, p, "v1")
+	publishConf(t, p, "v1")
 	logs := startLogged(t, c, "host-x", "web-1")
-	eventually(t, "the agent_id warning", func() bool {
-		return strings.Contains(logs.String(), "agent_id differs from the user of the agent's credentials")
+	eventually(t, "the agent_id warning and the refused status node", func() bool {
+		s := logs.String()
+		return strings.Contains(s, "agent_id differs from the user of the agent's credentials") &&
+			strings.Contains(s, "status node not written") &&
+			strings.Contains(s, "quota exceeded: create on "+paths.StatusNode("host-x"))
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	eventually(t, "host-x's status node", func() bool {
-		agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
-		a, ok := find(agents, "host-x")
-		return err == nil && ok && a.HasNode && a.Status.Generation == g
-	})
-	agents, _ := fleet.List(ctx, conn, paths.Root, paths.Meta)
-	if a, _ := find(agents, "host-x"); a.Trusted() || !strings.Contains(a.Untrusted, `no agent identity "host-x"`) {
-		t.Errorf("host-x listed as %+v; want untrusted", a)
+	f, err := fleet.Read(ctx, conn, paths.Root, paths.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := find(f.Agents, "host-x"); ok || len(f.Skipped) != 0 {
+		t.Errorf("host-x listed: %+v, skipped %v", f.Agents, f.Skipped)
+	}
+	if a, _ := find(f.Agents, "web-1"); !a.Gone() {
+		t.Errorf("web-1 = %+v; want gone", a)
 	}
 }
 
 // TestRegistryMissingOnOldTree: on a tree initialized before the registry
 // existed the agent cannot create its registry node (no CREATE on the
 // metadata base): it warns and keeps working; confpush acl reports the
-// registry missing, acl --repair creates it, and the agent registers on its
-// next status write.
+// registry missing, acl --repair creates it and the agent's node in it,
+// and the agent registers on its next status write.
 func TestRegistryMissingOnOldTree(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1")
-	if err := conn.Delete(paths.Agents(), -1); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{paths.AgentNode("web-1"), paths.Agents()} {
+		if err := conn.Delete(n, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	publishConf(t, p, "v1")
 	logs := startLogged(t, c, "web-1", "web-1")

@@ -145,8 +145,10 @@
 // while a commit is in flight gives ErrOutcomeUnknown with the publish id
 // and generation to look for. A refusal by ZooKeeper's access control
 // (NoAuth) is an error naming the node and the permission missing
-// (errors.Is(err, zkclient.ErrPermission)); it is never
-// retried.
+// (errors.Is(err, zkclient.ErrPermission)), and a refusal by an enforced
+// ZooKeeper quota (QuotaExceeded, code -125: a quota someone set on the
+// root, the metadata path or an ancestor) one naming the node
+// (errors.Is(err, zkclient.ErrQuotaExceeded)); neither is ever retried.
 //
 // # ACLs
 //

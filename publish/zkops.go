@@ -12,14 +12,17 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // denied reports whether err is a refusal by ZooKeeper's access control
-// (NoAuth, or rejected credentials). It is fatal: retrying or reconnecting
-// cannot change the answer, so it is never retried.
+// (NoAuth, or rejected credentials) or by an enforced quota
+// (QuotaExceeded). It is fatal: retrying or reconnecting cannot change the
+// answer, so it is never retried; access.Explain and ExplainMulti name the
+// node.
 func denied(err error) bool {
 	return err != nil && (errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) ||
-		errors.Is(err, access.ErrPermission) || errors.Is(err, access.ErrAuthRejected))
+		errors.Is(err, access.ErrPermission) || errors.Is(err, access.ErrAuthRejected) || zkclient.IsQuotaExceeded(err))
 }
 
 // call runs a blocking client call under ctx. The result is only read when

@@ -1,6 +1,8 @@
 package zkclient
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -47,6 +49,15 @@ type Client struct {
 
 	gen atomic.Uint64 // the connection whose events the Session follows
 
+	// authMu guards the credentials gate: while the first connection's
+	// credentials are not yet in place (ZooKeeper was unreachable when
+	// Dial added them), its session events are held back from the
+	// Session, whose readers therefore send nothing that would go out
+	// without them; held is the latest one.
+	authMu      sync.Mutex
+	authPending bool
+	held        *zk.Event
+
 	mu     sync.Mutex
 	conn   *zk.Conn
 	closed bool
@@ -58,6 +69,10 @@ type Client struct {
 
 // Dial dials like DialConn and returns a Client that replaces the
 // connection when the servers refuse its session. Close it when done.
+// Unlike DialConn it does not fail when no server answers the credentials
+// (cfg.Auth): it adds them as soon as one does, and its Session reports no
+// session until they are in place, so that readers that wait for one (the
+// cache, the agent's status node) never send a request without them.
 func Dial(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -75,13 +90,66 @@ func Dial(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, log: log, sess: NewSession(), bound: max(bound, minRedialAfter),
 		min: max(2, len(cfg.Servers)), stop: make(chan struct{}), done: make(chan struct{})}
-	conn, err := dial(cfg, c.callback(0))
+	c.authPending = cfg.Auth != ""
+	conn, err := connect(cfg, c.callback(0))
 	if err != nil {
 		return nil, err
 	}
 	c.conn = conn
+	if cfg.Auth != "" {
+		err := conn.AddAuth("digest", []byte(cfg.Auth))
+		switch {
+		case err == nil:
+			c.openAuthGate()
+		case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed):
+			// No server answered: the credentials go in as soon as one
+			// does, before the Session reports a session to anyone. A
+			// host booting while ZooKeeper is down renders its last good
+			// config meanwhile.
+			log.Warn("ZooKeeper unreachable: the credentials are added when a server answers", "error", err)
+			c.closing.Add(1)
+			go c.authenticate(conn)
+		default:
+			conn.Close()
+			return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
+		}
+	}
 	go c.run()
 	return c, nil
+}
+
+// authenticate adds the credentials to the first connection until a server
+// answers, then lets its session events through.
+func (c *Client) authenticate(conn *zk.Conn) {
+	defer c.closing.Done()
+	for {
+		err := conn.AddAuth("digest", []byte(c.cfg.Auth))
+		if err == nil {
+			c.openAuthGate()
+			return
+		}
+		if errors.Is(err, zk.ErrClosing) {
+			return
+		}
+		c.log.Debug("ZooKeeper credentials not added yet", "error", err)
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// openAuthGate lets the connection's session events through, the latest
+// one held back first.
+func (c *Client) openAuthGate() {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	c.authPending = false
+	if c.held != nil {
+		c.sess.Callback(*c.held)
+		c.held = nil
+	}
 }
 
 // Fixed wraps a connection the application owns, with its tracker, as a
@@ -142,9 +210,16 @@ func (c *Client) RefusalBound() (bound time.Duration, minFailures int) { return 
 
 func (c *Client) callback(gen uint64) func(zk.Event) {
 	return func(ev zk.Event) {
-		if c.gen.Load() == gen {
-			c.sess.Callback(ev)
+		if c.gen.Load() != gen {
+			return
 		}
+		c.authMu.Lock()
+		defer c.authMu.Unlock()
+		if c.authPending && gen == 0 && ev.Type == zk.EventSession {
+			c.held = &ev
+			return
+		}
+		c.sess.Callback(ev)
 	}
 }
 

@@ -71,3 +71,38 @@ func TestClientReplacesRefusedConnection(t *testing.T) {
 		t.Fatalf("plain client connected to the wiped server: %+v", st)
 	}
 }
+
+// TestDialWithCredentialsWhileUnreachable: a Client with credentials dials
+// while no server answers (a host booting with ZooKeeper down): Dial
+// succeeds, the Session reports no session until the credentials are in
+// place, and once the server is back a read only those credentials may
+// make succeeds. On the old code Dial failed ("ZooKeeper authentication:
+// zk: could not connect to a server") and confagent exited at start.
+func TestDialWithCredentialsWhileUnreachable(t *testing.T) {
+	c := zktest.Start(t)
+	admin := c.Connect(t, 4*time.Second)
+	const creds = "reader:reader-Secret-Pw-01"
+	if _, err := admin.Create("/private", []byte("ok"), 0, zk.DigestACL(zk.PermRead, "reader", "reader-Secret-Pw-01")); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(0)
+	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: creds})
+	if err != nil {
+		t.Fatalf("Dial with credentials while ZooKeeper is down: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	if st := cl.Session().Status(); st.Connected {
+		t.Fatalf("session reported before any server answered: %+v", st)
+	}
+	c.StartServer(0)
+	c.WaitServing(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := cl.Session().WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := cl.Conn().Get("/private")
+	if err != nil || string(b) != "ok" {
+		t.Fatalf("read with the credentials after the server came back: %q, %v", b, err)
+	}
+}

@@ -82,8 +82,24 @@ func DialConn(cfg Config) (*zk.Conn, *Session, error) {
 }
 
 // dial is Dial with the event callback given: a Client forwards only the
-// current connection's events to its Session.
+// current connection's events to its Session. The credentials are added
+// before it returns: it fails when no server answers.
 func dial(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
+	conn, err := connect(cfg, callback)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Auth != "" {
+		if err := conn.AddAuth("digest", []byte(cfg.Auth)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
+		}
+	}
+	return conn, nil
+}
+
+// connect opens the connection (TLS checked first), without credentials.
+func connect(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
@@ -124,12 +140,6 @@ func dial(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", strings.Join(cfg.Servers, ","), err)
-	}
-	if cfg.Auth != "" {
-		if err := conn.AddAuth("digest", []byte(cfg.Auth)); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
-		}
 	}
 	return conn, nil
 }

@@ -25,6 +25,13 @@ type aclMismatchError struct {
 	report map[string]any
 }
 
+// openTreeError is acl on a root confpush init never set up (exit 7):
+// there is no policy to compare with, and nothing bounds the tree.
+type openTreeError struct{ err error }
+
+func (e openTreeError) Error() string { return e.err.Error() }
+func (e openTreeError) Unwrap() error { return e.err }
+
 func (e aclMismatchError) Error() string {
 	return fmt.Sprintf("%d ACL difference(s) from the policy; run 'confpush acl ROOT --repair'", e.n)
 }
@@ -144,13 +151,21 @@ func (a *app) initCommand() *cobra.Command {
 		Use:   "init ROOT --publisher-auth-file F [--agent-digest user:digest]... [--agent-auth-file F]... [--world-readable]",
 		Short: "Set up ZooKeeper ACLs for a root: publisher, agents, nobody else",
 		Long: `Create ROOT (empty), its missing ancestors and its metadata tree (history,
-blobs, publishing, status, election, the agent registry) with digest ACLs:
-the publisher may do everything; each agent identity may read the root and
-its items and create and write only its own status and registry nodes;
-anyone else may do nothing (or, with
---world-readable, read the root and its items). On an existing tree it sets
-every ACL that differs (idempotent): this also locks down a tree published
-before ACLs. The agent list is complete: an identity left out loses access.
+blobs, publishing, status, election, the agent registry and each agent
+identity's registry node) with digest ACLs: the publisher may do everything;
+each agent identity may read the root and its items, create and write only
+its own status node and write its registry node; anyone else may do nothing
+(or, with --world-readable, read the root and its items). On an existing tree
+it sets every ACL that differs (idempotent): this also locks down a tree
+published before ACLs. The agent list is complete: an identity left out loses
+access.
+
+It also sets ZooKeeper quotas that bound what each agent identity can write
+(no status node under a name that is not an agent identity's; each agent's
+status node at most 128 KiB, its registration 16 KiB), with the quota nodes
+and /zookeeper/quota locked to the publisher, and says so when the servers
+do not enforce them: run every server with -Dzookeeper.enforceQuota=true
+(ZooKeeper 3.7+; docs/install.md).
 
 Credentials never come from an argument: the publisher's from
 --publisher-auth-file (else --auth-file or $ZKCONF_AUTH), agents as digests
@@ -216,7 +231,13 @@ Without --repair, exits 7 when differences are found (advisories, which no
 ACL can fix, do not count). With --repair, fixes them as init does (but never
 creates the root) and exits 7 only if some remain. Status and registry nodes
 that are not provably their agent's (ACL not exactly the one its identity
-gives, not ephemeral, unreadable) are differences; --repair deletes them.`,
+gives, not ephemeral, unreadable, above their size bound, or named after no
+agent identity) are differences; --repair deletes them. The quotas init sets
+are checked too (limits, ACLs of their nodes and of /zookeeper/quota, quotas
+of identities no longer in the policy) and restored by --repair; quotas
+zkconf did not set on the root's or the metadata's paths, and servers that
+do not enforce quotas, are advisories. On an open root (init never ran) it
+says what that leaves unbounded and exits 7.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			creds, pub, pol, explicit, err := a.publisherPolicy(cmd, args)
@@ -233,6 +254,9 @@ gives, not ephemeral, unreadable) are differences; --repair deletes them.`,
 			paths := a.paths()
 			if !explicit {
 				if pol, err = access.PolicyFromRoot(ctx, conn, paths, pub); err != nil {
+					if errors.Is(err, access.ErrOpenTree) {
+						return openTreeError{err}
+					}
 					if errors.Is(err, access.ErrForeignACL) {
 						return fmt.Errorf("%w; give the policy with --agent-digest/--agent-auth-file/--world-readable", err)
 					}

@@ -34,7 +34,7 @@ const (
 	exitMarkerBusy = 4 // another live marker-mode publish holds the root, or a canary rollout is in progress
 	exitRollout    = 5 // --wait: the rollout did not complete
 	exitPermission = 6 // ZooKeeper refused the request: identity or ACL
-	exitACL        = 7 // acl: the ACLs differ from the policy (without --repair)
+	exitACL        = 7 // acl: the ACLs or quotas differ from the policy (without --repair), or an open root
 	exitFailing    = 8 // status --fail-on-error: an agent reports an error or a failing target
 	// exitAborted (9, rolloutdrive.go): publish --auto aborted the rollout.
 	exitDiffers = 10 // diff --exit-code: there are differences
@@ -51,7 +51,8 @@ const exitCodesHelp = `Exit codes:
   5  rollout incomplete: with --wait, agents failed, left or did not apply in time
   6  permission denied: the ZooKeeper identity in use (--auth-file, $ZKCONF_AUTH)
      lacks a permission, or its password is wrong (never retried)
-  7  acl: ACLs differ from the policy (run 'confpush acl --repair')
+  7  acl: ACLs or quotas differ from the policy (run 'confpush acl --repair'),
+     or the root is open (confpush init never ran)
   8  status --fail-on-error: an agent reports an error or a failing target
   9  publish --auto/--steps: the driver aborted the canary (an agent failed on it)
   10 diff --exit-code: there are differences (the diff is printed as without it)`
@@ -375,6 +376,8 @@ func classify(err error) (int, string) {
 		return exitPermission, "permission_denied"
 	case errors.As(err, new(aclMismatchError)):
 		return exitACL, "acl_mismatch"
+	case errors.As(err, new(openTreeError)):
+		return exitACL, "open_tree"
 	case errors.As(err, new(rolloutError)):
 		return exitRollout, "rollout_incomplete"
 	case errors.As(err, new(agentsFailingError)):
@@ -415,6 +418,8 @@ func classify(err error) (int, string) {
 		return exitError, "item_mismatch"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return exitError, "generation_exhausted"
+	case errors.Is(err, access.ErrQuotaExceeded):
+		return exitError, "quota_exceeded"
 	}
 	return exitError, "error"
 }

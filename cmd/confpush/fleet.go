@@ -160,10 +160,11 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		return nil, nil, nil, err
 	}
 	live := liveM.Generation
-	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
+	fl, err := fleet.Read(ctx, conn, p.Root, p.Meta)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	agents := fl.Agents
 	sum := fleet.Summarize(agents, live)
 	marker, err := publish.InspectMarker(ctx, conn, p.Root, p.Meta)
 	if err != nil {
@@ -229,6 +230,10 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 	if liveM.Canary != nil {
 		obj["canary"] = liveM.Canary
 	}
+	skipped := skippedLines(fl.Skipped)
+	if len(fl.Skipped) > 0 {
+		obj["skipped"] = skippedJSON(fl.Skipped)
+	}
 	text = func(out io.Writer) {
 		if marker != nil {
 			fmt.Fprintf(out, "marker: %s\n\n", marker)
@@ -277,8 +282,63 @@ func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]a
 		for _, pr := range incProblems {
 			fmt.Fprintf(out, "INCARNATION: %s\n", pr)
 		}
+		for _, l := range skipped {
+			fmt.Fprintf(out, "skipped: %s\n", l)
+		}
 	}
 	return obj, text, failing, nil
+}
+
+// maxSkippedListed bounds the skipped nodes status names (a flood of
+// forged names must not flood the report).
+const maxSkippedListed = 100
+
+// skippedJSON is the "skipped" object of status --json: how many nodes
+// were not read, and the first of them.
+func skippedJSON(sk []fleet.Skipped) map[string]any {
+	type node struct {
+		ID     string `json:"id"`
+		Node   string `json:"node"`
+		Reason string `json:"reason"`
+		Bytes  int    `json:"bytes,omitempty"`
+	}
+	nodes := []node{}
+	for _, s := range sk[:min(len(sk), maxSkippedListed)] {
+		nodes = append(nodes, node{s.ID, s.Node, s.Reason, s.Bytes})
+	}
+	return map[string]any{"count": len(sk), "nodes": nodes}
+}
+
+// skippedLines says which nodes the listing did not read: foreign ones
+// counted per kind with a few names, oversized ones one by one (each is
+// also shown on its agent).
+func skippedLines(sk []fleet.Skipped) []string {
+	foreign := map[string][]string{}
+	var out []string
+	for _, s := range sk {
+		if s.Reason == fleet.SkipForeign {
+			foreign[s.Node] = append(foreign[s.Node], s.ID)
+			continue
+		}
+		if len(out) < maxSkippedListed {
+			out = append(out, fmt.Sprintf("%s node %s is %d bytes, above its bound: not read ('confpush acl --repair' removes it)",
+				s.Node, s.ID, s.Bytes))
+		}
+	}
+	for _, kind := range []string{fleet.NodeStatus, fleet.NodeRegistration} {
+		ids := foreign[kind]
+		if len(ids) == 0 {
+			continue
+		}
+		shown := ids[:min(len(ids), 5)]
+		more := ""
+		if len(ids) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(ids)-len(shown))
+		}
+		out = append(out, fmt.Sprintf("%d foreign %s node(s), named after no agent identity of the policy: %s%s "+
+			"(never expected; 'confpush acl --repair' deletes them)", len(ids), kind, strings.Join(shown, ", "), more))
+	}
+	return out
 }
 
 // agentState is the STATE column: gone, untrusted, unreadable, failing

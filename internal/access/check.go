@@ -7,11 +7,11 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Fix says what Repair does about a Mismatch.
@@ -33,6 +33,9 @@ const (
 	// FixDocument: the metadata base's status-ACL document is missing or
 	// stale; Repair writes it.
 	FixDocument Fix = "write status-ACL document"
+	// FixQuota: a quota of the policy is missing, has other limits, or
+	// its nodes have another ACL; Repair sets it (Quotas).
+	FixQuota Fix = "set quota"
 )
 
 // Mismatch is one difference between the tree and the policy.
@@ -108,8 +111,15 @@ func newEngine(conn *zk.Conn, paths layout.Paths, p Policy) (*engine, error) {
 	return &engine{conn: conn, paths: paths, p: p, trust: p.Trust()}, nil
 }
 
-// checkWorkers bounds the GetACL requests Check has in flight.
-const checkWorkers = 8
+// checkWorkers bounds the requests Check (and Repair's fixes of nodes
+// below the fixed ones) has in flight: they share the connection,
+// pipelined.
+const checkWorkers = 256
+
+// parallel runs fn(ctx, i) for i in [0, n) with checkWorkers at a time.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	return work.Parallel(ctx, n, checkWorkers, fn)
+}
 
 // Check compares the actual ACLs of the root, every item, the metadata
 // tree and every node in it (history entries, blobs, publishing, election
@@ -187,10 +197,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		if f.child == "" {
 			continue
 		}
-		kids, err := call(ctx, func() ([]string, error) {
-			kids, _, err := e.conn.Children(f.path)
-			return kids, err
-		})
+		kids, err := children(ctx, e.conn, f.path)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
@@ -208,55 +215,50 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 			}
 			targets = append(targets, t)
 		}
+		if f.kind == KindRegistry {
+			out = append(out, e.missingRegistrations(kids)...)
+		}
 	}
 	found, err := e.checkTargets(ctx, targets)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, found...)
+	quotas, err := e.checkQuotas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, quotas...)
 	slices.SortStableFunc(out, func(a, b Mismatch) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 
-// checkTargets reads the ACLs of targets with bounded concurrency.
-func (e *engine) checkTargets(ctx context.Context, targets []target) ([]Mismatch, error) {
-	var (
-		mu       sync.Mutex
-		out      []Mismatch
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan target)
-	for range min(checkWorkers, len(targets)) {
-		wg.Go(func() {
-			for t := range work {
-				ms, err := e.checkTarget(ctx, t)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				out = append(out, ms...)
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, t := range targets {
-		select {
-		case work <- t:
-		case <-ctx.Done():
-			break feed
+// missingRegistrations are the policy's agent identities without a
+// registry node among kids: Init creates each (empty, RegistryNodeACL),
+// since agents may not.
+func (e *engine) missingRegistrations(kids []string) []Mismatch {
+	var out []Mismatch
+	for _, a := range e.p.agents() {
+		if !slices.Contains(kids, a.User) {
+			out = append(out, Mismatch{Path: e.paths.AgentNode(a.User), Kind: KindRegistryNode, Want: e.p.RegistryNodeACL(a),
+				Fix: FixCreate, Problem: "missing: confpush init creates each agent identity's registry node"})
 		}
 	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	return out
+}
+
+// checkTargets reads the ACLs of targets with bounded concurrency.
+func (e *engine) checkTargets(ctx context.Context, targets []target) ([]Mismatch, error) {
+	found := make([][]Mismatch, len(targets))
+	err := parallel(ctx, len(targets), func(ctx context.Context, i int) error {
+		ms, err := e.checkTarget(ctx, targets[i])
+		found[i] = ms
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, ctx.Err()
+	return slices.Concat(found...), nil
 }
 
 func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) {
@@ -282,15 +284,36 @@ func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) 
 	}
 	name := path.Base(t.path)
 	if reason := e.judgeOwned(t.kind, name, acl, st); reason != "" {
-		if want, ok := e.trust.Want(name); ok && e.stalePublisher(acl, want) &&
+		if want, ok := e.trust.Want(name); ok && e.stalePublisher(acl, want) && e.withinBound(t.kind, st) &&
 			(t.kind == KindRegistryNode || st.EphemeralOwner != 0) {
 			// The agent's own node from before a change of the
-			// publisher's password: keep it, fix the publisher's entry.
+			// publisher's password: keep it, fix the publisher's entry
+			// (and a registration's ACL is the one Init gives).
+			if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode {
+				want = e.p.RegistryNodeACL(id)
+			}
 			return []Mismatch{e.aclMismatch(t.path, t.kind, acl, want)}, nil
 		}
 		return []Mismatch{untrusted(t, acl, reason)}, nil
 	}
+	if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode && !SameACL(acl, e.p.RegistryNodeACL(id)) {
+		// A registration its agent created under an earlier release's
+		// ACL: trusted, moved to the ACL Init gives (data kept).
+		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, e.p.RegistryNodeACL(id))}, nil
+	}
 	return nil, nil
+}
+
+// withinBound reports whether a status or registry node's data is within
+// its bound (MaxStatusBytes, MaxRegistrationBytes).
+func (e *engine) withinBound(k Kind, st *zk.Stat) bool {
+	if st == nil {
+		return true
+	}
+	if k == KindRegistryNode {
+		return st.DataLength <= MaxRegistrationBytes
+	}
+	return st.DataLength <= MaxStatusBytes
 }
 
 // stalePublisher reports whether acl grants the agent's identity of want
@@ -310,10 +333,18 @@ func (e *engine) stalePublisher(acl, want []zk.ACL) bool {
 	return true
 }
 
-// judgeOwned judges a status or registry node with the policy's Trust.
+// judgeOwned judges a status or registry node with the policy's Trust,
+// and its size against its bound.
 func (e *engine) judgeOwned(k Kind, name string, acl []zk.ACL, st *zk.Stat) string {
+	if !e.withinBound(k, st) {
+		bound := MaxStatusBytes
+		if k == KindRegistryNode {
+			bound = MaxRegistrationBytes
+		}
+		return fmt.Sprintf("oversized: %d bytes, above the %d-byte bound (readers skip it)", st.DataLength, bound)
+	}
 	if k == KindRegistryNode {
-		return e.trust.JudgeACL(name, acl)
+		return e.trust.JudgeRegistration(name, acl)
 	}
 	return e.trust.JudgeStatus(name, acl, st)
 }
@@ -368,13 +399,14 @@ func (e *engine) checkParent(ctx context.Context) (Mismatch, bool, error) {
 // within reports whether p is dir or below it.
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
-// ancestors lists the ancestors of the root and of the metadata base,
+// ancestors lists the ancestors of the root, of the metadata base and of
+// the base's node in ZooKeeper's quota tree (below /zookeeper/quota),
 // outermost first, without "/" and without duplicates.
 func (e *engine) ancestors() []string {
 	var out []string
-	for _, full := range []string{e.paths.Root, e.paths.Base()} {
+	for _, full := range []string{e.paths.Root, e.paths.Base(), QuotaRoot + e.paths.Base()} {
 		var chain []string
-		for a := path.Dir(full); a != "/"; a = path.Dir(a) {
+		for a := path.Dir(full); a != "/" && a != QuotaRoot && a != path.Dir(QuotaRoot); a = path.Dir(a) {
 			chain = append(chain, a)
 		}
 		slices.Reverse(chain)
@@ -406,10 +438,7 @@ func (e *engine) ownAncestor(acl []zk.ACL) bool {
 // document of the policy.
 func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 	base := e.paths.Base()
-	data, err := call(ctx, func() ([]byte, error) {
-		b, _, err := e.conn.Get(base)
-		return b, err
-	})
+	data, err := getData(ctx, e.conn, base)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Mismatch{}, false, nil

@@ -52,6 +52,9 @@ var ErrPermission = zkclient.ErrPermission
 // ErrAuthRejected matches every *AuthError (errors.Is); zkclient's too.
 var ErrAuthRejected = zkclient.ErrAuthRejected
 
+// ErrQuotaExceeded matches every *QuotaError (errors.Is); zkclient's too.
+var ErrQuotaExceeded = zkclient.ErrQuotaExceeded
+
 // ErrNotInitialized means the root's access tree was never set up by
 // Init: the root or its metadata base (with its status-ACL document) is
 // missing.
@@ -122,34 +125,69 @@ func (e *AuthError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrAuthRejected) true.
 func (e *AuthError) Is(target error) bool { return target == ErrAuthRejected }
 
+// QuotaError is a write ZooKeeper refused with QuotaExceeded (code -125,
+// which go-zookeeper reports as "unknown error: -125"): an enforced quota
+// on Path or an ancestor is full. The same write cannot succeed until the
+// node shrinks, nodes go or the quota changes. errors.Is(err,
+// ErrQuotaExceeded) holds.
+type QuotaError struct {
+	// Op is the operation refused (create or write).
+	Op Op
+	// Path is the node the request named.
+	Path string
+	// Err is the client's error.
+	Err error
+}
+
+// Error names the operation and the node, and what a quota bounds.
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("quota exceeded: %s on %s (ZooKeeper's enforced quota on this node or an ancestor is full: "+
+		"too many nodes, or too many bytes; 'confpush acl' shows the quotas zkconf sets, docs/security.md \"Quotas\")", e.Op, e.Path)
+}
+
+// Unwrap returns the client's error.
+func (e *QuotaError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrQuotaExceeded) true.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
 // Explain turns zk.ErrNoAuth from op on path into a *PermissionError
-// naming the node and the permission missing, and zk.ErrAuthFailed into an
-// *AuthError. Other errors (and nil, and errors already explained) are
-// returned unchanged. Callers must treat both as fatal: never retry them.
+// naming the node and the permission missing, zk.ErrAuthFailed into an
+// *AuthError and ZooKeeper's QuotaExceeded into a *QuotaError. Other
+// errors (and nil, and errors already explained) are returned unchanged.
+// Callers must treat all three as final for that request: never retry it
+// unchanged.
 func Explain(err error, path string, op Op) error {
 	var pe *PermissionError
 	var ae *AuthError
+	var qe *QuotaError
 	switch {
-	case err == nil, errors.As(err, &pe), errors.As(err, &ae):
+	case err == nil, errors.As(err, &pe), errors.As(err, &ae), errors.As(err, &qe):
 		return err
 	case errors.Is(err, zk.ErrNoAuth):
 		perm, node := op.need(path)
 		return &PermissionError{Op: op, Path: path, Node: node, Perm: perm, Err: err}
 	case errors.Is(err, zk.ErrAuthFailed):
 		return &AuthError{Op: op, Path: path, Err: err}
+	case zkclient.IsQuotaExceeded(err):
+		return &QuotaError{Op: op, Path: path, Err: err}
 	}
 	return err
 }
 
-// ExplainMulti explains the error of conn.Multi(ops...): on NoAuth it
-// finds the refused operation in the responses and explains it with its
-// path. ops are the pointers passed to Multi.
+// ExplainMulti explains the error of conn.Multi(ops...): on NoAuth (or
+// QuotaExceeded) it finds the refused operation in the responses and
+// explains it with its path. ops are the pointers passed to Multi.
 func ExplainMulti(err error, ops []any, res []zk.MultiResponse) error {
-	if !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrAuthFailed) {
+	quota := zkclient.IsQuotaExceeded(err)
+	if !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrAuthFailed) && !quota {
 		return err
 	}
 	for i, r := range res {
-		if i >= len(ops) || !errors.Is(r.Error, zk.ErrNoAuth) {
+		if i >= len(ops) {
+			continue
+		}
+		if quota && !zkclient.IsQuotaExceeded(r.Error) || !quota && !errors.Is(r.Error, zk.ErrNoAuth) {
 			continue
 		}
 		switch o := ops[i].(type) {

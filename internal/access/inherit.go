@@ -188,6 +188,11 @@ func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) er
 // can be read from it.
 var ErrForeignACL = errors.New("the root's ACL is not one confpush init makes")
 
+// ErrOpenTree means the root was never set up by Init: its ACL grants
+// everyone everything and it has no status-ACL document. Nothing then
+// bounds what any client writes (no policy, no quota).
+var ErrOpenTree = errors.New("open tree: confpush init never ran")
+
 // PolicyFromRoot reads the policy in force from the root's ACL, for
 // `confpush acl ROOT` without agent flags: publisher is the identity of
 // the session (its ALL entry must be there), every other digest entry
@@ -205,6 +210,15 @@ func PolicyFromRoot(ctx context.Context, conn *zk.Conn, paths layout.Paths, publ
 	}
 	p := Policy{Publisher: publisher}
 	eff := effective(acl)
+	if eff[aclKey{worldScheme, worldID}] == zk.PermAll {
+		if _, derr := readStatusDoc(ctx, conn, paths); errors.Is(derr, ErrNotInitialized) {
+			return Policy{}, fmt.Errorf("%w (%w): root %s grants world:anyone:cdrwa and has no status-ACL document: "+
+				"anyone who can reach ZooKeeper may write it and its metadata tree, no quota bounds what agents write "+
+				"(readers only skip status nodes above %d bytes and registrations above %d), and every registered name "+
+				"is an expected agent; run 'confpush init' (docs/security.md)",
+				ErrOpenTree, ErrForeignACL, paths.Root, MaxStatusBytes, MaxRegistrationBytes)
+		}
+	}
 	if eff[aclKey{"digest", publisher.ID()}] != zk.PermAll {
 		return Policy{}, fmt.Errorf("%w: it does not grant %s cdrwa (%s)", ErrForeignACL, publisher, p.Describe(acl))
 	}

@@ -19,8 +19,8 @@ type Policy struct {
 	// Publisher may do everything on the root, its items and the root's
 	// metadata tree.
 	Publisher Identity
-	// Agents may read the root and its items, and create and write their
-	// own status node.
+	// Agents may read the root and its items, create and write their
+	// own status node, and write their registry node.
 	Agents []Identity
 	// WorldReadable grants READ on the root and its items to everyone,
 	// authenticated or not. Nothing else is ever granted to the world.
@@ -126,11 +126,20 @@ func (p Policy) StatusACL() []zk.ACL {
 	return acl
 }
 
-// RegistryACL is the ACL of the agent registry (<base>/agents): like the
-// status parent, publisher ALL (it deletes the nodes of agents it forgets)
-// and agents CREATE only: no READ (agents do not list each other), no
-// DELETE (an agent could delete another's registration).
-func (p Policy) RegistryACL() []zk.ACL { return p.StatusACL() }
+// RegistryACL is the ACL of the agent registry (<base>/agents): the
+// publisher's alone. Init creates each agent identity's registry node
+// (RegistryNodeACL), so agents need no CREATE: with it, an agent identity
+// could register any number of names, squat another agent's registration
+// or give its node any ACL. No DELETE either (an agent could delete
+// another's registration), nor READ (agents do not list each other).
+func (p Policy) RegistryACL() []zk.ACL { return p.MetaACL() }
+
+// RegistryNodeACL is the ACL Init gives agent's registry node: publisher
+// ALL, that agent READ and WRITE (it keeps first_seen across writes).
+// Without ADMIN it cannot change the node's ACL.
+func (p Policy) RegistryNodeACL(agent Identity) []zk.ACL {
+	return []zk.ACL{p.Publisher.ACL(zk.PermAll), agent.ACL(zk.PermRead | zk.PermWrite)}
+}
 
 // StatusNodeACL is the ACL an agent gives its status node when it creates
 // it: publisher ALL and ALL for the creating session's own ids (the "auth"
@@ -195,6 +204,11 @@ const (
 	KindRollout           Kind = "rollout record"
 	KindRolloutDriver     Kind = "rollout driver"
 	KindRolloutDriverNode Kind = "rollout driver node"
+	// ZooKeeper's quota nodes (quota.go): /zookeeper/quota itself, and
+	// one quota of the policy (its directory, zookeeper_limits and
+	// zookeeper_stats).
+	KindQuotaRoot Kind = "quota root"
+	KindQuota     Kind = "quota"
 )
 
 // fixedNode is one node of the layout whose ACL the policy fixes.

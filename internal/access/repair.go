@@ -59,7 +59,15 @@ func (e *engine) repair(ctx context.Context) (Report, error) {
 			rep.Remaining = ms
 			return rep, nil
 		}
+		// The fixed nodes first, in path order (parents before
+		// children); then the nodes below them, which are independent of
+		// one another, pipelined.
+		var below []Mismatch
 		for _, m := range todo {
+			if belowFixed(m.Kind) {
+				below = append(below, m)
+				continue
+			}
 			a, err := e.fix(ctx, m)
 			if err != nil {
 				return rep, err
@@ -68,7 +76,32 @@ func (e *engine) repair(ctx context.Context) (Report, error) {
 				rep.Actions = append(rep.Actions, *a)
 			}
 		}
+		done := make([]*Action, len(below))
+		err = parallel(ctx, len(below), func(ctx context.Context, i int) error {
+			a, err := e.fix(ctx, below[i])
+			done[i] = a
+			return err
+		})
+		for _, a := range done {
+			if a != nil {
+				rep.Actions = append(rep.Actions, *a)
+			}
+		}
+		if err != nil {
+			return rep, err
+		}
 	}
+}
+
+// belowFixed reports whether nodes of kind k hang below a fixed node of
+// the layout and can be repaired independently of one another.
+func belowFixed(k Kind) bool {
+	switch k {
+	case KindItem, KindMarker, KindHistoryEntry, KindBlob, KindPublishingNode, KindStatusNode, KindElectionNode,
+		KindRegistryNode, KindCandidateContent, KindRolloutDriverNode, KindQuota:
+		return true
+	}
+	return false
 }
 
 // fix acts on one mismatch; a nil Action means there was nothing left to
@@ -92,7 +125,17 @@ func (e *engine) fix(ctx context.Context, m Mismatch) (*Action, error) {
 	case FixSetACL:
 		return e.setACL(ctx, m.Path, m.Kind, m.Want)
 	case FixDelete:
+		if m.Kind == KindQuota {
+			return e.deleteQuota(ctx, m.Path)
+		}
 		return e.deleteUntrusted(ctx, m.Path, m.Kind)
+	case FixQuota:
+		for _, q := range e.p.Quotas(e.paths) {
+			if q.Dir() == m.Path {
+				return e.fixQuota(ctx, q)
+			}
+		}
+		return nil, nil
 	case FixDocument:
 		return e.writeDocument(ctx)
 	case FixNone:
@@ -237,13 +280,15 @@ func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 }
 
 // Init sets up access control for a root: it creates the root's missing
-// ancestors and the metadata ancestors (<meta>, <meta>/roots) with
-// AncestorACL (existing ancestors are left alone, since they may be shared,
-// except those an earlier Init made for the publisher's user, which follow
-// a change of its password),
+// ancestors and the metadata ancestors (<meta>, <meta>/roots, and theirs
+// in ZooKeeper's quota tree) with AncestorACL (existing ancestors are
+// left alone, since they may be shared, except those an earlier Init made
+// for the publisher's user, which follow a change of its password),
 // the root (empty data: the first publish writes generation 1), the
 // metadata base with its status-ACL document, and history, blobs,
-// publishing, status and election, each with its ACL of the policy. It is
+// publishing, status, election, the registry and each agent identity's
+// registry node, each with its ACL of the policy, and the policy's quotas
+// (Quotas), with /zookeeper/quota locked to world READ. It is
 // idempotent: on an existing tree it repairs (see Repair), which is also
 // how an open tree from before the ACLs is locked down. conn must be
 // authenticated as p.Publisher. A root or metadata node created by someone

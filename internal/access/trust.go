@@ -100,7 +100,14 @@ func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, e
 	return t, nil
 }
 
-// Want is the ACL agent's nodes must have; false when the policy names no
+// Names reports whether the policy has an agent identity whose user is
+// agent (always false in open mode).
+func (t Trust) Names(agent string) bool {
+	_, ok := t.agents[agent]
+	return ok && !t.Open()
+}
+
+// Want is the ACL agent's status node must have; false when the policy names no
 // agent identity with that user (or in open mode).
 func (t Trust) Want(agent string) ([]zk.ACL, bool) {
 	id, ok := t.agents[agent]
@@ -127,6 +134,34 @@ func (t Trust) JudgeACL(agent string, acl []zk.ACL) string {
 			t.describe.Describe(acl), agent, t.describe.Describe(want))
 	}
 	return ""
+}
+
+// JudgeRegistration returns why a registry node named agent with this
+// ACL is not provably that agent's, or "" when it is (always "" in open
+// mode): the ACL Init gives it (the status-ACL document's entries and
+// READ and WRITE for the agent), or the one an agent gave the node it
+// created itself before Init made them (the status node's ACL: ALL for
+// the agent).
+func (t Trust) JudgeRegistration(agent string, acl []zk.ACL) string {
+	want, ok := t.wantRegistry(agent)
+	if ok && SameACL(acl, want) {
+		return ""
+	}
+	why := t.JudgeACL(agent, acl)
+	if why == "" || !ok || redacted(acl) {
+		return why
+	}
+	return fmt.Sprintf("its ACL is %s, not what agent %s's registry node has (%s)",
+		t.describe.Describe(acl), agent, t.describe.Describe(want))
+}
+
+// wantRegistry is the ACL Init gives agent's registry node.
+func (t Trust) wantRegistry(agent string) ([]zk.ACL, bool) {
+	id, ok := t.agents[agent]
+	if t.Open() || !ok {
+		return nil, false
+	}
+	return append(append([]zk.ACL{}, t.doc...), id.ACL(zk.PermRead|zk.PermWrite)), true
 }
 
 // JudgeStatus returns why a status node named agent (ACL and Stat as read)

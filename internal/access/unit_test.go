@@ -98,7 +98,7 @@ func TestPolicyACLs(t *testing.T) {
 		paths.Publishing(): {all(pub)},
 		paths.Election():   {all(pub)},
 		paths.Status():     {all(pub), a1.ACL(zk.PermCreate), a2.ACL(zk.PermCreate)},
-		paths.Agents():     {all(pub), a1.ACL(zk.PermCreate), a2.ACL(zk.PermCreate)},
+		paths.Agents():     {all(pub)},
 	}
 	if len(acls) != len(want) {
 		t.Fatalf("ACLs has %d nodes; want %d", len(acls), len(want))

@@ -399,8 +399,8 @@ func TestCheckRepair(t *testing.T) {
 	web := connectAs(t, c, "web1")
 	stranger := connectAs(t, c, "")
 
-	// Someone loosens an item and a history entry; an agent from before
-	// the ACLs leaves a world-writable status node; the status parent
+	// Someone loosens an item and a history entry; a session squats an
+	// agent's status name with a world-writable node; the status parent
 	// loses its ACL; the status-ACL document is wiped.
 	_, err := pub.SetACL(paths.Item("app.json"), world, -1)
 	wantOK(t, "loosen item", err)
@@ -408,8 +408,8 @@ func TestCheckRepair(t *testing.T) {
 	wantOK(t, "a stranger writes the loosened item", err)
 	_, err = pub.SetACL(paths.HistoryNode(1), append(pol.MetaACL(), zk.WorldACL(zk.PermRead)...), -1)
 	wantOK(t, "loosen history entry", err)
-	_, err = pub.Create(paths.StatusNode("old-agent"), []byte("{}"), zk.FlagEphemeral, world)
-	wantOK(t, "old agent's status node", err)
+	_, err = pub.Create(paths.StatusNode("web1"), []byte("{}"), zk.FlagEphemeral, world)
+	wantOK(t, "squatted status node", err)
 	_, err = pub.SetACL(paths.Status(), world, -1)
 	wantOK(t, "loosen status parent", err)
 	_, err = pub.Set(paths.Base(), nil, -1)
@@ -420,11 +420,11 @@ func TestCheckRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]access.Fix{
-		paths.Item("app.json"):        access.FixSetACL,
-		paths.HistoryNode(1):          access.FixSetACL,
-		paths.StatusNode("old-agent"): access.FixDelete,
-		paths.Status():                access.FixSetACL,
-		paths.Base():                  access.FixDocument,
+		paths.Item("app.json"):   access.FixSetACL,
+		paths.HistoryNode(1):     access.FixSetACL,
+		paths.StatusNode("web1"): access.FixDelete,
+		paths.Status():           access.FixSetACL,
+		paths.Base():             access.FixDocument,
 	}
 	got := map[string]access.Fix{}
 	for _, m := range ms {
@@ -472,7 +472,7 @@ func TestCheckRepair(t *testing.T) {
 	wantNoAuth(t, "stranger writes the repaired item", err)
 	_, _, err = web.Get(paths.Item("app.json"))
 	wantOK(t, "agent reads the repaired item", err)
-	if ok, _, _ := pub.Exists(paths.StatusNode("old-agent")); ok {
+	if ok, _, _ := pub.Exists(paths.StatusNode("web1")); ok {
 		t.Error("the world-writable status node survived Repair")
 	}
 	if _, err := access.ReadStatusNodeACL(ctx, web, paths); err != nil {
@@ -604,8 +604,9 @@ func TestInitLocksDownAnOpenTree(t *testing.T) {
 		}
 	}
 	publishAs(t, ctx, old, paths, 1, "app.json")
-	if _, err := access.PolicyFromRoot(ctx, old, paths, mustID(t, "publisher")); !errors.Is(err, access.ErrForeignACL) {
-		t.Errorf("PolicyFromRoot of an open tree = %v; want ErrForeignACL", err)
+	if _, err := access.PolicyFromRoot(ctx, old, paths, mustID(t, "publisher")); !errors.Is(err, access.ErrForeignACL) ||
+		!errors.Is(err, access.ErrOpenTree) || !strings.Contains(err.Error(), "no quota bounds what agents write") {
+		t.Errorf("PolicyFromRoot of an open tree = %v; want ErrOpenTree (an ErrForeignACL) saying nothing is bounded", err)
 	}
 	if _, err := access.Check(ctx, old, paths, access.Policy{}); !errors.Is(err, access.ErrInvalidPolicy) {
 		t.Errorf("Check with an empty policy = %v", err)

@@ -51,6 +51,22 @@ func getACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.Stat, e
 	return r.acl, r.stat, nil
 }
 
+// children lists p's children.
+func children(ctx context.Context, conn *zk.Conn, p string) ([]string, error) {
+	return call(ctx, func() ([]string, error) {
+		kids, _, err := conn.Children(p)
+		return kids, err
+	})
+}
+
+// getData reads p's data.
+func getData(ctx context.Context, conn *zk.Conn, p string) ([]byte, error) {
+	return call(ctx, func() ([]byte, error) {
+		b, _, err := conn.Get(p)
+		return b, err
+	})
+}
+
 // exists reports whether p exists. ZooKeeper checks no permission for it.
 func exists(ctx context.Context, conn *zk.Conn, p string) (bool, error) {
 	ok, err := call(ctx, func() (bool, error) {

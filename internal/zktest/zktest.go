@@ -1,6 +1,7 @@
 // Package zktest starts real Apache ZooKeeper servers for tests: a standalone
 // server or an ensemble of N, on free loopback ports, with throw-away data
 // directories and a small tickTime so that session expiry takes seconds.
+// Every server enforces quotas (EnforceQuota), as in production.
 //
 // Every server is a child java process started with PR_SET_PDEATHSIG=SIGKILL
 // and in its own process group, and is killed in t.Cleanup: no server outlives
@@ -40,6 +41,12 @@ import (
 // 2 and 20 ticks, so 200ms allows session timeouts from 400ms to 4s and a
 // forced expiry takes a few seconds.
 const DefaultTickTime = 200 * time.Millisecond
+
+// EnforceQuota is the server property every test server runs with, as
+// docs/install.md tells operators to: ZooKeeper (3.7+) then refuses a
+// write past a hard quota ("confpush init" sets them) instead of only
+// logging it.
+const EnforceQuota = "zookeeper.enforceQuota=true"
 
 // startTimeout bounds how long a server may take to start serving. A JVM on a
 // loaded 2-core machine can be slow; a healthy one serves in 1-2 s.
@@ -314,6 +321,9 @@ func (c *Cluster) spawn(s *Server) error {
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
 		"-Dzookeeper.jmx.log4j.disable=true",
+		// The production setting (docs/install.md): hard quotas refuse
+		// writes instead of only logging them.
+		"-D" + EnforceQuota,
 	}
 	args = append(args, c.opts.JVMFlags...)
 	args = append(args, "-cp", Classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))

@@ -32,6 +32,35 @@ func TestStandaloneServes(t *testing.T) {
 	}
 }
 
+// TestServersEnforceQuotas: test servers refuse a write past a hard
+// quota, as production servers must (docs/install.md), standalone and in
+// an ensemble (the leader checks). Without zookeeper.enforceQuota=true
+// the writes land and the server only logs.
+func TestServersEnforceQuotas(t *testing.T) {
+	for _, size := range []int{1, 3} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			c := zktest.StartEnsemble(t, size)
+			conn := c.Connect(t, 4*time.Second)
+			open := zk.WorldACL(zk.PermAll)
+			if _, err := conn.Create("/zookeeper/quota/q", nil, 0, open); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Multi(
+				&zk.CreateRequest{Path: "/zookeeper/quota/q/zookeeper_limits", Data: []byte("count=-1,bytes=-1,countHardLimit=1,byteHardLimit=-1"), Acl: open},
+				&zk.CreateRequest{Path: "/zookeeper/quota/q/zookeeper_stats", Data: []byte("count=0,bytes=0"), Acl: open},
+			); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Create("/q", nil, 0, open); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Create("/q/over", nil, 0, open); err == nil || err.Error() != "unknown error: -125" {
+				t.Fatalf("create past a hard quota: %v; want QuotaExceeded (unknown error: -125)", err)
+			}
+		})
+	}
+}
+
 // TestEnsembleLeaderKill kills the leader of a 3-node ensemble and shows that
 // a client reconnects and reads and writes through the new leader.
 func TestEnsembleLeaderKill(t *testing.T) {

@@ -49,7 +49,8 @@ type agentProc struct {
 	dirOut     string // dir target
 	tmplOut    string // template target
 	state      string
-	picky      bool // its dir target's check rejects PoisonToken
+	authFile   string // its identity's credentials (agent-N:password)
+	picky      bool   // its dir target's check rejects PoisonToken
 	proxies    []*faultproxy.Proxy
 	bin        string
 	sess       time.Duration
@@ -77,7 +78,7 @@ type agentProc struct {
 	startLine atomic.Int64 // "confagent starting" log lines
 }
 
-func newAgent(idx int, base string, proxies []*faultproxy.Proxy, cfg *Config, log *eventLog) (*agentProc, error) {
+func newAgent(idx int, base string, proxies []*faultproxy.Proxy, cfg *Config, log *eventLog, creds string) (*agentProc, error) {
 	a := &agentProc{
 		idx: idx, id: fmt.Sprintf("agent-%d", idx), dir: filepath.Join(base, fmt.Sprintf("agent-%d", idx)),
 		picky: idx == 0, proxies: proxies, bin: cfg.Confagent, sess: cfg.SessionTimeout,
@@ -88,7 +89,11 @@ func newAgent(idx int, base string, proxies []*faultproxy.Proxy, cfg *Config, lo
 	a.dirOut = filepath.Join(a.dir, "out", "files")
 	a.tmplOut = filepath.Join(a.dir, "out", "summary.txt")
 	a.state = filepath.Join(a.dir, "state")
+	a.authFile = filepath.Join(a.dir, "etc", "zk-auth")
 	if err := os.MkdirAll(filepath.Dir(a.cfgPath), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(a.authFile, []byte(creds+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(a.tmpl, []byte(summaryTemplate), 0o644); err != nil {
@@ -118,7 +123,7 @@ func (a *agentProc) servers() []string {
 func (a *agentProc) validConfig() string {
 	q := strconv.Quote
 	var b strings.Builder
-	fmt.Fprintf(&b, "zookeeper:\n  servers: [%s]\n  session_timeout: %s\n", strings.Join(quoteAll(a.servers()), ", "), a.sess)
+	fmt.Fprintf(&b, "zookeeper:\n  servers: [%s]\n  session_timeout: %s\n  auth_file: %s\n", strings.Join(quoteAll(a.servers()), ", "), a.sess, q(a.authFile))
 	fmt.Fprintf(&b, "root: %s\nmeta: \"/zkconf\"\nstate_dir: %s\nagent_id: %s\n", q(chaosRoot), q(a.state), q(a.id))
 	fmt.Fprintf(&b, "labels:\n  %s: %s\n", zoneLabel, q(a.labels()[zoneLabel]))
 	fmt.Fprintf(&b, "http:\n  listen: \"\"\nlog:\n  level: info\n  format: text\napply: all\nstale_after: 60s\n")
@@ -160,7 +165,15 @@ var invalidConfigs = []struct {
 		return strings.Replace(v, "summary.tmpl", "no-such.tmpl", 1)
 	}},
 	{"empty file", func(string) string { return "" }},
-	{"truncated file", func(v string) string { return v[:len(v)/2] }},
+	{"truncated file", func(v string) string {
+		// Cut right after the opening quote of a value past the middle:
+		// a partial file that no path length can make valid YAML.
+		mid := len(v) / 2
+		if i := strings.Index(v[mid:], `: "`); i >= 0 {
+			return v[:mid+i+3]
+		}
+		return v[:mid]
+	}},
 	{"unknown apply mode", func(v string) string { return strings.Replace(v, "apply: all", "apply: sometimes", 1) }},
 }
 

@@ -64,6 +64,9 @@ func TestChaos(t *testing.T) {
 		t.Errorf("the run took no canary rollout (closing canary %v, %d started, %d of %d agents checked by selection, relabelled %v)",
 			sum.ClosingCanary, sum.Rollouts.Started, sum.FinalSelections, sum.Agents, sum.Relabelled)
 	}
+	if sum.HostileSteps == 0 {
+		t.Errorf("no hostile-agent step was checked (%d skipped)", sum.HostileSkipped)
+	}
 	if sum.Failed() {
 		t.Errorf("%d violations; replay with CHAOS_SEED=%d (work directory kept: %s)\n%s",
 			len(sum.Violations), sum.Seed, work, sum.ViolationsText(10))

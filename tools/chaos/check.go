@@ -22,7 +22,7 @@ type Violation struct {
 	// Property: P1-torn, P2-backwards, P3-partial, P4-publish,
 	// P5-convergence, P6-rejected-content, recovery, agent-exit,
 	// config-reload, reload-retry, forged-status, incarnation,
-	// P7-rollout-refusal, P8-selection.
+	// P7-rollout-refusal, P8-selection, hostile-agent.
 	Property string
 	Agent    int // -1 when not one agent's
 	At       time.Time

@@ -4,8 +4,11 @@
 //
 // # The system under test
 //
-// A 3-node ZooKeeper ensemble (internal/zktest), at least five real
-// confagent processes (subprocesses with Pdeathsig, in their own process
+// A 3-node ZooKeeper ensemble (internal/zktest, quotas enforced), set up
+// as `confpush init` does (access.Init: a publisher, one digest identity per
+// agent whose user is the agent id, one more agent identity, "hostile",
+// that runs no agent; quotas set and locked), at least five real
+// confagent processes, each with its identity's credentials file (subprocesses with Pdeathsig, in their own process
 // groups, stopped before Run returns), each reaching every server through
 // its own fault proxy (internal/faultproxy; faults apply to all of an
 // agent's proxies), each with a dir target and a template target. Agent 0
@@ -54,10 +57,17 @@
 // The trust-and-recovery fault kinds (faults_recovery.go): agent-disk-full (the
 // agent's own output tmpfs filled with a ballast file), agent-reload-fail
 // (the template target's reload fails while a flag file exists),
-// forged-status (another session creates status nodes for agents that do
-// not exist and squats a stopped agent's node) and, once per run,
-// ensemble-wipe (every server's data wiped, the publisher starting over on
-// the empty tree). The disk-full, reload and wipe faults heal with the
+// forged-status (a session of the hostile identity tries to create
+// status nodes for agents that do not exist, which the status quota
+// refuses, and squats a stopped agent's node) and, once per run,
+// ensemble-wipe (every server's data wiped, the tree initialised again and
+// the publisher starting over on it). On a track of its own, at least once
+// per run, the hostile-agent fault (faults_hostile.go): the hostile
+// identity sends a burst of writes past its bounds (status nodes and
+// registrations under foreign names, 1 MB status nodes, its own nodes
+// above their bounds), then floods its own status node and registration
+// within their quotas while the fleet view is sampled, and ends with the
+// operator's `confpush acl --repair`. The disk-full, reload and wipe faults heal with the
 // publisher held (the first two within a budget of a fifth of the run),
 // so that only the agent's own retry can bring it back.
 //
@@ -115,8 +125,12 @@
 // after a healed reload failure a reload succeeds within the bound with
 // nothing new published, and every agent's last reload succeeded for the
 // final generation (reload-retry); the fleet view and a rollout wait never
-// count a forged status node, and a squatted node keeps the forger's
-// content (forged-status); every ensemble wipe gives the root a new
+// count a forged status node, no foreign status node is created, and a
+// squatted node keeps the forger's content (forged-status); no write of the
+// hostile identity past its bounds lands (but the overshoot of empty
+// foreign status nodes a burst can get past a quota checked against
+// committed counts), the fleet view never lists or counts a foreign node,
+// and none survives the repair (hostile-agent); every ensemble wipe gives the root a new
 // incarnation id (incarnation); properties 1 to 3 hold per incarnation
 // and across a wipe only from the old incarnation to the new one, and
 // every agent reaches the new incarnation's first generation within the

@@ -12,10 +12,11 @@ package chaos
 //     reload must succeed for the generation the agent applied, without a
 //     new publish (reload-retry); at the end, the last successful reload
 //     covers the final generation.
-//   - forged-status: another ZooKeeper session creates status nodes for
-//     agents that do not exist (untrusted forms), and squats a real
-//     agent's status node while that agent is stopped. The fleet view
-//     never counts a forged node as applied, and the real agent never
+//   - forged-status: a session of the hostile agent identity tries to
+//     create status nodes for agents that do not exist (refused by the
+//     status quota), and squats a real agent's status node while that
+//     agent is stopped. The fleet view never counts a forged node as
+//     applied, no foreign node is created, and the real agent never
 //     writes into the node it did not create (forged-status).
 //   - ensemble-wipe: every server stopped, its data wiped, restarted on the
 //     same ports; the publisher starts over on the empty tree. The checker
@@ -26,7 +27,7 @@ package chaos
 //     the bound after the new incarnation's first generation (recovery).
 //
 // The harness depends on those features through one small function each
-// (incarnationConfig, fleetView, reinitTree).
+// (incarnationConfig, fleetView, runner.initTree).
 
 import (
 	"bufio"
@@ -49,6 +50,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -110,11 +112,6 @@ func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64
 	pr, _ := fleet.Wait(wctx, conn, paths.Root, paths.Meta, gen, fleet.WaitOptions{Min: 1 << 20})
 	return applied, fleet.Summarize(agents, gen), pr.Applied, nil
 }
-
-// reinitTree is what an operator runs on a recreated, empty ensemble
-// before publishing again. The chaos tree has no access policy (open
-// mode): nothing; with one, this is where `confpush init` would go.
-func reinitTree(*zk.Conn) error { return nil }
 
 // ---------------------------------------------------------------- disk full
 
@@ -389,13 +386,13 @@ func forgedStatus(id string, gen int64) []byte {
 // while the agent is stopped; the fleet view and the squatted node are
 // sampled for s.Down, then everything forged is removed.
 func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
-	forger, err := n.auxDial()
+	forger, err := n.auxDial(n.hostileCreds)
 	if err != nil {
 		n.log.add("fault", "%s: forger cannot connect (%v); skipped", fForgedStatus, err)
 		return
 	}
 	defer n.auxClose(forger)
-	viewer, err := n.auxDial()
+	viewer, err := n.auxDial(n.viewerCreds)
 	if err != nil {
 		n.log.add("fault", "%s: fleet viewer cannot connect (%v); skipped", fForgedStatus, err)
 		return
@@ -427,11 +424,19 @@ func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
 			data = forgedStatus(n.agents[0].id, gen)
 		}
 	}
+	// The tree has a policy: the status quota must refuse a name that is
+	// no agent identity of it (the forger, an agent identity, holds
+	// CREATE on the status parent).
 	ghostPath := paths.StatusNode(ghost)
-	if _, err := forger.Create(ghostPath, data, flags, zk.WorldACL(zk.PermAll)); err != nil {
+	_, err = forger.Create(ghostPath, data, flags, zk.WorldACL(zk.PermAll))
+	switch {
+	case err == nil:
+		n.violate(Violation{Property: "forged-status", Agent: -1, At: time.Now(),
+			Msg: fmt.Sprintf("an agent identity created the status node %s, a name no agent identity has", ghostPath)})
+		defer func() { _ = forger.Delete(ghostPath, -1) }()
+	case !zkclient.IsQuotaExceeded(err):
 		n.log.add("fault", "%s: create %s: %v", fForgedStatus, ghostPath, err)
 	}
-	defer func() { _ = forger.Delete(ghostPath, -1) }()
 
 	// Squat: the agent stops cleanly (its ephemeral node goes with its
 	// session), the forger takes the name, the agent starts again.
@@ -480,11 +485,11 @@ func (n *nemesis) forgedStep(ctx context.Context, a *agentProc, s step) {
 }
 
 // auxDial opens a session of the nemesis's own (the forger's, the fleet
-// viewer's). An ensemble wipe closes them all: a session that has seen the
+// viewer's), holding creds. An ensemble wipe closes them all: a session that has seen the
 // old ensemble's zxids is refused by the new one, and its requests would
 // wait for ever.
-func (n *nemesis) auxDial() (*zk.Conn, error) {
-	conn, err := n.dial()
+func (n *nemesis) auxDial(creds string) (*zk.Conn, error) {
+	conn, err := n.dial(creds)
 	if err != nil {
 		return nil, err
 	}
@@ -648,8 +653,9 @@ func (c *checker) checkIncarnations(views []*zkView, now time.Time) {
 	}
 }
 
-// dialDirect opens a session straight to the servers (no proxy).
-func dialDirect(addrs []string, sess time.Duration) (*zk.Conn, error) {
+// dialDirect opens a session straight to the servers (no proxy), holding
+// creds ("user:password").
+func dialDirect(addrs []string, sess time.Duration, creds string) (*zk.Conn, error) {
 	conn, ev, err := zk.Connect(addrs, sess, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		return nil, err
@@ -659,6 +665,10 @@ func dialDirect(addrs []string, sess time.Duration) (*zk.Conn, error) {
 		select {
 		case e := <-ev:
 			if e.State == zk.StateHasSession {
+				if err := conn.AddAuth("digest", []byte(creds)); err != nil {
+					conn.Close()
+					return nil, err
+				}
 				return conn, nil
 			}
 		case <-deadline:
@@ -670,7 +680,19 @@ func dialDirect(addrs []string, sess time.Duration) (*zk.Conn, error) {
 
 // newPublisher dials the publisher's session through its proxies.
 func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout, Logger: r.pubLogger})
+	// Its credentials need a server to answer: a publisher fault (a
+	// partition of its proxies) may be under way, and lasts seconds.
+	var conn *zk.Conn
+	var sess *zkclient.Session
+	var err error
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		conn, sess, err = zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout,
+			Logger: r.pubLogger, Auth: r.ids.publisher})
+		if err == nil || !zkconn.IsRecoverable(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -726,11 +748,11 @@ func (r *runner) beforeWipe() error {
 // zxids the new ensemble never had and are refused), the tree initialised,
 // the publisher pointed at the new incarnation.
 func (r *runner) afterWipe() error {
-	check, err := dialDirect(r.cluster.Addrs(), r.cfg.SessionTimeout)
+	check, err := dialDirect(r.cluster.Addrs(), r.cfg.SessionTimeout, r.ids.publisher)
 	if err != nil {
 		return fmt.Errorf("checker session: %w", err)
 	}
-	if err := reinitTree(check); err != nil {
+	if err := r.initTree(check); err != nil {
 		check.Close()
 		return fmt.Errorf("initialise the tree: %w", err)
 	}
@@ -800,11 +822,12 @@ func (s publishStats) add(o publishStats) publishStats {
 	return s
 }
 
-// samples returns what the trust-and-recovery faults recorded for the checker.
-func (n *nemesis) samples() ([]reloadHeal, []fleetSample, []squatSample) {
+// samples returns what the trust-and-recovery and hostile-agent faults
+// recorded for the checker.
+func (n *nemesis) samples() ([]reloadHeal, []fleetSample, []squatSample, []hostileRecord) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return slices.Clone(n.reloadHeals), slices.Clone(n.fleetSamples), slices.Clone(n.squatSamples)
+	return slices.Clone(n.reloadHeals), slices.Clone(n.fleetSamples), slices.Clone(n.squatSamples), slices.Clone(n.hostile)
 }
 
 // poisoned reports whether acknowledged generation k (a gkey) carries

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zktest"
@@ -33,7 +34,7 @@ const (
 
 // FaultKinds lists every fault kind, in summary order.
 var FaultKinds = []string{fLeaderKill, fFollowerKill, fQuorumLoss, fEnsembleWipe, fAgentCut, fAgentBlackhole,
-	fAgentLatency, fAgentKill, fAgentConfig, fAgentDiskFull, fAgentReloadFail, fForgedStatus, fPubCut, fPubPartition}
+	fAgentLatency, fAgentKill, fAgentConfig, fAgentDiskFull, fAgentReloadFail, fForgedStatus, fHostileAgent, fPubCut, fPubPartition}
 
 // clusterKinds are drawn at random on the ensemble track; an ensemble
 // wipe is scheduled once per run besides.
@@ -66,17 +67,21 @@ func (s step) String() string {
 		return fmt.Sprintf("%s restart after %v (right after an apply %v)", s.Kind, s.Down, s.Flag)
 	case fForgedStatus:
 		return fmt.Sprintf("%s variant %d for %v", s.Kind, s.N%2, s.Down)
+	case fHostileAgent:
+		return fmt.Sprintf("%s burst of %d names, flood for %v", s.Kind, s.N, s.Down)
 	}
 	return fmt.Sprintf("%s for %v", s.Kind, s.Down)
 }
 
 // schedule is the whole fault plan of a run, derived from the seed alone:
-// one sequential track for the ensemble, one per agent and one for the
-// publisher's connection. The tracks run concurrently.
+// one sequential track for the ensemble, one per agent, one for the
+// publisher's connection and one for the hostile agent identity. The
+// tracks run concurrently.
 type schedule struct {
 	Cluster   []step
 	Agents    [][]step
 	Publisher []step
+	Hostile   []step
 }
 
 func ms(rng *rand.Rand, lo, hi time.Duration) time.Duration {
@@ -176,6 +181,19 @@ func makeSchedule(seed uint64, phase, sess time.Duration, agents int) *schedule 
 		}
 	}
 
+	// The hostile agent identity: its first step early in the run (every
+	// run has one), then now and then.
+	for t, i := time.Duration(0), 0; t < phase; i++ {
+		s := step{Kind: fHostileAgent, Gap: gap(5*time.Second, 15*time.Second, 15*time.Second, 60*time.Second),
+			N: 20 + rng.IntN(60), Pick: rng.IntN(1 << 20)}
+		if i == 0 {
+			s.Gap = ms(rng, 3*time.Second, 8*time.Second)
+		}
+		s.Down = gap(3*time.Second, 6*time.Second, 5*time.Second, 15*time.Second)
+		sch.Hostile = append(sch.Hostile, s)
+		t += s.Gap + s.Down + 5*time.Second
+	}
+
 	// Publisher.
 	for t, i := time.Duration(0), 0; t < phase; i++ {
 		s := step{Kind: fPubCut, Gap: gap(3*time.Second, 8*time.Second, 4*time.Second, 20*time.Second)}
@@ -215,15 +233,23 @@ type nemesis struct {
 	bound      time.Duration
 	sess       time.Duration
 	shows      func(a *agentProc, k int64) bool
-	dial       func() (*zk.Conn, error)
+	dial       func(creds string) (*zk.Conn, error)
 	beforeWipe func() error
 	afterWipe  func() error
+
+	// For the hostile-agent fault (faults_hostile.go): its identity's and
+	// the fleet viewer's (the publisher's) credentials, the honest
+	// agents' ids and the policy `confpush acl --repair` is given.
+	hostileCreds, viewerCreds string
+	agentIDs                  []string
+	policy                    func() (access.Policy, error)
 
 	mu           sync.Mutex
 	faults       []*faultRec
 	reloadHeals  []reloadHeal
 	fleetSamples []fleetSample
 	squatSamples []squatSample
+	hostile      []hostileRecord
 	aux          map[*zk.Conn]bool // see auxDial
 }
 
@@ -292,6 +318,7 @@ func (n *nemesis) run(ctx context.Context, sch *schedule) error {
 		track(steps, func(ctx context.Context, s step) { n.agentStep(ctx, a, s) })
 	}
 	track(sch.Publisher, n.publisherStep)
+	track(sch.Hostile, n.hostileStep)
 	wg.Wait()
 	return firstErr
 }
@@ -506,6 +533,10 @@ func (s *schedule) text() string {
 	}
 	fmt.Fprintf(&b, "\npublisher:")
 	for _, st := range s.Publisher {
+		fmt.Fprintf(&b, " [+%v %v]", st.Gap, st)
+	}
+	fmt.Fprintf(&b, "\nhostile:")
+	for _, st := range s.Hostile {
 		fmt.Fprintf(&b, " [+%v %v]", st.Gap, st)
 	}
 	return b.String()

@@ -44,12 +44,13 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	h := &harness{base: filepath.Join(cfg.WorkDir, "zk")}
 	defer h.cleanup()
 	defer recoverFatal(&err)
-	r := &runner{cfg: cfg, h: h, log: log, start: start}
+	r := &runner{cfg: cfg, h: h, log: log, start: start, ids: newIDs(cfg.Seed, cfg.Agents)}
 	return r.run(ctx)
 }
 
 type runner struct {
 	cfg   Config
+	ids   chaosIDs // the tree's identities (faults_hostile.go)
 	h     *harness
 	log   *eventLog
 	start time.Time
@@ -112,13 +113,18 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		return ps
 	}
 
-	// The checker's own session, straight to the servers.
-	checkConn, _, err := zk.Connect(r.cluster.Addrs(), cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	// The checker's own session, straight to the servers, as the
+	// publisher (history and blobs are the publisher's alone); it sets up
+	// the tree's access policy and quotas, as `confpush init` does.
+	checkConn, err := dialDirect(r.cluster.Addrs(), cfg.SessionTimeout, r.ids.publisher)
 	if err != nil {
 		return nil, err
 	}
 	r.checkZK = checkConn
 	defer func() { r.zk().Close() }()
+	if err := r.initTree(checkConn); err != nil {
+		return nil, fmt.Errorf("initialise the tree: %w", err)
+	}
 
 	// The publisher, through its own proxies.
 	pubProxies := newProxies()
@@ -149,7 +155,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 
 	// Agents and the checker's observers.
 	for i := range cfg.Agents {
-		a, err := newAgent(i, cfg.WorkDir, newProxies(), &cfg, r.log)
+		a, err := newAgent(i, cfg.WorkDir, newProxies(), &cfg, r.log, r.ids.agents[i])
 		if err != nil {
 			return nil, err
 		}
@@ -207,8 +213,12 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	defer stopPublisher()
 	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate, grace: cfg.Slack,
 		work: r.work, bound: cfg.Bound(), sess: cfg.SessionTimeout, shows: r.shows,
-		dial:       func() (*zk.Conn, error) { return dialDirect(r.cluster.Addrs(), cfg.SessionTimeout) },
-		beforeWipe: r.beforeWipe, afterWipe: r.afterWipe}
+		dial:       func(creds string) (*zk.Conn, error) { return dialDirect(r.cluster.Addrs(), cfg.SessionTimeout, creds) },
+		beforeWipe: r.beforeWipe, afterWipe: r.afterWipe,
+		hostileCreds: r.ids.hostile, viewerCreds: r.ids.publisher, policy: r.ids.policy}
+	for _, a := range r.agents {
+		r.nem.agentIDs = append(r.nem.agentIDs, a.id)
+	}
 	if cfg.sabotage {
 		go func() {
 			if sleep(fctx, cfg.FaultPhase()/2) {
@@ -494,12 +504,13 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	faults = append(faults, r.exits...)
 	r.mu.Unlock()
 	rec := r.checkRecoveries(c, append(slices.Clone(faults), wipeRecoveries(faults, records, len(r.agents))...), ackedAt, final.End)
-	heals, fleetSamples, squats := r.nem.samples()
+	heals, fleetSamples, squats, hostile := r.nem.samples()
 	for i, a := range r.agents {
 		gen, nonce := r.finalFor(i, c, view, final)
 		c.checkReloads(i, readReloadLog(a), heals, gen, nonce, cfg.Bound(), now)
 	}
 	c.checkForged(fleetSamples, squats)
+	c.checkHostile(hostile)
 	rollouts := r.work.rollouts()
 
 	r.mu.Lock()
@@ -524,6 +535,22 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	}
 	for _, v := range views[:len(views)-1] {
 		s.HistoryVerified += v.historyRead
+	}
+	for _, h := range hostile {
+		if h.Skipped != "" {
+			s.HostileSkipped++
+			continue
+		}
+		s.HostileSteps++
+		s.HostileBurst += len(h.Writes)
+		for _, w := range h.Writes {
+			if !w.Landed {
+				s.HostileRefused++
+			}
+		}
+		s.HostileOvershoot += h.Overshoot
+		s.HostileFlood += h.Flooded
+		s.HostileReadings += h.Readings
 	}
 	for _, f := range faults {
 		if f.Kind != "agent-exit" {

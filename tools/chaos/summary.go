@@ -46,7 +46,17 @@ type Summary struct {
 	ReloadRetries int
 	FleetReadings int
 	SquatReadings int
-	Incarnations  int
+
+	// Hostile agent identity: steps checked (others skipped, e.g. by an
+	// ensemble wipe), burst writes past the bounds (refused but the
+	// overshoot of empty foreign status nodes), writes within its quota,
+	// and fleet view readings while it ran.
+	HostileSteps, HostileSkipped int
+	HostileBurst, HostileRefused int
+	HostileOvershoot             int
+	HostileFlood                 int
+	HostileReadings              int
+	Incarnations                 int
 
 	// Canary rollouts: the workload's rollout steps, the agents whose
 	// final state was checked against what their labels select, and
@@ -89,6 +99,8 @@ func (s *Summary) Text() string {
 	p("  agent restarts:       %d process starts; %d invalid configurations rejected", s.AgentStarts, s.ConfigRejections)
 	p("  recovery checks:      %d healed reload failures checked for their retry; %d fleet-view and %d squatted-node readings with forged status nodes; %d incarnation(s) of the tree",
 		s.ReloadRetries, s.FleetReadings, s.SquatReadings, s.Incarnations)
+	p("  hostile identity:     %d step(s) checked (%d skipped); %d writes past the bounds sent, %d refused, %d empty foreign status node(s) landed as a burst's overshoot (removed by acl --repair); %d writes within its quota; %d fleet-view readings",
+		s.HostileSteps, s.HostileSkipped, s.HostileBurst, s.HostileRefused, s.HostileOvershoot, s.HostileFlood, s.HostileReadings)
 	ro := s.Rollouts
 	p("  canary rollouts:      %d started (%d superseding a rollout), %d widened, %d promoted, %d aborted, %d superseded by a plain publish; %d plain publishes during a rollout refused (%d failed otherwise); %d steps failed",
 		ro.Started, ro.SupersededByCanary, ro.Widened, ro.Promoted, ro.Aborted, ro.SupersededByPublish, ro.RefusedPublishes, ro.RefusedOther, ro.StepErrors)
