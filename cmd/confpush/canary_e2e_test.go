@@ -27,19 +27,19 @@ import (
 // canaryFleet is four real confagent processes (a1, a2 in zone a; b1, b2
 // in zone b) following one root, and what each was seen to report.
 type canaryFleet struct {
-	t     *testing.T
-	c     cli
-	conn  *zk.Conn
-	bin   string // confpush binary
-	out   map[string]string
-	mu    sync.Mutex
-	seen  map[string]int64 // highest generation seen per agent
+	t    *testing.T
+	c    cli
+	conn *zk.Conn
+	bin  string // confpush binary
+	out  map[string]string
+	mu   sync.Mutex
+	seen map[string]int64 // highest generation seen per agent
 	// listMu makes each fleet read and its observation one step: two
 	// reads that overlap (the monitor's and waitGens') could otherwise
 	// be observed out of the order they read in, and an older read seen
 	// last would look like a generation going down.
 	listMu sync.Mutex
-	procs map[string]*agentProc
+	procs  map[string]*agentProc
 
 	agentBin, dir string
 	lastStdout    string   // of the last runBin
