@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
@@ -56,7 +55,7 @@ func TestAbandonedMarker(t *testing.T) {
 	// The raw publisher keeps no history; store the live contents as
 	// blobs, as a real publisher would have, so that the real publisher
 	// below can take over.
-	if err := zkconn.EnsurePath(raw, pub.p.Blobs(), acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), raw, pub.p.Blobs(), acl); err != nil {
 		t.Fatal(err)
 	}
 	for _, data := range v2 {

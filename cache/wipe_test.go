@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -211,7 +211,7 @@ func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
 	w.zk.Wipe(0)
 	rp := newRawPublisher(t, w.zk.Connect(t, 10*time.Second), "/config")
 	rp.inc = w.newInc
-	if err := zkconn.EnsurePath(rp.conn, rp.p.Root, acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), rp.conn, rp.p.Root, acl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rp.conn.Create(rp.p.Marker(), []byte("made by hand"), 0, acl); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -96,7 +95,7 @@ func TestAgentIdentityFloodRefused(t *testing.T) {
 
 	// Its own nodes are bounded too.
 	_, err = hostile.Create(paths.StatusNode("web-1"), make([]byte, fleet.MaxStatusBytes+1), zk.FlagEphemeral, own)
-	if qe := access.Explain(err, paths.StatusNode("web-1"), access.OpCreate); !errors.Is(qe, zkclient.ErrQuotaExceeded) ||
+	if qe := zkclient.Explain(err, paths.StatusNode("web-1"), zkclient.OpCreate); !errors.Is(qe, zkclient.ErrQuotaExceeded) ||
 		!strings.Contains(qe.Error(), "quota exceeded: create on "+paths.StatusNode("web-1")) {
 		t.Errorf("oversized own status node: %v", qe)
 	}
@@ -189,7 +188,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		p, conn := newPublisher(t, c)
 		g := publishConf(t, p, "v1")
 		for _, n := range []string{paths.Status(), paths.Agents()} {
-			if err := zkconn.EnsurePath(conn, n, zk.WorldACL(zk.PermAll)); err != nil {
+			if err := zkclient.EnsurePath(context.Background(), conn, n, zk.WorldACL(zk.PermAll)); err != nil {
 				t.Fatal(err)
 			}
 		}

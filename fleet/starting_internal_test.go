@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // startingAgent returns a function that does what an agent does when it
@@ -24,7 +24,7 @@ func startingAgent(t *testing.T, conn *zk.Conn, root, id string) func() {
 	acl := zk.WorldACL(zk.PermAll)
 	return func() {
 		st, _ := json.Marshal(Status{AgentID: id, Root: root, State: "live", Ready: true, Targets: []TargetResult{}})
-		if err := zkconn.EnsurePath(conn, p.Status(), acl); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Status(), acl); err != nil {
 			t.Error(err)
 			return
 		}
@@ -34,7 +34,7 @@ func startingAgent(t *testing.T, conn *zk.Conn, root, id string) func() {
 		}
 		now := time.Now().UTC()
 		reg, _ := json.Marshal(Registration{FirstSeen: now, LastSeen: now})
-		if err := zkconn.EnsurePath(conn, p.Agents(), acl); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Agents(), acl); err != nil {
 			t.Error(err)
 			return
 		}
@@ -74,7 +74,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 	t.Run("NotStarted", func(t *testing.T) {
 		const root = "/starting/policy"
 		p := paths(root, "")
-		if err := zkconn.EnsurePath(conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()

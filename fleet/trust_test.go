@@ -19,7 +19,6 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
@@ -124,7 +123,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	if !zkclient.IsQuotaExceeded(err) {
 		t.Errorf("status node under a foreign name: %v; want refused by the status quota", err)
 	}
-	if qe := access.Explain(err, paths.StatusNode("web-9"), access.OpCreate); !errors.Is(qe, zkclient.ErrQuotaExceeded) ||
+	if qe := zkclient.Explain(err, paths.StatusNode("web-9"), zkclient.OpCreate); !errors.Is(qe, zkclient.ErrQuotaExceeded) ||
 		!strings.Contains(qe.Error(), "quota exceeded: create on "+paths.StatusNode("web-9")) {
 		t.Errorf("explained: %v", qe)
 	}
@@ -212,7 +211,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := newPublisher(t, c)
 	g := publishConf(t, p, "v1")
-	if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Create(paths.StatusNode("persistent"), forgedStatus(t, "persistent", g), 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -582,7 +581,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 	if err != nil || m.Incarnation == "" {
 		t.Fatalf("live manifest has no incarnation: %v", err)
 	}
-	if err := zkconn.EnsurePath(conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	put := func(st fleet.Status) {

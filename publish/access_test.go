@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestPublishInheritsACLs: on a tree set up by access.Init, items and the
@@ -120,7 +121,7 @@ func TestPublishFollowsACLChanges(t *testing.T) {
 }
 
 // TestPublishPermissionDenied: a refusal by ZooKeeper's ACLs is a
-// *access.PermissionError naming the node and the permission, returned at
+// *zkclient.PermissionError naming the node and the permission, returned at
 // once (never retried), and nothing is written.
 func TestPublishPermissionDenied(t *testing.T) {
 	c := startZK(t)
@@ -150,9 +151,9 @@ func TestPublishPermissionDenied(t *testing.T) {
 		writes = 0
 		mu.Unlock()
 		_, err := p.Publish(ctx, Request{Items: items(2, 50, "b"), Mode: mode})
-		var pe *access.PermissionError
-		if !errors.As(err, &pe) || !errors.Is(err, access.ErrPermission) {
-			t.Fatalf("mode %v: err = %v, want a *access.PermissionError", mode, err)
+		var pe *zkclient.PermissionError
+		if !errors.As(err, &pe) || !errors.Is(err, zkclient.ErrPermission) {
+			t.Fatalf("mode %v: err = %v, want a *zkclient.PermissionError", mode, err)
 		}
 		if pe.Path != "/denied/app" || pe.Perm != "WRITE" || !strings.Contains(err.Error(), "/denied/app") {
 			t.Errorf("mode %v: %+v: want WRITE on /denied/app", mode, pe)
@@ -172,8 +173,8 @@ func TestPublishPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := p.Read(ctx, 0)
-	var pe *access.PermissionError
-	if !errors.As(err, &pe) || pe.Op != access.OpRead || pe.Perm != "READ" {
+	var pe *zkclient.PermissionError
+	if !errors.As(err, &pe) || pe.Op != zkclient.OpRead || pe.Perm != "READ" {
 		t.Fatalf("Read: %v, want a READ permission error", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file is the publishing side of canary rollouts (docs/design.md,
@@ -457,13 +458,13 @@ func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
 	}
 	rs := &RolloutState{Root: p.paths.Root, Stable: m, Canary: m.Canary}
 	rec, _, err := p.readRecord(ctx)
-	if err != nil && !denied(err) {
+	if err != nil && !zkclient.IsDenied(err) {
 		return nil, err
 	}
 	rs.Record = rec
 	if m.Canary != nil {
 		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
-		if err != nil && !denied(err) {
+		if err != nil && !zkclient.IsDenied(err) {
 			return nil, err
 		}
 		rs.DriverAlive = st != nil
@@ -513,10 +514,10 @@ func (p *Publisher) Widen(ctx context.Context, rolloutID string, next manifest.S
 	c.Selection = next
 	nm.Canary = &c
 	if _, err := p.multi(ctx, []any{&zk.SetDataRequest{Path: p.paths.Root, Data: nm.Encode(), Version: rst.Version}}); err != nil {
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return nil, err
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			return nil, fmt.Errorf("%w: widen of rollout %s: %w", ErrOutcomeUnknown, rolloutID, err)
 		}
 		return nil, p.conflict(ctx, m.Generation, "the root changed since it was read")

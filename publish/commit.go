@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // ensureMeta creates the metadata parents (and the root's parent) when
@@ -94,7 +95,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 		if errors.Is(err, zk.ErrClosing) {
 			return p.unknown(pl, err)
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			expired := errors.Is(err, zk.ErrSessionExpired)
 			p.log.Warn("connection lost during commit; checking whether it landed",
 				"stage", stage, "generation", pl.gen, "publish_id", id, "error", err)
@@ -123,7 +124,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			continue
 		}
 		// A definite failure: nothing of it was applied.
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return err
 		}
 		i, opErr := failedOp(resp)

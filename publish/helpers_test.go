@@ -55,7 +55,7 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// dial connects through zkconn (with a session tracker) to addrs and waits
+// dial connects through zkclient (with a session tracker) to addrs and waits
 // for the session. The connection is closed in t.Cleanup.
 func dial(t testing.TB, sessionTimeout time.Duration, addrs ...string) (*zk.Conn, *zkclient.Session) {
 	t.Helper()

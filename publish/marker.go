@@ -9,11 +9,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // publishMarker runs step 6 in marker mode (6a to 6f of the package
@@ -112,8 +111,8 @@ func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte
 	_, err := read(ctx, func() (string, error) {
 		return p.conn.Create(path, info, zk.FlagEphemeral, acl)
 	})
-	if denied(err) {
-		return access.Explain(err, path, access.OpCreate)
+	if zkclient.IsDenied(err) {
+		return zkclient.Explain(err, path, zkclient.OpCreate)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("create liveness node %s: %w", path, err)
@@ -127,7 +126,7 @@ func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte
 func (p *Publisher) dropLiveness(ctx context.Context, path string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := zkconn.Call(ctx, func() error { return p.conn.Delete(path, -1) })
+	_, err := zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, p.conn.Delete(path, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		p.log.Warn("could not delete the liveness node (it goes with the session)", "path", path, "error", err)
 	}
@@ -174,7 +173,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
 			return 0, 0, fmt.Errorf("setting the marker of %s: outcome unknown (a marker left behind is taken over by the next publish): %w", p.paths.Root, err)
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			if werr := p.waitSession(ctx); werr != nil {
 				return 0, 0, fmt.Errorf("setting the marker of %s: %w", p.paths.Root, werr)
 			}
@@ -193,7 +192,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 			}
 			continue
 		}
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return 0, 0, err
 		}
 		i, opErr := failedOp(resp)
@@ -268,13 +267,13 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
 			return err
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			if werr := p.waitSession(ctx); werr != nil {
 				return werr
 			}
 			continue
 		}
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return err
 		}
 		i, opErr := failedOp(resp)

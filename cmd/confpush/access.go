@@ -13,7 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // aclMismatchError marks ACLs that differ from the policy and were not
@@ -61,7 +61,7 @@ func (a *app) publisherCreds() (string, error) {
 	creds := a.auth
 	if file := a.v.GetString("publisher-auth-file"); file != "" {
 		var err error
-		if creds, err = zkconn.LoadAuth(file); err != nil {
+		if creds, err = zkclient.LoadAuth(file); err != nil {
 			return "", usagef("--publisher-auth-file: %v", err)
 		}
 	}
@@ -78,7 +78,7 @@ func (a *app) policy(cmd *cobra.Command, publisher access.Identity) (p access.Po
 	p = access.Policy{Publisher: publisher, WorldReadable: a.v.GetBool("world-readable")}
 	var problems []string
 	for _, file := range a.stringList(cmd, "agent-auth-file") {
-		creds, err := zkconn.LoadAuth(file)
+		creds, err := zkclient.LoadAuth(file)
 		if err == nil && creds == "" {
 			err = errors.New("empty file")
 		}
@@ -140,7 +140,7 @@ func (a *app) dialAs(ctx context.Context, creds string) (*zk.Conn, error) {
 	if a.auth != "" && a.auth != creds {
 		if err := conn.AddAuth("digest", []byte(a.auth)); err != nil {
 			conn.Close()
-			return nil, access.Explain(err, "", "add credentials")
+			return nil, zkclient.Explain(err, "", "add credentials")
 		}
 	}
 	return conn, nil

@@ -20,7 +20,6 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -224,7 +223,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.zkConfig().Validate(); err != nil {
 		return usagef("--zk: %v", err)
 	}
-	auth, err := zkconn.LoadAuth(v.GetString("auth-file"))
+	auth, err := zkclient.LoadAuth(v.GetString("auth-file"))
 	if err != nil {
 		return usagef("credentials: %v", err)
 	}
@@ -372,7 +371,7 @@ func (a *app) fail(err error) int {
 func classify(err error) (int, string) {
 	var ue usageError
 	switch {
-	case errors.Is(err, access.ErrPermission), errors.Is(err, access.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrPermission), errors.As(err, new(*zkclient.AuthError)):
 		return exitPermission, "permission_denied"
 	case errors.As(err, new(aclMismatchError)):
 		return exitACL, "acl_mismatch"
@@ -418,7 +417,7 @@ func classify(err error) (int, string) {
 		return exitError, "item_mismatch"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return exitError, "generation_exhausted"
-	case errors.Is(err, access.ErrQuotaExceeded):
+	case errors.Is(err, zkclient.ErrQuotaExceeded):
 		return exitError, "quota_exceeded"
 	}
 	return exitError, "error"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func (a *app) forgetCommand() *cobra.Command {
@@ -63,7 +64,7 @@ remove the identity with 'confpush init' (without it) as well.`,
 				if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 					return fmt.Errorf("a registry node changed meanwhile (an agent registering again?); nothing forgotten, retry: %w", err)
 				}
-				return access.ExplainMulti(err, ops, res)
+				return zkclient.ExplainMulti(err, ops, res)
 			}
 			var notes []string
 			for _, id := range ids {

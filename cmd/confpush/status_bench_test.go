@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // BenchmarkStatusRegistrations is `confpush status` on a root with 20,000
@@ -65,7 +66,7 @@ func BenchmarkStatusRegistrations(b *testing.B) {
 				}
 			}
 			cli("publish", dir)
-			if err := zkconn.EnsurePath(conn, paths.Agents(), acl); err != nil {
+			if err := zkclient.EnsurePath(context.Background(), conn, paths.Agents(), acl); err != nil {
 				b.Fatal(err)
 			}
 			reg := []byte(`{"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-01T00:00:00Z","labels":{"zone":"a"},"hostname":"h"}`)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // undoableError is a rollout that did not complete after this command
@@ -89,10 +89,9 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 // was published: the newest history entry below g (0: none). Every
 // history entry is a generation that was committed.
 func (a *app) previousGeneration(ctx context.Context, p *publish.Publisher, g int64) (int64, error) {
-	var names []string
-	err := zkconn.Call(ctx, func() (err error) {
-		names, _, err = p.Conn().Children(a.paths().History())
-		return err
+	names, err := zkclient.Call(ctx, func() ([]string, error) {
+		names, _, err := p.Conn().Children(a.paths().History())
+		return names, err
 	})
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Fix says what Repair does about a Mismatch.
@@ -175,7 +176,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Want: f.acl, Fix: FixCreate, Problem: "missing"})
 			continue
-		case errors.Is(err, ErrPermission):
+		case errors.Is(err, zkclient.ErrPermission):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
 				Problem: "unreadable, so not checked, nor anything below it: " + err.Error()})
 			continue
@@ -203,7 +204,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 			continue
 		case errors.Is(err, zk.ErrNoAuth):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
-				Problem: "children not checked: " + Explain(err, f.path, OpList).Error()})
+				Problem: "children not checked: " + zkclient.Explain(err, f.path, zkclient.OpList).Error()})
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("list %s: %w", f.path, err)
@@ -266,12 +267,12 @@ func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) 
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil // gone meanwhile (a publish, an agent leaving)
-	case errors.Is(err, ErrPermission) && t.want == nil:
+	case errors.Is(err, zkclient.ErrPermission) && t.want == nil:
 		// A status or registry node the publisher cannot read is not one
 		// any agent of the policy made (they all grant it ALL): it can
 		// only hide a status or block a rollout.
 		return []Mismatch{untrusted(t, nil, Unreadable(err))}, nil
-	case errors.Is(err, ErrPermission):
+	case errors.Is(err, zkclient.ErrPermission):
 		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil
 	case err != nil:
 		return nil, err
@@ -372,7 +373,7 @@ func (e *engine) checkParent(ctx context.Context) (Mismatch, bool, error) {
 	parent := path.Dir(e.paths.Root)
 	acl, _, err := getACL(ctx, e.conn, parent)
 	switch {
-	case errors.Is(err, ErrPermission), errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkclient.ErrPermission), errors.Is(err, zk.ErrNoNode):
 		return Mismatch{Path: parent, Kind: KindAncestor, Fix: FixNone,
 			Problem: "the ACL of the root's parent cannot be checked: " + err.Error()}, true, nil
 	case err != nil:
@@ -444,7 +445,7 @@ func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 		return Mismatch{}, false, nil
 	case errors.Is(err, zk.ErrNoAuth):
 		return Mismatch{Path: base, Kind: KindBase, Fix: FixNone,
-			Problem: "status-ACL document not checked: " + Explain(err, base, OpRead).Error()}, true, nil
+			Problem: "status-ACL document not checked: " + zkclient.Explain(err, base, zkclient.OpRead).Error()}, true, nil
 	case err != nil:
 		return Mismatch{}, false, fmt.Errorf("read %s: %w", base, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Inherited are the ACLs a publisher gives the nodes it creates, copied
@@ -52,7 +53,7 @@ func ACLVersionOf(st *zk.Stat) ACLVersion {
 // once per publish. A node that does not exist (a tree never initialized)
 // yields fallback, the publisher's configured ACL. The session must have
 // ADMIN on both: without it ZooKeeper hides the digests ("user:x") and the
-// ACL cannot be copied, which is a *PermissionError.
+// ACL cannot be copied, which is a *zkclient.PermissionError.
 func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallback []zk.ACL) (Inherited, error) {
 	// Both reads are sent at once: go-zookeeper pipelines concurrent
 	// requests on one connection, so this costs one round trip on the
@@ -66,7 +67,7 @@ func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallb
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			acl, st, err := copyableACL(ctx, conn, paths2[i])
+			acl, st, err := zkclient.ReadACL(ctx, conn, paths2[i])
 			if errors.Is(err, zk.ErrNoNode) {
 				acl, st, err = fallback, nil, nil
 			}
@@ -82,18 +83,6 @@ func InheritedACLs(ctx context.Context, conn *zk.Conn, paths layout.Paths, fallb
 	return Inherited{Item: acls[0], Meta: acls[1], ItemFrom: from[0], MetaFrom: from[1]}, nil
 }
 
-// copyableACL reads p's ACL and refuses a redacted one.
-func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.Stat, error) {
-	acl, st, err := getACL(ctx, conn, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	if redacted(acl) {
-		return nil, nil, &PermissionError{Op: OpReadACL, Path: p, Node: p, Perm: "ADMIN (needed to copy its ACL)", Err: zk.ErrNoAuth}
-	}
-	return acl, st, nil
-}
-
 // ReadStatusNodeACL returns the ACL an agent gives its status node: the
 // entries of the status-ACL document that Init writes on the metadata base
 // (the publisher's ALL), plus ALL for the agent session's own ids
@@ -102,7 +91,7 @@ func copyableACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.St
 //
 // A metadata base that is missing or holds no document is
 // ErrNotInitialized: the tree has no access control, and the agent keeps
-// its configured ACL. A *PermissionError means the agent identity may not
+// its configured ACL. A *zkclient.PermissionError means the agent identity may not
 // read the base: a wrong password or an identity the policy does not name.
 func ReadStatusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
 	acl, err := readStatusDoc(ctx, conn, paths)
@@ -116,7 +105,7 @@ func ReadStatusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) (
 // ReadStatusNodeACL for the errors).
 func readStatusDoc(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
 	base := paths.Base()
-	data, err := call(ctx, func() ([]byte, error) {
+	data, err := zkclient.Call(ctx, func() ([]byte, error) {
 		b, _, err := conn.Get(base)
 		return b, err
 	})
@@ -124,7 +113,7 @@ func readStatusDoc(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, fmt.Errorf("%s does not exist: %w", base, ErrNotInitialized)
 	case err != nil:
-		return nil, wrap(Explain(err, base, OpRead), base, OpRead)
+		return nil, wrap(zkclient.Explain(err, base, zkclient.OpRead), base, zkclient.OpRead)
 	case len(data) == 0:
 		return nil, fmt.Errorf("%s holds no status-ACL document: %w", base, ErrNotInitialized)
 	}
@@ -153,7 +142,7 @@ const (
 // out about the metadata base from ReadStatusNodeACL; an anonymous reader
 // of a world-readable root has no business there). Nodes that do not exist
 // are skipped: an uninitialized tree is not a credentials problem. The
-// error is a *PermissionError.
+// error is a *zkclient.PermissionError.
 func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) error {
 	switch role {
 	case RolePublisher:
@@ -162,7 +151,7 @@ func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) er
 		nodes := []string{paths.Root, paths.History()}
 		errs := make([]error, len(nodes))
 		_ = work.Parallel(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
-			_, _, errs[i] = copyableACL(ctx, conn, nodes[i])
+			_, _, errs[i] = zkclient.ReadACL(ctx, conn, nodes[i])
 			return nil
 		})
 		for _, err := range errs {
@@ -172,12 +161,12 @@ func Probe(ctx context.Context, conn *zk.Conn, paths layout.Paths, role Role) er
 		}
 		return ctx.Err()
 	case RoleAgent:
-		_, err := call(ctx, func() (struct{}, error) {
+		_, err := zkclient.Call(ctx, func() (struct{}, error) {
 			_, _, err := conn.Get(paths.Root)
 			return struct{}{}, err
 		})
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return wrap(Explain(err, paths.Root, OpRead), paths.Root, OpRead)
+			return wrap(zkclient.Explain(err, paths.Root, zkclient.OpRead), paths.Root, zkclient.OpRead)
 		}
 		return nil
 	}
@@ -201,7 +190,7 @@ var ErrOpenTree = errors.New("open tree: confpush init never ran")
 // which the policy gives the publisher alone. Any other entry is
 // ErrForeignACL: the policy must then be given explicitly.
 func PolicyFromRoot(ctx context.Context, conn *zk.Conn, paths layout.Paths, publisher Identity) (Policy, error) {
-	acl, _, err := copyableACL(ctx, conn, paths.Root)
+	acl, _, err := zkclient.ReadACL(ctx, conn, paths.Root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return Policy{}, fmt.Errorf("root %s does not exist: %w", paths.Root, ErrNotInitialized)
 	}
@@ -245,3 +234,8 @@ func PolicyFromRoot(ctx context.Context, conn *zk.Conn, paths layout.Paths, publ
 	}
 	return p, nil
 }
+
+// ErrNotInitialized means the root's access tree was never set up by
+// Init: the root or its metadata base (with its status-ACL document) is
+// missing.
+var ErrNotInitialized = errors.New("access control not initialized (run confpush init)")

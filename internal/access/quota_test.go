@@ -59,8 +59,8 @@ func TestQuotaServerFacts(t *testing.T) {
 	if !zkclient.IsQuotaExceeded(err) || err.Error() != "unknown error: -125" {
 		t.Errorf("create of a child the parent's count forbids: %v; want QuotaExceeded (go-zookeeper: unknown error: -125)", err)
 	}
-	explained := access.Explain(err, "/q/other", access.OpCreate)
-	var qe *access.QuotaError
+	explained := zkclient.Explain(err, "/q/other", zkclient.OpCreate)
+	var qe *zkclient.QuotaError
 	if !errors.As(explained, &qe) || !errors.Is(explained, zkclient.ErrQuotaExceeded) ||
 		!strings.HasPrefix(explained.Error(), "quota exceeded: create on /q/other (") {
 		t.Errorf("explained: %v", explained)
@@ -84,7 +84,7 @@ func TestQuotaServerFacts(t *testing.T) {
 	// A multi carrying a refused create is refused whole, and explained.
 	ops := []any{&zk.CreateRequest{Path: "/fine", Acl: world}, &zk.CreateRequest{Path: "/q/again", Acl: world}}
 	res, err := conn.Multi(ops...)
-	if err := access.ExplainMulti(err, ops, res); !errors.Is(err, zkclient.ErrQuotaExceeded) || !strings.Contains(err.Error(), "create on /q/again") {
+	if err := zkclient.ExplainMulti(err, ops, res); !errors.Is(err, zkclient.ErrQuotaExceeded) || !strings.Contains(err.Error(), "create on /q/again") {
 		t.Errorf("multi: %v", err)
 	}
 	if ok, _, _ := conn.Exists("/fine"); ok {

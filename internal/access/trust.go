@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Trust judges whether a status or registry node is provably the agent's
@@ -61,7 +62,7 @@ func (p Policy) Trust() Trust {
 // mode, the zero Trust) and the agent identities from the root's ACL
 // (digest entries granting exactly READ, as Init sets them). The session
 // needs ADMIN on the root to see the digests (the publisher has it);
-// otherwise the error is a *PermissionError: a reader that cannot verify
+// otherwise the error is a *zkclient.PermissionError: a reader that cannot verify
 // must not count anything.
 func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, error) {
 	doc, err := readStatusDoc(ctx, conn, paths)
@@ -71,7 +72,7 @@ func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, e
 	if err != nil {
 		return Trust{}, err
 	}
-	acl, _, err := copyableACL(ctx, conn, paths.Root)
+	acl, _, err := zkclient.ReadACL(ctx, conn, paths.Root)
 	if err != nil {
 		return Trust{}, fmt.Errorf("read the agent identities: %w", err)
 	}

@@ -185,63 +185,6 @@ func TestSameACL(t *testing.T) {
 	}
 }
 
-func TestExplain(t *testing.T) {
-	if access.Explain(nil, "/x", access.OpRead) != nil {
-		t.Fatal("Explain(nil) != nil")
-	}
-	other := errors.New("boom")
-	if access.Explain(other, "/x", access.OpRead) != other {
-		t.Fatal("Explain changed an unrelated error")
-	}
-	for _, c := range []struct {
-		op         access.Op
-		path, want string
-	}{
-		{access.OpRead, "/config", "permission denied: read on /config (the ZooKeeper identity in use lacks READ; check the credentials file"},
-		{access.OpList, "/config", "lacks READ;"},
-		{access.OpWrite, "/config", "permission denied: write on /config (the ZooKeeper identity in use lacks WRITE;"},
-		{access.OpCreate, "/config/app.json", "permission denied: create on /config/app.json (the ZooKeeper identity in use lacks CREATE on /config;"},
-		{access.OpDelete, "/config/app.json", "lacks DELETE on /config;"},
-		{access.OpSetACL, "/config", "lacks ADMIN;"},
-		{access.OpReadACL, "/config", "lacks READ or ADMIN;"},
-	} {
-		err := access.Explain(fmt.Errorf("get: %w", zk.ErrNoAuth), c.path, c.op)
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %q; want it to contain %q", c.op, err, c.want)
-		}
-		var pe *access.PermissionError
-		if !errors.Is(err, access.ErrPermission) || !errors.Is(err, zk.ErrNoAuth) || !errors.As(err, &pe) || pe.Path != c.path {
-			t.Errorf("%s: %v is not a *PermissionError wrapping zk.ErrNoAuth", c.op, err)
-		}
-		if again := access.Explain(err, "/elsewhere", access.OpWrite); again != err {
-			t.Errorf("explaining twice changed %q into %q", err, again)
-		}
-	}
-	err := access.Explain(zk.ErrAuthFailed, "/config", access.OpRead)
-	if !errors.Is(err, access.ErrAuthRejected) || !errors.Is(err, zk.ErrAuthFailed) || !strings.Contains(err.Error(), "/config") {
-		t.Errorf("auth failed: %v", err)
-	}
-}
-
-func TestExplainMulti(t *testing.T) {
-	ops := []any{
-		&zk.CheckVersionRequest{Path: "/config", Version: 3},
-		&zk.CreateRequest{Path: "/config/a"},
-		&zk.DeleteRequest{Path: "/config/b"},
-	}
-	res := []zk.MultiResponse{{}, {}, {Error: zk.ErrNoAuth}}
-	err := access.ExplainMulti(zk.ErrNoAuth, ops, res)
-	if !strings.Contains(err.Error(), "delete on /config/b") || !strings.Contains(err.Error(), "DELETE on /config;") {
-		t.Errorf("ExplainMulti = %v", err)
-	}
-	if err := access.ExplainMulti(zk.ErrBadVersion, ops, res); err != zk.ErrBadVersion {
-		t.Errorf("ExplainMulti changed BadVersion: %v", err)
-	}
-	if err := access.ExplainMulti(zk.ErrNoAuth, nil, nil); !errors.Is(err, access.ErrPermission) {
-		t.Errorf("ExplainMulti without responses = %v", err)
-	}
-}
-
 func TestLayoutRefused(t *testing.T) {
 	pol := access.Policy{Publisher: mustID(t, "pub")}
 	for _, paths := range []layout.Paths{

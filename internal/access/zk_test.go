@@ -13,6 +13,7 @@ import (
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // world is the ACL of an open tree, as zkconf created it before ACLs.
@@ -59,7 +60,7 @@ func publishAs(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Pa
 		&zk.CreateRequest{Path: paths.Blob(strings.Repeat("b", 63) + string(rune('0'+gen))), Data: []byte("blob"), Acl: in.Meta},
 		&zk.CreateRequest{Path: paths.HistoryNode(gen), Data: []byte(`{"format":1}`), Acl: in.Meta})
 	if res, err := conn.Multi(ops...); err != nil {
-		t.Fatalf("publish: %v", access.ExplainMulti(err, ops, res))
+		t.Fatalf("publish: %v", zkclient.ExplainMulti(err, ops, res))
 	}
 }
 
@@ -184,8 +185,8 @@ func TestModel(t *testing.T) {
 		wantNoAuth(t, "list the fleet", err)
 		ops := []any{&zk.SetDataRequest{Path: paths.Root, Data: []byte("x"), Version: -1}}
 		res, err := web.Multi(ops...)
-		err = access.ExplainMulti(err, ops, res)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "write on /config") ||
+		err = zkclient.ExplainMulti(err, ops, res)
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "write on /config") ||
 			!strings.Contains(err.Error(), "lacks WRITE") {
 			t.Errorf("multi as an agent = %v", err)
 		}
@@ -254,11 +255,11 @@ func TestModel(t *testing.T) {
 		_, err = stranger.Set(paths.Root, []byte("x"), -1)
 		wantNoAuth(t, "set root", err)
 		_, err = access.ReadStatusNodeACL(ctx, stranger, paths)
-		if !errors.Is(err, access.ErrPermission) {
+		if !errors.Is(err, zkclient.ErrPermission) {
 			t.Errorf("ReadStatusNodeACL as a stranger = %v", err)
 		}
 		err = access.Probe(ctx, stranger, paths, access.RoleAgent)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "read on /config") {
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "read on /config") {
 			t.Errorf("Probe as a stranger = %v", err)
 		}
 		// What ZooKeeper does not protect: exists and sync check no ACL,
@@ -275,7 +276,7 @@ func TestModel(t *testing.T) {
 		bad := connectWith(t, c, "web1", "not-the-password-at-all")
 		_, _, err := bad.Get(paths.Root)
 		wantNoAuth(t, "get root with a wrong password", err)
-		err = access.Explain(err, paths.Root, access.OpRead)
+		err = zkclient.Explain(err, paths.Root, zkclient.OpRead)
 		want := "permission denied: read on /config (the ZooKeeper identity in use lacks READ; check the credentials file"
 		if !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("explained = %q; want it to start with %q", err, want)
@@ -283,8 +284,8 @@ func TestModel(t *testing.T) {
 		// A publisher with a wrong password cannot copy ACLs: Probe says so.
 		badPub := connectWith(t, c, "publisher", "not-the-password-either")
 		err = access.Probe(ctx, badPub, paths, access.RolePublisher)
-		var pe *access.PermissionError
-		if !errors.As(err, &pe) || pe.Path != paths.Root || pe.Op != access.OpReadACL {
+		var pe *zkclient.PermissionError
+		if !errors.As(err, &pe) || pe.Path != paths.Root || pe.Op != zkclient.OpReadACL {
 			t.Errorf("Probe(publisher) with a wrong password = %v", err)
 		}
 	})
@@ -297,7 +298,7 @@ func TestModel(t *testing.T) {
 			t.Fatalf("ACL as read by an agent = %s; want digests hidden", pol.Describe(acl))
 		}
 		_, err := access.InheritedACLs(ctx, web, paths, world)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "ADMIN") {
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "ADMIN") {
 			t.Errorf("InheritedACLs as an agent = %v", err)
 		}
 	})
@@ -329,7 +330,7 @@ func TestModel(t *testing.T) {
 			t.Errorf("PolicyFromRoot = %v", got)
 		}
 		_, err = access.PolicyFromRoot(ctx, web, paths, webID)
-		if !errors.Is(err, access.ErrPermission) {
+		if !errors.Is(err, zkclient.ErrPermission) {
 			t.Errorf("PolicyFromRoot as an agent = %v; want a permission error (digests hidden)", err)
 		}
 	})
@@ -666,7 +667,7 @@ func TestInitRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := access.Init(ctx, pub, squatted, pol)
-	var pe *access.PermissionError
+	var pe *zkclient.PermissionError
 	if !errors.As(err, &pe) || pe.Path != squatted.Root {
 		t.Fatalf("Init over a squatted root = %v; want a permission error on %s", err, squatted.Root)
 	}
@@ -704,7 +705,7 @@ func TestAuthFailed(t *testing.T) {
 	if !errors.Is(err, zk.ErrAuthFailed) {
 		t.Fatalf("AddAuth with an unknown scheme = %v; want ErrAuthFailed", err)
 	}
-	if err := access.Explain(err, "", "add auth"); !errors.Is(err, access.ErrAuthRejected) {
+	if err := zkclient.Explain(err, "", "add auth"); !errors.Is(err, zkclient.ErrAuthFailed) {
 		t.Errorf("explained = %v", err)
 	}
 	// The server dropped the connection; the client reconnects to the

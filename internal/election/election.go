@@ -32,7 +32,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -65,7 +64,7 @@ type Leadership struct {
 // Campaign creates this candidate's node and blocks until it leads or ctx
 // ends.
 func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
-	if err := zkconn.EnsurePath(c.conn, c.dir, c.acl); err != nil {
+	if err := zkclient.EnsurePath(ctx, c.conn, c.dir, c.acl); err != nil {
 		return Leadership{}, err
 	}
 	node, err := c.create(ctx)
@@ -76,7 +75,7 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 		st := c.sess.Status()
 		kids, _, err := c.conn.Children(c.dir)
 		if err != nil {
-			if zkconn.IsRecoverable(err) {
+			if zkclient.IsRecoverable(err) {
 				if _, werr := c.sess.WaitConnected(ctx); werr != nil {
 					return Leadership{}, werr
 				}
@@ -98,7 +97,7 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 		}
 		ok, _, ev, err := c.conn.ExistsW(c.dir + "/" + pred)
 		if err != nil {
-			if zkconn.IsRecoverable(err) || zkconn.IsFatal(err) {
+			if zkclient.IsRecoverable(err) || zkclient.IsFatal(err) {
 				continue
 			}
 			return Leadership{}, fmt.Errorf("election: watch %s: %w", pred, err)
@@ -136,7 +135,7 @@ func (c *Candidate) create(ctx context.Context) (string, error) {
 		if err == nil {
 			return p, nil
 		}
-		if !zkconn.IsRecoverable(err) {
+		if !zkclient.IsRecoverable(err) {
 			return "", fmt.Errorf("election: create node in %s: %w", c.dir, err)
 		}
 		if _, err := c.sess.WaitConnected(ctx); err != nil {

@@ -41,7 +41,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // fHostileAgent is the hostile agent identity's fault kind.
@@ -300,7 +300,7 @@ func listRetried(conn *zk.Conn, p string) ([]string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		kids, _, err := conn.Children(p)
-		if err == nil || !zkconn.IsRecoverable(err) || time.Now().After(deadline) {
+		if err == nil || !zkclient.IsRecoverable(err) || time.Now().After(deadline) {
 			return kids, err
 		}
 		time.Sleep(500 * time.Millisecond)

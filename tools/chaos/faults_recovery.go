@@ -50,7 +50,6 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -688,7 +687,7 @@ func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		conn, sess, err = zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout,
 			Logger: r.pubLogger, Auth: r.ids.publisher})
-		if err == nil || !zkconn.IsRecoverable(err) || time.Now().After(deadline) {
+		if err == nil || !zkclient.IsRecoverable(err) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)

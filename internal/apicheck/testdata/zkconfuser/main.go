@@ -157,7 +157,7 @@ func dialBranch(err error) string {
 	switch {
 	case errors.Is(err, zkclient.ErrTLS):
 		return "tls"
-	case errors.Is(err, zkclient.ErrAuthFailed), errors.Is(err, zkclient.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrAuthFailed):
 		return "auth"
 	default:
 		return err.Error()
@@ -202,7 +202,7 @@ func publishBranch(err error) string {
 		return "session expired"
 	case errors.Is(err, zkclient.ErrPermission):
 		return "permission denied"
-	case errors.Is(err, zkclient.ErrAuthFailed), errors.Is(err, zkclient.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrAuthFailed):
 		return "auth"
 	default:
 		return "other: " + err.Error()
