@@ -133,7 +133,7 @@ func newPublisher(t *testing.T, zkc *zktest.Cluster) *publish.Publisher {
 	if _, err := sess.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := publish.New(conn, sess, "/config")
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/config")
 	if err != nil {
 		t.Fatal(err)
 	}

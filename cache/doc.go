@@ -6,7 +6,8 @@
 // # Use
 //
 // Start a cache with New and one way to reach ZooKeeper (WithServers,
-// WithConfig, WithConn or WithClient); Close it when done:
+// WithConfig, or WithClient for a zkclient.Client the application shares);
+// Close it when done:
 //
 //	c, err := cache.New(ctx, "/config", cache.WithServers(servers, 10*time.Second),
 //		cache.WithStateFile("/var/lib/app/config.state"), // serve the last good config at a restart
@@ -71,7 +72,7 @@
 //     publish; ErrIncarnationRefused (*IncarnationError: call Adopt),
 //     manifest.ErrForeign and manifest.ErrFutureFormat (the root holds
 //     what this version cannot read), ErrRefused and ErrConnClosed (the
-//     application's connection, WithConn: dial a new one).
+//     application's own connection, zkclient.Fixed: dial a new one).
 //
 // # Guarantees
 //
@@ -232,7 +233,7 @@
 //     the client's new session (which the go-zookeeper client opens
 //     silently), then reports Live. With its own connection that is all
 //     (the cache holds no ephemeral nodes). With the application's
-//     connection (WithConn) the cache does the same and nothing else: what
+//     connection (WithClient) the cache does the same and nothing else: what
 //     an expiry means for the application's own ephemeral nodes, locks or
 //     leadership is the application's decision (a library must not hide a
 //     fatal error). StateInfo.Expiries lets an application that only reads
@@ -241,10 +242,10 @@
 //     way a server wiped or rebuilt on the same address refuses a client
 //     that has seen a newer zxid; the go-zookeeper client would retry with
 //     that zxid forever): a cache that dials itself (WithServers,
-//     WithConfig) or uses a Client (WithClient) gets a fresh connection
-//     after the session timeout, counted as an expiry; on the
-//     application's connection (WithConn) the state says ErrRefused and
-//     the application must dial again.
+//     WithConfig) or uses a Client from zkclient.Dial (WithClient) gets a
+//     fresh connection after the session timeout, counted as an expiry; on
+//     the application's own connection (zkclient.Fixed) the state says
+//     ErrRefused and the application must dial again.
 //   - Closed channels (after EventNotWatching) are never read twice: every
 //     watch channel is dropped after its one event. EventNotWatching with
 //     zk.ErrClosing on a connection that is not redialled means its owner

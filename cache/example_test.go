@@ -44,7 +44,7 @@ func publishApp(ctx context.Context, cfg zkclient.Config, root, appJSON string) 
 		panic(err)
 	}
 	defer conn.Close()
-	p, err := publish.New(conn, sess, root)
+	p, err := publish.New(zkclient.Fixed(conn, sess), root)
 	if err != nil {
 		panic(err)
 	}

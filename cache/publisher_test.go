@@ -28,7 +28,7 @@ func TestWithRealPublisher(t *testing.T) {
 	}
 	t.Cleanup(conn.Close)
 	log, _ := testLogger(t)
-	p, err := publish.New(conn, sess, "/real", publish.WithLogger(log.With("who", "publisher")))
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/real", publish.WithLogger(log.With("who", "publisher")))
 	if err != nil {
 		t.Fatal(err)
 	}

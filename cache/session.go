@@ -110,7 +110,7 @@ func (c *Cache) onDisconnected(loop *loopState, st zkclient.Status) {
 	}
 	if st.Refused(2, refusedReport) {
 		// A Client replaces the connection itself (its bound is the
-		// session timeout); WithConn's owner has to.
+		// session timeout); a Fixed client's owner has to.
 		err = fmt.Errorf("%w (%d handshakes closed in %v)", ErrRefused, st.HandshakeFailures, time.Since(st.FailingSince).Round(time.Second))
 		if loop.lastWait != ErrRefused.Error() {
 			loop.lastWait = ErrRefused.Error()

@@ -114,14 +114,16 @@ var (
 	// StateInfo.Err of an expiry matches both.
 	ErrSessionExpired = errors.New("cache: ZooKeeper session expired")
 	// ErrConnClosed means the application closed the connection it gave
-	// the cache (WithConn); the cache can do nothing more until Close.
+	// the cache (WithClient(zkclient.Fixed(conn, sess))); the cache can do
+	// nothing more until Close.
 	ErrConnClosed = errors.New("cache: the ZooKeeper connection was closed by its owner")
 	// ErrRefused means every connection to ZooKeeper was closed during the
 	// session handshake for a while: a server wiped or rebuilt on the same
 	// address refuses a client that has seen a newer zxid than its own,
 	// and the client library retries with that zxid forever. A cache that
-	// dials itself (WithServers, WithConfig) or uses a Client replaces the
-	// connection; with WithConn the application must dial a new one.
+	// dials itself (WithServers, WithConfig) or uses a Client from
+	// zkclient.Dial replaces the connection; on the application's own
+	// connection (zkclient.Fixed) the application must dial a new one.
 	ErrRefused = errors.New("cache: ZooKeeper refuses this connection's session (every handshake closed; a wiped or rebuilt server?); a fresh connection is needed")
 	// ErrRootMissing means the root znode does not exist; the cache watches
 	// for its creation.

@@ -33,7 +33,7 @@ func TestTornReadStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, "/stress", publish.WithLogger(log.With("who", "publisher")))
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/stress", publish.WithLogger(log.With("who", "publisher")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,10 +178,10 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 	}
 }
 
-// TestWithConnReportsRefusedSession: a cache on the application's
+// TestFixedClientReportsRefusedSession: a cache on the application's
 // connection cannot replace it; it says so (ErrRefused) instead of "no
 // session" forever.
-func TestWithConnReportsRefusedSession(t *testing.T) {
+func TestFixedClientReportsRefusedSession(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
 	sess := zkclient.NewSession()
@@ -190,7 +190,7 @@ func TestWithConnReportsRefusedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	c := newCache(t, "/config", WithConn(conn, sess), WithLogger(log))
+	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log))
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })

@@ -118,7 +118,7 @@ func TestAgentIdentityFloodRefused(t *testing.T) {
 	if size, _ := strconv.Atoi(m["zk_approximate_data_size"]); size > 1<<20 {
 		t.Errorf("the server holds %d bytes of data after the flood; want next to nothing", size)
 	}
-	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil || !slices.Equal(pr.Applied, []string{"web-1", "web-2"}) {
 		t.Fatalf("wait --all after the flood = %+v, %v; want web-1 and web-2 applied, nothing else expected", pr, err)
 	}
@@ -145,12 +145,12 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil || !slices.Equal(pr.Applied, []string{"web-1"}) || len(pr.Foreign) != 500 || pr.Needed != 1 {
 		t.Fatalf("wait --all with 500 foreign registrations = applied %v, needed %d, %d foreign, %v; want web-1 alone",
 			pr.Applied, pr.Needed, len(pr.Foreign), err)
 	}
-	f, err := fleet.Read(ctx, conn, paths.Root, paths.Meta)
+	f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		f, err := fleet.Read(ctx, conn, paths.Root, paths.Meta)
+		f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		if _, err := web1.Create(paths.StatusNode("web-1"), huge, zk.FlagEphemeral, own); err != nil {
 			t.Fatal(err)
 		}
-		f, err := fleet.Read(ctx, conn, paths.Root, paths.Meta)
+		f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Agent is one agent as a reader sees it: its status node (when it has
@@ -122,45 +123,75 @@ func (s Skipped) String() string {
 	return fmt.Sprintf("%s node %s: foreign (no agent identity of that name)", s.Node, s.ID)
 }
 
-// Fleet is a root's fleet as Read finds it.
-type Fleet struct {
+// View is a root's fleet as Read finds it.
+type View struct {
 	// Agents are the agents sorted by id, as List returns them.
 	Agents []Agent
 	// Skipped are the nodes not loaded, sorted by node kind and name.
 	Skipped []Skipped
 }
 
-// List reads every agent's status node of root (its metadata under meta;
-// the default, /zkconf, when empty) and the agent registry, and judges
-// each status node (Agent.Untrusted): the agents sorted by id, expected
-// ones without a trusted status node included (Gone). A root without any
-// agent gives an empty list. A reader that cannot verify (without the
-// publisher's ADMIN on an ACL'd tree) sees every node untrusted. It is
-// Read without the skipped nodes: foreign ones are left out, oversized
-// ones shown untrusted.
-func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
-	f, err := Read(ctx, conn, root, meta)
-	return f.Agents, err
+// Fleet reads and follows the agents of one config root: their status
+// nodes and their registrations, each judged against the root's access
+// policy. It holds no state of its own between calls and is safe for
+// concurrent use.
+type Fleet struct {
+	cl    *zkclient.Client
+	paths layout.Paths
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct{ meta string }
+
+// WithMeta sets the metadata path of the zkconf layout, under which the
+// status nodes and the agent registry live: the publishers' (default
+// "/zkconf").
+func WithMeta(meta string) Option { return func(o *options) { o.meta = meta } }
+
+// New returns the Fleet of root on cl: a Client from zkclient.Dial, or an
+// application's own connection and session tracker wrapped by
+// zkclient.Fixed. It takes the connection from cl for every read and never
+// closes it.
+func New(cl *zkclient.Client, root string, opts ...Option) (*Fleet, error) {
+	if cl == nil || cl.Conn() == nil {
+		return nil, errors.New("fleet: nil ZooKeeper client")
+	}
+	o := options{meta: layout.DefaultMeta}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := layout.ValidateRoot(root); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if err := layout.ValidateRoot(o.meta); err != nil {
+		return nil, fmt.Errorf("fleet: meta path: %w", err)
+	}
+	return &Fleet{cl: cl, paths: layout.New(root, o.meta)}, nil
+}
+
+// List reads every agent's status node of the root and the agent
+// registry, and judges each status node (Agent.Untrusted): the agents
+// sorted by id, expected ones without a trusted status node included
+// (Gone). A root without any agent gives an empty list. A reader that
+// cannot verify (without the publisher's ADMIN on an ACL'd tree) sees
+// every node untrusted. It is Read without the skipped nodes: foreign ones
+// are left out, oversized ones shown untrusted.
+func (f *Fleet) List(ctx context.Context) ([]Agent, error) {
+	v, err := f.Read(ctx)
+	return v.Agents, err
 }
 
 // Read is List with the nodes it skipped: on a tree with an access policy
 // the status and registry nodes whose name is not an agent identity of the
 // policy are neither read nor expected; a node whose data is above
 // MaxStatusBytes or MaxRegistrationBytes is not decoded (under a policy
-// not even fetched). Its requests are sent at once on conn (go-zookeeper
-// pipelines concurrent requests): a listing costs a few round trips
-// whatever the number of agents.
-func Read(ctx context.Context, conn *zk.Conn, root, meta string) (Fleet, error) {
-	return read(ctx, conn, paths(root, meta), nil)
-}
-
-// paths is the layout of root with its metadata under meta (the default
-// metadata path when meta is empty).
-func paths(root, meta string) layout.Paths {
-	if meta == "" {
-		meta = layout.DefaultMeta
-	}
-	return layout.New(root, meta)
+// not even fetched). Its requests are sent at once on one connection
+// (go-zookeeper pipelines concurrent requests): a listing costs a few
+// round trips whatever the number of agents.
+func (f *Fleet) Read(ctx context.Context) (View, error) {
+	return read(ctx, f.cl.Conn(), f.paths, nil)
 }
 
 // maxInFlight bounds the requests a listing has in flight on the one
@@ -224,12 +255,12 @@ func foreign(t access.Trust, trustErr error, id string) bool {
 	return trustErr == nil && !t.Open() && !t.Names(id)
 }
 
-func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (Fleet, error) {
+func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (View, error) {
 	l, err := readListing(ctx, conn, p, between)
 	if err != nil {
-		return Fleet{}, err
+		return View{}, err
 	}
-	var f Fleet
+	var f View
 	var ids, regs []string
 	for _, id := range l.status {
 		if foreign(l.trust, l.trustErr, id) {
@@ -611,8 +642,7 @@ func sample(names []string, n int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
-// Wait follows the agents' status nodes of root (metadata under meta, as
-// for List) and the agent registry with watches (no polling) until enough
+// Wait follows the agents' status nodes of the root and the agent registry with watches (no polling) until enough
 // agents report generation g on trusted
 // status nodes, and returns the final progress. It fails early, with a
 // *RolloutError, when success has become impossible (rejections), when an
@@ -620,8 +650,8 @@ func sample(names []string, n int) string {
 // cannot verify status nodes (without the publisher's ADMIN on the root of
 // a tree `confpush init` set up; the error matches zkclient.ErrPermission),
 // and when ctx ends.
-func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts WaitOptions) (Progress, error) {
-	p := paths(root, meta)
+func (f *Fleet) Wait(ctx context.Context, g int64, opts WaitOptions) (Progress, error) {
+	conn, p := f.cl.Conn(), f.paths
 	if !opts.All && opts.Min <= 0 {
 		opts.All = true
 	}

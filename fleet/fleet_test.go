@@ -24,6 +24,16 @@ const root = "/config"
 
 var paths = layout.New(root, layout.DefaultMeta)
 
+// fleetOf is the Fleet of root (metadata under meta) read through conn.
+func fleetOf(t testing.TB, conn *zk.Conn, root, meta string) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.New(zkclient.Fixed(conn, nil), root, fleet.WithMeta(meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon {
 	t.Helper()
 	return runAgent(t, id, func(o *agent.Options) {
@@ -75,7 +85,7 @@ func newPublisher(t *testing.T, c *zktest.Cluster) (*publish.Publisher, *zk.Conn
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, root)
+	p, err := publish.New(zkclient.Fixed(conn, sess), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,19 +106,19 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// All three must be registered and at 1 before the scenario starts.
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 3}); err != nil {
+	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 3}); err != nil {
 		t.Fatal(err)
 	}
 
 	g := publishConf(t, p, "v2")
-	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil {
 		t.Fatalf("wait --all: %v", err)
 	}
 	if len(pr.Applied) != 3 {
 		t.Fatalf("applied = %v", pr.Applied)
 	}
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil || len(agents) != 3 {
 		t.Fatalf("list = %v, %v", agents, err)
 	}
@@ -117,7 +127,7 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	}
 
 	g = publishConf(t, p, "v3")
-	pr, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err = fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) {
 		t.Fatalf("wait with a failing check = %v", err)
@@ -128,7 +138,7 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	if !strings.Contains(err.Error(), "host-c failed") || !strings.Contains(err.Error(), "check") {
 		t.Fatalf("error does not name the agent and its error: %v", err)
 	}
-	agents, _ = fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, _ = fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 	if s := fleet.Summarize(agents, g); s.AtLatest != 2 || s.Behind != 1 || s.Failing != 1 {
 		t.Fatalf("summary %v", s)
 	}
@@ -148,7 +158,7 @@ func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	startAgent(t, []string{proxy.Addr()}, "host-x", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, stat, err := conn.Get(paths.StatusNode("host-x"))

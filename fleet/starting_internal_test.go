@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -20,7 +21,7 @@ import (
 // registry node.
 func startingAgent(t *testing.T, conn *zk.Conn, root, id string) func() {
 	t.Helper()
-	p := paths(root, "")
+	p := layout.New(root, layout.DefaultMeta)
 	acl := zk.WorldACL(zk.PermAll)
 	return func() {
 		st, _ := json.Marshal(Status{AgentID: id, Root: root, State: "live", Ready: true, Targets: []TargetResult{}})
@@ -57,7 +58,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		const root = "/starting/list"
-		f, err := read(ctx, conn, paths(root, ""), startingAgent(t, conn, root, "web-2"))
+		f, err := read(ctx, conn, layout.New(root, layout.DefaultMeta), startingAgent(t, conn, root, "web-2"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("NotStarted", func(t *testing.T) {
 		const root = "/starting/policy"
-		p := paths(root, "")
+		p := layout.New(root, layout.DefaultMeta)
 		if err := zkclient.EnsurePath(context.Background(), conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("Wait", func(t *testing.T) {
 		const root = "/starting/wait"
-		w := newWaiter(conn, paths(root, ""), access.Trust{})
+		w := newWaiter(conn, layout.New(root, layout.DefaultMeta), access.Trust{})
 		w.g, w.opts = 1, WaitOptions{All: true}
 		w.between = startingAgent(t, conn, root, "web-2")
 		if err := w.observe(ctx); err != nil {

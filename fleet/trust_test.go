@@ -61,7 +61,7 @@ func securedTree(t *testing.T, c *zktest.Cluster, agents ...string) (*publish.Pu
 	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
 		t.Fatal(err)
 	}
-	p, err := publish.New(conn, sess, root)
+	p, err := publish.New(zkclient.Fixed(conn, sess), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	// A reader that cannot see the agents' digests (here an agent
 	// identity) cannot verify anything: its wait fails at once, with the
 	// documented permission error.
-	if _, err := fleet.Wait(ctx, forger, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true}); err == nil ||
+	if _, err := fleetOf(t, forger, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true}); err == nil ||
 		!strings.Contains(err.Error(), "cannot verify the agents' status nodes") ||
 		!errors.Is(err, zkclient.ErrPermission) || ctx.Err() != nil {
 		t.Errorf("wait by an agent identity = %v; want a verification error at once", err)
@@ -167,7 +167,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || len(pr.Applied) != 0 {
 		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
@@ -188,12 +188,12 @@ func TestPolicyAgentExpected(t *testing.T) {
 	startSecureAgent(t, c.Addrs(), "web-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	if err == nil {
 		t.Fatalf("wait --all succeeded without web-2: %+v", pr)
 	}
@@ -225,7 +225,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 			t.Errorf("%s listed as %+v; want untrusted (%s), not expected", id, a, reason)
 		}
 	}
-	_, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	_, err = fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) {
 		t.Errorf("wait with untrusted nodes only = %v; want ErrNoExpectedAgents", err)
 	}
@@ -250,7 +250,7 @@ func TestWaitNoExpectedAgents(t *testing.T) {
 	g := publishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	_, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
 		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
 	}
@@ -304,7 +304,7 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 	if a, ok := find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
 		!strings.Contains(a.Untrusted, "its ACL is world:anyone:cdrwa, not what agent web-2's identity gives it") {
 		t.Errorf("squatted web-2 listed as %+v, %v; want gone, its node untrusted for its ACL", a, err)
@@ -314,7 +314,7 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "web-2's own, trusted node", func() bool {
-		agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+		agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 		a, ok := find(agents, "web-2")
 		return err == nil && ok && a.Applied(g)
 	})
@@ -356,7 +356,7 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, old, err := conn.Get(paths.StatusNode("host-r"))
@@ -423,7 +423,7 @@ func TestRegistryNode(t *testing.T) {
 
 	var agents []fleet.Agent
 	eventually(t, "web-1 registered and applied", func() bool {
-		agents, err = fleet.List(ctx, conn, paths.Root, paths.Meta)
+		agents, err = fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
 		a, ok := find(agents, "web-1")
 		return err == nil && ok && a.Applied(g) && a.Registration != nil
 	})
@@ -462,7 +462,7 @@ func TestRegistryNode(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleet.Wait(wctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	if err == nil || !slices.Equal(pr.Gone, []string{"web-2"}) || !slices.Contains(pr.Applied, "web-1") {
 		t.Errorf("wait --all = %+v, %v; want web-1 applied, web-2 (in the policy, never started) gone", pr, err)
 	}
@@ -516,7 +516,7 @@ func TestAgentIDMustBeUser(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := fleet.Read(ctx, conn, paths.Root, paths.Meta)
+	f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +602,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 	// Min 2 the wait can only end by its deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{Min: 2})
+	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 2})
 	if err == nil || !slices.Equal(pr.Applied, []string{"current"}) || !slices.Equal(pr.Pending, []string{"stuck"}) {
 		t.Fatalf("old incarnation's generation counted: applied %v, pending %v, err %v", pr.Applied, pr.Pending, err)
 	}
@@ -615,7 +615,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 		IncarnationRefused: m.Incarnation, Attempted: 7, State: "stale"})
 	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pr, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	pr, err = fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || !slices.Equal(pr.Rejected, []string{"stuck"}) || !strings.Contains(err.Error(), "confagent adopt") {
 		t.Fatalf("refusing agent: rejected %v, err %v", pr.Rejected, err)

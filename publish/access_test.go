@@ -96,7 +96,7 @@ func TestPublishFollowsACLChanges(t *testing.T) {
 	root := "/acl/follow"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	mustPublish(t, p, Request{Items: items(1, 50, "a")})
 	mustPublish(t, p, Request{Items: items(2, 50, "a")}) // the ACLs are now cached
 
@@ -139,7 +139,7 @@ func TestPublishPermissionDenied(t *testing.T) {
 		}
 	}), nil, "/denied/app")
 	mustPublish(t, p, Request{Items: items(2, 50, "a")})
-	conn := p.Conn()
+	conn := p.conn()
 	// Read and admin only: InheritedACLs can copy the ACL, the commit's
 	// write of the root is refused.
 	if _, err := conn.SetACL("/denied/app", zk.WorldACL(zk.PermRead|zk.PermAdmin), -1); err != nil {

@@ -27,7 +27,7 @@ func TestGenerationExhausted(t *testing.T) {
 	}
 	huge := *m
 	huge.Generation = math.MaxInt64
-	if _, err := p.conn.Set("/max", huge.Encode(), -1); err != nil {
+	if _, err := p.conn().Set("/max", huge.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	// A second root whose manifest is ordinary but whose history already
@@ -40,11 +40,11 @@ func TestGenerationExhausted(t *testing.T) {
 	}
 	top := *hm
 	top.Generation = math.MaxInt64
-	if _, err := q.conn.Create(q.paths.HistoryNode(math.MaxInt64), top.Encode(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := q.conn().Create(q.paths.HistoryNode(math.MaxInt64), top.Encode(), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
-	before := treeSnapshot(t, p.conn, "/max", "/maxhist", p.paths.Base(), q.paths.Base())
+	before := treeSnapshot(t, p.conn(), "/max", "/maxhist", p.paths.Base(), q.paths.Base())
 	other := items(3, 10, "next")
 	for _, tc := range []struct {
 		name string
@@ -72,7 +72,7 @@ func TestGenerationExhausted(t *testing.T) {
 			}
 		})
 	}
-	if after := treeSnapshot(t, p.conn, "/max", "/maxhist", p.paths.Base(), q.paths.Base()); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/max", "/maxhist", p.paths.Base(), q.paths.Base()); !maps.Equal(before, after) {
 		t.Fatalf("a refused publish changed the tree:\nbefore %v\nafter  %v", before, after)
 	}
 	// The same set is still "unchanged", not an error: nothing to write.
@@ -98,7 +98,7 @@ func TestTamperedItemRepaired(t *testing.T) {
 	mustPublish(t, p, Request{Items: set})
 	tamper := func(name string) {
 		t.Helper()
-		if _, err := p.conn.Set(p.paths.Item(name), []byte("edited by hand "+secret), -1); err != nil {
+		if _, err := p.conn().Set(p.paths.Item(name), []byte("edited by hand "+secret), -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,12 +113,12 @@ func TestTamperedItemRepaired(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 
-	before := treeSnapshot(t, p.conn, "/tamper", p.paths.Base())
+	before := treeSnapshot(t, p.conn(), "/tamper", p.paths.Base())
 	res, err := p.Publish(testCtx(t), Request{Items: set, DryRun: true})
 	if err != nil || res.Unchanged || !slices.Equal(res.Repaired, []string{"item-01.conf"}) {
 		t.Fatalf("dry run over a tampered item: %+v, %v", res, err)
 	}
-	if after := treeSnapshot(t, p.conn, "/tamper", p.paths.Base()); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/tamper", p.paths.Base()); !maps.Equal(before, after) {
 		t.Fatal("a dry run wrote")
 	}
 

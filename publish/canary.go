@@ -360,13 +360,13 @@ func (p *Publisher) pruneCandidate(ctx context.Context, keep map[string][]byte) 
 		if _, kept := keep[k]; kept {
 			continue
 		}
-		if err := p.conn.Delete(p.paths.CandidateContent(k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := p.conn().Delete(p.paths.CandidateContent(k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			p.log.Warn("could not delete a candidate content (the next publish retries)", "path", p.paths.CandidateContent(k), "error", err)
 			return
 		}
 	}
 	if keep == nil {
-		if err := p.conn.Delete(p.paths.Candidate(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := p.conn().Delete(p.paths.Candidate(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			p.log.Warn("could not delete the candidate node (the next publish retries)", "error", err)
 		}
 	}
@@ -440,7 +440,7 @@ func (p *Publisher) appendEvent(ctx context.Context, id string, ev RolloutEvent)
 		if err != nil {
 			return
 		}
-		if _, err = p.conn.Set(p.paths.Rollout(), data, st.Version); err == nil {
+		if _, err = p.conn().Set(p.paths.Rollout(), data, st.Version); err == nil {
 			return
 		} else if !errors.Is(err, zk.ErrBadVersion) {
 			p.log.Warn("could not record the rollout event", "kind", ev.Kind, "error", err)

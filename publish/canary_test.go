@@ -38,7 +38,7 @@ func TestCanaryStartPromote(t *testing.T) {
 	root := "/canary/promote"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	stable := items(3, 100, "a")
 	mustPublish(t, p, Request{Items: stable})
 	cand := clone(stable)
@@ -164,7 +164,7 @@ func TestCanaryAbortWidenSupersede(t *testing.T) {
 	root := "/canary/abort"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	stable := items(2, 100, "a")
 	mustPublish(t, p, Request{Items: stable})
 	cand := items(2, 100, "b")
@@ -417,7 +417,7 @@ func TestCanaryTooLargeRefused(t *testing.T) {
 	root := "/canary/large"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root, WithMultiBudget(8<<10))
-	conn := p.Conn()
+	conn := p.conn()
 	// 30 names of one content: a manifest of about 3 KiB. A plain publish
 	// carries it twice (root, history) and fits the 8 KiB budget; a canary
 	// start carries it three times (the root's stable manifest, the

@@ -35,7 +35,7 @@ func ExamplePublisher_Publish() {
 		return
 	}
 	defer conn.Close()
-	p, err := publish.New(conn, sess, "/config/shop")
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/config/shop")
 	if err != nil {
 		fmt.Println("publisher:", err)
 		return
@@ -84,7 +84,7 @@ func ExampleConflictError() {
 		return
 	}
 	defer conn.Close()
-	p, err := publish.New(conn, sess, "/config/billing")
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/config/billing")
 	if err != nil {
 		fmt.Println("publisher:", err)
 		return

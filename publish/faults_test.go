@@ -176,7 +176,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // commit since baseVersion, history holds gen (with id) and nothing newer.
 func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected int32, gen int64, id string, want map[string][]byte) {
 	t.Helper()
-	st, data := rootState(t, p.conn, p.paths.Root)
+	st, data := rootState(t, p.conn(), p.paths.Root)
 	m, err := manifest.Decode(data)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected in
 	if st.Version != baseVersion+commitsExpected {
 		t.Fatalf("root version %d -> %d: want exactly %d change(s) (applied twice?)", baseVersion, st.Version, commitsExpected)
 	}
-	h := historyList(t, p.conn, p.paths)
+	h := historyList(t, p.conn(), p.paths)
 	if h[len(h)-1] != gen {
 		t.Fatalf("history %v: newest should be %d", h, gen)
 	}

@@ -43,7 +43,7 @@ func TestFence(t *testing.T) {
 			if r := mustPublish(t, p, Request{Items: items(3, 10, "a"), Mode: mode, Fence: fence}); r.Generation != 1 {
 				t.Fatalf("fenced publish: %+v", r)
 			}
-			snap := treeSnapshot(t, p.conn, root)
+			snap := treeSnapshot(t, p.conn(), root)
 
 			// The fence goes after the publish read the root, right before
 			// its commit (multi) or its marker (marker mode).
@@ -56,7 +56,7 @@ func TestFence(t *testing.T) {
 			if !errors.Is(err, ErrFenced) {
 				t.Fatalf("commit without its fence: %v", err)
 			}
-			if !equalSnap(snap, treeSnapshot(t, p.conn, root)) {
+			if !equalSnap(snap, treeSnapshot(t, p.conn(), root)) {
 				t.Fatal("a fenced-off publish wrote to the root")
 			}
 			// With the fence already gone nothing is attempted.
@@ -83,14 +83,14 @@ func TestFence(t *testing.T) {
 		}
 		// Exactly one item write got through; the marker stays, and the
 		// old generation is still the live one.
-		if ok, _, _ := p.conn.Exists(p.paths.Marker()); !ok {
+		if ok, _, _ := p.conn().Exists(p.paths.Marker()); !ok {
 			t.Fatal("marker gone")
 		}
 		m, _, err := p.Current(testCtx(t))
 		if err != nil || m.Generation != 1 {
 			t.Fatalf("live: %v %v", m, err)
 		}
-		if p.Conn() != p.conn {
+		if p.conn() != p.conn() {
 			t.Fatal("Conn() is not the publisher's connection")
 		}
 	})

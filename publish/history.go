@@ -260,7 +260,7 @@ func (p *Publisher) storeContents(ctx context.Context, pathOf func(string) strin
 	return work.Parallel(ctx, len(shas), blobWorkers, func(ctx context.Context, i int) error {
 		path := pathOf(shas[i])
 		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(path, contents[shas[i]], 0, acl)
+			return p.conn().Create(path, contents[shas[i]], 0, acl)
 		})
 		if zkclient.IsDenied(err) {
 			return zkclient.Explain(err, path, zkclient.OpCreate)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -109,7 +108,7 @@ func (p *Publisher) expiredMidway(pl *plan) error {
 // ours.
 func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte, acl []zk.ACL) error {
 	_, err := read(ctx, func() (string, error) {
-		return p.conn.Create(path, info, zk.FlagEphemeral, acl)
+		return p.conn().Create(path, info, zk.FlagEphemeral, acl)
 	})
 	if zkclient.IsDenied(err) {
 		return zkclient.Explain(err, path, zkclient.OpCreate)
@@ -126,7 +125,7 @@ func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte
 func (p *Publisher) dropLiveness(ctx context.Context, path string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, p.conn.Delete(path, -1) })
+	_, err := zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, p.conn().Delete(path, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		p.log.Warn("could not delete the liveness node (it goes with the session)", "path", path, "error", err)
 	}
@@ -385,14 +384,10 @@ func (r *MarkerReport) String() string {
 	}
 }
 
-// InspectMarker reads the marker of root (its publishes' metadata under
-// meta, the default when empty) and whether its publish is alive; it
-// returns nil when there is no marker.
-func InspectMarker(ctx context.Context, conn *zk.Conn, root, meta string) (*MarkerReport, error) {
-	if meta == "" {
-		meta = layout.DefaultMeta
-	}
-	paths := layout.New(root, meta)
+// InspectMarker reads the root's marker and whether its publish is alive;
+// it returns nil when there is no marker.
+func (p *Publisher) InspectMarker(ctx context.Context) (*MarkerReport, error) {
+	conn, paths := p.conn(), p.paths
 	type node struct {
 		data []byte
 		stat *zk.Stat

@@ -169,8 +169,7 @@ type Result struct {
 // use; concurrent publishes (from this or other processes) are ordered by
 // the root's compare-and-swap, the losers getting ErrConflict.
 type Publisher struct {
-	conn  *zk.Conn
-	sess  *zkclient.Session
+	cl    *zkclient.Client
 	paths layout.Paths
 	cfg   config
 	log   *slog.Logger
@@ -183,12 +182,13 @@ type Publisher struct {
 	acls       *access.Inherited // the last ACLs read, reused while their versions hold
 }
 
-// New returns a Publisher for root. sess is the connection's session
-// tracker (zkclient.DialConn returns it); it may be nil, in which case session
-// expiry is detected from errors and session ids only.
-func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*Publisher, error) {
-	if conn == nil {
-		return nil, errors.New("publish: nil ZooKeeper connection")
+// New returns a Publisher for root on cl: a Client from zkclient.Dial, or
+// an application's own connection and its session tracker wrapped by
+// zkclient.Fixed. The Publisher takes the connection from cl for every
+// request and never closes it.
+func New(cl *zkclient.Client, root string, opts ...Option) (*Publisher, error) {
+	if cl == nil || cl.Conn() == nil {
+		return nil, errors.New("publish: nil ZooKeeper client")
 	}
 	if err := layout.ValidateRoot(root); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -211,8 +211,7 @@ func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*P
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Publisher{
-		conn:       conn,
-		sess:       sess,
+		cl:         cl,
 		paths:      layout.New(root, cfg.meta),
 		cfg:        cfg,
 		log:        log.With("root", root),
@@ -223,8 +222,15 @@ func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*P
 // within reports whether p is a or below it.
 func within(p, a string) bool { return p == a || strings.HasPrefix(p, a+"/") }
 
-// Conn returns the ZooKeeper connection the Publisher uses.
-func (p *Publisher) Conn() *zk.Conn { return p.conn }
+// conn is the client's current connection. It is taken for every request,
+// so that a replacement (zkclient.Client) is followed; the replacement
+// counts as a session expiry (expiredSince).
+func (p *Publisher) conn() *zk.Conn { return p.cl.Conn() }
+
+// sess is the connection's session tracker (nil when the application
+// wrapped its connection without one: expiry is then detected from errors
+// and session ids only).
+func (p *Publisher) sess() *zkclient.Session { return p.cl.Session() }
 
 // Root returns the config root.
 func (p *Publisher) Root() string { return p.paths.Root }

@@ -288,7 +288,7 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 // yet).
 func (p *Publisher) readACLs(ctx context.Context) (access.Inherited, error) {
 	return read(ctx, func() (access.Inherited, error) {
-		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
+		return access.InheritedACLs(ctx, p.conn(), p.paths, p.cfg.acl)
 	})
 }
 

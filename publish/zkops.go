@@ -35,7 +35,7 @@ func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 
 // get reads a node; NoNode is reported as (nil, nil, nil).
 func (p *Publisher) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	return readNode(ctx, path, zkclient.OpRead, "read", func() ([]byte, *zk.Stat, error) { return p.conn.Get(path) })
+	return readNode(ctx, path, zkclient.OpRead, "read", func() ([]byte, *zk.Stat, error) { return p.conn().Get(path) })
 }
 
 // children lists a node's children; NoNode is reported as (nil, false, nil).
@@ -47,7 +47,7 @@ func (p *Publisher) children(ctx context.Context, path string) ([]string, bool, 
 // childrenStat lists a node's children with the node's stat as of the
 // listing; NoNode is reported as (nil, nil, nil).
 func (p *Publisher) childrenStat(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	return readNode(ctx, path, zkclient.OpList, "list", func() ([]string, *zk.Stat, error) { return p.conn.Children(path) })
+	return readNode(ctx, path, zkclient.OpList, "list", func() ([]string, *zk.Stat, error) { return p.conn().Children(path) })
 }
 
 // readNode runs a read of path that returns a value and the node's stat,
@@ -81,7 +81,7 @@ func (p *Publisher) exists(ctx context.Context, path string) (*zk.Stat, error) {
 		st *zk.Stat
 	}
 	r, err := read(ctx, func() (res, error) {
-		ok, st, err := p.conn.Exists(path)
+		ok, st, err := p.conn().Exists(path)
 		return res{ok, st}, err
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (p *Publisher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, e
 	}
 	go func() {
 		defer close(done)
-		resp, err = p.conn.Multi(ops...)
+		resp, err = p.conn().Multi(ops...)
 	}()
 	select {
 	case <-done:
@@ -123,7 +123,7 @@ func (p *Publisher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, e
 // ensurePath is zkclient.EnsurePath sent again after connection loss
 // (every step is idempotent).
 func (p *Publisher) ensurePath(ctx context.Context, path string, acl []zk.ACL) error {
-	_, err := read(ctx, func() (struct{}, error) { return struct{}{}, zkclient.EnsurePath(ctx, p.conn, path, acl) })
+	_, err := read(ctx, func() (struct{}, error) { return struct{}{}, zkclient.EnsurePath(ctx, p.conn(), path, acl) })
 	return err
 }
 
@@ -146,9 +146,9 @@ type sessionMark struct {
 }
 
 func (p *Publisher) mark() sessionMark {
-	m := sessionMark{id: p.conn.SessionID()}
-	if p.sess != nil {
-		m.expiries = p.sess.Status().Expiries
+	m := sessionMark{id: p.conn().SessionID()}
+	if p.sess() != nil {
+		m.expiries = p.sess().Status().Expiries
 	}
 	return m
 }
@@ -157,22 +157,22 @@ func (p *Publisher) mark() sessionMark {
 // an expiry, or the client now runs another session (it silently opens a
 // new one after expiry).
 func (p *Publisher) expiredSince(m sessionMark) bool {
-	if p.sess != nil && p.sess.Status().Expiries > m.expiries {
+	if p.sess() != nil && p.sess().Status().Expiries > m.expiries {
 		return true
 	}
-	return m.id != 0 && p.conn.SessionID() != m.id
+	return m.id != 0 && p.conn().SessionID() != m.id
 }
 
 // waitSession waits until the connection has a session again and the
 // server it is connected to has caught up with the leader (Sync), so that
 // the reads that follow see every write committed before.
 func (p *Publisher) waitSession(ctx context.Context) error {
-	if p.sess != nil {
-		if _, err := p.sess.WaitConnected(ctx); err != nil {
+	if p.sess() != nil {
+		if _, err := p.sess().WaitConnected(ctx); err != nil {
 			return err
 		}
 	}
-	_, err := read(ctx, func() (string, error) { return p.conn.Sync(p.paths.Root) })
+	_, err := read(ctx, func() (string, error) { return p.conn().Sync(p.paths.Root) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("sync %s: %w", p.paths.Root, err)
 	}

@@ -133,10 +133,11 @@ func (a *app) rootArg(args []string) error {
 func (a *app) dialAs(ctx context.Context, creds string) (*zk.Conn, error) {
 	cfg := a.zkConfig()
 	cfg.Auth = creds
-	conn, _, err := a.dialWith(ctx, cfg)
+	cl, err := a.dialWith(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	conn := cl.Conn()
 	if a.auth != "" && a.auth != creds {
 		if err := conn.AddAuth("digest", []byte(a.auth)); err != nil {
 			conn.Close()

@@ -258,40 +258,43 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 }
 
 // session starts a command that needs the publisher: the command's
-// deadline, a connected Publisher, and one function releasing both.
-func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, func(), error) {
+// deadline, a connected Publisher, the client it uses (for the reads that
+// are not the Publisher's: the fleet, the raw history), and one function
+// releasing them.
+func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, *zkclient.Client, func(), error) {
 	ctx, cancel := a.context(cmd)
-	p, closeConn, err := a.connect(ctx)
+	p, cl, err := a.connect(ctx)
 	if err != nil {
 		cancel()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if publishes(cmd) {
-		a.warnOpenRoot(p.Conn())
+		a.warnOpenRoot(cl.Conn())
 	}
-	return ctx, p, func() { closeConn(); cancel() }, nil
+	return ctx, p, cl, func() { cl.Conn().Close(); cancel() }, nil
 }
 
 // connect dials ZooKeeper, waits for a session, checks that its
 // credentials work for a publisher (access.Probe: a wrong password is
 // otherwise only noticed at the first refused request), and returns a
-// Publisher for the configured root and a function closing the connection.
-func (a *app) connect(ctx context.Context) (*publish.Publisher, func(), error) {
-	conn, sess, err := a.dial(ctx)
+// Publisher for the configured root and its client (close it with
+// cl.Conn().Close()).
+func (a *app) connect(ctx context.Context) (*publish.Publisher, *zkclient.Client, error) {
+	cl, err := a.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := access.Probe(ctx, conn, a.paths(), access.RolePublisher); err != nil {
-		conn.Close()
+	if err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher); err != nil {
+		cl.Conn().Close()
 		return nil, nil, err
 	}
-	p, err := publish.New(conn, sess, a.v.GetString("root"),
+	p, err := publish.New(cl, a.v.GetString("root"),
 		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
 	if err != nil {
-		conn.Close()
+		cl.Conn().Close()
 		return nil, nil, usageError{err}
 	}
-	return p, conn.Close, nil
+	return p, cl, nil
 }
 
 // json reports whether machine output was asked for.

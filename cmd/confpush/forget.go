@@ -32,13 +32,18 @@ remove the identity with 'confpush init' (without it) as well.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := a.context(cmd)
 			defer cancel()
-			conn, _, err := a.dial(ctx)
+			cl, err := a.dial(ctx)
 			if err != nil {
 				return err
 			}
+			conn := cl.Conn()
 			defer conn.Close()
 			p := a.paths()
-			agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
+			f, err := a.fleetOf(cl)
+			if err != nil {
+				return err
+			}
+			agents, err := f.List(ctx)
 			if err != nil {
 				return err
 			}

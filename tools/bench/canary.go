@@ -12,6 +12,7 @@ import (
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file measures what a canary rollout costs the followers
@@ -141,7 +142,7 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 		} else {
 			res.Outside++
 		}
-		f.c, err = cache.New(ctx, t.root, cache.WithConn(cl.conn, cl.sess), cache.WithMeta(e.meta),
+		f.c, err = cache.New(ctx, t.root, cache.WithClient(zkclient.Fixed(cl.conn, cl.sess)), cache.WithMeta(e.meta),
 			cache.WithLogger(e.quiet), cache.WithLabels(f.id, f.labels))
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // env is one benchmark invocation's shared state: the server, the znode
@@ -111,7 +112,7 @@ func (e *env) newTarget(ctx context.Context, name string, sched *schedule) (*tar
 		return nil, fmt.Errorf("publisher of %s: %w", name, err)
 	}
 	t.cl = cl
-	t.pub, err = publish.New(cl.conn, cl.sess, t.root, publish.WithMeta(e.meta),
+	t.pub, err = publish.New(zkclient.Fixed(cl.conn, cl.sess), t.root, publish.WithMeta(e.meta),
 		publish.WithLogger(e.quiet), publish.WithPublisherName("confbench"))
 	if err != nil {
 		cl.conn.Close()

@@ -320,7 +320,11 @@ func hostileStatus(gen int64, size int) []byte {
 func (n *nemesis) hostileView(viewer *zk.Conn, paths layout.Paths, gen int64, rec *hostileRecord) {
 	vctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f, err := fleet.Read(vctx, viewer, paths.Root, paths.Meta)
+	fl, err := fleet.New(zkclient.Fixed(viewer, nil), paths.Root, fleet.WithMeta(paths.Meta))
+	if err != nil {
+		return
+	}
+	f, err := fl.Read(vctx)
 	if err != nil {
 		return
 	}
