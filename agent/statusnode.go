@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
@@ -37,7 +36,8 @@ import (
 // writes is noticed (BadVersion or NoNode) instead of overwritten.
 type statusNode struct {
 	zk       *zkclient.Client
-	conn     *zk.Conn // zk's current connection, taken before each write
+	fleet    *fleet.Fleet // the root's, for the status-ACL document
+	conn     *zk.Conn     // zk's current connection, taken before each write
 	sess     *zkclient.Session
 	paths    layout.Paths
 	agentID  string
@@ -63,8 +63,8 @@ type statusNode struct {
 	conflictEpoch uint64
 }
 
-func newStatusNode(client *zkclient.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{zk: client, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
+func newStatusNode(client *zkclient.Client, fl *fleet.Fleet, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+	return &statusNode{zk: client, fleet: fl, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
 
@@ -288,8 +288,8 @@ func (n *statusNode) ensurePath(p string) error {
 func (n *statusNode) createACL() ([]zk.ACL, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	acl, err := access.ReadStatusNodeACL(ctx, n.conn, n.paths)
-	if errors.Is(err, access.ErrNotInitialized) {
+	acl, err := n.fleet.StatusNodeACL(ctx)
+	if errors.Is(err, fleet.ErrNotInitialized) {
 		return n.acl, nil
 	}
 	if err == nil && n.authUser != n.agentID && !n.warnedID {

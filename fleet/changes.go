@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 )
 
 // Changes calls changed once at the start and then after every change of
@@ -22,9 +22,9 @@ func (f *Fleet) Changes(ctx context.Context, changed func() error) error {
 	// The trust rules only say which names are foreign (not followed);
 	// a reader that cannot read them follows every node. Status nodes
 	// are followed with exists watches: no data is read.
-	trust, err := access.ReadTrust(ctx, conn, p)
+	trust, err := readTrust(ctx, conn, p)
 	if err != nil {
-		trust = access.Trust{}
+		trust = aclmodel.Trust{}
 	}
 	w := newWaiter(conn, p, trust)
 	w.statOnly = true

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
@@ -35,9 +35,14 @@ type Agent struct {
 	// HasNode reports whether a status node exists under the agent's name.
 	HasNode bool
 	// Expected reports whether rollouts wait for this agent: it is
-	// registered, the access policy names its identity, or its status node
-	// is trusted.
+	// registered, the access policy names its identity (Named), or its
+	// status node is trusted.
 	Expected bool
+	// Named reports whether the root's access policy names an agent
+	// identity of this id: the agent stays expected until the policy no
+	// longer names it (confpush init without it), whatever its registry
+	// node.
+	Named bool
 	// Registration is the agent's registry node (nil when none);
 	// RegistryUntrusted says why it is not provably the agent's (on an
 	// open tree it still makes the agent expected: forging one can only
@@ -211,7 +216,7 @@ func forEach[T any](ctx context.Context, items []T, fn func(int, T)) {
 // listing is the first round of a read: the trust rules and both child
 // lists.
 type listing struct {
-	trust    access.Trust
+	trust    aclmodel.Trust
 	trustErr error
 	status   []string
 	regs     []string
@@ -229,7 +234,7 @@ func readListing(ctx context.Context, conn *zk.Conn, p layout.Paths, between fun
 		statusErr error
 		wg        sync.WaitGroup
 	)
-	wg.Go(func() { l.trust, l.trustErr = access.ReadTrust(ctx, conn, p) })
+	wg.Go(func() { l.trust, l.trustErr = readTrust(ctx, conn, p) })
 	regs, regsErr := listRegistry(conn, p)
 	l.regs = regs
 	if regsErr == nil {
@@ -251,7 +256,7 @@ func readListing(ctx context.Context, conn *zk.Conn, p layout.Paths, between fun
 // foreign reports whether a node named id is foreign to the trust's
 // policy: never in open mode, nor for a reader that cannot verify (it
 // sees every node untrusted).
-func foreign(t access.Trust, trustErr error, id string) bool {
+func foreign(t aclmodel.Trust, trustErr error, id string) bool {
 	return trustErr == nil && !t.Open() && !t.Names(id)
 }
 
@@ -309,7 +314,7 @@ func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (V
 		return &out[i]
 	}
 	for _, id := range l.trust.Agents() {
-		expect(id)
+		expect(id).Named = true
 	}
 	for i, id := range regs {
 		r := regOut[i]
@@ -359,7 +364,7 @@ func oversizedReason(n, bound int) string {
 // oversized node, whose data is then never fetched. A node re-created (or
 // re-ACL'd) between the two reads is read again, once: an ACL and data of
 // two different nodes are never judged together.
-func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (a Agent, oversized int) {
+func readStatus(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust, trustErr error, id string) (a Agent, oversized int) {
 	node := p.StatusNode(id)
 	if trustErr != nil || trust.Open() {
 		b, st, err := conn.Get(node)
@@ -413,12 +418,12 @@ func oversizedStatus(id string, n int) Agent {
 
 // judge returns why status node a (its ACL and Stat as read, readErr the
 // first read error) is not provably its agent's, or "".
-func judge(trust access.Trust, trustErr error, a Agent, acl []zk.ACL, st *zk.Stat, readErr error) string {
+func judge(trust aclmodel.Trust, trustErr error, a Agent, acl []zk.ACL, st *zk.Stat, readErr error) string {
 	switch {
 	case trustErr != nil:
 		return "cannot be verified: " + trustErr.Error()
 	case errors.Is(readErr, zk.ErrNoAuth):
-		return access.Unreadable(readErr)
+		return aclmodel.Unreadable(readErr)
 	case readErr != nil:
 		return "cannot be read: " + readErr.Error()
 	case a.Err != nil:
@@ -457,7 +462,7 @@ type registration struct {
 // readRegistration reads and judges one registry node. An unreadable,
 // oversized or undecodable one has no Registration, only the reason.
 // Under a policy its ACL is read first, as for status nodes.
-func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) registration {
+func readRegistration(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust, trustErr error, id string) registration {
 	node := p.AgentNode(id)
 	var acl []zk.ACL
 	if trustErr == nil && !trust.Open() {
@@ -479,7 +484,7 @@ func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustEr
 	case errors.Is(err, zk.ErrNoNode):
 		return registration{gone: true}
 	case errors.Is(err, zk.ErrNoAuth):
-		return registration{untrusted: access.Unreadable(err)}
+		return registration{untrusted: aclmodel.Unreadable(err)}
 	case err != nil:
 		return registration{untrusted: "cannot be read: " + err.Error()}
 	case len(b) > MaxRegistrationBytes:
@@ -655,7 +660,7 @@ func (f *Fleet) Wait(ctx context.Context, g int64, opts WaitOptions) (Progress, 
 	if !opts.All && opts.Min <= 0 {
 		opts.All = true
 	}
-	trust, err := access.ReadTrust(ctx, conn, p)
+	trust, err := readTrust(ctx, conn, p)
 	if err != nil {
 		pr := Progress{Generation: g, Needed: opts.Min}
 		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
@@ -669,7 +674,7 @@ func (f *Fleet) Wait(ctx context.Context, g int64, opts WaitOptions) (Progress, 
 }
 
 // newWaiter follows the fleet of p, judging nodes with trust.
-func newWaiter(conn *zk.Conn, p layout.Paths, trust access.Trust) *waiter {
+func newWaiter(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust) *waiter {
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
@@ -706,7 +711,7 @@ type waiter struct {
 	p          layout.Paths
 	g          int64
 	opts       WaitOptions
-	trust      access.Trust
+	trust      aclmodel.Trust
 	mu         sync.Mutex
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on

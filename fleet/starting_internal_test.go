@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -87,7 +87,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := newWaiter(conn, p, access.Trust{})
+		w := newWaiter(conn, p, aclmodel.Trust{})
 		w.g, w.opts = 1, WaitOptions{All: true}
 		w.policy["web-9"], w.policy["web-e"] = true, true
 		if err := w.observe(ctx); err != nil {
@@ -106,7 +106,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("Wait", func(t *testing.T) {
 		const root = "/starting/wait"
-		w := newWaiter(conn, layout.New(root, layout.DefaultMeta), access.Trust{})
+		w := newWaiter(conn, layout.New(root, layout.DefaultMeta), aclmodel.Trust{})
 		w.g, w.opts = 1, WaitOptions{All: true}
 		w.between = startingAgent(t, conn, root, "web-2")
 		if err := w.observe(ctx); err != nil {

@@ -13,8 +13,6 @@ import (
 	"encoding/json"
 	"time"
 	"unicode/utf8"
-
-	"github.com/zkconf/zkconf/internal/access"
 )
 
 // Bounds on the nodes an agent writes. `confpush init` sets them as
@@ -25,10 +23,10 @@ import (
 const (
 	// MaxStatusBytes bounds a status node's data (128 KiB). EncodeStatus
 	// keeps an honest agent's status under it however many targets fail.
-	MaxStatusBytes = access.MaxStatusBytes
+	MaxStatusBytes = 128 << 10
 	// MaxRegistrationBytes bounds a registry node's data (16 KiB: a
 	// Registration's times, labels and hostname).
-	MaxRegistrationBytes = access.MaxRegistrationBytes
+	MaxRegistrationBytes = 16 << 10
 )
 
 // Lengths EncodeStatus shortens messages to when a status would not fit.

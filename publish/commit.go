@@ -14,7 +14,7 @@ import (
 
 // ensureMeta creates the metadata parents (and the root's parent) when
 // they are missing, with acl (the history parent's, see
-// access.Inherited.Meta). Every create is idempotent.
+// inherited.Meta). Every create is idempotent.
 func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool, acl []zk.ACL) error {
 	var paths []string
 	if st.rootStat == nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 )
@@ -64,8 +63,8 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 // changes nothing, and hashing a large set costs about as much as a round
 // trip. A bad request still gets its error at once: the reads are
 // cancelled.
-func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, access.Inherited, error) {
-	var acl access.Inherited
+func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, inherited, error) {
+	var acl inherited
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type stateRead struct {
@@ -73,7 +72,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		err error
 	}
 	type aclRead struct {
-		in  access.Inherited
+		in  inherited
 		err error
 	}
 	stc := make(chan stateRead, 1)
@@ -116,7 +115,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		return nil, nil, acl, sr.err
 	}
 	st := sr.st
-	if acl.ItemFrom != access.ACLVersionOf(st.rootStat) || acl.MetaFrom != access.ACLVersionOf(st.histStat) {
+	if acl.ItemFrom != aclVersionOf(st.rootStat) || acl.MetaFrom != aclVersionOf(st.histStat) {
 		if acl, err = p.readACLs(ctx); err != nil {
 			return nil, nil, acl, err
 		}
@@ -172,7 +171,7 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 }
 
 // publishOnce runs steps 3 to 7 on the state st read in step 2.
-func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl access.Inherited, st *state) (*Result, error) {
+func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl inherited, st *state) (*Result, error) {
 	// Step 3: check the fence, the expected generation, a marker (take it
 	// over or refuse), and the live items the plan would leave alone.
 	if err := p.check(ctx, st, req, hashed); err != nil {

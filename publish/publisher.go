@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
@@ -179,7 +178,7 @@ type Publisher struct {
 	mu         sync.Mutex
 	cacheRoot  int64 // root Czxid the cache belongs to
 	historyMan map[int64]*manifest.Manifest
-	acls       *access.Inherited // the last ACLs read, reused while their versions hold
+	acls       *inherited // the last ACLs read, reused while their versions hold
 }
 
 // New returns a Publisher for root on cl: a Client from zkclient.Dial, or

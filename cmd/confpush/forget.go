@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -81,11 +80,9 @@ remove the identity with 'confpush init' (without it) as well.`,
 					notes = append(notes, id+" is still running: it registers again on its next session or refresh")
 				}
 			}
-			if trust, err := access.ReadTrust(ctx, conn, p); err == nil {
-				for _, id := range ids {
-					if slices.Contains(trust.Agents(), id) {
-						notes = append(notes, id+" stays expected: the access policy names its identity (confpush init without it)")
-					}
+			for _, id := range ids {
+				if i := slices.IndexFunc(agents, func(ag fleet.Agent) bool { return ag.ID == id }); i >= 0 && agents[i].Named {
+					notes = append(notes, id+" stays expected: the access policy names its identity (confpush init without it)")
 				}
 			}
 			obj := map[string]any{"root": p.Root, "forgotten": ids, "notes": append([]string{}, notes...)}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -59,7 +59,7 @@ func BenchmarkStatusRegistrations(b *testing.B) {
 				if err := os.WriteFile(pub, []byte(creds+"\n"), 0o600); err != nil {
 					b.Fatal(err)
 				}
-				cli("init", root, "--publisher-auth-file", pub, "--agent-digest", "web-17:"+access.Digest("web-17", testPasswords["web-17"]))
+				cli("init", root, "--publisher-auth-file", pub, "--agent-digest", "web-17:"+aclmodel.Digest("web-17", testPasswords["web-17"]))
 				base = append(base, "--auth-file", pub)
 				if err := conn.AddAuth("digest", []byte(creds)); err != nil {
 					b.Fatal(err)

@@ -755,7 +755,7 @@ func (r *runner) afterWipe() error {
 	if err != nil {
 		return fmt.Errorf("checker session: %w", err)
 	}
-	if err := r.initTree(check); err != nil {
+	if err := r.initTree(r.cluster.Addrs()); err != nil {
 		check.Close()
 		return fmt.Errorf("initialise the tree: %w", err)
 	}

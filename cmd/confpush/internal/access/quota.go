@@ -11,17 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
-)
-
-// Bounds on the nodes an agent identity writes: the byte limits of its
-// quotas (Quotas). The fleet package's readers skip a node above them.
-const (
-	// MaxStatusBytes bounds a status node's data.
-	MaxStatusBytes = 128 << 10
-	// MaxRegistrationBytes bounds a registry node's data.
-	MaxRegistrationBytes = 16 << 10
 )
 
 // QuotaRoot is ZooKeeper's quota tree: a quota on path P is the node
@@ -72,13 +65,13 @@ func (q Quota) String() string {
 // may hold no child but those with a quota of their own (count 1, bytes
 // 0: a status node under a name that is not a policy agent's is refused),
 // and each agent identity's status node and registry node one node of at
-// most MaxStatusBytes and MaxRegistrationBytes.
+// most fleet.MaxStatusBytes and fleet.MaxRegistrationBytes.
 func (p Policy) Quotas(paths layout.Paths) []Quota {
 	out := []Quota{{Path: paths.Status(), Count: 1, Bytes: 0}}
 	for _, a := range p.agents() {
 		out = append(out,
-			Quota{Path: paths.StatusNode(a.User), Count: 1, Bytes: MaxStatusBytes},
-			Quota{Path: paths.AgentNode(a.User), Count: 1, Bytes: MaxRegistrationBytes})
+			Quota{Path: paths.StatusNode(a.User), Count: 1, Bytes: fleet.MaxStatusBytes},
+			Quota{Path: paths.AgentNode(a.User), Count: 1, Bytes: fleet.MaxRegistrationBytes})
 	}
 	return out
 }
@@ -115,7 +108,7 @@ func (p Policy) lockedQuotaRoot(got []zk.ACL) []zk.ACL {
 			out = append(out, a)
 		}
 	}
-	if effective(out)[aclKey{"digest", p.Publisher.ID()}] != zk.PermAll {
+	if aclmodel.Effective(out)[aclmodel.Key{Scheme: "digest", ID: p.Publisher.ID()}] != zk.PermAll {
 		out = append(out, p.Publisher.ACL(zk.PermAll))
 	}
 	return append(out, zk.ACL{Perms: zk.PermRead, Scheme: worldScheme, ID: worldID})
@@ -144,7 +137,7 @@ func (e *engine) checkQuotas(ctx context.Context) ([]Mismatch, error) {
 			Problem: "cannot be checked: " + err.Error()})
 	case err != nil:
 		return nil, err
-	case effective(acl)[aclKey{worldScheme, worldID}]&^zk.PermRead != 0:
+	case aclmodel.Effective(acl)[aclmodel.World]&^zk.PermRead != 0:
 		want := e.p.lockedQuotaRoot(acl)
 		out = append(out, Mismatch{Path: QuotaRoot, Kind: KindQuotaRoot, Got: acl, Want: want, Fix: FixSetACL,
 			Problem: fmt.Sprintf("has %s: anyone may lift a limit, set a quota on any path, or crash a 3.8 server "+
@@ -157,7 +150,7 @@ func (e *engine) checkQuotas(ctx context.Context) ([]Mismatch, error) {
 			// Created with the first quota below it.
 		case err != nil:
 			return nil, err
-		case !SameACL(acl, meta):
+		case !aclmodel.SameACL(acl, meta):
 			out = append(out, e.aclMismatch(d, KindQuota, acl, meta))
 		}
 	}
@@ -206,7 +199,7 @@ func (e *engine) checkQuota(ctx context.Context, q Quota) ([]Mismatch, error) {
 			continue
 		case err != nil:
 			return nil, err
-		case !SameACL(acl, meta):
+		case !aclmodel.SameACL(acl, meta):
 			problems = append(problems, fmt.Sprintf("%s has %s", n.what, e.p.Describe(acl)))
 		}
 		if n.what != limitsName {

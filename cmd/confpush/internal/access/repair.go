@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -32,7 +34,7 @@ var ErrConcurrentChange = errors.New("node kept changing during repair")
 // status-ACL document and deletes status nodes no identity of the policy
 // owns. It then checks again, up to three passes, and reports what
 // remains (advisories, see Mismatch.Repairable). A root that does not exist
-// is ErrNotInitialized: Repair never creates a root (a mistyped root name
+// is fleet.ErrNotInitialized: Repair never creates a root (a mistyped root name
 // must not become a new tree). Permission errors are *zkclient.PermissionError and
 // end the repair at once.
 func Repair(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Report, error) {
@@ -153,7 +155,7 @@ func (e *engine) create(ctx context.Context, p string, data []byte, acl []zk.ACL
 	case errors.Is(err, zk.ErrNodeExists):
 		return false, nil
 	case errors.Is(err, zk.ErrNoNode):
-		return false, fmt.Errorf("create %s: its parent does not exist: %w", p, ErrNotInitialized)
+		return false, fmt.Errorf("create %s: its parent does not exist: %w", p, fleet.ErrNotInitialized)
 	}
 	return false, wrap(zkclient.Explain(err, p, zkclient.OpCreate), p, zkclient.OpCreate)
 }
@@ -169,7 +171,7 @@ func (e *engine) setACL(ctx context.Context, p string, k Kind, want []zk.ACL) (*
 		if err != nil {
 			return nil, err
 		}
-		if SameACL(got, want) {
+		if aclmodel.SameACL(got, want) {
 			return nil, nil
 		}
 		if e.beforeSetACL != nil {
@@ -203,7 +205,7 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, nil
 		case errors.Is(err, zkclient.ErrPermission):
-			reason = Unreadable(err)
+			reason = aclmodel.Unreadable(err)
 			st, err = zkclient.Call(ctx, func() (*zk.Stat, error) {
 				ok, st, err := e.conn.Exists(p)
 				if err == nil && !ok {
@@ -245,7 +247,7 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 	base := e.paths.Base()
 	want := e.p.statusDocument()
-	wantACL, _ := parseStatusDoc(want)
+	wantACL, _ := aclmodel.ParseStatusDoc(want)
 	type got struct {
 		data []byte
 		st   *zk.Stat
@@ -259,8 +261,8 @@ func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 			return nil, wrap(zkclient.Explain(err, base, zkclient.OpRead), base, zkclient.OpRead)
 		}
 		if len(g.data) > 0 {
-			acl, perr := parseStatusDoc(g.data)
-			if perr == nil && SameACL(acl, wantACL) {
+			acl, perr := aclmodel.ParseStatusDoc(g.data)
+			if perr == nil && aclmodel.SameACL(acl, wantACL) {
 				return nil, nil
 			}
 			if perr != nil && !strings.HasPrefix(strings.TrimSpace(string(g.data)), "{") {

@@ -1,4 +1,4 @@
-package access
+package aclmodel
 
 import (
 	"crypto/sha1" // #nosec G505 -- ZooKeeper's digest scheme is defined as SHA-1; not our choice.
