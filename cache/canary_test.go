@@ -278,7 +278,7 @@ func TestCanaryMismatch(t *testing.T) {
 		var ce *CandidateError
 		return errors.As(st.Err, &ce)
 	})
-	if !errors.Is(st.Err, ErrTorn) || !strings.Contains(st.Err.Error(), "does not match the root's canary manifest_sha256") ||
+	if !errors.Is(st.Err, manifest.ErrTorn) || !strings.Contains(st.Err.Error(), "does not match the root's canary manifest_sha256") ||
 		st.Generation != g1 || c.Snapshot().Generation() != g1 {
 		t.Fatalf("state %+v, serving %d: want the stable %d kept", st, c.Snapshot().Generation(), g1)
 	}

@@ -55,10 +55,10 @@
 // with errors.Is (errors.As for the typed errors), in three classes:
 //
 //   - It passes by itself; the cache retries or waits for the event that
-//     ends it: ErrDisconnected, ErrResyncing, ErrSessionExpired,
+//     ends it: ErrDisconnected, ErrResyncing, zkclient.ErrSessionExpired,
 //     ErrNotSynced (serving the state file, not yet confirmed),
 //     ErrPublishInProgress (a marker-mode publish), ErrBackwards (a lagging
-//     server: *BackwardsError), and ErrTorn for a few reads while a
+//     server: *BackwardsError), and manifest.ErrTorn for a few reads while a
 //     publish lands.
 //   - Nothing to serve yet: ErrRootMissing, ErrNotPublished; the cache
 //     watches for the first publish.
@@ -67,7 +67,7 @@
 //     ErrDisconnected too, so test it first), a ZooKeeper permission
 //     error (zk.ErrNoAuth, explained: which identity lacks what; re-checked
 //     every 30 s), ErrAbandonedMarker (*AbandonedMarkerError) and a
-//     lasting ErrTorn (*ItemMismatchError, *CandidateError: an item
+//     lasting manifest.ErrTorn (*manifest.ItemMismatchError, *CandidateError: an item
 //     changed behind the publisher's back), both repaired by the next
 //     publish; ErrIncarnationRefused (*IncarnationError: call Adopt),
 //     manifest.ErrForeign and manifest.ErrFutureFormat (the root holds
@@ -99,7 +99,7 @@
 //     verify against the root's manifest, which is then served.
 //   - A root changed by hand (not through a zkconf publisher) so that its
 //     items do not match its manifest is never served; the cache reports an
-//     *ItemMismatchError naming the item (ErrTorn) and keeps the snapshot it
+//     *manifest.ItemMismatchError naming the item (manifest.ErrTorn) and keeps the snapshot it
 //     holds. The next publish of the set rewrites the item.
 //   - Zxids of two ensembles cannot be compared: a state file from another
 //     ensemble whose commit zxid is higher than the new ensemble's is
@@ -144,7 +144,7 @@
 //     check its sha256 against the canary's manifest_sha256, its
 //     generation and its incarnation; a missing or different candidate
 //     (a rollout step landed after the root read) is a torn read (a
-//     *CandidateError, ErrTorn, retried as in step 6). Its zxid is the
+//     *CandidateError, manifest.ErrTorn, retried as in step 6). Its zxid is the
 //     root's Mzxid. Every other cache (without WithLabels, or not
 //     selected) follows the root's own, stable, generation at the cost of
 //     this one root read. No other watch is armed: the candidate node
@@ -192,8 +192,8 @@
 //     A missing item or a mismatch means a newer publish is landing: the
 //     attempt is dropped whole and the root re-read after a jittered
 //     exponential backoff (10 ms up to 2 s; after 20 tries in a row up to
-//     30 s, and the state reports, from the 5th, an *ItemMismatchError
-//     naming the item, which matches ErrTorn). Because every item
+//     30 s, and the state reports, from the 5th, a *manifest.ItemMismatchError
+//     naming the item, which matches manifest.ErrTorn). Because every item
 //     is checked against the manifest read in step 3, a snapshot is exactly
 //     that generation, item for item; nothing from two generations is ever
 //     assembled. A publish that changes k items costs one root read and k
@@ -229,7 +229,7 @@
 //     (default none), which spreads a fleet's resyncs.
 //   - Expiry (zkclient.Status.Expiries changed, or EventNotWatching with
 //     zk.ErrSessionExpired on a watch channel): state Expired
-//     (ErrSessionExpired), every watch is forgotten, and the cache resyncs on
+//     (zkclient.ErrSessionExpired), every watch is forgotten, and the cache resyncs on
 //     the client's new session (which the go-zookeeper client opens
 //     silently), then reports Live. With its own connection that is all
 //     (the cache holds no ephemeral nodes). With the application's

@@ -184,7 +184,7 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func nextManifest(old *manifest.Manifest, items map[string][]byte, mode string) *manifest.Manifest {
+func nextManifest(old *manifest.Manifest, items map[string][]byte, mode manifest.Mode) *manifest.Manifest {
 	m := &manifest.Manifest{Format: manifest.FormatVersion, Generation: 1, PublishID: newID(),
 		PublishedAt: time.Now().UTC(), Publisher: "test@host", Mode: mode, Items: map[string]manifest.Item{}}
 	if old != nil {

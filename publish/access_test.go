@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -30,7 +31,7 @@ func TestPublishInheritsACLs(t *testing.T) {
 	itemACL, metaACL := secureTree(t, conn, paths)
 	p := mustNew(t, conn, sess, root)
 	mustPublish(t, p, Request{Items: items(3, 100, "a")})
-	mustPublish(t, p, Request{Items: items(4, 100, "b"), Mode: ModeMarker})
+	mustPublish(t, p, Request{Items: items(4, 100, "b"), Mode: manifest.ModeMarker})
 
 	wantACL := func(path string, want []zk.ACL) {
 		t.Helper()
@@ -65,7 +66,7 @@ func TestPublishInheritsACLs(t *testing.T) {
 		wantACL(paths.Marker(), itemACL)
 		return errSimulatedCrash
 	}))
-	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("publish: %v, want the simulated crash", err)
 	}
 	if listErr != nil || len(live) != 1 {
@@ -155,7 +156,7 @@ func TestPublishPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeSnapshot(t, conn, "/denied/app")
-	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+	for _, mode := range []manifest.Mode{manifest.ModeMulti, manifest.ModeMarker} {
 		mu.Lock()
 		writes = 0
 		mu.Unlock()

@@ -50,8 +50,10 @@ func TestGenerationExhausted(t *testing.T) {
 		name string
 		run  func() (*Result, error)
 	}{
-		{"Multi", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: ModeMulti}) }},
-		{"Marker", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: ModeMarker}) }},
+		{"Multi", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMulti}) }},
+		{"Marker", func() (*Result, error) {
+			return p.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMarker})
+		}},
 		{"DryRun", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, DryRun: true}) }},
 		{"ForceSame", func() (*Result, error) {
 			return p.Publish(testCtx(t), Request{Items: items(2, 10, "g1"), Force: true})
@@ -59,7 +61,7 @@ func TestGenerationExhausted(t *testing.T) {
 		{"Rollback", func() (*Result, error) { return p.Rollback(testCtx(t), 1, Request{Force: true}) }},
 		{"HistoryAtTop", func() (*Result, error) { return q.Publish(testCtx(t), Request{Items: other}) }},
 		{"HistoryAtTopMarker", func() (*Result, error) {
-			return q.Publish(testCtx(t), Request{Items: other, Mode: ModeMarker})
+			return q.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMarker})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,8 +107,8 @@ func TestTamperedItemRepaired(t *testing.T) {
 
 	tamper("item-01.conf")
 	_, _, err := p.Read(testCtx(t), 0)
-	var me *ItemMismatchError
-	if !errors.As(err, &me) || me.Item != "item-01.conf" || me.Generation != 1 || !errors.Is(err, ErrTorn) {
+	var me *manifest.ItemMismatchError
+	if !errors.As(err, &me) || me.Item != "item-01.conf" || me.Generation != 1 || !errors.Is(err, manifest.ErrTorn) {
 		t.Fatalf("live read of a tampered root: %v, want an ItemMismatchError naming item-01.conf", err)
 	}
 	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "changed outside confpush") {
@@ -125,7 +127,7 @@ func TestTamperedItemRepaired(t *testing.T) {
 	for i, req := range []Request{
 		{Items: set},
 		{Items: set, Force: true},
-		{Items: set, Mode: ModeMarker},
+		{Items: set, Mode: manifest.ModeMarker},
 	} {
 		if i > 0 {
 			tamper("item-02.conf")

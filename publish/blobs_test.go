@@ -247,7 +247,7 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 		}
 		return nil
 	}))
-	if _, err := crash.Publish(ctx, Request{Items: g2, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+	if _, err := crash.Publish(ctx, Request{Items: g2, Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("marker publish with a simulated crash: %v", err)
 	}
 	good := newPub(t, c, root)
@@ -258,7 +258,7 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 	}
 	// The next publish takes the marker over and completes; generation 1
 	// stays readable and can be rolled back to.
-	res := mustPublish(t, good, Request{Items: g2, Mode: ModeMarker})
+	res := mustPublish(t, good, Request{Items: g2, Mode: manifest.ModeMarker})
 	checkLive(t, good, res.Generation, g2)
 	checkInvariant(t, good)
 	if _, err := good.Rollback(ctx, 1, Request{}); err != nil {
@@ -291,7 +291,7 @@ func TestMarkerFinalCommitWithoutDepartingChecks(t *testing.T) {
 	small := newPub(t, c, root, WithMultiBudget(4096),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	one := items(1, 100, "small")
-	res := mustPublish(t, small, Request{Items: one, Mode: ModeMarker})
+	res := mustPublish(t, small, Request{Items: one, Mode: manifest.ModeMarker})
 	if res.Generation != 2 {
 		t.Fatalf("generation %d, want 2", res.Generation)
 	}

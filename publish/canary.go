@@ -179,7 +179,7 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	if req.RollbackOf != 0 || req.promoteOf != 0 || req.abortOf != 0 {
 		errs = append(errs, &InputError{Err: errors.New("a canary is not a rollback")})
 	}
-	if req.Mode == ModeMarker {
+	if req.Mode == manifest.ModeMarker {
 		errs = append(errs, &InputError{Err: errors.New("a canary is committed in one transaction: marker mode does not apply")})
 	}
 	if len(errs) > 0 {

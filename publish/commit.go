@@ -96,7 +96,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			return p.unknown(pl, err)
 		}
 		if zkclient.IsUncertain(err) {
-			expired := errors.Is(err, zk.ErrSessionExpired)
+			expired := errors.Is(err, zkclient.ErrSessionExpired)
 			p.log.Warn("connection lost during commit; checking whether it landed",
 				"stage", stage, "generation", pl.gen, "publish_id", id, "error", err)
 			out, zxid, rerr := p.resolve(ctx, pl.gen, id)
@@ -115,7 +115,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			}
 			if expired {
 				return fmt.Errorf("session expired while committing generation %d (publish %s) to %s; it did not land and is not retried: %w",
-					pl.gen, id, p.paths.Root, zk.ErrSessionExpired)
+					pl.gen, id, p.paths.Root, zkclient.ErrSessionExpired)
 			}
 			if send >= maxCommitSends {
 				return fmt.Errorf("commit of generation %d to %s lost with the connection %d times (not applied): %w", pl.gen, p.paths.Root, send, err)

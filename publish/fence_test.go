@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // TestFence checks Request.Fence: a publish is applied only while the
@@ -27,7 +28,7 @@ func TestFence(t *testing.T) {
 		}
 	}
 
-	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+	for _, mode := range []manifest.Mode{manifest.ModeMulti, manifest.ModeMarker} {
 		t.Run(mode.String(), func(t *testing.T) {
 			root := "/fenced-" + mode.String()
 			fence := "/fence-" + mode.String()
@@ -48,7 +49,7 @@ func TestFence(t *testing.T) {
 			// The fence goes after the publish read the root, right before
 			// its commit (multi) or its marker (marker mode).
 			stage := "multi"
-			if mode == ModeMarker {
+			if mode == manifest.ModeMarker {
 				stage = "marker"
 			}
 			dropAt.Store(stage)
@@ -77,7 +78,7 @@ func TestFence(t *testing.T) {
 			return nil
 		}))
 		mustPublish(t, newPub(t, c, root), Request{Items: items(4, 10, "a")})
-		_, err := p.Publish(testCtx(t), Request{Items: items(4, 10, "b"), Mode: ModeMarker, Fence: fence})
+		_, err := p.Publish(testCtx(t), Request{Items: items(4, 10, "b"), Mode: manifest.ModeMarker, Fence: fence})
 		if !errors.Is(err, ErrFenced) {
 			t.Fatalf("item writes without the fence: %v", err)
 		}

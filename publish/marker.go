@@ -100,7 +100,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 
 func (p *Publisher) expiredMidway(pl *plan) error {
 	return fmt.Errorf("session expired during the marker-mode publish of generation %d to %s: stopped without retrying; the live generation is unchanged, the marker stays and the next publish takes it over: %w",
-		pl.gen, p.paths.Root, zk.ErrSessionExpired)
+		pl.gen, p.paths.Root, zkclient.ErrSessionExpired)
 }
 
 // createLiveness creates this publish's ephemeral liveness node. Its name
@@ -155,7 +155,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 	}
 	for send := 1; ; send++ {
 		if p.expiredSince(mark) {
-			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zk.ErrSessionExpired)
+			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zkclient.ErrSessionExpired)
 		}
 		p.cfg.hooks.commitSending("marker")
 		resp, err := p.multi(ctx, ops)
@@ -183,8 +183,8 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 			if ours {
 				return rv, mv, nil
 			}
-			if p.expiredSince(mark) || errors.Is(err, zk.ErrSessionExpired) {
-				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zk.ErrSessionExpired)
+			if p.expiredSince(mark) || errors.Is(err, zkclient.ErrSessionExpired) {
+				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zkclient.ErrSessionExpired)
 			}
 			if send >= maxCommitSends {
 				return 0, 0, fmt.Errorf("setting the marker of %s: lost with the connection %d times: %w", p.paths.Root, send, err)

@@ -121,7 +121,7 @@ func TestMarkerMode(t *testing.T) {
 		}))
 		half := items(4, 100, "b")
 		half["added.conf"] = []byte("x")
-		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 			t.Fatal(err)
 		}
 		// Republishing the live content is not "unchanged": the children
@@ -152,7 +152,7 @@ func TestMarkerMode(t *testing.T) {
 		slowDone := make(chan error, 1)
 		var slowID string
 		go func() {
-			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: ModeMarker})
+			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: manifest.ModeMarker})
 			slowDone <- err
 		}()
 		await(t, reached, "the slow publish to hold the marker")
@@ -224,7 +224,7 @@ func TestMarkerMode(t *testing.T) {
 		multi := newPub(t, c, root, withBeforeCommit(func(stage string) {
 			once.Do(func() {
 				go func() {
-					_, err := mp.Publish(testCtx(t), Request{Items: markerSet, Mode: ModeMarker})
+					_, err := mp.Publish(testCtx(t), Request{Items: markerSet, Mode: manifest.ModeMarker})
 					markerDone <- err
 				}()
 				<-reached
@@ -257,12 +257,12 @@ func TestMarkerMode(t *testing.T) {
 		}))
 		slowDone := make(chan error, 1)
 		go func() {
-			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: ModeMarker})
+			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: manifest.ModeMarker})
 			slowDone <- err
 		}()
 		await(t, reached, "the slow publish to hold the marker")
 		winner := items(5, 100, "winner")
-		res := mustPublish(t, p, Request{Items: winner, OverrideMarker: true, Mode: ModeMarker})
+		res := mustPublish(t, p, Request{Items: winner, OverrideMarker: true, Mode: manifest.ModeMarker})
 		if res.Generation != 2 || res.Mode != "marker" {
 			t.Fatalf("override: %+v", res)
 		}

@@ -145,8 +145,8 @@ func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) 
 			errs = append(errs, err)
 		}
 	}
-	if req.Mode < ModeAuto || req.Mode > ModeMarker {
-		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %d", req.Mode)})
+	if req.Mode != manifest.ModeAuto && req.Mode != manifest.ModeMulti && req.Mode != manifest.ModeMarker {
+		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %q", string(req.Mode))})
 	}
 	if err := ValidateMessage(req.Message); err != nil {
 		errs = append(errs, err)
@@ -299,14 +299,14 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 
 // useMarker runs step 5: whether the commit goes in marker mode, given
 // the requested mode and the size of the multi-mode transaction.
-func (p *Publisher) useMarker(mode Mode, multiBytes int) (bool, error) {
+func (p *Publisher) useMarker(mode manifest.Mode, multiBytes int) (bool, error) {
 	switch mode {
-	case ModeMarker:
+	case manifest.ModeMarker:
 		return true, nil
-	case ModeMulti:
+	case manifest.ModeMulti:
 		if multiBytes > p.cfg.multiBudget {
 			return false, &TooLargeError{What: "transaction", Size: int64(multiBytes), Limit: int64(p.cfg.multiBudget),
-				Hint: "use marker mode (ModeMarker, --mode marker) or auto"}
+				Hint: "use marker mode (manifest.ModeMarker, --mode marker) or auto"}
 		}
 		return false, nil
 	}

@@ -99,7 +99,7 @@ func TestPublishBasics(t *testing.T) {
 		}
 		mustPublish(t, p, Request{Items: items(2, 10, "a")})
 		snap := treeSnapshot(t, p.conn(), "/dry", p.paths.Base())
-		res = mustPublish(t, p, Request{Items: items(3, 10, "b"), DryRun: true, Mode: ModeMarker})
+		res = mustPublish(t, p, Request{Items: items(3, 10, "b"), DryRun: true, Mode: manifest.ModeMarker})
 		if !res.DryRun || res.Generation != 2 || res.Mode != "marker" || len(res.Added) != 1 || len(res.Changed) != 2 {
 			t.Fatalf("dry run: %+v", res)
 		}
@@ -145,13 +145,13 @@ func TestPublishBasics(t *testing.T) {
 	t.Run("ForcedModes", func(t *testing.T) {
 		p := newPub(t, c, "/modes", WithMultiBudget(8<<10))
 		small := items(2, 100, "a")
-		if r := mustPublish(t, p, Request{Items: small, Mode: ModeMarker}); r.Mode != "marker" || r.Generation != 1 {
+		if r := mustPublish(t, p, Request{Items: small, Mode: manifest.ModeMarker}); r.Mode != "marker" || r.Generation != 1 {
 			t.Fatalf("forced marker: %+v", r)
 		}
 		checkLive(t, p, 1, small)
 		big := items(4, 4<<10, "b")
 		snap := treeSnapshot(t, p.conn(), "/modes", p.paths.Base())
-		_, err := p.Publish(testCtx(t), Request{Items: big, Mode: ModeMulti})
+		_, err := p.Publish(testCtx(t), Request{Items: big, Mode: manifest.ModeMulti})
 		var tl *TooLargeError
 		if !errors.As(err, &tl) || tl.What != "transaction" || tl.Limit != 8<<10 || !strings.Contains(err.Error(), "marker") {
 			t.Fatalf("forced multi over budget: %v", err)

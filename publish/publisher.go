@@ -18,52 +18,13 @@ import (
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// Mode selects how a set is committed.
-type Mode int
-
-const (
-	// ModeAuto uses multi mode when the encoded transaction fits the multi
-	// budget, marker mode otherwise.
-	ModeAuto Mode = iota
-	// ModeMulti commits in one transaction; a set too large for it is
-	// refused with ErrTooLarge.
-	ModeMulti
-	// ModeMarker always uses the marker protocol.
-	ModeMarker
-)
-
-// String returns "auto", "multi" or "marker".
-func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeMulti:
-		return manifest.ModeMulti
-	case ModeMarker:
-		return manifest.ModeMarker
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
-
-// ParseMode parses "auto", "multi" or "marker".
-func ParseMode(s string) (Mode, error) {
-	switch strings.ToLower(s) {
-	case "", "auto":
-		return ModeAuto, nil
-	case "multi":
-		return ModeMulti, nil
-	case "marker":
-		return ModeMarker, nil
-	}
-	return 0, fmt.Errorf("unknown mode %q (want auto, multi or marker)", s)
-}
-
 // Request is one publish.
 type Request struct {
 	// Items maps item names to content: the whole new set.
 	Items map[string][]byte
-	// Mode selects multi or marker mode; ModeAuto decides by size.
-	Mode Mode
+	// Mode selects multi or marker mode; manifest.ModeAuto (the zero
+	// value) decides by size.
+	Mode manifest.Mode
 	// ExpectGeneration, when not 0, makes the publish fail with a
 	// ConflictError unless the live generation is exactly this.
 	ExpectGeneration int64
@@ -135,8 +96,9 @@ type Result struct {
 	Zxid int64
 	// PublishID is this publish attempt's id ("" for DryRun/Unchanged).
 	PublishID string
-	// Mode is "multi" or "marker" (what was, or would be, used).
-	Mode string
+	// Mode is manifest.ModeMulti or manifest.ModeMarker (what was, or
+	// would be, used).
+	Mode manifest.Mode
 	// Unchanged is true when the content equals the live generation and
 	// nothing was written.
 	Unchanged bool
@@ -262,7 +224,7 @@ func (p *Publisher) Current(ctx context.Context) (*manifest.Manifest, *zk.Stat, 
 // content is read from the history and blob store instead, verified the
 // same way. Without a marker, an item that keeps not matching the same
 // manifest was changed outside confpush: Read fails with an
-// *ItemMismatchError naming it rather than answer from stored copies. Other
+// *manifest.ItemMismatchError naming it rather than answer from stored copies. Other
 // generations are read from the history and blob store, and fail with
 // ErrGenerationNotFound when retention removed them.
 func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manifest, map[string][]byte, error) {
@@ -302,11 +264,12 @@ func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manif
 					return hm, hitems, nil
 				}
 			} else if same >= 2 {
-				return nil, nil, &ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation}
+				return nil, nil, fmt.Errorf("%w: it was changed outside confpush (or a publish is in progress); publishing the set again repairs it",
+					&manifest.ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation})
 			}
 		}
 		if err := readRetry().Sleep(ctx, attempt+1); err != nil {
-			return nil, nil, fmt.Errorf("%w (item %q of generation %d): %v", ErrTorn, torn, m.Generation, err)
+			return nil, nil, fmt.Errorf("live %w (item %q of generation %d): %v", manifest.ErrTorn, torn, m.Generation, err)
 		}
 	}
 }

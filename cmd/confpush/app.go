@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -20,6 +19,7 @@ import (
 	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -408,7 +408,7 @@ func classify(err error) (int, string) {
 		return exitUsage, "invalid_input"
 	case errors.Is(err, publish.ErrFenced):
 		return exitError, "fenced"
-	case errors.Is(err, zk.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return exitError, "session_expired"
 	case errors.Is(err, publish.ErrOutcomeUnknown):
 		return exitError, "outcome_unknown"
@@ -416,7 +416,7 @@ func classify(err error) (int, string) {
 		return exitError, "not_published"
 	case errors.Is(err, publish.ErrGenerationNotFound):
 		return exitError, "generation_not_found"
-	case errors.As(err, new(*publish.ItemMismatchError)):
+	case errors.As(err, new(*manifest.ItemMismatchError)):
 		return exitError, "item_mismatch"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return exitError, "generation_exhausted"

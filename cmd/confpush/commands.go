@@ -20,10 +20,10 @@ import (
 	"github.com/zkconf/zkconf/publish"
 )
 
-func parseMode(s string) (publish.Mode, error) {
-	m, err := publish.ParseMode(s)
+func parseMode(s string) (manifest.Mode, error) {
+	m, err := manifest.ParseMode(s)
 	if err != nil {
-		return 0, usagef("--mode: %v", err)
+		return m, usagef("--mode: %v", err)
 	}
 	return m, nil
 }

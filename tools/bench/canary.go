@@ -156,7 +156,7 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 
 	k := int64(1) // the schedule's set the root's live content is
 	publishSet := func(req publish.Request) (*publish.Result, error) {
-		req.Mode = publish.ModeMulti
+		req.Mode = manifest.ModeMulti
 		r, err := t.pub.Publish(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("canary bench: publish: %w", err)
@@ -224,10 +224,10 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 			var r *publish.Result
 			var err error
 			if kind == stepPromote {
-				r, err = t.pub.Promote(ctx, id, publish.Request{Mode: publish.ModeMulti})
+				r, err = t.pub.Promote(ctx, id, publish.Request{Mode: manifest.ModeMulti})
 				k = stable + 1
 			} else {
-				r, err = t.pub.Abort(ctx, id, publish.Request{Mode: publish.ModeMulti})
+				r, err = t.pub.Abort(ctx, id, publish.Request{Mode: manifest.ModeMulti})
 			}
 			if err != nil {
 				return nil, fmt.Errorf("canary bench: %s: %w", kind, err)

@@ -138,7 +138,7 @@ func (t *target) publish(ctx context.Context, g int64) (pubTimes, error) {
 	t.clock.arm()
 	var pt pubTimes
 	pt.call = time.Now().UnixNano()
-	res, err := t.pub.Publish(ctx, publish.Request{Items: items, Mode: publish.ModeMulti})
+	res, err := t.pub.Publish(ctx, publish.Request{Items: items, Mode: manifest.ModeMulti})
 	pt.ret = time.Now().UnixNano()
 	if err != nil {
 		return pt, fmt.Errorf("publish generation %d of %s: %w", g, t.root, err)

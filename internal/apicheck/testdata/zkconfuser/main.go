@@ -179,7 +179,7 @@ func publishBranch(err error) string {
 		busy     *publish.MarkerBusyError
 		tooLarge *publish.TooLargeError
 		input    *publish.InputError
-		mismatch *publish.ItemMismatchError
+		mismatch *manifest.ItemMismatchError
 	)
 	switch {
 	case err == nil:
@@ -199,13 +199,13 @@ func publishBranch(err error) string {
 		return "nothing to read"
 	case errors.Is(err, publish.ErrOutcomeUnknown):
 		return "outcome unknown"
-	case errors.As(err, &mismatch), errors.Is(err, publish.ErrTorn):
+	case errors.As(err, &mismatch), errors.Is(err, manifest.ErrTorn):
 		return "torn"
 	case errors.Is(err, publish.ErrFenced):
 		return "fenced"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return "generations exhausted"
-	case errors.Is(err, publish.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return "session expired"
 	case errors.Is(err, zkclient.ErrPermission):
 		return "permission denied"
@@ -221,7 +221,7 @@ func publishBranch(err error) string {
 func stateBranch(err error) string {
 	var (
 		abandoned   *cache.AbandonedMarkerError
-		mismatch    *cache.ItemMismatchError
+		mismatch    *manifest.ItemMismatchError
 		backwards   *cache.BackwardsError
 		incarnation *cache.IncarnationError
 	)
@@ -239,13 +239,13 @@ func stateBranch(err error) string {
 	case errors.Is(err, cache.ErrDisconnected), errors.Is(err, cache.ErrResyncing),
 		errors.Is(err, cache.ErrNotSynced):
 		return "not confirmed by ZooKeeper"
-	case errors.Is(err, cache.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return "session expired"
 	case errors.Is(err, cache.ErrPublishInProgress):
 		return "publish in progress"
 	case errors.As(err, &abandoned), errors.Is(err, cache.ErrAbandonedMarker):
 		return "abandoned marker"
-	case errors.As(err, &mismatch), errors.Is(err, cache.ErrTorn):
+	case errors.As(err, &mismatch), errors.Is(err, manifest.ErrTorn):
 		return "torn"
 	case errors.As(err, &backwards), errors.Is(err, cache.ErrBackwards):
 		return "backwards"
