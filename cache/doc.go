@@ -46,6 +46,8 @@
 //
 // # Errors
 //
+// zkclient's package documentation ("Errors") defines the classes once;
+// this section says which the cache reports and what it does about each.
 // New fails only for a bad root or bad options. Wait fails only when its
 // ctx ends (the error names the state and why: errors.Is with
 // context.DeadlineExceeded or context.Canceled) or the cache is closed

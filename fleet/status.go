@@ -7,6 +7,13 @@
 // Status nodes live outside the config root, so they are never mistaken for
 // items and never fire item watches; being ephemeral, an agent's node goes
 // when its session does.
+//
+// A Fleet is one root's agents on one zkclient.Client (New): List and Read
+// read them, judging each node against the root's access policy; Wait
+// follows them until a rollout succeeds or cannot; Changes wakes its
+// caller on every change; StatusNodeACL is the ACL an agent gives its own
+// node. zkclient's package documentation ("Errors") says what each class
+// of error means and which of them zkconf retries.
 package fleet
 
 import (

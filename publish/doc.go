@@ -120,6 +120,9 @@
 //
 // # Errors, by class
 //
+// zkclient's package documentation ("Errors") defines the classes and the
+// sentinel or type of each; this section says what a publish does in each.
+//
 // Normal state: BadVersion or NodeExists on the root is a ConflictError
 // carrying the generation that won (read after the failure);
 // NodeExists/NoNode on an item means someone else changed the root's

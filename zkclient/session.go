@@ -1,9 +1,3 @@
-// Package zkclient dials ZooKeeper the way every zkconf component needs it:
-// with state tracked through the client's synchronous event callback (its
-// 6-slot event channel drops events), session expiry made visible (the
-// go-zookeeper client silently opens a new session after expiry), the
-// library's logging routed to slog, and helpers that give the client's
-// blocking calls a context.
 package zkclient
 
 import (
