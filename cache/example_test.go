@@ -39,12 +39,12 @@ func TestMain(m *testing.M) {
 // publishApp publishes app.json as the next generation of root, the way
 // confpush (or any zkconf publisher) does.
 func publishApp(ctx context.Context, cfg zkclient.Config, root, appJSON string) {
-	conn, sess, err := zkclient.DialConn(cfg)
+	cl, err := zkclient.Dial(cfg)
 	if err != nil {
 		panic(err)
 	}
-	defer conn.Close()
-	p, err := publish.New(zkclient.Fixed(conn, sess), root)
+	defer cl.Close()
+	p, err := publish.New(cl, root)
 	if err != nil {
 		panic(err)
 	}
