@@ -579,3 +579,60 @@ func (p *Publisher) endRollout(ctx context.Context, rolloutID, kind string, req 
 	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.cfg.name, Message: req.Message})
 	return res, nil
 }
+
+// RolloutW is Rollout with watches: changed is closed at the next change
+// of the rollout record (a step recorded, a new rollout) or of its
+// driver's liveness node (a driver starting or dying), or when ctx ends.
+// A root never published reads as a RolloutState with an empty Stable
+// manifest. The watches are set before the reads, so no change between
+// them is missed.
+func (p *Publisher) RolloutW(ctx context.Context) (rs *RolloutState, changed <-chan struct{}, err error) {
+	conn := p.conn()
+	_, _, recEv, err := conn.ExistsW(p.paths.Rollout())
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch %s: %w", p.paths.Rollout(), err)
+	}
+	rs, err = p.Rollout(ctx)
+	if errors.Is(err, ErrNotPublished) {
+		rs, err = &RolloutState{Root: p.paths.Root, Stable: &manifest.Manifest{}}, nil
+		if rec, _, rerr := p.readRecord(ctx); rerr == nil {
+			rs.Record = rec
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var driverEv <-chan zk.Event // nil (never fires) without a rollout
+	if id := driverOf(rs); id != "" {
+		var alive bool
+		alive, _, driverEv, err = conn.ExistsW(p.paths.RolloutDriver() + "/" + id)
+		if err != nil && !zkclient.IsDenied(err) {
+			return nil, nil, fmt.Errorf("watch the rollout driver of %s: %w", id, err)
+		}
+		if rs.Canary != nil && rs.Canary.RolloutID == id {
+			rs.DriverAlive = alive
+		}
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		select {
+		case <-ctx.Done():
+		case <-recEv:
+		case <-driverEv:
+		}
+	}()
+	return rs, ch, nil
+}
+
+// driverOf is the rollout whose driver RolloutW follows: the one in
+// progress, else the record's.
+func driverOf(rs *RolloutState) string {
+	switch {
+	case rs.Canary != nil:
+		return rs.Canary.RolloutID
+	case rs.Record != nil:
+		return rs.Record.RolloutID
+	}
+	return ""
+}

@@ -13,10 +13,12 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/internal/election"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/election"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -97,6 +99,10 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return usageError{err}
+	}
 	a.warnOpenRoot(cl.Conn())
 	host, _ := os.Hostname()
 	cand := election.New(cl, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
@@ -114,7 +120,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		}
 		a.log.Info("leading: publishing on changes", "node", lead.Node)
 		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, cl, lead, w, dir, debounce, opts)
+		lost := a.lead(ctx, p, f, cl, lead, w, dir, debounce, opts)
 		if lost != nil {
 			a.log.Warn("leadership lost; campaigning again", "reason", lost)
 			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
@@ -128,7 +134,7 @@ var errLeadershipLost = errors.New("leadership lost")
 
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
-func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Client, lead election.Leadership,
+func (a *app) lead(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, cl *zkclient.Client, lead election.Leadership,
 	w *fsnotify.Watcher, dir string, debounce time.Duration, opts publish.LoadOptions) error {
 	sess := cl.Session()
 	publishNow := true // the directory may have changed while we did not lead
@@ -144,7 +150,7 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Clien
 		}
 		if publishNow && sess.Status().Connected {
 			publishNow = false
-			if err := a.publishDir(ctx, p, dir, opts, lead.Node, ws); err != nil {
+			if err := a.publishDir(ctx, p, f, dir, opts, lead.Node, ws); err != nil {
 				var refused dirRefusedError
 				switch {
 				case errors.Is(err, publish.ErrFenced):
@@ -152,6 +158,9 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Clien
 				case errors.As(err, &refused):
 					a.log.Error("directory refused; nothing published (the next change is tried again)", "error", refused.err)
 					fmt.Fprintf(a.stdout, "publish refused: %v\n", refused.err)
+				case errors.As(err, new(*rollout.EmptySelectionError)):
+					a.log.Error("canary refused; nothing published (the next change is tried again)", "error", err)
+					fmt.Fprintf(a.stdout, "publish refused: %v\n", err)
 				default:
 					a.log.Error("publish failed", "error", err)
 					fmt.Fprintf(a.stdout, "publish failed: %v\n", err)
@@ -216,7 +225,7 @@ func (e dirRefusedError) Unwrap() error { return e.err }
 // expects the live generation it judged, so the warning naming the
 // generation it replaces is true; a publish landing in between is judged
 // again.
-func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
+func (a *app) publishDir(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
 	c, err := publish.LoadDirContents(dir, opts)
 	items := c.Items
 	if ig := strings.Join(c.Ignored, ", "); ig != ws.ignored {
@@ -236,9 +245,9 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 	defer cancel()
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		err := a.publishJudged(pctx, p, items, fence, ws)
+		err := a.publishJudged(pctx, p, f, items, fence, ws)
 		if err == nil && ws.drive != nil {
-			return a.watchDrive(ctx, p, fence, ws)
+			return a.watchDrive(ctx, p, f, fence, ws)
 		}
 		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
 			return err
@@ -248,7 +257,7 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 }
 
 // publishJudged is one attempt of publishDir against the live generation.
-func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map[string][]byte, fence string, ws *watchState) error {
+func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, items map[string][]byte, fence string, ws *watchState) error {
 	live, _, err := p.Current(ctx)
 	if errors.Is(err, publish.ErrNotPublished) {
 		live, err = nil, nil
@@ -287,7 +296,7 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 	if skip := a.watchCanaryRequest(&req, live, ws); skip {
 		return nil
 	}
-	res, err := p.Publish(ctx, req)
+	res, err := rollout.Start(ctx, p, f, req, a.v.GetBool("allow-empty-canary"))
 	if err != nil {
 		return err
 	}
