@@ -57,7 +57,10 @@ With --canary SELECTOR (or --canary-percent, --canary-agents) and --auto
 or --steps, each change is published as a canary rollout that the leader
 drives as 'publish --auto' does (abort on the first failing canary agent,
 promote after --bake), its commits fenced by its election node. Content
-the driver aborted is not tried again until DIR changes.`,
+the driver aborted is not tried again until DIR changes. A selection that
+selects no expected agent is refused as publish refuses it (unless
+--allow-empty-canary): nothing is published, and the next change is
+judged again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
