@@ -158,8 +158,11 @@ type RolloutState struct {
 	// Canary is the rollout in progress; nil when none.
 	Canary *manifest.Canary
 	// Record is the rollout record (nil when missing or unreadable; it
-	// may describe an ended rollout when Canary is nil).
-	Record *RolloutRecord
+	// may describe an ended rollout when Canary is nil). RecordDenied
+	// reports that it is not readable with the client's credentials (it is
+	// publisher-only).
+	Record       *RolloutRecord
+	RecordDenied bool
 	// DriverAlive reports whether a driver's liveness node
 	// (rollout-driver/<rollout id>) exists.
 	DriverAlive bool
@@ -461,7 +464,7 @@ func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
 	if err != nil && !zkclient.IsDenied(err) {
 		return nil, err
 	}
-	rs.Record = rec
+	rs.Record, rs.RecordDenied = rec, err != nil
 	if m.Canary != nil {
 		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
 		if err != nil && !zkclient.IsDenied(err) {
@@ -595,9 +598,8 @@ func (p *Publisher) RolloutW(ctx context.Context) (rs *RolloutState, changed <-c
 	rs, err = p.Rollout(ctx)
 	if errors.Is(err, ErrNotPublished) {
 		rs, err = &RolloutState{Root: p.paths.Root, Stable: &manifest.Manifest{}}, nil
-		if rec, _, rerr := p.readRecord(ctx); rerr == nil {
-			rs.Record = rec
-		}
+		rec, _, rerr := p.readRecord(ctx)
+		rs.Record, rs.RecordDenied = rec, zkclient.IsDenied(rerr)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -32,10 +32,17 @@ func canaryGeneration(m *manifest.Manifest) int64 {
 // (publish.Publisher.RolloutW) until ctx ends, starting over after a
 // backoff when ZooKeeper fails it.
 func (v *rootView) watchRollout(ctx context.Context) {
+	warned := false
 	for attempt := 1; ; attempt++ {
 		rs, changed, err := v.pub.RolloutW(ctx)
 		if err == nil {
 			attempt = 1
+			if rs.RecordDenied && !warned {
+				// The record is publisher-only: without the publisher's
+				// credentials the rollout shows without its events.
+				warned = true
+				v.log.Warn("dashboard: the rollout record is not readable with these credentials (--auth-file); rollouts show without their events")
+			}
 			v.setRollout(rs.Record, rs.DriverAlive)
 			select {
 			case <-ctx.Done():
