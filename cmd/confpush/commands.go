@@ -127,7 +127,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return err
 			}
 			if rp != nil {
-				return a.drive(cmd, p, cl, res, *canary, rp, msg)
+				return a.drive(cmd, p, f, res, *canary, rp, msg)
 			}
 			return a.reportAndWait(ctx, cmd, p, cl, res, 0)
 		},

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/rollout"
-	"github.com/zkconf/zkconf/zkclient"
 )
 
 // exitAborted is the exit code of a rollout the driver aborted.
@@ -86,7 +86,7 @@ func (e autoAbortedError) Error() string {
 // drive runs the rollout driver after publish --canary --auto started
 // rollout res; the result object is printed once, at the end, with the
 // driver's steps and outcome.
-func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, cl *zkclient.Client, res *publish.Result, sel manifest.Selection, rp *publish.RolloutPlan, msg string) error {
+func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, f *fleet.Fleet, res *publish.Result, sel manifest.Selection, rp *publish.RolloutPlan, msg string) error {
 	if res.DryRun {
 		a.reportResult(p.Root(), res, 0)
 		return nil
@@ -108,10 +108,6 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, cl *zkclient.Clien
 	steps := rp.Steps
 	nSteps := max(len(steps), 1)
 	fmt.Fprintf(a.stderr, "driving rollout %s: %d step(s), bake %v each (ctrl-C leaves it as it is)\n", rolloutID, nSteps, rp.Bake)
-	f, err := a.fleetOf(cl)
-	if err != nil {
-		return err
-	}
 	plan := rollout.Plan{RolloutID: rolloutID, Selector: sel.Selector, Steps: steps, Bake: rp.Bake, Message: msg,
 		Progress: func(ev rollout.Event) { driverLine(a.stderr, ev, nSteps) }}
 	dr, err := rollout.Drive(ctx, p, f, plan)
