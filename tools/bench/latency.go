@@ -95,9 +95,13 @@ type LatencyConfig struct {
 	MemoryPublishes int
 	// ConfAgentBin, ConfPushBin and ZkrawBin: empty builds them.
 	ConfAgentBin, ConfPushBin, ZkrawBin string
+	// ConfAgentEnv adds KEY=VALUE settings to the agent's environment
+	// (GOMEMLIMIT=off, GOGC=200: what the runtime's settings cost).
+	ConfAgentEnv []string
 	// PerfDir, when set, receives a `perf record` profile of the agent
-	// over each set's measured in-process publishes, as perf report text
-	// (the measurement then includes perf's own cost: use a separate run).
+	// over each set's measured in-process publishes: the perf.data file
+	// and perf report text (the measurement then includes perf's own
+	// cost: use a separate run).
 	PerfDir string
 	// Fleet is the fleet benchmark's report (results.json of `confbench`),
 	// whose cache-library targets join the summary; nil: not measured.
@@ -231,8 +235,12 @@ type LatencySetResult struct {
 	// started and ended.
 	LoadStart float64 `json:"load_average_start"`
 	LoadEnd   float64 `json:"load_average_end"`
-	// Perf names the perf report files of the set (PerfDir).
-	Perf []string `json:"perf_reports,omitempty"`
+	// Perf names the perf report files of the set (PerfDir); CPUPhases
+	// is the agent's CPU by phase (CPUPhases' names: share of PerfSamples
+	// samples, 0–1).
+	Perf        []string           `json:"perf_reports,omitempty"`
+	CPUPhases   map[string]float64 `json:"agent_cpu_phases,omitempty"`
+	PerfSamples int                `json:"perf_samples,omitempty"`
 }
 
 // LatencyReport is one RunLatency invocation.
@@ -257,6 +265,7 @@ type LatencySettings struct {
 	Gap               string
 	Memory            LatencySet
 	MemoryPublishes   int
+	ConfAgentEnv      []string `json:",omitempty"`
 }
 
 // RunLatency runs the single-host latency benchmark.
@@ -283,7 +292,8 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 		return nil, fmt.Errorf("latency: %w", err)
 	}
 	rep := &LatencyReport{Started: time.Now(), Config: LatencySettings{Sets: lc.Sets,
-		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String(), Memory: lc.Memory, MemoryPublishes: lc.MemoryPublishes}}
+		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String(), Memory: lc.Memory, MemoryPublishes: lc.MemoryPublishes,
+		ConfAgentEnv: lc.ConfAgentEnv}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(), Servers: 1, OwnServer: len(lc.ZK) == 0, LoadStart: loadAvg()}
 	if lc.Fleet != nil {
 		rep.Fleet = lc.Fleet.fleetTargets()
@@ -312,7 +322,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 	}{
 		{"confagent", &bins.agent, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confagent", out) }},
 		{"confpush", &bins.push, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confpush", out) }},
-		{"zkraw", &bins.zkraw, buildZkraw},
+		{"zkraw", &bins.zkraw, func(ctx context.Context, out string) error { return confagentbin.BuildTool(ctx, "zkraw", out) }},
 	} {
 		if *b.dst == "" {
 			*b.dst = filepath.Join(dir, b.name)
@@ -389,7 +399,7 @@ set: {{ $all | toJson | sha256sum }}
 // startLatencyAgent starts confagent with a dir target (and a template
 // target unless dirOnly) on root, logging at debug level in JSON (the
 // "apply timings" lines).
-func startLatencyAgent(bin string, servers []string, root, meta, base, tmpl string, dirOnly bool, sessionTimeout time.Duration) (*latencyAgent, error) {
+func startLatencyAgent(bin string, servers []string, root, meta, base, tmpl string, dirOnly bool, sessionTimeout time.Duration, env []string) (*latencyAgent, error) {
 	out := latencyDests(base)
 	a := &agentProc{id: "confbench-latency", base: base, dest: out.dir}
 	la := &latencyAgent{agentProc: a, logPath: filepath.Join(base, "confagent.log")}
@@ -402,7 +412,7 @@ func startLatencyAgent(bin string, servers []string, root, meta, base, tmpl stri
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	if err := a.launch(bin, cfgPath, nil); err != nil {
+	if err := a.launch(bin, cfgPath, env); err != nil {
 		return nil, err
 	}
 	return la, nil
@@ -542,7 +552,7 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		return nil, err
 	}
 	defer rw.close()
-	a, err := startLatencyAgent(bins.agent, e.srv.addrs, t.root, e.meta, base, tmpl, memory, lc.SessionTimeout)
+	a, err := startLatencyAgent(bins.agent, e.srv.addrs, t.root, e.meta, base, tmpl, memory, lc.SessionTimeout, lc.ConfAgentEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -587,7 +597,10 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		if r == lc.Warmup {
 			agentCPU0, confdCPU0 = taskCPU(a.pid()), taskCPU(cd.pid())
 			if lc.PerfDir != "" && !memory {
-				if prof, err = startPerf(a.pid(), filepath.Join(base, "perf.data")); err != nil {
+				if err := os.MkdirAll(lc.PerfDir, 0o755); err != nil {
+					return nil, err
+				}
+				if prof, err = startPerf(a.pid(), filepath.Join(lc.PerfDir, perfName(set)+".perf.data")); err != nil {
 					return nil, err
 				}
 				defer prof.stop()
@@ -632,7 +645,7 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	res.CPURatio = finite(ratio(res.AgentCPU, res.ConfdCPU))
 	res.AgentRSS, res.ConfdRSS = memoryOf(a.pid(), agentMem), memoryOf(cd.pid(), confdMem)
 	if prof != nil {
-		if res.Perf, err = prof.report(lc.PerfDir, fmt.Sprintf("latency-agent-%dx%d-%s", set.Items, set.Changed, sizeTag(set.Size))); err != nil {
+		if res.Perf, res.CPUPhases, res.PerfSamples, err = prof.report(lc.PerfDir, perfName(set)); err != nil {
 			return nil, err
 		}
 	}
@@ -744,6 +757,11 @@ func finite(v float64) float64 {
 	return v
 }
 
+// perfName is the base name of a set's perf files.
+func perfName(set LatencySet) string {
+	return fmt.Sprintf("latency-agent-%dx%d-%s", set.Items, set.Changed, sizeTag(set.Size))
+}
+
 // sizeTag names a size in file names: 1k, 64k, 100b.
 func sizeTag(b int) string {
 	if b%1024 == 0 {
@@ -788,14 +806,19 @@ func probeFsync(dir string, n int) (Pct, error) {
 // runConfPush runs `confpush publish DIR` and returns when it started
 // (unix ns) and how long it ran.
 func runConfPush(ctx context.Context, bin string, servers []string, root, meta, dir string) (int64, int64, error) {
-	cmd := exec.CommandContext(ctx, bin, "--zk", strings.Join(servers, ","), "--root", root, "--meta", meta, "publish", dir)
+	return timedRun(exec.CommandContext(ctx, bin, "--zk", strings.Join(servers, ","), "--root", root, "--meta", meta, "publish", dir))
+}
+
+// timedRun runs cmd and returns when it started (unix ns) and how long it
+// ran (ns); its output goes into the error.
+func timedRun(cmd *exec.Cmd) (int64, int64, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)
 	if err != nil {
-		return 0, 0, fmt.Errorf("confpush publish: %w\n%s", err, out.Bytes())
+		return 0, 0, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args[:min(2, len(cmd.Args))], " "), err, out.Bytes())
 	}
 	return start.UnixNano(), int64(took), nil
 }

@@ -23,27 +23,6 @@ import (
 // the raw go-zookeeper programs of tools/cmd/zkraw (the confd-style
 // follower, the floor of a publish) and perf.
 
-// buildZkraw builds tools/cmd/zkraw into out, in the tools module.
-func buildZkraw(ctx context.Context, out string) error {
-	out, err := filepath.Abs(out)
-	if err != nil {
-		return fmt.Errorf("build zkraw: %w", err)
-	}
-	var stderr bytes.Buffer
-	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/zkconf/zkconf/tools")
-	list.Stderr = &stderr
-	dir, err := list.Output()
-	if err != nil {
-		return fmt.Errorf("find the tools module (run inside it, or pass --zkraw-bin): %w\n%s", err, stderr.Bytes())
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/zkraw")
-	build.Dir = strings.TrimSpace(string(dir))
-	if msg, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build zkraw in %s: %w\n%s", build.Dir, err, msg)
-	}
-	return nil
-}
-
 // confdProc is the confd-style follower's process (zkraw follow).
 type confdProc struct {
 	cmd     *exec.Cmd
@@ -83,13 +62,7 @@ func (c *confdProc) pid() int { return c.cmd.Process.Pid }
 
 // stop ends the follower with SIGTERM (SIGKILL after 10 s).
 func (c *confdProc) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
+	stopProcess(c.cmd.Process, c.exited)
 	c.logf.Close()
 }
 
@@ -143,15 +116,8 @@ func (f *floor) run(ctx context.Context, bin string, servers []string) (int64, e
 		"--items", strings.Join(f.items, ","), "--checks", strings.Join(f.checks, ","),
 		"--create", fmt.Sprintf("%s/g-%019d", f.history, f.n),
 		"--root-bytes", strconv.Itoa(f.rootBytes), "--item-bytes", strconv.Itoa(f.itemBytes))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	took := time.Since(start)
-	if err != nil {
-		return 0, fmt.Errorf("zkraw multi: %w\n%s", err, out.Bytes())
-	}
-	return int64(took), nil
+	_, took, err := timedRun(cmd)
+	return took, err
 }
 
 // taskCPU is the CPU time of every live thread of pid, from
@@ -222,13 +188,15 @@ func (p *perfRecord) stop() {
 	_ = p.cmd.Wait()
 }
 
-// report stops the recording and writes, to dir, name.children.txt (the
-// functions by the share of samples under them: the phases) and
-// name.self.txt (by the samples in them), and returns their names.
-func (p *perfRecord) report(dir, name string) ([]string, error) {
+// report stops the recording and writes, to dir (beside the perf.data
+// file), name.children.txt (the
+// functions by the share of samples under them) and name.self.txt (by
+// the samples in them); it returns their names, and the agent's CPU by
+// phase (perfPhases) with the number of samples.
+func (p *perfRecord) report(dir, name string) ([]string, map[string]float64, int, error) {
 	p.stop()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	var files []string
 	for _, r := range []struct {
@@ -241,13 +209,25 @@ func (p *perfRecord) report(dir, name string) ([]string, error) {
 		args := append([]string{"report", "-i", p.data, "--stdio", "--sort", "sym", "-g", "none"}, r.args...)
 		out, err := exec.Command("perf", args...).Output()
 		if err != nil {
-			return nil, fmt.Errorf("perf report: %w\n%s", err, p.out.Bytes())
+			return nil, nil, 0, fmt.Errorf("perf report: %w\n%s", err, p.out.Bytes())
 		}
 		f := name + "." + r.suffix + ".txt"
 		if err := os.WriteFile(filepath.Join(dir, f), out, 0o644); err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 		files = append(files, f)
 	}
-	return files, nil
+	script := exec.Command("perf", "script", "-i", p.data)
+	out, err := script.StdoutPipe()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if err := script.Start(); err != nil {
+		return nil, nil, 0, fmt.Errorf("perf script: %w", err)
+	}
+	phases, n, perr := perfPhases(out)
+	if err := script.Wait(); err != nil || perr != nil {
+		return nil, nil, 0, fmt.Errorf("perf script: %w", errors.Join(err, perr))
+	}
+	return files, phases, n, nil
 }

@@ -259,6 +259,9 @@ func (r *LatencyReport) Markdown() string {
 	w("%d measured publishes per set and publisher after %d unmeasured; %s between publishes. The agent (confagent) renders a `dir` target and a `template` target (sprig helpers over every item); the confd-style follower (raw go-zookeeper, a process of its own) renders a file of every item and the same template, with no verification, fsync or state. Ratios compare each agent target with the confd-style output of the same kind.\n\n",
 		r.Config.Publishes, r.Config.Warmup, r.Config.Gap)
 
+	if len(r.Config.ConfAgentEnv) > 0 {
+		w("**Agent environment: `%s`.**\n\n", strings.Join(r.Config.ConfAgentEnv, " "))
+	}
 	w("## Summary: issue 27's targets\n\n| target | set | measured | bound | ratio | verdict |\n|---|---|---|---|---:|---|\n")
 	for _, v := range r.Targets() {
 		w("| %s | %s | %s | %s | %s | **%s** |\n", v.Target, v.Set, v.Measured, v.Bound, v.Ratio, v.Status)
@@ -329,7 +332,31 @@ func (r *LatencyReport) Markdown() string {
 		perf = append(perf, s.Perf...)
 	}
 	if len(perf) > 0 {
-		w("\n## Profiles\n\n`perf record -g` of the agent over each set's measured in-process publishes (the timings above then include perf's own cost): %s.\n", strings.Join(perf, ", "))
+		w("\n## Profiles: the agent's CPU by phase\n\n`perf record -g` (999 Hz) of the agent over each set's measured in-process publishes (the timings above then include perf's own cost): %s. ", strings.Join(perf, ", "))
+		w("Each sample counts for the phase of the first zkconf or go-zookeeper frame from the leaf (the standard library, the runtime and the kernel count for their caller); a sample with the collector's work anywhere on its stack is GC. ms/publish is the share × the agent's CPU per publish.\n\n")
+		w("| phase |")
+		for _, s := range r.Sets {
+			if s.PerfSamples > 0 {
+				w(" %s %% | ms/publish |", s.set())
+			}
+		}
+		w("\n|---|%s\n", strings.Repeat("---:|---:|", len(perf)/2))
+		for _, p := range CPUPhases {
+			w("| %s |", p)
+			for _, s := range r.Sets {
+				if s.PerfSamples > 0 {
+					w(" %.1f | %.2f |", 100*s.CPUPhases[p], s.CPUPhases[p]*s.AgentCPU)
+				}
+			}
+			w("\n")
+		}
+		w("| samples |")
+		for _, s := range r.Sets {
+			if s.PerfSamples > 0 {
+				w(" %d | |", s.PerfSamples)
+			}
+		}
+		w("\n")
 	}
 	return b.String()
 }

@@ -32,8 +32,9 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		memPubs   = fs.Int("memory-publishes", d.MemoryPublishes, "measured publishes of the memory run")
 		agentBin  = fs.String("confagent-bin", "", "confagent binary (default: go build ./cmd/confagent)")
 		pushBin   = fs.String("confpush-bin", "", "confpush binary (default: go build ./cmd/confpush)")
+		agentEnv  = fs.String("confagent-env", "", "KEY=VALUE,... added to the agent's environment (e.g. GOMEMLIMIT=off)")
 		zkrawBin  = fs.String("zkraw-bin", "", "zkraw binary, the raw go-zookeeper follower and floor (default: go build ./cmd/zkraw in the tools module)")
-		perfDir   = fs.String("perf", "", "directory for perf reports of the agent, one per set (perf record -g over the measured publishes; a separate run: perf costs CPU)")
+		perfDir   = fs.String("perf", "", "directory for perf profiles of the agent, one per set (perf record -g over the measured publishes: perf.data and report text; a separate run: perf costs CPU)")
 		fleetPath = fs.String("fleet-results", "", "results.json of a fleet run (confbench --agents 1000) whose cache targets join the summary (default: OUT/results.json when it exists; none: leave them out)")
 		out       = fs.String("out", "docs/bench", "directory for latency-results.md and latency-results.json")
 		quick     = fs.Bool("quick", false, "smoke version: two sets, a small memory run, a couple of publishes")
@@ -100,6 +101,9 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfg.ZK = strings.Split(*zk, ",")
 	}
 	cfg.ConfAgentBin, cfg.ConfPushBin, cfg.ZkrawBin, cfg.PerfDir = *agentBin, *pushBin, *zkrawBin, *perfDir
+	if *agentEnv != "" {
+		cfg.ConfAgentEnv = strings.Split(*agentEnv, ",")
+	}
 	fleet, err := loadFleet(*fleetPath, *out, set["fleet-results"])
 	if err != nil {
 		fmt.Fprintf(stderr, "confbench latency: --fleet-results: %v\n", err)
@@ -153,11 +157,11 @@ func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.ToLower(strings.TrimSpace(f))
-		mult := 1
+		num, mult := f, 1
 		if t, ok := strings.CutSuffix(f, "k"); ok {
-			f, mult = t, 1024
+			num, mult = t, 1024
 		}
-		n, err := strconv.Atoi(f)
+		n, err := strconv.Atoi(num)
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("%q is not a positive size (1k, 64k, 1024)", f)
 		}
