@@ -189,3 +189,30 @@ func TestConfdFieldsNotHonoured(t *testing.T) {
 		}
 	}
 }
+
+// TestImportConfdUsage: import-confd without a root to read, or asked to
+// overwrite a file, refuses before reading anything.
+func TestImportConfdUsage(t *testing.T) {
+	confd, err := filepath.Abs(filepath.Join(confdCase, "confd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := filepath.Join(t.TempDir(), "targets.yaml")
+	writeAtomic(t, exists, "keep me\n")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import-confd", confd}, "confagent import-confd: --root is required when confd runs without a prefix: the zkconf root whose items the resources read\n"},
+		{[]string{"import-confd", confd, "--root", "/myapp", "--out", exists}, "confagent import-confd: --out " + exists + " exists: choose another file, or --force to replace it\n"},
+		{[]string{"import-confd"}, "confagent: accepts 1 arg(s), received 0\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tt.args, &stdout, &stderr); code != exitUsage || stderr.String() != tt.want || stdout.Len() > 0 {
+			t.Errorf("%q: exit %d, stderr %q; want %d, %q", tt.args, code, stderr.String(), exitUsage, tt.want)
+		}
+	}
+	if b, err := os.ReadFile(exists); err != nil || string(b) != "keep me\n" {
+		t.Fatalf("--out without --force changed the file: %q, %v", b, err)
+	}
+}

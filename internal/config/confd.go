@@ -398,7 +398,7 @@ func (c *Config) importOwner(t *Target, name string, id *int64, nameField, idFie
 			return
 		}
 		if *id < 0 || *id >= 1<<32-1 {
-			p.addf(k(idField), "%d is not a %s id", *id, nameField)
+			p.addf(k(idField), "%d is not a %s id", *id, noun)
 			return
 		}
 		v := strconv.FormatInt(*id, 10)

@@ -141,6 +141,7 @@ keys = ["/"]
 mode = "04755"
 uid = 0
 owner = "root"
+gid = -5
 check_cmd = "test -s \"--file={{.src}}\""
 `,
 		"conf.d/c.toml": `[template]
@@ -169,6 +170,7 @@ check_cmd = "check {{.dest}}"
 		`confd_dir[conf.d/b.toml].dest: "etc/b.conf" is relative: confd writes it below its own working directory; write the absolute path`,
 		`confd_dir[conf.d/b.toml].mode: confd writes "04755" as mode 0755 (os.FileMode does not read the setuid, setgid and sticky bits of a number): write "0755"`,
 		`confd_dir[conf.d/b.toml].owner: both owner and uid are set: keep one (confd reads only uid)`,
+		`confd_dir[conf.d/b.toml].gid: -5 is not a group id`,
 		`confd_dir[conf.d/b.toml].check_cmd: {{.src}} is inside double quotes with other text: the agent replaces it with the path in single quotes, which would become part of it there; take {{.src}} out of the double quotes`,
 		`confd_dir[conf.d/c.toml].check_cmd: confd replaces only {{.src}} (it writes <no value> for anything else): remove the rest (template: check_cmd:1:8: executing "check_cmd" at <.dest>: map has no entry for key "dest")`,
 		`confd_dir[conf.d/d.toml]: not a template resource confd can read (confd fails it too): toml: line 2: `,
