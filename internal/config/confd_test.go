@@ -345,3 +345,25 @@ targets:
 		}
 	}
 }
+
+// TestTargetSpecsCheckPlaceholder: the agent replaces {{.src}} as it is
+// spelt, so every spelling validation accepts ({{ .src }}, what confd's
+// check_cmd often says) reaches it as {{.src}}, and {{"{{"}} as "{{".
+func TestTargetSpecsCheckPlaceholder(t *testing.T) {
+	f := newFixture(t)
+	c, err := Load(f.config(t, `
+zookeeper: {servers: [zk1:2181]}
+targets:
+  - {name: a, type: file, item: a, dest: /etc/a, check: 'test -s {{ .src }} && echo {{"{{"}}'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := c.TargetSpecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "test -s {{.src}} && echo {{"; specs[0].Check != want {
+		t.Fatalf("check %q, want %q", specs[0].Check, want)
+	}
+}
