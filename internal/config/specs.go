@@ -30,6 +30,15 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 			}
 			s.Template, s.TemplatePath = string(b), t.Src
 		}
+		if t.Syntax == SyntaxConfd {
+			s.Syntax = agent.SyntaxConfd
+			s.Confd = agent.ConfdResource{Root: c.Root, Prefix: c.confdPrefix(&t), Keys: t.Keys}
+		}
+		// The agent replaces {{.src}} as it is spelt; {{ .src }} is the
+		// same placeholder to validation (a template with .src).
+		if check, err := expandCheck(t.Check, srcPlaceholder); err == nil {
+			s.Check = check
+		}
 		specs = append(specs, s)
 	}
 	return specs, errlist.Join(errs...)

@@ -165,14 +165,20 @@ func (a *agentProc) pid() int { return a.cmd.Process.Pid }
 
 // stop ends the agent with SIGTERM (SIGKILL after 10 s).
 func (a *agentProc) stop() {
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.exited:
-	case <-time.After(10 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.exited
-	}
+	stopProcess(a.cmd.Process, a.exited)
 	a.logf.Close()
+}
+
+// stopProcess sends p SIGTERM and waits until exited is closed, killing p
+// after 10 s.
+func stopProcess(p *os.Process, exited <-chan struct{}) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
 }
 
 // logTail returns the end of the agent's log, for error messages.

@@ -82,19 +82,68 @@ func TestFrameParser(t *testing.T) {
 	}
 }
 
-// TestCommitClock checks that only the first Multi after arm is timed.
+// TestCommitClock checks that, without a root, only the first Multi
+// after arm is timed.
 func TestCommitClock(t *testing.T) {
 	var c commitClock
-	c.onSend(1, opMulti, 10) // not armed
+	c.onSend(1, opMulti, nil, 10) // not armed
 	c.arm()
-	c.onSend(2, opGetData, 20)
-	c.onSend(3, opMulti, 30)
-	c.onSend(4, opMulti, 40) // the GC's Multi
+	c.onSend(2, opGetData, nil, 20)
+	c.onSend(3, opMulti, nil, 30)
+	c.onSend(4, opMulti, nil, 40) // the GC's Multi
 	c.onReply(2, 45)
 	c.onReply(3, 50)
 	c.onReply(4, 60)
 	if s, a := c.times(); s != 30 || a != 50 {
 		t.Fatalf("sent %d acked %d, want 30 and 50", s, a)
+	}
+}
+
+// multiBody encodes the start of a Multi request's body as go-zookeeper
+// writes it: the first operation's header (type, done, err), then its
+// path.
+func multiBody(opType int32, path string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(opType))
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+	return append(append(b, path...), "data..."...)
+}
+
+// TestCommitClockRoot checks that, with a root, the clock times the last
+// Multi starting with a SetData (or Create) of the root: the commit of a
+// multi-mode publish, and 6e of a marker-mode one (after 6c, which also
+// starts with the root), never GC's Multi (a Check of the root first),
+// the blob stores (Creates elsewhere) or the items' Multis.
+func TestCommitClockRoot(t *testing.T) {
+	const root = "/r/x"
+	c := commitClock{root: root}
+	c.arm()
+	c.onSend(2, opMulti, multiBody(opSetData, root), 20) // 6c: marker
+	c.onReply(2, 25)
+	c.onSend(3, opMulti, multiBody(13, root+"/invalid"), 30) // 6d: an item, Check first
+	c.onReply(3, 35)
+	c.onSend(4, opMulti, multiBody(opSetData, root+"x"), 38) // another root's
+	c.onSend(5, opMulti, multiBody(opSetData, root), 40)     // 6e: the commit
+	c.onReply(4, 44)
+	c.onReply(5, 50)
+	c.onSend(6, opMulti, multiBody(13, root), 60)              // GC
+	c.onSend(7, opMulti, multiBody(opCreate, "/meta/b/1"), 70) // blobs
+	c.onReply(6, 65)
+	c.onReply(7, 75)
+	if s, a := c.times(); s != 40 || a != 50 {
+		t.Fatalf("sent %d acked %d, want 40 and 50 (the last Multi setting the root)", s, a)
+	}
+	c.arm()
+	c.onSend(8, opMulti, multiBody(opCreate, root), 80) // a first generation
+	c.onReply(8, 90)
+	if s, a := c.times(); s != 80 || a != 90 {
+		t.Fatalf("first generation: sent %d acked %d, want 80 and 90", s, a)
+	}
+	for _, body := range [][]byte{nil, {0, 0, 0, 5}, multiBody(opSetData, root)[:12]} {
+		if multiSetsData(body, root) {
+			t.Errorf("a truncated body %v counts as the commit", body)
+		}
 	}
 }
 

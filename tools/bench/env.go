@@ -101,11 +101,22 @@ type target struct {
 	counts *wireCounts
 	clock  *commitClock
 	gen    int64 // last generation published
+	// auto publishes in manifest.ModeAuto (marker mode when the commit
+	// would not fit a Multi) instead of ModeMulti; mode is the mode of the
+	// last publish.
+	auto bool
+	mode manifest.Mode
 }
 
 // newTarget dials a publisher for a new root and publishes generation 1.
 func (e *env) newTarget(ctx context.Context, name string, sched *schedule) (*target, error) {
-	t := &target{name: name, root: e.root(name), sched: sched, counts: e.newCounts(), clock: &commitClock{}}
+	return e.newTargetMode(ctx, name, sched, false)
+}
+
+// newTargetMode is newTarget, publishing in manifest.ModeAuto when auto.
+func (e *env) newTargetMode(ctx context.Context, name string, sched *schedule, auto bool) (*target, error) {
+	t := &target{name: name, root: e.root(name), sched: sched, counts: e.newCounts(), clock: &commitClock{}, auto: auto}
+	t.clock.root = t.root
 	cl, err := dial(ctx, dialOptions{servers: e.srv.voters, sessionTimeout: e.cfg.SessionTimeout,
 		counts: t.counts, clock: t.clock, log: e.quiet})
 	if err != nil {
@@ -138,14 +149,19 @@ func (t *target) publish(ctx context.Context, g int64) (pubTimes, error) {
 	t.clock.arm()
 	var pt pubTimes
 	pt.call = time.Now().UnixNano()
-	res, err := t.pub.Publish(ctx, publish.Request{Items: items, Mode: manifest.ModeMulti})
+	mode := manifest.ModeMulti
+	if t.auto {
+		mode = manifest.ModeAuto
+	}
+	res, err := t.pub.Publish(ctx, publish.Request{Items: items, Mode: mode})
 	pt.ret = time.Now().UnixNano()
 	if err != nil {
 		return pt, fmt.Errorf("publish generation %d of %s: %w", g, t.root, err)
 	}
-	if res.Generation != g || res.Mode != manifest.ModeMulti {
+	if res.Generation != g || (!t.auto && res.Mode != manifest.ModeMulti) {
 		return pt, fmt.Errorf("publish of %s: got generation %d (%s), want %d (multi)", t.root, res.Generation, res.Mode, g)
 	}
+	t.mode = res.Mode
 	pt.sent, pt.acked = t.clock.times()
 	if pt.sent == 0 || pt.acked == 0 {
 		return pt, fmt.Errorf("publish of %s: the tap saw no commit", t.root)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
@@ -26,24 +28,36 @@ import (
 )
 
 // The single-host latency benchmark (RunLatency): one ZooKeeper, one
-// confagent process rendering a dir target and a template target (every
-// file fsynced, as always), and, in the same run on the same root, a
-// "confd-style" follower: raw go-zookeeper that watches the root, reads
-// every item and renders one file, without verification or fsync. Each set
-// (items, items changed per publish) is published first by an in-process
-// publisher, whose commit acknowledgement the benchmark sees on the wire
-// (commit-ack → rendered), then by `confpush publish` processes (process
-// start → rendered, end to end). Rendered means the benchmark's inotify
-// watch saw the destination swapped in with the generation's content.
+// confagent process rendering a dir target and a template target (sprig
+// helpers over every item; every file fsynced, as always), and, in the
+// same run on the same root, a "confd-style" follower: a raw go-zookeeper
+// process (zkraw follow) that watches the root, reads every item and
+// renders a file of every item and the same template, without
+// verification or fsync. Each set (items, items changed per publish, item
+// size) is published first by an in-process publisher, whose commit
+// acknowledgement the benchmark sees on the wire (commit-ack → rendered),
+// then by `confpush publish` processes (process start → rendered, end to
+// end), each followed by its floor: a raw go-zookeeper process (zkraw
+// multi) that connects, sends one Multi of the same writes and closes.
+// Rendered means the benchmark's inotify watch saw the destination
+// swapped in with the generation's content.
 
-// Followers of the latency benchmark, in the order of the recorder.
+// Followers of the latency benchmark, in the order of the recorder. The
+// dir target is compared with the confd-style follower's file of every
+// item, the template target with its rendering of the same template.
 const (
-	latDir      = "confagent dir"
-	latTemplate = "confagent template"
-	latConfd    = "confd-style"
+	latDir           = "confagent dir"
+	latTemplate      = "confagent template"
+	latConfd         = "confd-style"
+	latConfdTemplate = "confd-style template"
 )
 
-var latFollowers = []string{latDir, latTemplate, latConfd}
+// latFollowers are the followers of a full set; a memory run has only the
+// dir target and the confd-style follower's file.
+var latFollowers = []string{latDir, latTemplate, latConfd, latConfdTemplate}
+
+// latBaseline is the follower each agent target is compared with.
+var latBaseline = map[string]string{latDir: latConfd, latTemplate: latConfdTemplate}
 
 // Phases of the agent's critical path reported by the latency benchmark,
 // in order. notification is commit-ack → the cache's cycle starts (the
@@ -54,10 +68,14 @@ var latFollowers = []string{latDir, latTemplate, latConfd}
 // generation (written off the critical path).
 var latPhases = []string{"notification", "reads", "verify", "persist", "stage", "check", "swap", "rendered", "status node"}
 
-// LatencySet is one published set: Items items, Changed of them changed
-// by every publish.
+// LatencySet is one published set: Items items of Size bytes, Changed of
+// them changed by every publish.
 type LatencySet struct {
-	Items, Changed int
+	Items, Changed, Size int
+}
+
+func (s LatencySet) String() string {
+	return fmt.Sprintf("%d/%d × %s", s.Items, s.Changed, size(s.Size))
 }
 
 // LatencyConfig configures RunLatency.
@@ -65,34 +83,70 @@ type LatencyConfig struct {
 	// ZK is the servers to use; empty starts a throw-away standalone one.
 	ZK []string
 	// Sets are measured one after the other, each on its own root.
-	Sets     []LatencySet
-	ItemSize int
+	Sets []LatencySet
 	// Publishes measured per set and publisher, after Warmup unmeasured.
 	Publishes, Warmup int
 	// Gap is the pause after every follower caught up, so that each
 	// publish finds them idle.
 	Gap time.Duration
-	// ConfAgentBin and ConfPushBin: empty builds them.
-	ConfAgentBin, ConfPushBin   string
+	// Memory, when its Items is positive, is a separate run for the
+	// agent's memory with a large set: the dir target only, no confpush,
+	// MemoryPublishes measured publishes.
+	Memory          LatencySet
+	MemoryPublishes int
+	// ConfAgentBin, ConfPushBin and ZkrawBin: empty builds them.
+	ConfAgentBin, ConfPushBin, ZkrawBin string
+	// ConfAgentEnv adds KEY=VALUE settings to the agent's environment
+	// (GOMEMLIMIT=off, GOGC=200: what the runtime's settings cost).
+	ConfAgentEnv []string
+	// PerfDir, when set, receives a `perf record` profile of the agent
+	// over each set's measured in-process publishes: the perf.data file
+	// and perf report text (the measurement then includes perf's own
+	// cost: use a separate run).
+	PerfDir string
+	// Fleet is the fleet benchmark's report (results.json of `confbench`),
+	// whose cache-library targets join the summary; nil: not measured.
+	Fleet                       *Report
 	SessionTimeout, WaitTimeout time.Duration
 	Logger                      *slog.Logger
+}
+
+// LatencyShapes and LatencySizes are the default sets: every shape
+// (items/changed) at every changed-item size.
+var (
+	LatencyShapes = []LatencySet{{Items: 20, Changed: 1}, {Items: 20, Changed: 20}, {Items: 100, Changed: 100}}
+	LatencySizes  = []int{1 << 10, 4 << 10, 64 << 10}
+)
+
+// LatencySets is every shape at every size, the sizes outermost.
+func LatencySets(shapes []LatencySet, sizes []int) []LatencySet {
+	var out []LatencySet
+	for _, z := range sizes {
+		for _, s := range shapes {
+			out = append(out, LatencySet{Items: s.Items, Changed: s.Changed, Size: z})
+		}
+	}
+	return out
 }
 
 // DefaultLatencyConfig is the full benchmark (make bench).
 func DefaultLatencyConfig() LatencyConfig {
 	return LatencyConfig{
-		Sets:     []LatencySet{{20, 1}, {20, 20}, {100, 1}, {100, 100}},
-		ItemSize: 1024, Publishes: 50, Warmup: 5, Gap: 200 * time.Millisecond,
+		Sets:      LatencySets(LatencyShapes, LatencySizes),
+		Publishes: 50, Warmup: 5, Gap: 200 * time.Millisecond,
+		Memory: LatencySet{Items: 1000, Changed: 1, Size: 4 << 10}, MemoryPublishes: 10,
 		SessionTimeout: 30 * time.Second, WaitTimeout: time.Minute,
 	}
 }
 
-// QuickLatencyConfig is the smoke version: every row and phase, a couple
-// of publishes.
+// QuickLatencyConfig is the smoke version: every row, phase and
+// measurement, a couple of publishes; its second set is published in
+// marker mode (20 × 64 KiB does not fit a Multi).
 func QuickLatencyConfig() LatencyConfig {
 	c := DefaultLatencyConfig()
-	c.Sets = []LatencySet{{20, 1}, {20, 20}}
+	c.Sets = []LatencySet{{20, 1, 1 << 10}, {20, 20, 64 << 10}}
 	c.Publishes, c.Warmup, c.Gap = 2, 1, 20*time.Millisecond
+	c.Memory, c.MemoryPublishes = LatencySet{Items: 50, Changed: 1, Size: 4 << 10}, 2
 	return c
 }
 
@@ -117,6 +171,7 @@ func pct(samples []int64) Pct {
 type LatencyRow struct {
 	Items    int    `json:"items"`
 	Changed  int    `json:"changed"`
+	Size     int    `json:"size"`
 	Follower string `json:"follower"`
 	// Publisher is "in-process" (one Multi, the ack seen on the wire) or
 	// "confpush" (a `confpush publish` process).
@@ -127,26 +182,66 @@ type LatencyRow struct {
 	EndToEnd Pct `json:"start_to_rendered"`
 }
 
+// Memory is a process's resident set in MiB: Steady is the median and Max
+// the largest of the samples taken after every measured publish (once
+// the followers caught up and the gap passed), Peak the VmHWM at the end
+// (since the process started, its first render included; at least Max).
+type Memory struct {
+	Steady float64 `json:"steady_rss_mib"`
+	Max    float64 `json:"max_rss_mib"`
+	Peak   float64 `json:"peak_rss_mib"`
+	Anon   float64 `json:"anon_rss_mib"`
+	File   float64 `json:"file_rss_mib"`
+}
+
 // LatencySetResult is everything measured for one set.
 type LatencySetResult struct {
-	Items   int          `json:"items"`
-	Changed int          `json:"changed"`
-	Rows    []LatencyRow `json:"rows"`
+	Items   int `json:"items"`
+	Changed int `json:"changed"`
+	Size    int `json:"size"`
+	// Mode is the publish mode of the set's publishes (multi, or marker
+	// when the commit does not fit a Multi).
+	Mode manifest.Mode `json:"mode"`
+	Rows []LatencyRow  `json:"rows"`
 	// Phases of the agent (in-process publisher), see latPhases.
 	Phases map[string]Pct `json:"agent_phases"`
-	// AgentCPU is the agent's CPU milliseconds per publish (user+system,
-	// /proc), in-process publisher.
+	// AgentCPU and ConfdCPU are the CPU milliseconds per publish
+	// (user+system, every thread: /proc/<pid>/task/*/schedstat) of the
+	// agent and of the confd-style process, over the in-process
+	// publisher's measured publishes; CPURatio is their ratio.
 	AgentCPU float64 `json:"agent_cpu_ms_per_publish"`
+	ConfdCPU float64 `json:"confd_cpu_ms_per_publish"`
+	CPURatio float64 `json:"cpu_ratio"`
+	// AgentRSS and ConfdRSS: the processes' memory.
+	AgentRSS Memory `json:"agent_memory"`
+	ConfdRSS Memory `json:"confd_memory"`
 	// Publish is the in-process publish call → commit acknowledged;
 	// ConfPush is `confpush publish` process start → exit (its ack is its
-	// last request: exit follows it).
-	Publish  Pct `json:"publish_call_to_ack"`
-	ConfPush Pct `json:"confpush_start_to_exit"`
+	// last request: exit follows it); Floor is the raw floor's (zkraw
+	// multi: connect, one Multi, close) start → exit, run right after
+	// each confpush; FloorItems is the number of items its Multi writes
+	// (the changed items, as many as fit a Multi); FloorRatio is
+	// ConfPush.P50 / Floor.P50.
+	Publish    Pct     `json:"publish_call_to_ack"`
+	ConfPush   Pct     `json:"confpush_start_to_exit"`
+	Floor      Pct     `json:"floor_start_to_exit"`
+	FloorItems int     `json:"floor_items"`
+	FloorRatio float64 `json:"confpush_floor_ratio"`
 	// Fsync is a 4 KiB write and fsync of a new file, then an fsync of
 	// its directory, in the agent's state directory, measured between the
 	// two publishers' runs: what one durable step costs on the disk at
 	// the time (the agent's critical path has several, confd-style none).
 	Fsync Pct `json:"fsync_4k_file_and_dir"`
+	// LoadStart and LoadEnd are the 1-minute load average when the set
+	// started and ended.
+	LoadStart float64 `json:"load_average_start"`
+	LoadEnd   float64 `json:"load_average_end"`
+	// Perf names the perf report files of the set (PerfDir); CPUPhases
+	// is the agent's CPU by phase (CPUPhases' names: share of PerfSamples
+	// samples, 0–1).
+	Perf        []string           `json:"perf_reports,omitempty"`
+	CPUPhases   map[string]float64 `json:"agent_cpu_phases,omitempty"`
+	PerfSamples int                `json:"perf_samples,omitempty"`
 }
 
 // LatencyReport is one RunLatency invocation.
@@ -156,14 +251,22 @@ type LatencyReport struct {
 	Env     Environment        `json:"environment"`
 	Config  LatencySettings    `json:"settings"`
 	Sets    []LatencySetResult `json:"sets"`
+	// Memory is the large-set memory run (LatencyConfig.Memory).
+	Memory *LatencySetResult `json:"memory_run,omitempty"`
+	// Fleet summarises the fleet report whose targets join the summary.
+	Fleet *FleetTargets `json:"fleet,omitempty"`
+	// Summary is every target of the single-host benchmark: Targets().
+	Summary []Verdict `json:"summary"`
 }
 
 // LatencySettings are the parameters of a latency run.
 type LatencySettings struct {
 	Sets              []LatencySet
-	ItemSize          int
 	Publishes, Warmup int
 	Gap               string
+	Memory            LatencySet
+	MemoryPublishes   int
+	ConfAgentEnv      []string `json:",omitempty"`
 }
 
 // RunLatency runs the single-host latency benchmark.
@@ -171,17 +274,31 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 	if lc.Logger == nil {
 		lc.Logger = slog.Default()
 	}
-	if len(lc.Sets) == 0 || lc.Publishes < 1 || lc.ItemSize < 1 || lc.Warmup < 0 {
-		return nil, errors.New("latency: at least one set, one publish and a positive item size")
+	if len(lc.Sets) == 0 || lc.Publishes < 1 || lc.Warmup < 0 {
+		return nil, errors.New("latency: at least one set and one publish")
 	}
-	for _, s := range lc.Sets {
-		if s.Items < 1 || s.Changed < 1 || s.Changed > s.Items {
-			return nil, fmt.Errorf("latency: set %d/%d: changed must be between 1 and items", s.Items, s.Changed)
+	var errs []error
+	for _, s := range append(slices.Clone(lc.Sets), lc.Memory) {
+		if s == lc.Memory && s.Items == 0 {
+			continue
+		}
+		if s.Items < 1 || s.Changed < 1 || s.Changed > s.Items || s.Size < 1 {
+			errs = append(errs, fmt.Errorf("set %d/%d of %d bytes: changed must be between 1 and items, the size positive", s.Items, s.Changed, s.Size))
 		}
 	}
-	rep := &LatencyReport{Started: time.Now(), Config: LatencySettings{Sets: lc.Sets, ItemSize: lc.ItemSize,
-		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String()}}
+	if lc.Memory.Items > 0 && lc.MemoryPublishes < 1 {
+		errs = append(errs, errors.New("the memory run needs at least one publish"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("latency: %w", err)
+	}
+	rep := &LatencyReport{Started: time.Now(), Config: LatencySettings{Sets: lc.Sets,
+		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String(), Memory: lc.Memory, MemoryPublishes: lc.MemoryPublishes,
+		ConfAgentEnv: lc.ConfAgentEnv}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(), Servers: 1, OwnServer: len(lc.ZK) == 0, LoadStart: loadAvg()}
+	if lc.Fleet != nil {
+		rep.Fleet = lc.Fleet.fleetTargets()
+	}
 	cfg := DefaultConfig()
 	cfg.Logger, cfg.SessionTimeout, cfg.WaitTimeout = lc.Logger, lc.SessionTimeout, lc.WaitTimeout
 	srv, err := startServer(lc.ZK, 1, 0, "1g")
@@ -198,66 +315,105 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	agentBin, pushBin := lc.ConfAgentBin, lc.ConfPushBin
+	bins := latencyBins{agent: lc.ConfAgentBin, push: lc.ConfPushBin, zkraw: lc.ZkrawBin}
 	for _, b := range []struct {
-		name string
-		dst  *string
-	}{{"confagent", &agentBin}, {"confpush", &pushBin}} {
+		name  string
+		dst   *string
+		build func(context.Context, string) error
+	}{
+		{"confagent", &bins.agent, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confagent", out) }},
+		{"confpush", &bins.push, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confpush", out) }},
+		{"zkraw", &bins.zkraw, func(ctx context.Context, out string) error { return confagentbin.BuildTool(ctx, "zkraw", out) }},
+	} {
 		if *b.dst == "" {
 			*b.dst = filepath.Join(dir, b.name)
-			if err := confagentbin.BuildCommand(ctx, b.name, *b.dst); err != nil {
+			if err := b.build(ctx, *b.dst); err != nil {
 				return nil, fmt.Errorf("latency: %w", err)
 			}
 		}
 	}
 	for i, s := range lc.Sets {
-		lc.Logger.Info("measuring single-host latency", "items", s.Items, "changed", s.Changed)
-		r, err := e.measureLatency(ctx, lc, s, fmt.Sprintf("lat-%d-%d-%d", s.Items, s.Changed, i), agentBin, pushBin, dir)
+		lc.Logger.Info("measuring single-host latency", "set", s.String())
+		r, err := e.measureLatency(ctx, lc, s, fmt.Sprintf("lat-%d-%d-%d-%d", s.Items, s.Changed, s.Size, i), bins, dir, false)
 		if err != nil {
-			return nil, fmt.Errorf("latency: %d items, %d changed: %w", s.Items, s.Changed, err)
+			return nil, fmt.Errorf("latency: %s: %w", s, err)
 		}
 		rep.Sets = append(rep.Sets, *r)
 	}
+	if lc.Memory.Items > 0 {
+		lc.Logger.Info("measuring the agent's memory with a large set", "set", lc.Memory.String())
+		r, err := e.measureLatency(ctx, lc, lc.Memory, fmt.Sprintf("lat-mem-%d-%d", lc.Memory.Items, lc.Memory.Size), bins, dir, true)
+		if err != nil {
+			return nil, fmt.Errorf("latency: memory run %s: %w", lc.Memory, err)
+		}
+		rep.Memory = r
+	}
 	rep.Env.LoadEnd = loadAvg()
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Summary = rep.Targets()
 	return rep, nil
+}
+
+// latencyBins are the programs a latency run starts.
+type latencyBins struct {
+	agent, push, zkraw string
 }
 
 // latencyAgent is the confagent process of one set.
 type latencyAgent struct {
 	*agentProc
-	tmplDest string
-	logPath  string
+	logPath string
 }
 
-// latencyDests are, under base, the agent's dir target, its template
-// target's file and the confd-style follower's file.
-func latencyDests(base string) (dir, tmpl, confd string) {
-	return filepath.Join(base, "out", "d"), filepath.Join(base, "out", "t", "all.conf"), filepath.Join(base, "confd", "all.conf")
+// latencyOut are, under base, the agent's dir target and template
+// target's file, and the confd-style follower's two files.
+type latencyOut struct {
+	dir, tmpl, confd, confdTmpl string
 }
 
-// latencyTemplate renders the generation (first line, as the items'
-// headers say it) and every item.
-const latencyTemplate = `gen={{ printf "%08d" generation }}
-{{ range names }}{{ item . }}{{ end }}`
-
-// startLatencyAgent starts confagent with a dir and a template target on
-// root, logging at debug level in JSON (the "apply timings" lines).
-func startLatencyAgent(bin string, servers []string, root, meta, base string, sessionTimeout time.Duration) (*latencyAgent, error) {
-	dirDest, tmplDest, _ := latencyDests(base)
-	a := &agentProc{id: "confbench-latency", base: base, dest: dirDest}
-	la := &latencyAgent{agentProc: a, tmplDest: tmplDest, logPath: filepath.Join(base, "confagent.log")}
-	tmpl := filepath.Join(base, "all.conf.tmpl")
-	if err := os.WriteFile(tmpl, []byte(latencyTemplate), 0o644); err != nil {
-		return nil, err
+func latencyDests(base string) latencyOut {
+	return latencyOut{
+		dir: filepath.Join(base, "out", "d"), tmpl: filepath.Join(base, "out", "t", "all.conf"),
+		confd: filepath.Join(base, "confd", "all.conf"), confdTmpl: filepath.Join(base, "confd", "tmpl.conf"),
 	}
-	cfg := agentYAML(servers, sessionTimeout, root, meta, a, `""`, "level: debug\nformat: json",
-		fmt.Sprintf("  - name: t\n    type: template\n    src: %s\n    dest: %s\n", tmpl, la.tmplDest))
+}
+
+// latencyTemplate is the template both the agent's template target and
+// the confd-style follower render: the generation on the first line (the
+// benchmark reads it), then sprig helpers over every item, so that a fast
+// path for the dir target cannot hide a slow template: the names sorted
+// (sortAlpha) and as JSON (toJson), every item base64-encoded (b64enc) and
+// indented (nindent), and the whole set as one JSON object (dict, set,
+// toJson), hashed (sha256sum).
+const latencyTemplate = `gen={{ printf "%08d" generation }}
+{{- $all := dict }}
+{{- $sorted := names | sortAlpha }}
+names: {{ $sorted | toJson }}
+{{- range $n := $sorted }}
+{{- $v := item $n }}
+{{- $_ := set $all $n $v }}
+{{ $n }}: {{ len $v }}{{ $v | b64enc | nindent 2 }}
+{{- end }}
+set: {{ $all | toJson | sha256sum }}
+`
+
+// startLatencyAgent starts confagent with a dir target (and a template
+// target unless dirOnly) on root, logging at debug level in JSON (the
+// "apply timings" lines).
+func startLatencyAgent(bin string, servers []string, root, meta, base, tmpl string, dirOnly bool, sessionTimeout time.Duration, env []string) (*latencyAgent, error) {
+	out := latencyDests(base)
+	a := &agentProc{id: "confbench-latency", base: base, dest: out.dir}
+	la := &latencyAgent{agentProc: a, logPath: filepath.Join(base, "confagent.log")}
+	more := ""
+	if !dirOnly {
+		more = fmt.Sprintf("  - name: t\n    type: template\n    src: %s\n    dest: %s\n", tmpl, out.tmpl)
+	}
+	cfg := agentYAML(servers, sessionTimeout, root, meta, a, `""`, "level: debug\nformat: json", more)
 	cfgPath := filepath.Join(base, "confagent.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	if err := a.launch(bin, cfgPath, nil); err != nil {
+	if err := a.launch(bin, cfgPath, env); err != nil {
 		return nil, err
 	}
 	return la, nil
@@ -357,41 +513,60 @@ func (rw *renderWatch) close() {
 	<-rw.done
 }
 
-// measureLatency measures one set.
-func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencySet, name, agentBin, pushBin, dir string) (*LatencySetResult, error) {
-	sched := newSchedule(name, set.Items, lc.ItemSize, set.Changed)
-	t, err := e.newTarget(ctx, name, sched)
+// measureLatency measures one set. A memory run (memory) has the dir
+// target only and no confpush phase.
+func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencySet, name string, bins latencyBins, dir string, memory bool) (*LatencySetResult, error) {
+	res := &LatencySetResult{Items: set.Items, Changed: set.Changed, Size: set.Size, Phases: map[string]Pct{}, LoadStart: loadAvg()}
+	sched := newSchedule(name, set.Items, set.Size, set.Changed)
+	t, err := e.newTargetMode(ctx, name, sched, true)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
 	base := filepath.Join(dir, name)
+	followers := latFollowers
+	if memory {
+		followers = []string{latDir, latConfd}
+	}
 	// Every output is watched before anything renders it.
-	dirDest, tmplDest, confdDest := latencyDests(base)
-	for _, d := range []string{dirDest, filepath.Dir(tmplDest), filepath.Dir(confdDest)} {
+	out := latencyDests(base)
+	for _, d := range []string{out.dir, filepath.Dir(out.tmpl), filepath.Dir(out.confd)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	rec := newRecorder(len(latFollowers))
+	tmpl := filepath.Join(base, "all.conf.tmpl")
+	if err := os.WriteFile(tmpl, []byte(latencyTemplate), 0o644); err != nil {
+		return nil, err
+	}
+	paths := map[string]string{latDir: out.dir, latTemplate: out.tmpl, latConfd: out.confd, latConfdTemplate: out.confdTmpl}
+	var watched []string
+	for _, f := range followers {
+		watched = append(watched, paths[f])
+	}
+	rec := newRecorder(len(followers))
 	status := newRecorder(1)
 	first := rec.expect(t.gen)
 	firstStatus := status.expect(t.gen)
-	rw, err := watchRendered([]string{dirDest, tmplDest, confdDest}, rec)
+	rw, err := watchRendered(watched, rec)
 	if err != nil {
 		return nil, err
 	}
 	defer rw.close()
-	a, err := startLatencyAgent(agentBin, e.srv.addrs, t.root, e.meta, base, lc.SessionTimeout)
+	a, err := startLatencyAgent(bins.agent, e.srv.addrs, t.root, e.meta, base, tmpl, memory, lc.SessionTimeout, lc.ConfAgentEnv)
 	if err != nil {
 		return nil, err
 	}
 	defer a.stop()
-	cd, err := startConfdStyle(ctx, e, t.root, confdDest, set.Items, lc.ItemSize)
+	confdTmpl := ""
+	if !memory {
+		confdTmpl = out.confdTmpl
+	}
+	cd, err := startConfdStyle(bins.zkraw, e.srv.addrs, t.root, out.confd, tmpl, confdTmpl, base)
 	if err != nil {
 		return nil, err
 	}
-	defer cd.close()
+	defer cd.stop()
 	obs, err := dial(ctx, dialOptions{servers: e.srv.addrs, sessionTimeout: lc.SessionTimeout, counts: e.newCounts(), log: e.quiet})
 	if err != nil {
 		return nil, err
@@ -400,23 +575,37 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	sw := watchStatus(ctx, obs.conn, []string{layout.New(t.root, e.meta).StatusNode(a.id)}, status)
 	defer sw.close()
 	if err := rec.wait(ctx, first, lc.WaitTimeout); err != nil {
-		return nil, fmt.Errorf("first render: %w\nagent log:\n%s", err, a.logTail())
+		return nil, fmt.Errorf("first render: %w\nagent log:\n%s\nconfd-style log:\n%s", err, a.logTail(), cd.logTail())
 	}
 	if err := status.wait(ctx, firstStatus, lc.WaitTimeout); err != nil {
 		return nil, fmt.Errorf("first status: %w", err)
 	}
 
-	res := &LatencySetResult{Items: set.Items, Changed: set.Changed, Phases: map[string]Pct{}}
 	// In-process publisher: commit-ack → rendered, phase by phase.
-	rendered := make([][]int64, len(latFollowers))
-	endToEnd := make([][]int64, len(latFollowers))
+	publishes := lc.Publishes
+	if memory {
+		publishes = lc.MemoryPublishes
+	}
+	rendered := make([][]int64, len(followers))
+	endToEnd := make([][]int64, len(followers))
 	var statusAt, pubCall []int64
 	acks := map[int64]int64{} // generation → ack, unix ns
-	var cpu0 time.Duration
-	for r := range lc.Warmup + lc.Publishes {
+	var agentCPU0, confdCPU0 time.Duration
+	var agentMem, confdMem []int64
+	var prof *perfRecord
+	for r := range lc.Warmup + publishes {
 		measured := r >= lc.Warmup
 		if r == lc.Warmup {
-			cpu0 = a.cpu()
+			agentCPU0, confdCPU0 = taskCPU(a.pid()), taskCPU(cd.pid())
+			if lc.PerfDir != "" && !memory {
+				if err := os.MkdirAll(lc.PerfDir, 0o755); err != nil {
+					return nil, err
+				}
+				if prof, err = startPerf(a.pid(), filepath.Join(lc.PerfDir, perfName(set)+".perf.data")); err != nil {
+					return nil, err
+				}
+				defer prof.stop()
+			}
 		}
 		g := t.gen + 1
 		ar, sa := rec.expect(g), status.expect(g)
@@ -425,13 +614,13 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 			return nil, err
 		}
 		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("generation %d: %w\nagent log:\n%s", g, err, a.logTail())
+			return nil, fmt.Errorf("generation %d: %w\nagent log:\n%s\nconfd-style log:\n%s", g, err, a.logTail(), cd.logTail())
 		}
 		if err := status.wait(ctx, sa, lc.WaitTimeout); err != nil {
 			return nil, fmt.Errorf("generation %d status: %w", g, err)
 		}
 		if measured {
-			for i := range latFollowers {
+			for i := range followers {
 				rendered[i] = append(rendered[i], ar.at[i]-pt.acked)
 				endToEnd[i] = append(endToEnd[i], ar.at[i]-pt.call)
 			}
@@ -442,11 +631,28 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		if err := work.Sleep(ctx, lc.Gap); err != nil {
 			return nil, err
 		}
+		if measured {
+			if m, err := readMemStatus(a.pid()); err == nil {
+				agentMem = append(agentMem, m.RSS)
+			}
+			if m, err := readMemStatus(cd.pid()); err == nil {
+				confdMem = append(confdMem, m.RSS)
+			}
+		}
 	}
-	res.AgentCPU = ms(int64(a.cpu()-cpu0)) / float64(lc.Publishes)
+	res.Mode = t.mode
+	res.AgentCPU = ms(int64(taskCPU(a.pid())-agentCPU0)) / float64(publishes)
+	res.ConfdCPU = ms(int64(taskCPU(cd.pid())-confdCPU0)) / float64(publishes)
+	res.CPURatio = finite(ratio(res.AgentCPU, res.ConfdCPU))
+	res.AgentRSS, res.ConfdRSS = memoryOf(a.pid(), agentMem), memoryOf(cd.pid(), confdMem)
+	if prof != nil {
+		if res.Perf, res.CPUPhases, res.PerfSamples, err = prof.report(lc.PerfDir, perfName(set)); err != nil {
+			return nil, err
+		}
+	}
 	res.Publish = pct(pubCall)
-	for i, f := range latFollowers {
-		res.Rows = append(res.Rows, LatencyRow{Items: set.Items, Changed: set.Changed, Follower: f, Publisher: "in-process",
+	for i, f := range followers {
+		res.Rows = append(res.Rows, LatencyRow{Items: set.Items, Changed: set.Changed, Size: set.Size, Follower: f, Publisher: "in-process",
 			Rendered: pct(rendered[i]), EndToEnd: pct(endToEnd[i])})
 	}
 	phases, err := readApplyTimings(a.logPath, acks)
@@ -462,49 +668,107 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
 		return nil, err
 	}
-
-	// confpush processes: start → exit, and start → rendered.
-	items := filepath.Join(base, "items")
-	if err := os.MkdirAll(items, 0o755); err != nil {
-		return nil, err
-	}
-	endToEnd = make([][]int64, len(latFollowers))
-	var pushTimes []int64
-	for r := range lc.Warmup + lc.Publishes {
-		g := t.gen + 1
-		for n, b := range sched.set(g) {
-			if err := os.WriteFile(filepath.Join(items, n), b, 0o644); err != nil {
-				return nil, err
-			}
-		}
-		ar := rec.expect(g)
-		start, took, err := runConfPush(ctx, pushBin, e.srv.addrs, t.root, e.meta, items)
-		if err != nil {
+	if !memory {
+		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, obs.conn); err != nil {
 			return nil, err
 		}
-		t.gen = g
-		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("generation %d (confpush): %w\nagent log:\n%s", g, err, a.logTail())
-		}
-		if r >= lc.Warmup {
-			pushTimes = append(pushTimes, took)
-			for i := range latFollowers {
-				endToEnd[i] = append(endToEnd[i], ar.at[i]-start)
-			}
-		}
-		if err := work.Sleep(ctx, lc.Gap); err != nil {
-			return nil, err
-		}
-	}
-	res.ConfPush = pct(pushTimes)
-	for i, f := range latFollowers {
-		res.Rows = append(res.Rows, LatencyRow{Items: set.Items, Changed: set.Changed, Follower: f, Publisher: "confpush",
-			EndToEnd: pct(endToEnd[i])})
 	}
 	if err := checkDir(a.dest, sched, t.gen); err != nil {
 		return nil, err
 	}
+	res.LoadEnd = loadAvg()
 	return res, nil
+}
+
+// measureConfPush publishes t's next generations with `confpush publish`
+// processes (start → exit, start → rendered), each followed by the raw
+// floor's process (start → exit).
+func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, res *LatencySetResult, rec *recorder, followers []string, bins latencyBins, base string, conn *zk.Conn) error {
+	fl, err := e.newFloor(conn, t, base)
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	res.FloorItems = len(fl.items)
+	items := filepath.Join(base, "items")
+	if err := os.MkdirAll(items, 0o755); err != nil {
+		return err
+	}
+	endToEnd := make([][]int64, len(followers))
+	var pushTimes, floorTimes []int64
+	for r := range lc.Warmup + lc.Publishes {
+		g := t.gen + 1
+		for n, b := range t.sched.set(g) {
+			if err := os.WriteFile(filepath.Join(items, n), b, 0o644); err != nil {
+				return err
+			}
+		}
+		ar := rec.expect(g)
+		start, took, err := runConfPush(ctx, bins.push, e.srv.addrs, t.root, e.meta, items)
+		if err != nil {
+			return err
+		}
+		t.gen = g
+		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
+			return fmt.Errorf("generation %d (confpush): %w", g, err)
+		}
+		floorTook, err := fl.run(ctx, bins.zkraw, e.srv.addrs)
+		if err != nil {
+			return err
+		}
+		if r >= lc.Warmup {
+			pushTimes = append(pushTimes, took)
+			floorTimes = append(floorTimes, floorTook)
+			for i := range followers {
+				endToEnd[i] = append(endToEnd[i], ar.at[i]-start)
+			}
+		}
+		if err := work.Sleep(ctx, lc.Gap); err != nil {
+			return err
+		}
+	}
+	res.ConfPush, res.Floor = pct(pushTimes), pct(floorTimes)
+	res.FloorRatio = finite(ratio(res.ConfPush.P50, res.Floor.P50))
+	for i, f := range followers {
+		res.Rows = append(res.Rows, LatencyRow{Items: len(t.sched.names), Changed: t.sched.changed, Size: t.sched.size, Follower: f, Publisher: "confpush",
+			EndToEnd: pct(endToEnd[i])})
+	}
+	return nil
+}
+
+// memoryOf summarises the RSS samples of pid with its current status.
+func memoryOf(pid int, samples []int64) Memory {
+	var m Memory
+	if len(samples) > 0 {
+		s := slices.Sorted(slices.Values(samples))
+		m.Steady, m.Max = mib(rank(s, 0.5)), mib(s[len(s)-1])
+	}
+	if st, err := readMemStatus(pid); err == nil {
+		// The kernel updates VmHWM lazily: memory returned to it (the Go
+		// scavenger's madvise) can leave it below a sample taken before.
+		m.Peak, m.Anon, m.File = max(mib(st.HWM), m.Max), mib(st.RSSAnon), mib(st.RSSFile)
+	}
+	return m
+}
+
+// finite is v, or 0 for NaN (JSON has no NaN).
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// perfName is the base name of a set's perf files.
+func perfName(set LatencySet) string {
+	return fmt.Sprintf("latency-agent-%dx%d-%s", set.Items, set.Changed, sizeTag(set.Size))
+}
+
+// sizeTag names a size in file names: 1k, 64k, 100b.
+func sizeTag(b int) string {
+	if b%1024 == 0 {
+		return fmt.Sprintf("%dk", b/1024)
+	}
+	return fmt.Sprintf("%db", b)
 }
 
 // probeFsync times n durable 4 KiB file creations in dir (write, fsync,
@@ -540,26 +804,22 @@ func probeFsync(dir string, n int) (Pct, error) {
 	return pct(samples), nil
 }
 
-// cpu is the agent's CPU time so far.
-func (a *latencyAgent) cpu() time.Duration {
-	st, err := readProcStat(a.pid())
-	if err != nil {
-		return 0
-	}
-	return st.cpu
-}
-
 // runConfPush runs `confpush publish DIR` and returns when it started
 // (unix ns) and how long it ran.
 func runConfPush(ctx context.Context, bin string, servers []string, root, meta, dir string) (int64, int64, error) {
-	cmd := exec.CommandContext(ctx, bin, "--zk", strings.Join(servers, ","), "--root", root, "--meta", meta, "publish", dir)
+	return timedRun(exec.CommandContext(ctx, bin, "--zk", strings.Join(servers, ","), "--root", root, "--meta", meta, "publish", dir))
+}
+
+// timedRun runs cmd and returns when it started (unix ns) and how long it
+// ran (ns); its output goes into the error.
+func timedRun(cmd *exec.Cmd) (int64, int64, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)
 	if err != nil {
-		return 0, 0, fmt.Errorf("confpush publish: %w\n%s", err, out.Bytes())
+		return 0, 0, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args[:min(2, len(cmd.Args))], " "), err, out.Bytes())
 	}
 	return start.UnixNano(), int64(took), nil
 }
@@ -613,79 +873,4 @@ func readApplyTimings(path string, acks map[int64]int64) (map[string][]int64, er
 		return nil, fmt.Errorf("%s: %d apply timings for %d measured publishes (a publish coalesced, or debug logging off)", path, n, len(acks))
 	}
 	return out, nil
-}
-
-// confdStyle is the confd-equivalent baseline: a raw go-zookeeper
-// follower that watches the root, reads every item (several in flight on
-// its one connection) and renders them into one file by rename, with no
-// verification and no fsync.
-type confdStyle struct {
-	cl     *client
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startConfdStyle(ctx context.Context, e *env, root, dest string, items, itemSize int) (*confdStyle, error) {
-	cl, err := dial(ctx, e.followerDial(e.newCounts(), items, itemSize))
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &confdStyle{cl: cl, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for rctx.Err() == nil {
-			data, _, ch, err := cl.conn.GetW(root)
-			if err == nil {
-				err = c.render(rctx, root, data, dest)
-			}
-			if err != nil {
-				e.log.Warn("confd-style follower: retrying", "err", err)
-				if work.Sleep(rctx, 100*time.Millisecond) != nil {
-					return
-				}
-				continue
-			}
-			select {
-			case <-ch:
-			case <-rctx.Done():
-			}
-		}
-	}()
-	return c, nil
-}
-
-// render reads every item the manifest names and writes dest.
-func (c *confdStyle) render(ctx context.Context, root string, data []byte, dest string) error {
-	m, err := manifest.Decode(data)
-	if err != nil {
-		return err
-	}
-	names := m.Names()
-	vals := make([][]byte, len(names))
-	// One goroutine per item: go-zookeeper pipelines them on the
-	// connection, as confd's backends issue their reads.
-	if err := work.Parallel(ctx, len(names), len(names), func(_ context.Context, i int) error {
-		b, _, err := c.cl.conn.Get(root + "/" + names[i])
-		vals[i] = b
-		return err
-	}); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "gen=%08d\n", m.Generation)
-	for _, v := range vals {
-		buf.Write(v)
-	}
-	tmp := dest + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dest)
-}
-
-func (c *confdStyle) close() {
-	c.cancel()
-	c.cl.conn.Close()
-	<-c.done
 }

@@ -3,16 +3,61 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/zkconf/zkconf/manifest"
 )
 
-// LatencyTarget is one target of the single-host benchmark and whether
-// the run met it.
-type LatencyTarget struct {
-	Target, Measured string
-	Met              bool
+// Bounds of the single-host targets (issue 27), each a ratio to the
+// baseline measured in the same run unless it says otherwise.
+const (
+	boundRendered20    = 1.5  // commit-ack → rendered p50 ÷ confd-style, 20/1 and 20/20
+	boundRendered100   = 2.0  // … 100/100
+	boundAgentCPU      = 2.0  // agent CPU per publish ÷ confd-style's
+	boundAgentCPU20x1  = 5.0  // ms, agent CPU per publish, 20 items, 1 changed
+	boundConfPushFloor = 1.5  // confpush start → exit ÷ the raw floor's
+	boundCacheCPU      = 1.2  // fleet: the caches' client CPU ÷ the floor's
+	boundCacheP50      = 1.1  // fleet: propagation p50 ÷ the floor's
+	boundAgentRSSMiB   = 25.0 // the agent's RSS with a 20-item set
+)
+
+// Verdict statuses.
+const (
+	statusPass     = "PASS"
+	statusMiss     = "MISS"
+	statusReported = "REPORTED"
+	statusMissing  = "NOT MEASURED"
+)
+
+// Verdict is one target and how the run did against it.
+type Verdict struct {
+	Target string `json:"target"`
+	// Set is the set it was measured on ("" for fleet targets).
+	Set      string `json:"set,omitempty"`
+	Measured string `json:"measured"`
+	Bound    string `json:"bound"`
+	Ratio    string `json:"ratio"`
+	// Status is PASS, MISS, REPORTED (no bound) or NOT MEASURED.
+	Status string `json:"status"`
+}
+
+func passIf(ok bool) string {
+	if ok {
+		return statusPass
+	}
+	return statusMiss
+}
+
+func ratioStr(v float64) string {
+	if v <= 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
 }
 
 // row returns the row of follower under publisher, or nil.
@@ -25,97 +70,307 @@ func (s *LatencySetResult) row(follower, publisher string) *LatencyRow {
 	return nil
 }
 
-// set returns the result of (items, changed), or nil.
-func (r *LatencyReport) set(items, changed int) *LatencySetResult {
-	for i := range r.Sets {
-		if r.Sets[i].Items == items && r.Sets[i].Changed == changed {
-			return &r.Sets[i]
-		}
-	}
-	return nil
+func (s *LatencySetResult) set() LatencySet {
+	return LatencySet{Items: s.Items, Changed: s.Changed, Size: s.Size}
 }
 
-// Targets checks the run against the single-host targets: commit-ack →
-// rendered p50 at most 10 ms for 20 changed items and 3 ms for one (dir
-// and template targets), and `confpush publish` start → rendered p50 at
-// most the confd-style follower's in-process publish start → rendered
-// p50, for 20 items all changed.
-func (r *LatencyReport) Targets() []LatencyTarget {
-	var out []LatencyTarget
-	for _, c := range []struct {
-		changed int
-		limit   float64
-	}{{20, 10}, {1, 3}} {
-		s := r.set(20, c.changed)
-		if s == nil {
-			continue
-		}
+// renderedBound is the bound of commit-ack → rendered ÷ confd-style for
+// a shape, 0 when the issue sets none.
+func renderedBound(items, changed int) float64 {
+	switch {
+	case items == 20 && (changed == 1 || changed == 20):
+		return boundRendered20
+	case items == 100 && changed == 100:
+		return boundRendered100
+	}
+	return 0
+}
+
+// Targets checks the run against issue 27's targets, every one on every
+// set it applies to, and adds the fleet's (cache as a library) when the
+// report carries them.
+func (r *LatencyReport) Targets() []Verdict {
+	var render, cpu, push, rss []Verdict
+	for i := range r.Sets {
+		s := &r.Sets[i]
+		set := s.set().String()
 		for _, f := range []string{latDir, latTemplate} {
-			p := s.row(f, "in-process").Rendered.P50
-			out = append(out, LatencyTarget{
-				Target:   fmt.Sprintf("20 items, %d changed, %s: commit-ack → rendered p50 ≤ %g ms", c.changed, f, c.limit),
-				Measured: fmt.Sprintf("%.2f ms", p), Met: p <= c.limit,
-			})
+			a, b := s.row(f, "in-process"), s.row(latBaseline[f], "in-process")
+			if a == nil || b == nil {
+				continue
+			}
+			rt := finite(ratio(a.Rendered.P50, b.Rendered.P50))
+			v := Verdict{Target: fmt.Sprintf("commit-ack → rendered p50, %s ÷ %s", f, latBaseline[f]), Set: set,
+				Measured: fmt.Sprintf("%s vs %s ms", f1(a.Rendered.P50), f1(b.Rendered.P50)), Ratio: ratioStr(rt), Status: statusReported, Bound: "–"}
+			if bound := renderedBound(s.Items, s.Changed); bound > 0 {
+				v.Bound, v.Status = fmt.Sprintf("≤ %g×", bound), passIf(rt > 0 && rt <= bound)
+			}
+			render = append(render, v)
+		}
+		cpu = append(cpu, Verdict{Target: "agent CPU per publish ÷ confd-style's", Set: set,
+			Measured: fmt.Sprintf("%s vs %s ms", f1(s.AgentCPU), f1(s.ConfdCPU)), Bound: fmt.Sprintf("≤ %g×", boundAgentCPU),
+			Ratio: ratioStr(s.CPURatio), Status: passIf(s.CPURatio > 0 && s.CPURatio <= boundAgentCPU)})
+		if s.Items == 20 && s.Changed == 1 {
+			cpu = append(cpu, Verdict{Target: "agent CPU per publish, one item of a 20-item set", Set: set,
+				Measured: fmt.Sprintf("%s ms", f1(s.AgentCPU)), Bound: fmt.Sprintf("≤ %g ms", boundAgentCPU20x1),
+				Ratio: ratioStr(s.AgentCPU / boundAgentCPU20x1), Status: passIf(s.AgentCPU <= boundAgentCPU20x1)})
+		}
+		if s.Floor.N > 0 {
+			v := Verdict{Target: "confpush publish start → exit p50 ÷ raw floor (connect, one Multi, close)", Set: set,
+				Measured: fmt.Sprintf("%s vs %s ms (floor: %d item(s))", f1(s.ConfPush.P50), f1(s.Floor.P50), s.FloorItems),
+				Bound:    fmt.Sprintf("≤ %g×", boundConfPushFloor), Ratio: ratioStr(s.FloorRatio), Status: passIf(s.FloorRatio > 0 && s.FloorRatio <= boundConfPushFloor)}
+			if s.Mode == manifest.ModeMarker {
+				// A marker-mode publish is several transactions by
+				// design; one Multi is no floor for it.
+				v.Bound, v.Status = "– (marker mode)", statusReported
+			}
+			push = append(push, v)
+		}
+		if s.Items == 20 {
+			rss = append(rss, Verdict{Target: "agent RSS, 20-item set (peak, VmHWM)", Set: set,
+				Measured: fmt.Sprintf("%.1f MiB (steady %.1f, confd-style %.1f)", s.AgentRSS.Peak, s.AgentRSS.Steady, s.ConfdRSS.Peak),
+				Bound:    fmt.Sprintf("≤ %g MiB", boundAgentRSSMiB), Ratio: ratioStr(s.AgentRSS.Peak / boundAgentRSSMiB),
+				Status: passIf(s.AgentRSS.Peak > 0 && s.AgentRSS.Peak <= boundAgentRSSMiB)})
 		}
 	}
-	if s := r.set(20, 20); s != nil {
-		confd := s.row(latConfd, "in-process").EndToEnd.P50
-		for _, f := range []string{latDir, latTemplate} {
-			p := s.row(f, "confpush").EndToEnd.P50
-			out = append(out, LatencyTarget{
-				Target:   fmt.Sprintf("20 items all changed, %s: confpush publish start → rendered p50 ≤ confd-style's (in-process publish start → rendered)", f),
-				Measured: fmt.Sprintf("%.2f ms vs %.2f ms", p, confd), Met: p <= confd,
-			})
-		}
+	out := slices.Concat(render, cpu, push)
+	out = append(out, r.fleetVerdicts()...)
+	out = append(out, rss...)
+	if m := r.Memory; m != nil {
+		out = append(out, Verdict{Target: "agent RSS, large set (dir target only)", Set: m.set().String(),
+			Measured: fmt.Sprintf("%.1f MiB peak, %.1f steady (confd-style %.1f peak)", m.AgentRSS.Peak, m.AgentRSS.Steady, m.ConfdRSS.Peak),
+			Bound:    "say what it is", Ratio: "–", Status: statusReported})
+	} else {
+		out = append(out, Verdict{Target: "agent RSS, large set", Measured: "–", Bound: "say what it is", Ratio: "–", Status: statusMissing})
 	}
+	var sizes []int
+	tmpl := false
+	for _, s := range r.Sets {
+		sizes = append(sizes, s.Size)
+		tmpl = tmpl || s.row(latTemplate, "in-process") != nil
+	}
+	cover := slices.Contains(sizes, 4<<10) && slices.Contains(sizes, 64<<10) && tmpl
+	var names []string
+	for _, z := range slices.Compact(slices.Sorted(slices.Values(sizes))) {
+		names = append(names, size(z))
+	}
+	out = append(out, Verdict{Target: "changed-item sizes 4 KiB and 64 KiB, and a sprig template target, measured",
+		Measured: fmt.Sprintf("sizes %s; template target %v", strings.Join(names, ", "), tmpl), Bound: "all three", Ratio: "–", Status: passIf(cover)})
 	return out
+}
+
+// FleetTargets are the fleet benchmark's (`confbench --agents …`) figures
+// for the cache as a library, at its largest fleet: the zkconf caches
+// against the raw floor, medians of its runs.
+type FleetTargets struct {
+	Started   time.Time `json:"started"`
+	Runs      int       `json:"runs"`
+	N         int       `json:"n"`
+	Changed   int       `json:"changed"`
+	LoadStart float64   `json:"load_average_start"`
+	LoadEnd   float64   `json:"load_average_end"`
+	// CPU and FloorCPU are the client CPU ms per publish (the benchmark
+	// process, publisher included, from the commit to the last follower);
+	// CPURatio their per-run ratio's median, CPUMin and CPUMax its range.
+	CPU      float64 `json:"client_cpu_ms_per_publish"`
+	FloorCPU float64 `json:"floor_client_cpu_ms_per_publish"`
+	CPURatio float64 `json:"client_cpu_ratio"`
+	CPUMin   float64 `json:"client_cpu_ratio_min"`
+	CPUMax   float64 `json:"client_cpu_ratio_max"`
+	// P50 and FloorP50 are propagation p50s (ms); P50Ratio the per-run
+	// ratio's median, P50Min and P50Max its range.
+	P50      float64 `json:"propagation_p50_ms"`
+	FloorP50 float64 `json:"floor_propagation_p50_ms"`
+	P50Ratio float64 `json:"p50_ratio"`
+	P50Min   float64 `json:"p50_ratio_min"`
+	P50Max   float64 `json:"p50_ratio_max"`
+	// Requests per publish per follower of the caches: as they count
+	// them, on the wire, and at the server.
+	ClientRequests float64 `json:"client_requests"`
+	WireRequests   float64 `json:"wire_requests"`
+	ServerRequests float64 `json:"server_requests"`
+}
+
+// fleetTargets summarises r for the latency summary; nil when it measured
+// no fleet with both the caches and the floor.
+func (r *Report) fleetTargets() *FleetTargets {
+	if len(r.Runs) == 0 || len(r.Settings.Fleets) == 0 {
+		return nil
+	}
+	n := slices.Max(r.Settings.Fleets)
+	p, fl := r.Fleet(n, kindProject), r.Fleet(n, kindFloor)
+	if p.Runs == 0 || fl.Runs == 0 {
+		return nil
+	}
+	cpu := r.ratioOver(n, kindFloor, func(a, b FleetResult) float64 { return ratio(a.ClientCPU, b.ClientCPU) })
+	p50r := r.ratioOver(n, kindFloor, func(a, b FleetResult) float64 { return ratio(p50(a), p50(b)) })
+	return &FleetTargets{
+		Started: r.Started, Runs: len(r.Runs), N: n, Changed: r.Settings.Changed, LoadStart: r.Env.LoadStart, LoadEnd: r.Env.LoadEnd,
+		CPU: finite(p.ClientCPU), FloorCPU: finite(fl.ClientCPU),
+		CPURatio: finite(cpu.Median), CPUMin: finite(cpu.Min), CPUMax: finite(cpu.Max),
+		P50: finite(p.Propagation.P50), FloorP50: finite(fl.Propagation.P50),
+		P50Ratio: finite(p50r.Median), P50Min: finite(p50r.Min), P50Max: finite(p50r.Max),
+		ClientRequests: p.ClientRequests, WireRequests: p.WireRequests, ServerRequests: p.ServerRequests,
+	}
+}
+
+// requestsUnchanged says whether the caches made exactly one root read
+// and one read per changed item per publish (the server's count may add
+// a ping's share).
+func (f *FleetTargets) requestsUnchanged() bool {
+	want := float64(1 + f.Changed)
+	return math.Abs(f.ClientRequests-want) < 0.005 && math.Abs(f.WireRequests-want) < 0.005 && math.Abs(f.ServerRequests-want) < 0.05
+}
+
+// fleetVerdicts are the cache-as-a-library targets.
+func (r *LatencyReport) fleetVerdicts() []Verdict {
+	names := []string{
+		"cache as a library: client CPU per publish ÷ raw floor (largest fleet)",
+		"cache as a library: propagation p50 ÷ raw floor (largest fleet)",
+		"cache as a library: requests per publish per follower unchanged",
+	}
+	f := r.Fleet
+	if f == nil {
+		var out []Verdict
+		for _, n := range names {
+			out = append(out, Verdict{Target: n, Measured: "– (no fleet results: confbench --agents 1000 first, or --fleet-results)", Bound: "–", Ratio: "–", Status: statusMissing})
+		}
+		return out
+	}
+	set := fmt.Sprintf("N=%d, %d run(s)", f.N, f.Runs)
+	return []Verdict{
+		{Target: names[0], Set: set, Measured: fmt.Sprintf("%s vs %s ms (runs %.2f–%.2f)", f1(f.CPU), f1(f.FloorCPU), f.CPUMin, f.CPUMax),
+			Bound: fmt.Sprintf("≤ %g×", boundCacheCPU), Ratio: ratioStr(f.CPURatio), Status: passIf(f.CPURatio > 0 && f.CPURatio <= boundCacheCPU)},
+		{Target: names[1], Set: set, Measured: fmt.Sprintf("%s vs %s ms (runs %.2f–%.2f)", f1(f.P50), f1(f.FloorP50), f.P50Min, f.P50Max),
+			Bound: fmt.Sprintf("≤ %g×", boundCacheP50), Ratio: ratioStr(f.P50Ratio), Status: passIf(f.P50Ratio > 0 && f.P50Ratio <= boundCacheP50)},
+		{Target: names[2], Set: set, Measured: fmt.Sprintf("%.2f · %.2f · %.2f (client · wire · server)", f.ClientRequests, f.WireRequests, f.ServerRequests),
+			Bound: fmt.Sprintf("= %d.00", 1+f.Changed), Ratio: ratioStr(f.ClientRequests / float64(1+f.Changed)), Status: passIf(f.requestsUnchanged())},
+	}
 }
 
 // Markdown renders the report.
 func (r *LatencyReport) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Single-host latency (confbench latency)\n\n")
-	fmt.Fprintf(&b, "Started %s, %.0f s. %s, %d cores, %s, ZooKeeper %s (standalone%s). Load average %.2f at the start, %.2f at the end.\n\n",
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Single-host latency (confbench latency)\n\n")
+	w("Started %s, %.0f s. %s, %d cores, %s, ZooKeeper %s (standalone%s). **Load average %.2f at the start, %.2f at the end.**\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Seconds, r.Env.CPU, r.Env.Cores, r.Env.Go, r.Env.ZooKeeper,
 		map[bool]string{true: ", started by the benchmark", false: ", given"}[r.Env.OwnServer], r.Env.LoadStart, r.Env.LoadEnd)
-	fmt.Fprintf(&b, "Items of %d bytes; %d measured publishes per set and publisher after %d unmeasured; %s between publishes.\n\n",
-		r.Config.ItemSize, r.Config.Publishes, r.Config.Warmup, r.Config.Gap)
-	b.WriteString("## Commit-ack → rendered, and publish start → rendered (ms)\n\n")
-	b.WriteString("| items | changed | follower | publisher | ack→rendered p50 | p90 | max | start→rendered p50 | p90 | max |\n")
-	b.WriteString("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range r.Sets {
+	w("%d measured publishes per set and publisher after %d unmeasured; %s between publishes. The agent (confagent) renders a `dir` target and a `template` target (sprig helpers over every item); the confd-style follower (raw go-zookeeper, a process of its own) renders a file of every item and the same template, with no verification, fsync or state. Ratios compare each agent target with the confd-style output of the same kind.\n\n",
+		r.Config.Publishes, r.Config.Warmup, r.Config.Gap)
+
+	if len(r.Config.ConfAgentEnv) > 0 {
+		w("**Agent environment: `%s`.**\n\n", strings.Join(r.Config.ConfAgentEnv, " "))
+	}
+	w("## Summary: issue 27's targets\n\n| target | set | measured | bound | ratio | verdict |\n|---|---|---|---|---:|---|\n")
+	for _, v := range r.Targets() {
+		w("| %s | %s | %s | %s | %s | **%s** |\n", v.Target, v.Set, v.Measured, v.Bound, v.Ratio, v.Status)
+	}
+	w("\n### Conditions per set\n\nThe durable-step probe: a new 4 KiB file written and fsynced, then its directory fsynced, 20 times in the agent's state directory between the two publishers' runs (what one durable step of the agent's path cost on this disk at the time; the confd-style follower takes none).\n\n")
+	w("| set | publish mode | load average start → end | durable step p50 | p90 |\n|---|---|---|---:|---:|\n")
+	for _, s := range r.allSets() {
+		w("| %s | %s | %.2f → %.2f | %.2f | %.2f |\n", s.set(), s.Mode, s.LoadStart, s.LoadEnd, s.Fsync.P50, s.Fsync.P90)
+	}
+
+	w("\n## Commit-ack → rendered, and publish start → rendered (ms)\n\n")
+	w("| set | follower | publisher | ack→rendered p50 | p90 | max | start→rendered p50 | p90 | max |\n")
+	w("|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.allSets() {
 		for _, row := range s.Rows {
-			ack := "–\t–\t–"
+			ack := "– | – | –"
 			if row.Rendered.N > 0 {
-				ack = fmt.Sprintf("%.2f\t%.2f\t%.2f", row.Rendered.P50, row.Rendered.P90, row.Rendered.Max)
+				ack = fmt.Sprintf("%.2f | %.2f | %.2f", row.Rendered.P50, row.Rendered.P90, row.Rendered.Max)
 			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %.2f | %.2f | %.2f |\n", row.Items, row.Changed, row.Follower, row.Publisher,
-				strings.ReplaceAll(ack, "\t", " | "), row.EndToEnd.P50, row.EndToEnd.P90, row.EndToEnd.Max)
+			w("| %s | %s | %s | %s | %.2f | %.2f | %.2f |\n", s.set(), row.Follower, row.Publisher, ack, row.EndToEnd.P50, row.EndToEnd.P90, row.EndToEnd.Max)
 		}
 	}
-	b.WriteString("\n## The agent's phases, p50 (ms), and CPU per publish\n\n")
-	b.WriteString("In-process publisher. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; persist: the state file; stage, check, swap: the renderer (both targets); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
-	b.WriteString("| items | changed |")
+
+	w("\n## The agent's phases, p50 (ms)\n\n")
+	w("In-process publisher. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; persist: the state file; stage, check, swap: the renderer (every target); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
+	w("| set |")
 	for _, p := range latPhases {
-		fmt.Fprintf(&b, " %s |", p)
+		w(" %s |", p)
 	}
-	b.WriteString(" agent CPU ms/publish | publish call→ack p50 | confpush start→exit p50 | p90 | 4 KiB file+dir fsync p50 | p90 |\n|---:|---:|")
-	for range latPhases {
-		b.WriteString("---:|")
-	}
-	b.WriteString("---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range r.Sets {
-		fmt.Fprintf(&b, "| %d | %d |", s.Items, s.Changed)
+	w(" publish call→ack |\n|---|%s---:|\n", strings.Repeat("---:|", len(latPhases)))
+	for _, s := range r.allSets() {
+		w("| %s |", s.set())
 		for _, p := range latPhases {
-			fmt.Fprintf(&b, " %.2f |", s.Phases[p].P50)
+			w(" %.2f |", s.Phases[p].P50)
 		}
-		fmt.Fprintf(&b, " %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", s.AgentCPU, s.Publish.P50, s.ConfPush.P50, s.ConfPush.P90, s.Fsync.P50, s.Fsync.P90)
+		w(" %.2f |\n", s.Publish.P50)
 	}
-	b.WriteString("\n## Targets\n\n")
-	for _, t := range r.Targets() {
-		fmt.Fprintf(&b, "- %s %s: %s\n", map[bool]string{true: "MET", false: "MISSED"}[t.Met], t.Target, t.Measured)
+
+	w("\n## CPU and memory per process\n\n")
+	w("CPU: milliseconds per publish over the in-process publisher's measured publishes, every thread (/proc/<pid>/task/*/schedstat). RSS (MiB): steady is the median and max the largest of the samples taken after every measured publish; peak is VmHWM at the end (since the process started).\n\n")
+	w("| set | agent CPU ms | confd-style CPU ms | ratio | agent RSS steady | max | peak | anon · file | confd-style RSS steady | peak |\n|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+	for _, s := range r.allSets() {
+		w("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f · %.1f | %.1f | %.1f |\n", s.set(), f1(s.AgentCPU), f1(s.ConfdCPU), ratioStr(s.CPURatio),
+			s.AgentRSS.Steady, s.AgentRSS.Max, s.AgentRSS.Peak, s.AgentRSS.Anon, s.AgentRSS.File, s.ConfdRSS.Steady, s.ConfdRSS.Peak)
+	}
+	if r.Memory != nil {
+		w("\nThe last row is the memory run: %d publishes, the dir target only (no template target, no confpush).\n", r.Config.MemoryPublishes)
+	}
+
+	w("\n## `confpush publish` against its floor (ms)\n\n")
+	w("Process start → exit. The floor is a raw go-zookeeper program (`zkraw multi`, built by the benchmark) that connects, sends one Multi of the commit's operations (the root's data of the manifest's size, the changed items' data — as many as fit one Multi —, a Check per item, a history entry's Create) and closes; it runs right after each confpush.\n\n")
+	w("| set | confpush p50 | p90 | floor p50 | p90 | floor items | ratio p50 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Sets {
+		w("| %s | %.2f | %.2f | %.2f | %.2f | %d | %s |\n", s.set(), s.ConfPush.P50, s.ConfPush.P90, s.Floor.P50, s.Floor.P90, s.FloorItems, ratioStr(s.FloorRatio))
+	}
+
+	if f := r.Fleet; f != nil {
+		w("\n## Cache as a library (fleet benchmark)\n\n")
+		w("From the fleet report (`confbench`, results.json) started %s: %d run(s), largest fleet N=%d, %d changed per publish, load average %.2f → %.2f.\n\n",
+			f.Started.UTC().Format("2006-01-02 15:04 UTC"), f.Runs, f.N, f.Changed, f.LoadStart, f.LoadEnd)
+		w("| | zkconf caches | raw floor | ratio (median of runs) |\n|---|---:|---:|---:|\n")
+		w("| client CPU ms per publish | %s | %s | %s |\n", f1(f.CPU), f1(f.FloorCPU), ratioStr(f.CPURatio))
+		w("| propagation p50 ms | %s | %s | %s |\n", f1(f.P50), f1(f.FloorP50), ratioStr(f.P50Ratio))
+		w("| requests per publish per follower (client · wire · server) | %.2f · %.2f · %.2f | | |\n", f.ClientRequests, f.WireRequests, f.ServerRequests)
+	}
+	var perf []string
+	for _, s := range r.Sets {
+		perf = append(perf, s.Perf...)
+	}
+	if len(perf) > 0 {
+		w("\n## Profiles: the agent's CPU by phase\n\n`perf record -g` (999 Hz) of the agent over each set's measured in-process publishes (the timings above then include perf's own cost): %s. ", strings.Join(perf, ", "))
+		w("Each sample counts for the phase of the first zkconf or go-zookeeper frame from the leaf (the standard library, the runtime and the kernel count for their caller); a sample with the collector's work anywhere on its stack is GC. ms/publish is the share × the agent's CPU per publish.\n\n")
+		w("| phase |")
+		for _, s := range r.Sets {
+			if s.PerfSamples > 0 {
+				w(" %s %% | ms/publish |", s.set())
+			}
+		}
+		w("\n|---|%s\n", strings.Repeat("---:|---:|", len(perf)/2))
+		for _, p := range CPUPhases {
+			w("| %s |", p)
+			for _, s := range r.Sets {
+				if s.PerfSamples > 0 {
+					w(" %.1f | %.2f |", 100*s.CPUPhases[p], s.CPUPhases[p]*s.AgentCPU)
+				}
+			}
+			w("\n")
+		}
+		w("| samples |")
+		for _, s := range r.Sets {
+			if s.PerfSamples > 0 {
+				w(" %d | |", s.PerfSamples)
+			}
+		}
+		w("\n")
 	}
 	return b.String()
+}
+
+// allSets are the sets, then the memory run.
+func (r *LatencyReport) allSets() []*LatencySetResult {
+	var out []*LatencySetResult
+	for i := range r.Sets {
+		out = append(out, &r.Sets[i])
+	}
+	if r.Memory != nil {
+		out = append(out, r.Memory)
+	}
+	return out
 }
 
 // Write writes latency-results.md and latency-results.json to dir.

@@ -46,11 +46,20 @@ func (w *wireCounts) op(op int) int64 {
 	return w.ops[op].Load()
 }
 
-// commitClock times one commit on a publisher's connection: when the first
-// Multi sent after arm leaves the client, and when its reply arrives. That
-// is "commit start" and "commit acknowledged" without touching package
+// commitClock times one commit on a publisher's connection: when the
+// commit's Multi leaves the client, and when its reply arrives. That is
+// "commit start" and "commit acknowledged" without touching package
 // publish: the tap sees its transaction on the wire.
+//
+// With root empty, the commit is the first Multi sent after arm. With
+// root set, it is the last Multi after arm whose first operation is a
+// SetData of root (a Create on the root's first generation): a multi-mode publish sends one (the commit), a
+// marker-mode publish two (6c, the root's data rewritten unchanged with
+// the marker's creation, then 6e, the commit), and neither GC (a Check of
+// the root first) nor the blob stores (Creates) start with one.
 type commitClock struct {
+	root string
+
 	mu    sync.Mutex
 	armed bool
 	xid   int32
@@ -58,7 +67,7 @@ type commitClock struct {
 	acked int64
 }
 
-// arm makes the clock catch the next Multi.
+// arm makes the clock catch the next commit.
 func (c *commitClock) arm() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,15 +82,43 @@ func (c *commitClock) times() (sent, acked int64) {
 	return c.sent, c.acked
 }
 
-func (c *commitClock) onSend(xid int32, op int32, now int64) {
+// Opcodes of the operations a commit starts with (also a Multi
+// operation's type).
+const (
+	opCreate  = 1
+	opSetData = 5
+)
+
+// multiSetsData reports whether body (a Multi request after its header:
+// the first operation's header, then its request) starts with a SetData
+// (or, for a root's first generation, a Create) of path. A Multi
+// operation's header is its type (int32), done (one byte) and err
+// (int32); both requests start with their path (int32 length, then the
+// bytes).
+func multiSetsData(body []byte, path string) bool {
+	const head = 4 + 1 + 4
+	if len(body) < head+4 {
+		return false
+	}
+	if t := int32(binary.BigEndian.Uint32(body)); t != opSetData && t != opCreate {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(body[head:]))
+	return n == len(path) && len(body) >= head+4+n && string(body[head+4:head+4+n]) == path
+}
+
+// onSend sees a request leave: body is what follows its opcode.
+func (c *commitClock) onSend(xid int32, op int32, body []byte, now int64) {
 	if op != opMulti {
 		return
 	}
+	commit := c.root == "" || multiSetsData(body, c.root)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.armed && c.sent == 0 {
-		c.xid, c.sent = xid, now
+	if !c.armed || !commit || (c.root == "" && c.sent != 0) {
+		return
 	}
+	c.xid, c.sent, c.acked = xid, now, 0
 }
 
 func (c *commitClock) onReply(xid int32, now int64) {
@@ -89,7 +126,9 @@ func (c *commitClock) onReply(xid int32, now int64) {
 	defer c.mu.Unlock()
 	if c.armed && c.sent != 0 && c.acked == 0 && xid == c.xid {
 		c.acked = now
-		c.armed = false
+		if c.root == "" {
+			c.armed = false
+		}
 	}
 }
 
@@ -133,7 +172,7 @@ func (t *tapConn) Write(p []byte) (int, error) {
 				t.counts.ops[op].Add(1)
 			}
 			if t.clock != nil {
-				t.clock.onSend(xid, op, now)
+				t.clock.onSend(xid, op, p[12:], now)
 			}
 		}
 	default:

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,8 @@ func TestSmoke(t *testing.T) {
 	if f := rep.Footprint; f == nil || f.IdleRSS <= 0 || f.LoadRSS <= 0 || f.Publishes != 1 || f.IdleCPU < 0 {
 		t.Errorf("footprint %+v", f)
 	}
-	if n := len(rep.Targets()); n != 7 {
-		t.Errorf("%d targets evaluated, want 7", n)
+	if n := len(rep.Targets()); n != 10 {
+		t.Errorf("%d targets evaluated, want 10", n)
 	}
 
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
@@ -165,6 +166,15 @@ func TestFlags(t *testing.T) {
 	}
 	if cfg.Quick || cfg.Publishes < 50 || len(cfg.Fleets) != 4 || cfg.Fleets[3] != 1000 || cfg.Items != 20 || cfg.ItemSize != 1024 {
 		t.Errorf("defaults: %+v", cfg)
+	}
+	sizes, err := parseSizes("1k, 4K,64k,100")
+	if err != nil || !slices.Equal(sizes, []int{1024, 4096, 65536, 100}) {
+		t.Errorf("parseSizes: %v, %v", sizes, err)
+	}
+	for _, bad := range []string{"", "0", "-1k", "1m", "k"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("parseSizes(%q) accepted", bad)
+		}
 	}
 	if _, _, err := parseFlags([]string{"--agents", "1,x"}, &stderr); err == nil {
 		t.Error("--agents 1,x accepted")

@@ -1,70 +1,116 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/tools/bench"
 )
 
 // TestLatencySmoke runs `confbench latency --quick` end to end (own
-// ZooKeeper, a real confagent with a dir and a template target, the
-// confd-style follower, confpush processes) and checks the harness, not
-// the timings: every set has a row per follower and publisher with every
-// measured publish, every phase of the agent has its samples (the agent's
-// "apply timings" lines were found for every publish), and the report is
-// written.
+// ZooKeeper, a real confagent with a dir and a sprig template target, the
+// confd-style follower and the floor as zkraw processes, confpush
+// processes, the memory run) and checks the harness, not the timings:
+// every set has a row per follower and publisher with every measured
+// publish, every phase of the agent has its samples (the agent's "apply
+// timings" lines were found for every publish), CPU and memory were read
+// for both processes, the floor ran beside every confpush, the 20 × 64 KiB
+// set went through marker mode (its commit found by the tap), and the
+// report and its summary are written.
 func TestLatencySmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper, a confagent and confpush processes; run without -short (make test)")
 	}
 	var rep bench.LatencyReport
-	out := runConfbench(t, "latency-results.json", &rep, "latency", "--quick")
+	out := runConfbench(t, "latency-results.json", &rep, "latency", "--quick", "--fleet-results", "none")
 	n := rep.Config.Publishes
-	if len(rep.Sets) != len(rep.Config.Sets) || len(rep.Sets) == 0 {
-		t.Fatalf("%d set results for %d sets", len(rep.Sets), len(rep.Config.Sets))
+	if len(rep.Sets) != len(rep.Config.Sets) || len(rep.Sets) != 2 {
+		t.Fatalf("%d set results for %d sets, want 2", len(rep.Sets), len(rep.Config.Sets))
 	}
+	followers := []string{"confagent dir", "confagent template", "confd-style", "confd-style template"}
 	for _, s := range rep.Sets {
-		rows := map[string]bench.LatencyRow{}
-		for _, r := range s.Rows {
-			rows[r.Follower+"/"+r.Publisher] = r
+		name := fmt.Sprintf("%d/%d × %d", s.Items, s.Changed, s.Size)
+		checkRows(t, name, s, followers, []string{"in-process", "confpush"}, n)
+		if s.Fsync.N == 0 || s.Publish.N != n || s.ConfPush.N != n || s.Floor.N != n || s.FloorItems < 1 || s.FloorRatio <= 0 {
+			t.Errorf("%s: %d fsync probes, %d publish, %d confpush and %d floor samples (%d items), ratio %.2f; want %d each", name,
+				s.Fsync.N, s.Publish.N, s.ConfPush.N, s.Floor.N, s.FloorItems, s.FloorRatio, n)
 		}
-		for _, f := range []string{"confagent dir", "confagent template", "confd-style"} {
-			for _, p := range []string{"in-process", "confpush"} {
-				r, ok := rows[f+"/"+p]
-				switch {
-				case !ok:
-					t.Errorf("%d/%d: no row for %s under %s", s.Items, s.Changed, f, p)
-				case r.EndToEnd.N != n || r.EndToEnd.P50 <= 0 || r.EndToEnd.Max < r.EndToEnd.P50:
-					t.Errorf("%d/%d %s %s: start → rendered %+v, want %d positive samples", s.Items, s.Changed, f, p, r.EndToEnd, n)
-				case p == "in-process" && r.Rendered.N != n:
-					t.Errorf("%d/%d %s: commit-ack → rendered has %d samples, want %d", s.Items, s.Changed, f, r.Rendered.N, n)
-				}
-			}
+		want := manifest.ModeMulti
+		if s.Size == 64<<10 {
+			want = manifest.ModeMarker // 20 × 64 KiB does not fit a Multi
 		}
-		for _, p := range []string{"notification", "reads", "verify", "persist", "stage", "check", "swap", "rendered", "status node"} {
-			if s.Phases[p].N != n {
-				t.Errorf("%d/%d: phase %s has %d samples, want %d", s.Items, s.Changed, p, s.Phases[p].N, n)
-			}
+		if s.Mode != want {
+			t.Errorf("%s: published in %q mode, want %s", name, s.Mode, want)
 		}
-		for p, d := range map[string]bench.Pct{"reads": s.Phases["reads"], "persist": s.Phases["persist"], "stage": s.Phases["stage"], "swap": s.Phases["swap"]} {
-			if d.P50 <= 0 {
-				t.Errorf("%d/%d: phase %s p50 %.3f ms: the agent did not time it", s.Items, s.Changed, p, d.P50)
-			}
-		}
-		if s.AgentCPU < 0 || s.Publish.N != n || s.ConfPush.N != n || s.Fsync.N == 0 {
-			t.Errorf("%d/%d: agent CPU %.2f, %d publish and %d confpush samples, want %d", s.Items, s.Changed, s.AgentCPU, s.Publish.N, s.ConfPush.N, n)
+	}
+	m := rep.Memory
+	if m == nil {
+		t.Fatal("no memory run")
+	}
+	checkRows(t, "memory run", *m, []string{"confagent dir", "confd-style"}, []string{"in-process"}, rep.Config.MemoryPublishes)
+	if len(m.Rows) != 2 || m.ConfPush.N != 0 {
+		t.Errorf("memory run: %d rows, %d confpush samples; want the dir target and the confd-style file, no confpush", len(m.Rows), m.ConfPush.N)
+	}
+	if len(rep.Summary) == 0 {
+		t.Fatal("no summary")
+	}
+	for _, v := range rep.Summary {
+		if v.Status == "NOT MEASURED" && !strings.HasPrefix(v.Target, "cache as a library") {
+			t.Errorf("summary: %q not measured", v.Target)
 		}
 	}
 	md, err := os.ReadFile(filepath.Join(out, "latency-results.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"confd-style", "status node", "## Targets"} {
+	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "| 20/20 × 64 KiB | marker |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("latency-results.md lacks %q", want)
+		}
+	}
+}
+
+// checkRows checks one set's rows, phases, CPU and memory.
+func checkRows(t *testing.T, name string, s bench.LatencySetResult, followers, publishers []string, n int) {
+	t.Helper()
+	rows := map[string]bench.LatencyRow{}
+	for _, r := range s.Rows {
+		rows[r.Follower+"/"+r.Publisher] = r
+	}
+	for _, f := range followers {
+		for _, p := range publishers {
+			r, ok := rows[f+"/"+p]
+			switch {
+			case !ok:
+				t.Errorf("%s: no row for %s under %s", name, f, p)
+			case r.EndToEnd.N != n || r.EndToEnd.P50 <= 0 || r.EndToEnd.Max < r.EndToEnd.P50:
+				t.Errorf("%s %s %s: start → rendered %+v, want %d positive samples", name, f, p, r.EndToEnd, n)
+			case p == "in-process" && r.Rendered.N != n:
+				t.Errorf("%s %s: commit-ack → rendered has %d samples, want %d", name, f, r.Rendered.N, n)
+			}
+		}
+	}
+	for _, p := range []string{"notification", "reads", "verify", "persist", "stage", "check", "swap", "rendered", "status node"} {
+		if s.Phases[p].N != n {
+			t.Errorf("%s: phase %s has %d samples, want %d", name, p, s.Phases[p].N, n)
+		}
+	}
+	for _, p := range []string{"reads", "persist", "stage", "swap"} {
+		if d := s.Phases[p]; d.P50 <= 0 {
+			t.Errorf("%s: phase %s p50 %.3f ms: the agent did not time it", name, p, d.P50)
+		}
+	}
+	// Both processes render every publish: each spent CPU on it.
+	if s.AgentCPU <= 0 || s.ConfdCPU <= 0 || s.CPURatio <= 0 {
+		t.Errorf("%s: CPU per publish: agent %.2f ms, confd-style %.2f ms, ratio %.2f", name, s.AgentCPU, s.ConfdCPU, s.CPURatio)
+	}
+	for who, m := range map[string]bench.Memory{"agent": s.AgentRSS, "confd-style": s.ConfdRSS} {
+		if !(m.Steady > 0 && m.Steady <= m.Max && m.Max <= m.Peak) {
+			t.Errorf("%s: %s RSS %+v: want 0 < steady ≤ max ≤ peak", name, who, m)
 		}
 	}
 }

@@ -25,21 +25,33 @@ func Build(ctx context.Context, out string) error {
 // BuildCommand builds the zkconf command name (confagent, confpush) into
 // the file out, the way Build builds confagent.
 func BuildCommand(ctx context.Context, name, out string) error {
+	return buildIn(ctx, "github.com/zkconf/zkconf", "./cmd/"+name, out)
+}
+
+// BuildTool builds the tools module's command name (tools/cmd/NAME) into
+// the file out, in the tools module's directory.
+func BuildTool(ctx context.Context, name, out string) error {
+	return buildIn(ctx, "github.com/zkconf/zkconf/tools", "./cmd/"+name, out)
+}
+
+// buildIn builds pkg of module (found from the current directory) into
+// out, inside the module's own directory.
+func buildIn(ctx context.Context, module, pkg, out string) error {
 	out, err := filepath.Abs(out) // the build runs in another directory
 	if err != nil {
-		return fmt.Errorf("build %s: %w", name, err)
+		return fmt.Errorf("build %s: %w", pkg, err)
 	}
 	var stderr bytes.Buffer
-	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/zkconf/zkconf")
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
 	list.Stderr = &stderr
 	dir, err := list.Output()
 	if err != nil {
-		return fmt.Errorf("find the zkconf module (run inside zkconf or its tools module): %w\n%s", err, stderr.Bytes())
+		return fmt.Errorf("find the module %s (run inside zkconf or its tools module): %w\n%s", module, err, stderr.Bytes())
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	build.Dir = strings.TrimSpace(string(dir))
 	if msg, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s in %s: %w\n%s", name, build.Dir, err, msg)
+		return fmt.Errorf("build %s in %s: %w\n%s", pkg, build.Dir, err, msg)
 	}
 	return nil
 }

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/zkconf/zkconf/manifest"
+)
+
+// latSet builds a set result whose agent targets render in dir and tmpl
+// ms against the confd-style follower's 10 ms.
+func latSet(items, changed, size int, mode manifest.Mode, dir, tmpl float64) LatencySetResult {
+	s := LatencySetResult{Items: items, Changed: changed, Size: size, Mode: mode}
+	for f, p50 := range map[string]float64{latDir: dir, latTemplate: tmpl, latConfd: 10, latConfdTemplate: 10} {
+		s.Rows = append(s.Rows, LatencyRow{Items: items, Changed: changed, Size: size, Follower: f, Publisher: "in-process", Rendered: Pct{N: 1, P50: p50}})
+	}
+	return s
+}
+
+// TestLatencyTargets checks the summary's verdicts against hand-made
+// results: each bound of issue 27 on the sets it applies to, marker-mode
+// sets reported rather than judged against one Multi, the fleet's targets
+// from a fleet report, and what was not measured said so.
+func TestLatencyTargets(t *testing.T) {
+	a := latSet(20, 1, 1024, "multi", 14, 16) // dir 1.4× PASS, template 1.6× MISS
+	a.AgentCPU, a.ConfdCPU, a.CPURatio = 4, 2.5, 1.6
+	a.ConfPush, a.Floor, a.FloorRatio, a.FloorItems = Pct{N: 1, P50: 30}, Pct{N: 1, P50: 20}, 1.5, 1
+	a.AgentRSS = Memory{Steady: 20, Max: 21, Peak: 26}
+	b := latSet(20, 20, 64<<10, "marker", 30, 30)
+	b.AgentCPU, b.ConfdCPU, b.CPURatio = 30, 10, 3
+	b.ConfPush, b.Floor, b.FloorRatio, b.FloorItems = Pct{N: 1, P50: 300}, Pct{N: 1, P50: 100}, 3, 14
+	b.AgentRSS = Memory{Steady: 20, Max: 21, Peak: 24}
+	c := latSet(100, 100, 1024, "multi", 19, 21) // bound 2: PASS, MISS
+	d := latSet(100, 1, 1024, "multi", 50, 50)   // no bound: reported
+	d.AgentCPU, d.ConfdCPU, d.CPURatio = 6, 4, 1.5
+
+	fleet := &Report{Settings: Settings{Fleets: []int{1000}, Changed: 1}, Runs: []RunResult{{Fleets: []FleetResult{
+		{Kind: kindProject, N: 1000, ClientCPU: 110, Propagation: Dist{P50: 120}, ClientRequests: 2, WireRequests: 2, ServerRequests: 2.01},
+		{Kind: kindFloor, N: 1000, ClientCPU: 100, Propagation: Dist{P50: 100}, ClientRequests: 2, WireRequests: 2, ServerRequests: 2},
+	}}}}
+	// The fleet report reaches the latency run through its JSON.
+	js, err := json.Marshal(fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded Report
+	if err := json.Unmarshal(js, &loaded); err != nil {
+		t.Fatal(err)
+	}
+	r := &LatencyReport{Sets: []LatencySetResult{a, b, c, d}, Fleet: loaded.fleetTargets()}
+	got := map[string]string{}
+	for _, v := range r.Targets() {
+		got[v.Target+" @ "+v.Set] = v.Status
+	}
+	want := map[string]string{
+		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 20/1 × 1 KiB":                      statusPass,
+		"commit-ack → rendered p50, confagent template ÷ confd-style template @ 20/1 × 1 KiB":        statusMiss,
+		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 100/100 × 1 KiB":                   statusPass,
+		"commit-ack → rendered p50, confagent template ÷ confd-style template @ 100/100 × 1 KiB":     statusMiss,
+		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 100/1 × 1 KiB":                     statusReported,
+		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 20/20 × 64 KiB":                    statusMiss,
+		"agent CPU per publish ÷ confd-style's @ 20/1 × 1 KiB":                                       statusPass,
+		"agent CPU per publish, one item of a 20-item set @ 20/1 × 1 KiB":                            statusPass,
+		"agent CPU per publish ÷ confd-style's @ 20/20 × 64 KiB":                                     statusMiss,
+		"confpush publish start → exit p50 ÷ raw floor (connect, one Multi, close) @ 20/1 × 1 KiB":   statusPass,
+		"confpush publish start → exit p50 ÷ raw floor (connect, one Multi, close) @ 20/20 × 64 KiB": statusReported,
+		"agent RSS, 20-item set (peak, VmHWM) @ 20/1 × 1 KiB":                                        statusMiss,
+		"agent RSS, 20-item set (peak, VmHWM) @ 20/20 × 64 KiB":                                      statusPass,
+		"agent RSS, large set @ ": statusMissing,
+		"changed-item sizes 4 KiB and 64 KiB, and a sprig template target, measured @ ":             statusMiss,
+		"cache as a library: client CPU per publish ÷ raw floor (largest fleet) @ N=1000, 1 run(s)": statusPass,
+		"cache as a library: propagation p50 ÷ raw floor (largest fleet) @ N=1000, 1 run(s)":        statusMiss,
+		"cache as a library: requests per publish per follower unchanged @ N=1000, 1 run(s)":        statusPass,
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %q, want %q", k, got[k], w)
+		}
+	}
+	if _, ok := got["agent CPU per publish, one item of a 20-item set @ 100/1 × 1 KiB"]; ok {
+		t.Error("the 5 ms bound was applied to a 100-item set")
+	}
+
+	// Without a fleet report the cache targets are listed, not measured;
+	// with 4 KiB measured too, the coverage target passes.
+	e := latSet(20, 1, 4096, "multi", 10, 10)
+	r = &LatencyReport{Sets: []LatencySetResult{a, b, e}}
+	n := 0
+	for _, v := range r.Targets() {
+		if v.Status == statusMissing && v.Set == "" {
+			n++
+		}
+		if v.Target == "changed-item sizes 4 KiB and 64 KiB, and a sprig template target, measured" && v.Status != statusPass {
+			t.Errorf("coverage: %s (%s)", v.Status, v.Measured)
+		}
+	}
+	if n != 4 { // three cache targets and the large set
+		t.Errorf("%d targets not measured, want 4", n)
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Errorf("the report does not encode: %v", err)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "| agent RSS, 20-item set (peak, VmHWM) | 20/1 × 1 KiB | 26.0 MiB") {
+		t.Errorf("the markdown summary lacks the RSS row:\n%s", md)
+	}
+}

@@ -1,0 +1,244 @@
+// Command zkraw holds the raw go-zookeeper programs `confbench latency`
+// compares zkconf's commands with, each a process of its own so that its
+// start-up, CPU and memory are measured as the commands' are:
+//
+//	zkraw follow --zk HOSTS --root PATH --out FILE --template TMPL --template-out FILE
+//	zkraw multi --zk HOSTS --root PATH --items P1,P2 --checks P1,P2 --create PATH --root-bytes N --item-bytes N
+//
+// follow is the confd-style follower: GetW on the root, decode the
+// manifest, Get every item (all in flight at once on the one connection,
+// as confd's backends issue them), then write FILE (a "gen=" line and
+// every item) and render TMPL with text/template and sprig (the helpers
+// of confagent's template targets: generation, names, item) into
+// --template-out, each by write and rename: no verification, no fsync,
+// no state. It runs until SIGTERM.
+//
+// multi is the floor of `confpush publish`: connect, send one Multi (the
+// operations of a publish's commit: the root's data, the changed items'
+// data, a Check of each departing content's blob, the history entry's
+// Create) and close.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/Masterminds/sprig/v3"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/manifest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: zkraw follow|multi [flags]")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "follow":
+		err = follow(ctx, args[1:], stderr)
+	case "multi":
+		err = multi(args[1:], stderr)
+	default:
+		fmt.Fprintf(stderr, "zkraw: unknown command %q (follow, multi)\n", args[0])
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "zkraw %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// connect dials servers without go-zookeeper's logging.
+func connect(servers string) (*zk.Conn, error) {
+	conn, _, err := zk.Connect(strings.Split(servers, ","), 30*time.Second,
+		zk.WithLogger(discard{}), zk.WithLogInfo(false))
+	return conn, err
+}
+
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}
+
+// follow is the confd-style follower.
+func follow(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zkraw follow", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		servers = fs.String("zk", "", "ZooKeeper servers")
+		root    = fs.String("root", "", "root to follow")
+		out     = fs.String("out", "", "file of every item")
+		tmpl    = fs.String("template", "", "template file (text/template with sprig)")
+		tmplOut = fs.String("template-out", "", "the template's output")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *servers == "" || *root == "" || *out == "" || (*tmpl == "") != (*tmplOut == "") {
+		return errors.New("--zk, --root and --out are required, --template and --template-out go together")
+	}
+	r := &renderer{}
+	if *tmpl != "" {
+		src, err := os.ReadFile(*tmpl)
+		if err != nil {
+			return err
+		}
+		r.tmpl, err = template.New("t").Funcs(sprig.TxtFuncMap()).Funcs(template.FuncMap{
+			"generation": func() int64 { return r.gen },
+			"names":      func() []string { return r.names },
+			"item": func(n string) (string, error) {
+				b, ok := r.items[n]
+				if !ok {
+					return "", fmt.Errorf("no item %q", n)
+				}
+				return string(b), nil
+			},
+		}).Parse(string(src))
+		if err != nil {
+			return err
+		}
+	}
+	conn, err := connect(*servers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	for ctx.Err() == nil {
+		data, _, ch, err := conn.GetW(*root)
+		if err == nil {
+			err = r.render(conn, *root, data, *out, *tmplOut)
+		}
+		if err != nil {
+			log.Warn("retrying", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// renderer holds what the template's helpers read.
+type renderer struct {
+	tmpl  *template.Template
+	gen   int64
+	names []string
+	items map[string][]byte
+}
+
+// render reads every item the manifest names and writes out, then the
+// template's output.
+func (r *renderer) render(conn *zk.Conn, root string, data []byte, out, tmplOut string) error {
+	m, err := manifest.Decode(data)
+	if err != nil {
+		return err
+	}
+	names := m.Names()
+	vals := make([][]byte, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() { vals[i], _, errs[i] = conn.Get(root + "/" + n) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "gen=%08d\n", m.Generation)
+	for _, v := range vals {
+		buf.Write(v)
+	}
+	if err := replace(out, buf.Bytes()); err != nil {
+		return err
+	}
+	if r.tmpl == nil {
+		return nil
+	}
+	r.gen, r.names, r.items = m.Generation, names, make(map[string][]byte, len(names))
+	for i, n := range names {
+		r.items[n] = vals[i]
+	}
+	buf.Reset()
+	if err := r.tmpl.Execute(&buf, nil); err != nil {
+		return err
+	}
+	return replace(tmplOut, buf.Bytes())
+}
+
+// replace writes path by rename, without fsync (as confd does).
+func replace(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// multi connects, sends one Multi and closes.
+func multi(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zkraw multi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		servers   = fs.String("zk", "", "ZooKeeper servers")
+		root      = fs.String("root", "", "node whose data is set (the root)")
+		items     = fs.String("items", "", "nodes whose data is set (the changed items), comma-separated")
+		checks    = fs.String("checks", "", "nodes checked to exist (the departing contents' blobs), comma-separated")
+		create    = fs.String("create", "", "node created (a history entry)")
+		rootBytes = fs.Int("root-bytes", 2048, "bytes written to the root and the created node (a manifest)")
+		itemBytes = fs.Int("item-bytes", 1024, "bytes written to each item")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *servers == "" || *root == "" || *items == "" || *create == "" {
+		return errors.New("--zk, --root, --items and --create are required")
+	}
+	manifestData := bytes.Repeat([]byte("m"), *rootBytes)
+	ops := []any{&zk.SetDataRequest{Path: *root, Data: manifestData, Version: -1}}
+	item := bytes.Repeat([]byte("i"), *itemBytes)
+	for _, p := range strings.Split(*items, ",") {
+		ops = append(ops, &zk.SetDataRequest{Path: p, Data: item, Version: -1})
+	}
+	if *checks != "" {
+		for _, p := range strings.Split(*checks, ",") {
+			ops = append(ops, &zk.CheckVersionRequest{Path: p, Version: -1})
+		}
+	}
+	ops = append(ops, &zk.CreateRequest{Path: *create, Data: manifestData, Acl: zk.WorldACL(zk.PermAll)})
+	conn, err := connect(*servers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.Multi(ops...)
+	return err
+}
