@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -55,7 +56,7 @@ func TestAgentState(t *testing.T) {
 func TestForget(t *testing.T) {
 	c := zktest.Start(t)
 	conn := c.Connect(t, 10*time.Second)
-	f := fleetOf(t, conn, root, "/zkconf")
+	f := fleettest.Fleet(t, conn, root, paths.Meta)
 	if err := zkclient.EnsurePath(context.Background(), conn, paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
