@@ -71,11 +71,11 @@ func (a Agent) State(live int64) string {
 	return StateOK
 }
 
-// Failing reports whether the agent fails a health check (`confpush
+// Unhealthy reports whether the agent fails a health check (`confpush
 // status --fail-on-error`): it reports an error or a failing target, its
 // node cannot be read or is untrusted, or it is gone. Incarnation problems
 // (IncarnationProblems) fail it too, judged against the root.
-func (a Agent) Failing() bool {
+func (a Agent) Unhealthy() bool {
 	return a.Err != nil || !a.Trusted() || a.Gone() || a.Status.Failing()
 }
 

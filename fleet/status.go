@@ -17,7 +17,7 @@
 //
 // Fleet is the one judge of an agent: Agent.State (gone, unreadable,
 // untrusted, failing, starting, stale, expired, behind, ok) is what
-// `confpush status`, its --wait and the dashboard print, Agent.Failing
+// `confpush status`, its --wait and the dashboard print, Agent.Unhealthy
 // what --fail-on-error fails for, Status.Failure the error shown,
 // IncarnationProblems the agents that do not follow the root's
 // incarnation. Package rollout builds the actions on these judgements. zkclient's package documentation ("Errors") says what each class

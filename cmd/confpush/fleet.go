@@ -193,7 +193,7 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 		// Gone and untrusted agents fail the check too: a monitoring
 		// script must not read "all good" while a host is missing or a
 		// status node is forged.
-		if ag.Failing() {
+		if ag.Unhealthy() {
 			failing = append(failing, ag.ID)
 		}
 		switch {

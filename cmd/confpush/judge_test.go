@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // "ok" on the dashboard, and an expected agent whose status node is forged
 // read "gone" in status and "untrusted" on the dashboard (it is gone: its
 // agent does not report, and rollouts wait for it). The dashboard's state
-// filter takes every state.
+// filter takes every state, and both show an agent's failure alike.
 func TestStatusAndDashboardAgree(t *testing.T) {
 	const root = "/judge/app"
 	c, nodes := fleetFixture(t, root, 2)
@@ -39,6 +40,11 @@ func TestStatusAndDashboardAgree(t *testing.T) {
 	failing := live("web-failing", 1, "live")
 	failing.Attempted, failing.LastError = 2, "render app.conf: template: bad"
 	nodes.put(failing)
+	retrying := live("web-retrying", 2, "live")
+	retrying.Targets = []fleet.TargetResult{{Name: "nginx", OK: false, Generation: 2, LastAttempt: 2,
+		LastError: "reload: exit status 1", Retrying: "reload", Retries: 3, ReloadPending: true}}
+	nodes.put(retrying)
+	const retried = "target nginx: reload failure retried (3 retries): reload: exit status 1"
 	nodes.put(live("web-stale", 2, "stale"))
 	nodes.put(live("web-expired", 2, "expired"))
 	nodes.put(fleet.Status{AgentID: "web-starting", Root: root, State: "starting", Since: now})
@@ -55,7 +61,7 @@ func TestStatusAndDashboardAgree(t *testing.T) {
 	nodes.register("web-gone")
 
 	want := map[string]string{
-		"web-ok": fleet.StateOK, "web-behind": fleet.StateBehind, "web-failing": fleet.StateFailing,
+		"web-ok": fleet.StateOK, "web-behind": fleet.StateBehind, "web-failing": fleet.StateFailing, "web-retrying": fleet.StateFailing,
 		"web-stale": fleet.StateStale, "web-expired": fleet.StateExpired, "web-starting": fleet.StateStarting,
 		"web-forged": fleet.StateGone, "web-gone": fleet.StateGone, "web-untrusted": fleet.StateUntrusted,
 		"web-unreadable": fleet.StateUnreadable,
@@ -78,8 +84,9 @@ func TestStatusAndDashboardAgree(t *testing.T) {
 	type page struct {
 		Total  int `json:"total"`
 		Agents []struct {
-			ID    string `json:"id"`
-			State string `json:"state"`
+			ID        string `json:"id"`
+			State     string `json:"state"`
+			LastError string `json:"last_error"`
 		} `json:"agents"`
 	}
 	get := func(query string) (int, page) {
@@ -112,6 +119,13 @@ func TestStatusAndDashboardAgree(t *testing.T) {
 	dashState := map[string]string{}
 	for _, a := range dash.Agents {
 		dashState[a.ID] = a.State
+		// The error shown is one judgement too (fleet.Status.Failure).
+		if a.ID == "web-retrying" && a.LastError != retried {
+			t.Errorf("the dashboard's last_error of web-retrying: %q, want %q", a.LastError, retried)
+		}
+	}
+	if l := strings.Join(row(t, c.run("status").stdout, "web-retrying"), " "); !strings.Contains(l, retried) {
+		t.Errorf("confpush status's LAST ERROR of web-retrying: %s", l)
 	}
 	for id, w := range want {
 		if cliState[id] != w || dashState[id] != w {

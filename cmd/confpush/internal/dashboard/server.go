@@ -474,17 +474,9 @@ func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
 
 func row(a fleet.Agent, latest int64) AgentRow {
 	r := AgentRow{ID: a.ID, Generation: a.Status.Generation, State: a.State(latest), Labels: a.Status.Labels,
-		LastError: a.Status.LastError, AppliedAt: a.Status.AppliedAt, Gone: a.Gone(), Untrusted: a.Untrusted}
+		LastError: a.Status.Failure(), AppliedAt: a.Status.AppliedAt, Gone: a.Gone(), Untrusted: a.Untrusted}
 	if a.Err != nil {
 		r.Untrusted = a.Err.Error()
-	}
-	if r.LastError == "" {
-		for _, t := range a.Status.Targets {
-			if t.Failing() {
-				r.LastError = t.Name + ": " + t.LastError
-				break
-			}
-		}
 	}
 	if a.Trusted() && latest > a.Status.Generation {
 		r.Behind = latest - a.Status.Generation
