@@ -162,6 +162,9 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 		c, err := start(roots[name], mo)
 		if err != nil {
 			g.closeMembers()
+			if o.groupOwned {
+				o.client.Close()
+			}
 			return nil, err
 		}
 		g.members[name] = c
@@ -563,12 +566,7 @@ func (g *Group) probe(ctx context.Context, conn *zk.Conn, path string, h *hold) 
 		exists bool
 		stat   *zk.Stat
 	)
-	err = g.call(ctx, func() (err error) {
-		w.sent = g.clock.Add(1)
-		exists, stat, err = conn.Exists(path)
-		w.answered = g.clock.Add(1)
-		return err
-	})
+	w, err = g.stamped(ctx, func() (err error) { exists, stat, err = conn.Exists(path); return err })
 	g.stats.confirms.Add(1)
 	switch {
 	case err != nil:
@@ -579,12 +577,7 @@ func (g *Group) probe(ctx context.Context, conn *zk.Conn, path string, h *hold) 
 		return w, stat.Mzxid, true, nil
 	}
 	var data []byte
-	err = g.call(ctx, func() (err error) {
-		w.sent = g.clock.Add(1)
-		data, stat, err = conn.Get(path)
-		w.answered = g.clock.Add(1)
-		return err
-	})
+	w, err = g.stamped(ctx, func() (err error) { data, stat, err = conn.Get(path); return err })
 	g.stats.confirmReads.Add(1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -615,7 +608,7 @@ func (g *Group) syncSession(ctx context.Context, conn *zk.Conn, path string, syn
 	if epoch == *synced {
 		return nil
 	}
-	err := g.call(ctx, func() error { _, err := conn.Sync(path); return err })
+	err := call(ctx, func() error { _, err := conn.Sync(path); return err })
 	g.stats.syncs.Add(1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("sync %s: %w", path, err)
@@ -624,15 +617,15 @@ func (g *Group) syncSession(ctx context.Context, conn *zk.Conn, path string, syn
 	return nil
 }
 
-// call runs fn, a blocking request, and returns ctx's error when ctx ended
-// meanwhile (Close).
-func (g *Group) call(ctx context.Context, fn func() error) error {
-	if err := ctx.Err(); err != nil {
+// stamped runs fn, one blocking request, and returns its witness: the
+// group's clock read before it is sent and after its answer.
+func (g *Group) stamped(ctx context.Context, fn func() error) (witness, error) {
+	var w witness
+	err := call(ctx, func() error {
+		w.sent = g.clock.Add(1)
+		err := fn()
+		w.answered = g.clock.Add(1)
 		return err
-	}
-	err := fn()
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
+	})
+	return w, err
 }
