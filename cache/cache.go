@@ -73,6 +73,9 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	if o.cfg == nil && o.client == nil {
 		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithClient)")
 	}
+	if o.rootOpts != nil {
+		return nil, errors.New("cache: WithRootOptions is for NewGroup")
+	}
 	if o.log == nil {
 		o.log = defaultLogger()
 	}

@@ -185,8 +185,11 @@
 // every window, that is when publishes to it arrive back to back, each as
 // soon as the previous one committed, for as long as that lasts. It is
 // not bounded otherwise: no request reads two znodes at one moment.
-// Limits: a group takes no state file (a cut of files
-// persisted at different moments is not known to be one); each root's
+// Limits: each root's cache may keep a state file (WithRootOptions), but
+// its snapshot enters a cut only once the group confirmed it against
+// ZooKeeper (state files written at different moments are not known to
+// hold a cut): restarted while ZooKeeper is down, a group serves each
+// root's persisted snapshot (Group.Snapshots) and no cut. Each root's
 // Cache keeps its own State (Group.States), so a cut is as fresh as the
 // least fresh root.
 //

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,8 +84,9 @@ var rootName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // NewGroup starts a group following roots (name → root path), one cache
 // per root, all on one ZooKeeper session: the Client given with WithClient,
 // or one the group dials (WithServers, WithConfig) and closes. The other
-// options apply to every root's cache; WithStateFile and WithOnUpdate are
-// not taken (receive cuts from Updates). Names are 1-64 letters, digits,
+// options apply to every root's cache, then each root's WithRootOptions
+// (a state file is per root only); WithOnUpdate is not taken (receive
+// cuts from Updates). Names are 1-64 letters, digits,
 // '_', '.' or '-', starting with a letter or digit; two names may not
 // share a root. Every problem is reported at once and nothing is started
 // then. ctx bounds NewGroup only. Use Wait for the first cut.
@@ -118,10 +120,21 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 		errs = append(errs, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithClient)"))
 	}
 	if o.stateFile != "" {
-		errs = append(errs, errors.New("cache: a group takes no WithStateFile (a state file per root is not supported yet)"))
+		errs = append(errs, errors.New("cache: a group takes WithStateFile per root only (WithRootOptions)"))
 	}
 	if o.onUpdate != nil {
 		errs = append(errs, errors.New("cache: a group takes no WithOnUpdate (receive cuts from Updates)"))
+	}
+	member := make(map[string]options, len(names))
+	for _, name := range slices.Sorted(maps.Keys(o.rootOpts)) {
+		if _, ok := roots[name]; !ok {
+			errs = append(errs, fmt.Errorf("cache: WithRootOptions names %q, which is not a root of the group", name))
+		}
+	}
+	for _, name := range names {
+		mo, err := rootOptions(o, name)
+		errs = append(errs, err...)
+		member[name] = mo
 	}
 	if err := errlist.Join(errs...); err != nil {
 		return nil, err
@@ -155,10 +168,10 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 		o.client, o.cfg, o.groupOwned = cl, nil, true
 	}
 	g.client = o.client
-	o.clock = &g.clock
 	for _, name := range names {
-		mo := o
-		mo.log = o.log.With("root_name", name)
+		mo := member[name]
+		mo.client, mo.cfg, mo.groupOwned, mo.clock = o.client, nil, o.groupOwned, &g.clock
+		mo.log = cmp.Or(mo.log, o.log).With("root_name", name)
 		c, err := start(roots[name], mo)
 		if err != nil {
 			g.closeMembers()
@@ -177,6 +190,49 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 	}
 	go g.run(runCtx)
 	return g, nil
+}
+
+// WithRootOptions gives one root of a Group options of its own, applied
+// after the group's: a state file (WithStateFile, which a group takes for
+// one root only), canary labels, a logger, the incarnation policy, the
+// resync settings. The connection is the group's: WithServers, WithConfig
+// and WithClient are refused here, and so are WithOnUpdate and a nested
+// WithRootOptions. New refuses it.
+//
+// A snapshot a root's cache loads from its state file is in a cut only
+// once the group confirmed it against ZooKeeper (one Exists): state files
+// written at different moments are not known to hold a cut.
+func WithRootOptions(name string, opts ...Option) Option {
+	return func(o *options) error {
+		if o.rootOpts == nil {
+			o.rootOpts = map[string][]Option{}
+		}
+		o.rootOpts[name] = append(o.rootOpts[name], opts...)
+		return nil
+	}
+}
+
+// rootOptions returns the options of the group's root name: the group's,
+// then its WithRootOptions, and what is wrong with them.
+func rootOptions(o options, name string) (options, []error) {
+	mo := o
+	mo.rootOpts, mo.stateFile, mo.log, mo.onUpdate = nil, "", nil, nil
+	var errs []error
+	for _, opt := range o.rootOpts[name] {
+		if err := opt(&mo); err != nil {
+			errs = append(errs, fmt.Errorf("cache: root %q: %w", name, err))
+		}
+	}
+	if mo.cfg != o.cfg || mo.client != o.client {
+		errs = append(errs, fmt.Errorf("cache: root %q: the connection is the group's (WithServers, WithConfig, WithClient)", name))
+	}
+	if mo.onUpdate != nil {
+		errs = append(errs, fmt.Errorf("cache: root %q: a group takes no WithOnUpdate (receive cuts from Updates)", name))
+	}
+	if mo.rootOpts != nil {
+		errs = append(errs, fmt.Errorf("cache: root %q: WithRootOptions inside WithRootOptions", name))
+	}
+	return mo, errs
 }
 
 // Roots returns the roots the group follows (name → path).
@@ -251,6 +307,17 @@ func (g *Group) handOut() Cut {
 	default:
 	}
 	return maps.Clone(g.cut)
+}
+
+// Snapshots returns the newest snapshot of each root's cache (nil for a
+// root without one yet): a look, like Cache.Snapshot. It is not a cut:
+// use it for what reads one root only.
+func (g *Group) Snapshots() map[string]*Snapshot {
+	s := make(map[string]*Snapshot, len(g.members))
+	for name, c := range g.members {
+		s[name] = c.Snapshot()
+	}
+	return s
 }
 
 // States returns each root's cache state (name → state): why a root is
@@ -393,11 +460,15 @@ type hold struct {
 }
 
 // run is the group's loop: it takes the members' snapshots and hands out
-// a cut whenever it can confirm one that differs from the last.
+// a cut whenever it can confirm one that differs from the last. It sends
+// requests only with a session (a request queued without one would wait
+// for it, or fail), and after a failed one only when its backoff ran out.
 func (g *Group) run(ctx context.Context) {
 	defer close(g.loopDone)
 	holds := make(map[string]*hold, len(g.names))
+	sess := g.client.Session()
 	var (
+		due    bool // the holds changed, or a confirm failed: evaluate
 		retry  *time.Timer
 		errs   int
 		synced uint64 // the session epoch the group synced in (0: none)
@@ -408,6 +479,24 @@ func (g *Group) run(ctx context.Context) {
 		}
 	}()
 	for {
+		changed := sess.Changed()
+		if due && retry == nil && sess.Status().Connected {
+			due = false
+			err := g.evaluate(ctx, holds, &synced)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				g.stats.errors.Add(1)
+				errs++
+				d := errBackoff.Delay(errs)
+				g.log.Debug("confirming a cut failed; retrying", "err", err, "attempt", errs, "delay", d)
+				retry, due = time.NewTimer(d), true
+			default:
+				errs = 0
+			}
+			continue
+		}
 		var retryC <-chan time.Time
 		if retry != nil {
 			retryC = retry.C
@@ -417,33 +506,18 @@ func (g *Group) run(ctx context.Context) {
 			return
 		case d := <-g.deliveries:
 			g.receive(holds, d)
-		drain:
-			for {
+			due = true
+			for more := true; more; { // take what else is ready: one evaluation for all
 				select {
 				case d := <-g.deliveries:
 					g.receive(holds, d)
 				default:
-					break drain
+					more = false
 				}
-			}
-			if retry != nil {
-				continue // a failed confirm's backoff runs; it evaluates then
 			}
 		case <-retryC:
 			retry = nil
-		}
-		err := g.evaluate(ctx, holds, &synced)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			g.stats.errors.Add(1)
-			errs++
-			d := errBackoff.Delay(errs)
-			g.log.Debug("confirming a cut failed; retrying", "err", err, "attempt", errs, "delay", d)
-			retry = time.NewTimer(d)
-		default:
-			errs = 0
+		case <-changed:
 		}
 	}
 }

@@ -502,21 +502,112 @@ func TestGroupConfirmWithoutNewGeneration(t *testing.T) {
 	}
 }
 
+// TestGroupStateFiles: each root's cache of a group may persist its
+// snapshots (WithRootOptions, WithStateFile). Restarted while ZooKeeper is
+// down, the caches serve their state files at once, but the group hands
+// out no cut of them (they were written at different moments); once
+// ZooKeeper is back, one Exists per root confirms them and the first cut
+// holds the persisted snapshots.
+func TestGroupStateFiles(t *testing.T) {
+	zkc := zktest.Start(t)
+	conn := zkc.Connect(t, 10*time.Second)
+	pa, pb := newRawPublisher(t, conn, "/sf/a"), newRawPublisher(t, conn, "/sf/b")
+	log, _ := testLogger(t)
+	ctx := testCtx(t)
+	va, vb := set(2, "a1"), set(3, "b1")
+	pa.publish(va)
+	pb.publish(vb)
+	dir := t.TempDir()
+	roots := map[string]string{"a": "/sf/a", "b": "/sf/b"}
+	opts := []Option{WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log),
+		WithRootOptions("a", WithStateFile(dir+"/a.state")), WithRootOptions("b", WithStateFile(dir+"/b.state"))}
+
+	g1, err := NewGroup(ctx, roots, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g1.Wait(ctx, map[string]int64{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	_ = g1.Close()
+
+	zkc.Stop(0)
+	g2, err := NewGroup(ctx, roots, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	for name, st := range g2.States() {
+		if st.Generation != 1 || !errors.Is(st.Err, ErrNotSynced) && !errors.Is(st.Err, ErrDisconnected) {
+			t.Fatalf("root %s restarted with ZooKeeper down: %v, want its state file's generation 1", name, st)
+		}
+	}
+	for name, snap := range g2.Snapshots() {
+		if snap == nil || !snap.FromStateFile() || snap.Generation() != 1 {
+			t.Fatalf("root %s: Snapshots with ZooKeeper down: %v, want its state file's generation 1", name, snap)
+		}
+	}
+	if c, st := g2.Cut(), g2.Stats(); c != nil || st.Cuts != 0 {
+		t.Fatalf("a cut of unconfirmed state files while ZooKeeper is down: %v (%d cuts)", c.Generations(), st.Cuts)
+	}
+	zkc.Restart(0)
+	c, err := g2.Wait(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkItems(t, c["a"], va)
+	checkItems(t, c["b"], vb)
+	// Nothing was published meanwhile: the caches find their generations
+	// and hand out nothing new, so the cut is of the state files.
+	if !c["a"].FromStateFile() || !c["b"].FromStateFile() {
+		t.Fatalf("first cut: a from state file %v, b %v", c["a"].FromStateFile(), c["b"].FromStateFile())
+	}
+	_ = g2.Close()
+
+	// With ZooKeeper up: each state file's snapshot gets a witness (a,
+	// then b), and a is confirmed again after b's, since two single
+	// moments alone are no common one: 3 confirms.
+	g3, err := NewGroup(ctx, roots, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g3.Close()
+	if c, err = g3.Wait(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := g3.Stats()
+	switch {
+	case !c["a"].FromStateFile() || !c["b"].FromStateFile():
+		t.Fatalf("first cut: a from state file %v, b %v", c["a"].FromStateFile(), c["b"].FromStateFile())
+	case st.Errors != 0:
+		t.Logf("connection trouble (%d errors): not counting confirms", st.Errors)
+	case st.Confirms != 3:
+		t.Fatalf("%d confirms of two persisted snapshots, want 3", st.Confirms)
+	}
+}
+
 // TestNewGroupErrors: every problem of a group's configuration is
 // reported at once, and nothing is started.
 func TestNewGroupErrors(t *testing.T) {
 	_, err := NewGroup(context.Background(), map[string]string{"a": "/x", "b": "/x", "bad name": "/y", "c": "relative"},
-		WithStateFile("/tmp/s"))
+		WithStateFile("/tmp/s"), WithRootOptions("a", WithServers([]string{"127.0.0.1:1"}, 0), WithOnUpdate(func(*Snapshot) {})),
+		WithRootOptions("b", WithFetchConcurrency(0)), WithRootOptions("d", WithStateFile("/tmp/d")))
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, want := range []string{`"a" and "b" are both /x`, `name "bad name"`, `root "c"`, "no ZooKeeper given", "no WithStateFile"} {
+	for _, want := range []string{`"a" and "b" are both /x`, `name "bad name"`, `root "c"`, "no ZooKeeper given",
+		"WithStateFile per root only", `root "a": the connection is the group's`, `root "a": a group takes no WithOnUpdate`,
+		`root "b": cache: fetch concurrency 0`, `names "d", which is not a root`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
 	if _, err := NewGroup(context.Background(), nil, WithServers([]string{"127.0.0.1:1"}, 0)); err == nil {
 		t.Error("a group without roots accepted")
+	}
+	if _, err := New(context.Background(), "/x", WithServers([]string{"127.0.0.1:1"}, 0), WithRootOptions("a")); err == nil ||
+		!strings.Contains(err.Error(), "WithRootOptions is for NewGroup") {
+		t.Errorf("New with WithRootOptions: %v", err)
 	}
 }
 

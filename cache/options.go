@@ -49,6 +49,8 @@ type options struct {
 	// groupOwned: client was dialled by the Group, which shares it among
 	// its members; each closes it (Client.Close is idempotent).
 	groupOwned bool
+	// rootOpts: a Group's options for one of its roots (WithRootOptions).
+	rootOpts map[string][]Option
 }
 
 func defaultOptions() options {
