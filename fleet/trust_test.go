@@ -15,26 +15,10 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
-
-func forgedStatus(t *testing.T, id string, g int64) []byte {
-	t.Helper()
-	b, err := json.Marshal(fleet.Status{AgentID: id, Root: root, Generation: g, Attempted: g, State: "live", Ready: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
-	i := slices.IndexFunc(agents, func(a fleet.Agent) bool { return a.ID == id })
-	if i < 0 {
-		return fleet.Agent{}, false
-	}
-	return agents[i], true
-}
 
 // TestOpenModeUntrusted: without ACLs a node still counts only when it is
 // ephemeral, parses, and names itself: a persistent node, one claiming
@@ -43,15 +27,15 @@ func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
 // applied.
 func TestOpenModeUntrusted(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := newPublisher(t, c)
-	g := publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	g := fleettest.PublishConf(t, p, "v1")
 	if err := zkclient.EnsurePath(context.Background(), conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Create(paths.StatusNode("persistent"), forgedStatus(t, "persistent", g), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := conn.Create(paths.StatusNode("persistent"), fleettest.ForgedStatus(t, root, "persistent", g), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Create(paths.StatusNode("liar"), forgedStatus(t, "someone-else", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := conn.Create(paths.StatusNode("liar"), fleettest.ForgedStatus(t, root, "someone-else", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Create(paths.StatusNode("garbage"), []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
@@ -59,18 +43,18 @@ func TestOpenModeUntrusted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
+	agents, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, reason := range map[string]string{"persistent": "not ephemeral", "liar": `its agent_id "someone-else" is not its name`,
 		"garbage": "is not valid JSON"} {
-		a, ok := find(agents, id)
+		a, ok := fleettest.Find(agents, id)
 		if !ok || a.Trusted() || a.Expected || !strings.Contains(a.Untrusted, reason) {
 			t.Errorf("%s listed as %+v; want untrusted (%s), not expected", id, a, reason)
 		}
 	}
-	_, err = fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
+	_, err = fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) {
 		t.Errorf("wait with untrusted nodes only = %v; want ErrNoExpectedAgents", err)
 	}
@@ -80,25 +64,13 @@ func TestOpenModeUntrusted(t *testing.T) {
 // fails at once with ErrNoExpectedAgents, not at the deadline.
 func TestWaitNoExpectedAgents(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := newPublisher(t, c)
-	g := publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	g := fleettest.PublishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
+	_, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if !errors.Is(err, fleet.ErrNoExpectedAgents) || ctx.Err() != nil {
 		t.Fatalf("wait = %v (deadline: %v); want ErrNoExpectedAgents at once", err, ctx.Err())
-	}
-}
-
-// eventually polls cond until it holds or 60 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -111,13 +83,13 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	// The old session lives long enough (15 s) for the new process to
 	// find its node on a loaded machine.
 	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
-	p, conn := newPublisher(t, c)
-	publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	fleettest.PublishConf(t, p, "v1")
 	proxy := faultproxy.Start(t, c.Addrs()[0])
 	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, old, err := conn.Get(paths.StatusNode("host-r"))
@@ -127,7 +99,7 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	proxy.Blackhole(true)
 	t.Cleanup(func() { proxy.Blackhole(false) })
 	d := startVersioned(t, c.Addrs(), "host-r", "new", 4*time.Second)
-	eventually(t, "the new process to report the old session's node", func() bool {
+	fleettest.Eventually(t, "the new process to report the old session's node", func() bool {
 		return d.Status().StatusNodeConflict != ""
 	})
 	if !stillOwnedBy(conn, old.EphemeralOwner) {
@@ -136,11 +108,11 @@ func TestFastRestartWaitsForOldSession(t *testing.T) {
 	if b, _, err := conn.Get(paths.StatusNode("host-r")); err != nil || strings.Contains(string(b), `"version":"new"`) {
 		t.Fatalf("the new process wrote into the old session's node: %s %v", b, err)
 	}
-	eventually(t, "the new process's own node", func() bool {
+	fleettest.Eventually(t, "the new process's own node", func() bool {
 		b, st, err := conn.Get(paths.StatusNode("host-r"))
 		return err == nil && st.EphemeralOwner != old.EphemeralOwner && strings.Contains(string(b), `"version":"new"`)
 	})
-	eventually(t, "the conflict to clear", func() bool { return d.Status().StatusNodeConflict == "" })
+	fleettest.Eventually(t, "the conflict to clear", func() bool { return d.Status().StatusNodeConflict == "" })
 }
 
 func stillOwnedBy(conn *zk.Conn, owner int64) bool {
@@ -150,7 +122,7 @@ func stillOwnedBy(conn *zk.Conn, owner int64) bool {
 
 func startVersioned(t *testing.T, servers []string, id, version string, timeout time.Duration) *agent.Daemon {
 	t.Helper()
-	return runAgent(t, id, func(o *agent.Options) {
+	return fleettest.RunAgent(t, root, id, func(o *agent.Options) {
 		o.Version = version
 		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: timeout}
 	})
@@ -163,8 +135,8 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 // it until an operator adopts).
 func TestWaitComparesIncarnations(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := newPublisher(t, c)
-	g := publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	g := fleettest.PublishConf(t, p, "v1")
 	b, _, err := conn.Get(paths.Root)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +166,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 	// Min 2 the wait can only end by its deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 2})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 2})
 	if err == nil || !slices.Equal(pr.Applied, []string{"current"}) || !slices.Equal(pr.Pending, []string{"stuck"}) {
 		t.Fatalf("old incarnation's generation counted: applied %v, pending %v, err %v", pr.Applied, pr.Pending, err)
 	}
@@ -207,7 +179,7 @@ func TestWaitComparesIncarnations(t *testing.T) {
 		IncarnationRefused: m.Incarnation, Attempted: 7, State: "stale"})
 	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pr, err = fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
+	pr, err = fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || !slices.Equal(pr.Rejected, []string{"stuck"}) || !strings.Contains(err.Error(), "confagent adopt") {
 		t.Fatalf("refusing agent: rejected %v, err %v", pr.Rejected, err)

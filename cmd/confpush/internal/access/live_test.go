@@ -26,7 +26,9 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/syncbuf"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -35,50 +37,6 @@ import (
 const root = "/config"
 
 var paths = layout.New(root, layout.DefaultMeta)
-
-// fleetOf is the Fleet of root (metadata under meta) read through conn.
-func fleetOf(t testing.TB, conn *zk.Conn, root, meta string) *fleet.Fleet {
-	t.Helper()
-	f, err := fleet.New(zkclient.Fixed(conn, nil), root, fleet.WithMeta(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// runAgent runs a real agent with id, one file target (item app.conf) and
-// a state dir in a temporary directory; adjust sets the rest (at least the
-// ZooKeeper config). The agent stops with the test.
-func runAgent(t *testing.T, id string, adjust func(*agent.Options)) *agent.Daemon {
-	t.Helper()
-	dir := t.TempDir()
-	opts := agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
-	}
-	adjust(&opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
-	return d
-}
-
-func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := p.Publish(ctx, publish.Request{Items: map[string][]byte{"app.conf": []byte(content)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Generation
-}
 
 // Test identities: random-looking passwords of at least 16 bytes.
 var passwords = map[string]string{
@@ -136,7 +94,7 @@ func rawSession(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
 // startSecureAgent runs a real agent with its own identity.
 func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
 	t.Helper()
-	return runAgent(t, id, func(o *agent.Options) {
+	return fleettest.RunAgent(t, root, id, func(o *agent.Options) {
 		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: 2 * time.Second, Auth: creds(id)}
 	})
 }
@@ -152,12 +110,12 @@ func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
 func TestForgedStatusNotCounted(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	forger := rawSession(t, c, "web-1")
-	_, err := forger.Create(paths.StatusNode("web-9"), forgedStatus(t, "web-9", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := forger.Create(paths.StatusNode("web-9"), fleettest.ForgedStatus(t, root, "web-9", g), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	if !zkclient.IsQuotaExceeded(err) {
 		t.Errorf("status node under a foreign name: %v; want refused by the status quota", err)
 	}
@@ -169,25 +127,25 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := forger.Create(paths.StatusNode("web-2"), forgedStatus(t, "web-2", g), zk.FlagEphemeral, own); err != nil {
+	if _, err := forger.Create(paths.StatusNode("web-2"), fleettest.ForgedStatus(t, root, "web-2", g), zk.FlagEphemeral, own); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := forger.Create(paths.StatusNode("web-1"), forgedStatus(t, "web-1", g), zk.FlagEphemeral,
+	if _, err := forger.Create(paths.StatusNode("web-1"), fleettest.ForgedStatus(t, root, "web-1", g), zk.FlagEphemeral,
 		zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
-	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
+	agents, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"web-1", "web-2"} {
-		a, ok := find(agents, id)
+		a, ok := fleettest.Find(agents, id)
 		if !ok || a.Trusted() || a.Applied(g) || a.Untrusted == "" || !a.Gone() {
 			t.Errorf("forged %s listed as %+v; want untrusted, not applied, gone", id, a)
 		}
 	}
-	if _, ok := find(agents, "web-9"); ok {
+	if _, ok := fleettest.Find(agents, "web-9"); ok {
 		t.Error("web-9 listed")
 	}
 	if s := fleet.Summarize(agents, g); s.AtLatest != 0 || s.Untrusted != 2 {
@@ -197,7 +155,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 	// A reader that cannot see the agents' digests (here an agent
 	// identity) cannot verify anything: its wait fails at once, with the
 	// documented permission error.
-	if _, err := fleetOf(t, forger, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true}); err == nil ||
+	if _, err := fleettest.Fleet(t, forger, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true}); err == nil ||
 		!strings.Contains(err.Error(), "cannot verify the agents' status nodes") ||
 		!errors.Is(err, zkclient.ErrPermission) || ctx.Err() != nil {
 		t.Errorf("wait by an agent identity = %v; want a verification error at once", err)
@@ -205,7 +163,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) || len(pr.Applied) != 0 {
 		t.Fatalf("wait --all with forged nodes only = %+v, %v; want an incomplete rollout", pr, err)
@@ -222,16 +180,16 @@ func TestForgedStatusNotCounted(t *testing.T) {
 func TestPolicyAgentExpected(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	if err == nil {
 		t.Fatalf("wait --all succeeded without web-2: %+v", pr)
 	}
@@ -250,17 +208,17 @@ func TestPolicyAgentExpected(t *testing.T) {
 func TestSquattedStatusNodeNotWritten(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	squatter := rawSession(t, c, "web-1")
 	if _, err := squatter.Create(paths.StatusNode("web-2"), []byte("{}"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	d := startSecureAgent(t, c.Addrs(), "web-2")
-	eventually(t, "web-2 to report the conflict", func() bool { return d.Status().StatusNodeConflict != "" })
+	fleettest.Eventually(t, "web-2 to report the conflict", func() bool { return d.Status().StatusNodeConflict != "" })
 	// Readiness names the first reason it finds, and the conflict can be
 	// found before the first apply (the status writer may run first on a
 	// busy machine): judge it once the generation is applied.
-	eventually(t, "web-2 to apply", func() bool { return d.Status().Generation == g })
+	fleettest.Eventually(t, "web-2 to apply", func() bool { return d.Status().Generation == g })
 	st := d.Status()
 	if st.Ready || !strings.Contains(st.NotReadyReason, "owned by another session") {
 		t.Errorf("readiness with a squatted node = %v %q", st.Ready, st.NotReadyReason)
@@ -276,8 +234,8 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
-	if a, ok := find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
+	agents, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
+	if a, ok := fleettest.Find(agents, "web-2"); err != nil || !ok || !a.Gone() ||
 		!strings.Contains(a.Untrusted, "its ACL is world:anyone:cdrwa, not what agent web-2's identity gives it") {
 		t.Errorf("squatted web-2 listed as %+v, %v; want gone, its node untrusted for its ACL", a, err)
 	}
@@ -285,9 +243,9 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "web-2's own, trusted node", func() bool {
-		agents, err := fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
-		a, ok := find(agents, "web-2")
+	fleettest.Eventually(t, "web-2's own, trusted node", func() bool {
+		agents, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
+		a, ok := fleettest.Find(agents, "web-2")
 		return err == nil && ok && a.Applied(g)
 	})
 	if st := d.Status(); st.StatusNodeConflict != "" {
@@ -321,7 +279,7 @@ func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
 func TestRegistryNode(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -340,12 +298,12 @@ func TestRegistryNode(t *testing.T) {
 	t.Cleanup(func() { acancel(); <-done; d.Close() })
 
 	var agents []fleet.Agent
-	eventually(t, "web-1 registered and applied", func() bool {
-		agents, err = fleetOf(t, conn, paths.Root, paths.Meta).List(ctx)
-		a, ok := find(agents, "web-1")
+	fleettest.Eventually(t, "web-1 registered and applied", func() bool {
+		agents, err = fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
+		a, ok := fleettest.Find(agents, "web-1")
 		return err == nil && ok && a.Applied(g) && a.Registration != nil
 	})
-	a, _ := find(agents, "web-1")
+	a, _ := fleettest.Find(agents, "web-1")
 	host, _ := os.Hostname()
 	if a.RegistryUntrusted != "" || a.Registration.Labels["role"] != "web" || a.Registration.Hostname != host ||
 		a.Registration.FirstSeen.IsZero() || a.Registration.LastSeen.Before(a.Registration.FirstSeen) {
@@ -380,36 +338,18 @@ func TestRegistryNode(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(wctx, g, fleet.WaitOptions{All: true})
 	if err == nil || !slices.Equal(pr.Gone, []string{"web-2"}) || !slices.Contains(pr.Applied, "web-1") {
 		t.Errorf("wait --all = %+v, %v; want web-1 applied, web-2 (in the policy, never started) gone", pr, err)
 	}
 }
 
-// logBuf is a goroutine-safe log destination.
-type logBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startLogged runs an agent with identity user under agent id, logging
 // into the returned buffer.
-func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
+func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *syncbuf.Buffer {
 	t.Helper()
-	logs := &logBuf{}
-	runAgent(t, id, func(o *agent.Options) {
+	logs := &syncbuf.Buffer{}
+	fleettest.RunAgent(t, root, id, func(o *agent.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		o.ZK = zkclient.Config{Servers: c.Addrs(), SessionTimeout: 2 * time.Second, Auth: creds(user)}
 	})
@@ -424,9 +364,9 @@ func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *logBuf {
 func TestAgentIDMustBeUser(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1")
-	publishConf(t, p, "v1")
+	fleettest.PublishConf(t, p, "v1")
 	logs := startLogged(t, c, "host-x", "web-1")
-	eventually(t, "the agent_id warning and the refused status node", func() bool {
+	fleettest.Eventually(t, "the agent_id warning and the refused status node", func() bool {
 		s := logs.String()
 		return strings.Contains(s, "agent_id differs from the user of the agent's credentials") &&
 			strings.Contains(s, "status node not written") &&
@@ -434,14 +374,14 @@ func TestAgentIDMustBeUser(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
+	f, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := find(f.Agents, "host-x"); ok || len(f.Skipped) != 0 {
+	if _, ok := fleettest.Find(f.Agents, "host-x"); ok || len(f.Skipped) != 0 {
 		t.Errorf("host-x listed: %+v, skipped %v", f.Agents, f.Skipped)
 	}
-	if a, _ := find(f.Agents, "web-1"); !a.Gone() {
+	if a, _ := fleettest.Find(f.Agents, "web-1"); !a.Gone() {
 		t.Errorf("web-1 = %+v; want gone", a)
 	}
 }
@@ -459,9 +399,9 @@ func TestRegistryMissingOnOldTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publishConf(t, p, "v1")
+	fleettest.PublishConf(t, p, "v1")
 	logs := startLogged(t, c, "web-1", "web-1")
-	eventually(t, "the registry warning", func() bool {
+	fleettest.Eventually(t, "the registry warning", func() bool {
 		s := logs.String()
 		return strings.Contains(s, "agent registry node not written") && strings.Contains(s, "creates the registry")
 	})
@@ -475,8 +415,8 @@ func TestRegistryMissingOnOldTree(t *testing.T) {
 	if _, err := access.Repair(ctx, conn, paths, pol); err != nil {
 		t.Fatal(err)
 	}
-	publishConf(t, p, "v2")
-	eventually(t, "web-1 registered", func() bool {
+	fleettest.PublishConf(t, p, "v2")
+	fleettest.Eventually(t, "web-1 registered", func() bool {
 		ok, _, err := conn.Exists(paths.AgentNode("web-1"))
 		return err == nil && ok
 	})
@@ -507,7 +447,7 @@ func ownStatus(t *testing.T, id string, g int64) []byte {
 func TestAgentIdentityFloodRefused(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-2")
 	hostile := rawSession(t, c, "web-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -579,7 +519,7 @@ func TestAgentIdentityFloodRefused(t *testing.T) {
 	if size, _ := strconv.Atoi(m["zk_approximate_data_size"]); size > 1<<20 {
 		t.Errorf("the server holds %d bytes of data after the flood; want next to nothing", size)
 	}
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil || !slices.Equal(pr.Applied, []string{"web-1", "web-2"}) {
 		t.Fatalf("wait --all after the flood = %+v, %v; want web-1 and web-2 applied, nothing else expected", pr, err)
 	}
@@ -594,7 +534,7 @@ func TestAgentIdentityFloodRefused(t *testing.T) {
 func TestForeignRegistrationsNeverExpected(t *testing.T) {
 	c := zktest.Start(t)
 	p, conn := securedTree(t, c, "web-1")
-	g := publishConf(t, p, "v1")
+	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-1")
 	var ops []any
 	for i := range 500 {
@@ -606,12 +546,12 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pr, err := fleetOf(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil || !slices.Equal(pr.Applied, []string{"web-1"}) || len(pr.Foreign) != 500 || pr.Needed != 1 {
 		t.Fatalf("wait --all with 500 foreign registrations = applied %v, needed %d, %d foreign, %v; want web-1 alone",
 			pr.Applied, pr.Needed, len(pr.Foreign), err)
 	}
-	f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
+	f, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,8 +586,8 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 func TestOversizedNodesSkipped(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		c := zktest.Start(t)
-		p, conn := newPublisher(t, c)
-		g := publishConf(t, p, "v1")
+		p, conn := fleettest.NewPublisher(t, c, root)
+		g := fleettest.PublishConf(t, p, "v1")
 		for _, n := range []string{paths.Status(), paths.Agents()} {
 			if err := zkclient.EnsurePath(context.Background(), conn, n, zk.WorldACL(zk.PermAll)); err != nil {
 				t.Fatal(err)
@@ -662,7 +602,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
+		f, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -673,11 +613,11 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		if !slices.Equal(f.Skipped, want) {
 			t.Errorf("skipped %v; want %v", f.Skipped, want)
 		}
-		h, _ := find(f.Agents, "huge")
+		h, _ := fleettest.Find(f.Agents, "huge")
 		if h.Trusted() || h.Applied(g) || !strings.Contains(h.Untrusted, "oversized") || h.Status.AgentID != "" {
 			t.Errorf("huge = %+v; want untrusted, oversized, not decoded", h)
 		}
-		fat, _ := find(f.Agents, "fat")
+		fat, _ := fleettest.Find(f.Agents, "fat")
 		if !fat.Gone() || fat.Registration != nil || !strings.Contains(fat.RegistryUntrusted, "oversized") {
 			t.Errorf("fat = %+v; want gone, registration skipped as oversized", fat)
 		}
@@ -685,7 +625,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 	t.Run("policy", func(t *testing.T) {
 		c := zktest.Start(t)
 		p, conn := securedTree(t, c, "web-1")
-		g := publishConf(t, p, "v1")
+		g := fleettest.PublishConf(t, p, "v1")
 		pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []aclmodel.Identity{ident(t, "web-1")}}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -708,24 +648,17 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		if _, err := web1.Create(paths.StatusNode("web-1"), huge, zk.FlagEphemeral, own); err != nil {
 			t.Fatal(err)
 		}
-		f, err := fleetOf(t, conn, paths.Root, paths.Meta).Read(ctx)
+		f, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(f.Skipped, []fleet.Skipped{{ID: "web-1", Node: fleet.NodeStatus, Reason: fleet.SkipOversized, Bytes: len(huge)}}) {
 			t.Errorf("skipped %v", f.Skipped)
 		}
-		if a, _ := find(f.Agents, "web-1"); !a.Gone() || !strings.Contains(a.Untrusted, "oversized") {
+		if a, _ := fleettest.Find(f.Agents, "web-1"); !a.Gone() || !strings.Contains(a.Untrusted, "oversized") {
 			t.Errorf("web-1 = %+v; want gone (oversized)", a)
 		}
-		ms, err := access.Check(ctx, conn, paths, pol)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fixes := map[string]access.Fix{}
-		for _, m := range ms {
-			fixes[m.Path] = m.Fix
-		}
+		fixes, ms := fixesOf(t, ctx, conn, paths, pol)
 		if fixes[q.Dir()] != access.FixQuota || fixes[paths.StatusNode("web-1")] != access.FixDelete {
 			t.Fatalf("check = %v; want the quota reset and the oversized node deleted", ms)
 		}
@@ -736,49 +669,6 @@ func TestOversizedNodesSkipped(t *testing.T) {
 			t.Errorf("oversized status node after repair: %v; want refused by the restored quota", err)
 		}
 	})
-}
-
-func forgedStatus(t *testing.T, id string, g int64) []byte {
-	t.Helper()
-	b, err := json.Marshal(fleet.Status{AgentID: id, Root: root, Generation: g, Attempted: g, State: "live", Ready: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func find(agents []fleet.Agent, id string) (fleet.Agent, bool) {
-	i := slices.IndexFunc(agents, func(a fleet.Agent) bool { return a.ID == id })
-	if i < 0 {
-		return fleet.Agent{}, false
-	}
-	return agents[i], true
-}
-
-// eventually polls cond until it holds or 60 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func newPublisher(t *testing.T, c *zktest.Cluster) (*publish.Publisher, *zk.Conn) {
-	t.Helper()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	p, err := publish.New(zkclient.Fixed(conn, sess), root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, conn
 }
 
 // TestPublishOnInitTree: on a tree Init set up, a publisher gives what it
