@@ -131,10 +131,15 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 			errs = append(errs, fmt.Errorf("cache: WithRootOptions names %q, which is not a root of the group", name))
 		}
 	}
+	stateFiles := map[string]string{}
 	for _, name := range names {
 		mo, err := rootOptions(o, name)
 		errs = append(errs, err...)
 		member[name] = mo
+		if other, dup := stateFiles[mo.stateFile]; dup && mo.stateFile != "" {
+			errs = append(errs, fmt.Errorf("cache: roots %q and %q have the same state file %s", other, name, mo.stateFile))
+		}
+		stateFiles[mo.stateFile] = name
 	}
 	if err := errlist.Join(errs...); err != nil {
 		return nil, err

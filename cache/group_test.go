@@ -591,13 +591,14 @@ func TestGroupStateFiles(t *testing.T) {
 func TestNewGroupErrors(t *testing.T) {
 	_, err := NewGroup(context.Background(), map[string]string{"a": "/x", "b": "/x", "bad name": "/y", "c": "relative"},
 		WithStateFile("/tmp/s"), WithRootOptions("a", WithServers([]string{"127.0.0.1:1"}, 0), WithOnUpdate(func(*Snapshot) {})),
-		WithRootOptions("b", WithFetchConcurrency(0)), WithRootOptions("d", WithStateFile("/tmp/d")))
+		WithRootOptions("b", WithFetchConcurrency(0), WithStateFile("/tmp/s")), WithRootOptions("c", WithStateFile("/tmp/s")),
+		WithRootOptions("d", WithStateFile("/tmp/d")))
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	for _, want := range []string{`"a" and "b" are both /x`, `name "bad name"`, `root "c"`, "no ZooKeeper given",
 		"WithStateFile per root only", `root "a": the connection is the group's`, `root "a": a group takes no WithOnUpdate`,
-		`root "b": cache: fetch concurrency 0`, `names "d", which is not a root`} {
+		`root "b": cache: fetch concurrency 0`, `names "d", which is not a root`, `roots "b" and "c" have the same state file /tmp/s`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
