@@ -120,6 +120,27 @@ func recordCut(c Cut) map[string]cutRecord {
 	return r
 }
 
+// newGroup starts a group and closes it in t.Cleanup.
+func newGroup(t *testing.T, roots map[string]string, opts ...Option) *Group {
+	t.Helper()
+	g, err := NewGroup(context.Background(), roots, opts...)
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// waitCut waits for a cut reaching min.
+func waitCut(t *testing.T, g *Group, min map[string]int64) Cut {
+	t.Helper()
+	c, err := g.Wait(testCtx(t), min)
+	if err != nil {
+		t.Fatalf("Wait(%v): %v", min, err)
+	}
+	return c
+}
+
 // TestCutChecker: the check the publish-loop test applies can fail. Root a
 // committed generation 1 at 10 and 2 at 20, root b 1 at 15 and 2 at 30:
 // (a1, b2) were never live together, (a2, b1) were (from 20 to 30).
@@ -398,35 +419,20 @@ func TestGroupCost(t *testing.T) {
 	conn := zkc.Connect(t, 10*time.Second)
 	pa, pb := newRawPublisher(t, conn, "/cost/a"), newRawPublisher(t, conn, "/cost/b")
 	log, _ := testLogger(t)
-	ctx := testCtx(t)
 	va := set(2, "a1")
 	pa.publish(va)
 	pb.publish(set(2, "b1"))
 
-	one, err := NewGroup(ctx, map[string]string{"a": "/cost/a"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer one.Close()
-	two, err := NewGroup(ctx, map[string]string{"a": "/cost/a", "b": "/cost/b"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer two.Close()
-	if _, err := two.Wait(ctx, map[string]int64{"a": 1, "b": 1}); err != nil {
-		t.Fatal(err)
-	}
+	one := newGroup(t, map[string]string{"a": "/cost/a"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
+	two := newGroup(t, map[string]string{"a": "/cost/a", "b": "/cost/b"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
+	waitCut(t, two, map[string]int64{"a": 1, "b": 1})
 	start := two.Stats()
 	const n = 10
 	for i := range n {
 		v := withItem(va, "item00", fmt.Sprintf("a%d", i+2)) // one item changes: a root read and an item read
 		gen, _ := pa.publish(v)
 		for _, g := range []*Group{one, two} {
-			c, err := g.Wait(ctx, map[string]int64{"a": gen})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sameItems(c["a"], v); err != nil {
+			if err := sameItems(waitCut(t, g, map[string]int64{"a": gen})["a"], v); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -458,25 +464,15 @@ func TestGroupConfirmWithoutNewGeneration(t *testing.T) {
 	pa, pb := newRawPublisher(t, conn, "/step/a"), newRawPublisher(t, conn, "/step/b")
 	pa.inc = manifest.NewIncarnation()
 	log, _ := testLogger(t)
-	ctx := testCtx(t)
 	va := set(2, "a1")
 	pa.publish(va)
 	pb.publish(set(2, "b1"))
-	g, err := NewGroup(ctx, map[string]string{"a": "/step/a", "b": "/step/b"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if _, err := g.Wait(ctx, map[string]int64{"a": 1, "b": 1}); err != nil {
-		t.Fatal(err)
-	}
+	g := newGroup(t, map[string]string{"a": "/step/a", "b": "/step/b"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
+	waitCut(t, g, map[string]int64{"a": 1, "b": 1})
 
 	mp := pa.beginMarker(withItem(va, "item00", "marker"))
 	gb, _ := pb.publish(set(2, "b2"))
-	c, err := g.Wait(ctx, map[string]int64{"b": gb})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := waitCut(t, g, map[string]int64{"b": gb})
 	if c["a"].Generation() != 1 {
 		t.Fatalf("cut holds a at generation %d during a marker publish, want 1", c["a"].Generation())
 	}
@@ -484,16 +480,12 @@ func TestGroupConfirmWithoutNewGeneration(t *testing.T) {
 		t.Fatalf("a marker (no data change) cost a confirm read: %+v", st)
 	}
 	ga := mp.commit()
-	if c, err = g.Wait(ctx, map[string]int64{"a": ga, "b": gb}); err != nil {
-		t.Fatal(err)
-	}
+	c = waitCut(t, g, map[string]int64{"a": ga, "b": gb})
 	checkItems(t, c["a"], withItem(va, "item00", "marker"))
 
 	pa.startCanary(manifest.Selection{Selector: "role=none"}, set(2, "a-candidate"))
 	gb, _ = pb.publish(set(2, "b3"))
-	if c, err = g.Wait(ctx, map[string]int64{"b": gb}); err != nil {
-		t.Fatal(err)
-	}
+	c = waitCut(t, g, map[string]int64{"b": gb})
 	if c["a"].Generation() != ga || c["a"].Candidate() {
 		t.Fatalf("cut holds a at generation %d (candidate %v), want the stable %d", c["a"].Generation(), c["a"].Candidate(), ga)
 	}
