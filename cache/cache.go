@@ -73,12 +73,21 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	if o.cfg == nil && o.client == nil {
 		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithClient)")
 	}
+	if o.rootOpts != nil {
+		return nil, errors.New("cache: WithRootOptions is for NewGroup")
+	}
 	if o.log == nil {
 		o.log = defaultLogger()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
+	return start(root, o)
+}
+
+// start starts a cache of root with validated options (New, and a Group
+// for each of its roots).
+func start(root string, o options) (*Cache, error) {
 	c := &Cache{
 		root:     root,
 		paths:    layout.New(root, o.meta),
@@ -111,7 +120,7 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 
 	switch {
 	case o.client != nil:
-		c.client = o.client
+		c.client, c.ownConn = o.client, o.groupOwned
 	default:
 		cfg := *o.cfg
 		if cfg.Logger == nil {

@@ -103,5 +103,5 @@ func (c *Cache) followed(ctx context.Context, loop *loopState, root *rootRead, h
 		c.onTorn(loop, bad)
 		return nil, nil
 	}
-	return &rootRead{m: cm, stat: root.stat, stable: m}, nil
+	return &rootRead{m: cm, stat: root.stat, stable: m, read: root.read}, nil
 }

@@ -1,7 +1,9 @@
 // Package cache follows one zkconf config root in ZooKeeper and hands out
 // never-torn snapshots of it: what it serves is exactly one published
 // generation, the newest it could verify, and it says honestly how fresh
-// that is (State, StateChanges).
+// that is (State, StateChanges). A Group follows several roots on one
+// session and hands out cuts: one snapshot of each root, all live at one
+// moment (see Cuts below).
 //
 // # Use
 //
@@ -111,6 +113,85 @@
 //   - The state file's item directory holds the configuration in clear
 //     (files 0600, directory 0700): protect them like the configuration
 //     itself.
+//
+// # Cuts
+//
+// An application that reads a shared root beside its own (/config/common
+// and /config/web) must not combine a generation of one with a generation
+// of the other that were never live together: a database address moved to
+// common and removed from web in two publishes would otherwise be seen in
+// neither, or in both. NewGroup follows several roots, each with a Cache
+// of its own on one shared session, and hands out Cut values
+// (map[name]*Snapshot) through Wait, Updates and Cut, shaped like a
+// Cache's Wait, Updates and Snapshot:
+//
+//	g, err := cache.NewGroup(ctx, map[string]string{"common": "/config/common", "web": "/config/web"},
+//		cache.WithClient(client))
+//	...
+//	cut, err := g.Wait(ctx, nil) // the first cut
+//	use(cut["common"], cut["web"])
+//	for {
+//		select {
+//		case cut := <-g.Updates(): // a newer cut, latest value only
+//			use(cut["common"], cut["web"])
+//		case <-ctx.Done():
+//			return nil
+//		}
+//	}
+//
+// Every snapshot in a cut is one the root's cache handed out (never torn;
+// never backwards and never lost per root). The generations of a cut were
+// all named by their roots at one moment. ZooKeeper has no snapshot read
+// across znodes; the group builds one from sequential consistency: one
+// session's requests are served in order, so a request sent after
+// another's answer came back is served after it.
+//
+//  1. Each root's snapshot comes with its witness: the root read it was
+//     assembled from, stamped with a group-wide counter when the request
+//     was sent and when its answer came back. Its Mzxid is held with it.
+//  2. When a root's cache delivers a new snapshot, the group takes T, the
+//     moment the latest witness was served. A root whose witness was
+//     answered before the latest one was sent was live at its witness;
+//     one Exists of it, sent now, that finds its Mzxid unchanged shows it
+//     still live after T; generations only grow, so it was live at T. The
+//     root with the latest witness needs no request. When the counter
+//     cannot tell which witness is the latest (two roots read at the same
+//     time) every root is confirmed.
+//  3. A root whose znode changed without a new generation (a marker-mode
+//     publish sets the root's data unchanged with its marker; a canary
+//     step rewrites it): the Exists finds another Mzxid, and a Get of the
+//     root is accepted when its manifest still names the held generation
+//     (or, for a member of a canary's selection, its candidate).
+//  4. A root that moved (a newer generation, or gone) is marked: the group
+//     waits for its cache's next snapshot (an event, no timer) and starts
+//     over from 2. A failed request is retried with a backoff (100 ms up
+//     to 10 s). Before its first request in a new session the group sends
+//     a Sync, and an answer that came from a session it has not synced in
+//     is discarded: after an expiry the client may reach a server behind
+//     the one it left.
+//
+// Cost: a publish to one root costs its own cache what a lone Cache pays
+// (a root read and the changed items), and the group one Exists per other
+// root (one more, for every root, when reads overlapped; a Get more for a
+// root whose data changed without a new generation). A Cache outside a
+// Group pays nothing for it. Progress: a confirm fails only when another
+// root committed a generation between its witness and the confirm (a few
+// round trips: the mover's item reads and the Exists); each failure waits
+// for that root's next snapshot, whose witness is then the latest, so the
+// group hands out a cut as soon as one such window passes without a
+// commit to another root (GroupStats.Moved counts the failures). Under a
+// publish loop on every root that happens again and again (the tests
+// require it); it can starve only while some other root commits within
+// every window, that is when publishes to it arrive back to back, each as
+// soon as the previous one committed, for as long as that lasts. It is
+// not bounded otherwise: no request reads two znodes at one moment.
+// Limits: each root's cache may keep a state file (WithRootOptions), but
+// its snapshot enters a cut only once the group confirmed it against
+// ZooKeeper (state files written at different moments are not known to
+// hold a cut): restarted while ZooKeeper is down, a group serves each
+// root's persisted snapshot (Group.Snapshots) and no cut. Each root's
+// Cache keeps its own State (Group.States), so a cut is as fresh as the
+// least fresh root.
 //
 // The rest of this documentation is how the cache works: the read
 // protocol step by step (the code refers to its numbered steps), when it

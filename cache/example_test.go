@@ -172,3 +172,52 @@ func ExampleStateInfo() {
 	// Output:
 	// nothing published yet; waiting for the first publish
 }
+
+// An application reads a shared root beside its own, on one session, and
+// uses only combinations of their generations that were live together:
+// a cut.
+func ExampleGroup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second}
+	publishApp(ctx, cfg, "/example/common", `{"db": "db1.example.com"}`)
+	publishApp(ctx, cfg, "/example/web", `{"greeting": "hello"}`)
+
+	client, err := zkclient.Dial(cfg)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return
+	}
+	defer client.Close()
+	g, err := cache.NewGroup(ctx, map[string]string{"common": "/example/common", "web": "/example/web"},
+		cache.WithClient(client))
+	if err != nil {
+		fmt.Println("group:", err)
+		return
+	}
+	defer g.Close()
+
+	show := func(cut cache.Cut) {
+		common, _ := cut["common"].Get("app.json") // shared bytes: never modify them
+		web, _ := cut["web"].Get("app.json")
+		fmt.Printf("common %d %s, web %d %s\n", cut["common"].Generation(), common, cut["web"].Generation(), web)
+	}
+	cut, err := g.Wait(ctx, nil) // the first cut
+	if err != nil {
+		fmt.Println("wait:", err)
+		return
+	}
+	show(cut)
+
+	// A publish to the shared root gives a new cut; a long-running
+	// application reads g.Updates() in its select loop instead of waiting.
+	publishApp(ctx, cfg, "/example/common", `{"db": "db2.example.com"}`)
+	if cut, err = g.Wait(ctx, map[string]int64{"common": 2}); err != nil {
+		fmt.Println("wait:", err)
+		return
+	}
+	show(cut)
+	// Output:
+	// common 1 {"db": "db1.example.com"}, web 1 {"greeting": "hello"}
+	// common 2 {"db": "db2.example.com"}, web 1 {"greeting": "hello"}
+}

@@ -48,6 +48,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 		return nil, err
 	}
 	s := newSnapshotNames(m, zxid, items, names, false)
+	s.read = root.read
 	s.timings = FetchTimings{Started: c.cycleStarted, Fetched: time.Since(c.cycleStarted), Read: len(todo),
 		Verify: time.Duration(c.verifyNanos.Load())}
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkconf/zkconf/internal/layout"
@@ -42,6 +43,14 @@ type options struct {
 	// selection (WithLabels); id "" follows the stable generation.
 	id     string
 	labels map[string]string
+	// clock orders the root reads of a Group's members and the group's
+	// confirms (nil outside a Group: a lone cache pays nothing).
+	clock *atomic.Uint64
+	// groupOwned: client was dialled by the Group, which shares it among
+	// its members; each closes it (Client.Close is idempotent).
+	groupOwned bool
+	// rootOpts: a Group's options for one of its roots (WithRootOptions).
+	rootOpts map[string][]Option
 }
 
 func defaultOptions() options {

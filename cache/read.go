@@ -24,6 +24,7 @@ type rootRead struct {
 	m      *manifest.Manifest
 	stat   *zk.Stat
 	stable *manifest.Manifest
+	read   witness // when the read was sent and answered (a Group's member only)
 }
 
 // verdict is what a cycle does with the root's generation.
@@ -109,8 +110,14 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error
 		data []byte
 		stat *zk.Stat
 		rw   <-chan zk.Event
+		w    witness
 	)
-	err := c.call(ctx, func() (err error) { data, stat, rw, err = c.conn.GetW(c.root); return err })
+	err := c.call(ctx, func() (err error) {
+		w.sent = c.tick()
+		data, stat, rw, err = c.conn.GetW(c.root)
+		w.answered = c.tick()
+		return err
+	})
 	c.stats.requests.Add(1)
 	c.stats.rootReads.Add(1)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -135,7 +142,7 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error
 		c.waiting(loop, err)
 		return nil, nil
 	}
-	return &rootRead{m: m, stat: stat}, nil
+	return &rootRead{m: m, stat: stat, read: w}, nil
 }
 
 // watchMissingRoot arms an exists watch on a root that is not there, the

@@ -23,6 +23,9 @@ type Snapshot struct {
 	left []IncarnationMark
 	// timings: how the cache fetched it (set before it is handed out).
 	timings FetchTimings
+	// read: when the root read it comes from was sent and answered, on
+	// a Group's clock (zero outside a Group, and from the state file).
+	read witness
 }
 
 // newSnapshot builds a snapshot. items must hold exactly m's items, each

@@ -294,7 +294,10 @@ func (c *Cache) live(loop *loopState) {
 // cancels ctx and, on a connection the cache owns, closes it, which ends a
 // request at once; on the application's connection it waits for the
 // request up to a grace period, as it does for the fetch workers.
-func (c *Cache) call(ctx context.Context, fn func() error) error {
+func (c *Cache) call(ctx context.Context, fn func() error) error { return call(ctx, fn) }
+
+// call is Cache.call, for the Group's requests as well.
+func call(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
