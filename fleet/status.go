@@ -11,8 +11,16 @@
 // A Fleet is one root's agents on one zkclient.Client (New): List and Read
 // read them, judging each node against the root's access policy; Wait
 // follows them until a rollout succeeds or cannot; Changes wakes its
-// caller on every change; StatusNodeACL is the ACL an agent gives its own
-// node. zkclient's package documentation ("Errors") says what each class
+// caller on every change; Live reads the generation agents are judged
+// against; Forget removes agents from the registry; StatusNodeACL is the
+// ACL an agent gives its own node.
+//
+// Fleet is the one judge of an agent: Agent.State (gone, unreadable,
+// untrusted, failing, starting, stale, expired, behind, ok) is what
+// `confpush status`, its --wait and the dashboard print, Agent.Unhealthy
+// what --fail-on-error fails for, Status.Failure the error shown,
+// IncarnationProblems the agents that do not follow the root's
+// incarnation. Package rollout builds the actions on these judgements. zkclient's package documentation ("Errors") says what each class
 // of error means and which of them zkconf retries.
 package fleet
 

@@ -158,8 +158,11 @@ type RolloutState struct {
 	// Canary is the rollout in progress; nil when none.
 	Canary *manifest.Canary
 	// Record is the rollout record (nil when missing or unreadable; it
-	// may describe an ended rollout when Canary is nil).
-	Record *RolloutRecord
+	// may describe an ended rollout when Canary is nil). RecordDenied
+	// reports that it is not readable with the client's credentials (it is
+	// publisher-only).
+	Record       *RolloutRecord
+	RecordDenied bool
 	// DriverAlive reports whether a driver's liveness node
 	// (rollout-driver/<rollout id>) exists.
 	DriverAlive bool
@@ -461,7 +464,7 @@ func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
 	if err != nil && !zkclient.IsDenied(err) {
 		return nil, err
 	}
-	rs.Record = rec
+	rs.Record, rs.RecordDenied = rec, err != nil
 	if m.Canary != nil {
 		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
 		if err != nil && !zkclient.IsDenied(err) {
@@ -578,4 +581,60 @@ func (p *Publisher) endRollout(ctx context.Context, rolloutID, kind string, req 
 	}
 	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.cfg.name, Message: req.Message})
 	return res, nil
+}
+
+// RolloutW is Rollout with watches: changed is closed at the next change
+// of the rollout record (a step recorded, a new rollout) or of its
+// driver's liveness node (a driver starting or dying), or when ctx ends.
+// A root never published reads as a RolloutState with an empty Stable
+// manifest. The watches are set before the reads, so no change between
+// them is missed.
+func (p *Publisher) RolloutW(ctx context.Context) (rs *RolloutState, changed <-chan struct{}, err error) {
+	conn := p.conn()
+	_, _, recEv, err := conn.ExistsW(p.paths.Rollout())
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch %s: %w", p.paths.Rollout(), err)
+	}
+	rs, err = p.Rollout(ctx)
+	if errors.Is(err, ErrNotPublished) {
+		rs, err = &RolloutState{Root: p.paths.Root, Stable: &manifest.Manifest{}}, nil
+		rec, _, rerr := p.readRecord(ctx)
+		rs.Record, rs.RecordDenied = rec, zkclient.IsDenied(rerr)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var driverEv <-chan zk.Event // nil (never fires) without a rollout
+	if id := driverOf(rs); id != "" {
+		var alive bool
+		alive, _, driverEv, err = conn.ExistsW(p.paths.RolloutDriver() + "/" + id)
+		if err != nil && !zkclient.IsDenied(err) {
+			return nil, nil, fmt.Errorf("watch the rollout driver of %s: %w", id, err)
+		}
+		if rs.Canary != nil && rs.Canary.RolloutID == id {
+			rs.DriverAlive = alive
+		}
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		select {
+		case <-ctx.Done():
+		case <-recEv:
+		case <-driverEv:
+		}
+	}()
+	return rs, ch, nil
+}
+
+// driverOf is the rollout whose driver RolloutW follows: the one in
+// progress, else the record's.
+func driverOf(rs *RolloutState) string {
+	switch {
+	case rs.Canary != nil:
+		return rs.Canary.RolloutID
+	case rs.Record != nil:
+		return rs.Record.RolloutID
+	}
+	return ""
 }

@@ -202,6 +202,9 @@
 // Promote and Abort end the rollout with a normal publish of the
 // candidate's or the stable content as C+1 (PromoteOf, AbortOf), expecting
 // the rollout's id in the root (else a *RolloutConflictError); Rollout
-// reads it. A publish that leaves the root without a canary removes the
-// candidate node.
+// reads it, RolloutW with watches. A publish that leaves the root without
+// a canary removes the candidate node. This package only writes: judging
+// the fleet, driving a rollout (holding HoldDriver's liveness node) and
+// refusing a selection that selects no expected agent are package
+// rollout's, above this one and fleet.
 package publish

@@ -73,7 +73,7 @@
 //     root (publish.ErrMarkerBusy, *publish.MarkerBusyError;
 //     *publish.RolloutInProgressError); a leader lost its fence
 //     (publish.ErrFenced); the rollout a promote or an abort names is not
-//     the one in progress (publish.ErrNoRollout, publish.ErrRolloutEnded).
+//     the one in progress (publish.ErrNoRollout, rollout.ErrEnded).
 //     Nothing was written; read again and decide.
 //   - Torn or mismatched: what a reader read does not match the manifest
 //     it read with it (manifest.ErrTorn: *manifest.ItemMismatchError

@@ -21,6 +21,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -386,7 +387,7 @@ func classify(err error) (int, string) {
 		return exitFailing, "agents_failing"
 	case errors.As(err, new(autoAbortedError)):
 		return exitAborted, "rollout_aborted"
-	case errors.Is(err, publish.ErrRolloutEnded):
+	case errors.Is(err, rollout.ErrEnded):
 		return exitConflict, "rollout_ended"
 	case errors.Is(err, publish.ErrNoRollout):
 		return exitConflict, "no_rollout"
@@ -396,7 +397,7 @@ func classify(err error) (int, string) {
 		return exitMarkerBusy, "marker_busy"
 	case isRolloutInProgress(err):
 		return exitMarkerBusy, "rollout_in_progress"
-	case errors.As(err, new(emptyCanaryError)):
+	case errors.As(err, new(*rollout.EmptySelectionError)):
 		return exitUsage, "empty_canary"
 	case errors.Is(err, publish.ErrWouldRemove):
 		return exitUsage, "would_remove"

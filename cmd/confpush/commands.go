@@ -18,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 )
 
 func parseMode(s string) (manifest.Mode, error) {
@@ -111,23 +112,22 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return err
 			}
 			defer done()
-			if canary != nil {
-				if err := a.checkCanarySelects(ctx, cl, *canary); err != nil {
-					return err
-				}
+			f, err := a.fleetOf(cl)
+			if err != nil {
+				return err
 			}
-			res, err := p.Publish(ctx, publish.Request{
+			res, err := rollout.Start(ctx, p, f, publish.Request{
 				Items: items, Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), AllowEmpty: a.v.GetBool("allow-empty"),
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
 				Message: msg, NoRemove: !a.v.GetBool("prune"),
 				Canary: canary, Supersede: a.v.GetBool("supersede"), RolloutPlan: rp,
-			})
+			}, a.v.GetBool("allow-empty-canary"))
 			if err != nil {
 				return err
 			}
 			if rp != nil {
-				return a.drive(cmd, p, res, *canary, rp, msg)
+				return a.drive(cmd, p, f, res, *canary, rp, msg)
 			}
 			return a.reportAndWait(ctx, cmd, p, cl, res, 0)
 		},

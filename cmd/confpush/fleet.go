@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
@@ -54,26 +53,6 @@ func (a *app) dial(ctx context.Context) (*zkclient.Client, error) {
 func (a *app) fleetOf(cl *zkclient.Client) (*fleet.Fleet, error) {
 	p := a.paths()
 	return fleet.New(cl, p.Root, fleet.WithMeta(p.Meta))
-}
-
-// liveManifest reads the root's manifest (an empty one, generation 0,
-// when never published).
-func liveManifest(conn *zk.Conn, root string) (*manifest.Manifest, error) {
-	b, _, err := conn.Get(root)
-	if errors.Is(err, zk.ErrNoNode) {
-		return &manifest.Manifest{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", root, err)
-	}
-	m, err := manifest.Decode(b)
-	if errors.Is(err, manifest.ErrEmpty) {
-		return &manifest.Manifest{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", root, err)
-	}
-	return m, nil
 }
 
 func (a *app) statusCommand() *cobra.Command {
@@ -161,16 +140,18 @@ func (a *app) printStatus(ctx context.Context, cl *zkclient.Client, failOnError 
 // table, and the agents --fail-on-error fails for.
 func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[string]any, text func(io.Writer), failing []string, err error) {
 	p := a.paths()
-	conn := cl.Conn()
-	liveM, err := liveManifest(conn, p.Root)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	live := liveM.Generation
 	f, err := a.fleetOf(cl)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	liveM, err := f.Live(ctx)
+	if errors.Is(err, fleet.ErrRootMissing) {
+		liveM, err = &manifest.Manifest{}, nil
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	live := liveM.Generation
 	fl, err := f.Read(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -212,7 +193,7 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 		// Gone and untrusted agents fail the check too: a monitoring
 		// script must not read "all good" while a host is missing or a
 		// status node is forged.
-		if ag.Err != nil || ag.Status.Failing() || !r.Trusted || r.Gone {
+		if ag.Unhealthy() {
 			failing = append(failing, ag.ID)
 		}
 		switch {
@@ -222,7 +203,7 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 			st := ag.Status
 			r.Status = &st
 		}
-		r.State = agentState(ag, live)
+		r.State = ag.State(live)
 		rows = append(rows, r)
 	}
 	obj = map[string]any{"root": p.Root, "generation": live, "message": liveM.Message, "agents": rows, "summary": map[string]int{
@@ -231,13 +212,14 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
 	// root's incarnation, or holding another one, are listed, and fail
 	// --fail-on-error like any other failing agent.
-	liveInc, incProblems, incAgents := incarnationProblems(conn, p.Root, agents)
-	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
-	for _, id := range incAgents {
-		if !slices.Contains(failing, id) {
-			failing = append(failing, id)
+	liveInc, incProblems := liveM.Incarnation, []string{}
+	for _, pr := range fleet.IncarnationProblems(agents, liveInc) {
+		incProblems = append(incProblems, pr.Message)
+		if !slices.Contains(failing, pr.ID) {
+			failing = append(failing, pr.ID)
 		}
 	}
+	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
 	if marker != nil {
 		obj["marker"] = map[string]any{"publish_id": marker.PublishID, "publisher": marker.Publisher,
 			"age_seconds": int64(marker.Age.Seconds()), "live": marker.Live, "foreign": marker.Foreign, "message": marker.String()}
@@ -281,7 +263,7 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 			}
 			st := r.Status
 			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, st.Generation, r.Behind, r.State, ago(st.AppliedAt),
-				st.State, ago(st.Since), labelList(r.Labels), oneLine(failureOf(*st)+note))
+				st.State, ago(st.Since), labelList(r.Labels), oneLine(st.Failure()+note))
 		}
 		_ = w.Flush()
 		fmt.Fprintf(out, "\n%s (%s)\n", sum, liveLine(p.Root, live))
@@ -356,93 +338,12 @@ func skippedLines(sk []fleet.Skipped) []string {
 	return out
 }
 
-// agentState is the STATE column: gone, untrusted, unreadable, failing
-// (the last apply failed, or a failure is being retried), the agent's
-// cache state when it is not live (starting, stale, expired), behind (a
-// newer generation is live and not applied yet), or ok.
-func agentState(ag fleet.Agent, live int64) string {
-	st := ag.Status
-	switch {
-	case ag.Gone():
-		return "gone"
-	case ag.Err != nil:
-		return "unreadable"
-	case !ag.Trusted():
-		return "untrusted"
-	case st.Failing():
-		return "failing"
-	case st.State != "live" && st.State != "":
-		return st.State
-	case st.Generation < live:
-		return "behind"
-	}
-	return "ok"
-}
-
-// failureOf is the LAST ERROR column: the agent's last error, else its
-// first failing target's.
-func failureOf(st fleet.Status) string {
-	if st.LastError != "" {
-		return st.LastError
-	}
-	for _, t := range st.Targets {
-		if !t.Failing() {
-			continue
-		}
-		switch {
-		case t.Retrying != "":
-			return fmt.Sprintf("target %s: %s failure retried (%d retries): %s", t.Name, t.Retrying, t.Retries, t.LastError)
-		case t.ReloadPending:
-			return fmt.Sprintf("target %s: reload pending: %s", t.Name, t.LastError)
-		}
-		return fmt.Sprintf("target %s: %s", t.Name, t.LastError)
-	}
-	return ""
-}
-
 // ago is a time as "3m2s ago", "-" when unset.
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	return time.Since(t).Round(time.Second).String() + " ago"
-}
-
-// incarnationProblems reads the root's incarnation and lists the agents
-// that do not follow it: refusing it (incarnation: refuse, waiting for
-// confagent adopt) or holding another one.
-func incarnationProblems(conn *zk.Conn, root string, agents []fleet.Agent) (live string, problems, ids []string) {
-	if b, _, err := conn.Get(root); err == nil {
-		if m, err := manifest.Decode(b); err == nil {
-			live = m.Incarnation
-		}
-	}
-	problems = []string{}
-	for _, ag := range agents {
-		if ag.Err != nil || !ag.Trusted() {
-			continue
-		}
-		st := ag.Status
-		n := len(problems)
-		switch {
-		case st.IncarnationRefused != "":
-			problems = append(problems, fmt.Sprintf("agent %s refuses the new incarnation %s and serves generation %d of incarnation %s (incarnation: refuse; run confagent adopt on it)",
-				ag.ID, st.IncarnationRefused, st.Generation, orNone(st.Incarnation)))
-		case live != "" && st.Incarnation != "" && st.Incarnation != live:
-			problems = append(problems, fmt.Sprintf("agent %s holds incarnation %s (generation %d), not the root's %s", ag.ID, st.Incarnation, st.CacheGeneration, live))
-		}
-		if len(problems) > n {
-			ids = append(ids, ag.ID)
-		}
-	}
-	return live, problems, ids
-}
-
-func orNone(inc string) string {
-	if inc == "" {
-		return "(none)"
-	}
-	return inc
 }
 
 func oneLine(s string) string {

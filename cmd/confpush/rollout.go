@@ -5,17 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
-	"github.com/zkconf/zkconf/zkclient"
+	"github.com/zkconf/zkconf/rollout"
 )
 
 // canaryFlags registers publish's canary flags.
@@ -80,45 +81,6 @@ func (a *app) canarySelection() (*manifest.Selection, error) {
 	return &sel, nil
 }
 
-// emptyCanaryError refuses a canary whose selection selects no expected
-// agent: a typo in a selector must not become a rollout nobody follows.
-type emptyCanaryError struct {
-	sel      manifest.Selection
-	expected int
-}
-
-func (e emptyCanaryError) Error() string {
-	return fmt.Sprintf("canary selection %s selects none of the %d expected agents (judged by the labels they report); nothing written. Check the selector with 'confpush status', or start it anyway with --allow-empty-canary",
-		publish.DescribeSelection(e.sel), e.expected)
-}
-
-// checkCanarySelects refuses a selection that selects no expected agent
-// unless --allow-empty-canary.
-func (a *app) checkCanarySelects(ctx context.Context, cl *zkclient.Client, sel manifest.Selection) error {
-	if a.v.GetBool("allow-empty-canary") {
-		return nil
-	}
-	f, err := a.fleetOf(cl)
-	if err != nil {
-		return err
-	}
-	agents, err := f.List(ctx)
-	if err != nil {
-		return err
-	}
-	c := &manifest.Canary{Selection: sel}
-	expected := 0
-	for _, ra := range fleet.ClassifyRollout(agents, 0, "", c) {
-		if ra.Expected {
-			expected++
-			if ra.Selected {
-				return nil
-			}
-		}
-	}
-	return emptyCanaryError{sel: sel, expected: expected}
-}
-
 func (a *app) rolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -162,37 +124,24 @@ also on a root never published; a root that does not exist is an error
 			if err := a.requireRoot(ctx, cl); err != nil {
 				return err
 			}
-			rs, err := p.Rollout(ctx)
-			if errors.Is(err, publish.ErrNotPublished) {
-				rs, err = &publish.RolloutState{Root: p.Root(), Stable: &manifest.Manifest{}}, nil
-			}
+			f, err := a.fleetOf(cl)
 			if err != nil {
 				return err
 			}
-			var ras []fleet.RolloutAgent
-			var reasons map[string]string
-			if rs.Canary != nil {
-				f, err := a.fleetOf(cl)
-				if err != nil {
-					return err
-				}
-				agents, err := f.List(ctx)
-				if err != nil {
-					return err
-				}
-				ras = fleet.ClassifyRollout(agents, rs.Stable.Generation, rs.Stable.Incarnation, rs.Canary)
-				reasons = rolloutReasons(agents, ras, rs.Canary.Generation)
+			v, err := rollout.Read(ctx, p, f)
+			if err != nil {
+				return err
 			}
-			obj, text := rolloutReport(rs, ras, reasons)
+			obj, text := rolloutReport(v)
 			a.emit(obj, text)
 			return nil
 		},
 	}
 }
 
-// rolloutReport renders a rollout for rollout status and status, with
-// why each failing or gone agent is (reasons, by agent id).
-func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent, reasons map[string]string) (map[string]any, func(io.Writer)) {
+// rolloutReport renders a rollout for rollout status.
+func rolloutReport(v *rollout.View) (map[string]any, func(io.Writer)) {
+	rs, ras, reasons, counts := v.State, v.Agents, v.Reasons, v.Counts
 	obj := map[string]any{"root": rs.Root, "in_progress": rs.Canary != nil, "stable_generation": rs.Stable.Generation}
 	if rs.Leftover {
 		obj["leftover_candidate"] = true
@@ -210,10 +159,8 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent, reasons m
 		}
 	}
 	c := rs.Canary
-	counts := map[string]int{}
 	agents := make([]map[string]any, 0, len(ras))
 	for _, ra := range ras {
-		counts[ra.State]++
 		ag := map[string]any{"id": ra.ID, "selected": ra.Selected, "generation": ra.Generation,
 			"state": ra.State, "expected": ra.Expected, "labels": ra.Labels}
 		if why := reasons[ra.ID]; why != "" {
@@ -227,12 +174,8 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent, reasons m
 	obj["publisher"], obj["started_at"], obj["age_seconds"] = c.Publisher, c.StartedAt, int64(age.Seconds())
 	obj["driver_alive"], obj["agents"], obj["counts"] = rs.DriverAlive, agents, counts
 	return obj, func(w io.Writer) {
-		driver := "none (driven by hand: promote or abort it)"
-		if rs.DriverAlive {
-			driver = "alive"
-		} else if rs.Record != nil && rs.Record.Auto {
-			driver = "gone (its process died: promote or abort it)"
-		}
+		driver := map[string]string{rollout.DriverAlive: "alive", rollout.DriverGone: "gone (its process died: promote or abort it)",
+			rollout.DriverNone: "none (driven by hand: promote or abort it)"}[v.Driver]
 		fmt.Fprintf(w, "rollout %s on %s: candidate generation %d over stable %d\n", c.RolloutID, rs.Root, c.Generation, rs.Stable.Generation)
 		fmt.Fprintf(w, "selection %s, started by %s %v ago, driver %s\n", publish.DescribeSelection(c.Selection), c.Publisher, age, driver)
 		if rs.Record != nil && rs.Record.Message != "" {
@@ -244,8 +187,8 @@ func rolloutReport(rs *publish.RolloutState, ras []fleet.RolloutAgent, reasons m
 			fmt.Fprintf(tw, "%s\t%v\t%d\t%s\t%s\n", ra.ID, ra.Selected, ra.Generation, ra.State, oneLine(reasons[ra.ID]))
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(w, "%d applied, %d candidate, %d failing, %d gone, %d stable\n", counts[fleet.StateApplied],
-			counts[fleet.StateCandidate], counts[fleet.StateFailing], counts[fleet.StateGone], counts[fleet.StateStable])
+		fmt.Fprintf(w, "%d applied, %d candidate, %d failing, %d gone, %d stable\n", counts[rollout.StateApplied],
+			counts[rollout.StateCandidate], counts[rollout.StateFailing], counts[rollout.StateGone], counts[rollout.StateStable])
 	}
 }
 
@@ -363,10 +306,7 @@ selects every agent the selector selects.`,
 			if want := a.v.GetString("rollout"); want != "" && want != id {
 				return &publish.RolloutConflictError{Root: p.Root(), Want: want, Found: id}
 			}
-			next := manifest.Selection{Selector: rs.Canary.Selector, Percent: percent}
-			if percent == 100 && next.Selector != "" {
-				next.Percent = 0
-			}
+			next := rollout.Step(rs.Canary.Selector, percent)
 			res, err := p.Widen(ctx, id, next, msg)
 			if err != nil {
 				return err
@@ -412,3 +352,35 @@ func historyRolloutNotes(m *manifest.Manifest) (notes []string, fields map[strin
 
 // isRolloutInProgress reports the refusal of a publish during a rollout.
 func isRolloutInProgress(err error) bool { return errors.Is(err, publish.ErrRolloutInProgress) }
+
+// endMessage is the message a rollout promote or abort records when the
+// operator gives none: the rollout's own message (who and why it started)
+// with what ended it, as the driver records "(automatic promote after the
+// bake)". Without a readable rollout record, what ended it alone.
+func endMessage(ctx context.Context, p *publish.Publisher, kind, rolloutID string) string {
+	what := "promoted by hand"
+	if kind == publish.EventAbort {
+		what = "aborted by hand"
+	}
+	if who := publisherName(); who != "" {
+		what += " by " + who
+	}
+	rs, err := p.Rollout(ctx)
+	if err != nil || rs.Record == nil || rs.Record.RolloutID != rolloutID || rs.Record.Message == "" {
+		return what
+	}
+	msg := rs.Record.Message + " (" + what + ")"
+	if publish.ValidateMessage(msg) != nil {
+		return what
+	}
+	return msg
+}
+
+// publisherName is the operator's user name ("" when unknown); the
+// history's PUBLISHER column has user@host.
+func publisherName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}

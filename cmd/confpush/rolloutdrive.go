@@ -16,6 +16,7 @@ import (
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 )
 
 // exitAborted is the exit code of a rollout the driver aborted.
@@ -51,24 +52,12 @@ func (a *app) driverPlan(sel *manifest.Selection) (*manifest.Selection, *publish
 		if sel != nil && sel.Percent != 0 {
 			errs = append(errs, errors.New("--steps sets the percents: drop --canary-percent"))
 		}
-		prev := 0.0
-		for _, s := range strings.Split(steps, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-			switch {
-			case err != nil:
-				errs = append(errs, fmt.Errorf("--steps: %q is not a percent", s))
-			case v <= 0 || v > 100:
-				errs = append(errs, fmt.Errorf("--steps: %v%% is outside (0, 100]", v))
-			case v <= prev:
-				errs = append(errs, fmt.Errorf("--steps: %v%% does not grow (a rollout only widens)", v))
-			default:
-				pcts = append(pcts, v)
-				prev = v
-			}
-		}
+		var err error
+		pcts, err = rollout.ParseSteps(steps)
+		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return nil, nil, usageError{errlist.Join(errs...)}
+	if err := errlist.Join(errs...); err != nil {
+		return nil, nil, usageError{err}
 	}
 	if len(pcts) > 0 {
 		if sel == nil {
@@ -97,7 +86,7 @@ func (e autoAbortedError) Error() string {
 // drive runs the rollout driver after publish --canary --auto started
 // rollout res; the result object is printed once, at the end, with the
 // driver's steps and outcome.
-func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Result, sel manifest.Selection, rp *publish.RolloutPlan, msg string) error {
+func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, f *fleet.Fleet, res *publish.Result, sel manifest.Selection, rp *publish.RolloutPlan, msg string) error {
 	if res.DryRun {
 		a.reportResult(p.Root(), res, 0)
 		return nil
@@ -113,15 +102,15 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 		return err
 	}
 	if rs.Canary == nil || rs.Canary.Generation != res.Generation {
-		return fmt.Errorf("%w: the rollout of generation %d is no longer in progress on %s", publish.ErrRolloutEnded, res.Generation, p.Root())
+		return fmt.Errorf("%w: the rollout of generation %d is no longer in progress on %s", rollout.ErrEnded, res.Generation, p.Root())
 	}
 	rolloutID := rs.Canary.RolloutID
 	steps := rp.Steps
 	nSteps := max(len(steps), 1)
 	fmt.Fprintf(a.stderr, "driving rollout %s: %d step(s), bake %v each (ctrl-C leaves it as it is)\n", rolloutID, nSteps, rp.Bake)
-	plan := publish.DriverPlan{RolloutID: rolloutID, Selector: sel.Selector, Steps: steps, Bake: rp.Bake, Message: msg,
-		Progress: func(ev publish.DriverEvent) { driverLine(a.stderr, ev, nSteps) }}
-	dr, err := p.DriveRollout(ctx, plan)
+	plan := rollout.Plan{RolloutID: rolloutID, Selector: sel.Selector, Steps: steps, Bake: rp.Bake, Message: msg,
+		Progress: func(ev rollout.Event) { driverLine(a.stderr, ev, nSteps) }}
+	dr, err := rollout.Drive(ctx, p, f, plan)
 	if held != nil && dr != nil {
 		events := make([]map[string]any, 0, len(dr.Events))
 		for _, ev := range dr.Events {
@@ -138,7 +127,7 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 		return drivenError{fmt.Errorf("interrupted: rollout %s left in progress (promote or abort it)", rolloutID), held}
 	case err != nil:
 		return drivenError{err, held}
-	case dr.Outcome == publish.OutcomeAborted:
+	case dr.Outcome == rollout.OutcomeAborted:
 		return drivenError{autoAbortedError{id: rolloutID, gen: dr.Generation, failing: dr.Failing}, held}
 	}
 	if held != nil {
@@ -160,7 +149,7 @@ func (e drivenError) Error() string { return e.err.Error() }
 func (e drivenError) Unwrap() error { return e.err }
 
 // driverLine prints one line of the driver's progress.
-func driverLine(w io.Writer, ev publish.DriverEvent, nSteps int) {
+func driverLine(w io.Writer, ev rollout.Event, nSteps int) {
 	h := ev.Health
 	sel := "the selection"
 	if ev.Percent > 0 {
@@ -176,7 +165,7 @@ func driverLine(w io.Writer, ev publish.DriverEvent, nSteps int) {
 	default:
 		state := "waiting"
 		switch {
-		case h.Verdict == fleet.VerdictFail:
+		case h.Verdict == rollout.VerdictFail:
 			state = fmt.Sprintf("failing: %v", h.Failing)
 		case !h.HealthySince.IsZero():
 			state = fmt.Sprintf("healthy since %s, bake left %v", h.HealthySince.UTC().Format(time.TimeOnly), h.BakeLeft.Round(time.Second))

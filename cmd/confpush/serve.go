@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/dashboard"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/layout"

@@ -13,10 +13,12 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/internal/election"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/election"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -55,7 +57,10 @@ With --canary SELECTOR (or --canary-percent, --canary-agents) and --auto
 or --steps, each change is published as a canary rollout that the leader
 drives as 'publish --auto' does (abort on the first failing canary agent,
 promote after --bake), its commits fenced by its election node. Content
-the driver aborted is not tried again until DIR changes.`,
+the driver aborted is not tried again until DIR changes. A selection that
+selects no expected agent is refused as publish refuses it (unless
+--allow-empty-canary): nothing is published, and the next change is
+judged again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -97,6 +102,10 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return usageError{err}
+	}
 	a.warnOpenRoot(cl.Conn())
 	host, _ := os.Hostname()
 	cand := election.New(cl, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
@@ -114,7 +123,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		}
 		a.log.Info("leading: publishing on changes", "node", lead.Node)
 		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, cl, lead, w, dir, debounce, opts)
+		lost := a.lead(ctx, p, f, cl, lead, w, dir, debounce, opts)
 		if lost != nil {
 			a.log.Warn("leadership lost; campaigning again", "reason", lost)
 			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
@@ -128,7 +137,7 @@ var errLeadershipLost = errors.New("leadership lost")
 
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
-func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Client, lead election.Leadership,
+func (a *app) lead(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, cl *zkclient.Client, lead election.Leadership,
 	w *fsnotify.Watcher, dir string, debounce time.Duration, opts publish.LoadOptions) error {
 	sess := cl.Session()
 	publishNow := true // the directory may have changed while we did not lead
@@ -144,7 +153,7 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Clien
 		}
 		if publishNow && sess.Status().Connected {
 			publishNow = false
-			if err := a.publishDir(ctx, p, dir, opts, lead.Node, ws); err != nil {
+			if err := a.publishDir(ctx, p, f, dir, opts, lead.Node, ws); err != nil {
 				var refused dirRefusedError
 				switch {
 				case errors.Is(err, publish.ErrFenced):
@@ -152,6 +161,9 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Clien
 				case errors.As(err, &refused):
 					a.log.Error("directory refused; nothing published (the next change is tried again)", "error", refused.err)
 					fmt.Fprintf(a.stdout, "publish refused: %v\n", refused.err)
+				case errors.As(err, new(*rollout.EmptySelectionError)):
+					a.log.Error("canary refused; nothing published (the next change is tried again)", "error", err)
+					fmt.Fprintf(a.stdout, "publish refused: %v\n", err)
 				default:
 					a.log.Error("publish failed", "error", err)
 					fmt.Fprintf(a.stdout, "publish failed: %v\n", err)
@@ -216,7 +228,7 @@ func (e dirRefusedError) Unwrap() error { return e.err }
 // expects the live generation it judged, so the warning naming the
 // generation it replaces is true; a publish landing in between is judged
 // again.
-func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
+func (a *app) publishDir(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
 	c, err := publish.LoadDirContents(dir, opts)
 	items := c.Items
 	if ig := strings.Join(c.Ignored, ", "); ig != ws.ignored {
@@ -236,9 +248,9 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 	defer cancel()
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		err := a.publishJudged(pctx, p, items, fence, ws)
+		err := a.publishJudged(pctx, p, f, items, fence, ws)
 		if err == nil && ws.drive != nil {
-			return a.watchDrive(ctx, p, fence, ws)
+			return a.watchDrive(ctx, p, f, fence, ws)
 		}
 		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
 			return err
@@ -248,7 +260,7 @@ func (a *app) publishDir(ctx context.Context, p *publish.Publisher, dir string, 
 }
 
 // publishJudged is one attempt of publishDir against the live generation.
-func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map[string][]byte, fence string, ws *watchState) error {
+func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, items map[string][]byte, fence string, ws *watchState) error {
 	live, _, err := p.Current(ctx)
 	if errors.Is(err, publish.ErrNotPublished) {
 		live, err = nil, nil
@@ -287,7 +299,7 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 	if skip := a.watchCanaryRequest(&req, live, ws); skip {
 		return nil
 	}
-	res, err := p.Publish(ctx, req)
+	res, err := rollout.Start(ctx, p, f, req, a.v.GetBool("allow-empty-canary"))
 	if err != nil {
 		return err
 	}

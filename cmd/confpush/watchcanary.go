@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 )
 
 // watchCanaryFlags registers watch's canary flags: each change becomes a
@@ -68,7 +70,7 @@ func (a *app) watchCanaryRequest(req *publish.Request, live *manifest.Manifest, 
 
 // watchDrive drives the rollout the leader just started, its commits
 // fenced by the election node.
-func (a *app) watchDrive(ctx context.Context, p *publish.Publisher, fence string, ws *watchState) error {
+func (a *app) watchDrive(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, fence string, ws *watchState) error {
 	wr := ws.drive
 	ws.drive = nil
 	ws.known = 0
@@ -85,18 +87,18 @@ func (a *app) watchDrive(ctx context.Context, p *publish.Publisher, fence string
 	id := rs.Canary.RolloutID
 	nSteps := max(len(rp.Steps), 1)
 	fmt.Fprintf(a.stdout, "canary generation %d: driving rollout %s (%d step(s), bake %v each)\n", wr.res.Generation, id, nSteps, rp.Bake)
-	dr, err := p.DriveRollout(ctx, publish.DriverPlan{RolloutID: id, Selector: sel.Selector, Steps: rp.Steps, Bake: rp.Bake,
-		Fence: fence, Progress: func(ev publish.DriverEvent) { driverLine(a.stdout, ev, nSteps) }})
+	dr, err := rollout.Drive(ctx, p, f, rollout.Plan{RolloutID: id, Selector: sel.Selector, Steps: rp.Steps, Bake: rp.Bake,
+		Fence: fence, Progress: func(ev rollout.Event) { driverLine(a.stdout, ev, nSteps) }})
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(a.stdout, "stopped: rollout %s left in progress (confpush rollout promote|abort)\n", id)
 		return nil
-	case errors.Is(err, publish.ErrRolloutEnded):
+	case errors.Is(err, rollout.ErrEnded):
 		fmt.Fprintf(a.stdout, "%v\n", err)
 		return nil
 	case err != nil:
 		return err
-	case dr.Outcome == publish.OutcomeAborted:
+	case dr.Outcome == rollout.OutcomeAborted:
 		ws.aborted = contentKey(wr.items)
 		fmt.Fprintf(a.stdout, "rollout %s aborted automatically (%s failing); generation %d carries the stable content; change the directory to try again\n",
 			id, strings.Join(dr.Failing, ", "), dr.Generation)

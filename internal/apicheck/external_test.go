@@ -23,8 +23,10 @@ import (
 // are the ones taken: a stale ExpectGeneration is a *publish.ConflictError,
 // a bad name is a *publish.InputError, a publish under a read-only node
 // matches zkclient.ErrPermission, a cache of an unpublished root says
-// cache.ErrRootMissing, Wait after Close says cache.ErrClosed, and a rollout
-// without agents fails with fleet.ErrNoExpectedAgents.
+// cache.ErrRootMissing, Wait after Close says cache.ErrClosed, a rollout
+// without agents fails with fleet.ErrNoExpectedAgents, a canary nobody
+// follows is a *rollout.EmptySelectionError, and a driver without a
+// rollout is invalid input.
 //
 // It works offline: the module's go.sum is copied and GOPROXY=off, since
 // every dependency is already in the module cache for this checkout. The
@@ -82,6 +84,8 @@ func TestExternalModule(t *testing.T) {
 		"wait after close: closed",
 		"rollout: no expected agents",
 		"fleet: 0 agent(s): 0 at generation 2, 0 behind, 0 failing, 0 untrusted, 0 gone",
+		`canary: refused: "zone=a" selects none of the 0 expected agents`,
+		"drive: invalid input",
 	}
 	var got []string
 	sc := bufio.NewScanner(strings.NewReader(string(out)))

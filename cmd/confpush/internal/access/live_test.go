@@ -31,6 +31,7 @@ import (
 	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -564,7 +565,7 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 	// An --auto canary judges the same list: a selection of everyone has
 	// web-1 alone to wait for, never a gone forged agent.
 	sel := &manifest.Canary{Generation: g + 1, Selection: manifest.Selection{}}
-	if h := fleet.EvaluateCanary(fleet.ClassifyRollout(f.Agents, g, "", sel), time.Time{}, time.Now(), 0); len(h.Gone) != 0 || h.Selected != 1 {
+	if h := rollout.Evaluate(rollout.Classify(f.Agents, g, "", sel), time.Time{}, time.Now(), 0); len(h.Gone) != 0 || h.Selected != 1 {
 		t.Errorf("canary health with 500 foreign registrations: %+v; want web-1 alone selected, nobody gone", h)
 	}
 	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []aclmodel.Identity{ident(t, "web-1")}}

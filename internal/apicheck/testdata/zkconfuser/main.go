@@ -4,7 +4,7 @@
 // own, vets it, and runs it against a real ZooKeeper.
 //
 // It names every error the package documentation of cache, publish, fleet,
-// zkclient and manifest tells callers to branch on, so it stops compiling
+// rollout, zkclient and manifest tells callers to branch on, so it stops compiling
 // when one of them is unexported or moved to an internal package. It prints
 // one line per step, naming the branch it took.
 package main
@@ -26,6 +26,7 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -156,7 +157,33 @@ func run(ctx context.Context, servers []string, root string) error {
 		return err
 	}
 	fmt.Println("fleet:", fleet.Summarize(agents, live))
+
+	// A canary that selects no expected agent is refused, nothing written;
+	// a driver needs a rollout.
+	sel := manifest.Selection{Selector: "zone=a"}
+	_, err = rollout.Start(ctx, p, f, publish.Request{Items: map[string][]byte{"feature.txt": []byte("canary\n")}, Canary: &sel}, false)
+	fmt.Println("canary:", canaryBranch(err))
+	_, err = rollout.Drive(ctx, p, f, rollout.Plan{})
+	fmt.Println("drive:", canaryBranch(err))
 	return nil
+}
+
+// canaryBranch names the branch a rollout.Start or rollout.Drive error
+// takes.
+func canaryBranch(err error) string {
+	var empty *rollout.EmptySelectionError
+	switch {
+	case err == nil:
+		return "started"
+	case errors.As(err, &empty):
+		return fmt.Sprintf("refused: %s selects none of the %d expected agents", publish.DescribeSelection(empty.Selection), empty.Expected)
+	case errors.Is(err, rollout.ErrEnded):
+		return "ended elsewhere"
+	case errors.Is(err, publish.ErrInvalidInput):
+		return "invalid input"
+	default:
+		return "other: " + err.Error()
+	}
 }
 
 // dialBranch names the documented dial errors.

@@ -181,7 +181,7 @@ func (s *Server) addRoot(ctx context.Context, root string) {
 	}
 	s.views[root] = v
 	go v.run(ctx)
-	go v.watchRollout(ctx, s.meta)
+	go v.watchRollout(ctx)
 }
 
 func (s *Server) view(root string) *rootView {
@@ -419,7 +419,7 @@ type AgentRow struct {
 	Gone       bool              `json:"gone"`
 	Untrusted  string            `json:"untrusted,omitempty"`
 	// RolloutState and Selected place the agent in the rollout in
-	// progress (fleet.ClassifyRollout): stable, candidate, applied,
+	// progress (rollout.Classify): stable, candidate, applied,
 	// failing or gone, and whether the selection selects it; absent
 	// without a rollout.
 	RolloutState string `json:"rollout_state,omitempty"`
@@ -473,18 +473,10 @@ func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
 }
 
 func row(a fleet.Agent, latest int64) AgentRow {
-	r := AgentRow{ID: a.ID, Generation: a.Status.Generation, State: agentState(a, latest), Labels: a.Status.Labels,
-		LastError: a.Status.LastError, AppliedAt: a.Status.AppliedAt, Gone: a.Gone(), Untrusted: a.Untrusted}
+	r := AgentRow{ID: a.ID, Generation: a.Status.Generation, State: a.State(latest), Labels: a.Status.Labels,
+		LastError: a.Status.Failure(), AppliedAt: a.Status.AppliedAt, Gone: a.Gone(), Untrusted: a.Untrusted}
 	if a.Err != nil {
 		r.Untrusted = a.Err.Error()
-	}
-	if r.LastError == "" {
-		for _, t := range a.Status.Targets {
-			if t.Failing() {
-				r.LastError = t.Name + ": " + t.LastError
-				break
-			}
-		}
 	}
 	if a.Trusted() && latest > a.Status.Generation {
 		r.Behind = latest - a.Status.Generation
@@ -556,10 +548,8 @@ func (s *Server) apiAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	limit = min(max(limit, 1), maxLimit)
 	state, q, ro := r.URL.Query().Get("state"), r.URL.Query().Get("q"), r.URL.Query().Get("rollout")
-	switch state {
-	case "", "ok", "behind", "failing", "gone", "untrusted":
-	default:
-		fail(w, badRequest{"state must be ok, behind, failing, gone or untrusted"})
+	if state != "" && !slices.Contains(fleet.States, state) {
+		fail(w, badRequest{"state must be one of " + strings.Join(fleet.States, ", ")})
 		return
 	}
 	if !validRolloutState(ro) {
@@ -570,7 +560,7 @@ func (s *Server) apiAgents(w http.ResponseWriter, r *http.Request) {
 	latest := snap.latest()
 	rows, total := []AgentRow{}, 0
 	for _, a := range snap.Agents {
-		if !matches(a, state, q, latest) || ro != "" && snap.Rollout[a.ID].State != ro {
+		if !matches(a, state, q, latest) || ro != "" && !inRollout(snap, a.ID, ro) {
 			continue
 		}
 		if total >= offset && len(rows) < limit {

@@ -1,11 +1,11 @@
-package fleet
+package rollout
 
 import (
 	"slices"
 	"time"
 )
 
-// Verdicts of EvaluateCanary.
+// Verdicts of Evaluate.
 const (
 	// VerdictWait: keep baking (or waiting for agents to apply).
 	VerdictWait = "wait"
@@ -18,10 +18,10 @@ const (
 	VerdictFail = "fail"
 )
 
-// CanaryHealth is the health of a canary rollout at one moment, as
-// EvaluateCanary judges it from ClassifyRollout's result and the bake
+// Health is the health of a canary rollout at one moment, as
+// Evaluate judges it from Classify's result and the bake
 // clock. It is what an automatic driver, watch and a dashboard show.
-type CanaryHealth struct {
+type Health struct {
 	// Verdict is VerdictWait, VerdictPass or VerdictFail.
 	Verdict string
 	// Selected counts the expected agents the selection selects (plus
@@ -41,7 +41,7 @@ type CanaryHealth struct {
 	BakeLeft time.Duration
 }
 
-// EvaluateCanary judges a canary rollout: ras is ClassifyRollout's result
+// Evaluate judges a canary rollout: ras is Classify's result
 // now, healthySince the HealthySince of the previous evaluation (zero at
 // the start of a step), bake the bake time. One failing agent fails the
 // rollout at once. It passes when at least one expected agent is selected
@@ -50,8 +50,8 @@ type CanaryHealth struct {
 // continuously since healthySince for at least bake: any agent unhealthy,
 // pending or gone restarts the clock (a gone expected agent holds the
 // promotion back until it returns or is forgotten).
-func EvaluateCanary(ras []RolloutAgent, healthySince, now time.Time, bake time.Duration) CanaryHealth {
-	var h CanaryHealth
+func Evaluate(ras []Agent, healthySince, now time.Time, bake time.Duration) Health {
+	var h Health
 	for _, ra := range ras {
 		switch {
 		case ra.State == StateFailing:

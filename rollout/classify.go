@@ -1,10 +1,11 @@
-package fleet
+package rollout
 
 import (
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/manifest"
 )
 
-// Rollout states of an agent during a canary rollout (RolloutAgent.State).
+// States of an agent in a canary rollout (Agent.State).
 const (
 	// StateStable: on the stable generation (or older), not selected.
 	StateStable = "stable"
@@ -22,8 +23,8 @@ const (
 	StateGone = "gone"
 )
 
-// RolloutAgent is one agent's place in a canary rollout.
-type RolloutAgent struct {
+// Agent is one agent's place in a canary rollout.
+type Agent struct {
 	ID string
 	// Selected reports whether the canary's selection selects the agent,
 	// judged by the labels of its trusted status node, else of its
@@ -35,45 +36,24 @@ type RolloutAgent struct {
 	// State is one of StateStable, StateCandidate, StateApplied,
 	// StateFailing, StateGone.
 	State string
-	// Expected is Agent.Expected: a gone expected agent holds an
+	// Expected is fleet.Agent.Expected: a gone expected agent holds an
 	// automatic promotion back.
 	Expected bool
 	// Labels are the labels the selection was judged with.
 	Labels map[string]string
 }
 
-// Labels returns the labels an agent claims: those of its trusted status
-// node, else those of its registry node (with its hostname), else none.
-func (a Agent) Labels() map[string]string {
-	if a.Trusted() && a.Status.Labels != nil {
-		return a.Status.Labels
-	}
-	if r := a.Registration; r != nil {
-		l := make(map[string]string, len(r.Labels)+1)
-		for k, v := range r.Labels {
-			l[k] = v
-		}
-		if r.Hostname != "" {
-			if _, set := l[manifest.LabelHostname]; !set {
-				l[manifest.LabelHostname] = r.Hostname
-			}
-		}
-		return l
-	}
-	return nil
-}
-
-// ClassifyRollout places each agent of agents (as List returns them) in
+// Classify places each agent of agents (as fleet.Fleet.List returns them) in
 // the rollout c announces over the stable generation stable: selected or
 // not, and its state. Only trusted status nodes count as applied; an
 // agent reporting a generation above stable in the root's incarnation
 // (inc) is on the candidate's side even when no longer selected, as the
 // agents judge it (manifest.Manifest.Follows).
-func ClassifyRollout(agents []Agent, stable int64, inc string, c *manifest.Canary) []RolloutAgent {
-	out := make([]RolloutAgent, 0, len(agents))
+func Classify(agents []fleet.Agent, stable int64, inc string, c *manifest.Canary) []Agent {
+	out := make([]Agent, 0, len(agents))
 	for _, a := range agents {
 		labels := a.Labels()
-		ra := RolloutAgent{ID: a.ID, Expected: a.Expected, Labels: labels}
+		ra := Agent{ID: a.ID, Expected: a.Expected, Labels: labels}
 		if c != nil {
 			ra.Selected = c.Selects(a.ID, labels)
 		}

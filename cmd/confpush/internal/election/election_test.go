@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/election"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/election"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"

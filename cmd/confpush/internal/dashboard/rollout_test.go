@@ -13,10 +13,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/dashboard"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/rollout"
 )
 
 type rolloutAgentsPage struct {
@@ -111,7 +112,7 @@ func TestRolloutAPI(t *testing.T) {
 	r := v.Rollout
 	if r.Candidate != cand || r.Stable != 1 || v.Generation != 1 || r.Percent != p1 || r.Selector != "" ||
 		r.Message != "try more workers" || r.RolloutID == "" || r.Driver != "gone" || r.DriverAlive || !r.Auto ||
-		r.Bake != "1m0s" || r.Counts["stable"] != 1 || r.Outside != (dashboard.OutsideProgress{Agents: 1, Stable: 1}) ||
+		r.Bake != "1m0s" || r.Counts["stable"] != 1 || r.Outside != (rollout.OutsideProgress{Agents: 1, Stable: 1}) ||
 		r.Events[0].Kind != publish.EventStart || r.Events[0].Generation != cand || v.Last != nil {
 		t.Fatalf("rollout = %+v", v)
 	}
@@ -230,7 +231,7 @@ func TestRolloutAPI(t *testing.T) {
 	})
 	r = v.Rollout
 	if r.Selector != "zone=b" || r.Driver != "none" || len(r.Steps) != 1 || r.Steps[0].Failing != 1 || r.Steps[0].Agents != 1 ||
-		r.Outside != (dashboard.OutsideProgress{Agents: 1, Stable: 1}) || eventKinds(r.Events) != "[start]" {
+		r.Outside != (rollout.OutsideProgress{Agents: 1, Stable: 1}) || eventKinds(r.Events) != "[start]" {
 		t.Fatalf("failing canary: %+v", r)
 	}
 	page = e.rolloutAgents("/api/root/agents?root=/config&rollout=failing")

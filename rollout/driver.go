@@ -1,4 +1,4 @@
-package publish
+package rollout
 
 import (
 	"context"
@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/publish"
 )
 
-// Outcomes of DriveRollout.
+// Outcomes of Drive.
 const (
 	// OutcomePromoted: every step baked and the driver promoted.
 	OutcomePromoted = "promoted"
@@ -20,12 +19,12 @@ const (
 	OutcomeAborted = "aborted"
 )
 
-// ErrRolloutEnded means the rollout a driver follows was ended (promoted,
+// ErrEnded means the rollout a driver follows was ended (promoted,
 // aborted or superseded) by someone else: the driver stops without acting.
-var ErrRolloutEnded = errors.New("the rollout was ended elsewhere")
+var ErrEnded = errors.New("the rollout was ended elsewhere")
 
-// DriverPlan is what DriveRollout does with a rollout.
-type DriverPlan struct {
+// Plan is what Drive does with a rollout.
+type Plan struct {
 	// RolloutID is the rollout to drive (its canary must be in the root).
 	RolloutID string
 	// Selector is the rollout's selector, kept by every widening step.
@@ -48,11 +47,11 @@ type DriverPlan struct {
 	Message string
 	// Progress, when set, is called with every evaluation whose summary
 	// differs from the previous one and with every action.
-	Progress func(DriverEvent)
+	Progress func(Event)
 }
 
-// DriverEvent is one line of a driver's progress.
-type DriverEvent struct {
+// Event is one line of a driver's progress.
+type Event struct {
 	At time.Time `json:"at"`
 	// Kind is "progress", "widen", "promote" or "abort".
 	Kind string `json:"kind"`
@@ -61,7 +60,7 @@ type DriverEvent struct {
 	Step    int     `json:"step"`
 	Percent float64 `json:"percent,omitempty"`
 	// Health is the evaluation the event is about.
-	Health fleet.CanaryHealth `json:"-"`
+	Health Health `json:"-"`
 	// Generation is the generation the action published (widen: the
 	// candidate's).
 	Generation int64 `json:"generation,omitempty"`
@@ -69,8 +68,8 @@ type DriverEvent struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// DriverResult is how a driven rollout ended.
-type DriverResult struct {
+// Result is how a driven rollout ended.
+type Result struct {
 	// Outcome is OutcomePromoted or OutcomeAborted.
 	Outcome string
 	// Generation is the generation the promote or abort published.
@@ -78,35 +77,32 @@ type DriverResult struct {
 	// Failing names the agents that made the driver abort.
 	Failing []string
 	// Events are the driver's actions, in order.
-	Events []DriverEvent
+	Events []Event
 }
 
-// DriveRollout drives rollout plan.RolloutID to its end: it holds the
-// ephemeral driver node (rollout-driver/<rollout id>) while it runs,
-// follows the fleet through watches (fleet.Fleet.Changes) and judges it with
-// fleet.EvaluateCanary: it aborts as soon as one canary agent fails on the
-// candidate, widens to the next step or promotes once every expected
-// selected agent stayed healthy for plan.Bake. Every action is a
-// compare-and-swap expecting the rollout: when someone else ended it, it
-// returns an error wrapping ErrRolloutEnded. When ctx ends it returns
+// Drive drives rollout plan.RolloutID of pub's root to its end: it holds
+// the driver's liveness node (publish.Publisher.HoldDriver) while it runs,
+// follows fl, the root's fleet, through watches (fleet.Fleet.Changes) and
+// judges it with Evaluate: it aborts as soon as one canary agent fails on
+// the candidate, widens to the next step or promotes once every expected
+// selected agent stayed healthy for plan.Bake. Every action is one of
+// pub's compare-and-swaps expecting the rollout: when someone else ended
+// it, Drive returns an error wrapping ErrEnded. When ctx ends it returns
 // ctx.Err() and leaves the rollout as it is (anyone can promote or abort
 // it).
-func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverResult, error) {
+func Drive(ctx context.Context, pub *publish.Publisher, fl *fleet.Fleet, plan Plan) (*Result, error) {
 	if plan.RolloutID == "" {
-		return nil, &InputError{Err: errors.New("no rollout id to drive")}
+		return nil, &publish.InputError{Err: errors.New("no rollout id to drive")}
 	}
 	if plan.Safety <= 0 {
 		plan.Safety = 30 * time.Second
 	}
-	fl, err := fleet.New(p.cl, p.paths.Root, fleet.WithMeta(p.paths.Meta))
+	lease, err := pub.HoldDriver(ctx, plan.RolloutID)
 	if err != nil {
 		return nil, err
 	}
-	node, acl, err := p.holdDriver(ctx, plan.RolloutID)
-	if err != nil {
-		return nil, err
-	}
-	defer p.dropLiveness(ctx, node)
+	defer lease.Release(ctx)
+	d := driver{pub: pub, plan: plan}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -122,7 +118,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 		})
 	}()
 
-	res := &DriverResult{}
+	res := &Result{}
 	step := 0
 	var since time.Time
 	last := ""
@@ -136,50 +132,46 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, fmt.Errorf("follow the fleet of %s: %w", p.paths.Root, err)
+			return res, fmt.Errorf("follow the fleet of %s: %w", pub.Root(), err)
 		case <-wake:
 		case <-timer.C:
 		}
-		m, _, err := p.Current(ctx)
+		m, _, err := pub.Current(ctx)
 		if err != nil {
 			return res, err
 		}
 		if m.Canary == nil || m.Canary.RolloutID != plan.RolloutID {
-			return res, p.endedElsewhere(plan.RolloutID, m)
+			return res, d.endedElsewhere(m)
 		}
 		// The driver node goes with an expired session: hold it again so
 		// rollout status does not report a running driver as gone.
-		if st, err := p.exists(ctx, node); err == nil && st == nil {
-			if err := p.createLiveness(ctx, node, []byte(p.cfg.name), acl); err != nil {
-				p.log.Warn("could not recreate the rollout driver node", "path", node, "error", err)
-			}
-		}
+		lease.Keep(ctx)
 		agents, err := fl.List(ctx)
 		if err != nil {
 			return res, err
 		}
 		now := time.Now()
-		h := fleet.EvaluateCanary(fleet.ClassifyRollout(agents, m.Generation, m.Incarnation, m.Canary), since, now, plan.Bake)
+		h := Evaluate(Classify(agents, m.Generation, m.Incarnation, m.Canary), since, now, plan.Bake)
 		since = h.HealthySince
 		percent := m.Canary.Percent
-		ev := DriverEvent{At: now.UTC(), Kind: "progress", Step: step, Percent: percent, Health: h}
+		ev := Event{At: now.UTC(), Kind: "progress", Step: step, Percent: percent, Health: h}
 		if sum := fmt.Sprintf("%d %s %d/%d %v %v %v %v", step, h.Verdict, h.Applied, h.Selected, h.Failing, h.Gone, h.Pending, h.HealthySince); sum != last {
 			last = sum
-			p.progress(plan, ev)
+			d.progress(ev)
 		}
 		next := plan.Safety
 		switch h.Verdict {
-		case fleet.VerdictFail:
-			r, err := p.Abort(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message,
+		case VerdictFail:
+			r, err := pub.Abort(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, Message: driverMessage(plan.Message,
 				fmt.Sprintf("automatic abort: %v failing on the candidate", h.Failing))})
 			if err != nil {
-				return res, p.actionFailed(ctx, plan.RolloutID, "abort", err)
+				return res, d.actionFailed(ctx, "abort", err)
 			}
 			res.Outcome, res.Generation, res.Failing = OutcomeAborted, r.Generation, h.Failing
-			p.record(plan, res, DriverEvent{At: time.Now().UTC(), Kind: EventAbort, Step: step, Percent: percent,
+			d.record(res, Event{At: time.Now().UTC(), Kind: publish.EventAbort, Step: step, Percent: percent,
 				Health: h, Generation: r.Generation, Reason: fmt.Sprintf("failing: %v", h.Failing)})
 			return res, nil
-		case fleet.VerdictPass:
+		case VerdictPass:
 			// Steps an operator already widened past (rollout widen
 			// from elsewhere) are skipped: a rollout only widens.
 			for step+1 < len(plan.Steps) && !wider(m.Canary.Selection, plan.Steps[step+1]) {
@@ -187,30 +179,27 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 			}
 			if step+1 < len(plan.Steps) {
 				step++
-				sel := manifest.Selection{Selector: plan.Selector, Percent: plan.Steps[step]}
-				if sel.Percent >= 100 && sel.Selector != "" {
-					sel.Percent = 0
-				}
+				sel := Step(plan.Selector, plan.Steps[step])
 				if plan.Fence != "" {
-					if err := p.checkFence(ctx, plan.Fence); err != nil {
+					if err := pub.CheckFence(ctx, plan.Fence); err != nil {
 						return res, err
 					}
 				}
-				r, err := p.Widen(ctx, plan.RolloutID, sel, plan.Message)
+				r, err := pub.Widen(ctx, plan.RolloutID, sel, plan.Message)
 				if err != nil {
-					return res, p.actionFailed(ctx, plan.RolloutID, "widen", err)
+					return res, d.actionFailed(ctx, "widen", err)
 				}
 				since, last, next = time.Time{}, "", 0
-				p.record(plan, res, DriverEvent{At: time.Now().UTC(), Kind: EventWiden, Step: step, Percent: sel.Percent,
+				d.record(res, Event{At: time.Now().UTC(), Kind: publish.EventWiden, Step: step, Percent: sel.Percent,
 					Health: h, Generation: r.Generation})
 				break
 			}
-			r, err := p.Promote(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message, "automatic promote after the bake")})
+			r, err := pub.Promote(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, Message: driverMessage(plan.Message, "automatic promote after the bake")})
 			if err != nil {
-				return res, p.actionFailed(ctx, plan.RolloutID, "promote", err)
+				return res, d.actionFailed(ctx, "promote", err)
 			}
 			res.Outcome, res.Generation = OutcomePromoted, r.Generation
-			p.record(plan, res, DriverEvent{At: time.Now().UTC(), Kind: EventPromote, Step: step, Percent: percent,
+			d.record(res, Event{At: time.Now().UTC(), Kind: publish.EventPromote, Step: step, Percent: percent,
 				Health: h, Generation: r.Generation})
 			return res, nil
 		default:
@@ -228,50 +217,42 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 	}
 }
 
-// holdDriver creates the driver's ephemeral liveness node, with the ACL of
-// the rollout record (publishers only), and returns it and that ACL.
-func (p *Publisher) holdDriver(ctx context.Context, rolloutID string) (string, []zk.ACL, error) {
-	acl, _, err := p.conn().GetACL(p.paths.Rollout())
-	if err != nil {
-		return "", nil, fmt.Errorf("read the ACL of the rollout record %s: %w", p.paths.Rollout(), err)
-	}
-	if err := p.ensurePath(ctx, p.paths.RolloutDriver(), acl); err != nil {
-		return "", nil, err
-	}
-	node := p.paths.RolloutDriver() + "/" + rolloutID
-	return node, acl, p.createLiveness(ctx, node, []byte(p.cfg.name), acl)
+// driver is what Drive's helpers share.
+type driver struct {
+	pub  *publish.Publisher
+	plan Plan
 }
 
-func (p *Publisher) progress(plan DriverPlan, ev DriverEvent) {
-	if plan.Progress != nil {
-		plan.Progress(ev)
+func (d driver) progress(ev Event) {
+	if d.plan.Progress != nil {
+		d.plan.Progress(ev)
 	}
 }
 
-func (p *Publisher) record(plan DriverPlan, res *DriverResult, ev DriverEvent) {
+func (d driver) record(res *Result, ev Event) {
 	res.Events = append(res.Events, ev)
-	p.progress(plan, ev)
+	d.progress(ev)
 }
 
 // endedElsewhere describes a rollout someone else ended.
-func (p *Publisher) endedElsewhere(id string, m *manifest.Manifest) error {
+func (d driver) endedElsewhere(m *manifest.Manifest) error {
 	now := fmt.Sprintf("generation %d is live", m.Generation)
 	if m.Canary != nil {
 		now = "rollout " + m.Canary.RolloutID + " replaced it"
 	}
 	return fmt.Errorf("%w: rollout %s of %s was promoted, aborted or superseded by someone else (%s); the driver stops",
-		ErrRolloutEnded, id, p.paths.Root, now)
+		ErrEnded, d.plan.RolloutID, d.pub.Root(), now)
 }
 
-// actionFailed turns a lost compare-and-swap into ErrRolloutEnded.
-func (p *Publisher) actionFailed(ctx context.Context, id, action string, err error) error {
-	var rc *RolloutConflictError
-	if errors.As(err, &rc) || errors.Is(err, ErrConflict) {
-		if m, _, rerr := p.Current(ctx); rerr == nil && (m.Canary == nil || m.Canary.RolloutID != id) {
-			return p.endedElsewhere(id, m)
+// actionFailed turns a lost compare-and-swap into ErrEnded.
+func (d driver) actionFailed(ctx context.Context, action string, err error) error {
+	var rc *publish.RolloutConflictError
+	if errors.As(err, &rc) || errors.Is(err, publish.ErrConflict) {
+		if m, _, rerr := d.pub.Current(ctx); rerr == nil && (m.Canary == nil || m.Canary.RolloutID != d.plan.RolloutID) {
+			return d.endedElsewhere(m)
 		}
 	}
-	return fmt.Errorf("automatic %s of rollout %s: %w", action, id, err)
+	return fmt.Errorf("automatic %s of rollout %s: %w", action, d.plan.RolloutID, err)
 }
 
 func driverMessage(operator, auto string) string {
@@ -279,10 +260,4 @@ func driverMessage(operator, auto string) string {
 		return auto
 	}
 	return operator + " (" + auto + ")"
-}
-
-// wider reports whether percent widens the selection cur (a selection
-// without a percent already selects all its selector selects).
-func wider(cur manifest.Selection, percent float64) bool {
-	return cur.Percent > 0 && percent > cur.Percent
 }

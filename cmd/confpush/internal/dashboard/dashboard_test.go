@@ -17,8 +17,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/dashboard"
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/dashboard"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/dashboard"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/dashboard"
 	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"

@@ -61,13 +61,10 @@ type snapshot struct {
 	byID      map[string]int
 	Connected bool
 	Error     string
-	// Rollout is each agent's place in the rollout the live manifest
-	// announces (by agent id; nil without a rollout), computed once per
-	// re-read. Record and DriverAlive are watchRollout's latest reading.
-	Rollout     map[string]fleet.RolloutAgent
+	// Record and DriverAlive are watchRollout's latest reading.
 	Record      *publish.RolloutRecord
 	DriverAlive bool
-	// progress is the rollout's per-step progress, computed on first use;
+	// progress is the rollout's view, computed on first use;
 	// view is the root's view (Server.baseView), likewise.
 	progress *lazyProgress
 	view     *lazyView
@@ -201,23 +198,20 @@ func (v *rootView) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conn := v.cl.Conn()
 	s := &snapshot{ReadAt: time.Now(), Agents: agents, byID: make(map[string]int, len(agents)), Connected: true}
 	for i, a := range agents {
 		s.byID[a.ID] = i
 	}
-	b, _, err := conn.Get(v.root)
+	live, err := v.fleet.Live(ctx)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, fleet.ErrRootMissing):
 		s.RootMissing = true
+	case errors.Is(err, manifest.ErrForeign) || errors.Is(err, manifest.ErrFutureFormat):
+		s.Error = "live manifest: " + err.Error()
 	case err != nil:
 		return err
-	default:
-		if m, derr := manifest.Decode(b); derr == nil {
-			s.Live = m
-		} else if !errors.Is(derr, manifest.ErrEmpty) {
-			s.Error = "live manifest: " + derr.Error()
-		}
+	case live.Generation > 0:
+		s.Live = live
 	}
 	old := v.current()
 	// A rollout's start adds its candidate to the history without a new
@@ -227,12 +221,6 @@ func (v *rootView) refresh(ctx context.Context) error {
 		s.History = old.History
 	} else if s.History, err = v.pub.History(ctx); err != nil {
 		return err
-	}
-	if s.Live != nil && s.Live.Canary != nil {
-		s.Rollout = make(map[string]fleet.RolloutAgent, len(agents))
-		for _, ra := range fleet.ClassifyRollout(agents, s.Live.Generation, s.Live.Incarnation, s.Live.Canary) {
-			s.Rollout[ra.ID] = ra
-		}
 	}
 	v.publishSnap(s)
 	return nil
@@ -268,25 +256,10 @@ func (s *snapshot) latest() int64 {
 	return s.Live.Generation
 }
 
-// agentState names an agent's state as confpush status does.
-func agentState(a fleet.Agent, latest int64) string {
-	switch {
-	case a.HasNode && !a.Trusted():
-		return "untrusted"
-	case a.Gone():
-		return "gone"
-	case a.Status.Failing():
-		return "failing"
-	case a.Status.Generation < latest:
-		return "behind"
-	}
-	return "ok"
-}
-
 // matches reports whether a passes the table's filters: state ("" for
 // any) and q, a substring of the id, hostname or a label.
 func matches(a fleet.Agent, state, q string, latest int64) bool {
-	if state != "" && agentState(a, latest) != state {
+	if state != "" && a.State(latest) != state {
 		return false
 	}
 	if q == "" {
