@@ -119,7 +119,7 @@ func TestDecodeTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, items := range map[string]map[string]Item{
-		`is both a file and a directory`: {"a": {SHA256: sha, Size: 1}, "a/b": {SHA256: sha, Size: 1}},
+		`is both a file and a directory`:      {"a": {SHA256: sha, Size: 1}, "a/b": {SHA256: sha, Size: 1}},
 		`component 2 ".." is not a file name`: {"a/..": {SHA256: sha, Size: 1}},
 		`component 1 "invalid" is reserved`:   {"invalid/x": {SHA256: sha, Size: 1}},
 	} {
