@@ -216,7 +216,7 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	now := time.Now().UTC()
 	sel := *req.Canary
 	cand := &manifest.Manifest{
-		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
+		Format: manifest.FormatFor(hashed), Generation: gen, PublishID: newPublishID(),
 		PublishedAt: now, Publisher: p.cfg.name, Mode: manifest.ModeMulti,
 		Incarnation: stable.Incarnation, Message: req.Message, Items: hashed, Candidate: &sel,
 	}

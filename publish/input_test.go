@@ -194,15 +194,27 @@ func TestBadInput(t *testing.T) {
 				`item "f.yml": invalid YAML (document 2): YAML mapping has a duplicate key at line 4`},
 		},
 		{
-			name: "SubDirectoryRefused",
+			// A tree whose paths break the rules: every path problem at
+			// once, each naming its component.
+			name: "BadTreePaths",
 			load: func(t *testing.T, dir string) input {
 				write(dir, "a.conf", "a")
-				write(dir, "sub/b.conf", "b")
+				write(dir, "invalid/b.conf", "b")
+				write(dir, "sub/zookeeper/ok", "nested names may be reserved ones")
+				write(dir, "sub/tab\there/x", "x")
 				write(dir, ".git/config", "skipped")
 				m, err := LoadDir(dir, LoadOptions{})
 				return input{m, err}
 			},
-			want: []string{"sub: sub-directories are not published", "--flatten"},
+			want: []string{"2 problems", `item path "invalid/b.conf": component 1 "invalid" is reserved at the top level`,
+				`item path "sub/tab\there/x": component 2 "tab\there": character 4 is U+0009`},
+		},
+		{
+			name: "FileAndDirectoryOfOneName",
+			load: func(t *testing.T, dir string) input {
+				return input{items: map[string][]byte{"conf.d": []byte("x"), "conf.d/a": []byte("a"), "conf.d/b": []byte("b"), "x/y": nil, "x/y/z": nil}}
+			},
+			want: []string{"2 problems", `item path "conf.d" is both a file and a directory (of "conf.d/a")`, `item path "x/y" is both a file and a directory (of "x/y/z")`},
 		},
 		{
 			name: "FlattenCollision",
@@ -242,13 +254,13 @@ func TestBadInput(t *testing.T) {
 			load: func(t *testing.T, dir string) input {
 				write(dir, "invalid", "a")
 				write(dir, "bad.json", "{"+secret)
-				write(dir, "sub/x", "x")
+				write(dir, "sub/del\x7f/x", "x")
 				write(dir, "huge", big)
 				m, err := LoadDir(dir, LoadOptions{})
 				return input{m, err}
 			},
 			validate: ValidateOptions{Syntax: true},
-			want:     []string{"4 problems", `"invalid" is reserved`, `item "bad.json": invalid JSON`, "sub-directories", `item "huge" is 1032193 bytes`},
+			want:     []string{"4 problems", `"invalid" is reserved`, `item "bad.json": invalid JSON`, `item path "sub/del\x7f/x": component 2 "del\x7f": character 4 is U+007F`, `item "huge" is 1032193 bytes`},
 			tooLarge: true,
 		},
 	} {
@@ -316,7 +328,8 @@ func TestValidateMessages(t *testing.T) {
 		{map[string][]byte{"a.json": []byte(`{"a": 1} x`)}, `item "a.json": invalid JSON at line 1, column 10: data after the top-level value`},
 		{map[string][]byte{"a.json": nil}, `item "a.json": invalid JSON at line 1, column 1: unexpected end of input`},
 		{map[string][]byte{"a.toml": []byte("a = \n")}, `item "a.toml": invalid TOML at line 1`},
-		{map[string][]byte{"a/b": []byte("x")}, `bad item name: item name "a/b" contains '/'`},
+		{map[string][]byte{"/a/b": []byte("x")}, `bad item name: item path "/a/b" starts with '/': paths are relative to the root`},
+		{map[string][]byte{"a//b": []byte("x")}, `bad item name: item path "a//b": component 2 is empty ("//")`},
 		{map[string][]byte{"": []byte("x")}, "bad item name: item name is empty"},
 	} {
 		err := Validate(tc.items, ValidateOptions{Syntax: true})

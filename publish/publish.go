@@ -221,6 +221,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		pl.next.Mode = manifest.ModeMarker
 		pl.nextBytes = pl.next.Encode()
 	}
+	res.Strays = pl.strays
 	if req.DryRun {
 		res.DryRun = true
 		pl.next.PublishID = ""
@@ -235,7 +236,8 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, err
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
-		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size)
+		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size,
+		"dirs_made", len(pl.dirMakes), "dirs_deleted", len(pl.dirDeletes))
 	if useMarker {
 		err = p.publishMarker(ctx, st, pl, res)
 	} else {
@@ -245,6 +247,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, err
 	}
 	res.PublishID = pl.next.PublishID
+	res.Strays = pl.strays
+	if len(res.Strays) > 0 {
+		p.log.Warn("left directories the set no longer has in place: nodes zkconf did not write are under them", "strays", res.Strays)
+	}
 	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
 		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
 	if p.cfg.hooks.stopAfterAck() {
@@ -286,16 +292,25 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 	if err := p.refuseRollout(st, req); err != nil {
 		return err
 	}
+	if st.marker != nil {
+		if err := p.checkMarker(ctx, st, req); err != nil {
+			return err
+		}
+		if st.marker != nil {
+			return nil // taken over: the whole tree was walked
+		}
+	}
 	switch {
-	case st.marker != nil:
-		return p.checkMarker(ctx, st, req)
 	case st.live == nil && len(st.children) > 0:
 		return fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
 			p.paths.Root, len(st.children))
 	case st.live != nil:
+		if err := p.listDirs(ctx, st.tree, treeDirs(st.live.Items, hashed)); err != nil {
+			return err
+		}
 		return p.verifyUnchanged(ctx, st, hashed)
 	}
-	return nil
+	return p.listDirs(ctx, st.tree, treeDirs(hashed))
 }
 
 // useMarker runs step 5: whether the commit goes in marker mode, given

@@ -163,6 +163,12 @@ type Result struct {
 	// Repaired lists live items whose content did not match the live
 	// manifest (changed outside confpush) and that this publish rewrote.
 	Repaired []string
+	// Strays lists the nodes zkconf did not write (created behind its
+	// back) found under directories of the tree that the new set no
+	// longer has: those directories were left in place, with them
+	// (docs/design.md, "Config trees"). A dry run lists what it would
+	// leave.
+	Strays []string
 }
 
 // Publisher publishes config sets to one root. It is safe for concurrent
