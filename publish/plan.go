@@ -224,4 +224,3 @@ type kindOp struct {
 	kind opKind
 	op   any
 }
-

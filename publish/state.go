@@ -23,11 +23,11 @@ type state struct {
 	// tree is the listing of the nodes below the root: the root's
 	// children from step 2, the directories of the live and the new set
 	// (or the whole tree, for a takeover) from step 3.
-	tree *tree
-	marker   *markerState       // nil: no marker
-	history  []int64            // generations in the history, ascending
-	haveMeta bool               // the history parent exists (created with the blobs parent)
-	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
+	tree     *tree
+	marker   *markerState // nil: no marker
+	history  []int64      // generations in the history, ascending
+	haveMeta bool         // the history parent exists (created with the blobs parent)
+	histStat *zk.Stat     // the history parent's stat (nil: it does not exist)
 	// incarnation is the root's incarnation to carry ("": start a new one).
 	incarnation string
 	// tampered are live items whose content does not match the live
@@ -57,9 +57,9 @@ func (s *state) topGen() int64 {
 type markerState struct {
 	// info is what the marker names; nil when its data was not written by
 	// confpush (manifest.ErrForeign): no publish, so nothing to wait for.
-	info   *manifest.Marker
-	stat   *zk.Stat
-	live   bool // its publish's liveness node exists
+	info *manifest.Marker
+	stat *zk.Stat
+	live bool // its publish's liveness node exists
 	// actual is the tree under the root as a takeover walked it.
 	actual *actualTree
 	// takeover describes the marker this publish takes over, for the log
