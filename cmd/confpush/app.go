@@ -86,6 +86,9 @@ type app struct {
 	// ignored lists the entries of the directory read (publish, diff)
 	// that an ignore pattern skipped, reported with the result.
 	ignored []string
+	// emptyDirs lists the sub-directories of the directory read that
+	// hold no item.
+	emptyDirs []string
 }
 
 // run executes confpush with args and returns the exit code.

@@ -195,6 +195,22 @@ func TestJSONSchemas(t *testing.T) {
 	s.run(c, 0, "forget", "web-c")
 	s.run(c, exitUsage, "forget", "nobody")
 
+	// A tree: a directory without items noted (publish, diff), a stray
+	// under a directory the set drops kept and reported, history of a
+	// path.
+	tree := dir(map[string]string{"a.conf": "t", "conf.d/site.conf": "s", "conf.d/sub/x": "x", "empty/.keep": ""})
+	s.run(c, 0, "diff", tree)
+	s.run(c, 0, "publish", "--prune", tree)
+	if _, err := conn.Create(root+"/conf.d/sub/stray", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if obj := s.run(c, 0, "publish", "--prune", dir(map[string]string{"a.conf": "u"})); strings.Join(strs(obj["strays"]), ",") != "conf.d/sub/stray" {
+		t.Errorf("strays: %v", obj["strays"])
+	}
+	if obj := s.run(c, 0, "history", "conf.d"); len(obj["generations"].([]any)) != 2 || obj["path"] != "conf.d" {
+		t.Errorf("history conf.d: %v", obj)
+	}
+
 	// status --watch --json: one status object per line and change.
 	bin := buildBinary(t, ".", "confpush")
 	w := startWatcher(t, bin, "--zk", c.zk, "--root", root, "--json", "status", "--watch")

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/layout"
+)
+
+// TestCLITree: confpush on a tree (docs/design.md, "Config trees"):
+// publish DIR keeps its sub-directories as item paths (an empty one is
+// noted, not published; --flatten keeps its meaning), get/put/delete take
+// paths (a directory is not an item: delete refuses it, put refuses a
+// file where the set has a directory), diff and history show paths,
+// history PATH lists the generations that changed it, a stray is
+// reported, and completion offers a tree one directory at a time.
+func TestCLITree(t *testing.T) {
+	srv := startZK(t)
+	conn := srv.Connect(t, 10*time.Second)
+	c := cli{t: t, zk: srv.ConnString(), root: "/tree/app"}
+	meta := layout.New(c.root, layout.DefaultMeta)
+	dir := writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}", "conf.d/site.conf": "site", "conf.d/sub/deep.conf": "deep", "other/x": "x"})
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.run("publish", dir).want(t, 0, "published generation 1", "4 added", "+ conf.d/site.conf", "+ conf.d/sub/deep.conf",
+		"note: 1 directory(ies) hold no item and are not published (a directory is not an item): empty/")
+	if data, _, err := conn.Get(c.root + "/conf.d/sub/deep.conf"); err != nil || string(data) != "deep" {
+		t.Fatalf("item node: %q %v", data, err)
+	}
+	c.run("get", "conf.d/sub/deep.conf").want(t, 0, "deep")
+	c.run("get").want(t, 0, "conf.d/site.conf", "conf.d/sub/deep.conf")
+
+	c.runIn(strings.NewReader("new"), "put", "conf.d/sub/new.conf").want(t, 0, "published generation 2", "+ conf.d/sub/new.conf")
+	before := snapshot(t, conn, "/tree", meta.Base())
+	c.run("delete", "conf.d").want(t, 2, `item "conf.d"`, "a directory of the live set", "3 item(s) below it", "delete its items by path", "nothing deleted")
+	c.runIn(strings.NewReader("x"), "put", "conf.d").want(t, 2, `item path "conf.d" is both a file and a directory`)
+	if after := snapshot(t, conn, "/tree", meta.Base()); after != before {
+		t.Fatalf("a refused edit wrote:\nbefore %s\nafter %s", before, after)
+	}
+	c.run("delete", "conf.d/sub/new.conf", "conf.d/sub/deep.conf").want(t, 0, "published generation 3", "- conf.d/sub/deep.conf", "- conf.d/sub/new.conf")
+	if ok, _, err := conn.Exists(c.root + "/conf.d/sub"); err != nil || ok {
+		t.Fatalf("the emptied directory is still there: %v %v", ok, err)
+	}
+
+	// A file moved between sub-directories: diff and publish show paths.
+	moved := writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}", "other/site.conf": "site", "other/x": "x"})
+	c.run("diff", moved).want(t, 0, "--- live(gen-3)/conf.d/site.conf\n+++ /dev/null", "--- /dev/null\n+++ local/other/site.conf")
+	c.run("publish", "--prune", moved).want(t, 0, "published generation 4", "+ other/site.conf", "- conf.d/site.conf")
+	c.run("history", "conf.d").want(t, 0, "GEN")
+	o := c.run("history", "conf.d/sub")
+	if o.code != 0 || !strings.Contains(o.stdout, "\n3 ") || !strings.Contains(o.stdout, "\n2 ") || !strings.Contains(o.stdout, "\n1 ") || strings.Contains(o.stdout, "\n4 ") {
+		t.Fatalf("history conf.d/sub: generations 3, 2 and 1 only:\n%s%s", o.stdout, o.stderr)
+	}
+	c.run("history", "nowhere").want(t, 0, "no retained generation of /tree/app changed nowhere")
+	c.run("history", "a//b").want(t, 2, "component 2 is empty")
+
+	// --flatten keeps its meaning.
+	c.run("publish", "--prune", "--flatten", dir).want(t, 0, "published generation 5", "+ conf.d_sub_deep.conf")
+	c.run("publish", "--prune", dir).want(t, 0, "published generation 6")
+
+	// A stray under a directory the set drops: kept, reported.
+	if _, err := conn.Create(c.root+"/other/stray", []byte("by hand"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c.run("publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}"})).
+		want(t, 0, "published generation 7", "? other/stray was not written by confpush: kept")
+
+	// Completion, one directory at a time.
+	c.run("publish", "--prune", dir).want(t, 0, "published generation 8")
+	items, directive := c.complete("get", "")
+	if strings.Join(items, ",") != "app.json,conf.d/,other/" || directive != ":6" { // NoSpace|NoFileComp
+		t.Errorf("get offers %q %s, want the top level", items, directive)
+	}
+	if items, _ := c.complete("get", "conf.d/"); strings.Join(items, ",") != "conf.d/site.conf,conf.d/sub/" {
+		t.Errorf("get conf.d/ offers %q", items)
+	}
+	if items, directive := c.complete("get", "conf.d/sub/d"); strings.Join(items, ",") != "conf.d/sub/deep.conf" || directive != ":4" {
+		t.Errorf("get conf.d/sub/d offers %q %s", items, directive)
+	}
+}
