@@ -84,3 +84,40 @@ func TestCLITree(t *testing.T) {
 		t.Errorf("get conf.d/sub/d offers %q %s", items, directive)
 	}
 }
+
+// TestWatchTree: watch publishes a tree and follows it: a change of a
+// file in a sub-directory, in a sub-directory made after it started, and
+// the removal of a sub-directory are each published (every
+// sub-directory is watched, as each read of DIR finds it).
+func TestWatchTree(t *testing.T) {
+	bin := buildBinary(t, ".", "confpush")
+	srv := startZK(t)
+	c := cli{t: t, zk: srv.ConnString(), root: "/fs/tree"}
+	dir := writeFiles(t, t.TempDir(), map[string]string{"app.conf": "v1\n", "conf.d/site.conf": "s1\n"})
+	a := startWatcher(t, bin, watchArgs(c, dir)()...)
+	a.waitFor(t, "watch", "published generation 1")
+
+	from := a.lineCount()
+	writeFiles(t, dir, map[string]string{"conf.d/site.conf": "s2\n"})
+	a.waitForSince(t, "watch", "published generation 2", from)
+	c.run("get", "conf.d/site.conf").want(t, 0, "s2")
+
+	from = a.lineCount()
+	writeFiles(t, dir, map[string]string{"conf.d/new/deep.conf": "d1\n"})
+	a.waitForSince(t, "watch", "published generation 3", from)
+	// The new sub-directory is watched now: a change in it is seen.
+	from = a.lineCount()
+	writeFiles(t, dir, map[string]string{"conf.d/new/deep.conf": "d2\n"})
+	a.waitForSince(t, "watch", "published generation 4", from)
+	c.run("get", "conf.d/new/deep.conf").want(t, 0, "d2")
+
+	from = a.lineCount()
+	if err := os.RemoveAll(filepath.Join(dir, "conf.d")); err != nil {
+		t.Fatal(err)
+	}
+	a.waitForSince(t, "watch", "published generation 5", from)
+	code, obj := c.json("get")
+	if items := obj["items"].([]any); code != 0 || len(items) != 1 {
+		t.Fatalf("after removing conf.d: %d %v", code, obj)
+	}
+}
