@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +19,7 @@ import (
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // TestTreeTargets: a published tree is rendered by every kind of target:
@@ -158,4 +162,83 @@ func TestFutureFormatKeepsOutput(t *testing.T) {
 	waitStatusNode(t, c.Connect(t, 4*time.Second), "test-agent", func(fs fleet.Status) bool {
 		return fs.Generation == 1 && strings.Contains(fs.NotReadyReason, manifest.ErrFutureFormat.Error())
 	})
+}
+
+// TestAgentReportsFormat: an agent's status node and its registry node
+// carry its release and the highest manifest format it reads, so a tree
+// (format 2) is published to a root it follows without being forced:
+// while it runs (its status node) and while it is away (its
+// registration).
+func TestAgentReportsFormat(t *testing.T) {
+	c := zktest.Start(t)
+	p := publisher(t, c)
+	out := t.TempDir()
+	mustPublish(t, p, map[string]string{"a": "flat"})
+	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{dirSpec(join(out, "d"))},
+		func(o *agent.Options) { o.Version = "9.1.2" })
+	r.waitGeneration(t, 1)
+	conn := c.Connect(t, 4*time.Second)
+	waitStatusNode(t, conn, "test-agent", func(s fleet.Status) bool {
+		return s.Version == "9.1.2" && s.MaxFormat == manifest.MaxFormat
+	})
+	node := layout.New(root, layout.DefaultMeta).AgentNode("test-agent")
+	var reg fleet.Registration
+	for {
+		b, _, ev, err := conn.GetW(node)
+		if err == nil && len(b) > 0 {
+			if err := json.Unmarshal(b, &reg); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatal(err)
+		}
+		if err != nil { // not registered yet: wait for the node
+			_, _, ev, err = conn.ExistsW(node)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-ev:
+		case <-time.After(time.Minute):
+			t.Fatal("the agent never wrote its registry node")
+		}
+	}
+	if reg.Version != "9.1.2" || reg.MaxFormat != manifest.MaxFormat {
+		t.Fatalf("registration %+v, want version 9.1.2 and max_format %d", reg, manifest.MaxFormat)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tree := map[string][]byte{"conf.d/site.conf": []byte("s")}
+	res, err := p.Publish(ctx, publish.Request{Items: tree})
+	if err != nil {
+		t.Fatalf("a tree to a root whose agent reads it: %v", err)
+	}
+	r.waitGeneration(t, res.Generation)
+	checkTree(t, join(out, "d"), map[string]string{"conf.d/site.conf": "s"})
+
+	// Away: its status node went with its session, its registration
+	// stays and says what it reads.
+	r.stop()
+	for {
+		ok, _, ev, err := conn.ExistsW(layout.New(root, layout.DefaultMeta).StatusNode("test-agent"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			t.Fatal("the stopped agent's status node stays")
+		}
+	}
+	tree["conf.d/other.conf"] = []byte("o")
+	if _, err := p.Publish(ctx, publish.Request{Items: tree}); err != nil {
+		t.Fatalf("a tree to a root whose agent is away and reads it: %v", err)
+	}
 }

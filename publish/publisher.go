@@ -120,6 +120,14 @@ type Request struct {
 	// *RolloutInProgressError: a plain publish ends it, a canary replaces
 	// its candidate.
 	Supersede bool
+	// AllowOldAgents publishes a set whose manifest needs a newer format
+	// (manifest.FormatTree: item paths with '/') than expected agents of
+	// the root report reading. Without it such a publish (dry runs too)
+	// fails with an *OldAgentsError naming them and writes nothing; with
+	// it those agents keep their generation and report the refusal
+	// (manifest.ErrFutureFormat). A set of flat names never reads the
+	// fleet.
+	AllowOldAgents bool
 
 	// Set by Promote and Abort: the rollout the publish ends.
 	rolloutID          string

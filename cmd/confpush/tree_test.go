@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/jsonschema"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // TestCLITree: confpush on a tree (docs/design.md, "Config trees"):
@@ -120,4 +124,52 @@ func TestWatchTree(t *testing.T) {
 	if items := obj["items"].([]any); code != 0 || len(items) != 1 {
 		t.Fatalf("after removing conf.d: %d %v", code, obj)
 	}
+}
+
+// TestCLIOldAgents: a tree published to a root an agent older than
+// config trees is registered on is refused before anything is written,
+// exit 2, naming the agent (--json: kind old_agents and the agents);
+// put of a path too; --allow-old-agents publishes.
+func TestCLIOldAgents(t *testing.T) {
+	srv := startZK(t)
+	conn := srv.Connect(t, 10*time.Second)
+	c := cli{t: t, zk: srv.ConnString(), root: "/tree/old"}
+	meta := layout.New(c.root, layout.DefaultMeta)
+	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}"})).want(t, 0, "published generation 1")
+	for _, p := range []string{meta.Agents(), meta.AgentNode("web-1")} {
+		// web-1's registration as an agent before config trees wrote it.
+		data := []byte(`{"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-01-02T03:04:05Z","hostname":"web-1"}`)
+		if p == meta.Agents() {
+			data = nil
+		}
+		if _, err := conn.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	tree := writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}", "conf.d/site.conf": "site"})
+	before := snapshot(t, conn, "/tree", meta.Base())
+	c.run("publish", tree).want(t, 2, "the set needs manifest format 2", "1 agent(s) of /tree/old cannot read",
+		"web-1 (version unknown, reports no max_format: older than config trees)", "--allow-old-agents")
+	c.run("publish", "--dry-run", tree).want(t, 2, "web-1")
+	o := c.run("publish", "--json", tree)
+	set, err := jsonschema.Load(os.DirFS("../../docs/schema"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Validate("failure.json", []byte(o.stdout)); err != nil {
+		t.Errorf("--json does not match docs/schema/failure.json: %v", err)
+	}
+	var res struct {
+		Kind      string
+		OldAgents []publish.OldAgent `json:"old_agents"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || o.code != 2 || res.Kind != "old_agents" ||
+		len(res.OldAgents) != 1 || res.OldAgents[0] != (publish.OldAgent{ID: "web-1"}) {
+		t.Fatalf("--json: exit %d, %+v %v\n%s%s", o.code, res, err, o.stdout, o.stderr)
+	}
+	c.runIn(strings.NewReader("x"), "put", "conf.d/x.conf").want(t, 2, "web-1")
+	if after := snapshot(t, conn, "/tree", meta.Base()); after != before {
+		t.Fatalf("a refused publish wrote:\nbefore %s\nafter %s", before, after)
+	}
+	c.run("publish", "--allow-old-agents", tree).want(t, 0, "published generation 2", "+ conf.d/site.conf")
 }
