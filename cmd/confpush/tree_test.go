@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/jsonschema"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/publish"
@@ -172,4 +173,81 @@ func TestCLIOldAgents(t *testing.T) {
 		t.Fatalf("a refused publish wrote:\nbefore %s\nafter %s", before, after)
 	}
 	c.run("publish", "--allow-old-agents", tree).want(t, 0, "published generation 2", "+ conf.d/site.conf")
+}
+
+// TestCLIAccessTree: confpush init, acl and acl --repair walk a config
+// tree: init locks down an open root holding a three-level tree (every
+// directory and every item below it gets the root's ACL), a publish
+// under the policy makes its new directories with it, agents read nested
+// items, and a nested directory or item whose ACL differs is reported by
+// acl (exit 7, naming it as a directory or an item) and repaired.
+func TestCLIAccessTree(t *testing.T) {
+	t.Setenv("ZKCONF_AUTH", "")
+	srv := startZK(t)
+	c := cli{t: t, zk: srv.ConnString(), root: "/acltree/app"}
+	c.run("publish", "--allow-open", writeFiles(t, t.TempDir(), map[string]string{
+		"app.json": "{}", "conf.d/site.conf": "s", "conf.d/sub/b.conf": "b", "conf.d/sub/deep/c.conf": "c"})).
+		want(t, 0, "published generation 1")
+	pubFile, web17File, _ := initACL(t, c)
+	pub := connectAs(t, srv, "publisher")
+	rootACL, _, err := pub.GetACL(c.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// below is every node under the root with its ACL.
+	below := func() map[string][]zk.ACL {
+		t.Helper()
+		out := map[string][]zk.ACL{}
+		var walk func(p string)
+		walk = func(p string) {
+			kids, _, err := pub.Children(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range kids {
+				acl, _, err := pub.GetACL(p + "/" + k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[p+"/"+k] = acl
+				walk(p + "/" + k)
+			}
+		}
+		walk(c.root)
+		return out
+	}
+	allRoots := func(what string, want int) {
+		t.Helper()
+		nodes := below()
+		if len(nodes) != want {
+			t.Fatalf("%s: %d nodes below the root, want %d: %v", what, len(nodes), want, nodes)
+		}
+		for p, acl := range nodes {
+			if !access.SameACL(acl, rootACL) {
+				t.Errorf("%s: %s has ACL %v, want the root's %v", what, p, acl, rootACL)
+			}
+		}
+	}
+	allRoots("after init", 7) // 4 items, conf.d, conf.d/sub, conf.d/sub/deep
+
+	c.run("--auth-file", pubFile, "publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{
+		"app.json": "{}", "conf.d/sub/deep/c.conf": "c", "other/x/y": "y"})).want(t, 0, "published generation 2")
+	allRoots("after a publish under the policy", 8) // 3 items; conf.d, conf.d/sub, conf.d/sub/deep, other, other/x
+	web17 := connectAs(t, srv, "web-17")
+	if b, _, err := web17.Get(c.root + "/conf.d/sub/deep/c.conf"); err != nil || string(b) != "c" {
+		t.Fatalf("an agent reads a nested item: %q %v", b, err)
+	}
+
+	for _, p := range []string{c.root + "/conf.d/sub", c.root + "/conf.d/sub/deep/c.conf"} {
+		if _, err := pub.SetACL(p, zk.WorldACL(zk.PermAll), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.run("--auth-file", pubFile, "acl", c.root).want(t, exitACL, "differs: directory /acltree/app/conf.d/sub",
+		"differs: item /acltree/app/conf.d/sub/deep/c.conf", "--repair")
+	c.run("--auth-file", pubFile, "acl", c.root, "--repair").want(t, 0, "done: directory /acltree/app/conf.d/sub",
+		"done: item /acltree/app/conf.d/sub/deep/c.conf")
+	c.run("--auth-file", pubFile, "acl", c.root).want(t, 0, "ACLs match the policy")
+	allRoots("after acl --repair", 8)
+	c.run("--auth-file", web17File, "acl", c.root).want(t, exitPermission, "permission denied")
 }
