@@ -352,30 +352,10 @@ func TestTreeConnectionLoss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/trees/cut-" + tc.name
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != tc.stage || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if tc.landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, tc.stage, tc.landed)
 			mustPublish(t, p, Request{Items: treeGen1(), Mode: tc.mode})
 			st0, _ := rootState(t, r.direct, root)
-			cutDone := make(chan struct{})
-			if tc.landed {
-				appeared := r.created(p.paths.HistoryNode(2))
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
-			}
+			cutDone := r.cutWhenCreated(p.paths.HistoryNode(2), tc.landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: treeGen2(), Mode: tc.mode})
 			<-cutDone
