@@ -55,6 +55,10 @@
 //     (RemovalError listing them), dry runs included.
 //     Identical content (and no marker, and no item to repair):
 //     Result.Unchanged, no write, unless Force.
+//     A set whose manifest needs format 2 (an item path with "/") reads
+//     the root's expected fleet and is refused (OldAgentsError naming
+//     them), dry runs included, while an agent reports reading less,
+//     unless AllowOldAgents.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
 //     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto). DryRun
 //     stops here, reporting the plan and the mode.
