@@ -46,6 +46,10 @@ type DriverPlan struct {
 	Fence string
 	// Message is recorded with the driver's widen, promote and abort.
 	Message string
+	// AllowOldAgents is the promote's and abort's
+	// Request.AllowOldAgents (a rollout of a tree started despite older
+	// agents promotes despite them too).
+	AllowOldAgents bool
 	// Progress, when set, is called with every evaluation whose summary
 	// differs from the previous one and with every action.
 	Progress func(DriverEvent)
@@ -166,7 +170,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 		next := plan.Safety
 		switch h.Verdict {
 		case fleet.VerdictFail:
-			r, err := p.Abort(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message,
+			r, err := p.Abort(ctx, plan.RolloutID, Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents, Message: driverMessage(plan.Message,
 				fmt.Sprintf("automatic abort: %v failing on the candidate", h.Failing))})
 			if err != nil {
 				return res, p.actionFailed(ctx, plan.RolloutID, "abort", err)
@@ -201,7 +205,8 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 					Health: h, Generation: r.Generation})
 				break
 			}
-			r, err := p.Promote(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message, "automatic promote after the bake")})
+			r, err := p.Promote(ctx, plan.RolloutID, Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents,
+				Message: driverMessage(plan.Message, "automatic promote after the bake")})
 			if err != nil {
 				return res, p.actionFailed(ctx, plan.RolloutID, "promote", err)
 			}

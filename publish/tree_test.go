@@ -520,7 +520,24 @@ func TestTreeRefusesOldAgents(t *testing.T) {
 	hist = historyList(t, conn, p.paths)
 	_, err = p.Rollback(testCtx(t), res.Generation, Request{})
 	refused("rollback to the tree", err)
-	if _, err := p.Rollback(testCtx(t), res.Generation, Request{AllowOldAgents: true}); err != nil {
+	// A canary of a tree started anyway is promoted only anyway.
+	flatAgain := mustPublish(t, p, Request{Items: flat}).Generation
+	cr, err := p.Publish(testCtx(t), Request{Items: treeGen2(), Canary: &manifest.Selection{Selector: "zone=a"}, AllowOldAgents: true})
+	if err != nil {
 		t.Fatal(err)
 	}
+	liveGen = flatAgain
+	before, _ = rootState(t, conn, p.paths.Root)
+	hist = historyList(t, conn, p.paths)
+	rs, err := p.Rollout(testCtx(t))
+	if err != nil || rs.Canary == nil || rs.Canary.Generation != cr.Generation {
+		t.Fatalf("rollout %+v: %v", rs, err)
+	}
+	_, err = p.Promote(testCtx(t), rs.Canary.RolloutID, Request{})
+	refused("promote", err)
+	pr, err := p.Promote(testCtx(t), rs.Canary.RolloutID, Request{AllowOldAgents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLive(t, p, pr.Generation, treeGen2())
 }
