@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -206,7 +207,8 @@ func equalSpec(a, b TargetSpec) bool {
 	return a.Name == b.Name && a.Kind == b.Kind && a.Dest == b.Dest && a.Item == b.Item &&
 		fmt.Sprint(a.Items) == fmt.Sprint(b.Items) && a.Template == b.Template && a.Mode == b.Mode &&
 		a.UID == b.UID && a.GID == b.GID && a.Check == b.Check && a.Reload == b.Reload &&
-		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && equalSyntax(a, b)
+		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && a.Prefix == b.Prefix && a.DirMode == b.DirMode &&
+		equalSyntax(a, b)
 }
 
 // Outcome is the result of one Apply.
@@ -661,8 +663,42 @@ func (r *Renderer) Attempted() int64 { return r.view.Load().attempted }
 // LastError returns the last Apply's error, nil after a success.
 func (r *Renderer) LastError() error { return r.view.Load().lastErr }
 
-// Specs returns every target's spec (destination, kind, options), for
-// the drift watcher.
+// driftDirs are the directories the drift watcher watches: the one
+// holding each file or template output; for a dir target its directory,
+// its current generation directory and every sub-directory of the tree
+// applied there (an edit of a nested file is an event in its own
+// directory only).
+func (r *Renderer) driftDirs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, t := range r.targets {
+		if t.spec.Kind != KindDir {
+			out = append(out, filepath.Dir(t.spec.Dest))
+			continue
+		}
+		out = append(out, t.spec.Dest)
+		cur, err := render.CurrentPath(t.spec.Dest)
+		if err != nil {
+			continue
+		}
+		out = append(out, cur)
+		dirs := map[string]bool{}
+		for name := range t.files {
+			for i := 0; i < len(name); i++ {
+				if name[i] == '/' {
+					dirs[name[:i]] = true
+				}
+			}
+		}
+		for d := range dirs {
+			out = append(out, filepath.Join(cur, filepath.FromSlash(d)))
+		}
+	}
+	return out
+}
+
+// Specs returns every target's spec (destination, kind, options).
 func (r *Renderer) Specs() []TargetSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()

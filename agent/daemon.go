@@ -376,7 +376,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset()
 		}
 		if drift != nil {
-			drift.watch(d.r.Specs())
+			drift.watch(d.r.driftDirs())
 		}
 		rearmSweep()
 		if !out.Skipped {
@@ -462,7 +462,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				rearmSweep()
 				d.publishStatus()
 			}
-			drift.watch(d.r.Specs())
+			drift.watch(d.r.driftDirs())
 		case <-sweep.C:
 			rearmSweep()
 		case <-heartbeat:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/watchdirs"
 )
 
@@ -18,8 +17,8 @@ const driftDebounce = 200 * time.Millisecond
 
 // driftWatcher reports changes to the targets' outputs. It watches the
 // directory holding each file or template output, and for dir targets the
-// directory and its current generation directory (editing dir/name writes
-// through the link into it). Our own writes show up too; the repair pass
+// directory, its current generation directory (editing dir/name writes
+// through the link into it) and every sub-directory of the tree it holds. Our own writes show up too; the repair pass
 // that follows finds nothing to fix, which is cheaper than telling events
 // apart.
 type driftWatcher struct {
@@ -43,21 +42,14 @@ func newDriftWatcher(log *slog.Logger) (*driftWatcher, error) {
 
 func (d *driftWatcher) events() <-chan struct{} { return d.out }
 
-// watch makes the watch set match specs. Called from the daemon's goroutine
-// only. When it arms a new watch it also asks for one repair pass: a change
-// made between the write and the watch would otherwise go unseen.
-func (d *driftWatcher) watch(specs []TargetSpec) {
-	want := map[string]bool{}
-	for _, s := range specs {
-		switch s.Kind {
-		case KindDir:
-			want[s.Dest] = true
-			if cur, err := render.CurrentPath(s.Dest); err == nil {
-				want[cur] = true
-			}
-		default:
-			want[filepath.Dir(s.Dest)] = true
-		}
+// watch makes the watch set match dirs (Renderer.driftDirs). Called from
+// the daemon's goroutine only. When it arms a new watch it also asks for
+// one repair pass: a change made between the write and the watch would
+// otherwise go unseen.
+func (d *driftWatcher) watch(dirs []string) {
+	want := make(map[string]bool, len(dirs))
+	for _, dir := range dirs {
+		want[dir] = true
 	}
 	if watchdirs.Sync(d.w, d.watched, want, func(p string, err error) {
 		d.log.Warn("drift watch not set", "path", p, "error", err)

@@ -20,3 +20,6 @@ func (d *Daemon) SetLookupEnv(f func(string) (string, bool)) {
 	defer d.r.mu.Unlock()
 	d.r.host.LookupEnv = f
 }
+
+// DriftDirs returns the directories the drift watcher is made to watch.
+func (d *Daemon) DriftDirs() []string { return d.r.driftDirs() }

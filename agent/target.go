@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +29,17 @@ type TargetSpec struct {
 	Dest string
 	// Item is the item a file target renders.
 	Item string
-	// Items are glob patterns (path.Match) selecting a dir target's items;
-	// empty selects all.
+	// Items are glob patterns (path.Match) selecting a dir target's items
+	// by their path below Prefix ("*" never matches "/"); empty selects
+	// all.
 	Items []string
+	// Prefix is the directory (an item path ending in "/", "conf.d/") of
+	// the items a dir target renders, stripped from their file names;
+	// empty renders every item.
+	Prefix string
+	// DirMode is the mode of the sub-directories a dir target creates for
+	// item paths (0: 0755); they are owned like the files.
+	DirMode os.FileMode
 	// Template is a template target's source text, and TemplatePath where
 	// it came from (for messages).
 	Template     string
@@ -131,21 +140,27 @@ func compile(spec TargetSpec) (*target, error) {
 // symbolic link that others could replace; 0755, as install(1) would:
 // the service's user must traverse it).
 func (t *target) fileOptions() render.FileOptions {
-	return render.FileOptions{Mode: t.spec.Mode, UID: t.spec.UID, GID: t.spec.GID, FollowSymlink: t.spec.FollowSymlink, CreateDirs: true}
+	return render.FileOptions{Mode: t.spec.Mode, UID: t.spec.UID, GID: t.spec.GID, FollowSymlink: t.spec.FollowSymlink, CreateDirs: true,
+		DirMode: t.spec.DirMode}
 }
 
-// selected returns the items of snap a dir target renders.
+// selected returns the files a dir target renders from snap: the items
+// below its Prefix, by their path below it, that its globs select.
 func (t *target) selected(snap Snapshot) map[string][]byte {
 	out := map[string][]byte{}
 	for _, name := range snap.Names() {
+		rel, ok := strings.CutPrefix(name, t.spec.Prefix)
+		if !ok {
+			continue
+		}
 		if len(t.spec.Items) > 0 && !slices.ContainsFunc(t.spec.Items, func(p string) bool {
-			ok, _ := path.Match(p, name)
+			ok, _ := path.Match(p, rel)
 			return ok
 		}) {
 			continue
 		}
 		b, _ := snap.Get(name)
-		out[name] = b
+		out[rel] = b
 	}
 	return out
 }

@@ -272,7 +272,10 @@
 //     (ErrAbandonedMarker) naming the marker and the first item that does
 //     not verify, until the next publish takes the marker over.
 //  6. Items whose sha256 equals the held snapshot's are reused; the others
-//     are read and each is verified against the manifest (size and sha256).
+//     are read, each from its node <root>/<path> (an item path of a tree,
+//     "conf.d/site.conf", is a nested node; its directories are never
+//     read and nothing is ever listed), and each is verified against the
+//     manifest (size and sha256).
 //     A missing item or a mismatch means a newer publish is landing: the
 //     attempt is dropped whole and the root re-read after a jittered
 //     exponential backoff (10 ms up to 2 s; after 20 tries in a row up to

@@ -6,8 +6,8 @@ import (
 )
 
 // decodeCanonical parses data when it is exactly in the form Encode writes
-// (fields in declaration order, no whitespace, item names in increasing
-// order, strings without escapes, valid UTF-8 and no control characters,
+// (format 1 or 2, fields in declaration order, no whitespace, item paths
+// in increasing order, strings without escapes, valid UTF-8 and no control characters,
 // integers that fit in int64) and valid, and declines (ok false) on
 // anything else, including everything that is not a valid manifest (Decode
 // then goes through encoding/json, which reports exactly what is wrong).
@@ -25,7 +25,12 @@ import (
 // strconv.ParseInt returns; published_at is parsed by the same
 // time.Time.UnmarshalJSON, with the same bytes, that encoding/json calls.
 func decodeCanonical(data []byte) (*Manifest, bool) {
-	if !bytes.HasPrefix(data, []byte(`{"format":1,"generation":`)) {
+	format := FormatVersion
+	switch {
+	case bytes.HasPrefix(data, []byte(`{"format":1,"generation":`)):
+	case bytes.HasPrefix(data, []byte(`{"format":2,"generation":`)):
+		format = FormatTree
+	default:
 		return nil, false
 	}
 	// Every accepted string's bytes are its value, so every string field
@@ -33,7 +38,7 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	// and hash.
 	all := string(data)
 	p := canon{b: data, i: len(`{"format":1,"generation":`)}
-	m := &Manifest{Format: FormatVersion}
+	m := &Manifest{Format: format}
 	var ok bool
 	if m.Generation, ok = p.int(); !ok || !p.lit(`,"publish_id":`) {
 		return nil, false
@@ -97,7 +102,7 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 				// Validated here, while its bytes are in the CPU's cache
 				// (validate would walk the map again); an invalid item
 				// declines, and encoding/json's path reports it.
-				if validateItem(name, it) != nil {
+				if validateItem(format, name, it) != nil {
 					return nil, false
 				}
 				m.Items[name] = it
@@ -126,6 +131,9 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	}
 	if m.Items == nil {
 		m.Items = map[string]Item{}
+	}
+	if treeConflict(format, m.Items) != nil {
+		return nil, false
 	}
 	return m, true
 }

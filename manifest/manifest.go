@@ -20,7 +20,11 @@ import (
 	"unicode/utf8"
 )
 
-// FormatVersion is the manifest format this code writes and reads.
+// FormatVersion is the manifest format of a set whose item paths are all
+// flat: what every zkconf writes for such a set, and all that zkconf
+// before config trees reads. A set with any path holding "/" needs
+// FormatTree (FormatFor); MaxFormat is the highest format this code
+// reads.
 const FormatVersion = 1
 
 // MarkerName is the reserved child of a root that exists while a marker-mode
@@ -63,7 +67,8 @@ func ParseMode(s string) (Mode, error) {
 
 // Manifest describes one published generation of a config set.
 type Manifest struct {
-	// Format is the manifest format version (FormatVersion).
+	// Format is the manifest format version: FormatVersion for a set of
+	// flat names, FormatTree when any item path has a "/" (FormatFor).
 	Format int `json:"format"`
 	// Generation numbers publishes of this root: 1, 2, 3, ...
 	Generation int64 `json:"generation"`
@@ -95,7 +100,7 @@ type Manifest struct {
 	// kept FormatVersion 1. Publishers bound it (publish.ValidateMessage);
 	// Decode does not, so that a long note never makes a manifest unreadable.
 	Message string `json:"message,omitempty"`
-	// Items maps every item name to its hash and size.
+	// Items maps every item path to its hash and size.
 	Items map[string]Item `json:"items"`
 
 	// Canary rollouts (docs/design.md, "Canary rollouts"). Like Message,
@@ -164,7 +169,8 @@ func Hash(data []byte) string {
 // ItemOf returns the manifest entry describing data.
 func ItemOf(data []byte) Item { return Item{SHA256: Hash(data), Size: int64(len(data))} }
 
-// Names returns the item names in sorted order.
+// Names returns the item paths in sorted order (byte order: the items of
+// a directory are contiguous).
 func (m *Manifest) Names() []string { return slices.Sorted(maps.Keys(m.Items)) }
 
 // Matches reports whether data is the content the manifest records for name.
@@ -220,9 +226,9 @@ func decodeJSON(data []byte) (*Manifest, error) {
 		Format *int `json:"format"`
 		Manifest
 	}
-	if json.Unmarshal(data, &fast) == nil && fast.Format != nil && *fast.Format == FormatVersion {
+	if json.Unmarshal(data, &fast) == nil && fast.Format != nil && (*fast.Format == FormatVersion || *fast.Format == FormatTree) {
 		m := fast.Manifest
-		m.Format = FormatVersion
+		m.Format = *fast.Format
 		if err := m.validate(); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrForeign, err)
 		}
@@ -234,8 +240,8 @@ func decodeJSON(data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &probe); err != nil || probe.Format == nil {
 		return nil, ErrForeign
 	}
-	if *probe.Format > FormatVersion {
-		return nil, fmt.Errorf("%w (format %d, this zkconf reads %d): upgrade zkconf", ErrFutureFormat, *probe.Format, FormatVersion)
+	if *probe.Format > MaxFormat {
+		return nil, fmt.Errorf("%w (format %d, this zkconf reads up to %d): upgrade zkconf", ErrFutureFormat, *probe.Format, MaxFormat)
 	}
 	if *probe.Format < 1 {
 		return nil, fmt.Errorf("%w: format %d", ErrForeign, *probe.Format)
@@ -244,6 +250,7 @@ func decodeJSON(data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrForeign, err)
 	}
+	m.Format = *probe.Format
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrForeign, err)
 	}
@@ -272,21 +279,28 @@ func (m *Manifest) validate() error {
 		m.Items = map[string]Item{}
 	}
 	for name, it := range m.Items {
-		if validateItem(name, it) != nil {
+		if validateItem(m.Format, name, it) != nil {
 			// Report the first bad item in name order, so that the
 			// error does not depend on the map's iteration order.
 			for _, n := range m.Names() {
-				if err := validateItem(n, m.Items[n]); err != nil {
+				if err := validateItem(m.Format, n, m.Items[n]); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return nil
+	return treeConflict(m.Format, m.Items)
 }
 
-func validateItem(name string, it Item) error {
-	if err := ValidateName(name); err != nil {
+// validateItem checks one item of a manifest of format: a flat name in
+// format 1 (a "/" there is refused: a reader before config trees would
+// take it for a name it cannot render), a path in FormatTree.
+func validateItem(format int, name string, it Item) error {
+	check := ValidateName
+	if format == FormatTree {
+		check = ValidatePath
+	}
+	if err := check(name); err != nil {
 		return err
 	}
 	if !isSHA256Hex(it.SHA256) {
@@ -323,9 +337,11 @@ var notLowerHex = func() (t [256]byte) {
 // MaxNameLen bounds item names; they become both znode names and file names.
 const MaxNameLen = 255
 
-// ValidateName checks that name can be an item: a plain file name that
+// ValidateName checks that name can be a flat item (a path of one
+// component, all that a format-1 manifest holds): a plain file name that
 // ZooKeeper can hold as a node name, not reserved, and safe to render as a
 // file (no path separators, no leading dot pair, no control characters).
+// ValidatePath checks item paths.
 func ValidateName(name string) error {
 	switch {
 	case name == "":

@@ -25,7 +25,10 @@ func FuzzDecode(f *testing.F) {
 	inc := *valid
 	inc.Incarnation = NewIncarnation()
 	f.Add(inc.Encode())
-	for _, s := range []string{"", " \n", "{}", `{"format":2}`, `{"format":0}`, `{"format":1}`, `{"format":1.5}`,
+	tree := *valid
+	tree.Format, tree.Items = FormatTree, map[string]Item{"conf.d/a": ItemOf(nil), "b": ItemOf([]byte("b"))}
+	f.Add(tree.Encode())
+	for _, s := range []string{"", " \n", "{}", `{"format":2}`, `{"format":3}`, `{"format":0}`, `{"format":1}`, `{"format":1.5}`,
 		`{"format":1,"generation":1,"publish_id":"x","mode":"multi","items":{"a/b":{"sha256":"","size":1}}}`,
 		`{"format":1,"generation":-1}`, `null`, `[1,2]`, `{"format":1,"generation":1,"publish_id":"x","mode":"multi","published_at":"0000-01-01T00:00:00+23:59"}`} {
 		f.Add([]byte(s))
@@ -57,12 +60,19 @@ func FuzzDecode(f *testing.F) {
 
 func checkValid(t *testing.T, m *Manifest) {
 	t.Helper()
-	if m.Format != FormatVersion || m.Generation < 1 || m.PublishID == "" || (m.Mode != ModeMulti && m.Mode != ModeMarker) || m.Items == nil ||
+	if (m.Format != FormatVersion && m.Format != FormatTree) || m.Generation < 1 || m.PublishID == "" || (m.Mode != ModeMulti && m.Mode != ModeMarker) || m.Items == nil ||
 		(m.Incarnation != "" && !ValidIncarnation(m.Incarnation)) {
 		t.Fatalf("Decode accepted an invalid manifest: %+v", m)
 	}
+	check := ValidateName
+	if m.Format == FormatTree {
+		check = ValidatePath
+		if c := TreeConflicts(m.Items); len(c) > 0 {
+			t.Fatalf("Decode accepted a file that is a directory: %v", c)
+		}
+	}
 	for name, it := range m.Items {
-		if err := ValidateName(name); err != nil {
+		if err := check(name); err != nil {
 			t.Fatalf("Decode accepted item name %q: %v", name, err)
 		}
 		if len(it.SHA256) != 64 || it.Size < 0 {

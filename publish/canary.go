@@ -220,12 +220,16 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	now := time.Now().UTC()
 	sel := *req.Canary
 	cand := &manifest.Manifest{
-		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
+		Format: manifest.FormatFor(hashed), Generation: gen, PublishID: newPublishID(),
 		PublishedAt: now, Publisher: p.cfg.name, Mode: manifest.ModeMulti,
 		Incarnation: stable.Incarnation, Message: req.Message, Items: hashed, Candidate: &sel,
 	}
 	if stable.SameContent(cand) && !req.Force {
 		return nil, &InputError{Err: fmt.Errorf("the set is the content of the stable generation %d: nothing to canary (Force to start anyway)", stable.Generation)}
+	}
+	// A candidate is promoted whole: every agent of the root must read it.
+	if err := p.refuseOldAgents(ctx, cand.Format, req.AllowOldAgents); err != nil {
+		return nil, err
 	}
 	candBytes := cand.Encode()
 	canary := &manifest.Canary{

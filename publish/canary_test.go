@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,30 +327,10 @@ func TestCanaryConnectionLossAroundCommit(t *testing.T) {
 		t.Run(map[bool]string{false: "NotLanded", true: "Landed"}[landed], func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/cut/canary" + map[bool]string{false: "lost", true: "landed"}[landed]
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != "canary" || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, "canary", landed)
 			mustPublish(t, p, Request{Items: items(3, 100, "base")})
 			st0, _ := rootState(t, r.direct, root)
-			cutDone := make(chan struct{})
-			if landed {
-				appeared := r.created(p.paths.HistoryNode(2))
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
-			}
+			cutDone := r.cutWhenCreated(p.paths.HistoryNode(2), landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: items(3, 100, "cand"), Canary: &manifest.Selection{Percent: 10}})
 			<-cutDone

@@ -47,13 +47,35 @@ func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool, acl 
 // the live items (verified against the live manifest) and sends the
 // commit again, under the same compare-and-swap, creating those blobs
 // instead of checking them.
+//
+// A directory it deletes that a stray appeared under (NotEmpty: nothing
+// was applied either) is listed again and kept, and the commit is sent
+// again without its delete, at most maxStrayRounds times.
 func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []any, kinds []opKind, res *Result) error {
-	for round := 1; ; round++ {
+	strayRounds := 0
+	for round := 1; ; {
 		err := p.commit(ctx, "multi", ops, kinds, st.liveGen(), pl, res)
+		var se *strayError
+		if errors.As(err, &se) && strayRounds >= maxStrayRounds {
+			return fmt.Errorf("commit of generation %d to %s not applied: nodes zkconf did not write kept appearing under directories it deletes (%d rounds): %w",
+				pl.gen, p.paths.Root, strayRounds, err)
+		}
+		if errors.As(err, &se) {
+			strayRounds++
+			p.log.Warn("a node zkconf did not write appeared under a directory the commit deletes; keeping the directory and sending the commit again",
+				"directory", se.path, "round", strayRounds)
+			if err := p.relist(ctx, st.tree, se.dir); err != nil {
+				return err
+			}
+			pl.planDirs(st.tree, pl.base, pl.baseDirs, pl.items)
+			ops, kinds = p.multiOps(st, pl)
+			continue
+		}
 		var br *blobRaceError
 		if !errors.As(err, &br) || br.sha == "" || round >= maxBlobRaces {
 			return err
 		}
+		round++
 		p.log.Info("departing content not stored as expected; sending the commit again with its blobs", "reason", br.Error(), "round", round)
 		if ops, kinds, err = p.withMissingBlobs(ctx, st, pl); err != nil {
 			return err
@@ -156,6 +178,10 @@ func (p *Publisher) commitFailure(ctx context.Context, k opKind, opErr error, ba
 		return p.conflict(ctx, baseGen, "the marker changed since it was read (another publish took it over or finished)")
 	case k.what == "item" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
 		return p.conflict(ctx, baseGen, fmt.Sprintf("item %q was created or deleted by someone else since it was read", k.name))
+	case k.what == "dir" && errors.Is(opErr, zk.ErrNotEmpty):
+		return &strayError{path: p.paths.Item(k.name), dir: k.name}
+	case k.what == "dir" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):
+		return p.conflict(ctx, baseGen, fmt.Sprintf("directory %q was created or deleted by someone else since it was read", k.name))
 	case k.what == "item" && errors.Is(opErr, zk.ErrNotEmpty):
 		return fmt.Errorf("item node %s has children: a zkconf root holds only leaf items: %w", p.paths.Item(k.name), opErr)
 	case k.what == "blob" && (errors.Is(opErr, zk.ErrNodeExists) || errors.Is(opErr, zk.ErrNoNode)):

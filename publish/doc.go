@@ -4,8 +4,11 @@
 // # Data model
 //
 // A root znode holds one config set: its data is the manifest (package
-// manifest), its children are the items; the child "invalid" is the marker
-// of a marker-mode publish in progress. History entries, blobs and
+// manifest), the nodes below it are the items, each at its path (item
+// "conf.d/site.conf" is the node <root>/conf.d/site.conf), with the
+// directories of those paths as nodes of empty data (docs/design.md,
+// "Config trees"); the child "invalid" is the marker of a marker-mode
+// publish in progress. History entries, blobs and
 // liveness nodes live under the metadata path (WithMeta).
 // docs/design.md describes the layout, the guarantees this protocol keeps
 // and why, and the history invariant (every content a retained history
@@ -16,7 +19,8 @@
 // # Publishing, step by step
 //
 //  1. Validate the request before touching ZooKeeper (the reads of step 2
-//     are in flight meanwhile, and cancelled if it fails): names, item sizes
+//     are in flight meanwhile, and cancelled if it fails): item paths (and
+//     no path that is also another's directory), item sizes
 //     (ItemLimit), the set size, an empty set, the manifest size (it must
 //     fit one znode, and the marker-mode final commit that carries it
 //     twice must fit the multi budget). The set is hashed once, here. Any
@@ -36,16 +40,25 @@
 //     not write (made by hand, or by a crashed tool) names no publish, so
 //     no liveness node can exist for it: it is dead and taken over too.
 //     Result.TookOver says which marker was taken over and why.
-//     Without a marker, every live item the plan would leave alone (same
-//     name and hash in M and the new set) is read and verified against M:
-//     an item changed outside confpush is rewritten in the commit
-//     (Result.Repaired) instead of being skipped as unchanged.
+//     Taking a marker over walks the whole tree (a Get of every node, a
+//     Children of every node with children, 16 levels at most): leaves
+//     are the items actually present, nodes with children directories.
+//     Without a marker, every directory of M and of the new set is listed
+//     (one round, pipelined; nothing for a flat set), and every live item
+//     the plan would leave alone (same path and hash in M and the new set)
+//     is read and verified against M: an item changed outside confpush is
+//     rewritten in the commit (Result.Repaired) instead of being skipped
+//     as unchanged.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
 //     With NoRemove, a plan that removes live items is refused
 //     (RemovalError listing them), dry runs included.
 //     Identical content (and no marker, and no item to repair):
 //     Result.Unchanged, no write, unless Force.
+//     A set whose manifest needs format 2 (an item path with "/") reads
+//     the root's expected fleet and is refused (OldAgentsError naming
+//     them), dry runs included, while an agent reports reading less,
+//     unless AllowOldAgents.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
 //     (1 MiB - 64 KiB, computed op by op), else marker (manifest.ModeAuto). DryRun
 //     stops here, reporting the plan and the mode.
@@ -60,10 +73,22 @@
 //
 //	SetData(root, manifest N, V)        -- the compare-and-swap (Create when the root is absent)
 //	Delete(root/invalid, version)       -- only when taking over a dead marker
-//	Create / SetData(-1) / Delete(-1)   -- added, changed, removed items only
+//	Create(dir, empty) / SetData(dir, empty, -1)
+//	                                    -- each missing directory of N (or a node that held
+//	                                       an item and is a directory of N), parent first
+//	Create / SetData(-1)                -- added and changed items only
+//	Delete(-1)                          -- removed items
+//	Delete(dir, -1)                     -- directories left without items, children first
 //	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
 //	Create(history/g-N, manifest N)     -- history lands with the commit
 //	Check(fence, -1)                    -- with Request.Fence
+//
+// A directory with a node under it that zkconf did not write (a stray) is
+// not deleted: it stays, with its parents, reported in Result.Strays. A
+// stray that appears between the listing and the commit fails the commit
+// with NotEmpty (nothing applied): the directory is listed again and the
+// commit sent again without its delete, under the same compare-and-swap,
+// at most 4 times.
 //
 // A Check failing with NoNode means a publisher stopped between its
 // acknowledgement and storing its blobs: nothing was applied, so the
@@ -93,10 +118,13 @@
 //	   content of it as a blob if it is missing (read from the live item,
 //	   verified): a death midway must not lose a retained generation's
 //	   content. No GC runs while the marker holds the root's version.
-//	6d. Write each added or changed item, delete each removed one, every
-//	   write as Multi(Check(root/invalid, marker version), write): a
-//	   publish that took the marker over (or a zombie of this one after its
-//	   session expired) can never write over it.
+//	6d. Make the missing directories (parent first, a depth at a time),
+//	   write each added or changed item, delete each removed one, then
+//	   delete the directories left without items (children first; one a
+//	   stray keeps stays, reported), every write as
+//	   Multi(Check(root/invalid, marker version), write): a publish that
+//	   took the marker over (or a zombie of this one after its session
+//	   expired) can never write over it.
 //	6e. Multi(SetData(root, manifest N, V'), Delete(root/invalid, marker
 //	   version), Check every departing content's blob, Create(history/g-N),
 //	   Check(fence, -1) with Request.Fence).

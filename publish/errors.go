@@ -177,6 +177,21 @@ func (e *blobRaceError) Error() string {
 	return fmt.Sprintf("blob store changed concurrently (%s); commit not applied", e.path)
 }
 
+// strayError is returned by a write that deleted a directory of the
+// tree and found it not empty: a node zkconf did not write (a stray) was
+// created under it since it was listed. Nothing of a transaction that
+// failed so was applied: the publisher lists the directory again, keeps
+// it (and the directories above it) and sends the commit again, at most
+// maxStrayRounds times.
+type strayError struct {
+	path string // the directory's node
+	dir  string // its path relative to the root
+}
+
+func (e *strayError) Error() string {
+	return fmt.Sprintf("directory %s is not empty: a node zkconf did not write was created under it; it stays", e.path)
+}
+
 // RemovalError reports the live items a publish with Request.NoRemove
 // would have removed. It matches ErrWouldRemove and names items, never
 // their content.

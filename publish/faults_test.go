@@ -130,6 +130,43 @@ func (r *rig) deafen() { r.current.Load().deaf.Store(true) }
 
 // created returns a channel closed when path exists (watched on the direct
 // connection, so the proxy's faults do not affect it).
+// cutPublisher is a publisher of root on r's connection whose commit at
+// stage (withBeforeCommit's) loses the connection once armed is set:
+// before the server applies it (landed false), or after, its response
+// withheld from the deaf client (landed true: cut with cutWhenCreated).
+func (r *rig) cutPublisher(t testing.TB, root, stage string, landed bool) (*Publisher, *atomic.Bool) {
+	armed := new(atomic.Bool)
+	p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(s string) {
+		if s != stage || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		if landed {
+			r.deafen()
+		} else {
+			r.loseMulti(r.proxy.Cut)
+		}
+	}))
+	return p, armed
+}
+
+// cutWhenCreated cuts the connection once witness exists (the server
+// applied the commit whose response the deaf client never gets) when
+// landed; the channel closes when that is done, at once when not landed.
+func (r *rig) cutWhenCreated(witness string, landed bool) <-chan struct{} {
+	done := make(chan struct{})
+	if !landed {
+		close(done)
+		return done
+	}
+	appeared := r.created(witness)
+	go func() {
+		defer close(done)
+		<-appeared
+		r.proxy.Cut()
+	}()
+	return done
+}
+
 func (r *rig) created(path string) <-chan struct{} {
 	r.t.Helper()
 	out := make(chan struct{})
@@ -226,40 +263,20 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/cut/" + tc.name
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != tc.stage || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if tc.landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, tc.stage, tc.landed)
 			base := items(5, 100, "base")
 			mustPublish(t, p, Request{Items: base, Mode: tc.mode})
 			st0, _ := rootState(t, r.direct, root)
 
 			next := items(6, 100, "next")
 			gen := int64(2)
-			cutDone := make(chan struct{})
-			if tc.landed {
-				// The response is withheld from the deaf client: cut when
-				// the server shows the commit applied.
-				witness := p.paths.HistoryNode(gen)
-				if tc.stage == "marker" {
-					witness = p.paths.Marker()
-				}
-				appeared := r.created(witness)
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
+			// The response is withheld from the deaf client: cut when the
+			// server shows the commit applied.
+			witness := p.paths.HistoryNode(gen)
+			if tc.stage == "marker" {
+				witness = p.paths.Marker()
 			}
+			cutDone := r.cutWhenCreated(witness, tc.landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: next, Mode: tc.mode})
 			<-cutDone

@@ -132,13 +132,59 @@ func checkLive(t testing.TB, p *Publisher, gen int64, want map[string][]byte) {
 	if !sameItems(got, want) {
 		t.Fatalf("live items differ from what was published: got %v, want %v", sortedNames(got), sortedNames(want))
 	}
-	kids, _, err := p.conn().Children(p.paths.Root)
-	if err != nil {
-		t.Fatal(err)
+	checkNodes(t, p.conn(), p.paths.Root, want)
+}
+
+// checkNodes verifies that the nodes under root are exactly the items of
+// want and their directories (docs/design.md, "Config trees"): every item
+// a leaf holding its content, every directory a node with empty data and
+// children, nothing else (no marker, no leftover).
+func checkNodes(t testing.TB, conn *zk.Conn, root string, want map[string][]byte) {
+	t.Helper()
+	got := map[string]bool{}
+	var walk func(rel string)
+	walk = func(rel string) {
+		node := root
+		if rel != "" {
+			node += "/" + rel
+		}
+		kids, _, err := conn.Children(node)
+		if err != nil {
+			t.Fatalf("list %s: %v", node, err)
+		}
+		for _, k := range kids {
+			kr := k
+			if rel != "" {
+				kr = rel + "/" + k
+			}
+			got[kr] = true
+			data, st, err := conn.Get(root + "/" + kr)
+			if err != nil {
+				t.Fatalf("read %s: %v", kr, err)
+			}
+			if item, ok := want[kr]; ok {
+				if st.NumChildren != 0 || !bytes.Equal(data, item) {
+					t.Fatalf("item node %s: %d children, %d bytes; want a leaf with its %d bytes", kr, st.NumChildren, len(data), len(item))
+				}
+				continue
+			}
+			if len(data) != 0 || st.NumChildren == 0 {
+				t.Fatalf("node %s is neither an item nor a directory of the set (%d bytes, %d children)", kr, len(data), st.NumChildren)
+			}
+			walk(kr)
+		}
 	}
-	slices.Sort(kids)
-	if !slices.Equal(kids, sortedNames(want)) {
-		t.Fatalf("root children %v, want exactly the items %v", kids, sortedNames(want))
+	walk("")
+	wantNodes := map[string]bool{}
+	for n := range want {
+		wantNodes[n] = true
+		for _, d := range manifest.Dirs(n) {
+			wantNodes[d] = true
+		}
+	}
+	if !maps.Equal(got, wantNodes) {
+		t.Fatalf("nodes under %s:\n%v\nwant exactly the items and their directories:\n%v", root,
+			slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(wantNodes)))
 	}
 }
 

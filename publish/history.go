@@ -296,7 +296,13 @@ func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan
 	}
 	seen := map[string]bool{}
 	var shas []string
-	for _, n := range append(slices.Clone(pl.sets), pl.deletes...) {
+	overwritten := append(slices.Clone(pl.sets), pl.deletes...)
+	for _, d := range pl.dirMakes {
+		if d.empty {
+			overwritten = append(overwritten, d.path) // an item that becomes a directory
+		}
+	}
+	for _, n := range overwritten {
 		if it, ok := st.live.Items[n]; ok && !seen[it.SHA256] {
 			seen[it.SHA256] = true
 			shas = append(shas, it.SHA256)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // secret is content that must never appear in an error message.
@@ -194,15 +195,27 @@ func TestBadInput(t *testing.T) {
 				`item "f.yml": invalid YAML (document 2): YAML mapping has a duplicate key at line 4`},
 		},
 		{
-			name: "SubDirectoryRefused",
+			// A tree whose paths break the rules: every path problem at
+			// once, each naming its component.
+			name: "BadTreePaths",
 			load: func(t *testing.T, dir string) input {
 				write(dir, "a.conf", "a")
-				write(dir, "sub/b.conf", "b")
+				write(dir, "invalid/b.conf", "b")
+				write(dir, "sub/zookeeper/ok", "nested names may be reserved ones")
+				write(dir, "sub/tab\there/x", "x")
 				write(dir, ".git/config", "skipped")
 				m, err := LoadDir(dir, LoadOptions{})
 				return input{m, err}
 			},
-			want: []string{"sub: sub-directories are not published", "--flatten"},
+			want: []string{"2 problems", `item path "invalid/b.conf": component 1 "invalid" is reserved at the top level`,
+				`item path "sub/tab\there/x": component 2 "tab\there": character 4 is U+0009`},
+		},
+		{
+			name: "FileAndDirectoryOfOneName",
+			load: func(t *testing.T, dir string) input {
+				return input{items: map[string][]byte{"conf.d": []byte("x"), "conf.d/a": []byte("a"), "conf.d/b": []byte("b"), "x/y": nil, "x/y/z": nil}}
+			},
+			want: []string{"2 problems", `item path "conf.d" is both a file and a directory (of "conf.d/a")`, `item path "x/y" is both a file and a directory (of "x/y/z")`},
 		},
 		{
 			name: "FlattenCollision",
@@ -242,13 +255,13 @@ func TestBadInput(t *testing.T) {
 			load: func(t *testing.T, dir string) input {
 				write(dir, "invalid", "a")
 				write(dir, "bad.json", "{"+secret)
-				write(dir, "sub/x", "x")
+				write(dir, "sub/del\x7f/x", "x")
 				write(dir, "huge", big)
 				m, err := LoadDir(dir, LoadOptions{})
 				return input{m, err}
 			},
 			validate: ValidateOptions{Syntax: true},
-			want:     []string{"4 problems", `"invalid" is reserved`, `item "bad.json": invalid JSON`, "sub-directories", `item "huge" is 1032193 bytes`},
+			want:     []string{"4 problems", `"invalid" is reserved`, `item "bad.json": invalid JSON`, `item path "sub/del\x7f/x": component 2 "del\x7f": character 4 is U+007F`, `item "huge" is 1032193 bytes`},
 			tooLarge: true,
 		},
 	} {
@@ -316,7 +329,8 @@ func TestValidateMessages(t *testing.T) {
 		{map[string][]byte{"a.json": []byte(`{"a": 1} x`)}, `item "a.json": invalid JSON at line 1, column 10: data after the top-level value`},
 		{map[string][]byte{"a.json": nil}, `item "a.json": invalid JSON at line 1, column 1: unexpected end of input`},
 		{map[string][]byte{"a.toml": []byte("a = \n")}, `item "a.toml": invalid TOML at line 1`},
-		{map[string][]byte{"a/b": []byte("x")}, `bad item name: item name "a/b" contains '/'`},
+		{map[string][]byte{"/a/b": []byte("x")}, `bad item name: item path "/a/b" starts with '/': paths are relative to the root`},
+		{map[string][]byte{"a//b": []byte("x")}, `bad item name: item path "a//b": component 2 is empty ("//")`},
 		{map[string][]byte{"": []byte("x")}, "bad item name: item name is empty"},
 	} {
 		err := Validate(tc.items, ValidateOptions{Syntax: true})
@@ -459,5 +473,72 @@ func TestReadOpenRefusesSpecialFiles(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("reading a named pipe blocked")
+	}
+}
+
+// TestLoadDirTree: without Flatten the tree is kept (a/b.conf is the item
+// path "a/b.conf"); the rules of the top level hold in every
+// sub-directory: hidden entries and ignore patterns skipped, symbolic
+// links to files inside followed, links outside and links to directories
+// refused; directories left without items are listed as empty, not
+// published; a tree deeper than 16 levels is refused; Flatten keeps its
+// meaning.
+func TestLoadDirTree(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	for name, data := range map[string]string{"app.json": "{}", "conf.d/site.conf": "s", "conf.d/sub/deep/x.conf": "x",
+		"conf.d/site.conf~": "backup", "conf.d/.hidden": "h", "empty/.gitkeep": "", "cache/tmp.bin": "c"} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	must(t, os.Mkdir(filepath.Join(dir, "bare"), 0o755))
+	must(t, os.Symlink("../app.json", filepath.Join(dir, "conf.d", "app-link.json")))
+	c, err := LoadDirContents(dir, LoadOptions{Ignore: []string{"cache"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"app.json": []byte("{}"), "conf.d/site.conf": []byte("s"), "conf.d/sub/deep/x.conf": []byte("x"), "conf.d/app-link.json": []byte("{}")}
+	if !sameItems(c.Items, want) {
+		t.Fatalf("items %v, want %v", sortedNames(c.Items), sortedNames(want))
+	}
+	if got := strings.Join(c.EmptyDirs, " "); got != "bare/ empty/" {
+		t.Errorf("empty dirs %q", got)
+	}
+	if got := strings.Join(c.Ignored, " "); got != "cache/ conf.d/site.conf~" {
+		t.Errorf("ignored %q", got)
+	}
+	if got := strings.Join(c.Dirs, " "); got != "bare conf.d conf.d/sub conf.d/sub/deep empty" {
+		t.Errorf("dirs %q", got)
+	}
+	if err := Validate(c.Items, ValidateOptions{Syntax: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	flat, err := LoadDir(dir, LoadOptions{Flatten: true, Ignore: []string{"cache"}})
+	if err != nil || flat["conf.d_sub_deep_x.conf"] == nil || flat["conf.d/site.conf"] != nil {
+		t.Fatalf("Flatten: %v %v", sortedNames(flat), err)
+	}
+
+	// Links in a sub-directory: outside the tree, and to a directory.
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte(secret), 0o600))
+	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "conf.d", "sub", "leak.conf")))
+	must(t, os.Symlink("..", filepath.Join(dir, "conf.d", "sub", "loop")))
+	_, err = LoadDir(dir, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "2 problems") ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "conf.d/sub/leak.conf")+": symbolic link to "+filepath.Join(outside, "secret")+", outside the directory") ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "conf.d/sub/loop")+": symbolic link to a directory") || strings.Contains(err.Error(), secret) {
+		t.Fatalf("links in a sub-directory: %v", err)
+	}
+
+	deep := t.TempDir()
+	p := filepath.Join(deep, filepath.FromSlash(strings.Repeat("d/", manifest.MaxDepth)))
+	must(t, os.MkdirAll(p, 0o755))
+	must(t, os.WriteFile(filepath.Join(p, "f"), []byte("f"), 0o644))
+	must(t, os.WriteFile(filepath.Join(filepath.Dir(p), "ok"), []byte("ok"), 0o644))
+	c, err = LoadDirContents(deep, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nested more than 15 levels deep") {
+		t.Fatalf("a 17-level tree: %v", err)
+	}
+	if _, ok := c.Items[strings.Repeat("d/", manifest.MaxDepth-1)+"ok"]; !ok || len(c.Items) != 1 {
+		t.Fatalf("items of the deep tree: %v", sortedNames(c.Items))
 	}
 }

@@ -14,14 +14,16 @@ import (
 	"syscall"
 
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // LoadOptions says how LoadDir maps a directory to items.
 type LoadOptions struct {
-	// Flatten accepts sub-directories, naming their files by their path
-	// relative to the directory with "/" replaced by "_": a/b.conf becomes
-	// the item "a_b.conf". Two files mapping to the same name are refused.
-	// Without Flatten, sub-directories are refused.
+	// Flatten names the files of sub-directories by their path relative
+	// to the directory with "/" replaced by "_": a/b.conf becomes the
+	// item "a_b.conf" (a flat set). Two files mapping to the same name are
+	// refused. Without Flatten the tree is kept: a/b.conf is the item path
+	// "a/b.conf" (docs/design.md, "Config trees").
 	Flatten bool
 	// MaxItemSize refuses, without reading them, files larger than this;
 	// 0 means ItemLimit.
@@ -93,12 +95,21 @@ func CheckIgnore(opts LoadOptions) error {
 
 // DirContents is what LoadDirContents read from a directory.
 type DirContents struct {
-	// Items are the files read, by item name.
+	// Items are the files read, by item path.
 	Items map[string][]byte
 	// Ignored lists the entries an ignore pattern skipped, by their path
 	// relative to the directory ("/"-separated; a directory ends in "/"),
 	// sorted.
 	Ignored []string
+	// EmptyDirs lists the sub-directories that hold no item (none at all,
+	// or only hidden or ignored entries), by their path relative to the
+	// directory, ending in "/", sorted. A directory is not an item: they
+	// are not published.
+	EmptyDirs []string
+	// Dirs lists every sub-directory read (EmptyDirs included), by its
+	// path relative to the directory, sorted: what a watcher of the
+	// directory must watch besides it.
+	Dirs []string
 }
 
 // LoadDir reads a directory's regular files as items, named by file name.
@@ -109,14 +120,17 @@ func LoadDir(dir string, opts LoadOptions) (map[string][]byte, error) {
 }
 
 // LoadDirContents reads a directory's regular files as items, named by
-// file name. Hidden entries (names starting with ".") and entries matching
-// an ignore pattern (DefaultIgnore, LoadOptions.Ignore) are skipped, at
-// every level; the ignored ones are listed in DirContents.Ignored.
-// Symbolic links to regular files inside the directory are followed;
-// links that resolve outside it are refused unless
-// opts.FollowExternalSymlinks, and links to directories (so a link cannot
-// make a loop or escape the tree), broken links and special files are
-// refused. Sub-directories are refused unless opts.Flatten.
+// their path relative to the directory ("conf.d/site.conf"; with
+// opts.Flatten "conf.d_site.conf"). Hidden entries (names starting with
+// ".") and entries matching an ignore pattern (DefaultIgnore,
+// LoadOptions.Ignore) are skipped, at every level; the ignored ones are
+// listed in DirContents.Ignored, the sub-directories left without items
+// in DirContents.EmptyDirs. Sub-directories deeper than
+// manifest.MaxDepth levels are refused. Symbolic links to regular files
+// inside the directory are followed, at every level; links that resolve
+// outside it are refused unless opts.FollowExternalSymlinks, and links to
+// directories (so a link cannot make a loop or escape the tree), broken
+// links and special files are refused.
 //
 // Files are read through an os.Root on the directory, so a link swapped in
 // after it was checked cannot make a read escape the directory, and
@@ -147,8 +161,10 @@ func LoadDirContents(dir string, opts LoadOptions) (DirContents, error) {
 	}
 	defer root.Close()
 	l := loader{opts: opts, items: map[string][]byte{}, from: map[string]string{}, root: root, real: real, ignore: pats}
-	l.walk(".", dir, "")
-	return DirContents{Items: l.items, Ignored: l.ignored}, errlist.Join(l.errs...)
+	l.walk(".", dir, "", 1)
+	slices.Sort(l.empty)
+	slices.Sort(l.dirs)
+	return DirContents{Items: l.items, Ignored: l.ignored, EmptyDirs: l.empty, Dirs: l.dirs}, errlist.Join(l.errs...)
 }
 
 type loader struct {
@@ -164,6 +180,9 @@ type loader struct {
 	real    string
 	ignore  []string
 	ignored []string
+	// empty and dirs are the sub-directories without items and all of
+	// them (DirContents).
+	empty, dirs []string
 }
 
 // ignores reports whether the entry at rel (relative to the directory,
@@ -182,12 +201,14 @@ func (l *loader) ignores(rel, name string) bool {
 }
 
 // walk reads the directory rel (relative to the root; full is its path
-// for messages), naming its items with prefix.
-func (l *loader) walk(rel, full, prefix string) {
+// for messages), at depth (1 for the directory itself), naming its items
+// with prefix. It returns how many files it found below rel (read or
+// refused).
+func (l *loader) walk(rel, full, prefix string, depth int) (files int) {
 	entries, err := fs.ReadDir(l.root.FS(), rel)
 	if err != nil {
 		l.errs = append(l.errs, &InputError{Path: full, Err: pathErr(err)})
-		return
+		return 1
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -204,15 +225,28 @@ func (l *loader) walk(rel, full, prefix string) {
 		}
 		efull := filepath.Join(full, name)
 		item := prefix + name
+		if !e.IsDir() {
+			files++
+		}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			l.link(item, efull)
 		case e.IsDir():
-			if !l.opts.Flatten {
-				l.errs = append(l.errs, &InputError{Path: efull, Err: errors.New("sub-directories are not published (use --flatten / LoadOptions.Flatten to map dir/file to dir_file)")})
+			if depth >= manifest.MaxDepth {
+				l.errs = append(l.errs, &InputError{Path: efull, Err: fmt.Errorf("directory nested more than %d levels deep: an item path has at most %d components", manifest.MaxDepth-1, manifest.MaxDepth)})
+				files++
 				continue
 			}
-			l.walk(erel, efull, item+"_")
+			sep := "/"
+			if l.opts.Flatten {
+				sep = "_"
+			}
+			l.dirs = append(l.dirs, erel)
+			n := l.walk(erel, efull, item+sep, depth+1)
+			if n == 0 {
+				l.empty = append(l.empty, erel+"/")
+			}
+			files += n
 		case e.Type().IsRegular():
 			info, err := e.Info()
 			if err != nil {
@@ -224,6 +258,7 @@ func (l *loader) walk(rel, full, prefix string) {
 			l.errs = append(l.errs, &InputError{Path: efull, Err: fmt.Errorf("%s, not a regular file", kind(e.Type()))})
 		}
 	}
+	return files
 }
 
 // link reads the symbolic link full as item: a link resolving to a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -236,21 +238,90 @@ func (p *Publisher) markerSetBy(ctx context.Context, id string) (rootVer, marker
 // marker over (which changes its version) or finished (which deletes it),
 // the write fails and nothing more is written. Under that fence every write
 // is idempotent (set to this content, delete), so a write lost with the
-// connection is simply sent again, unless the session expired.
+// connection is simply sent again, unless the session expired. The
+// directories of a tree are made first, one depth at a time (parent
+// first), and the ones left without items deleted last, children first; a
+// directory a stray keeps stays (its parents too), reported.
 func (p *Publisher) writeItems(ctx context.Context, pl *plan, markerVer int32, mark sessionMark, baseGen int64) error {
-	var ops []any
-	p.itemOps(pl, func(_ opKind, op any) { ops = append(ops, op) })
 	var written atomic.Int64
-	return work.Parallel(ctx, len(ops), p.cfg.hooks.itemWriters(4), func(ctx context.Context, i int) error {
-		if err := p.fencedWrite(ctx, ops[i], markerVer, mark, pl, baseGen); err != nil {
+	run := func(ops []kindOp) error {
+		return work.Parallel(ctx, len(ops), p.cfg.hooks.itemWriters(4), func(ctx context.Context, i int) error {
+			if err := p.fencedWrite(ctx, ops[i].op, ops[i].kind, markerVer, mark, pl, baseGen); err != nil {
+				return err
+			}
+			return p.cfg.hooks.itemWritten(int(written.Add(1)))
+		})
+	}
+	w := p.writes(pl)
+	// Parent first: the directories are sorted by path, so each run of
+	// one depth is written, side by side, once the runs before it are.
+	for dirs := w.dirMakes; len(dirs) > 0; {
+		depth := strings.Count(dirs[0].kind.name, "/")
+		n := 1
+		for n < len(dirs) && strings.Count(dirs[n].kind.name, "/") == depth {
+			n++
+		}
+		if err := run(dirs[:n]); err != nil {
 			return err
 		}
-		return p.cfg.hooks.itemWritten(int(written.Add(1)))
-	})
+		dirs = dirs[n:]
+	}
+	if err := run(w.items); err != nil {
+		return err
+	}
+	if err := run(w.deletes); err != nil {
+		return err
+	}
+	// Children first, one at a time: a directory a stray keeps keeps its
+	// parents too.
+	kept := map[string]bool{}
+	for _, op := range w.dirDeletes {
+		d := op.kind.name
+		if keepsParent(kept, d) {
+			kept[d] = true
+			continue
+		}
+		err := p.fencedWrite(ctx, op.op, op.kind, markerVer, mark, pl, baseGen)
+		var se *strayError
+		if errors.As(err, &se) {
+			kids, _, lerr := p.children(ctx, p.paths.Item(d))
+			if lerr != nil {
+				return lerr
+			}
+			for _, k := range kids {
+				if !pl.baseDirs[d+"/"+k] {
+					pl.strays = append(pl.strays, d+"/"+k)
+				}
+			}
+			p.log.Warn("a node zkconf did not write keeps a directory the set no longer has", "directory", se.path)
+			kept[d] = true
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.cfg.hooks.itemWritten(int(written.Add(1))); err != nil {
+			return err
+		}
+	}
+	slices.Sort(pl.strays)
+	pl.strays = slices.Compact(pl.strays)
+	return nil
 }
 
-func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, mark sessionMark, pl *plan, baseGen int64) error {
+// keepsParent reports whether a kept directory is below dir.
+func keepsParent(kept map[string]bool, dir string) bool {
+	for k := range kept {
+		if strings.HasPrefix(k, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Publisher) fencedWrite(ctx context.Context, op any, kind opKind, markerVer int32, mark sessionMark, pl *plan, baseGen int64) error {
 	fence := &zk.CheckVersionRequest{Path: p.paths.Marker(), Version: markerVer}
+	dir := kind.what == "dir"
 	for attempt := 0; ; attempt++ {
 		if p.expiredSince(mark) {
 			return p.expiredMidway(pl)
@@ -276,14 +347,14 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 			return err
 		}
 		i, opErr := failedOp(resp)
-		kind := opKind{"item", ""}
+		fk := opKind{"item", ""}
 		switch i {
 		case 0:
-			kind = opKind{"marker", ""}
+			fk = opKind{"marker", ""}
 		case 2:
-			kind = opKind{"fence", pl.fence}
+			fk = opKind{"fence", pl.fence}
 		}
-		if ferr := p.fenceFailure(ctx, pl, kind, opErr); ferr != nil {
+		if ferr := p.fenceFailure(ctx, pl, fk, opErr); ferr != nil {
 			return ferr
 		}
 		switch {
@@ -293,6 +364,9 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 			switch o := op.(type) {
 			case *zk.CreateRequest:
 				if errors.Is(opErr, zk.ErrNodeExists) {
+					if dir {
+						return nil // there already (our own write, lost with the connection)
+					}
 					op = &zk.SetDataRequest{Path: o.Path, Data: o.Data, Version: -1}
 					continue
 				}
@@ -304,6 +378,9 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, markerVer int32, ma
 			case *zk.DeleteRequest:
 				if errors.Is(opErr, zk.ErrNoNode) {
 					return nil
+				}
+				if dir && errors.Is(opErr, zk.ErrNotEmpty) {
+					return &strayError{path: o.Path, dir: kind.name}
 				}
 			}
 			return fmt.Errorf("write %s: %w", opPath(op), opErr)

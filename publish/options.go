@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -37,6 +38,7 @@ type config struct {
 	multiBudget int
 	maxSet      int64
 	acl         []zk.ACL
+	readers     func(ctx context.Context, format int) ([]OldAgent, error)
 
 	hooks testHooks // zero in production
 }
@@ -49,6 +51,19 @@ func defaultConfig() config {
 		maxSet:      DefaultMaxSetSize,
 		acl:         zk.WorldACL(zk.PermAll),
 	}
+}
+
+// WithReaders sets how the publisher learns which agents of the root
+// cannot read a manifest format: before it writes a manifest of a format
+// newer than manifest.FormatVersion (a set with item paths), it calls
+// readers and refuses with an *OldAgentsError while any agent is
+// returned, unless Request.AllowOldAgents. rollout.Readers builds it from
+// a fleet.Fleet (publish does not read agent status itself); confpush
+// always sets it. Without it a publisher cannot know who follows the root
+// and writes any format: an agent too old to read it keeps its generation
+// and reports the refusal.
+func WithReaders(readers func(ctx context.Context, format int) ([]OldAgent, error)) Option {
+	return func(c *config) { c.readers = readers }
 }
 
 // WithMeta sets the metadata path (history, blobs, liveness nodes).

@@ -20,8 +20,20 @@ type plan struct {
 	items     map[string][]byte
 	// Reported changes, relative to the live manifest.
 	added, changed, removed []string
-	// Operations, relative to the root's actual children.
+	// Operations, relative to the root's actual nodes (tree.go): items
+	// created, set and deleted; directories made (parent first) before
+	// the items and deleted (children first) after them; strays are the
+	// nodes zkconf did not write under a directory the set no longer has,
+	// which keep it.
 	creates, sets, deletes []string
+	dirMakes               []dirOp
+	dirDeletes             []string
+	strays                 []string
+	// base and baseDirs are the items and directories the operations
+	// start from (the live manifest's, or a takeover's actual tree), kept
+	// to plan the directories again when a stray appears.
+	base     map[string]manifest.Item
+	baseDirs map[string]bool
 	// entering are the sha256 of contents the new set has and the live one
 	// does not: their blobs are stored after the acknowledgement (multi
 	// mode) or before the marker (marker mode). departing are the sha256
@@ -54,7 +66,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 		inc = manifest.NewIncarnation()
 	}
 	next := &manifest.Manifest{
-		Format: manifest.FormatVersion, Generation: gen, PublishID: newPublishID(),
+		Format: manifest.FormatFor(hashed), Generation: gen, PublishID: newPublishID(),
 		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
 		RollbackOf: req.RollbackOf, Incarnation: inc, Message: req.Message, Items: hashed,
 		PromoteOf: req.promoteOf, AbortOf: req.abortOf,
@@ -83,31 +95,36 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	pl.unchanged = st.live != nil && st.marker == nil && st.live.SameContent(next) && len(st.tampered) == 0
 
 	// Operations against what is actually under the root: with a marker
-	// taken over, the children's real content; otherwise the live
-	// manifest's record (children the manifest does not know are left
-	// alone unless the new set has an item of that name).
-	base := liveItems
+	// taken over, the tree as walked (every leaf an item with its real
+	// content); otherwise the live manifest's record (nodes the manifest
+	// does not know are left alone unless the new set has an item of that
+	// path).
+	base, baseDirs := liveItems, liveDirs(liveItems)
 	if st.marker != nil {
-		base = st.marker.actual
+		base, baseDirs = st.marker.actual.items, st.marker.actual.dirs
 	}
-	present := map[string]bool{}
-	for _, c := range st.children {
-		present[c] = true
+	newDirs := map[string]bool{}
+	for _, d := range treeDirs(next.Items) {
+		newDirs[d] = true
 	}
 	for _, n := range sortedNames(req.Items) {
 		cur, known := base[n]
 		switch {
-		case !present[n]:
+		case !st.tree.exists(n):
 			pl.creates = append(pl.creates, n)
 		case !known || cur != next.Items[n] || st.tampered[n]:
 			pl.sets = append(pl.sets, n)
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(base)) {
-		if _, keep := req.Items[n]; !keep && present[n] {
+		// An item whose path is a directory of the new set is emptied
+		// (planDirs), not deleted.
+		if _, keep := req.Items[n]; !keep && !newDirs[n] && st.tree.exists(n) {
 			pl.deletes = append(pl.deletes, n)
 		}
 	}
+	pl.base, pl.baseDirs = base, baseDirs
+	pl.planDirs(st.tree, base, baseDirs, req.Items)
 	// Contents entering and leaving the live set: the history invariant's
 	// part of the plan.
 	pl.blobData, pl.entering, pl.departing = contentFlow(liveItems, next.Items, req.Items, st.tampered)
@@ -122,7 +139,7 @@ func newPublishID() string {
 
 // opKind says what an op of a commit is about, to explain its failure.
 type opKind struct {
-	what string // "root", "marker", "item", "blob", "history"
+	what string // "root", "marker", "item", "dir", "blob", "history"
 	name string
 }
 
@@ -154,15 +171,55 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 	return ops, kinds
 }
 
-// itemOps emits the item writes of a plan.
+// itemOps emits the item writes of a plan, in the order a transaction
+// needs them: the directories made (parent first), the items created and
+// set, the items deleted, then the directories deleted (children first).
 func (p *Publisher) itemOps(pl *plan, add func(opKind, any)) {
+	w := p.writes(pl)
+	for _, ops := range [][]kindOp{w.dirMakes, w.items, w.deletes, w.dirDeletes} {
+		for _, op := range ops {
+			add(op.kind, op.op)
+		}
+	}
+}
+
+// planWrites are a plan's writes below the root, by phase.
+type planWrites struct {
+	dirMakes, items, deletes, dirDeletes []kindOp
+}
+
+// writes returns the writes of pl: the directory ops that precede the
+// items (a Create of each missing directory, empty with the root's ACL,
+// or a SetData to empty of a node that held an item and is a directory
+// now), the item creates and sets, the item deletes, and the deletes of
+// the directories left without items.
+func (p *Publisher) writes(pl *plan) planWrites {
+	var w planWrites
+	for _, d := range pl.dirMakes {
+		k := opKind{"dir", d.path}
+		if d.empty {
+			w.dirMakes = append(w.dirMakes, kindOp{k, &zk.SetDataRequest{Path: p.paths.Item(d.path), Data: []byte{}, Version: -1}})
+		} else {
+			w.dirMakes = append(w.dirMakes, kindOp{k, &zk.CreateRequest{Path: p.paths.Item(d.path), Data: []byte{}, Acl: pl.acl.Item}})
+		}
+	}
 	for _, n := range pl.creates {
-		add(opKind{"item", n}, &zk.CreateRequest{Path: p.paths.Item(n), Data: pl.items[n], Acl: pl.acl.Item})
+		w.items = append(w.items, kindOp{opKind{"item", n}, &zk.CreateRequest{Path: p.paths.Item(n), Data: pl.items[n], Acl: pl.acl.Item}})
 	}
 	for _, n := range pl.sets {
-		add(opKind{"item", n}, &zk.SetDataRequest{Path: p.paths.Item(n), Data: pl.items[n], Version: -1})
+		w.items = append(w.items, kindOp{opKind{"item", n}, &zk.SetDataRequest{Path: p.paths.Item(n), Data: pl.items[n], Version: -1}})
 	}
 	for _, n := range pl.deletes {
-		add(opKind{"item", n}, &zk.DeleteRequest{Path: p.paths.Item(n), Version: -1})
+		w.deletes = append(w.deletes, kindOp{opKind{"item", n}, &zk.DeleteRequest{Path: p.paths.Item(n), Version: -1}})
 	}
+	for _, d := range pl.dirDeletes {
+		w.dirDeletes = append(w.dirDeletes, kindOp{opKind{"dir", d}, &zk.DeleteRequest{Path: p.paths.Item(d), Version: -1}})
+	}
+	return w
+}
+
+// kindOp is one op of a transaction with what it is about.
+type kindOp struct {
+	kind opKind
+	op   any
 }

@@ -207,6 +207,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
 			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
+	if err := p.refuseOldAgents(ctx, pl.next.Format, req.AllowOldAgents); err != nil {
+		return nil, err
+	}
 
 	// Step 5: multi mode if its transaction fits, else marker mode.
 	ops, kinds := p.multiOps(st, pl)
@@ -220,6 +223,7 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		pl.next.Mode = manifest.ModeMarker
 		pl.nextBytes = pl.next.Encode()
 	}
+	res.Strays = pl.strays
 	if req.DryRun {
 		res.DryRun = true
 		pl.next.PublishID = ""
@@ -234,7 +238,8 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, err
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
-		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size)
+		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size,
+		"dirs_made", len(pl.dirMakes), "dirs_deleted", len(pl.dirDeletes))
 	if useMarker {
 		err = p.publishMarker(ctx, st, pl, res)
 	} else {
@@ -244,6 +249,10 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, err
 	}
 	res.PublishID = pl.next.PublishID
+	res.Strays = pl.strays
+	if len(res.Strays) > 0 {
+		p.log.Warn("left directories the set no longer has in place: nodes zkconf did not write are under them", "strays", res.Strays)
+	}
 	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
 		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
 	if p.cfg.hooks.stopAfterAck() {
@@ -285,16 +294,25 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 	if err := p.refuseRollout(st, req); err != nil {
 		return err
 	}
+	if st.marker != nil {
+		if err := p.checkMarker(ctx, st, req); err != nil {
+			return err
+		}
+		if st.marker != nil {
+			return nil // taken over: the whole tree was walked
+		}
+	}
 	switch {
-	case st.marker != nil:
-		return p.checkMarker(ctx, st, req)
 	case st.live == nil && len(st.children) > 0:
 		return fmt.Errorf("root %s has %d children but no zkconf manifest: refusing to adopt or delete them (remove them or choose another root)",
 			p.paths.Root, len(st.children))
 	case st.live != nil:
+		if err := p.listDirs(ctx, st.tree, treeDirs(st.live.Items, hashed)); err != nil {
+			return err
+		}
 		return p.verifyUnchanged(ctx, st, hashed)
 	}
-	return nil
+	return p.listDirs(ctx, st.tree, treeDirs(hashed))
 }
 
 // useMarker runs step 5: whether the commit goes in marker mode, given

@@ -80,6 +80,14 @@ type Request struct {
 	// *RolloutInProgressError: a plain publish ends it, a canary replaces
 	// its candidate.
 	Supersede bool
+	// AllowOldAgents publishes a set whose manifest needs a newer format
+	// (manifest.FormatTree: item paths with '/') than expected agents of
+	// the root report reading. Without it such a publish (dry runs too)
+	// fails with an *OldAgentsError naming them and writes nothing; with
+	// it those agents keep their generation and report the refusal
+	// (manifest.ErrFutureFormat). A set of flat names never reads the
+	// fleet.
+	AllowOldAgents bool
 
 	// Set by Promote and Abort: the rollout the publish ends.
 	rolloutID          string
@@ -124,6 +132,12 @@ type Result struct {
 	// Repaired lists live items whose content did not match the live
 	// manifest (changed outside confpush) and that this publish rewrote.
 	Repaired []string
+	// Strays lists the nodes zkconf did not write (created behind its
+	// back) found under directories of the tree that the new set no
+	// longer has: those directories were left in place, with them
+	// (docs/design.md, "Config trees"). A dry run lists what it would
+	// leave.
+	Strays []string
 }
 
 // Publisher publishes config sets to one root. It is safe for concurrent

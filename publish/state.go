@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -20,10 +19,14 @@ type state struct {
 	rootData []byte
 	live     *manifest.Manifest // nil: never published
 	children []string           // the root's children, marker excluded
-	marker   *markerState       // nil: no marker
-	history  []int64            // generations in the history, ascending
-	haveMeta bool               // the history parent exists (created with the blobs parent)
-	histStat *zk.Stat           // the history parent's stat (nil: it does not exist)
+	// tree is the listing of the nodes below the root: the root's
+	// children from step 2, the directories of the live and the new set
+	// (or the whole tree, for a takeover) from step 3.
+	tree     *tree
+	marker   *markerState // nil: no marker
+	history  []int64      // generations in the history, ascending
+	haveMeta bool         // the history parent exists (created with the blobs parent)
+	histStat *zk.Stat     // the history parent's stat (nil: it does not exist)
 	// incarnation is the root's incarnation to carry ("": start a new one).
 	incarnation string
 	// tampered are live items whose content does not match the live
@@ -53,10 +56,11 @@ func (s *state) topGen() int64 {
 type markerState struct {
 	// info is what the marker names; nil when its data was not written by
 	// confpush (manifest.ErrForeign): no publish, so nothing to wait for.
-	info   *manifest.Marker
-	stat   *zk.Stat
-	live   bool // its publish's liveness node exists
-	actual map[string]manifest.Item
+	info *manifest.Marker
+	stat *zk.Stat
+	live bool // its publish's liveness node exists
+	// actual is the tree under the root as a takeover walked it.
+	actual *actualTree
 	// takeover describes the marker this publish takes over, for the log
 	// and Result.TookOver ("took over " + takeover).
 	takeover string
@@ -109,6 +113,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 		if len(st.children) != len(kids) {
 			st.marker = &markerState{}
 		}
+		st.tree = newTree(st.children)
 		st.history = gens
 		st.haveMeta, st.histStat = histStat != nil, histStat
 		break
@@ -212,28 +217,13 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 			p.paths.Marker(), publishID, owner, age)
 	}
 	p.log.Warn("taking over "+ms.takeover, "marker_owner", owner, "marker_publish_id", publishID)
-	actual := make([]manifest.Item, len(st.children))
-	present := make([]bool, len(st.children))
-	err := work.Parallel(ctx, len(st.children), 8, func(ctx context.Context, i int) error {
-		d, s, err := p.get(ctx, p.paths.Item(st.children[i]))
-		if err != nil {
-			return err
-		}
-		if s != nil {
-			actual[i], present[i] = manifest.ItemOf(d), true
-		}
-		return nil
-	})
+	// The dead publish may have written items and directories of a set
+	// nobody knows, at any depth: the whole tree is read.
+	actual, err := p.walkActual(ctx, st.tree)
 	if err != nil {
 		return err
 	}
-	ms.actual = map[string]manifest.Item{}
-	for i, n := range st.children {
-		if present[i] {
-			ms.actual[n] = actual[i]
-		}
-	}
-	st.children = slices.Collect(maps.Keys(ms.actual))
+	ms.actual = actual
 	return nil
 }
 
@@ -244,13 +234,9 @@ func (p *Publisher) checkMarker(ctx context.Context, st *state, req Request) err
 // manifests alone would skip it as unchanged and the damage would outlive
 // any number of publishes; the plan rewrites it in the same commit.
 func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[string]manifest.Item) error {
-	present := make(map[string]bool, len(st.children))
-	for _, c := range st.children {
-		present[c] = true
-	}
 	var names []string
 	for n, it := range hashed {
-		if old, ok := st.live.Items[n]; ok && old == it && present[n] {
+		if old, ok := st.live.Items[n]; ok && old == it && st.tree.exists(n) {
 			names = append(names, n)
 		}
 	}

@@ -35,7 +35,8 @@ type ValidateOptions struct {
 }
 
 // Validate checks a set before anything is written: every name can be an
-// item (manifest.ValidateName), every item fits a znode, the total fits the
+// item path (manifest.ValidatePath) and no path is also the directory of
+// another (manifest.TreeConflicts), every item fits a znode, the total fits the
 // set limit, the set is not empty (unless AllowEmpty) and, with Syntax,
 // every JSON/YAML/TOML item parses. It reports every problem at once, as a
 // *multierror.Error whose entries each name their item and match
@@ -73,7 +74,7 @@ func validateItems(items map[string][]byte, opts ValidateOptions) []error {
 	for _, name := range slices.Sorted(maps.Keys(items)) {
 		data := items[name]
 		total += int64(len(data))
-		if err := manifest.ValidateName(name); err != nil {
+		if err := manifest.ValidatePath(name); err != nil {
 			errs = append(errs, &InputError{Err: fmt.Errorf("bad item name: %w", err)})
 			continue
 		}
@@ -87,6 +88,9 @@ func validateItems(items map[string][]byte, opts ValidateOptions) []error {
 				errs = append(errs, &InputError{Item: name, Err: err})
 			}
 		}
+	}
+	for _, c := range manifest.TreeConflicts(items) {
+		errs = append(errs, &InputError{Err: c})
 	}
 	if total > setLimit {
 		errs = append(errs, &TooLargeError{What: "set", Size: total, Limit: setLimit})
@@ -109,7 +113,7 @@ func hashItems(items map[string][]byte) map[string]manifest.Item {
 // hashed is the set's manifest entries (hashItems).
 func manifestProblem(hashed map[string]manifest.Item, publisher string, rollbackOf int64, message string, l layout.Paths, acl []zk.ACL, budget int) error {
 	m := &manifest.Manifest{
-		Format: manifest.FormatVersion, Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
+		Format: manifest.FormatFor(hashed), Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
 		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
 		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Message: message, Items: hashed,
 	}

@@ -45,6 +45,10 @@ type Plan struct {
 	Fence string
 	// Message is recorded with the driver's widen, promote and abort.
 	Message string
+	// AllowOldAgents is the promote's and abort's
+	// Request.AllowOldAgents (a rollout of a tree started despite older
+	// agents promotes despite them too).
+	AllowOldAgents bool
 	// Progress, when set, is called with every evaluation whose summary
 	// differs from the previous one and with every action.
 	Progress func(Event)
@@ -162,7 +166,7 @@ func Drive(ctx context.Context, pub *publish.Publisher, fl *fleet.Fleet, plan Pl
 		next := plan.Safety
 		switch h.Verdict {
 		case VerdictFail:
-			r, err := pub.Abort(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, Message: driverMessage(plan.Message,
+			r, err := pub.Abort(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents, Message: driverMessage(plan.Message,
 				fmt.Sprintf("automatic abort: %v failing on the candidate", h.Failing))})
 			if err != nil {
 				return res, d.actionFailed(ctx, "abort", err)
@@ -194,7 +198,8 @@ func Drive(ctx context.Context, pub *publish.Publisher, fl *fleet.Fleet, plan Pl
 					Health: h, Generation: r.Generation})
 				break
 			}
-			r, err := pub.Promote(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, Message: driverMessage(plan.Message, "automatic promote after the bake")})
+			r, err := pub.Promote(ctx, plan.RolloutID, publish.Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents,
+				Message: driverMessage(plan.Message, "automatic promote after the bake")})
 			if err != nil {
 				return res, d.actionFailed(ctx, "promote", err)
 			}

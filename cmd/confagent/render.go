@@ -54,7 +54,7 @@ configuration.`,
 	fl.StringVar(&rf.out, "out", "", "directory for the outputs, new or empty (default: a new temporary directory)")
 	fl.StringArrayVar(&rf.targets, "target", nil, "render only this target (repeatable)")
 	fl.BoolVar(&rf.check, "check", false, "run each rendered target's check command against its output")
-	fl.BoolVar(&rf.flatten, "flatten", false, "read sub-directories, dir/file as the item dir_file (as confpush publish --flatten)")
+	fl.BoolVar(&rf.flatten, "flatten", false, "name the files of sub-directories dir_file instead of by their path dir/file (as confpush publish --flatten)")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }

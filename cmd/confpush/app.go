@@ -86,6 +86,9 @@ type app struct {
 	// ignored lists the entries of the directory read (publish, diff)
 	// that an ignore pattern skipped, reported with the result.
 	ignored []string
+	// emptyDirs lists the sub-directories of the directory read that
+	// hold no item.
+	emptyDirs []string
 }
 
 // run executes confpush with args and returns the exit code.
@@ -289,11 +292,10 @@ func (a *app) connect(ctx context.Context) (*publish.Publisher, *zkclient.Client
 		cl.Conn().Close()
 		return nil, nil, err
 	}
-	p, err := publish.New(cl, a.v.GetString("root"),
-		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
+	p, err := a.publisher(cl)
 	if err != nil {
 		cl.Conn().Close()
-		return nil, nil, usageError{err}
+		return nil, nil, err
 	}
 	return p, cl, nil
 }
@@ -358,6 +360,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &re) {
 			obj["would_remove"] = re.Items
 		}
+		var oe *publish.OldAgentsError
+		if errors.As(err, &oe) {
+			obj["old_agents"] = oe.Agents
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -401,6 +407,8 @@ func classify(err error) (int, string) {
 		return exitUsage, "empty_canary"
 	case errors.Is(err, publish.ErrWouldRemove):
 		return exitUsage, "would_remove"
+	case errors.Is(err, publish.ErrOldAgents):
+		return exitUsage, "old_agents"
 	case isRootNotFound(err):
 		return exitUsage, "root_not_found"
 	case errors.As(err, &ue):
@@ -438,4 +446,19 @@ func problems(err error) []string {
 		out = append(out, e.Error())
 	}
 	return out
+}
+
+// publisher is the root's Publisher on cl, refusing a manifest format the
+// root's agents cannot read (rollout.Readers).
+func (a *app) publisher(cl *zkclient.Client) (*publish.Publisher, error) {
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	p, err := publish.New(cl, a.v.GetString("root"), publish.WithMeta(a.v.GetString("meta")),
+		publish.WithLogger(a.log), rollout.Readers(f))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return p, nil
 }

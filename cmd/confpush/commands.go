@@ -33,9 +33,12 @@ func (a *app) publishCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish DIR | FILE...",
 		Short: "Publish a directory or files as the root's next generation",
-		Long: `Publish DIR's regular files (hidden ones skipped; sub-directories refused
-unless --flatten maps dir/file to the item dir_file), or the FILEs given, as
-the next generation of the root. Items are named by file name.
+		Long: `Publish DIR's regular files (hidden ones skipped), or the FILEs given, as
+the next generation of the root. Items are named by their path in DIR:
+conf.d/site.conf is the file site.conf of the set's directory conf.d
+(--flatten names it conf.d_site.conf instead, a flat set). A directory is
+not an item: one that holds no file is noted and not published. FILEs are
+named by their base name.
 
 Editor and tool leftovers in DIR (app.conf~, #app.conf#, *.swp, *.tmp,
 *.bak, ...) are skipped and named; --ignore GLOB skips more,
@@ -91,8 +94,8 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return usagef("--expect-generation must not be negative")
 			}
 			msg, msgErr := a.message()
-			items, ignored, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
-			a.ignored = ignored
+			items, ignored, emptyDirs, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
+			a.ignored, a.emptyDirs = ignored, emptyDirs
 			renderErr := a.renderWith(cmd, items)
 			canary, canaryErr := a.canarySelection()
 			var waitErr error
@@ -122,6 +125,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
 				Message: msg, NoRemove: !a.v.GetBool("prune"),
 				Canary: canary, Supersede: a.v.GetBool("supersede"), RolloutPlan: rp,
+				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			}, a.v.GetBool("allow-empty-canary"))
 			if err != nil {
 				return err
@@ -142,7 +146,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	validateFlags(cmd)
-	f.Bool("flatten", false, "publish sub-directories, dir/file as the item dir_file")
+	f.Bool("flatten", false, "name the files of sub-directories dir_file (a flat set) instead of by their path dir/file")
 	inputFlags(cmd)
 	f.Bool("prune", false, "allow the publish to remove live items missing from the set (refused otherwise, exit 2)")
 	renderWithFlag(cmd)
@@ -150,6 +154,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	canaryFlags(cmd)
 	driverFlags(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 
@@ -186,6 +191,7 @@ to generation G". --wait follows the rollout as for publish.`,
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
 				DryRun: a.v.GetBool("dry-run"), Message: msg, Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			})
 			if err != nil {
 				return err
@@ -204,6 +210,7 @@ to generation G". --wait follows the rollout as for publish.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	messageFlag(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 
@@ -237,11 +244,17 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 	if a.ignored != nil {
 		obj["ignored"] = a.ignored
 	}
+	if a.emptyDirs != nil {
+		obj["empty_dirs"] = a.emptyDirs
+	}
+	if len(res.Strays) > 0 {
+		obj["strays"] = res.Strays
+	}
 	a.emit(obj, func(w io.Writer) {
 		if res.TookOver != "" {
 			fmt.Fprintln(w, res.TookOver)
 		}
-		ignoredLine(w, a.ignored)
+		ignoredLine(w, a.ignored, a.emptyDirs)
 		switch {
 		case res.Unchanged:
 			fmt.Fprintf(w, "unchanged at generation %d (%s)\n", res.Generation, root)
@@ -272,6 +285,9 @@ func (a *app) reportResult(root string, res *publish.Result, rollbackOf int64) {
 		}
 		for _, n := range res.Repaired {
 			fmt.Fprintf(w, "  ! %s did not match the manifest (changed outside confpush): rewritten\n", n)
+		}
+		for _, n := range res.Strays {
+			fmt.Fprintf(w, "  ? %s was not written by confpush: kept, with the directories above it that the set no longer has\n", n)
 		}
 		if res.Recovered {
 			fmt.Fprintln(w, "  (the connection was lost during the commit; its outcome was verified)")
@@ -319,11 +335,11 @@ The exit code is 0 whether or not there are differences; with --exit-code
 			var local map[string][]byte
 			if gen == 0 {
 				var err error
-				var ignored []string
-				if local, ignored, err = loadInput(args, a.loadOptions(), false, true); err != nil {
+				var ignored, emptyDirs []string
+				if local, ignored, emptyDirs, err = loadInput(args, a.loadOptions(), false, true); err != nil {
 					return err
 				}
-				a.ignored = ignored
+				a.ignored, a.emptyDirs = ignored, emptyDirs
 			}
 			invalid := a.syntaxProblems(local)
 			if len(invalid) > 0 && !a.json() {
@@ -365,8 +381,11 @@ The exit code is 0 whether or not there are differences; with --exit-code
 			if a.ignored != nil {
 				obj["ignored"] = a.ignored
 			}
+			if a.emptyDirs != nil {
+				obj["empty_dirs"] = a.emptyDirs
+			}
 			if !a.json() {
-				ignoredLine(a.stderr, a.ignored)
+				ignoredLine(a.stderr, a.ignored, a.emptyDirs)
 			}
 			a.emit(obj, func(w io.Writer) {
 				if text == "" {
@@ -382,7 +401,7 @@ The exit code is 0 whether or not there are differences; with --exit-code
 	cmd.Flags().Bool("exit-code", false, "exit 10 when there are differences (0 when none), for a CI drift check")
 	cmd.Flags().Int64("from", 0, "compare generation --from (default: --to − 1) with generation --to")
 	cmd.Flags().Int64("to", 0, "with --from: the newer side (default: the live generation)")
-	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	cmd.Flags().Bool("flatten", false, "name the files of sub-directories dir_file (a flat set) instead of by their path dir/file")
 	inputFlags(cmd)
 	validateFlags(cmd)
 	return cmd
@@ -505,13 +524,24 @@ func nonNilMaps(s []map[string]any) []map[string]any {
 
 func (a *app) historyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "history",
+		Use:   "history [PATH]",
 		Short: "List the retained generations, newest first",
 		Long: `List the retained generations of the root, newest first. With --diff, each
 generation is followed by its unified diff against the generation before it
-(as 'diff --to G' shows it).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+(as 'diff --to G' shows it). With PATH (an item path, or a directory of
+the set: conf.d/site.conf, conf.d), only the generations that added,
+changed or removed that item, or an item below that directory, compared
+with the retained generation before them (the oldest retained one: that
+hold it).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var path string
+			if len(args) == 1 {
+				path = strings.TrimSuffix(args[0], "/")
+				if err := manifest.ValidatePath(path); err != nil {
+					return usagef("history: %v", err)
+				}
+			}
 			ctx, p, _, done, err := a.session(cmd)
 			if err != nil {
 				return err
@@ -521,6 +551,10 @@ generation is followed by its unified diff against the generation before it
 			if err != nil {
 				return err
 			}
+			all := hist
+			if path != "" {
+				hist = touching(hist, path)
+			}
 			var liveGen int64
 			if m, _, err := p.Current(ctx); err == nil {
 				liveGen = m.Generation
@@ -529,7 +563,9 @@ generation is followed by its unified diff against the generation before it
 			}
 			var diffs map[int64]genDiff
 			if a.v.GetBool("diff") {
-				if diffs, err = historyDiffs(ctx, p, hist); err != nil {
+				// Against the generation before each, retained or not
+				// in the PATH's list.
+				if diffs, err = historyDiffs(ctx, p, all); err != nil {
 					return err
 				}
 			}
@@ -549,8 +585,16 @@ generation is followed by its unified diff against the generation before it
 				}
 				gens = append(gens, g)
 			}
-			a.emit(map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}, func(w io.Writer) {
-				if len(hist) == 0 {
+			obj := map[string]any{"root": p.Root(), "live_generation": liveGen, "generations": nonNilMaps(gens)}
+			if path != "" {
+				obj["path"] = path
+			}
+			a.emit(obj, func(w io.Writer) {
+				switch {
+				case len(hist) == 0 && path != "":
+					fmt.Fprintf(w, "no retained generation of %s changed %s\n", p.Root(), path)
+					return
+				case len(hist) == 0:
 					fmt.Fprintf(w, "no history for %s\n", p.Root())
 					return
 				}
@@ -579,4 +623,32 @@ generation is followed by its unified diff against the generation before it
 	}
 	cmd.Flags().Bool("diff", false, "show each generation's diff against the generation before it")
 	return cmd
+}
+
+// touching keeps the generations of hist (newest first) that added,
+// changed or removed the item path, or an item below it as a directory,
+// compared with the next older generation of hist; the oldest when it
+// holds any.
+func touching(hist []*manifest.Manifest, path string) []*manifest.Manifest {
+	under := func(m *manifest.Manifest) map[string]manifest.Item {
+		out := map[string]manifest.Item{}
+		for n, it := range m.Items {
+			if n == path || strings.HasPrefix(n, path+"/") {
+				out[n] = it
+			}
+		}
+		return out
+	}
+	var out []*manifest.Manifest
+	for i, m := range hist {
+		cur := under(m)
+		if i+1 < len(hist) {
+			if !maps.Equal(cur, under(hist[i+1])) {
+				out = append(out, m)
+			}
+		} else if len(cur) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -68,9 +68,13 @@ func examples() map[string]string {
 		"get": `  # List the live items with sizes and sha256
   confpush get
   # Print one item of generation 41
-  confpush get app.json --gen 41`,
+  confpush get app.json --gen 41
+  # An item in a sub-directory of the set
+  confpush get conf.d/site.conf`,
 		"history": `  confpush history
   confpush history --diff
+  # Only the generations that changed an item below conf.d
+  confpush history conf.d
   confpush history --json | jq '.generations[0]'`,
 		"rollback": `  # Publish generation 41's content again, as a new generation
   confpush rollback --to 41
@@ -126,13 +130,13 @@ func (a *app) conventions(root *cobra.Command) {
 	clidoc.SetExamples(root, examples())
 }
 
-// registerCompletions completes item names (get ITEM; put and delete NAME
-// when present) and generations (every --to, --gen, --from integer flag)
+// registerCompletions completes item paths (get ITEM; put and delete NAME;
+// history PATH), one directory at a time, and generations (every --to, --gen, --from integer flag)
 // from the live root, through the same connection flags as the command.
 func (a *app) registerCompletions(root *cobra.Command) {
 	clidoc.Walk(root, func(c *cobra.Command) {
 		switch c.Name() {
-		case "get", "put", "delete":
+		case "get", "put", "delete", "history":
 			if c.ValidArgsFunction == nil {
 				c.ValidArgsFunction = a.completeItems
 			}
@@ -179,6 +183,17 @@ func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publi
 }
 
 func (a *app) completeItems(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	out, directive := a.completeItemPaths(cmd, args, prefix)
+	for _, c := range out {
+		if strings.HasSuffix(strings.SplitN(c, "\t", 2)[0], "/") {
+			// A directory: the shell must not end the word there.
+			directive |= cobra.ShellCompDirectiveNoSpace
+		}
+	}
+	return out, directive
+}
+
+func (a *app) completeItemPaths(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		// Only the first argument is an item name (put's second is a file).
 		return nil, cobra.ShellCompDirectiveDefault
@@ -198,14 +213,37 @@ func (a *app) completeItems(cmd *cobra.Command, args []string, prefix string) ([
 		if err != nil {
 			return nil, err
 		}
-		var out []cobra.Completion
-		for _, n := range m.Names() {
-			if strings.HasPrefix(n, prefix) {
-				out = append(out, cobra.CompletionWithDesc(n, fmt.Sprintf("%d bytes", m.Items[n].Size)))
-			}
-		}
-		return out, nil
+		return completePaths(m, prefix), nil
 	})
+}
+
+// completePaths completes an item path one directory at a time: the
+// items directly below the directory prefix is in, and its
+// sub-directories (ending in "/", with the number of items below them),
+// so that a tree of many files offers a few choices per level.
+func completePaths(m *manifest.Manifest, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	dirs := map[string]int{}
+	var dirOrder []string
+	base := prefix[:strings.LastIndexByte(prefix, '/')+1]
+	for _, n := range m.Names() {
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		if i := strings.IndexByte(n[len(base):], '/'); i >= 0 {
+			d := n[:len(base)+i+1]
+			if dirs[d] == 0 {
+				dirOrder = append(dirOrder, d)
+			}
+			dirs[d]++
+			continue
+		}
+		out = append(out, cobra.CompletionWithDesc(n, fmt.Sprintf("%d bytes", m.Items[n].Size)))
+	}
+	for _, d := range dirOrder {
+		out = append(out, cobra.CompletionWithDesc(d, fmt.Sprintf("directory, %d item(s)", dirs[d])))
+	}
+	return out
 }
 
 func (a *app) completeGenerations(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {

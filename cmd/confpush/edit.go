@@ -36,6 +36,7 @@ func (a *app) editFlags(cmd *cobra.Command) {
 	a.rolloutFlags(cmd)
 	f.Bool("dry-run", false, "show what would change; write nothing")
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 }
 
 // edit runs one read-modify-write of the live set (publish.Edit: retried
@@ -70,7 +71,9 @@ func (a *app) putCommand() *cobra.Command {
 		Use:   "put NAME [FILE | -]",
 		Short: "Set one item, keeping the others, as a new generation",
 		Long: `Set item NAME to the content of FILE (or of standard input, with "-" or
-without FILE) and publish the result as the next generation: the live set is
+without FILE) and publish the result as the next generation. NAME is an
+item path: conf.d/site.conf puts site.conf in the directory conf.d of the
+set (a directory and a file of one name are refused). The live set is
 read, NAME added or replaced, and the set published under the compare-and-swap
 on the generation read. When another publish lands in between, put reads
 again and retries (at most 5 attempts in all), so concurrent puts of
@@ -113,7 +116,8 @@ every agent following the root would render exactly that.`,
 			return a.edit(cmd, func(items map[string][]byte) error {
 				items[name] = data
 				return nil
-			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create"), Supersede: a.v.GetBool("supersede")})
+			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create"), Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents")})
 		},
 	}
 	a.editFlags(cmd)
@@ -158,12 +162,13 @@ func (a *app) deleteCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Remove items, keeping the others, as a new generation",
-		Long: `Remove the items NAME... from the live set and publish the result as the
-next generation, by read-modify-write under the compare-and-swap like put
-(retried at most 5 attempts in all). A NAME that is not in the live set is
-an error (exit 2) and nothing is written; deleting the last item is refused
-unless --allow-empty. Without --message the generation's message is
-"delete NAME...".`,
+		Long: `Remove the items NAME... (item paths) from the live set and publish the
+result as the next generation, by read-modify-write under the
+compare-and-swap like put (retried at most 5 attempts in all). A NAME
+that is not in the live set is an error (exit 2) and nothing is written;
+so is a directory of the set: name its items. Deleting the last item is
+refused unless --allow-empty. Without --message the generation's message
+is "delete NAME...".`,
 		Example: `  confpush delete old.conf -m "bob: retired with service X"`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -181,17 +186,37 @@ unless --allow-empty. Without --message the generation's message is
 				var errs []error
 				for _, n := range names {
 					if _, ok := items[n]; !ok {
+						if below := itemsBelow(items, n); len(below) > 0 {
+							errs = append(errs, &publish.InputError{Item: n, Err: fmt.Errorf("a directory of the live set of %s (%d item(s) below it, %s...), not an item: delete its items by path; nothing deleted",
+								a.v.GetString("root"), len(below), below[0])})
+							continue
+						}
 						errs = append(errs, &publish.InputError{Item: n, Err: fmt.Errorf("not in the live set of %s: nothing deleted", a.v.GetString("root"))})
 					}
 					delete(items, n)
 				}
 				return errlist.Join(errs...)
-			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty"), Supersede: a.v.GetBool("supersede")})
+			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty"), Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents")})
 		},
 	}
 	a.editFlags(cmd)
 	cmd.Flags().Bool("allow-empty", false, "allow deleting the last item (publishing an empty set)")
 	return cmd
+}
+
+// itemsBelow returns the item paths of items below the directory dir
+// ("conf.d" or "conf.d/"), sorted.
+func itemsBelow[V any](items map[string]V, dir string) []string {
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var out []string
+	for n := range items {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // historyMessage is a message as the history table shows it: "-" for none.

@@ -86,7 +86,7 @@ func TestCLIPutDelete(t *testing.T) {
 
 	before := snapshot(t, conn, "/edit", meta.Base())
 	c.runIn(strings.NewReader(`{"pool": `), "put", "app.json").want(t, 2, `item "app.json"`)
-	c.runIn(strings.NewReader("x"), "put", "bad/name").want(t, 2, "contains '/'")
+	c.runIn(strings.NewReader("x"), "put", "bad//name").want(t, 2, `item path "bad//name": component 2 is empty`)
 	c.run("put", "x.conf", filepath.Join(t.TempDir(), "missing")).want(t, 2, "missing")
 	c.run("delete", "nope.conf", "a.conf").want(t, 2, `item "nope.conf"`, "not in the live set", "nothing deleted")
 	if after := snapshot(t, conn, "/edit", meta.Base()); after != before {

@@ -30,10 +30,9 @@ func (a *app) loadOptions() publish.LoadOptions {
 // loadInput reads DIR (a single directory argument) or FILES and validates
 // them; every problem is reported at once, before anything connects. It
 // returns the entries of DIR an ignore pattern skipped (FILEs are read as
-// named: no pattern applies to them).
-func loadInput(args []string, opts publish.LoadOptions, syntax, allowEmpty bool) (map[string][]byte, []string, error) {
-	var items map[string][]byte
-	var ignored []string
+// named: no pattern applies to them) and its sub-directories without
+// items (not published: a directory is not an item).
+func loadInput(args []string, opts publish.LoadOptions, syntax, allowEmpty bool) (items map[string][]byte, ignored, emptyDirs []string, err error) {
 	loadErr := publish.CheckIgnore(opts)
 	isDir := false
 	if len(args) == 1 {
@@ -44,7 +43,7 @@ func loadInput(args []string, opts publish.LoadOptions, syntax, allowEmpty bool)
 	case isDir && loadErr == nil:
 		var c publish.DirContents
 		c, loadErr = publish.LoadDirContents(args[0], opts)
-		items, ignored = c.Items, c.Ignored
+		items, ignored, emptyDirs = c.Items, c.Ignored, c.EmptyDirs
 	case !isDir:
 		var err error
 		items, err = publish.LoadFiles(args)
@@ -53,14 +52,18 @@ func loadInput(args []string, opts publish.LoadOptions, syntax, allowEmpty bool)
 	// An empty set caused by unreadable files is not a problem of its own.
 	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: allowEmpty || loadErr != nil, Syntax: syntax})
 	if err := errlist.Join(loadErr, vErr); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return items, ignored, nil
+	return items, ignored, emptyDirs, nil
 }
 
-// ignoredLine says which entries of a directory were skipped.
-func ignoredLine(w io.Writer, ignored []string) {
+// ignoredLine says which entries of a directory were skipped, and which
+// of its sub-directories hold no item.
+func ignoredLine(w io.Writer, ignored, emptyDirs []string) {
 	if len(ignored) > 0 {
 		fmt.Fprintf(w, "ignored %d file(s) matching the ignore patterns (--ignore, --no-default-ignore): %s\n", len(ignored), strings.Join(ignored, ", "))
+	}
+	if len(emptyDirs) > 0 {
+		fmt.Fprintf(w, "note: %d directory(ies) hold no item and are not published (a directory is not an item): %s\n", len(emptyDirs), strings.Join(emptyDirs, ", "))
 	}
 }

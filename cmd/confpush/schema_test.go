@@ -93,14 +93,15 @@ func TestJSONSchemas(t *testing.T) {
 	conn := nodes.conn
 	now := time.Now()
 	agentAt := func(id, zone string, g int64) fleet.Status {
-		return fleet.Status{AgentID: id, Root: root, Generation: g, CacheGeneration: g, Attempted: g, State: "live", Since: now,
+		return fleet.Status{AgentID: id, Version: "1.2.3", MaxFormat: 2, Root: root, Generation: g, CacheGeneration: g, Attempted: g, State: "live", Since: now,
 			AppliedAt: now, Ready: true, Labels: map[string]string{"zone": zone, "hostname": id},
 			Targets: []fleet.TargetResult{{Name: "app", Kind: "file", Dest: "/etc/app.conf", Generation: g, OK: true,
 				LastAttempt: g, UpdatedAt: now}}}
 	}
 	nodes.put(agentAt("web-a", "a", 1))
 	nodes.put(agentAt("web-b", "b", 1))
-	reg, _ := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "web-c", Labels: map[string]string{"zone": "b"}})
+	reg, _ := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "web-c", Labels: map[string]string{"zone": "b"},
+		Version: "1.2.2", MaxFormat: 2})
 	if err := zkclient.EnsurePath(context.Background(), conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +196,22 @@ func TestJSONSchemas(t *testing.T) {
 	s.validate("digest.json", out.String(), []string{"digest"})
 	s.run(c, 0, "forget", "web-c")
 	s.run(c, exitUsage, "forget", "nobody")
+
+	// A tree: a directory without items noted (publish, diff), a stray
+	// under a directory the set drops kept and reported, history of a
+	// path.
+	tree := dir(map[string]string{"a.conf": "t", "conf.d/site.conf": "s", "conf.d/sub/x": "x", "empty/.keep": ""})
+	s.run(c, 0, "diff", tree)
+	s.run(c, 0, "publish", "--prune", tree)
+	if _, err := conn.Create(root+"/conf.d/sub/stray", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if obj := s.run(c, 0, "publish", "--prune", dir(map[string]string{"a.conf": "u"})); strings.Join(strs(obj["strays"]), ",") != "conf.d/sub/stray" {
+		t.Errorf("strays: %v", obj["strays"])
+	}
+	if obj := s.run(c, 0, "history", "conf.d"); len(obj["generations"].([]any)) != 2 || obj["path"] != "conf.d" {
+		t.Errorf("history conf.d: %v", obj)
+	}
 
 	// status --watch --json: one status object per line and change.
 	bin := buildBinary(t, ".", "confpush")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/zkconf/zkconf/cmd/confpush/internal/election"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/watchdirs"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/rollout"
@@ -33,7 +35,8 @@ check that its election node still exists, so a leader whose session expired
 cannot publish even before it learns it lost; while disconnected it suspends
 publishing. It runs until SIGINT or SIGTERM (--timeout does not apply).
 DIR is the source of truth: a file removed from it is removed from the root
-(watch implies publish --prune). DIR is read as publish reads it: editor
+(watch implies publish --prune). DIR is read as publish reads it (its
+sub-directories as item paths, each of them watched too): editor
 and tool leftovers (backups such as app.conf~, autosaves such as
 #app.conf#, swap and temporary files) are skipped and named (--ignore adds
 patterns, --no-default-ignore drops the defaults), and a symbolic link
@@ -69,10 +72,11 @@ judged again.`,
 		},
 	}
 	cmd.Flags().Duration("debounce", 500*time.Millisecond, "quiet time after the last change before publishing")
-	cmd.Flags().Bool("flatten", false, "read sub-directories, dir/file as the item dir_file")
+	cmd.Flags().Bool("flatten", false, "name the files of sub-directories dir_file (a flat set) instead of by their path dir/file")
 	inputFlags(cmd)
 	validateFlags(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	watchCanaryFlags(cmd)
 	return cmd
 }
@@ -92,15 +96,17 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err := w.Add(dir); err != nil {
 		return fmt.Errorf("watch %s: %w", dir, err)
 	}
+	// The sub-directories of the tree are watched too, as each read of
+	// the directory finds them.
+	watched := map[string]bool{dir: true}
 	cl, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cl.Conn().Close()
-	p, err := publish.New(cl, a.v.GetString("root"),
-		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
+	p, err := a.publisher(cl)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	f, err := a.fleetOf(cl)
 	if err != nil {
@@ -123,7 +129,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		}
 		a.log.Info("leading: publishing on changes", "node", lead.Node)
 		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, f, cl, lead, w, dir, debounce, opts)
+		lost := a.lead(ctx, p, f, cl, lead, w, watched, dir, debounce, opts)
 		if lost != nil {
 			a.log.Warn("leadership lost; campaigning again", "reason", lost)
 			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
@@ -138,7 +144,7 @@ var errLeadershipLost = errors.New("leadership lost")
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
 func (a *app) lead(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, cl *zkclient.Client, lead election.Leadership,
-	w *fsnotify.Watcher, dir string, debounce time.Duration, opts publish.LoadOptions) error {
+	w *fsnotify.Watcher, watched map[string]bool, dir string, debounce time.Duration, opts publish.LoadOptions) error {
 	sess := cl.Session()
 	publishNow := true // the directory may have changed while we did not lead
 	ws := &watchState{}
@@ -153,7 +159,19 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, cl
 		}
 		if publishNow && sess.Status().Connected {
 			publishNow = false
-			if err := a.publishDir(ctx, p, f, dir, opts, lead.Node, ws); err != nil {
+			err := a.publishDir(ctx, p, f, dir, opts, lead.Node, ws)
+			want := map[string]bool{dir: true}
+			for _, d := range ws.dirs {
+				want[filepath.Join(dir, d)] = true
+			}
+			if watchdirs.Sync(w, watched, want, func(d string, err error) {
+				a.log.Warn("sub-directory not watched", "dir", d, "error", err)
+			}) {
+				// A file written into a new sub-directory before its
+				// watch: read the directory again.
+				timer = time.After(debounce)
+			}
+			if err != nil {
 				var refused dirRefusedError
 				switch {
 				case errors.Is(err, publish.ErrFenced):
@@ -214,6 +232,8 @@ type watchState struct {
 	aborted string
 	// ignored is the list of ignored entries last reported.
 	ignored string
+	// dirs are the sub-directories the last read of the directory found.
+	dirs []string
 }
 
 // dirRefusedError is a directory state that does not validate.
@@ -231,12 +251,13 @@ func (e dirRefusedError) Unwrap() error { return e.err }
 func (a *app) publishDir(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
 	c, err := publish.LoadDirContents(dir, opts)
 	items := c.Items
+	ws.dirs = c.Dirs
 	if ig := strings.Join(c.Ignored, ", "); ig != ws.ignored {
 		ws.ignored = ig
 		if ig != "" {
 			a.log.Info("ignoring files matching the ignore patterns", "files", ig)
 		}
-		ignoredLine(a.stdout, c.Ignored)
+		ignoredLine(a.stdout, c.Ignored, nil)
 	}
 	if err == nil {
 		err = publish.Validate(items, publish.ValidateOptions{Syntax: a.validating()})
@@ -295,7 +316,8 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, f *fleet.
 				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
 		}
 	}
-	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")}
+	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede"),
+		AllowOldAgents: a.v.GetBool("allow-old-agents")}
 	if skip := a.watchCanaryRequest(&req, live, ws); skip {
 		return nil
 	}

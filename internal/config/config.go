@@ -228,11 +228,21 @@ type Target struct {
 	Type TargetType
 	// Dest is the absolute path written (a file, or a directory for dir).
 	Dest string
-	// Src is the template file (template targets only).
+	// Src is the template file (template targets only; a dir target's
+	// key src is SrcDir).
 	Src string
+	// SrcDir is a dir target's src: the directory of the items it
+	// renders ("conf.d/"), whose path is stripped from their file names
+	// (key src, dir targets only; empty: every item).
+	SrcDir string
+	// DirMode is the mode of the sub-directories a dir target creates
+	// for item paths (key dir_mode, dir targets only; 0 means 0755).
+	DirMode os.FileMode
 	// Item is the item written verbatim (file targets only).
 	Item string
-	// Items are path.Match globs selecting items (dir targets only).
+	// Items are path.Match globs selecting items by their path (below
+	// SrcDir), a "*" never matching "/" (dir targets only; nil selects
+	// every item).
 	Items []string
 	// Mode is the permission of written files.
 	Mode os.FileMode
@@ -288,15 +298,23 @@ func (t *Target) FileOptions() render.FileOptions {
 }
 
 // MatchItem reports whether the item name belongs to this target: the item
-// of a file target, any item matching one of a dir target's globs. Template
+// of a file target, any item below a dir target's SrcDir whose path below
+// it matches one of its globs (every one without globs). Template
 // targets read whatever their template asks for and match nothing here.
 func (t *Target) MatchItem(name string) bool {
 	switch t.Type {
 	case TargetFile:
 		return name == t.Item
 	case TargetDir:
+		rel, ok := strings.CutPrefix(name, t.SrcDir)
+		if !ok {
+			return false
+		}
+		if t.Items == nil {
+			return true
+		}
 		for _, g := range t.Items {
-			if ok, _ := path.Match(g, name); ok {
+			if ok, _ := path.Match(g, rel); ok {
 				return true
 			}
 		}

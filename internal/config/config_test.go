@@ -143,6 +143,11 @@ targets:
     dest: /etc/app/certs/
     items: ["*.pem", "ca-?.crt"]
     owner: "4242"
+  - name: sites
+    type: dir
+    dest: /etc/nginx/conf.d
+    src: conf.d/
+    dir_mode: "2750"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +196,12 @@ targets:
 				Name: "certs", Type: TargetDir, Dest: "/etc/app/certs", Items: []string{"*.pem", "ca-?.crt"},
 				Mode: 0o640, Owner: "4242", UID: 4242, GID: -1, Timeout: 30 * time.Second,
 				GracePeriod: DefaultGracePeriod,
+			},
+			{
+				// A dir target's src is an item path prefix, never
+				// resolved against the file's directory; no items: all.
+				Name: "sites", Type: TargetDir, Dest: "/etc/nginx/conf.d", SrcDir: "conf.d/", DirMode: 0o750 | os.ModeSetgid,
+				Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second, GracePeriod: DefaultGracePeriod,
 			},
 		},
 	}
@@ -486,6 +497,25 @@ targets:
 			},
 		},
 		{
+			name: "trees",
+			yaml: `
+zookeeper: {servers: [zk1:2181]}
+targets:
+  - {name: a, type: dir, dest: /etc/a, src: conf.d}
+  - {name: b, type: dir, dest: /etc/b, src: "conf.d//x/", dir_mode: "0555"}
+  - {name: c, type: file, dest: /etc/c, item: "conf.d/", dir_mode: "0755"}
+  - {name: d, type: dir, dest: /etc/d, items: []}
+`,
+			want: []string{
+				`targets[0].src: "conf.d": for a dir target, the directory of the items to render, as an item path ending in '/' (conf.d/)`,
+				`targets[1].src: "conf.d//x/": for a dir target, the directory of the items to render, as an item path ending in '/' (conf.d/): item path "conf.d//x": component 2 is empty`,
+				`targets[1].dir_mode: 0555: the owner needs rwx`,
+				"targets[2].dir_mode: only valid for type dir (this target is file)",
+				`targets[2].item: item path "conf.d/" ends with '/'`,
+				"targets[3].items: selects no item: omit the key to select all items",
+			},
+		},
+		{
 			name: "target basics",
 			yaml: `
 zookeeper: {servers: [zk1:2181]}
@@ -507,7 +537,7 @@ targets:
 				`targets[1].type: unknown type "script": want file, dir or template`,
 				`targets[1].dest: "etc/app" must be an absolute path`,
 				"targets[2].dest: must not be the root directory",
-				`targets[2].item: render: invalid file name: "../x" starts with ".." (reserved)`,
+				`targets[2].item: item path "../x": component 1 ".." is not a file name`,
 			},
 		},
 		{
@@ -717,6 +747,9 @@ func TestCheckCommand(t *testing.T) {
 func TestMatchItem(t *testing.T) {
 	file := Target{Type: TargetFile, Item: "a.conf"}
 	dir := Target{Type: TargetDir, Items: []string{"*.pem", "ca-?.crt"}}
+	all := Target{Type: TargetDir}
+	sub := Target{Type: TargetDir, SrcDir: "conf.d/", Items: []string{"*.conf"}}
+	nested := Target{Type: TargetFile, Item: "conf.d/site.conf"}
 	tmpl := Target{Type: TargetTemplate}
 	tests := []struct {
 		t    *Target
@@ -728,6 +761,14 @@ func TestMatchItem(t *testing.T) {
 		{&dir, "server.pem", true},
 		{&dir, "ca-1.crt", true},
 		{&dir, "ca-10.crt", false},
+		{&dir, "sub/server.pem", false},
+		{&all, "sub/deeper/x", true},
+		{&all, "x", true},
+		{&sub, "conf.d/site.conf", true},
+		{&sub, "conf.d/sub/site.conf", false},
+		{&sub, "site.conf", false},
+		{&sub, "conf.d.bak/site.conf", false},
+		{&nested, "conf.d/site.conf", true},
 		{&tmpl, "a.conf", false},
 	}
 	for _, tt := range tests {

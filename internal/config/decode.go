@@ -35,7 +35,7 @@ var (
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "status", "log", "wait", "exec"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
-		"check", "reload", "timeout", "follow_symlink", "grace_period",
+		"check", "reload", "timeout", "follow_symlink", "grace_period", "dir_mode",
 		"render_timeout", "render_steps", "missing_key", "syntax", "prefix", "keys",
 	}
 )
@@ -435,7 +435,7 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 			Name:          d.string("name"),
 			Type:          TargetType(d.string("type")),
 			Dest:          d.string("dest"),
-			Src:           resolvePath(baseDir, d.string("src")),
+			Src:           d.string("src"),
 			Item:          d.string("item"),
 			Items:         d.stringList("items"),
 			Mode:          d.mode("mode", DefaultMode),
@@ -449,9 +449,17 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 			RenderTimeout: d.duration("render_timeout"),
 			RenderSteps:   d.count("render_steps"),
 			MissingKey:    d.string("missing_key"),
+			DirMode:       d.mode("dir_mode", 0),
 			Syntax:        d.string("syntax"),
 			Prefix:        d.string("prefix"),
 			Keys:          d.stringList("keys"),
+		}
+		// A dir target's src is the directory of the items it takes (an
+		// item path prefix), a template target's its template file.
+		if t.Type == TargetDir {
+			t.SrcDir, t.Src = t.Src, ""
+		} else {
+			t.Src = resolvePath(baseDir, t.Src)
 		}
 		if _, set := m["keys"]; !set && t.Syntax == SyntaxConfd {
 			t.Keys = []string{"/"}
@@ -473,11 +481,6 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 		}
 		if _, set := m["grace_period"]; !set && t.Type == TargetDir {
 			t.GracePeriod = DefaultGracePeriod
-		}
-		if t.Type == TargetDir && len(t.Items) == 0 {
-			if _, set := m["items"]; !set {
-				t.Items = []string{"*"}
-			}
 		}
 		targets = append(targets, t)
 	}

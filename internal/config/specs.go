@@ -19,7 +19,7 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
 			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
-			Grace: t.GracePeriod, MissingKey: t.MissingKey,
+			Grace: t.GracePeriod, MissingKey: t.MissingKey, Prefix: t.SrcDir, DirMode: t.DirMode,
 			RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
 		}
 		if t.Type == TargetTemplate {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/httpguard"
-	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -331,6 +331,7 @@ func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 		}
 	}
 	onlyFor("src", t.Src != "", TargetTemplate)
+	onlyFor("dir_mode", t.DirMode != 0, TargetDir)
 	onlyFor("item", t.Item != "", TargetFile)
 	onlyFor("items", len(t.Items) > 0, TargetDir)
 	onlyFor("grace_period", t.GracePeriod != 0, TargetDir)
@@ -359,13 +360,30 @@ func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 		case t.Item == "":
 			p.addf(k("item"), "required for type file: the name of the item to write")
 		default:
-			if err := render.ValidateName(t.Item); err != nil {
+			if err := manifest.ValidatePath(t.Item); err != nil {
 				p.add(k("item"), err)
 			}
 		}
 	case TargetDir:
-		if len(t.Items) == 0 && !p.has(k("items")) {
+		if t.Items != nil && len(t.Items) == 0 && !p.has(k("items")) {
 			p.addf(k("items"), "selects no item: omit the key to select all items")
+		}
+		if t.SrcDir != "" && !p.has(k("src")) {
+			if dir, ok := strings.CutSuffix(t.SrcDir, "/"); !ok || manifest.ValidatePath(dir) != nil {
+				msg := fmt.Sprintf("%q: for a dir target, the directory of the items to render, as an item path ending in '/' (conf.d/)", t.SrcDir)
+				if err := manifest.ValidatePath(dir); ok && err != nil {
+					msg += ": " + err.Error()
+				}
+				p.add(k("src"), errors.New(msg))
+			}
+		}
+		if t.DirMode != 0 && !p.has(k("dir_mode")) {
+			switch {
+			case t.DirMode&^(os.ModePerm|os.ModeSetgid|os.ModeSticky) != 0:
+				p.addf(k("dir_mode"), "%v: only permission, setgid and sticky bits are allowed", t.DirMode)
+			case t.DirMode.Perm()&0o700 != 0o700:
+				p.addf(k("dir_mode"), "%04o: the owner needs rwx (the agent removes old generations)", t.DirMode.Perm())
+			}
 		}
 		for i, g := range t.Items {
 			if _, err := path.Match(g, ""); err != nil || g == "" {

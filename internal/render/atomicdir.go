@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zkconf/zkconf/internal/durable"
@@ -564,8 +565,15 @@ func (w *DirWriter) validate(files map[string][]byte, opts FileOptions) error {
 		return err
 	}
 	for name := range files {
-		if err := ValidateName(name); err != nil {
+		if err := ValidatePath(name); err != nil {
 			return err
+		}
+	}
+	for name := range files {
+		for _, d := range payloadDirsOf(name) {
+			if _, isFile := files[d]; isFile {
+				return fmt.Errorf("render: %w: %q is both a file and the directory of %q", ErrInvalidName, d, name)
+			}
 		}
 	}
 	return nil
@@ -615,9 +623,10 @@ func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepar
 func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[string][]byte) (ok bool, err error) {
 	ok = true
 	seen := 0
+	tops := topNames(files)
 	for _, e := range entries {
 		name := e.Name()
-		_, want := files[name]
+		want := tops[name]
 		if e.Type()&fs.ModeSymlink == 0 {
 			if want {
 				return false, fmt.Errorf("render: %s: %w", filepath.Join(w.dir, name), ErrNotManaged)
@@ -634,13 +643,17 @@ func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[s
 			ok = false // ours, for a name no longer in the payload
 		}
 	}
-	return ok && seen == len(files), nil
+	return ok && seen == len(tops), nil
 }
 
 // matchSet compares generation directory gen with the payload. It reports
-// whether gen holds exactly the payload, and which of its files hold their
-// payload content (with their records). With quick, it stops at the first
-// difference. What it learns becomes the record of gen.
+// whether gen holds exactly the payload (its files, and its
+// sub-directories with opts' directory mode and owner), and which of its
+// files hold their payload content (with their records). With quick, it
+// stops at the first difference. What it learns becomes the record of
+// gen. Sub-directories are entered one at a time, each opened by name in
+// the one before without following a link (a link found where a
+// directory should be is a difference, never followed).
 func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
 	// One root for gen: each file is then one system call away, not an
 	// open of gen per file.
@@ -652,15 +665,12 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
 	}
 	defer func() { _ = groot.Close() }()
-	entries, err := readDirIn(groot, ".")
-	if err != nil {
-		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
-	}
 	var old map[string]fileRecord
 	if w.rec != nil && w.rec.name == gen {
 		old = w.rec.files
 	}
-	same = len(entries) == len(files)
+	dirs := payloadDirs(files)
+	same = true
 	keep = make(map[string]fileRecord, len(files))
 	// The new record of gen: keep, plus files still vouched for that
 	// differ from this payload (a check that is aborted leaves them).
@@ -672,29 +682,151 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 			w.rec = &genRecord{name: gen, files: rec}
 		}
 	}()
-	for _, e := range entries {
-		if quick && !same {
-			return false, keep, nil
-		}
-		data, ok := files[e.Name()]
-		if !ok || !e.Type().IsRegular() {
-			same = false
-			continue
-		}
-		fr, match, err := checkFile(groot, e.Name(), old[e.Name()], data, opts)
+	seenFiles, seenDirs := 0, 0
+	var walk func(r *os.Root, rel string) error
+	walk = func(r *os.Root, rel string) error {
+		entries, err := readDirIn(r, ".")
 		if err != nil {
-			return false, nil, err
+			return fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen, rel), err))
 		}
-		if fr.trusted || match {
-			rec[e.Name()] = fr
+		for _, e := range entries {
+			if quick && !same {
+				return nil
+			}
+			p := path.Join(rel, e.Name())
+			switch {
+			case e.IsDir():
+				if !dirs[p] {
+					same = false
+					continue
+				}
+				seenDirs++
+				sub, ok, err := openSubdir(r, e.Name(), opts)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					same = false
+				}
+				if sub == nil {
+					continue
+				}
+				err = walk(sub, p)
+				_ = sub.Close()
+				if err != nil {
+					return err
+				}
+			case e.Type().IsRegular():
+				data, ok := files[p]
+				if !ok {
+					same = false
+					continue
+				}
+				seenFiles++
+				fr, match, err := checkFile(r, e.Name(), old[p], data, opts)
+				if err != nil {
+					return err
+				}
+				if fr.trusted || match {
+					rec[p] = fr
+				}
+				if !match {
+					same = false
+					continue
+				}
+				keep[p] = fr
+			default:
+				same = false
+			}
 		}
-		if !match {
-			same = false
-			continue
-		}
-		keep[e.Name()] = fr
+		return nil
 	}
+	if err := walk(groot, ""); err != nil {
+		return false, nil, err
+	}
+	same = same && seenFiles == len(files) && seenDirs == len(dirs)
 	return same, keep, nil
+}
+
+// openSubdir opens the sub-directory name of r (listed as a directory)
+// without following a link: the directory opened must be the one lstat
+// sees there. ok reports whether it has opts' directory mode and owner;
+// sub is nil (and ok false) when it is not a directory by now.
+func openSubdir(r *os.Root, name string, opts FileOptions) (sub *os.Root, ok bool, err error) {
+	fi, err := r.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("render: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, false, nil
+	}
+	sub, err = r.OpenRoot(name)
+	if err != nil {
+		return nil, false, fmt.Errorf("render: %w", err)
+	}
+	if st, err := sub.Stat("."); err != nil || !os.SameFile(fi, st) {
+		// Swapped for something else (a link) since the lstat.
+		_ = sub.Close()
+		return nil, false, nil
+	}
+	return sub, dirAttrsMatch(fi, opts), nil
+}
+
+// dirAttrsMatch reports whether fi, a directory, has opts' directory mode
+// and (where requested) owner.
+func dirAttrsMatch(fi fs.FileInfo, opts FileOptions) bool {
+	return fi.Mode()&modeBits == opts.dirMode() && ownerMatches(fi, opts)
+}
+
+// ValidatePath reports whether p may be a path in a DirWriter payload:
+// ValidateName's names joined by "/", relative, with no empty component.
+func ValidatePath(p string) error {
+	if p == "" || p[0] == '/' || p[len(p)-1] == '/' {
+		return fmt.Errorf("render: %w: %q is not a relative path of names", ErrInvalidName, p)
+	}
+	for c := range strings.SplitSeq(p, "/") {
+		if err := ValidateName(c); err != nil {
+			return fmt.Errorf("render: %w: path %q: %s", ErrInvalidName, p, strings.TrimPrefix(err.Error(), "render: "+ErrInvalidName.Error()+": "))
+		}
+	}
+	return nil
+}
+
+// payloadDirsOf returns the directories of path p, parent first.
+func payloadDirsOf(p string) []string {
+	var out []string
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return out
+}
+
+// payloadDirs is the set of directories of a payload's paths.
+func payloadDirs(files map[string][]byte) map[string]bool {
+	dirs := map[string]bool{}
+	for name := range files {
+		for _, d := range payloadDirsOf(name) {
+			dirs[d] = true
+		}
+	}
+	return dirs
+}
+
+// topNames is the set of a payload's top-level names: its flat files and
+// the first component of its paths, each one link in the managed
+// directory.
+func topNames(files map[string][]byte) map[string]bool {
+	tops := make(map[string]bool, len(files))
+	for name := range files {
+		top, _, _ := strings.Cut(name, "/")
+		tops[top] = true
+	}
+	return tops
 }
 
 // checkFile reports whether the file name of root holds data with opts'
@@ -760,6 +892,14 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	if err := root.Chmod(name, dirMode); err != nil {
 		return nil, fmt.Errorf("render: %w", pathError("chmod", filepath.Join(w.dir, name), err))
 	}
+	// Sub-directories, parent first, 0700 until every file is in place:
+	// nobody but this process can put anything into them meanwhile.
+	subdirs := slices.Sorted(maps.Keys(payloadDirs(files)))
+	for _, d := range subdirs {
+		if err := root.Mkdir(path.Join(name, d), 0o700); err != nil {
+			return nil, fmt.Errorf("render: %w", pathError("mkdir", filepath.Join(w.dir, name, d), err))
+		}
+	}
 	recs := make(map[string]fileRecord, len(files))
 	var write []string // the files not linked from the current set
 	for _, f := range slices.Sorted(maps.Keys(files)) {
@@ -768,6 +908,15 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 			// The current set is immutable: share its inode. Any error
 			// (EXDEV, EPERM, no hard links here) just means writing.
 			if root.Link(path.Join(p.current, f), rel) == nil {
+				if !sameInode(root, rel, fr) {
+					// Not the inode compared (a sub-directory of the
+					// current set changed meanwhile): write it instead.
+					if err := root.Remove(rel); err != nil {
+						return nil, fmt.Errorf("render: %w", pathError("remove", filepath.Join(w.dir, rel), err))
+					}
+					write = append(write, f)
+					continue
+				}
 				// The link changed the inode's ctime; both names are
 				// the same inode.
 				fr = refresh(fr, root, rel)
@@ -784,19 +933,64 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	// disk once, not once each (durable.SyncClose); nothing is visible
 	// before the swap.
 	// The directory's fsync (its entries: the files and the hard links)
-	// goes beside the last batch's.
+	// goes beside the last batch's. With sub-directories, every directory
+	// is fsynced after the last batch, once each has its final mode and
+	// owner.
+	flat := len(subdirs) == 0
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last); err != nil {
+		if err := writeBatch(root, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
-	if len(write) == 0 {
+	if !flat {
+		if err := w.finishSubdirs(root, name, subdirs, opts); err != nil {
+			return nil, err
+		}
+	} else if len(write) == 0 {
 		if err := syncDirIn(root, name, filepath.Join(w.dir, name)); err != nil {
 			return nil, err
 		}
 	}
 	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true}, nil
+}
+
+// finishSubdirs gives the sub-directories of the staged generation name
+// their mode and owner and fsyncs them and name together.
+func (w *DirWriter) finishSubdirs(root *os.Root, name string, subdirs []string, opts FileOptions) error {
+	for _, d := range subdirs {
+		rel := path.Join(name, d)
+		if err := root.Chmod(rel, opts.dirMode()); err != nil {
+			return fmt.Errorf("render: %w", pathError("chmod", filepath.Join(w.dir, rel), err))
+		}
+		if opts.UID != -1 || opts.GID != -1 {
+			if err := root.Lchown(rel, opts.UID, opts.GID); err != nil {
+				return fmt.Errorf("render: %w", pathError("chown", filepath.Join(w.dir, rel), err))
+			}
+		}
+	}
+	errs := make([]error, len(subdirs)+1)
+	var wg sync.WaitGroup
+	for i, d := range append([]string{""}, subdirs...) {
+		rel := path.Join(name, d)
+		wg.Go(func() { errs[i] = syncDirIn(root, rel, filepath.Join(w.dir, rel)) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sameInode reports whether the file name of root is the inode of the
+// record fr (a record without an identity vouches for nothing: true).
+func sameInode(root *os.Root, name string, fr fileRecord) bool {
+	if fr.id == (fileID{}) {
+		return true
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return false
+	}
+	id, ok := idOf(fi)
+	return !ok || (id.dev == fr.id.dev && id.ino == fr.id.ino)
 }
 
 // mkdirTemp creates a directory named prefix and random digits in root
@@ -821,13 +1015,14 @@ func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old 
 	if err != nil {
 		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
 	}
+	tops := topNames(files)
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		name := e.Name()
 		if e.Type()&fs.ModeSymlink == 0 || !isOwnLink(root, name) {
 			continue
 		}
-		if _, keep := files[name]; keep {
+		if tops[name] {
 			present[name] = true
 			continue
 		}
@@ -836,7 +1031,7 @@ func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old 
 		}
 		changed = true
 	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
+	for _, name := range slices.Sorted(maps.Keys(tops)) {
 		if present[name] {
 			continue
 		}
@@ -1106,21 +1301,31 @@ func ReadCurrent(dir string) (map[string][]byte, error) {
 	return nil, fmt.Errorf("render: read %s: no stable generation after %d attempts: %w", dir, maxReadAttempts, lastErr)
 }
 
+// readGeneration reads every regular file of the generation directory
+// dir, in sub-directories too (by their "/"-separated path), following
+// no link.
 func readGeneration(dir string) (map[string][]byte, error) {
-	entries, err := os.ReadDir(dir)
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)] = data
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
-	}
-	files := make(map[string][]byte, len(entries))
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
-		files[e.Name()] = data
 	}
 	return files, nil
 }

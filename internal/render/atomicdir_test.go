@@ -162,7 +162,10 @@ func TestDirWriterUnchangedKeepsFiles(t *testing.T) {
 }
 
 func TestDirWriterInvalidNames(t *testing.T) {
-	for _, name := range []string{"", ".", "..", "..data", "..x", "a/b", "/abs", "../up", "nul\x00", strings.Repeat("n", 256)} {
+	// A path is fine ("a/b"), but not an empty component, a leading or
+	// trailing "/", a bad component, nor a file that is also a directory
+	// ("ok/x" beside the file "ok").
+	for _, name := range []string{"", ".", "..", "..data", "..x", "a//b", "a/", "a/..x/b", "a/./b", "ok/x", "/abs", "../up", "nul\x00", strings.Repeat("n", 256)} {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
 			dir := t.TempDir()
 			w := NewDirWriter(dir)

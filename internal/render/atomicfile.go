@@ -91,11 +91,23 @@ type FileOptions struct {
 	// replaced it (UntrustedLinkError). Ignored by DirWriter, which manages
 	// its own links.
 	FollowSymlink bool
+	// DirMode is the mode of the sub-directories a DirWriter creates for
+	// a payload's paths (0 means 0755; they are owned like the files,
+	// UID and GID). WriteFile ignores it.
+	DirMode os.FileMode
 	// CreateDirs creates the destination's missing parent directories
 	// (mode 0755, less the umask), never through a symbolic link that
 	// others could replace. Without it a missing parent is an error.
 	// DirWriter always creates its directory.
 	CreateDirs bool
+}
+
+// dirMode is the mode of a DirWriter's sub-directories.
+func (o FileOptions) dirMode() os.FileMode {
+	if o.DirMode == 0 {
+		return dirMode
+	}
+	return o.DirMode
 }
 
 // DefaultFileOptions returns mode 0640 without any chown.
@@ -106,6 +118,9 @@ func DefaultFileOptions() FileOptions {
 func (o FileOptions) validate() error {
 	if o.Mode&^modeBits != 0 {
 		return fmt.Errorf("render: invalid file mode %v: only permission, setuid, setgid and sticky bits are allowed", o.Mode)
+	}
+	if o.DirMode&^modeBits != 0 || (o.DirMode != 0 && o.DirMode&0o700 != 0o700) {
+		return fmt.Errorf("render: invalid directory mode %v: permission, setgid and sticky bits, with rwx for the owner", o.DirMode)
 	}
 	if o.UID < -1 || o.GID < -1 {
 		return fmt.Errorf("render: invalid owner %d:%d", o.UID, o.GID)

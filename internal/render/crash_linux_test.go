@@ -38,14 +38,17 @@ var crashOpts = FileOptions{Mode: 0o640, UID: -1, GID: -1}
 // crashNames is the payload name set of generation gen: three fixed names
 // plus one that rotates, so that every swap adds and removes a link, plus
 // two whose content changes only every fourth generation, so that most
-// swaps hard-link them from the previous set.
+// swaps hard-link them from the previous set; and a tree: files in
+// sub-directories two levels deep (one of them shared) and a
+// sub-directory that rotates, so that swaps add and remove directories.
 func crashNames(gen int64) []string {
-	return []string{"a.conf", "b.conf", "c.conf", fmt.Sprintf("opt-%d.conf", gen%3), "shared-a.conf", "shared-b.conf"}
+	return []string{"a.conf", "b.conf", "c.conf", fmt.Sprintf("opt-%d.conf", gen%3), "shared-a.conf", "shared-b.conf",
+		"sub/d.conf", "sub/deep/shared-e.conf", fmt.Sprintf("dir-%d/f.conf", gen%3)}
 }
 
 // contentGen is the generation whose content name has in generation gen.
 func contentGen(gen int64, name string) int64 {
-	if strings.HasPrefix(name, "shared-") {
+	if strings.HasPrefix(filepath.Base(name), "shared-") {
 		return gen - gen%4
 	}
 	return gen
@@ -245,9 +248,10 @@ func checkAfterCrash(t *testing.T, round int, dir, file string) {
 	if got, want := slices.Sorted(maps.Keys(set)), slices.Sorted(slices.Values(crashNames(gen))); !slices.Equal(got, want) {
 		t.Fatalf("round %d: generation %d has files %v, want %v", round, gen, got, want)
 	}
-	// Every file reachable through a top-level link must be complete; a
-	// link may dangle (a name the new generation dropped) or be missing
-	// (a name it added) if the kill hit between swap and link update.
+	// Every file reachable through a top-level link (a file, or a
+	// directory of the tree) must be complete; a link may dangle (a name
+	// the new generation dropped) or be missing (a name it added) if the
+	// kill hit between swap and link update.
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -256,15 +260,29 @@ func checkAfterCrash(t *testing.T, round int, dir, file string) {
 		if strings.HasPrefix(e.Name(), "..") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if errors.Is(err, os.ErrNotExist) {
+		var files map[string][]byte
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); errors.Is(err, os.ErrNotExist) {
 			continue
+		} else if err == nil && fi.IsDir() {
+			sub, err := readGeneration(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			files = map[string][]byte{}
+			for n, d := range sub {
+				files[e.Name()+"/"+n] = d
+			}
+		} else {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			files = map[string][]byte{e.Name(): data}
 		}
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		if g, err := verifyCrashContent(data, e.Name()); err != nil || g != contentGen(gen, e.Name()) {
-			t.Fatalf("round %d: %s: generation %d (current %d): %v", round, e.Name(), g, gen, err)
+		for name, data := range files {
+			if g, err := verifyCrashContent(data, name); err != nil || g != contentGen(gen, name) {
+				t.Fatalf("round %d: %s: generation %d (current %d): %v", round, name, g, gen, err)
+			}
 		}
 	}
 	data, err := os.ReadFile(file)
@@ -293,7 +311,7 @@ func checkAfterCrash(t *testing.T, round int, dir, file string) {
 	if _, err := WriteFile(file, crashContent(next, "single.conf"), crashOpts); err != nil {
 		t.Fatalf("round %d: WriteFile after crash: %v", round, err)
 	}
-	assertSet(t, dir, crashGeneration(next), crashOpts.Mode)
+	assertTree(t, dir, crashGeneration(next), 0o755)
 	if left := tempFiles(t, filepath.Dir(file)); len(left) > 0 {
 		t.Fatalf("round %d: temporary files left: %v", round, left)
 	}

@@ -407,7 +407,7 @@ func (st *execState) has(name string) bool {
 func (st *execState) get(helper, name string) ([]byte, error) {
 	data, ok := st.snap.Get(name)
 	if !ok {
-		if st.literals[name] && render.ValidateName(name) == nil {
+		if st.literals[name] && render.ValidatePath(name) == nil {
 			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
 		}
 		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d (argument of %d bytes, not shown)",

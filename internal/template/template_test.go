@@ -340,3 +340,26 @@ func TestExecuteConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestItemPaths: the helpers address the items of a tree by path, names
+// lists the paths (sorted: a directory's items together), and a missing
+// path spelled out in the template is named in the error.
+func TestItemPaths(t *testing.T) {
+	snap := mapSnap{gen: 7, items: map[string]string{"app.json": `{"port": 1}`, "conf.d/site.conf": "server {}",
+		"conf.d/sub/db.json": `{"host": "db1"}`, "conf.d.bak": "old"}}
+	for _, tt := range []struct{ tmpl, want string }{
+		{`{{ item "conf.d/site.conf" }}`, "server {}"},
+		{`{{ (json "conf.d/sub/db.json").host }}`, "db1"},
+		{`{{ has "conf.d/site.conf" }} {{ has "conf.d" }}`, "true false"},
+		{`{{ join "," names }}`, "app.json,conf.d.bak,conf.d/site.conf,conf.d/sub/db.json"},
+	} {
+		got, err := Render("t", tt.tmpl, snap)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s = %q, %v; want %q", tt.tmpl, got, err, tt.want)
+		}
+	}
+	_, err := Render("t", `{{ item "conf.d/nope.conf" }}`, snap)
+	if !errors.Is(err, ErrMissingItem) || !strings.Contains(err.Error(), `item "conf.d/nope.conf" not found in generation 7`) {
+		t.Fatalf("missing path: %v", err)
+	}
+}

@@ -13,7 +13,7 @@ async function load() {
       ["publish id", `<span class="mono">${esc(m.publish_id)}</span>`], ["mode", esc(m.mode)],
       ["rollback of", m.rollback_of || ""], ["incarnation", `<span class="mono">${esc(m.incarnation)}</span>`]]
       .map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("");
-    $("#items tbody").innerHTML = d.items.map((i) => `<tr><td>${esc(i.name)}</td><td class="num">${i.size}</td><td class="mono">${esc(i.sha256)}</td></tr>`).join("");
+    $("#items tbody").innerHTML = itemRows(d.items);
     $("#appliedcount").textContent = `(${d.applied_count} agent${d.applied_count === 1 ? "" : "s"} report${d.applied_count === 1 ? "s" : ""} it now)`;
     $("#applied").innerHTML = d.applied_by.map((id) => `<a href="/agent?${q({root, id})}">${esc(id)}</a>`).join(", ") || '<span class="muted">no agent reports this generation now</span>';
     const others = d.generations.filter((x) => x !== g);
@@ -21,6 +21,23 @@ async function load() {
     $("#against").innerHTML = others.map((x) => `<option ${x === def ? "selected" : ""}>${x}</option>`).join("");
     if (others.length) diff(); else $("#diff").innerHTML = '<p class="muted">no other retained generation</p>';
   } catch (e) { fail(e); }
+}
+// itemRows lists the items (sorted by path: a directory's items are
+// together) indented by directory: a row for each directory when its first
+// item comes, then each item by its name in it, its path as the title
+// (styles are the stylesheet's: the page's policy allows no inline style).
+function itemRows(items) {
+  let prev = [];
+  return items.map((i) => {
+    const parts = i.name.split("/"), dirs = parts.slice(0, -1);
+    let same = 0;
+    while (same < dirs.length && same < prev.length && dirs[same] === prev[same]) same++;
+    const heads = dirs.slice(same).map((d, k) =>
+      `<tr class="dir"><td class="muted lvl${same + k}">${esc(d)}/</td><td></td><td></td></tr>`);
+    prev = dirs;
+    return heads.join("") + `<tr><td class="lvl${dirs.length}" title="${esc(i.name)}">${esc(parts[parts.length - 1])}</td>` +
+      `<td class="num">${i.size}</td><td class="mono">${esc(i.sha256)}</td></tr>`;
+  }).join("");
 }
 async function diff() {
   const from = Number($("#against").value);
