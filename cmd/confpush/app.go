@@ -262,13 +262,10 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 // deadline, a connected Publisher, and one function releasing both.
 func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, func(), error) {
 	ctx, cancel := a.context(cmd)
-	p, closeConn, err := a.connect(ctx)
+	p, closeConn, err := a.connect(ctx, publishes(cmd))
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
-	}
-	if publishes(cmd) {
-		a.warnOpenRoot(p.Conn())
 	}
 	return ctx, p, func() { closeConn(); cancel() }, nil
 }
@@ -277,12 +274,24 @@ func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, 
 // credentials work for a publisher (access.Probe: a wrong password is
 // otherwise only noticed at the first refused request), and returns a
 // Publisher for the configured root and a function closing the connection.
-func (a *app) connect(ctx context.Context) (*publish.Publisher, func(), error) {
+// With warnOpen it also warns about an open root (warnOpenRoot), once the
+// probe passed; its read is in flight with the probe's.
+func (a *app) connect(ctx context.Context, warnOpen bool) (*publish.Publisher, func(), error) {
 	conn, sess, err := a.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := access.Probe(ctx, conn, a.paths(), access.RolePublisher); err != nil {
+	var warning <-chan string
+	if warnOpen {
+		warning = a.checkOpenRoot(conn)
+	}
+	err = access.Probe(ctx, conn, a.paths(), access.RolePublisher)
+	if warning != nil {
+		if w := <-warning; err == nil {
+			a.printOpenRoot(w)
+		}
+	}
+	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}

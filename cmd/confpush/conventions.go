@@ -166,7 +166,7 @@ func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publi
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cancel()
-	p, closeConn, err := a.connect(ctx)
+	p, closeConn, err := a.connect(ctx, false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
