@@ -176,7 +176,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // commit since baseVersion, history holds gen (with id) and nothing newer.
 func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected int32, gen int64, id string, want map[string][]byte) {
 	t.Helper()
-	st, data := rootState(t, p.conn, p.paths.Root)
+	st, data := rootState(t, p.conn(), p.paths.Root)
 	m, err := manifest.Decode(data)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected in
 	if st.Version != baseVersion+commitsExpected {
 		t.Fatalf("root version %d -> %d: want exactly %d change(s) (applied twice?)", baseVersion, st.Version, commitsExpected)
 	}
-	h := historyList(t, p.conn, p.paths)
+	h := historyList(t, p.conn(), p.paths)
 	if h[len(h)-1] != gen {
 		t.Fatalf("history %v: newest should be %d", h, gen)
 	}
@@ -212,16 +212,16 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		mode   Mode
+		mode   manifest.Mode
 		stage  string
 		landed bool // cut after the server applied the commit
 	}{
-		{"MultiNotLanded", ModeMulti, "multi", false},
-		{"MultiLanded", ModeMulti, "multi", true},
-		{"MarkerSetNotLanded", ModeMarker, "marker", false},
-		{"MarkerSetLanded", ModeMarker, "marker", true},
-		{"MarkerFinalNotLanded", ModeMarker, "final", false},
-		{"MarkerFinalLanded", ModeMarker, "final", true},
+		{"MultiNotLanded", manifest.ModeMulti, "multi", false},
+		{"MultiLanded", manifest.ModeMulti, "multi", true},
+		{"MarkerSetNotLanded", manifest.ModeMarker, "marker", false},
+		{"MarkerSetLanded", manifest.ModeMarker, "marker", true},
+		{"MarkerFinalNotLanded", manifest.ModeMarker, "final", false},
+		{"MarkerFinalLanded", manifest.ModeMarker, "final", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
@@ -273,7 +273,7 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 				t.Fatalf("generation %d, want %d", res.Generation, gen)
 			}
 			commits := int32(1)
-			if tc.mode == ModeMarker {
+			if tc.mode == manifest.ModeMarker {
 				commits = 2 // the marker Multi rewrites the root, the final sets it
 			}
 			checkOnce(t, p, st0.Version, commits, gen, res.PublishID, next)
@@ -368,7 +368,7 @@ func TestSessionExpiryDuringCommit(t *testing.T) {
 			if err == nil {
 				t.Fatalf("publish lost with an expired session reported success: %+v", res)
 			}
-			if !errors.Is(err, ErrSessionExpired) || !strings.Contains(err.Error(), "did not land") {
+			if !errors.Is(err, zkclient.ErrSessionExpired) || !strings.Contains(err.Error(), "did not land") {
 				t.Fatalf("want a session-expiry error saying it did not land, got %v", err)
 			}
 			if after := treeSnapshot(t, r.direct, root, p.paths.Base()); !equalSnap(snap, after) {
@@ -399,14 +399,14 @@ func TestMarkerSessionExpiryMidway(t *testing.T) {
 		return nil
 	}))
 	base := items(6, 1000, "base")
-	mustPublish(t, p, Request{Items: base, Mode: ModeMarker})
+	mustPublish(t, p, Request{Items: base, Mode: manifest.ModeMarker})
 	gone := r.sessionGone("/expire-marker-eph")
 	lifted := make(chan struct{})
 	go func() { defer close(lifted); <-gone; r.proxy.Blackhole(false) }()
 	armed.Store(true)
-	_, err := p.Publish(testCtx(t), Request{Items: items(6, 1000, "next"), Mode: ModeMarker})
+	_, err := p.Publish(testCtx(t), Request{Items: items(6, 1000, "next"), Mode: manifest.ModeMarker})
 	await(t, lifted, "the blackhole to be lifted")
-	if !errors.Is(err, ErrSessionExpired) || !strings.Contains(err.Error(), "marker stays") {
+	if !errors.Is(err, zkclient.ErrSessionExpired) || !strings.Contains(err.Error(), "marker stays") {
 		t.Fatalf("want a session-expiry error leaving the marker, got %v", err)
 	}
 	if ok, _, _ := r.direct.Exists(p.paths.Marker()); !ok {

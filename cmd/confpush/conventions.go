@@ -166,11 +166,11 @@ func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publi
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cancel()
-	p, closeConn, err := a.connect(ctx, false)
+	p, cl, err := a.connect(ctx, false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	defer closeConn()
+	defer cl.Conn().Close()
 	out, err := list(ctx, p)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
