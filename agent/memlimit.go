@@ -24,19 +24,25 @@ const (
 
 // The automatic limit is memLimitBase plus memLimitPerByte times the size
 // of the snapshot. What counts against the limit is all of the runtime's
-// memory: about 5.5 MiB that is not heap (stacks, GC metadata, runtime
+// memory: about 5.5-6 MiB that is not heap (stacks, GC metadata, runtime
 // structures; measured on linux/amd64) plus the heap, whose live part is
 // about 4 MiB of the agent's own (ZooKeeper client, HTTP server, metrics)
 // plus a few times the config set (the applied snapshot, the next one
 // while it is fetched and verified, the state file's encoding, rendered
-// templates). The base leaves some 2.5 MiB of heap headroom over the fixed
-// part; the per-byte part keeps the limit about 1.2 times above a live
-// heap of 5 times the set, so a large set cannot make the collector run
-// back to back (thrash), and for large sets the limit is above GOGC's own
-// target (twice the live heap) and changes nothing. For 100 × 4 KiB items:
-// 14.3 MiB; for a 50 MiB set: 312 MiB.
+// templates). The base leaves a small agent's heap room for GOGC's own
+// goal (twice the live heap): with a small set the collector is paced by
+// GOGC in steady state and the limit caps only the bursts (a resync, a big
+// change, a large template). A base of 12 MiB left 2.5 MiB of headroom:
+// the heap sat at the limit, the collector ran at every publish and the
+// scavenger returned memory that the next publish took back, 3.5 times
+// the CPU of this base for 2-3 MiB less RSS (docs/bench/latency.md,
+// "Memory limit"). The per-byte part keeps the limit about 1.2 times above
+// a live heap of 5 times the set, so a large set cannot make the collector
+// run back to back (thrash), and for large sets the limit is above GOGC's
+// own target and changes nothing. For 100 × 4 KiB items: 18.3 MiB; for a
+// 50 MiB set: 316 MiB.
 const (
-	memLimitBase    = 12 << 20
+	memLimitBase    = 16 << 20
 	memLimitPerByte = 6
 )
 

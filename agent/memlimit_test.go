@@ -12,10 +12,10 @@ func TestAutoMemoryLimit(t *testing.T) {
 		data int64
 		want int64
 	}{
-		{0, 12 * mib},
-		{-5, 12 * mib},
-		{400 << 10, 12*mib + 6*(400<<10)}, // 100 × 4 KiB: 14.3 MiB
-		{50 * mib, 312 * mib},
+		{0, 16 * mib},
+		{-5, 16 * mib},
+		{400 << 10, 16*mib + 6*(400<<10)}, // 100 × 4 KiB: 18.3 MiB
+		{50 * mib, 316 * mib},
 		{math.MaxInt64 / 2, math.MaxInt64},
 	} {
 		if got := AutoMemoryLimit(tt.data); got != tt.want {
@@ -28,6 +28,14 @@ func TestAutoMemoryLimit(t *testing.T) {
 	// goal the limit leaves must stay well above that live heap, or the
 	// collector runs back to back.
 	const nonHeap, ownLive = 6 * mib, 4 * mib
+	// A small set: GOGC's own goal (twice the live heap) fits under the
+	// limit, so the collector is paced by GOGC, not by the limit (12 MiB
+	// did not leave it: the collector ran at every publish, 3.5 times the
+	// CPU; confbench latency).
+	if goal := AutoMemoryLimit(20<<10) - nonHeap; goal < 2*(ownLive+5*(20<<10)) {
+		t.Errorf("AutoMemoryLimit(20 KiB) = %d leaves a heap of %d, below GOGC's goal for a live heap of %d",
+			AutoMemoryLimit(20<<10), goal, ownLive+5*(20<<10))
+	}
 	for data := int64(0); data < 1<<40; data = data*4 + 1024 {
 		live := ownLive + 5*data
 		if goal := AutoMemoryLimit(data) - nonHeap; goal < live+live/5 {

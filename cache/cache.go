@@ -36,6 +36,9 @@ type Cache struct {
 	// the time its item reads spent verifying (FetchTimings).
 	cycleStarted time.Time
 	verifyNanos  atomic.Int64
+	// beforeItemRead, when set (tests only), runs before every item read,
+	// on the goroutine that reads.
+	beforeItemRead atomic.Pointer[func()]
 
 	snap    atomic.Pointer[Snapshot]
 	updates chan *Snapshot // 1 slot, latest value

@@ -104,6 +104,9 @@ func reuseHeld(m *manifest.Manifest, held *Snapshot) (items map[string][]byte, t
 // readItem reads item name from its node (path) and verifies it against m
 // (errMismatch).
 func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) string) ([]byte, error) {
+	if hook := c.beforeItemRead.Load(); hook != nil {
+		(*hook)()
+	}
 	data, _, err := c.conn.Get(path(name))
 	c.stats.requests.Add(1)
 	c.stats.itemsFetched.Add(1)

@@ -18,8 +18,11 @@ import (
 const (
 	// DefaultResyncInterval is the period of the safety-net resync.
 	DefaultResyncInterval = 10 * time.Minute
-	// DefaultFetchConcurrency is how many item reads are in flight at once.
-	DefaultFetchConcurrency = 8
+	// DefaultFetchConcurrency is how many item reads are in flight at once:
+	// every changed item of a publish of up to 64 (the publisher's own
+	// batch) in one round trip, as confd's backends read theirs. An item
+	// read in flight costs a goroutine; its data the snapshot holds anyway.
+	DefaultFetchConcurrency = 64
 	// DefaultSessionTimeout is the session timeout of a connection the
 	// cache dials itself when none is given.
 	DefaultSessionTimeout = 10 * time.Second

@@ -262,15 +262,18 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	// Step 7: after the acknowledgement, store the new contents' blobs
 	// (multi mode) and run the GC, side by side: the GC never deletes a
 	// blob our generation references, so neither waits for the other.
+	// Beside them too, since the new root has no canary: a candidate node
+	// (of the rollout this publish ended, or left by a publisher that died)
+	// goes. Its nodes are neither blobs nor history entries (every
+	// candidate content is a blob of its own), and its check is one round
+	// trip the publisher's exit no longer waits for after the others.
 	var wg sync.WaitGroup
 	if !useMarker {
 		wg.Go(func() { p.storeEntering(ctx, pl) })
 	}
+	wg.Go(func() { p.cleanupCandidate(ctx) })
 	p.gc(ctx, st, pl)
 	wg.Wait()
-	// The new root has no canary: a candidate node (of the rollout this
-	// publish ended, or left by a publisher that died) goes.
-	p.cleanupCandidate(ctx)
 	if st.live != nil && st.live.Canary != nil && req.rolloutID == "" {
 		p.appendEvent(ctx, st.live.Canary.RolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventSuperseded,
 			Generation: res.Generation, By: p.cfg.name, Message: req.Message})

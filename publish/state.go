@@ -242,7 +242,10 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 	}
 	slices.Sort(names)
 	bad := make([]bool, len(names))
-	err := work.Parallel(ctx, len(names), 8, func(ctx context.Context, i int) error {
+	// Up to 64 reads in flight (8 before): the items a publish leaves alone
+	// of a set of 20 or 64 in one round trip instead of three or eight;
+	// each read's data is dropped once hashed.
+	err := work.Parallel(ctx, len(names), 64, func(ctx context.Context, i int) error {
 		d, s, err := p.get(ctx, p.paths.Item(names[i]))
 		if err != nil {
 			return err

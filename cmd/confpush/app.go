@@ -267,13 +267,10 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 // releasing them.
 func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, *zkclient.Client, func(), error) {
 	ctx, cancel := a.context(cmd)
-	p, cl, err := a.connect(ctx)
+	p, cl, err := a.connect(ctx, publishes(cmd))
 	if err != nil {
 		cancel()
 		return nil, nil, nil, nil, err
-	}
-	if publishes(cmd) {
-		a.warnOpenRoot(cl.Conn())
 	}
 	return ctx, p, cl, func() { cl.Conn().Close(); cancel() }, nil
 }
@@ -282,13 +279,25 @@ func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, 
 // credentials work for a publisher (access.Probe: a wrong password is
 // otherwise only noticed at the first refused request), and returns a
 // Publisher for the configured root and its client (close it with
-// cl.Conn().Close()).
-func (a *app) connect(ctx context.Context) (*publish.Publisher, *zkclient.Client, error) {
+// cl.Conn().Close()). With warnOpen it also warns about an open root
+// (warnOpenRoot), once the probe passed; its read is in flight with the
+// probe's.
+func (a *app) connect(ctx context.Context, warnOpen bool) (*publish.Publisher, *zkclient.Client, error) {
 	cl, err := a.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher); err != nil {
+	var warning <-chan string
+	if warnOpen {
+		warning = a.checkOpenRoot(cl.Conn())
+	}
+	err = access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+	if warning != nil {
+		if w := <-warning; err == nil {
+			a.printOpenRoot(w)
+		}
+	}
+	if err != nil {
 		cl.Conn().Close()
 		return nil, nil, err
 	}

@@ -170,7 +170,7 @@ func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publi
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cancel()
-	p, cl, err := a.connect(ctx)
+	p, cl, err := a.connect(ctx, false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -39,9 +39,34 @@ func (a *app) openRootFlags(root *cobra.Command) {
 // silences it. A root whose ACL cannot be read is not judged: the publish
 // itself reports what it may not do.
 func (a *app) warnOpenRoot(conn *zk.Conn) {
-	if a.v.GetBool("allow-open") {
-		return
+	if w := a.checkOpenRoot(conn); w != nil {
+		a.printOpenRoot(<-w)
 	}
+}
+
+// checkOpenRoot sends warnOpenRoot's read and returns at once the channel
+// that receives its warning ("" for none), or nil with --allow-open: the
+// read can then be in flight with others (connect sends it with the access
+// probe's, one round trip for the three).
+func (a *app) checkOpenRoot(conn *zk.Conn) <-chan string {
+	if a.v.GetBool("allow-open") {
+		return nil
+	}
+	w := make(chan string, 1)
+	go func() { w <- a.openRootWarning(conn) }()
+	return w
+}
+
+// printOpenRoot prints warning, if any, on stderr.
+func (a *app) printOpenRoot(warning string) {
+	if warning != "" {
+		fmt.Fprint(a.stderr, warning)
+	}
+}
+
+// openRootWarning reads the root's ACL and returns warnOpenRoot's warning,
+// or "" when the root is protected or its ACL cannot be read.
+func (a *app) openRootWarning(conn *zk.Conn) string {
 	root := a.paths().Root
 	acl, _, err := conn.GetACL(root)
 	var what string
@@ -49,15 +74,15 @@ func (a *app) warnOpenRoot(conn *zk.Conn) {
 	case errors.Is(err, zk.ErrNoNode):
 		what = fmt.Sprintf("root %s does not exist yet: publishing creates it without access control (world:anyone:cdrwa)", root)
 	case err != nil:
-		return
+		return ""
 	default:
 		open := worldWritable(acl)
 		if open == "" {
-			return
+			return ""
 		}
 		what = fmt.Sprintf("root %s has no access control (its ACL gives world:anyone:%s)", root, open)
 	}
-	fmt.Fprintf(a.stderr, "confpush: warning: %s; anyone who can reach ZooKeeper can change or delete its configuration "+
+	return fmt.Sprintf("confpush: warning: %s; anyone who can reach ZooKeeper can change or delete its configuration "+
 		"and forge the agents' status. Protect it with 'confpush init %s --publisher-auth-file F --agent-auth-file F...' "+
 		"(docs/security.md), or pass --allow-open (CONFPUSH_ALLOW_OPEN=true) to publish to an open root without this warning\n",
 		what, root)

@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	texttemplate "text/template"
 	"text/template/parse"
 	"time"
@@ -551,8 +552,13 @@ var leakyTails = []struct{ prefix, replacement string }{
 // safeTails are text/template execution messages (Go 1.2x-1.26) whose
 // variable parts are template text, field names, types or numbers, never
 // data values. Anything not listed is withheld, so a future Go version
-// rewording a message loses detail, not secrets.
-var safeTails = regexp.MustCompile(`^(?:` + strings.Join([]string{
+// rewording a message loses detail, not secrets. The expression is compiled
+// at the first failed execution, not at start-up: it is large (0.5 MB of
+// allocations, a few ms), and every command that links this package
+// (confpush publish among them) would pay for it at every start.
+var safeTails = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(safeTailsExpr) })
+
+var safeTailsExpr = `^(?:` + strings.Join([]string{
 	`map has no entry for key "(?:[^"\\]|\\.)*"`,
 	`nil data; no entry for key "(?:[^"\\]|\\.)*"`,
 	`can't evaluate field [\pL\pN_]+ in type [^:]+`,
@@ -593,7 +599,7 @@ var safeTails = regexp.MustCompile(`^(?:` + strings.Join([]string{
 		`missing argument for comparison`,
 		`incompatible types for comparison: [^:]+ and [^:]+`,
 	}, "|") + `)`,
-}, "|") + `)$`)
+}, "|") + `)$`
 
 var errorCallingRE = regexp.MustCompile(`^error calling ([\pL\pN_]+): `)
 
@@ -639,7 +645,7 @@ func safeTail(tail string) string {
 			return l.replacement
 		}
 	}
-	if safeTails.MatchString(tail) {
+	if safeTails().MatchString(tail) {
 		return tail
 	}
 	if m := errorCallingRE.FindStringSubmatch(tail); m != nil {
