@@ -207,7 +207,8 @@ func equalSpec(a, b TargetSpec) bool {
 	return a.Name == b.Name && a.Kind == b.Kind && a.Dest == b.Dest && a.Item == b.Item &&
 		fmt.Sprint(a.Items) == fmt.Sprint(b.Items) && a.Template == b.Template && a.Mode == b.Mode &&
 		a.UID == b.UID && a.GID == b.GID && a.Check == b.Check && a.Reload == b.Reload &&
-		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && a.Prefix == b.Prefix && a.DirMode == b.DirMode
+		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && a.Prefix == b.Prefix && a.DirMode == b.DirMode &&
+		equalSyntax(a, b)
 }
 
 // Outcome is the result of one Apply.

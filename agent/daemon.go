@@ -353,8 +353,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return true
 		}
 		d.metrics.setCacheGeneration(snap.Generation())
-		// A retry that finds a newer snapshot (Snapshot takes it off
-		// Updates) applies it as new.
+		// A retry that finds a newer snapshot applies it as new (Updates
+		// delivers it too; that delivery is then skipped, below).
 		if fresh || snap != last {
 			retry.Reset()
 		}
@@ -414,6 +414,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.publishStatus()
 		case snap := <-d.cache.Updates():
 			d.metrics.setCacheGeneration(snap.Generation())
+			if snap == last {
+				continue // applied already (a retry or a timer read it first)
+			}
 			if q.arrived(snap, d.log) && !apply(snap, true) {
 				return nil
 			}

@@ -68,12 +68,18 @@ type TargetSpec struct {
 	// engine's default (10 s, 10,000,000 steps).
 	RenderTimeout time.Duration
 	RenderSteps   int64
+
+	// Syntax is a template target's template language: SyntaxGo (the
+	// default, also "") or SyntaxConfd; Confd is what a confd template
+	// reads (confd.go).
+	Syntax string
+	Confd  ConfdResource
 }
 
 // target is a TargetSpec compiled for rendering, plus what it last applied.
 type target struct {
 	spec TargetSpec
-	tmpl *template.Template
+	tmpl templateRenderer
 	dir  *render.DirWriter
 	// host is the renderer's host facts, read under its lock.
 	host *template.Host
@@ -103,6 +109,14 @@ func compile(spec TargetSpec) (*target, error) {
 	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
 	switch spec.Kind {
 	case KindTemplate:
+		if spec.Syntax != "" && spec.Syntax != SyntaxGo {
+			tm, err := compileSyntax(spec)
+			if err != nil {
+				return nil, fmt.Errorf("target %q: %w", spec.Name, err)
+			}
+			t.tmpl = tm
+			break
+		}
 		tm, err := template.ParseWith(spec.Name, spec.Template, template.Options{
 			Limits:     template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps},
 			MissingKey: template.MissingKey(spec.MissingKey),

@@ -145,18 +145,15 @@ func (c *Cache) Root() string { return c.root }
 
 // Snapshot returns the newest snapshot the cache holds, or nil before the
 // first one (from the state file or ZooKeeper). It never waits for
-// ZooKeeper. Updates does not deliver the snapshot it returns.
-func (c *Cache) Snapshot() *Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.handOut()
-}
+// ZooKeeper, and it is a look only: it leaves Updates alone, so any
+// goroutine may call it (a status page, a metric) without taking a
+// snapshot away from the one that receives from Updates.
+func (c *Cache) Snapshot() *Snapshot { return c.snap.Load() }
 
 // handOut returns the current snapshot and takes it off Updates' pending
-// slot, where it waits if no one received it yet: what Snapshot or Wait
-// returned is not delivered again. c.mu is held: apply stores a snapshot
-// and offers it under c.mu, so the slot holds the current snapshot or
-// nothing.
+// slot, where it waits if no one received it yet: what Wait returned is
+// not delivered again. c.mu is held: apply stores a snapshot and offers it
+// under c.mu, so the slot holds the current snapshot or nothing.
 func (c *Cache) handOut() *Snapshot {
 	s := c.snap.Load()
 	select {
@@ -170,13 +167,15 @@ func (c *Cache) handOut() *Snapshot {
 }
 
 // Updates delivers every snapshot that becomes the newest after the last
-// Wait or Snapshot call, latest value only: the channel has one slot, a
-// newer snapshot replaces one not yet received, so a slow reader gets the
+// Wait call, latest value only: the channel has one slot, a newer
+// snapshot replaces one not yet received, so a slow reader gets the
 // newest snapshot and never a backlog, and the cache never waits for it.
-// A snapshot Wait or Snapshot returned is not delivered again, so a
-// program that starts with Wait and then receives from Updates handles
-// each generation once. (The snapshot loaded from the state file is
-// delivered at once, unless Wait or Snapshot took it.) With a single
+// A snapshot Wait returned is not delivered again, so a program that
+// starts with Wait and then receives from Updates handles each generation
+// once. Snapshot does not take from Updates: a loop that also reads
+// Snapshot (to apply on a timer, say) may then receive that snapshot from
+// Updates too, and must treat it as already seen. (The snapshot loaded
+// from the state file is delivered at once, unless Wait took it.) With a single
 // receiver, every snapshot delivered is newer than the previous one. It
 // is never closed; select on Done as well.
 func (c *Cache) Updates() <-chan *Snapshot { return c.updates }
@@ -306,8 +305,8 @@ func (c *Cache) apply(s *Snapshot) {
 	}
 	c.stats.applied.Add(1)
 	c.stats.lastApply.Store(time.Now().UnixNano())
-	// Stored and offered under c.mu, which Snapshot and Wait hold to take
-	// the snapshot they return off the Updates slot (handOut).
+	// Stored and offered under c.mu, which Wait holds to take the
+	// snapshot it returns off the Updates slot (handOut).
 	c.mu.Lock()
 	c.snap.Store(s)
 	c.state.Generation, c.state.Incarnation = s.Generation(), s.Incarnation()

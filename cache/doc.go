@@ -38,9 +38,10 @@
 // Updates and StateChanges keep the latest value only: a slow reader gets
 // the newest snapshot and the current state, and the cache never waits
 // for it. Snapshot returns the newest snapshot without waiting (nil before
-// the first); State the current state. A snapshot returned by Wait or
-// Snapshot is not delivered again by Updates, so the loop above handles
-// each generation once. WithOnUpdate is the callback form of Updates.
+// the first); State the current state. A snapshot returned by Wait is not
+// delivered again by Updates, so the loop above handles each generation
+// once; Snapshot is a look only, which any goroutine may take without
+// taking a snapshot away from the loop. WithOnUpdate is the callback form of Updates.
 // examples/library is a complete program.
 //
 // # Errors

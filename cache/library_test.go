@@ -43,15 +43,35 @@ func TestUpdatesAfterWaitHandlesEachGenerationOnce(t *testing.T) {
 	_ = c.Close()
 
 	// Restarted from the state file: the persisted generation 2 is what
-	// Snapshot returns at once; Updates does not deliver it again.
+	// Wait returns at once; Updates does not deliver it again. Snapshot
+	// before it is a look only and takes nothing from Updates.
 	c = newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
-	s2 := c.Snapshot()
-	if s2 == nil || s2.Generation() != 2 {
-		t.Fatalf("persisted snapshot %v", s2)
+	if s := c.Snapshot(); s == nil || s.Generation() != 2 {
+		t.Fatalf("persisted snapshot %v", s)
+	}
+	s2, err := c.Wait(testCtx(t), 0)
+	if err != nil || s2.Generation() != 2 {
+		t.Fatalf("Wait after a restart: %v, %v", s2, err)
 	}
 	pub.publish(set(2, "c"))
-	if s := next(); s == s2 || s.Generation() != 3 {
-		t.Fatalf("Updates delivered generation %d after Snapshot returned generation 2, want 3", s.Generation())
+	s3 := next()
+	if s3 == s2 || s3.Generation() != 3 {
+		t.Fatalf("Updates delivered generation %d after Wait returned generation 2, want 3", s3.Generation())
+	}
+
+	// Snapshot from another goroutine (a status page) never takes a
+	// snapshot from the one receiving Updates (the agent's loop).
+	pub.publish(set(2, "d"))
+	ctx := testCtx(t)
+	for s := c.Snapshot(); s == nil || s.Generation() < 4; s = c.Snapshot() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("generation 4 never held")
+		case <-time.After(10 * time.Millisecond): // polls a look; no event to await without taking Updates
+		}
+	}
+	if s := next(); s.Generation() != 4 {
+		t.Fatalf("Updates delivered generation %d after a Snapshot look at generation 4, want 4", s.Generation())
 	}
 }
 

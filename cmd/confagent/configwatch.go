@@ -22,12 +22,16 @@ import (
 const reloadDebounce = 300 * time.Millisecond
 
 // watchedFiles are the files whose change reloads the configuration: the
-// configuration file and every template target's src.
+// configuration file, every template target's src and every confd
+// resource file confd_dir gave a target.
 func watchedFiles(cfg *config.Config) []string {
 	files := []string{cfg.File}
 	for _, t := range cfg.Targets {
 		if t.Type == config.TargetTemplate && t.Src != "" {
 			files = append(files, t.Src)
+		}
+		if t.Origin != "" { // a confd resource file (confd_dir)
+			files = append(files, filepath.Join(cfg.ConfdDir, t.Origin))
 		}
 	}
 	return files

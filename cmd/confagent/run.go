@@ -136,6 +136,7 @@ request (its /status and confpush status name it as incarnation_refused).`,
 	root.AddCommand(dropinCommand(&f, stdout, stderr, &code))
 	root.AddCommand(renderCommand(&f, stdout, stderr, &code))
 	root.AddCommand(execCommand(&f, stdout, stderr, &code))
+	root.AddCommand(importConfdCommand(stdout, stderr, &code))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -160,6 +161,7 @@ func warnings(cfg *config.Config) []string {
 			w = append(w, fmt.Sprintf("target %q: mode %04o makes %s world-readable", t.Name, t.Mode, t.Dest))
 		}
 	}
+	w = append(w, cfg.Warnings...)
 	return append(w, sandboxWarnings(cfg)...)
 }
 

@@ -108,16 +108,22 @@ func FuncMap(s *Store, h Host) template.FuncMap {
 	return m
 }
 
+// createMap's errors, confd's words.
+var (
+	errInvalidMap = errors.New("invalid map call")
+	errMapKeys    = errors.New("map keys must be strings")
+)
+
 // createMap is confd's CreateMap: "map" "k1" v1 "k2" v2 ...
 func createMap(values ...interface{}) (map[string]interface{}, error) {
 	if len(values)%2 != 0 {
-		return nil, errors.New("invalid map call")
+		return nil, errInvalidMap
 	}
 	dict := make(map[string]interface{}, len(values)/2)
 	for i := 0; i < len(values); i += 2 {
 		key, ok := values[i].(string)
 		if !ok {
-			return nil, errors.New("map keys must be strings")
+			return nil, errMapKeys
 		}
 		dict[key] = values[i+1]
 	}
@@ -190,6 +196,12 @@ const (
 	MaxStringBytes = 64 << 20
 )
 
+// limitError is a result refused for its size (MaxSeq, MaxStringBytes);
+// its message holds numbers only.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
 // seq is confd's Seq: first to last inclusive; nil when last < first
 // (printed []).
 func seq(first, last int) ([]int, error) {
@@ -198,7 +210,7 @@ func seq(first, last int) ([]int, error) {
 	}
 	// last-first wraps negative when the distance overflows an int.
 	if d := last - first; d < 0 || d >= MaxSeq {
-		return nil, fmt.Errorf("seq %d %d: more than %d elements", first, last, MaxSeq)
+		return nil, &limitError{fmt.Sprintf("seq %d %d: more than %d elements", first, last, MaxSeq)}
 	}
 	var arr []int
 	for i := 0; i <= last-first; i++ { // counted: first+i never overflows
@@ -215,7 +227,7 @@ func replace(s, old, new string, n int) (string, error) {
 		m = n
 	}
 	if size := int64(len(s)) + int64(m)*(int64(len(new))-int64(len(old))); size > MaxStringBytes {
-		return "", fmt.Errorf("replace: the result would be %d bytes, more than %d", size, MaxStringBytes)
+		return "", &limitError{fmt.Sprintf("replace: the result would be %d bytes, more than %d", size, MaxStringBytes)}
 	}
 	return strings.Replace(s, old, new, n), nil
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -78,6 +79,15 @@ const (
 	TargetDir TargetType = "dir"
 	// TargetTemplate renders a text/template to a file.
 	TargetTemplate TargetType = "template"
+)
+
+// Template syntaxes (key syntax of template targets).
+const (
+	// SyntaxGo is zkconf's template helpers over the items (the default).
+	SyntaxGo = "go"
+	// SyntaxConfd is confd's template functions over the items seen as
+	// confd's key tree (agent.SyntaxConfd).
+	SyntaxConfd = "confd"
 )
 
 // LogFormat is the log output format.
@@ -150,6 +160,16 @@ type Config struct {
 	RenderSteps   int64
 	// Exec configures confagent exec (key exec): see Exec.
 	Exec Exec
+	// ConfdDir (key confd_dir) is a confd configuration directory whose
+	// template resources (conf.d/*.toml, templates in templates/) Load
+	// adds to Targets as template targets of syntax confd, after the
+	// others; ConfdPrefix (key confd_prefix) is the -prefix confd ran
+	// with, which replaces every resource's prefix (confd.go).
+	ConfdDir, ConfdPrefix string
+	// Warnings are what Load took as it is but an operator should look
+	// at twice (a confd resource field confd ignored and zkconf honours,
+	// say); check-config prints them.
+	Warnings []string
 	// File is the configuration file Load read (empty for a Config built
 	// in code). Validate refuses any target that would write it.
 	File string
@@ -209,19 +229,19 @@ type Target struct {
 	// Dest is the absolute path written (a file, or a directory for dir).
 	Dest string
 	// Src is the template file (template targets only; a dir target's
-	// key src is Prefix).
+	// key src is SrcDir).
 	Src string
-	// Prefix is a dir target's src: the directory of the items it
+	// SrcDir is a dir target's src: the directory of the items it
 	// renders ("conf.d/"), whose path is stripped from their file names
 	// (key src, dir targets only; empty: every item).
-	Prefix string
+	SrcDir string
 	// DirMode is the mode of the sub-directories a dir target creates
 	// for item paths (key dir_mode, dir targets only; 0 means 0755).
 	DirMode os.FileMode
 	// Item is the item written verbatim (file targets only).
 	Item string
 	// Items are path.Match globs selecting items by their path (below
-	// Prefix), a "*" never matching "/" (dir targets only; nil selects
+	// SrcDir), a "*" never matching "/" (dir targets only; nil selects
 	// every item).
 	Items []string
 	// Mode is the permission of written files.
@@ -253,8 +273,23 @@ type Target struct {
 	// not have (key missing_key, template targets only): "error" (the
 	// default) or "zero" (template.MissingKey).
 	MissingKey string
-	// Template is Src parsed with the render helpers; set by Validate.
+	// Template is Src parsed with the render helpers; set by Validate
+	// (nil for syntax confd).
 	Template *template.Template
+
+	// Syntax is a template target's template language (key syntax):
+	// "go" (the default, also "") or "confd" (SyntaxConfd). Prefix and
+	// Keys (keys prefix and keys, syntax confd only) select the keys a
+	// confd template sees, as a confd template resource's do; Prefix is
+	// a ZooKeeper path (default: the root, Keys ["/"]).
+	Syntax string
+	Prefix string
+	Keys   []string
+	// Origin is the confd template resource a target was made from
+	// (confd_dir), relative to confd_dir ("conf.d/nginx.toml"); its
+	// problems are reported under "confd_dir[ORIGIN]". Empty for the
+	// targets of the key targets.
+	Origin string
 }
 
 // FileOptions returns the render options for writing this target.
@@ -263,7 +298,7 @@ func (t *Target) FileOptions() render.FileOptions {
 }
 
 // MatchItem reports whether the item name belongs to this target: the item
-// of a file target, any item below a dir target's Prefix whose path below
+// of a file target, any item below a dir target's SrcDir whose path below
 // it matches one of its globs (every one without globs). Template
 // targets read whatever their template asks for and match nothing here.
 func (t *Target) MatchItem(name string) bool {
@@ -271,7 +306,7 @@ func (t *Target) MatchItem(name string) bool {
 	case TargetFile:
 		return name == t.Item
 	case TargetDir:
-		rel, ok := strings.CutPrefix(name, t.Prefix)
+		rel, ok := strings.CutPrefix(name, t.SrcDir)
 		if !ok {
 			return false
 		}
@@ -377,11 +412,16 @@ func (p *problems) err() error {
 	return fmt.Errorf("config: %w", errlist.Join(p.errs...))
 }
 
-// targetIndex returns N for a problem about "targets[N]...", -1 otherwise.
+// targetIndex returns N for a problem about "targets[N]...", -1 for
+// the other keys, and after every N for a confd resource's
+// ("confd_dir[FILE]..."), which come after the targets of the file.
 func targetIndex(err error) int {
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		return -1
+	}
+	if strings.HasPrefix(fe.Key, "confd_dir[") {
+		return math.MaxInt
 	}
 	rest, ok := strings.CutPrefix(fe.Key, "targets[")
 	if !ok {

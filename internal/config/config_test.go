@@ -200,7 +200,7 @@ targets:
 			{
 				// A dir target's src is an item path prefix, never
 				// resolved against the file's directory; no items: all.
-				Name: "sites", Type: TargetDir, Dest: "/etc/nginx/conf.d", Prefix: "conf.d/", DirMode: 0o750 | os.ModeSetgid,
+				Name: "sites", Type: TargetDir, Dest: "/etc/nginx/conf.d", SrcDir: "conf.d/", DirMode: 0o750 | os.ModeSetgid,
 				Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second, GracePeriod: DefaultGracePeriod,
 			},
 		},
@@ -748,7 +748,7 @@ func TestMatchItem(t *testing.T) {
 	file := Target{Type: TargetFile, Item: "a.conf"}
 	dir := Target{Type: TargetDir, Items: []string{"*.pem", "ca-?.crt"}}
 	all := Target{Type: TargetDir}
-	sub := Target{Type: TargetDir, Prefix: "conf.d/", Items: []string{"*.conf"}}
+	sub := Target{Type: TargetDir, SrcDir: "conf.d/", Items: []string{"*.conf"}}
 	nested := Target{Type: TargetFile, Item: "conf.d/site.conf"}
 	tmpl := Target{Type: TargetTemplate}
 	tests := []struct {

@@ -29,14 +29,14 @@ var (
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
 		"wait.min", "wait.max", "reload_splay",
-		"render_timeout", "render_steps",
+		"render_timeout", "render_steps", "confd_dir", "confd_prefix",
 		"exec.reload_signal", "exec.restart", "exec.kill_signal", "exec.kill_timeout", "exec.targets",
 	}
 	sections   = []string{"zookeeper", "zookeeper.tls", "http", "status", "log", "wait", "exec"}
 	targetKeys = []string{
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period", "dir_mode",
-		"render_timeout", "render_steps", "missing_key",
+		"render_timeout", "render_steps", "missing_key", "syntax", "prefix", "keys",
 	}
 )
 
@@ -92,6 +92,10 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 	c.RenderSteps = d.count("render_steps")
 	positiveCount(p, "render_steps", c.RenderSteps)
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p, c)
+	c.ConfdDir, c.ConfdPrefix = resolvePath(baseDir, d.string("confd_dir")), d.string("confd_prefix")
+	if c.ConfdDir != "" && !p.has("confd_dir") {
+		c.Targets = append(c.Targets, c.confdTargets(p)...)
+	}
 	c.Labels = decodeLabels(v.Get("labels"), p)
 	c.Wait, c.ReloadSplay = Wait{Min: d.duration("wait.min"), Max: d.duration("wait.max")}, d.duration("reload_splay")
 	c.Exec = decodeExec(d)
@@ -446,13 +450,19 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 			RenderSteps:   d.count("render_steps"),
 			MissingKey:    d.string("missing_key"),
 			DirMode:       d.mode("dir_mode", 0),
+			Syntax:        d.string("syntax"),
+			Prefix:        d.string("prefix"),
+			Keys:          d.stringList("keys"),
 		}
 		// A dir target's src is the directory of the items it takes (an
 		// item path prefix), a template target's its template file.
 		if t.Type == TargetDir {
-			t.Prefix, t.Src = t.Src, ""
+			t.SrcDir, t.Src = t.Src, ""
 		} else {
 			t.Src = resolvePath(baseDir, t.Src)
+		}
+		if _, set := m["keys"]; !set && t.Syntax == SyntaxConfd {
+			t.Keys = []string{"/"}
 		}
 		// A template target's render budget is the agent-wide one unless
 		// it sets its own.

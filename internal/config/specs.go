@@ -19,7 +19,7 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
 			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
-			Grace: t.GracePeriod, MissingKey: t.MissingKey, Prefix: t.Prefix, DirMode: t.DirMode,
+			Grace: t.GracePeriod, MissingKey: t.MissingKey, Prefix: t.SrcDir, DirMode: t.DirMode,
 			RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
 		}
 		if t.Type == TargetTemplate {
@@ -29,6 +29,15 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 				continue
 			}
 			s.Template, s.TemplatePath = string(b), t.Src
+		}
+		if t.Syntax == SyntaxConfd {
+			s.Syntax = agent.SyntaxConfd
+			s.Confd = agent.ConfdResource{Root: c.Root, Prefix: c.confdPrefix(&t), Keys: t.Keys}
+		}
+		// The agent replaces {{.src}} as it is spelt; {{ .src }} is the
+		// same placeholder to validation (a template with .src).
+		if check, err := expandCheck(t.Check, srcPlaceholder); err == nil {
+			s.Check = check
 		}
 		specs = append(specs, s)
 	}

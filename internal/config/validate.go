@@ -170,14 +170,15 @@ func (c *Config) validateTargets(p *problems, onHost bool) {
 	dests := make(map[string]int)
 	for i := range c.Targets {
 		t := &c.Targets[i]
-		prefix := fmt.Sprintf("targets[%d]", i)
+		prefix := c.targetKey(i)
 		if p.has(prefix) {
 			continue // not even a mapping
 		}
 		validateTarget(prefix, t, p, onHost)
+		c.validateSyntax(prefix, t, p)
 		key := prefix + ".name"
 		if j, dup := names[t.Name]; dup && t.Name != "" && !p.has(key) {
-			p.addf(key, "duplicate name %q (also targets[%d])", t.Name, j)
+			p.addf(key, "duplicate name %q (also %s)", t.Name, c.targetKey(j))
 		} else if !dup {
 			names[t.Name] = i
 		}
@@ -186,7 +187,7 @@ func (c *Config) validateTargets(p *problems, onHost bool) {
 			continue
 		}
 		if j, dup := dests[t.Dest]; dup {
-			p.addf(key, "duplicate destination %s (also targets[%d])", t.Dest, j)
+			p.addf(key, "duplicate destination %s (also %s)", t.Dest, c.targetKey(j))
 			continue
 		}
 		dests[t.Dest] = i
@@ -198,17 +199,17 @@ func (c *Config) validateTargets(p *problems, onHost bool) {
 	// inside it would be deleted or shadowed at the next swap.
 	for i := range c.Targets {
 		d := &c.Targets[i]
-		if d.Type != TargetDir || d.Dest == "" || p.has(fmt.Sprintf("targets[%d].dest", i)) {
+		if d.Type != TargetDir || d.Dest == "" || p.has(c.targetKey(i)+".dest") {
 			continue
 		}
 		for j := range c.Targets {
 			o := &c.Targets[j]
-			key := fmt.Sprintf("targets[%d].dest", j)
+			key := c.targetKey(j) + ".dest"
 			if i == j || o.Dest == "" || o.Dest == d.Dest || p.has(key) {
 				continue
 			}
 			if within(d.Dest, o.Dest) {
-				p.addf(key, "%s is inside directory target targets[%d] (%s)", o.Dest, i, d.Dest)
+				p.addf(key, "%s is inside directory target %s (%s)", o.Dest, c.targetKey(i), d.Dest)
 			}
 		}
 	}
@@ -237,9 +238,12 @@ func (c *Config) protected(p *problems) []protectedPath {
 	add("zookeeper.tls", "zookeeper.tls.ca_file", c.ZooKeeper.TLS.CAFile)
 	add("zookeeper.tls", "zookeeper.tls.cert_file", c.ZooKeeper.TLS.CertFile)
 	add("zookeeper.tls", "zookeeper.tls.key_file", c.ZooKeeper.TLS.KeyFile)
+	// Its resources are configuration: a target writing into it could
+	// add a resource with its own commands.
+	add("confd_dir", "confd_dir", c.ConfdDir)
 	for i := range c.Targets {
 		if c.Targets[i].Type == TargetTemplate {
-			add("", fmt.Sprintf("targets[%d].src", i), c.Targets[i].Src)
+			add("", c.targetKey(i)+".src", c.Targets[i].Src)
 		}
 	}
 	return out
@@ -298,7 +302,7 @@ func resolveExisting(path string, last bool) string {
 }
 
 func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
-	k := func(key string) string { return prefix + "." + key }
+	k := func(key string) string { return prefix + "." + t.fieldName(key) }
 	switch {
 	case p.has(k("name")):
 	case t.Name == "":
@@ -364,9 +368,9 @@ func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 		if t.Items != nil && len(t.Items) == 0 && !p.has(k("items")) {
 			p.addf(k("items"), "selects no item: omit the key to select all items")
 		}
-		if t.Prefix != "" && !p.has(k("src")) {
-			if dir, ok := strings.CutSuffix(t.Prefix, "/"); !ok || manifest.ValidatePath(dir) != nil {
-				msg := fmt.Sprintf("%q: for a dir target, the directory of the items to render, as an item path ending in '/' (conf.d/)", t.Prefix)
+		if t.SrcDir != "" && !p.has(k("src")) {
+			if dir, ok := strings.CutSuffix(t.SrcDir, "/"); !ok || manifest.ValidatePath(dir) != nil {
+				msg := fmt.Sprintf("%q: for a dir target, the directory of the items to render, as an item path ending in '/' (conf.d/)", t.SrcDir)
 				if err := manifest.ValidatePath(dir); ok && err != nil {
 					msg += ": " + err.Error()
 				}
@@ -441,6 +445,13 @@ func (t *Target) parseTemplate() error {
 	}
 	if len(text) > maxTemplateSize {
 		return fmt.Errorf("template %s is larger than %d bytes", t.Src, maxTemplateSize)
+	}
+	switch t.Syntax {
+	case SyntaxConfd:
+		return parseConfd(filepath.Base(t.Src), string(text))
+	case "", SyntaxGo:
+	default:
+		return nil // an unknown syntax is reported under its own key
 	}
 	// An unknown missing_key is reported under its own key.
 	mk, _ := template.ParseMissingKey(t.MissingKey)

@@ -275,7 +275,7 @@ func (t *Template) ExecuteWith(snap Snapshot, host Host) ([]byte, error) {
 // ctx ends: at the next step, like the budget (so within one helper call).
 func (t *Template) ExecuteContext(ctx context.Context, snap Snapshot, host Host) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: %v: %v", t.Name(), ErrInterrupted, err), Err: ErrInterrupted}
+		return nil, interrupted(t.Name(), err)
 	}
 	st := &execState{snap: snap, host: host, limits: t.limits, parsed: make(map[string]any), literals: t.literals}
 	// Clone so that concurrent executions each bind their own snapshot.
@@ -284,15 +284,29 @@ func (t *Template) ExecuteContext(ctx context.Context, snap Snapshot, host Host)
 		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: clone failed", t.Name())}
 	}
 	tmpl.Funcs(st.funcs())
-	out := &limitedBuffer{max: st.limits.MaxOutputBytes, budget: &st.budget}
-	defer st.budget.start(ctx, st.limits)()
-	if err := tmpl.Execute(out, nil); err != nil {
+	return execute(ctx, tmpl, nil, st.limits, &st.budget, func(err error) error { return sanitizeExecError(t.Name(), err) })
+}
+
+// execute runs tmpl (a clone with its functions bound) on data into a
+// buffer bounded by limits, counting its steps in b and stopping it when
+// the time budget is spent or ctx ends. sanitize turns any other failure
+// into an *Error.
+func execute(ctx context.Context, tmpl *texttemplate.Template, data any, limits Limits, b *budget, sanitize func(error) error) ([]byte, error) {
+	out := &limitedBuffer{max: limits.MaxOutputBytes, budget: b}
+	defer b.start(ctx, limits)()
+	if err := tmpl.Execute(out, data); err != nil {
 		if be := (*budgetError)(nil); errors.As(err, &be) {
-			return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: %s", t.Name(), be.Error()), Err: be.kind}
+			return nil, &Error{Template: tmpl.Name(), Msg: fmt.Sprintf("template %s: %s", tmpl.Name(), be.Error()), Err: be.kind}
 		}
-		return nil, sanitizeExecError(t.Name(), err)
+		return nil, sanitize(err)
 	}
 	return out.buf.Bytes(), nil
+}
+
+// interrupted is the error of an execution whose context ended before it
+// started.
+func interrupted(name string, err error) error {
+	return &Error{Template: name, Msg: fmt.Sprintf("template %s: %v: %v", name, ErrInterrupted, err), Err: ErrInterrupted}
 }
 
 // Render parses tmplText and executes it against snap, with default

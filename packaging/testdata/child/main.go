@@ -32,7 +32,7 @@ func main() {
 		fmt.Printf("%d %d\n", os.Getpid(), os.Getppid())
 		os.Exit(0)
 	}
-	log, err := os.OpenFile(os.Args[1], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	log, err := os.OpenFile(os.Args[1], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		os.Exit(3)
 	}
