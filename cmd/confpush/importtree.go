@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -53,8 +56,12 @@ be read, and the data of a node with children (confd reads only its
 children). A value that is not UTF-8 text is taken, and named. Keys named
 .json, .yaml/.yml or .toml must parse (--no-validate skips this).
 
---dry-run prints the set and the report, and writes nothing. A root that
-already holds a zkconf manifest is refused (publish to it instead).`,
+--dry-run prints the set and the report, and writes nothing to ZooKeeper.
+--out-dir DIR (a new or empty directory) also writes the set as files,
+DIR/database/host for the key database/host, so that it can be kept under
+version control and published from there (confpush publish DIR), also with
+--dry-run. A root that already holds a zkconf manifest is refused (publish
+to it instead).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src := a.v.GetString("from-tree")
@@ -68,7 +75,8 @@ already holds a zkconf manifest is refused (publish to it instead).`,
 				}
 			}
 			msg, msgErr := a.message()
-			if err := errlist.Join(srcErr, msgErr); err != nil {
+			outDir := a.v.GetString("out-dir")
+			if err := errlist.Join(srcErr, msgErr, checkOutDir(outDir)); err != nil {
 				return err
 			}
 			ctx, p, done, err := a.session(cmd)
@@ -89,13 +97,19 @@ already holds a zkconf manifest is refused (publish to it instead).`,
 			if err != nil {
 				return err
 			}
+			if outDir != "" {
+				if err := writeSet(outDir, tr.items); err != nil {
+					return err
+				}
+			}
 			a.reportImport(p.Root(), tr, res)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.String("from-tree", "", "the znode whose tree of keys to import (equal to --root: adopted in place)")
-	f.Bool("dry-run", false, "print the set and what cannot be taken; write nothing")
+	f.Bool("dry-run", false, "print the set and what cannot be taken; write nothing to ZooKeeper")
+	f.String("out-dir", "", "also write the set as files below this new or empty directory (with --dry-run too)")
 	validateFlags(cmd)
 	messageFlag(cmd)
 	return cmd
@@ -376,4 +390,37 @@ func nonNilSkipped(s []skippedNode) []skippedNode {
 		return []skippedNode{}
 	}
 	return s
+}
+
+// checkOutDir accepts "" (no --out-dir), a missing directory or an empty
+// one: import never mixes the set with files already there.
+func checkOutDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usagef("--out-dir: %v", err)
+	case len(ents) > 0:
+		return usagef("--out-dir %s is not empty: import writes the set into a new or empty directory", dir)
+	}
+	return nil
+}
+
+// writeSet writes items below dir, each item path a file path (validated:
+// relative, no ".." component), directories 0755 and files 0644.
+func writeSet(dir string, items map[string][]byte) error {
+	for _, n := range slices.Sorted(maps.Keys(items)) {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+		if err := os.WriteFile(p, items[n], 0o644); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+	}
+	return nil
 }

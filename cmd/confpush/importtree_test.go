@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +74,8 @@ func TestImportTree(t *testing.T) {
 
 	// A copy under another root: the keys as nested znodes, the tree left.
 	cp := cli{t: t, zk: srv.ConnString(), root: "/copy/myapp"}
-	code, obj := cp.json("import", "--from-tree", "/myapp")
+	files := t.TempDir()
+	code, obj := cp.json("import", "--from-tree", "/myapp", "--out-dir", files)
 	if code != 0 || obj["in_place"] != false || num(obj["generation"]) != 1 || len(strs(obj["items"])) != 6 {
 		t.Fatalf("copy: exit %d %v", code, obj)
 	}
@@ -81,6 +84,12 @@ func TestImportTree(t *testing.T) {
 			t.Fatalf("copy: node %s: %q %v, want %q", p, data, err, v)
 		}
 	}
+	for p, v := range want {
+		if b, err := os.ReadFile(filepath.Join(files, p)); err != nil || string(b) != v {
+			t.Fatalf("--out-dir: %s: %q %v, want %q", p, b, err, v)
+		}
+	}
+	c.run("import", "--from-tree", "/myapp", "--dry-run", "--out-dir", files).want(t, 2, "--out-dir "+files+" is not empty")
 	if after := snapshot(t, conn, "/myapp", meta.Base()); after != before {
 		t.Fatalf("the copy changed the tree:\nbefore %s\nafter %s", before, after)
 	}
