@@ -22,11 +22,13 @@ import (
 )
 
 // confdWalk reads the tree under prefix as confd's ZooKeeper backend does
-// (backends/zookeeper/client.go, GetValues and nodeWalk): Children of a
-// node; a node without children is a key, read with Get; a node with
-// children is a directory, walked. Nothing is versioned: a node deleted
-// between its listing and its read fails the walk (confd then renders
-// nothing and tries again).
+// (backends/zookeeper/client.go, GetValues and nodeWalk, go-zookeeper in
+// place of samuel/go-zookeeper): Children of the prefix; for each child,
+// Exists, then Get when it has no children (a key) or a walk of it (a
+// directory), whose error is dropped, as confd drops it. Nothing is
+// versioned: a key deleted between its listing and its read fails the
+// walk (confd then renders nothing and waits for its next turn), one
+// deleted below a directory is silently missing.
 func confdWalk(conn *zk.Conn, prefix string) (map[string]string, error) {
 	vars := map[string]string{}
 	var walk func(p string) error
@@ -44,11 +46,27 @@ func confdWalk(conn *zk.Conn, prefix string) (map[string]string, error) {
 			return nil
 		}
 		for _, k := range kids {
-			if err := walk(p + "/" + k); err != nil {
+			s := p + "/" + k
+			_, st, err := conn.Exists(s)
+			if err != nil {
 				return err
+			}
+			// A node gone since the listing has a zero stat: it is
+			// read as a key, and the read fails (node does not exist).
+			if st.NumChildren == 0 {
+				b, _, err := conn.Get(s)
+				if err != nil {
+					return err
+				}
+				vars[s] = string(b)
+			} else {
+				_ = walk(s) // confd ignores it: nodeWalk(s, c, vars)
 			}
 		}
 		return nil
+	}
+	if _, _, err := conn.Exists(prefix); err != nil {
+		return vars, err
 	}
 	return vars, walk(prefix)
 }

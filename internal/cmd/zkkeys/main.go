@@ -88,6 +88,9 @@ func load(conn *zk.Conn, prefix, dir string) error {
 }
 
 func dump(conn *zk.Conn, prefix string) error {
+	// confd's nodeWalk (backends/zookeeper/client.go): Children, then for
+	// each child Exists and a Get (no children: a key) or a walk (whose
+	// error confd drops).
 	vars := map[string]string{}
 	var walk func(p string) error
 	walk = func(p string) error {
@@ -104,9 +107,20 @@ func dump(conn *zk.Conn, prefix string) error {
 			return nil
 		}
 		for _, k := range kids {
-			if err := walk(p + "/" + k); err != nil {
-				return err
+			s := p + "/" + k
+			_, st, err := conn.Exists(s)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s, err)
 			}
+			if st.NumChildren > 0 {
+				_ = walk(s)
+				continue
+			}
+			b, _, err := conn.Get(s)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+			vars[s] = string(b)
 		}
 		return nil
 	}
