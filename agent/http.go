@@ -12,6 +12,7 @@ import (
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/httpguard"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // Status is the agent's state as /status and the status node report it;
@@ -28,7 +29,7 @@ func (d *Daemon) Status() Status {
 	// long as it runs.
 	v := d.r.view.Load()
 	s := Status{
-		AgentID: opts.AgentID, Version: opts.Version, Root: opts.Root,
+		AgentID: opts.AgentID, Version: opts.Version, MaxFormat: manifest.MaxFormat, Root: opts.Root,
 		CacheGeneration: st.Generation, State: st.State.String(), Since: st.Since,
 		StaleSeconds: d.staleSeconds(), Targets: slices.Clone(v.results), Attempted: v.attempted,
 	}

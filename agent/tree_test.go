@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +15,12 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/confd"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // TestTreeTargets: a published tree is rendered by every kind of target:
@@ -158,4 +163,158 @@ func TestFutureFormatKeepsOutput(t *testing.T) {
 	waitStatusNode(t, c.Connect(t, 4*time.Second), "test-agent", func(fs fleet.Status) bool {
 		return fs.Generation == 1 && strings.Contains(fs.NotReadyReason, manifest.ErrFutureFormat.Error())
 	})
+}
+
+// TestAgentReportsFormat: an agent's status node and its registry node
+// carry its release and the highest manifest format it reads, so a tree
+// (format 2) is published to a root it follows without being forced:
+// while it runs (its status node) and while it is away (its
+// registration).
+func TestAgentReportsFormat(t *testing.T) {
+	c := zktest.Start(t)
+	p := publisher(t, c)
+	out := t.TempDir()
+	mustPublish(t, p, map[string]string{"a": "flat"})
+	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{dirSpec(join(out, "d"))},
+		func(o *agent.Options) { o.Version = "9.1.2" })
+	r.waitGeneration(t, 1)
+	conn := c.Connect(t, 4*time.Second)
+	waitStatusNode(t, conn, "test-agent", func(s fleet.Status) bool {
+		return s.Version == "9.1.2" && s.MaxFormat == manifest.MaxFormat
+	})
+	node := layout.New(root, layout.DefaultMeta).AgentNode("test-agent")
+	var reg fleet.Registration
+	for {
+		b, _, ev, err := conn.GetW(node)
+		if err == nil && len(b) > 0 {
+			if err := json.Unmarshal(b, &reg); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatal(err)
+		}
+		if err != nil { // not registered yet: wait for the node
+			_, _, ev, err = conn.ExistsW(node)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-ev:
+		case <-time.After(time.Minute):
+			t.Fatal("the agent never wrote its registry node")
+		}
+	}
+	if reg.Version != "9.1.2" || reg.MaxFormat != manifest.MaxFormat {
+		t.Fatalf("registration %+v, want version 9.1.2 and max_format %d", reg, manifest.MaxFormat)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tree := map[string][]byte{"conf.d/site.conf": []byte("s")}
+	res, err := p.Publish(ctx, publish.Request{Items: tree})
+	if err != nil {
+		t.Fatalf("a tree to a root whose agent reads it: %v", err)
+	}
+	r.waitGeneration(t, res.Generation)
+	checkTree(t, join(out, "d"), map[string]string{"conf.d/site.conf": "s"})
+
+	// Away: its status node went with its session, its registration
+	// stays and says what it reads.
+	r.stop()
+	for {
+		ok, _, ev, err := conn.ExistsW(layout.New(root, layout.DefaultMeta).StatusNode("test-agent"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			t.Fatal("the stopped agent's status node stays")
+		}
+	}
+	tree["conf.d/other.conf"] = []byte("o")
+	if _, err := p.Publish(ctx, publish.Request{Items: tree}); err != nil {
+		t.Fatalf("a tree to a root whose agent is away and reads it: %v", err)
+	}
+}
+
+// TestConfdTreeIsZooKeeperTree: a confd template target over a published
+// config tree renders exactly what confd renders from the same root, as
+// its ZooKeeper backend reads it (a node with children is a directory, a
+// leaf a key whose value is its data): the keys the agent derives from
+// the manifest are the nodes ZooKeeper holds, through a change that
+// moves a file between directories and removes a directory (no empty
+// directory is left for confd to see as a key).
+func TestConfdTreeIsZooKeeperTree(t *testing.T) {
+	c := zktest.Start(t)
+	p := publisher(t, c)
+	conn := c.Connect(t, 4*time.Second)
+	out := t.TempDir()
+	const text = `{{range $d := lsdir "/"}}dir {{$d}}: [{{join (ls (printf "/%s" $d)) ","}}] [{{join (lsdir (printf "/%s" $d)) ","}}]
+{{end}}{{range $d := lsdir "/conf.d"}}conf.d has {{$d}}: [{{join (ls (printf "/conf.d/%s" $d)) ","}}]
+{{end}}{{range gets "/conf.d/*"}}{{.Key}}={{.Value}}
+{{end}}{{range gets "/*"}}{{.Key}}={{.Value}}
+{{end}}{{getv "/conf.d/sub/deep/c.conf" "none"}}|{{exists "/conf.d/sub"}}
+`
+	spec := confdSpec("c", join(out, "c.out"), text, root, root, "/")
+	gen1 := map[string]string{"app.json": "{}", "conf.d/a.conf": "a", "conf.d/sub/b.conf": "b", "conf.d/sub/deep/c.conf": "c", "other/x": "x"}
+	gen2 := map[string]string{"app.json": "{}", "conf.d/a.conf": "a2", "other/b.conf": "b", "other/x": "x"}
+	mustPublish(t, p, gen1)
+	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{spec})
+	for g, set := range []map[string]string{gen1, gen2} {
+		if g == 1 {
+			mustPublish(t, p, set)
+		}
+		r.waitGeneration(t, int64(g+1))
+		// confd's ZooKeeper backend (nodeWalk): children first; a node
+		// without children is a key.
+		keys := map[string]string{}
+		var walk func(node string)
+		walk = func(node string) {
+			kids, st, err := conn.Children(node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.NumChildren == 0 {
+				b, _, err := conn.Get(node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys[node] = string(b)
+				return
+			}
+			for _, k := range kids {
+				walk(node + "/" + k)
+			}
+		}
+		walk(root)
+		if len(keys) != len(set) {
+			t.Fatalf("generation %d: confd reads %d keys from ZooKeeper, the set has %d items: %v", g+1, len(keys), len(set), keys)
+		}
+		view, err := confd.Resource{Prefix: root, Keys: []string{"/"}}.View("", keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := confd.Parse("c", text, confd.FuncMap(confd.NewStore(view), confd.Host{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		if err := tm.Execute(&want, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, join(out, "c.out")); got != want.String() {
+			t.Fatalf("generation %d: the agent renders\n%s\nconfd, reading ZooKeeper, renders\n%s", g+1, got, want.String())
+		}
+	}
+	// (lsdir "/" lists nothing, in confd too: memkv's quirk.)
+	if got := readFile(t, join(out, "c.out")); got != "/conf.d/a.conf=a2\n/app.json={}\nnone|false\n" {
+		t.Fatalf("generation 2 rendered %q", got)
+	}
 }

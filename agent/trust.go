@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // HostnameLabel is the label every agent reports with its hostname, unless
@@ -23,7 +24,8 @@ func (d *Daemon) registration() fleet.Registration {
 	opts := d.opts
 	d.mu.Unlock()
 	h, _ := os.Hostname()
-	return fleet.Registration{LastSeen: time.Now().UTC(), Labels: d.labels(opts), Hostname: h}
+	return fleet.Registration{LastSeen: time.Now().UTC(), Labels: d.labels(opts), Hostname: h,
+		Version: opts.Version, MaxFormat: manifest.MaxFormat}
 }
 
 // onConflict records that the status node cannot be written (reason) or

@@ -49,6 +49,21 @@ type Agent struct {
 // own.
 func (a Agent) Trusted() bool { return a.HasNode && a.Err == nil && a.Untrusted == "" }
 
+// Reads reports the agent's release and the highest manifest format it
+// reads, from its trusted status node or else its registration (an agent
+// that is away); reported is false when it has neither (an identity that
+// never ran). maxFormat 0 is an agent older than config trees: it reads
+// format 1 only.
+func (a Agent) Reads() (version string, maxFormat int, reported bool) {
+	switch {
+	case a.Trusted():
+		return a.Status.Version, a.Status.MaxFormat, true
+	case a.Registration != nil:
+		return a.Registration.Version, a.Registration.MaxFormat, true
+	}
+	return "", 0, false
+}
+
 // Gone reports whether the agent is expected but has no trusted status
 // node: stopped, partitioned, or its name squatted.
 func (a Agent) Gone() bool { return a.Expected && !a.Trusted() }

@@ -92,8 +92,15 @@ func shorten(s string, n int) string {
 // holds it.
 type Status struct {
 	AgentID string `json:"agent_id"`
+	// Version is the agent's release (buildinfo).
 	Version string `json:"version,omitempty"`
-	Root    string `json:"root"`
+	// MaxFormat is the highest manifest format the agent reads
+	// (manifest.MaxFormat of its release); 0 from agents older than
+	// config trees, which read format 1 only. A publish that needs a
+	// newer format is refused while an expected agent reads less
+	// (publish.OldAgentsError).
+	MaxFormat int    `json:"max_format,omitempty"`
+	Root      string `json:"root"`
 	// Generation, Zxid and PublishID describe the snapshot applied to every
 	// target (0 and empty before the first apply).
 	Generation int64     `json:"generation"`
@@ -163,6 +170,10 @@ type Registration struct {
 	LastSeen  time.Time         `json:"last_seen"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	Hostname  string            `json:"hostname,omitempty"`
+	// Version and MaxFormat are the status node's, kept here for the
+	// agents that are away (0: an agent older than config trees).
+	Version   string `json:"version,omitempty"`
+	MaxFormat int    `json:"max_format,omitempty"`
 }
 
 // RegistryRefresh is how often a running agent refreshes last_seen in its

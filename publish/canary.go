@@ -223,6 +223,10 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	if stable.SameContent(cand) && !req.Force {
 		return nil, &InputError{Err: fmt.Errorf("the set is the content of the stable generation %d: nothing to canary (Force to start anyway)", stable.Generation)}
 	}
+	// A candidate is promoted whole: every agent of the root must read it.
+	if err := p.refuseOldAgents(ctx, cand.Format, req.AllowOldAgents); err != nil {
+		return nil, err
+	}
 	candBytes := cand.Encode()
 	canary := &manifest.Canary{
 		Generation: gen, ManifestSHA256: manifest.ItemOf(candBytes).SHA256, Selection: sel,

@@ -208,6 +208,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		return nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
 			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
+	if err := p.refuseOldAgents(ctx, pl.next.Format, req.AllowOldAgents); err != nil {
+		return nil, err
+	}
 
 	// Step 5: multi mode if its transaction fits, else marker mode.
 	ops, kinds := p.multiOps(st, pl)

@@ -131,6 +131,14 @@ type Request struct {
 	// unmanaged (docs/design.md, "Adopting a key tree"). Refused on a
 	// root that has a manifest; without children it changes nothing.
 	Adopt bool
+	// AllowOldAgents publishes a set whose manifest needs a newer format
+	// (manifest.FormatTree: item paths with '/') than expected agents of
+	// the root report reading. Without it such a publish (dry runs too)
+	// fails with an *OldAgentsError naming them and writes nothing; with
+	// it those agents keep their generation and report the refusal
+	// (manifest.ErrFutureFormat). A set of flat names never reads the
+	// fleet.
+	AllowOldAgents bool
 
 	// Set by Promote and Abort: the rollout the publish ends.
 	rolloutID          string

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -431,4 +433,114 @@ func TestTreeCanary(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLive(t, p, pr.Generation, treeGen2())
+}
+
+// TestTreeRefusesOldAgents: a set with item paths (manifest format 2) is
+// refused, before anything is written (dry runs, canaries and rollbacks
+// too), while an agent the root expects reports reading format 1 or
+// reports no max_format (a registration as agents before config trees
+// write it), naming every such agent with its version; a live status
+// node is believed over the registration of an agent that was since
+// upgraded; an identity that never reported (the empty registry node
+// `confpush init` creates) is not counted; AllowOldAgents publishes; a
+// flat set never minds; and a root with no agent publishes a tree
+// freely.
+func TestTreeRefusesOldAgents(t *testing.T) {
+	c := startZK(t)
+	flat := map[string][]byte{"app.json": []byte("flat")}
+
+	free := newPub(t, c, "/trees/noagents")
+	if res := mustPublish(t, free, Request{Items: treeGen1()}); res.Manifest.Format != manifest.FormatTree {
+		t.Fatalf("format %d", res.Manifest.Format)
+	}
+
+	p := newPub(t, c, "/trees/old")
+	mustPublish(t, p, Request{Items: flat})
+	conn := p.conn
+	reg := func(id, data string) {
+		t.Helper()
+		if _, err := conn.Create(p.paths.AgentNode(id), []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{p.paths.Agents(), p.paths.Status()} {
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	// Byte for byte what an agent before config trees registers.
+	reg("web-1", `{"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-01-02T03:04:05Z","labels":{"hostname":"web-1"},"hostname":"web-1"}`)
+	reg("web-2", `{"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-01-02T03:04:05Z","version":"2.0.0","max_format":2}`)
+	reg("web-3", "") // confpush init's node: never ran
+	reg("web-4", `{"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-01-02T03:04:05Z","version":"1.0.0"}`)
+	// web-4 runs now, upgraded: its status node says so.
+	st, _ := json.Marshal(fleet.Status{AgentID: "web-4", Version: "2.0.0", MaxFormat: 2, Root: p.paths.Root})
+	if _, err := conn.Create(p.paths.StatusNode("web-4"), st, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// web-5 runs and reads format 1 only (a future release's agent
+	// could report any number: the comparison is by number).
+	st, _ = json.Marshal(fleet.Status{AgentID: "web-5", Version: "1.9.0", MaxFormat: 1, Root: p.paths.Root})
+	if _, err := conn.Create(p.paths.StatusNode("web-5"), st, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	var liveGen int64 = 1
+	before, _ := rootState(t, conn, p.paths.Root)
+	hist := historyList(t, conn, p.paths)
+	refused := func(what string, err error) {
+		t.Helper()
+		var oe *OldAgentsError
+		if !errors.As(err, &oe) || !errors.Is(err, ErrOldAgents) {
+			t.Fatalf("%s: %v, want an OldAgentsError", what, err)
+		}
+		want := []OldAgent{{ID: "web-1"}, {ID: "web-5", Version: "1.9.0", MaxFormat: 1}}
+		if !slices.Equal(oe.Agents, want) || oe.Format != manifest.FormatTree || oe.Root != p.paths.Root {
+			t.Fatalf("%s: refused %+v (format %d, root %s), want %+v", what, oe.Agents, oe.Format, oe.Root, want)
+		}
+		for _, s := range []string{"web-1 (version unknown, reports no max_format", "web-5 (1.9.0, reads up to format 1)", "--allow-old-agents"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Fatalf("%s: %q does not say %q", what, err, s)
+			}
+		}
+		if strings.Contains(err.Error(), "web-2") || strings.Contains(err.Error(), "web-3") || strings.Contains(err.Error(), "web-4") {
+			t.Fatalf("%s: %q names an agent that reads format 2 or never reported", what, err)
+		}
+		after, _ := rootState(t, conn, p.paths.Root)
+		if after.Mzxid != before.Mzxid || after.Cversion != before.Cversion || !slices.Equal(historyList(t, conn, p.paths), hist) {
+			t.Fatalf("%s: the refused publish wrote (root %+v -> %+v)", what, before, after)
+		}
+		checkLive(t, p, liveGen, flat)
+	}
+	_, err := p.Publish(testCtx(t), Request{Items: treeGen1()})
+	refused("publish", err)
+	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), DryRun: true})
+	refused("dry run", err)
+	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), Canary: &manifest.Selection{Selector: "zone=a"}})
+	refused("canary", err)
+	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), Mode: ModeMarker})
+	refused("marker mode", err)
+	// A flat set minds no agent.
+	flat = map[string][]byte{"app.json": []byte("flat 2")}
+	liveGen = mustPublish(t, p, Request{Items: flat}).Generation
+
+	res, err := p.Publish(testCtx(t), Request{Items: treeGen1(), AllowOldAgents: true})
+	if err != nil || res.Manifest.Format != manifest.FormatTree {
+		t.Fatalf("AllowOldAgents: %v", err)
+	}
+	checkLive(t, p, res.Generation, treeGen1())
+	// A rollback to a flat generation needs format 1; back to the tree
+	// it is refused again.
+	rb, err := p.Rollback(testCtx(t), liveGen, Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveGen = rb.Generation
+	before, _ = rootState(t, conn, p.paths.Root)
+	hist = historyList(t, conn, p.paths)
+	_, err = p.Rollback(testCtx(t), res.Generation, Request{})
+	refused("rollback to the tree", err)
+	if _, err := p.Rollback(testCtx(t), res.Generation, Request{AllowOldAgents: true}); err != nil {
+		t.Fatal(err)
+	}
 }

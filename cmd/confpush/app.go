@@ -359,6 +359,10 @@ func (a *app) fail(err error) int {
 		if errors.As(err, &re) {
 			obj["would_remove"] = re.Items
 		}
+		var oe *publish.OldAgentsError
+		if errors.As(err, &oe) {
+			obj["old_agents"] = oe.Agents
+		}
 		if probs := problems(err); len(probs) > 1 {
 			obj["problems"] = probs
 		}
@@ -402,6 +406,8 @@ func classify(err error) (int, string) {
 		return exitUsage, "empty_canary"
 	case errors.Is(err, publish.ErrWouldRemove):
 		return exitUsage, "would_remove"
+	case errors.Is(err, publish.ErrOldAgents):
+		return exitUsage, "old_agents"
 	case isRootNotFound(err):
 		return exitUsage, "root_not_found"
 	case errors.As(err, &ue):

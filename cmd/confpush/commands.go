@@ -125,6 +125,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				OverrideMarker: a.v.GetBool("override-marker"), DryRun: a.v.GetBool("dry-run"),
 				Message: msg, NoRemove: !a.v.GetBool("prune"),
 				Canary: canary, Supersede: a.v.GetBool("supersede"), RolloutPlan: rp,
+				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			})
 			if err != nil {
 				return err
@@ -153,6 +154,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 	canaryFlags(cmd)
 	driverFlags(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 
@@ -189,6 +191,7 @@ to generation G". --wait follows the rollout as for publish.`,
 				Mode: mode, ExpectGeneration: a.v.GetInt64("expect-generation"),
 				Force: a.v.GetBool("force"), OverrideMarker: a.v.GetBool("override-marker"),
 				DryRun: a.v.GetBool("dry-run"), Message: msg, Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			})
 			if err != nil {
 				return err
@@ -207,6 +210,7 @@ to generation G". --wait follows the rollout as for publish.`,
 	f.Bool("override-marker", false, "take over the marker of a live marker-mode publish")
 	messageFlag(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 

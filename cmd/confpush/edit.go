@@ -35,6 +35,7 @@ func (a *app) editFlags(cmd *cobra.Command) {
 	a.rolloutFlags(cmd)
 	f.Bool("dry-run", false, "show what would change; write nothing")
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 }
 
 // edit runs one read-modify-write of the live set (publish.Edit: retried
@@ -114,7 +115,8 @@ every agent following the root would render exactly that.`,
 			return a.edit(cmd, func(items map[string][]byte) error {
 				items[name] = data
 				return nil
-			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create"), Supersede: a.v.GetBool("supersede")})
+			}, publish.Request{Message: msg, CreateRoot: a.v.GetBool("create"), Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents")})
 		},
 	}
 	a.editFlags(cmd)
@@ -193,7 +195,8 @@ is "delete NAME...".`,
 					delete(items, n)
 				}
 				return errlist.Join(errs...)
-			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty"), Supersede: a.v.GetBool("supersede")})
+			}, publish.Request{Message: msg, AllowEmpty: a.v.GetBool("allow-empty"), Supersede: a.v.GetBool("supersede"),
+				AllowOldAgents: a.v.GetBool("allow-old-agents")})
 		},
 	}
 	a.editFlags(cmd)

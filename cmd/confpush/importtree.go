@@ -93,6 +93,7 @@ to it instead).`,
 			}
 			res, err := p.Publish(ctx, publish.Request{
 				Items: tr.items, Adopt: true, DryRun: a.v.GetBool("dry-run"), Message: msg,
+				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			})
 			if err != nil {
 				return err
@@ -112,6 +113,7 @@ to it instead).`,
 	f.String("out-dir", "", "also write the set as files below this new or empty directory (with --dry-run too)")
 	validateFlags(cmd)
 	messageFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 

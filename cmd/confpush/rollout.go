@@ -32,6 +32,12 @@ func supersedeFlag(cmd *cobra.Command) {
 	cmd.Flags().Bool("supersede", false, "publish even though a canary rollout is in progress: a plain publish ends it (C+1 for everyone), a canary replaces its candidate")
 }
 
+// allowOldAgentsFlag registers --allow-old-agents on the commands that
+// publish.
+func allowOldAgentsFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("allow-old-agents", false, "publish a set with item paths (manifest format 2) even though agents of the root report reading only format 1 (they keep their generation and report the refusal)")
+}
+
 // canarySelection builds the selection from the canary flags (nil when
 // none is given), reporting every problem at once.
 func (a *app) canarySelection() (*manifest.Selection, error) {
@@ -297,7 +303,7 @@ rollout's message followed by "(aborted by hand by USER)".`
 			if msg == "" {
 				msg = endMessage(ctx, p, kind, id)
 			}
-			req := publish.Request{Mode: mode, Message: msg, DryRun: a.v.GetBool("dry-run")}
+			req := publish.Request{Mode: mode, Message: msg, DryRun: a.v.GetBool("dry-run"), AllowOldAgents: a.v.GetBool("allow-old-agents")}
 			var res *publish.Result
 			if kind == publish.EventPromote {
 				res, err = p.Promote(ctx, id, req)
@@ -317,6 +323,7 @@ rollout's message followed by "(aborted by hand by USER)".`
 	f.Bool("dry-run", false, "show what would change; write nothing")
 	f.String("mode", "auto", "commit protocol: auto, multi or marker")
 	messageFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	return cmd
 }
 

@@ -92,14 +92,15 @@ func TestJSONSchemas(t *testing.T) {
 	conn := nodes.conn
 	now := time.Now()
 	agentAt := func(id, zone string, g int64) fleet.Status {
-		return fleet.Status{AgentID: id, Root: root, Generation: g, CacheGeneration: g, Attempted: g, State: "live", Since: now,
+		return fleet.Status{AgentID: id, Version: "1.2.3", MaxFormat: 2, Root: root, Generation: g, CacheGeneration: g, Attempted: g, State: "live", Since: now,
 			AppliedAt: now, Ready: true, Labels: map[string]string{"zone": zone, "hostname": id},
 			Targets: []fleet.TargetResult{{Name: "app", Kind: "file", Dest: "/etc/app.conf", Generation: g, OK: true,
 				LastAttempt: g, UpdatedAt: now}}}
 	}
 	nodes.put(agentAt("web-a", "a", 1))
 	nodes.put(agentAt("web-b", "b", 1))
-	reg, _ := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "web-c", Labels: map[string]string{"zone": "b"}})
+	reg, _ := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "web-c", Labels: map[string]string{"zone": "b"},
+		Version: "1.2.2", MaxFormat: 2})
 	if err := zkconn.EnsurePath(conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}

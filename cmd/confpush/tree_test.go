@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/jsonschema"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // TestCLITree: confpush on a tree (docs/design.md, "Config trees"):
@@ -120,4 +125,129 @@ func TestWatchTree(t *testing.T) {
 	if items := obj["items"].([]any); code != 0 || len(items) != 1 {
 		t.Fatalf("after removing conf.d: %d %v", code, obj)
 	}
+}
+
+// TestCLIOldAgents: a tree published to a root an agent older than
+// config trees is registered on is refused before anything is written,
+// exit 2, naming the agent (--json: kind old_agents and the agents);
+// put of a path too; --allow-old-agents publishes.
+func TestCLIOldAgents(t *testing.T) {
+	srv := startZK(t)
+	conn := srv.Connect(t, 10*time.Second)
+	c := cli{t: t, zk: srv.ConnString(), root: "/tree/old"}
+	meta := layout.New(c.root, layout.DefaultMeta)
+	c.run("publish", writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}"})).want(t, 0, "published generation 1")
+	for _, p := range []string{meta.Agents(), meta.AgentNode("web-1")} {
+		// web-1's registration as an agent before config trees wrote it.
+		data := []byte(`{"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-01-02T03:04:05Z","hostname":"web-1"}`)
+		if p == meta.Agents() {
+			data = nil
+		}
+		if _, err := conn.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	tree := writeFiles(t, t.TempDir(), map[string]string{"app.json": "{}", "conf.d/site.conf": "site"})
+	before := snapshot(t, conn, "/tree", meta.Base())
+	c.run("publish", tree).want(t, 2, "the set needs manifest format 2", "1 agent(s) of /tree/old cannot read",
+		"web-1 (version unknown, reports no max_format: older than config trees)", "--allow-old-agents")
+	c.run("publish", "--dry-run", tree).want(t, 2, "web-1")
+	o := c.run("publish", "--json", tree)
+	set, err := jsonschema.Load(os.DirFS("../../docs/schema"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Validate("failure.json", []byte(o.stdout)); err != nil {
+		t.Errorf("--json does not match docs/schema/failure.json: %v", err)
+	}
+	var res struct {
+		Kind      string
+		OldAgents []publish.OldAgent `json:"old_agents"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || o.code != 2 || res.Kind != "old_agents" ||
+		len(res.OldAgents) != 1 || res.OldAgents[0] != (publish.OldAgent{ID: "web-1"}) {
+		t.Fatalf("--json: exit %d, %+v %v\n%s%s", o.code, res, err, o.stdout, o.stderr)
+	}
+	c.runIn(strings.NewReader("x"), "put", "conf.d/x.conf").want(t, 2, "web-1")
+	if after := snapshot(t, conn, "/tree", meta.Base()); after != before {
+		t.Fatalf("a refused publish wrote:\nbefore %s\nafter %s", before, after)
+	}
+	c.run("publish", "--allow-old-agents", tree).want(t, 0, "published generation 2", "+ conf.d/site.conf")
+}
+
+// TestCLIAccessTree: confpush init, acl and acl --repair walk a config
+// tree: init locks down an open root holding a three-level tree (every
+// directory and every item below it gets the root's ACL), a publish
+// under the policy makes its new directories with it, agents read nested
+// items, and a nested directory or item whose ACL differs is reported by
+// acl (exit 7, naming it as a directory or an item) and repaired.
+func TestCLIAccessTree(t *testing.T) {
+	t.Setenv("ZKCONF_AUTH", "")
+	srv := startZK(t)
+	c := cli{t: t, zk: srv.ConnString(), root: "/acltree/app"}
+	c.run("publish", "--allow-open", writeFiles(t, t.TempDir(), map[string]string{
+		"app.json": "{}", "conf.d/site.conf": "s", "conf.d/sub/b.conf": "b", "conf.d/sub/deep/c.conf": "c"})).
+		want(t, 0, "published generation 1")
+	pubFile, web17File, _ := initACL(t, c)
+	pub := connectAs(t, srv, "publisher")
+	rootACL, _, err := pub.GetACL(c.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// below is every node under the root with its ACL.
+	below := func() map[string][]zk.ACL {
+		t.Helper()
+		out := map[string][]zk.ACL{}
+		var walk func(p string)
+		walk = func(p string) {
+			kids, _, err := pub.Children(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range kids {
+				acl, _, err := pub.GetACL(p + "/" + k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[p+"/"+k] = acl
+				walk(p + "/" + k)
+			}
+		}
+		walk(c.root)
+		return out
+	}
+	allRoots := func(what string, want int) {
+		t.Helper()
+		nodes := below()
+		if len(nodes) != want {
+			t.Fatalf("%s: %d nodes below the root, want %d: %v", what, len(nodes), want, nodes)
+		}
+		for p, acl := range nodes {
+			if !access.SameACL(acl, rootACL) {
+				t.Errorf("%s: %s has ACL %v, want the root's %v", what, p, acl, rootACL)
+			}
+		}
+	}
+	allRoots("after init", 7) // 4 items, conf.d, conf.d/sub, conf.d/sub/deep
+
+	c.run("--auth-file", pubFile, "publish", "--prune", writeFiles(t, t.TempDir(), map[string]string{
+		"app.json": "{}", "conf.d/sub/deep/c.conf": "c", "other/x/y": "y"})).want(t, 0, "published generation 2")
+	allRoots("after a publish under the policy", 8) // 3 items; conf.d, conf.d/sub, conf.d/sub/deep, other, other/x
+	web17 := connectAs(t, srv, "web-17")
+	if b, _, err := web17.Get(c.root + "/conf.d/sub/deep/c.conf"); err != nil || string(b) != "c" {
+		t.Fatalf("an agent reads a nested item: %q %v", b, err)
+	}
+
+	for _, p := range []string{c.root + "/conf.d/sub", c.root + "/conf.d/sub/deep/c.conf"} {
+		if _, err := pub.SetACL(p, zk.WorldACL(zk.PermAll), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.run("--auth-file", pubFile, "acl", c.root).want(t, exitACL, "differs: directory /acltree/app/conf.d/sub",
+		"differs: item /acltree/app/conf.d/sub/deep/c.conf", "--repair")
+	c.run("--auth-file", pubFile, "acl", c.root, "--repair").want(t, 0, "done: directory /acltree/app/conf.d/sub",
+		"done: item /acltree/app/conf.d/sub/deep/c.conf")
+	c.run("--auth-file", pubFile, "acl", c.root).want(t, 0, "ACLs match the policy")
+	allRoots("after acl --repair", 8)
+	c.run("--auth-file", web17File, "acl", c.root).want(t, exitPermission, "permission denied")
 }

@@ -71,6 +71,7 @@ the driver aborted is not tried again until DIR changes.`,
 	inputFlags(cmd)
 	validateFlags(cmd)
 	supersedeFlag(cmd)
+	allowOldAgentsFlag(cmd)
 	watchCanaryFlags(cmd)
 	return cmd
 }
@@ -303,7 +304,8 @@ func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, items map
 				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
 		}
 	}
-	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede")}
+	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede"),
+		AllowOldAgents: a.v.GetBool("allow-old-agents")}
 	if skip := a.watchCanaryRequest(&req, live, ws); skip {
 		return nil
 	}

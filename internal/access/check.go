@@ -121,7 +121,8 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 	return work.Parallel(ctx, n, checkWorkers, fn)
 }
 
-// Check compares the actual ACLs of the root, every item, the metadata
+// Check compares the actual ACLs of the root, every item and directory
+// (every node below the root, at any depth: config trees), the metadata
 // tree and every node in it (history entries, blobs, publishing, election
 // and status nodes) with the policy, and reports the differences sorted by
 // path (parents before children), plus advisories about what the policy
@@ -247,40 +248,65 @@ func (e *engine) missingRegistrations(kids []string) []Mismatch {
 	return out
 }
 
-// checkTargets reads the ACLs of targets with bounded concurrency.
+// checkTargets reads the ACLs of targets with bounded concurrency, and
+// then those of the nodes below the items that have children (the
+// directories of a config tree), one level at a time.
 func (e *engine) checkTargets(ctx context.Context, targets []target) ([]Mismatch, error) {
-	found := make([][]Mismatch, len(targets))
-	err := parallel(ctx, len(targets), func(ctx context.Context, i int) error {
-		ms, err := e.checkTarget(ctx, targets[i])
-		found[i] = ms
-		return err
-	})
-	if err != nil {
-		return nil, err
+	var out []Mismatch
+	for len(targets) > 0 {
+		found := make([][]Mismatch, len(targets))
+		below := make([][]target, len(targets))
+		err := parallel(ctx, len(targets), func(ctx context.Context, i int) error {
+			ms, kids, err := e.checkTarget(ctx, targets[i])
+			found[i], below[i] = ms, kids
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, slices.Concat(found...)...)
+		targets = slices.Concat(below...)
 	}
-	return slices.Concat(found...), nil
+	return out, nil
 }
 
-func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) {
+// checkTarget judges one node; below are its children to judge next when
+// it is an item node with children (a directory).
+func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, below []target, err error) {
 	acl, st, err := getACL(ctx, e.conn, t.path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return nil, nil // gone meanwhile (a publish, an agent leaving)
+		return nil, nil, nil // gone meanwhile (a publish, an agent leaving)
 	case errors.Is(err, ErrPermission) && t.want == nil:
 		// A status or registry node the publisher cannot read is not one
 		// any agent of the policy made (they all grant it ALL): it can
 		// only hide a status or block a rollout.
-		return []Mismatch{untrusted(t, nil, Unreadable(err))}, nil
+		return []Mismatch{untrusted(t, nil, Unreadable(err))}, nil, nil
 	case errors.Is(err, ErrPermission):
-		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil
+		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil, nil
 	case err != nil:
-		return nil, err
+		return nil, nil, err
+	}
+	if t.kind == KindItem && st.NumChildren > 0 {
+		t.kind = KindDirectory
+		kids, err := children(ctx, e.conn, t.path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, zk.ErrNoAuth):
+			ms = append(ms, Mismatch{Path: t.path, Kind: t.kind, Fix: FixNone,
+				Problem: "children not checked: " + Explain(err, t.path, OpList).Error()})
+		case err != nil:
+			return nil, nil, fmt.Errorf("list %s: %w", t.path, err)
+		}
+		for _, k := range kids {
+			below = append(below, target{path: t.path + "/" + k, kind: KindItem, want: t.want})
+		}
 	}
 	if t.want != nil {
-		if SameACL(acl, t.want) {
-			return nil, nil
+		if !SameACL(acl, t.want) {
+			ms = append(ms, e.aclMismatch(t.path, t.kind, acl, t.want))
 		}
-		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, t.want)}, nil
+		return ms, below, nil
 	}
 	name := path.Base(t.path)
 	if reason := e.judgeOwned(t.kind, name, acl, st); reason != "" {
@@ -292,16 +318,16 @@ func (e *engine) checkTarget(ctx context.Context, t target) ([]Mismatch, error) 
 			if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode {
 				want = e.p.RegistryNodeACL(id)
 			}
-			return []Mismatch{e.aclMismatch(t.path, t.kind, acl, want)}, nil
+			return []Mismatch{e.aclMismatch(t.path, t.kind, acl, want)}, nil, nil
 		}
-		return []Mismatch{untrusted(t, acl, reason)}, nil
+		return []Mismatch{untrusted(t, acl, reason)}, nil, nil
 	}
 	if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode && !SameACL(acl, e.p.RegistryNodeACL(id)) {
 		// A registration its agent created under an earlier release's
 		// ACL: trusted, moved to the ACL Init gives (data kept).
-		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, e.p.RegistryNodeACL(id))}, nil
+		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, e.p.RegistryNodeACL(id))}, nil, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // withinBound reports whether a status or registry node's data is within

@@ -178,9 +178,13 @@ type Kind string
 
 // The kinds of nodes Check inspects.
 const (
-	KindAncestor       Kind = "ancestor"
-	KindRoot           Kind = "root"
-	KindItem           Kind = "item"
+	KindAncestor Kind = "ancestor"
+	KindRoot     Kind = "root"
+	KindItem     Kind = "item"
+	// KindDirectory is a node below the root with children: a directory
+	// of a config tree (item "conf.d/site.conf" is below the directory
+	// <root>/conf.d), with the items' ACL. Check walks every one.
+	KindDirectory      Kind = "directory"
 	KindMarker         Kind = "marker"
 	KindBase           Kind = "metadata base"
 	KindHistory        Kind = "history"

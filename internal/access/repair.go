@@ -97,7 +97,7 @@ func (e *engine) repair(ctx context.Context) (Report, error) {
 // the layout and can be repaired independently of one another.
 func belowFixed(k Kind) bool {
 	switch k {
-	case KindItem, KindMarker, KindHistoryEntry, KindBlob, KindPublishingNode, KindStatusNode, KindElectionNode,
+	case KindItem, KindDirectory, KindMarker, KindHistoryEntry, KindBlob, KindPublishingNode, KindStatusNode, KindElectionNode,
 		KindRegistryNode, KindCandidateContent, KindRolloutDriverNode, KindQuota:
 		return true
 	}
