@@ -17,58 +17,15 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/confd"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 )
 
-// confdWalk reads the tree under prefix as confd's ZooKeeper backend does
-// (backends/zookeeper/client.go, GetValues and nodeWalk, go-zookeeper in
-// place of samuel/go-zookeeper): Children of the prefix; for each child,
-// Exists, then Get when it has no children (a key) or a walk of it (a
-// directory), whose error is dropped, as confd drops it. Nothing is
-// versioned: a key deleted between its listing and its read fails the
-// walk (confd then renders nothing and waits for its next turn), one
-// deleted below a directory is silently missing.
+// confdWalk reads the tree under prefix as confd's ZooKeeper backend
+// does (confd.ZooKeeperValues: key by key, unversioned).
 func confdWalk(conn *zk.Conn, prefix string) (map[string]string, error) {
-	vars := map[string]string{}
-	var walk func(p string) error
-	walk = func(p string) error {
-		kids, st, err := conn.Children(p)
-		if err != nil {
-			return err
-		}
-		if st.NumChildren == 0 {
-			b, _, err := conn.Get(p)
-			if err != nil {
-				return err
-			}
-			vars[p] = string(b)
-			return nil
-		}
-		for _, k := range kids {
-			s := p + "/" + k
-			_, st, err := conn.Exists(s)
-			if err != nil {
-				return err
-			}
-			// A node gone since the listing has a zero stat: it is
-			// read as a key, and the read fails (node does not exist).
-			if st.NumChildren == 0 {
-				b, _, err := conn.Get(s)
-				if err != nil {
-					return err
-				}
-				vars[s] = string(b)
-			} else {
-				_ = walk(s) // confd ignores it: nodeWalk(s, c, vars)
-			}
-		}
-		return nil
-	}
-	if _, _, err := conn.Exists(prefix); err != nil {
-		return vars, err
-	}
-	return vars, walk(prefix)
+	return confd.ZooKeeperValues(conn, prefix)
 }
 
 // sideSet is generation g of the nested tree both kinds of host follow:

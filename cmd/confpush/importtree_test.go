@@ -138,6 +138,9 @@ func TestImportTree(t *testing.T) {
 	c.run("import", "--from-tree", "/nowhere").want(t, 2, "--from-tree /nowhere: no such node")
 	c.run("import").want(t, 2, "--from-tree PATH is required")
 	c.run("import", "--from-tree", "relative").want(t, 2, "--from-tree")
+	if after := snapshot(t, conn, "/myapp", "/copy", "/bad", "/lonely", layout.DefaultMeta); after != before {
+		t.Fatalf("a refused import wrote:\nbefore %s\nafter %s", before, after)
+	}
 	acl := zk.WorldACL(zk.PermAll)
 	for _, p := range []string{"/bad", "/bad/invalid", "/bad/conf.json", "/bad/ok", "/lonely"} {
 		data := map[string][]byte{"/bad/conf.json": []byte("{"), "/bad/ok": []byte("1"), "/bad/invalid": []byte("x")}[p]

@@ -1,11 +1,11 @@
 // Command zkkeys plays a confd fleet's side of make demo-confd, with raw
-// ZooKeeper calls and no zkconf code:
+// ZooKeeper calls (no zkconf client, no credentials):
 //
 //	zkkeys --zk ADDR load PREFIX DIR   writes DIR's files as a key tree under PREFIX,
 //	                                   as confd's users do (zkCli, kazoo): a directory
 //	                                   is a node with empty data, a file a key
 //	zkkeys --zk ADDR dump PREFIX       prints the keys as confd's ZooKeeper backend
-//	                                   reads them (Children of each node; a node
+//	                                   reads them (confd.ZooKeeperValues: a node
 //	                                   without children is a key, read with Get),
 //	                                   one "KEY = VALUE" line each, sorted, the
 //	                                   value quoted as a Go string
@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/internal/confd"
 )
 
 func main() {
@@ -88,44 +90,9 @@ func load(conn *zk.Conn, prefix, dir string) error {
 }
 
 func dump(conn *zk.Conn, prefix string) error {
-	// confd's nodeWalk (backends/zookeeper/client.go): Children, then for
-	// each child Exists and a Get (no children: a key) or a walk (whose
-	// error confd drops).
-	vars := map[string]string{}
-	var walk func(p string) error
-	walk = func(p string) error {
-		kids, st, err := conn.Children(p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if st.NumChildren == 0 {
-			b, _, err := conn.Get(p)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			vars[p] = string(b)
-			return nil
-		}
-		for _, k := range kids {
-			s := p + "/" + k
-			_, st, err := conn.Exists(s)
-			if err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-			if st.NumChildren > 0 {
-				_ = walk(s)
-				continue
-			}
-			b, _, err := conn.Get(s)
-			if err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-			vars[s] = string(b)
-		}
-		return nil
-	}
-	if err := walk(prefix); err != nil {
-		return err
+	vars, err := confd.ZooKeeperValues(conn, prefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", prefix, err)
 	}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
