@@ -72,6 +72,8 @@ to it instead).`,
 			default:
 				if err := layout.ValidateRoot(src); err != nil {
 					srcErr = usagef("--from-tree: %v", err)
+				} else if root := a.v.GetString("root"); src != root && (strings.HasPrefix(root, src+"/") || strings.HasPrefix(src, root+"/")) {
+					srcErr = usagef("--from-tree %s and --root %s are nested: import in place (--root %s) or into a root outside the tree", src, root, src)
 				}
 			}
 			msg, msgErr := a.message()

@@ -138,6 +138,7 @@ func TestImportTree(t *testing.T) {
 	c.run("import", "--from-tree", "/nowhere").want(t, 2, "--from-tree /nowhere: no such node")
 	c.run("import").want(t, 2, "--from-tree PATH is required")
 	c.run("import", "--from-tree", "relative").want(t, 2, "--from-tree")
+	c.run("import", "--from-tree", "/myapp/database").want(t, 2, "--from-tree /myapp/database and --root /myapp are nested: import in place")
 	if after := snapshot(t, conn, "/myapp", "/copy", "/bad", "/lonely", layout.DefaultMeta); after != before {
 		t.Fatalf("a refused import wrote:\nbefore %s\nafter %s", before, after)
 	}
