@@ -65,16 +65,15 @@ to it instead).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src := a.v.GetString("from-tree")
+			root := a.v.GetString("root")
 			var srcErr error
-			switch {
+			switch err := layout.ValidateRoot(src); {
 			case src == "":
 				srcErr = usagef("--from-tree PATH is required (the znode whose keys to import)")
-			default:
-				if err := layout.ValidateRoot(src); err != nil {
-					srcErr = usagef("--from-tree: %v", err)
-				} else if root := a.v.GetString("root"); src != root && (strings.HasPrefix(root, src+"/") || strings.HasPrefix(src, root+"/")) {
-					srcErr = usagef("--from-tree %s and --root %s are nested: import in place (--root %s) or into a root outside the tree", src, root, src)
-				}
+			case err != nil:
+				srcErr = usagef("--from-tree: %v", err)
+			case src != root && (strings.HasPrefix(root, src+"/") || strings.HasPrefix(src, root+"/")):
+				srcErr = usagef("--from-tree %s and --root %s are nested: import in place (--root %s) or into a root outside the tree", src, root, src)
 			}
 			msg, msgErr := a.message()
 			outDir := a.v.GetString("out-dir")
