@@ -15,7 +15,6 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -37,7 +36,7 @@ func startCanary(t *testing.T, conn *zk.Conn, sel manifest.Selection, items map[
 		t.Fatal(err)
 	}
 	acl := zk.WorldACL(zk.PermAll)
-	if err := zkconn.EnsurePath(conn, p.Base(), acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), conn, p.Base(), acl); err != nil {
 		t.Fatal(err)
 	}
 	id := make([]byte, 8)

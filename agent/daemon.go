@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/manifest"
@@ -198,6 +200,14 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.zk = client
+	meta := cmp.Or(opts.Meta, layout.DefaultMeta)
+	// The root's fleet, for the status-ACL document its status node
+	// follows.
+	fl, err := fleet.New(client, opts.Root, fleet.WithMeta(meta))
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
 	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation)}
 	if !opts.NoPersist {
 		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
@@ -228,12 +238,8 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
 	}
-	meta := opts.Meta
-	if meta == "" {
-		meta = layout.DefaultMeta
-	}
 	if opts.AgentID != "" {
-		d.status = newStatusNode(client, layout.New(opts.Root, meta), opts.AgentID, acl, log)
+		d.status = newStatusNode(client, fl, layout.New(opts.Root, meta), opts.AgentID, acl, log)
 		d.status.reg, d.status.onChange = d.registration, d.onConflict
 		d.status.authUser, _, _ = strings.Cut(opts.ZK.Auth, ":")
 	}

@@ -40,7 +40,7 @@ func publisher(t testing.TB, c *zktest.Cluster) *publish.Publisher {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, root)
+	p, err := publish.New(zkclient.Fixed(conn, sess), root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/confd"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -200,9 +201,9 @@ func TestConfdSideBySide(t *testing.T) {
 	})
 
 	for g := 1; g <= gens; g++ {
-		mode := publish.ModeMulti
+		mode := manifest.ModeMulti
 		if g > 5 && g != 8 {
-			mode = publish.ModeMarker
+			mode = manifest.ModeMarker
 			markerPhase.Store(true)
 		}
 		items := map[string][]byte{}

@@ -12,10 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -38,7 +36,8 @@ import (
 // writes is noticed (BadVersion or NoNode) instead of overwritten.
 type statusNode struct {
 	zk       *zkclient.Client
-	conn     *zk.Conn // zk's current connection, taken before each write
+	fleet    *fleet.Fleet // the root's, for the status-ACL document
+	conn     *zk.Conn     // zk's current connection, taken before each write
 	sess     *zkclient.Session
 	paths    layout.Paths
 	agentID  string
@@ -64,8 +63,8 @@ type statusNode struct {
 	conflictEpoch uint64
 }
 
-func newStatusNode(client *zkclient.Client, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
-	return &statusNode{zk: client, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
+func newStatusNode(client *zkclient.Client, fl *fleet.Fleet, paths layout.Paths, agentID string, acl []zk.ACL, log *slog.Logger) *statusNode {
+	return &statusNode{zk: client, fleet: fl, sess: client.Session(), paths: paths, agentID: agentID, path: paths.StatusNode(agentID), acl: acl, log: log,
 		in: make(chan Status, 1), done: make(chan struct{})}
 }
 
@@ -169,7 +168,7 @@ func (n *statusNode) write(data []byte) error {
 		case errors.Is(err, zk.ErrNoNode):
 			n.ownSession = 0 // deleted (confpush acl --repair): create again
 		case errors.Is(err, zk.ErrNoAuth), zkclient.IsQuotaExceeded(err):
-			return quotaContext(access.Explain(err, n.path, access.OpWrite), len(data), fleet.MaxStatusBytes)
+			return quotaContext(zkclient.Explain(err, n.path, zkclient.OpWrite), len(data), fleet.MaxStatusBytes)
 		default:
 			return err
 		}
@@ -185,7 +184,7 @@ func (n *statusNode) write(data []byte) error {
 		if errors.Is(err, zk.ErrNoNode) {
 			// The status parent does not exist yet (a fresh ensemble, or a
 			// root that was never published): create it, then retry.
-			if perr := zkconn.EnsurePath(n.conn, path.Dir(n.path), n.acl); perr != nil {
+			if perr := n.ensurePath(path.Dir(n.path)); perr != nil {
 				return perr
 			}
 			_, err = n.conn.Create(n.path, data, zk.FlagEphemeral, acl)
@@ -202,7 +201,7 @@ func (n *statusNode) write(data []byte) error {
 			}
 			continue
 		case errors.Is(err, zk.ErrNoAuth), zkclient.IsQuotaExceeded(err):
-			return quotaContext(access.Explain(err, n.path, access.OpCreate), len(data), fleet.MaxStatusBytes)
+			return quotaContext(zkclient.Explain(err, n.path, zkclient.OpCreate), len(data), fleet.MaxStatusBytes)
 		}
 		return err
 	}
@@ -210,7 +209,7 @@ func (n *statusNode) write(data []byte) error {
 }
 
 // quotaContext adds the size written and its bound to a quota error
-// (access.QuotaError); other errors are returned as they are.
+// (zkclient.QuotaError); other errors are returned as they are.
 func quotaContext(err error, size, bound int) error {
 	if !errors.Is(err, zkclient.ErrQuotaExceeded) {
 		return err
@@ -236,7 +235,7 @@ func (n *statusNode) adopt(data []byte) error {
 	if sid := n.conn.SessionID(); st.EphemeralOwner == sid {
 		st2, err := n.conn.Set(n.path, data, st.Version)
 		if err != nil {
-			return quotaContext(access.Explain(err, n.path, access.OpWrite), len(data), fleet.MaxStatusBytes)
+			return quotaContext(zkclient.Explain(err, n.path, zkclient.OpWrite), len(data), fleet.MaxStatusBytes)
 		}
 		n.own(sid, st2.Version)
 		return nil
@@ -275,14 +274,22 @@ func (n *statusNode) setConflict(reason string) {
 	}
 }
 
+// ensurePath creates p and its missing parents with the configured ACL,
+// bounded like the status node's other reads.
+func (n *statusNode) ensurePath(p string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return zkclient.EnsurePath(ctx, n.conn, p, n.acl)
+}
+
 // createACL is the ACL of a new status or registry node: what the tree's
 // access policy says (publisher and this agent's own identity), or the
 // configured ACL on a tree without access control.
 func (n *statusNode) createACL() ([]zk.ACL, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	acl, err := access.ReadStatusNodeACL(ctx, n.conn, n.paths)
-	if errors.Is(err, access.ErrNotInitialized) {
+	acl, err := n.fleet.StatusNodeACL(ctx)
+	if errors.Is(err, fleet.ErrNotInitialized) {
 		return n.acl, nil
 	}
 	if err == nil && n.authUser != n.agentID && !n.warnedID {
@@ -332,7 +339,7 @@ func (n *statusNode) writeRegistration() error {
 			}
 			_, err = n.conn.Create(p, data, 0, acl)
 			if errors.Is(err, zk.ErrNoNode) {
-				if perr := zkconn.EnsurePath(n.conn, n.paths.Agents(), n.acl); perr != nil {
+				if perr := n.ensurePath(n.paths.Agents()); perr != nil {
 					return fmt.Errorf("%w (on an ACL'd tree, 'confpush acl --repair' creates the registry)", perr)
 				}
 				_, err = n.conn.Create(p, data, 0, acl)
@@ -341,11 +348,11 @@ func (n *statusNode) writeRegistration() error {
 				continue
 			}
 			if errors.Is(err, zk.ErrNoAuth) || zkclient.IsQuotaExceeded(err) {
-				return quotaContext(access.Explain(err, p, access.OpCreate), len(data), fleet.MaxRegistrationBytes)
+				return quotaContext(zkclient.Explain(err, p, zkclient.OpCreate), len(data), fleet.MaxRegistrationBytes)
 			}
 			return err
 		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: another identity may hold this agent's registry name", access.Explain(err, p, access.OpRead))
+			return fmt.Errorf("%w: another identity may hold this agent's registry name", zkclient.Explain(err, p, zkclient.OpRead))
 		case err != nil:
 			return err
 		}
@@ -361,7 +368,7 @@ func (n *statusNode) writeRegistration() error {
 			continue
 		}
 		if errors.Is(err, zk.ErrNoAuth) || zkclient.IsQuotaExceeded(err) {
-			return quotaContext(access.Explain(err, p, access.OpWrite), len(data), fleet.MaxRegistrationBytes)
+			return quotaContext(zkclient.Explain(err, p, zkclient.OpWrite), len(data), fleet.MaxRegistrationBytes)
 		}
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
@@ -56,7 +55,7 @@ func TestAbandonedMarker(t *testing.T) {
 	// The raw publisher keeps no history; store the live contents as
 	// blobs, as a real publisher would have, so that the real publisher
 	// below can take over.
-	if err := zkconn.EnsurePath(raw, pub.p.Blobs(), acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), raw, pub.p.Blobs(), acl); err != nil {
 		t.Fatal(err)
 	}
 	for _, data := range v2 {
@@ -134,7 +133,7 @@ func newPublisher(t *testing.T, zkc *zktest.Cluster) *publish.Publisher {
 	if _, err := sess.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := publish.New(conn, sess, "/config")
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/config")
 	if err != nil {
 		t.Fatal(err)
 	}

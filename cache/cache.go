@@ -59,7 +59,7 @@ type Cache struct {
 // so Snapshot may be non-nil at once, then follows the root in the
 // background until Close. New does not wait for ZooKeeper: use Wait for the
 // first snapshot and State or StateChanges for freshness. ctx bounds New
-// only. Exactly one of WithServers, WithConfig, WithConn or WithClient is required.
+// only. Exactly one of WithServers, WithConfig or WithClient is required.
 func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	if err := layout.ValidateRoot(root); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
@@ -70,8 +70,8 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 			return nil, err
 		}
 	}
-	if o.conn == nil && o.cfg == nil && o.client == nil {
-		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig, WithConn or WithClient)")
+	if o.cfg == nil && o.client == nil {
+		return nil, errors.New("cache: no ZooKeeper given (WithServers, WithConfig or WithClient)")
 	}
 	if o.log == nil {
 		o.log = defaultLogger()
@@ -112,8 +112,6 @@ func New(ctx context.Context, root string, opts ...Option) (*Cache, error) {
 	switch {
 	case o.client != nil:
 		c.client = o.client
-	case o.conn != nil:
-		c.client = zkclient.Fixed(o.conn, o.sess)
 	default:
 		cfg := *o.cfg
 		if cfg.Logger == nil {
@@ -246,7 +244,7 @@ func (c *Cache) Adopt(inc string) error {
 }
 
 // Close stops the cache; no goroutine of it outlives Close. A connection the
-// cache dialled is closed; one given with WithConn is not (requests still in
+// cache dialled is closed; one given with WithClient is not (requests still in
 // flight on it are waited for, up to a grace period; nothing is applied
 // after Close either way). Close is idempotent and must not be called from
 // the OnUpdate callback.

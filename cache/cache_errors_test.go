@@ -112,8 +112,8 @@ func TestCacheNewErrorMessages(t *testing.T) {
 		want string
 	}{
 		{"RelativeRoot", "config", []Option{srv}, `cache: root "config" must be an absolute ZooKeeper path`},
-		{"NoServers", "/config", nil, "cache: no ZooKeeper given (WithServers, WithConfig, WithConn or WithClient)"},
-		{"TwoSources", "/config", []Option{srv, WithServers([]string{"127.0.0.1:2"}, time.Second)}, "cache: give exactly one of WithServers, WithConfig, WithConn or WithClient"},
+		{"NoServers", "/config", nil, "cache: no ZooKeeper given (WithServers, WithConfig or WithClient)"},
+		{"TwoSources", "/config", []Option{srv, WithServers([]string{"127.0.0.1:2"}, time.Second)}, "cache: give exactly one of WithServers, WithConfig or WithClient"},
 		{"FetchConcurrency", "/config", []Option{srv, WithFetchConcurrency(0)}, "cache: fetch concurrency 0 is not positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,9 +167,9 @@ func TestRootMissingEmptyForeign(t *testing.T) {
 	}
 }
 
-// TestWithConnAndClose: a cache on the application's connection never
+// TestFixedClientAndClose: a cache on the application's connection never
 // closes it, and Close leaves no goroutine behind (goleak in TestMain).
-func TestWithConnAndClose(t *testing.T) {
+func TestFixedClientAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
@@ -180,7 +180,7 @@ func TestWithConnAndClose(t *testing.T) {
 	v1 := set(5, "x")
 	pub.publish(v1)
 	log, _ := testLogger(t)
-	c, err := New(testCtx(t), "/config", WithConn(conn, sess), WithLogger(log), WithFetchConcurrency(2))
+	c, err := New(testCtx(t), "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log), WithFetchConcurrency(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestNewValidates(t *testing.T) {
 		{"no servers", "/config", nil},
 		{"two sources", "/config", []Option{WithServers([]string{"127.0.0.1:1"}, time.Second), WithServers([]string{"127.0.0.1:2"}, time.Second)}},
 		{"bad server", "/config", []Option{WithServers([]string{"nohostport"}, time.Second)}},
-		{"nil conn", "/config", []Option{WithConn(nil, nil)}},
+		{"nil conn", "/config", []Option{WithClient(zkclient.Fixed(nil, nil))}},
 		{"bad concurrency", "/config", []Option{WithServers([]string{"127.0.0.1:1"}, time.Second), WithFetchConcurrency(0)}},
 	} {
 		if c, err := New(ctx, tc.root, tc.opts...); err == nil {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,9 +13,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // startCanary starts a canary rollout by hand, the way docs/design.md
@@ -30,7 +31,7 @@ func (rp *rawPublisher) startCanary(sel manifest.Selection, items map[string][]b
 	if err != nil || stable == nil {
 		rp.t.Fatalf("startCanary: root %v, %v", stable, err)
 	}
-	if err := zkconn.EnsurePath(rp.conn, rp.p.Base(), acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), rp.conn, rp.p.Base(), acl); err != nil {
 		rp.t.Fatalf("startCanary: %v", err)
 	}
 	cm := nextManifest(stable, items, manifest.ModeMulti)
@@ -277,7 +278,7 @@ func TestCanaryMismatch(t *testing.T) {
 		var ce *CandidateError
 		return errors.As(st.Err, &ce)
 	})
-	if !errors.Is(st.Err, ErrTorn) || !strings.Contains(st.Err.Error(), "does not match the root's canary manifest_sha256") ||
+	if !errors.Is(st.Err, manifest.ErrTorn) || !strings.Contains(st.Err.Error(), "does not match the root's canary manifest_sha256") ||
 		st.Generation != g1 || c.Snapshot().Generation() != g1 {
 		t.Fatalf("state %+v, serving %d: want the stable %d kept", st, c.Snapshot().Generation(), g1)
 	}

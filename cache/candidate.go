@@ -16,7 +16,7 @@ import (
 // rollout step landed after the root read, or the node was changed behind
 // the publisher's back). The cache re-reads the root, as for a torn item,
 // and keeps the held snapshot meanwhile; it never assembles a mix. It
-// matches ErrTorn and never carries content.
+// matches manifest.ErrTorn and never carries content.
 type CandidateError struct {
 	// Node is the candidate node's path.
 	Node string
@@ -39,8 +39,8 @@ func (e *CandidateError) Error() string {
 		e.Node, e.RolloutID, e.Generation, what)
 }
 
-// Is makes a *CandidateError match ErrTorn.
-func (e *CandidateError) Is(target error) bool { return target == ErrTorn }
+// Is makes a *CandidateError match manifest.ErrTorn.
+func (e *CandidateError) Is(target error) bool { return target == manifest.ErrTorn }
 
 // followed returns the read of the generation this cache follows in root:
 // root itself, or, when root announces a canary rollout that this cache

@@ -6,7 +6,8 @@
 // # Use
 //
 // Start a cache with New and one way to reach ZooKeeper (WithServers,
-// WithConfig, WithConn or WithClient); Close it when done:
+// WithConfig, or WithClient for a zkclient.Client the application shares);
+// Close it when done:
 //
 //	c, err := cache.New(ctx, "/config", cache.WithServers(servers, 10*time.Second),
 //		cache.WithStateFile("/var/lib/app/config.state"), // serve the last good config at a restart
@@ -46,6 +47,8 @@
 //
 // # Errors
 //
+// zkclient's package documentation ("Errors") defines the classes once;
+// this section says which the cache reports and what it does about each.
 // New fails only for a bad root or bad options. Wait fails only when its
 // ctx ends (the error names the state and why: errors.Is with
 // context.DeadlineExceeded or context.Canceled) or the cache is closed
@@ -55,10 +58,10 @@
 // with errors.Is (errors.As for the typed errors), in three classes:
 //
 //   - It passes by itself; the cache retries or waits for the event that
-//     ends it: ErrDisconnected, ErrResyncing, ErrSessionExpired,
+//     ends it: ErrDisconnected, ErrResyncing, zkclient.ErrSessionExpired,
 //     ErrNotSynced (serving the state file, not yet confirmed),
 //     ErrPublishInProgress (a marker-mode publish), ErrBackwards (a lagging
-//     server: *BackwardsError), and ErrTorn for a few reads while a
+//     server: *BackwardsError), and manifest.ErrTorn for a few reads while a
 //     publish lands.
 //   - Nothing to serve yet: ErrRootMissing, ErrNotPublished; the cache
 //     watches for the first publish.
@@ -67,12 +70,12 @@
 //     ErrDisconnected too, so test it first), a ZooKeeper permission
 //     error (zk.ErrNoAuth, explained: which identity lacks what; re-checked
 //     every 30 s), ErrAbandonedMarker (*AbandonedMarkerError) and a
-//     lasting ErrTorn (*ItemMismatchError, *CandidateError: an item
+//     lasting manifest.ErrTorn (*manifest.ItemMismatchError, *CandidateError: an item
 //     changed behind the publisher's back), both repaired by the next
 //     publish; ErrIncarnationRefused (*IncarnationError: call Adopt),
 //     manifest.ErrForeign and manifest.ErrFutureFormat (the root holds
 //     what this version cannot read), ErrRefused and ErrConnClosed (the
-//     application's connection, WithConn: dial a new one).
+//     application's own connection, zkclient.Fixed: dial a new one).
 //
 // # Guarantees
 //
@@ -99,7 +102,7 @@
 //     verify against the root's manifest, which is then served.
 //   - A root changed by hand (not through a zkconf publisher) so that its
 //     items do not match its manifest is never served; the cache reports an
-//     *ItemMismatchError naming the item (ErrTorn) and keeps the snapshot it
+//     *manifest.ItemMismatchError naming the item (manifest.ErrTorn) and keeps the snapshot it
 //     holds. The next publish of the set rewrites the item.
 //   - Zxids of two ensembles cannot be compared: a state file from another
 //     ensemble whose commit zxid is higher than the new ensemble's is
@@ -144,7 +147,7 @@
 //     check its sha256 against the canary's manifest_sha256, its
 //     generation and its incarnation; a missing or different candidate
 //     (a rollout step landed after the root read) is a torn read (a
-//     *CandidateError, ErrTorn, retried as in step 6). Its zxid is the
+//     *CandidateError, manifest.ErrTorn, retried as in step 6). Its zxid is the
 //     root's Mzxid. Every other cache (without WithLabels, or not
 //     selected) follows the root's own, stable, generation at the cost of
 //     this one root read. No other watch is armed: the candidate node
@@ -195,8 +198,8 @@
 //     A missing item or a mismatch means a newer publish is landing: the
 //     attempt is dropped whole and the root re-read after a jittered
 //     exponential backoff (10 ms up to 2 s; after 20 tries in a row up to
-//     30 s, and the state reports, from the 5th, an *ItemMismatchError
-//     naming the item, which matches ErrTorn). Because every item
+//     30 s, and the state reports, from the 5th, a *manifest.ItemMismatchError
+//     naming the item, which matches manifest.ErrTorn). Because every item
 //     is checked against the manifest read in step 3, a snapshot is exactly
 //     that generation, item for item; nothing from two generations is ever
 //     assembled. A publish that changes k items costs one root read and k
@@ -232,11 +235,11 @@
 //     (default none), which spreads a fleet's resyncs.
 //   - Expiry (zkclient.Status.Expiries changed, or EventNotWatching with
 //     zk.ErrSessionExpired on a watch channel): state Expired
-//     (ErrSessionExpired), every watch is forgotten, and the cache resyncs on
+//     (zkclient.ErrSessionExpired), every watch is forgotten, and the cache resyncs on
 //     the client's new session (which the go-zookeeper client opens
 //     silently), then reports Live. With its own connection that is all
 //     (the cache holds no ephemeral nodes). With the application's
-//     connection (WithConn) the cache does the same and nothing else: what
+//     connection (WithClient) the cache does the same and nothing else: what
 //     an expiry means for the application's own ephemeral nodes, locks or
 //     leadership is the application's decision (a library must not hide a
 //     fatal error). StateInfo.Expiries lets an application that only reads
@@ -245,10 +248,10 @@
 //     way a server wiped or rebuilt on the same address refuses a client
 //     that has seen a newer zxid; the go-zookeeper client would retry with
 //     that zxid forever): a cache that dials itself (WithServers,
-//     WithConfig) or uses a Client (WithClient) gets a fresh connection
-//     after the session timeout, counted as an expiry; on the
-//     application's connection (WithConn) the state says ErrRefused and
-//     the application must dial again.
+//     WithConfig) or uses a Client from zkclient.Dial (WithClient) gets a
+//     fresh connection after the session timeout, counted as an expiry; on
+//     the application's own connection (zkclient.Fixed) the state says
+//     ErrRefused and the application must dial again.
 //   - Closed channels (after EventNotWatching) are never read twice: every
 //     watch channel is dropped after its one event. EventNotWatching with
 //     zk.ErrClosing on a connection that is not redialled means its owner

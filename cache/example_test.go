@@ -39,12 +39,12 @@ func TestMain(m *testing.M) {
 // publishApp publishes app.json as the next generation of root, the way
 // confpush (or any zkconf publisher) does.
 func publishApp(ctx context.Context, cfg zkclient.Config, root, appJSON string) {
-	conn, sess, err := zkclient.DialConn(cfg)
+	cl, err := zkclient.Dial(cfg)
 	if err != nil {
 		panic(err)
 	}
-	defer conn.Close()
-	p, err := publish.New(conn, sess, root)
+	defer cl.Close()
+	p, err := publish.New(cl, root)
 	if err != nil {
 		panic(err)
 	}
@@ -128,7 +128,7 @@ func ExampleStateInfo() {
 	defer c.Close()
 
 	describe := func(st cache.StateInfo) string {
-		var mismatch *cache.ItemMismatchError
+		var mismatch *manifest.ItemMismatchError
 		switch {
 		case st.State == cache.StateLive:
 			return fmt.Sprintf("live at generation %d", st.Generation)
@@ -137,7 +137,7 @@ func ExampleStateInfo() {
 		case errors.Is(st.Err, cache.ErrRootMissing), errors.Is(st.Err, cache.ErrNotPublished):
 			return "nothing published yet; waiting for the first publish"
 		case errors.Is(st.Err, cache.ErrDisconnected), errors.Is(st.Err, cache.ErrResyncing),
-			errors.Is(st.Err, cache.ErrSessionExpired), errors.Is(st.Err, cache.ErrNotSynced):
+			errors.Is(st.Err, zkclient.ErrSessionExpired), errors.Is(st.Err, cache.ErrNotSynced):
 			return "serving what it holds; ZooKeeper is not confirming it right now"
 		case errors.Is(st.Err, cache.ErrPublishInProgress), errors.Is(st.Err, cache.ErrAbandonedMarker):
 			return "a marker-mode publish blocks the root; serving the held generation"

@@ -81,7 +81,7 @@ func TestChangeAcrossSessionExpiry(t *testing.T) {
 				}
 				t.Cleanup(conn.Close)
 				appConn = conn
-				opts = append(opts, WithConn(conn, sess))
+				opts = append(opts, WithClient(zkclient.Fixed(conn, sess)))
 			}
 			c := newCache(t, "/config", opts...)
 			waitGen(t, c, 1, v1)

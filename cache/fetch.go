@@ -21,7 +21,7 @@ var errAborted = errors.New("item read abandoned")
 
 // fetch assembles generation m: items whose sha256 equals the held
 // snapshot's are reused, the others are read, several in flight, and each
-// is verified against m. It returns an *ItemMismatchError naming an item
+// is verified against m. It returns an *manifest.ItemMismatchError naming an item
 // that is missing or does not match (a newer publish is landing, or the
 // item was changed behind the publisher's back): nothing from two
 // generations is ever assembled.
@@ -117,11 +117,12 @@ func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) st
 }
 
 // itemError turns a failed item read into the error fetch returns: an
-// *ItemMismatchError for a missing or different item (torn), else the
+// *manifest.ItemMismatchError for a missing or different item (torn), else the
 // read's error.
 func itemError(m *manifest.Manifest, name string, err error) error {
 	if errors.Is(err, errMismatch) || errors.Is(err, zk.ErrNoNode) {
-		return &ItemMismatchError{Item: name, Generation: m.Generation, Missing: errors.Is(err, zk.ErrNoNode)}
+		return fmt.Errorf("cache: %w (changed behind the publisher's back, or a publish is landing); keeping the held snapshot",
+			&manifest.ItemMismatchError{Item: name, Generation: m.Generation, Missing: errors.Is(err, zk.ErrNoNode)})
 	}
 	return fmt.Errorf("read item %s: %w", name, err)
 }
@@ -154,8 +155,8 @@ type itemResult struct {
 // only one.
 func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []string, path func(string) string, items map[string][]byte) error {
 	results := c.startReaders(ctx, m, todo, path)
-	var torn *ItemMismatchError
-	var firstErr error
+	var torn *manifest.ItemMismatchError
+	var tornErr, firstErr error
 	for range todo {
 		select {
 		case <-ctx.Done():
@@ -167,13 +168,13 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []stri
 			case errors.Is(r.err, errAborted):
 			default:
 				err := itemError(m, r.name, r.err)
-				var mismatch *ItemMismatchError
+				var mismatch *manifest.ItemMismatchError
 				if !errors.As(err, &mismatch) {
 					if firstErr == nil {
 						firstErr = err
 					}
 				} else if torn == nil || mismatch.Item < torn.Item {
-					torn = mismatch
+					torn, tornErr = mismatch, err
 				}
 			}
 		}
@@ -182,7 +183,7 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []stri
 		return firstErr
 	}
 	if torn != nil {
-		return torn
+		return tornErr
 	}
 	return nil
 }

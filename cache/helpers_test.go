@@ -19,8 +19,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // testTimeout bounds every wait in these tests: generous, because a JVM and
@@ -162,7 +162,7 @@ func (rp *rawPublisher) current() (*manifest.Manifest, int32, error) {
 	for {
 		data, stat, err := rp.conn.Get(rp.p.Root)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err := zkconn.EnsurePath(rp.conn, rp.p.Root, acl); err != nil {
+			if err := zkclient.EnsurePath(context.Background(), rp.conn, rp.p.Root, acl); err != nil {
 				return nil, 0, err
 			}
 			continue
@@ -184,7 +184,7 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func nextManifest(old *manifest.Manifest, items map[string][]byte, mode string) *manifest.Manifest {
+func nextManifest(old *manifest.Manifest, items map[string][]byte, mode manifest.Mode) *manifest.Manifest {
 	m := &manifest.Manifest{Format: manifest.FormatVersion, Generation: 1, PublishID: newID(),
 		PublishedAt: time.Now().UTC(), Publisher: "test@host", Mode: mode, Items: map[string]manifest.Item{}}
 	if old != nil {
@@ -277,7 +277,7 @@ func (rp *rawPublisher) beginMarker(items map[string][]byte) *markerPublish {
 		rp.t.Fatalf("marker publish: %v", err)
 	}
 	mk, _ := json.Marshal(map[string]any{"publish_id": "test", "publisher": "test@host", "started_at": time.Now().UTC(), "base_generation": old.Generation})
-	if err := zkconn.EnsurePath(rp.conn, rp.p.Publishing(), acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), rp.conn, rp.p.Publishing(), acl); err != nil {
 		rp.t.Fatalf("liveness parent: %v", err)
 	}
 	if _, err := rp.conn.Create(rp.p.PublishingNode("test"), mk, zk.FlagEphemeral, acl); err != nil {

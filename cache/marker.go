@@ -97,7 +97,7 @@ func (c *Cache) markerOwner(ctx context.Context, data []byte) (markerOwner, <-ch
 func (c *Cache) abandonedMarker(ctx context.Context, loop *loopState, root *rootRead, held *Snapshot, v verdict, owner markerOwner, markerMzxid int64) error {
 	m := root.m
 	s, err := c.fetch(ctx, root, held)
-	var mismatch *ItemMismatchError
+	var mismatch *manifest.ItemMismatchError
 	switch {
 	case errors.As(err, &mismatch):
 		// A publish that just finished deletes its marker in its final

@@ -7,8 +7,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
@@ -32,8 +30,6 @@ type Option func(*options) error
 type options struct {
 	cfg         *zkclient.Config
 	client      *zkclient.Client
-	conn        *zk.Conn
-	sess        *zkclient.Session
 	meta        string
 	stateFile   string
 	log         *slog.Logger
@@ -76,8 +72,8 @@ func WithConfig(cfg zkclient.Config) Option {
 }
 
 func (o *options) setConfig(cfg zkclient.Config) error {
-	if o.conn != nil || o.cfg != nil || o.client != nil {
-		return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
+	if o.cfg != nil || o.client != nil {
+		return errors.New("cache: give exactly one of WithServers, WithConfig or WithClient")
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -86,43 +82,33 @@ func (o *options) setConfig(cfg zkclient.Config) error {
 	return nil
 }
 
-// WithConn makes the cache use a connection the application owns. sess must
-// track that connection: the application dials with
-// zk.WithEventCallback(sess.Callback), sess from zkclient.NewSession. The cache never
-// closes conn. After a session expiry it reports StateExpired and resyncs on
-// the client's new session, and leaves every other consequence of the
-// expiry to the application. When the servers refuse the connection's
-// session (every handshake closed for a while: a server wiped or rebuilt
-// on the same address), the cache reports ErrRefused and can do nothing
-// more on it: the application must dial a new connection and start a new
-// cache on it (WithClient does that by itself).
-func WithConn(conn *zk.Conn, sess *zkclient.Session) Option {
-	return func(o *options) error {
-		if conn == nil || sess == nil {
-			return errors.New("cache: WithConn needs both the connection and its session tracker")
-		}
-		if o.conn != nil || o.cfg != nil || o.client != nil {
-			return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
-		}
-		o.conn, o.sess = conn, sess
-		return nil
-	}
-}
-
 // WithClient makes the cache use a Client the application owns and shares
-// (the cache never closes it): like WithConn, but the connection is
-// replaced when the servers refuse its session, and the cache follows the
-// replacement (it resyncs in full, as after an expiry). Everything else the
-// application keeps on that connection (ephemeral nodes, watches) must take
-// the connection from Client.Conn for every unit of work and treat the
-// replacement as an expiry.
+// (the cache never closes it). After a session expiry the cache reports
+// StateExpired and resyncs on the client's new session, and leaves every
+// other consequence of the expiry to the application.
+//
+// A Client from zkclient.Dial replaces its connection when the servers
+// refuse its session (every handshake closed for a while: a server wiped
+// or rebuilt on the same address), and the cache follows the replacement
+// (it resyncs in full, as after an expiry). Everything else the
+// application keeps on that connection (ephemeral nodes, watches) must
+// take the connection from Client.Conn for every unit of work and treat
+// the replacement as an expiry.
+//
+// An application's own connection goes in as zkclient.Fixed(conn, sess),
+// sess tracking that connection (the application dials with
+// zk.WithEventCallback(sess.Callback), sess from zkclient.NewSession, or
+// with zkclient.DialConn). Such a client is never replaced: when the
+// servers refuse its session the cache reports ErrRefused and can do
+// nothing more on it; the application must dial a new connection and
+// start a new cache on it.
 func WithClient(cl *zkclient.Client) Option {
 	return func(o *options) error {
-		if cl == nil {
-			return errors.New("cache: WithClient needs a client")
+		if cl == nil || cl.Conn() == nil || cl.Session() == nil {
+			return errors.New("cache: WithClient needs a client with its connection and its session tracker")
 		}
-		if o.conn != nil || o.cfg != nil || o.client != nil {
-			return errors.New("cache: give exactly one of WithServers, WithConfig, WithConn or WithClient")
+		if o.cfg != nil || o.client != nil {
+			return errors.New("cache: give exactly one of WithServers, WithConfig or WithClient")
 		}
 		o.client = cl
 		return nil

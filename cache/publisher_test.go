@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -28,7 +29,7 @@ func TestWithRealPublisher(t *testing.T) {
 	}
 	t.Cleanup(conn.Close)
 	log, _ := testLogger(t)
-	p, err := publish.New(conn, sess, "/real", publish.WithLogger(log.With("who", "publisher")))
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/real", publish.WithLogger(log.With("who", "publisher")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestWithRealPublisher(t *testing.T) {
 	}
 	var mu sync.Mutex
 	published := map[int64]gen{}
-	do := func(round int, mode publish.Mode) int64 {
+	do := func(round int, mode manifest.Mode) int64 {
 		v := make(map[string][]byte, items)
 		for i := range items {
 			// Some items change every round, some every other round.
@@ -56,7 +57,7 @@ func TestWithRealPublisher(t *testing.T) {
 		mu.Unlock()
 		return res.Generation
 	}
-	do(0, publish.ModeMulti)
+	do(0, manifest.ModeMulti)
 
 	seen := make([][]*Snapshot, caches)
 	cs := make([]*Cache, caches)
@@ -72,9 +73,9 @@ func TestWithRealPublisher(t *testing.T) {
 
 	var last int64
 	for round := 1; round <= rounds; round++ {
-		mode := publish.ModeMulti
+		mode := manifest.ModeMulti
 		if round%2 == 0 {
-			mode = publish.ModeMarker
+			mode = manifest.ModeMarker
 		}
 		last = do(round, mode)
 	}

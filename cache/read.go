@@ -70,9 +70,8 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 		}
 	}
 	s, err := c.fetch(ctx, root, held)
-	var torn *ItemMismatchError
-	if errors.As(err, &torn) {
-		c.onTorn(loop, torn)
+	if errors.As(err, new(*manifest.ItemMismatchError)) {
+		c.onTorn(loop, err)
 		return nil
 	}
 	if err != nil {

@@ -64,7 +64,7 @@ func (c *Cache) onExpiry(loop *loopState, n uint64) {
 	loop.needSync, loop.full, loop.markerAbsentCversion = true, true, -1
 	loop.watches = watchSet{}
 	loop.lastWait = ""
-	c.setState(StateExpired, fmt.Errorf("%w (%w)", ErrSessionExpired, zk.ErrSessionExpired))
+	c.setState(StateExpired, fmt.Errorf("cache: ZooKeeper session expired (%w)", zkclient.ErrSessionExpired))
 	if r := c.sess.Status().Replaced; r != loop.replaced {
 		loop.replaced = r
 		c.log.Warn("the ZooKeeper connection was replaced (the servers refused its session): serving the last snapshot and resyncing on the new session")
@@ -110,7 +110,7 @@ func (c *Cache) onDisconnected(loop *loopState, st zkclient.Status) {
 	}
 	if st.Refused(2, refusedReport) {
 		// A Client replaces the connection itself (its bound is the
-		// session timeout); WithConn's owner has to.
+		// session timeout); a Fixed client's owner has to.
 		err = fmt.Errorf("%w (%d handshakes closed in %v)", ErrRefused, st.HandshakeFailures, time.Since(st.FailingSince).Round(time.Second))
 		if loop.lastWait != ErrRefused.Error() {
 			loop.lastWait = ErrRefused.Error()

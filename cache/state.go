@@ -55,13 +55,15 @@ type StateInfo struct {
 	// Since is when State was entered.
 	Since time.Time
 	// Err says why the cache is not Live (nil when Live). Branch on it with
-	// errors.Is: ErrDisconnected, ErrResyncing, ErrSessionExpired, ErrRootMissing,
-	// ErrNotPublished, ErrPublishInProgress, ErrAbandonedMarker, ErrTorn
-	// (an *ItemMismatchError naming the item, or a *CandidateError naming
-	// a canary candidate that does not match its root), ErrBackwards, ErrNotSynced,
-	// ErrConnClosed, ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
-	// manifest.ErrFutureFormat, zkclient.ErrAuthFailed, or a ZooKeeper error.
-	// Refused credentials match both ErrDisconnected and
+	// errors.Is: ErrDisconnected, ErrResyncing, zkclient.ErrSessionExpired,
+	// ErrRootMissing, ErrNotPublished, ErrPublishInProgress,
+	// ErrAbandonedMarker, manifest.ErrTorn (a *manifest.ItemMismatchError
+	// naming the item, or a *CandidateError naming a canary candidate that
+	// does not match its root), ErrBackwards, ErrNotSynced, ErrConnClosed,
+	// ErrRefused, ErrIncarnationRefused, manifest.ErrForeign,
+	// manifest.ErrFutureFormat, zkclient.ErrAuthFailed, or a ZooKeeper error
+	// (zkclient's package documentation, "Errors", says what each class
+	// means). Refused credentials match both ErrDisconnected and
 	// zkclient.ErrAuthFailed: test the latter first.
 	Err error
 	// Generation is the generation of the snapshot served (0: none).
@@ -109,19 +111,17 @@ var (
 	// ErrResyncing means the client reconnected and the cache is checking
 	// the root again (watches may have missed changes while disconnected).
 	ErrResyncing = errors.New("cache: reconnected to ZooKeeper; resyncing")
-	// ErrSessionExpired means the ZooKeeper session expired. It wraps
-	// zk.ErrSessionExpired's meaning but is the cache's own value; the
-	// StateInfo.Err of an expiry matches both.
-	ErrSessionExpired = errors.New("cache: ZooKeeper session expired")
 	// ErrConnClosed means the application closed the connection it gave
-	// the cache (WithConn); the cache can do nothing more until Close.
+	// the cache (WithClient(zkclient.Fixed(conn, sess))); the cache can do
+	// nothing more until Close.
 	ErrConnClosed = errors.New("cache: the ZooKeeper connection was closed by its owner")
 	// ErrRefused means every connection to ZooKeeper was closed during the
 	// session handshake for a while: a server wiped or rebuilt on the same
 	// address refuses a client that has seen a newer zxid than its own,
 	// and the client library retries with that zxid forever. A cache that
-	// dials itself (WithServers, WithConfig) or uses a Client replaces the
-	// connection; with WithConn the application must dial a new one.
+	// dials itself (WithServers, WithConfig) or uses a Client from
+	// zkclient.Dial replaces the connection; on the application's own
+	// connection (zkclient.Fixed) the application must dial a new one.
 	ErrRefused = errors.New("cache: ZooKeeper refuses this connection's session (every handshake closed; a wiped or rebuilt server?); a fresh connection is needed")
 	// ErrRootMissing means the root znode does not exist; the cache watches
 	// for its creation.
@@ -132,10 +132,6 @@ var (
 	// the cache does not hold the generation committed before it; it waits
 	// for the publish to finish.
 	ErrPublishInProgress = errors.New("cache: a marker-mode publish is in progress")
-	// ErrTorn means the items read repeatedly did not match the manifest:
-	// publishes are landing faster than the cache can read, or the root was
-	// changed by something other than a zkconf publisher.
-	ErrTorn = errors.New("cache: items do not match the root's manifest")
 	// ErrBackwards means ZooKeeper returned a generation that is not newer
 	// than the one held (a lagging server, a different ensemble, or a state
 	// file newer than the server). The held snapshot is kept. Use
@@ -148,32 +144,6 @@ var (
 	// Use errors.As with *AbandonedMarkerError for details.
 	ErrAbandonedMarker = errors.New("cache: an abandoned marker blocks the root")
 )
-
-// ItemMismatchError names an item that is missing or does not match the
-// root's manifest: a publish is landing, or the item was changed behind
-// the publisher's back (a raw ZooKeeper write), which lasts until the next
-// publish repairs it. It matches ErrTorn. It never carries content.
-type ItemMismatchError struct {
-	// Item is the first item found missing or different.
-	Item string
-	// Generation is the manifest's generation.
-	Generation int64
-	// Missing is true when the item's node does not exist.
-	Missing bool
-}
-
-// Error names the item and the generation.
-func (e *ItemMismatchError) Error() string {
-	what := "does not match"
-	if e.Missing {
-		what = "is missing from the root but is in"
-	}
-	return fmt.Sprintf("cache: item %q %s the manifest of generation %d (changed behind the publisher's back, or a publish is landing); keeping the held snapshot",
-		e.Item, what, e.Generation)
-}
-
-// Is makes an *ItemMismatchError match ErrTorn.
-func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }
 
 // AbandonedMarkerError describes an abandoned marker that blocks a root. It
 // matches ErrAbandonedMarker.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -33,7 +34,7 @@ func TestTornReadStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, "/stress", publish.WithLogger(log.With("who", "publisher")))
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/stress", publish.WithLogger(log.With("who", "publisher")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestTornReadStress(t *testing.T) {
 	defer cancel()
 	runStress(t, zkc, log, "/stress", n, func(v map[string][]byte) int64 {
 		t.Helper()
-		res, err := p.Publish(ctx, publish.Request{Items: v, Mode: publish.ModeMulti})
+		res, err := p.Publish(ctx, publish.Request{Items: v, Mode: manifest.ModeMulti})
 		if err != nil {
 			t.Fatalf("publish: %v", err)
 		}

@@ -8,9 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/backoff"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Retry delays of the sync loop.
@@ -240,13 +239,13 @@ func (c *Cache) onCycleError(loop *loopState, err error) {
 		// auth never fails, access does). Not a connection problem, so no
 		// reconnect: report it clearly and re-check slowly, so that an ACL
 		// repaired by the operator is picked up without a restart.
-		err = access.Explain(err, c.root, access.OpRead)
+		err = zkclient.Explain(err, c.root, zkclient.OpRead)
 		if loop.errs == 1 {
 			c.log.Error("no permission to read the root", "err", err)
 		}
 		c.waiting(loop, err)
 		loop.setRetry(permRetry)
-	case zkconn.IsRecoverable(err) || zkconn.IsFatal(err):
+	case zkclient.IsRecoverable(err) || zkclient.IsFatal(err):
 		// The session tracker reports the disconnect or expiry (it does so
 		// before the client fails the requests); the retry timer only
 		// keeps the loop from spinning if not.

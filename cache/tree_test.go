@@ -34,7 +34,7 @@ func TestCacheFollowsTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, "/tree")
+	p, err := publish.New(zkclient.Fixed(conn, sess), "/tree")
 	if err != nil {
 		t.Fatal(err)
 	}

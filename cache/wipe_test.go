@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -178,10 +178,10 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 	}
 }
 
-// TestWithConnReportsRefusedSession: a cache on the application's
+// TestFixedClientReportsRefusedSession: a cache on the application's
 // connection cannot replace it; it says so (ErrRefused) instead of "no
 // session" forever.
-func TestWithConnReportsRefusedSession(t *testing.T) {
+func TestFixedClientReportsRefusedSession(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
 	sess := zkclient.NewSession()
@@ -190,7 +190,7 @@ func TestWithConnReportsRefusedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	c := newCache(t, "/config", WithConn(conn, sess), WithLogger(log))
+	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log))
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })
@@ -211,7 +211,7 @@ func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
 	w.zk.Wipe(0)
 	rp := newRawPublisher(t, w.zk.Connect(t, 10*time.Second), "/config")
 	rp.inc = w.newInc
-	if err := zkconn.EnsurePath(rp.conn, rp.p.Root, acl); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), rp.conn, rp.p.Root, acl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rp.conn.Create(rp.p.Marker(), []byte("made by hand"), 0, acl); err != nil {

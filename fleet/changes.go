@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 )
 
 // Changes calls changed once at the start and then after every change of
-// root's fleet seen through ZooKeeper watches (no polling): a status node
+// the root's fleet seen through ZooKeeper watches (no polling): a status node
 // created, changed or deleted, the agent registry changed, or the root
 // node (its live generation) changed. It reads no node's data: status
 // nodes are followed with exists watches, and on a tree with an access
@@ -19,14 +17,14 @@ import (
 // goroutine, one call at a time; a burst of changes may give one call. It
 // returns when ctx ends (with ctx.Err()), when changed returns an error
 // (that error), or when a watch cannot be set.
-func Changes(ctx context.Context, conn *zk.Conn, root, meta string, changed func() error) error {
-	p := paths(root, meta)
+func (f *Fleet) Changes(ctx context.Context, changed func() error) error {
+	conn, p := f.cl.Conn(), f.paths
 	// The trust rules only say which names are foreign (not followed);
 	// a reader that cannot read them follows every node. Status nodes
 	// are followed with exists watches: no data is read.
-	trust, err := access.ReadTrust(ctx, conn, p)
+	trust, err := readTrust(ctx, conn, p)
 	if err != nil {
-		trust = access.Trust{}
+		trust = aclmodel.Trust{}
 	}
 	w := newWaiter(conn, p, trust)
 	w.statOnly = true

@@ -55,20 +55,25 @@ func exampleAgent(cfg zkclient.Config, root, id string) (stop func()) {
 
 // A publisher waits for a rollout: until every expected agent reports the
 // new generation on its status node, or until success is impossible.
-func ExampleWait() {
+func ExampleFleet_Wait() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const root = "/config/web"
 	cfg := zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second}
-	conn, sess, err := zkclient.DialConn(cfg)
+	cl, err := zkclient.Dial(cfg)
 	if err != nil {
 		fmt.Println("dial:", err)
 		return
 	}
-	defer conn.Close()
-	p, err := publish.New(conn, sess, root)
+	defer cl.Close()
+	p, err := publish.New(cl, root)
 	if err != nil {
 		fmt.Println("publisher:", err)
+		return
+	}
+	f, err := fleet.New(cl, root)
+	if err != nil {
+		fmt.Println("fleet:", err)
 		return
 	}
 	publishConf := func(content string) int64 {
@@ -96,20 +101,20 @@ func ExampleWait() {
 	}
 
 	g := publishConf("workers = 4\n")
-	report(fleet.Wait(ctx, conn, root, "", g, fleet.WaitOptions{All: true}))
+	report(f.Wait(ctx, g, fleet.WaitOptions{All: true}))
 
 	// An agent starts. Until it has registered, an All wait still has
 	// nobody to wait for; Min waits for a number of agents instead.
 	stop := exampleAgent(cfg, root, "web-1")
 	defer stop()
-	report(fleet.Wait(ctx, conn, root, "", g, fleet.WaitOptions{Min: 1}))
+	report(f.Wait(ctx, g, fleet.WaitOptions{Min: 1}))
 
 	// The agent's check refuses this content: the wait fails as soon as
 	// no expected agent can still apply it, not at the deadline.
 	g = publishConf("workers = broken\n")
-	report(fleet.Wait(ctx, conn, root, "", g, fleet.WaitOptions{All: true}))
+	report(f.Wait(ctx, g, fleet.WaitOptions{All: true}))
 
-	agents, err := fleet.List(ctx, conn, root, "")
+	agents, err := f.List(ctx)
 	if err != nil {
 		fmt.Println("list:", err)
 		return

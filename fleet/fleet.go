@@ -12,10 +12,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Agent is one agent as a reader sees it: its status node (when it has
@@ -34,9 +35,14 @@ type Agent struct {
 	// HasNode reports whether a status node exists under the agent's name.
 	HasNode bool
 	// Expected reports whether rollouts wait for this agent: it is
-	// registered, the access policy names its identity, or its status node
-	// is trusted.
+	// registered, the access policy names its identity (Named), or its
+	// status node is trusted.
 	Expected bool
+	// Named reports whether the root's access policy names an agent
+	// identity of this id: the agent stays expected until the policy no
+	// longer names it (confpush init without it), whatever its registry
+	// node.
+	Named bool
 	// Registration is the agent's registry node (nil when none);
 	// RegistryUntrusted says why it is not provably the agent's (on an
 	// open tree it still makes the agent expected: forging one can only
@@ -137,45 +143,75 @@ func (s Skipped) String() string {
 	return fmt.Sprintf("%s node %s: foreign (no agent identity of that name)", s.Node, s.ID)
 }
 
-// Fleet is a root's fleet as Read finds it.
-type Fleet struct {
+// View is a root's fleet as Read finds it.
+type View struct {
 	// Agents are the agents sorted by id, as List returns them.
 	Agents []Agent
 	// Skipped are the nodes not loaded, sorted by node kind and name.
 	Skipped []Skipped
 }
 
-// List reads every agent's status node of root (its metadata under meta;
-// the default, /zkconf, when empty) and the agent registry, and judges
-// each status node (Agent.Untrusted): the agents sorted by id, expected
-// ones without a trusted status node included (Gone). A root without any
-// agent gives an empty list. A reader that cannot verify (without the
-// publisher's ADMIN on an ACL'd tree) sees every node untrusted. It is
-// Read without the skipped nodes: foreign ones are left out, oversized
-// ones shown untrusted.
-func List(ctx context.Context, conn *zk.Conn, root, meta string) ([]Agent, error) {
-	f, err := Read(ctx, conn, root, meta)
-	return f.Agents, err
+// Fleet reads and follows the agents of one config root: their status
+// nodes and their registrations, each judged against the root's access
+// policy. It holds no state of its own between calls and is safe for
+// concurrent use.
+type Fleet struct {
+	cl    *zkclient.Client
+	paths layout.Paths
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct{ meta string }
+
+// WithMeta sets the metadata path of the zkconf layout, under which the
+// status nodes and the agent registry live: the publishers' (default
+// "/zkconf").
+func WithMeta(meta string) Option { return func(o *options) { o.meta = meta } }
+
+// New returns the Fleet of root on cl: a Client from zkclient.Dial, or an
+// application's own connection and session tracker wrapped by
+// zkclient.Fixed. It takes the connection from cl for every read and never
+// closes it.
+func New(cl *zkclient.Client, root string, opts ...Option) (*Fleet, error) {
+	if cl == nil || cl.Conn() == nil {
+		return nil, errors.New("fleet: nil ZooKeeper client")
+	}
+	o := options{meta: layout.DefaultMeta}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := layout.ValidateRoot(root); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if err := layout.ValidateRoot(o.meta); err != nil {
+		return nil, fmt.Errorf("fleet: meta path: %w", err)
+	}
+	return &Fleet{cl: cl, paths: layout.New(root, o.meta)}, nil
+}
+
+// List reads every agent's status node of the root and the agent
+// registry, and judges each status node (Agent.Untrusted): the agents
+// sorted by id, expected ones without a trusted status node included
+// (Gone). A root without any agent gives an empty list. A reader that
+// cannot verify (without the publisher's ADMIN on an ACL'd tree) sees
+// every node untrusted. It is Read without the skipped nodes: foreign ones
+// are left out, oversized ones shown untrusted.
+func (f *Fleet) List(ctx context.Context) ([]Agent, error) {
+	v, err := f.Read(ctx)
+	return v.Agents, err
 }
 
 // Read is List with the nodes it skipped: on a tree with an access policy
 // the status and registry nodes whose name is not an agent identity of the
 // policy are neither read nor expected; a node whose data is above
 // MaxStatusBytes or MaxRegistrationBytes is not decoded (under a policy
-// not even fetched). Its requests are sent at once on conn (go-zookeeper
-// pipelines concurrent requests): a listing costs a few round trips
-// whatever the number of agents.
-func Read(ctx context.Context, conn *zk.Conn, root, meta string) (Fleet, error) {
-	return read(ctx, conn, paths(root, meta), nil)
-}
-
-// paths is the layout of root with its metadata under meta (the default
-// metadata path when meta is empty).
-func paths(root, meta string) layout.Paths {
-	if meta == "" {
-		meta = layout.DefaultMeta
-	}
-	return layout.New(root, meta)
+// not even fetched). Its requests are sent at once on one connection
+// (go-zookeeper pipelines concurrent requests): a listing costs a few
+// round trips whatever the number of agents.
+func (f *Fleet) Read(ctx context.Context) (View, error) {
+	return read(ctx, f.cl.Conn(), f.paths, nil)
 }
 
 // maxInFlight bounds the requests a listing has in flight on the one
@@ -195,7 +231,7 @@ func forEach[T any](ctx context.Context, items []T, fn func(int, T)) {
 // listing is the first round of a read: the trust rules and both child
 // lists.
 type listing struct {
-	trust    access.Trust
+	trust    aclmodel.Trust
 	trustErr error
 	status   []string
 	regs     []string
@@ -213,7 +249,7 @@ func readListing(ctx context.Context, conn *zk.Conn, p layout.Paths, between fun
 		statusErr error
 		wg        sync.WaitGroup
 	)
-	wg.Go(func() { l.trust, l.trustErr = access.ReadTrust(ctx, conn, p) })
+	wg.Go(func() { l.trust, l.trustErr = readTrust(ctx, conn, p) })
 	regs, regsErr := listRegistry(conn, p)
 	l.regs = regs
 	if regsErr == nil {
@@ -235,16 +271,16 @@ func readListing(ctx context.Context, conn *zk.Conn, p layout.Paths, between fun
 // foreign reports whether a node named id is foreign to the trust's
 // policy: never in open mode, nor for a reader that cannot verify (it
 // sees every node untrusted).
-func foreign(t access.Trust, trustErr error, id string) bool {
+func foreign(t aclmodel.Trust, trustErr error, id string) bool {
 	return trustErr == nil && !t.Open() && !t.Names(id)
 }
 
-func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (Fleet, error) {
+func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (View, error) {
 	l, err := readListing(ctx, conn, p, between)
 	if err != nil {
-		return Fleet{}, err
+		return View{}, err
 	}
-	var f Fleet
+	var f View
 	var ids, regs []string
 	for _, id := range l.status {
 		if foreign(l.trust, l.trustErr, id) {
@@ -293,7 +329,7 @@ func read(ctx context.Context, conn *zk.Conn, p layout.Paths, between func()) (F
 		return &out[i]
 	}
 	for _, id := range l.trust.Agents() {
-		expect(id)
+		expect(id).Named = true
 	}
 	for i, id := range regs {
 		r := regOut[i]
@@ -343,7 +379,7 @@ func oversizedReason(n, bound int) string {
 // oversized node, whose data is then never fetched. A node re-created (or
 // re-ACL'd) between the two reads is read again, once: an ACL and data of
 // two different nodes are never judged together.
-func readStatus(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) (a Agent, oversized int) {
+func readStatus(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust, trustErr error, id string) (a Agent, oversized int) {
 	node := p.StatusNode(id)
 	if trustErr != nil || trust.Open() {
 		b, st, err := conn.Get(node)
@@ -397,12 +433,12 @@ func oversizedStatus(id string, n int) Agent {
 
 // judge returns why status node a (its ACL and Stat as read, readErr the
 // first read error) is not provably its agent's, or "".
-func judge(trust access.Trust, trustErr error, a Agent, acl []zk.ACL, st *zk.Stat, readErr error) string {
+func judge(trust aclmodel.Trust, trustErr error, a Agent, acl []zk.ACL, st *zk.Stat, readErr error) string {
 	switch {
 	case trustErr != nil:
 		return "cannot be verified: " + trustErr.Error()
 	case errors.Is(readErr, zk.ErrNoAuth):
-		return access.Unreadable(readErr)
+		return aclmodel.Unreadable(readErr)
 	case readErr != nil:
 		return "cannot be read: " + readErr.Error()
 	case a.Err != nil:
@@ -441,7 +477,7 @@ type registration struct {
 // readRegistration reads and judges one registry node. An unreadable,
 // oversized or undecodable one has no Registration, only the reason.
 // Under a policy its ACL is read first, as for status nodes.
-func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustErr error, id string) registration {
+func readRegistration(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust, trustErr error, id string) registration {
 	node := p.AgentNode(id)
 	var acl []zk.ACL
 	if trustErr == nil && !trust.Open() {
@@ -463,7 +499,7 @@ func readRegistration(conn *zk.Conn, p layout.Paths, trust access.Trust, trustEr
 	case errors.Is(err, zk.ErrNoNode):
 		return registration{gone: true}
 	case errors.Is(err, zk.ErrNoAuth):
-		return registration{untrusted: access.Unreadable(err)}
+		return registration{untrusted: aclmodel.Unreadable(err)}
 	case err != nil:
 		return registration{untrusted: "cannot be read: " + err.Error()}
 	case len(b) > MaxRegistrationBytes:
@@ -626,8 +662,7 @@ func sample(names []string, n int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
-// Wait follows the agents' status nodes of root (metadata under meta, as
-// for List) and the agent registry with watches (no polling) until enough
+// Wait follows the agents' status nodes of the root and the agent registry with watches (no polling) until enough
 // agents report generation g on trusted
 // status nodes, and returns the final progress. It fails early, with a
 // *RolloutError, when success has become impossible (rejections), when an
@@ -635,12 +670,12 @@ func sample(names []string, n int) string {
 // cannot verify status nodes (without the publisher's ADMIN on the root of
 // a tree `confpush init` set up; the error matches zkclient.ErrPermission),
 // and when ctx ends.
-func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts WaitOptions) (Progress, error) {
-	p := paths(root, meta)
+func (f *Fleet) Wait(ctx context.Context, g int64, opts WaitOptions) (Progress, error) {
+	conn, p := f.cl.Conn(), f.paths
 	if !opts.All && opts.Min <= 0 {
 		opts.All = true
 	}
-	trust, err := access.ReadTrust(ctx, conn, p)
+	trust, err := readTrust(ctx, conn, p)
 	if err != nil {
 		pr := Progress{Generation: g, Needed: opts.Min}
 		return pr, &RolloutError{Progress: pr, Cause: fmt.Errorf("cannot verify the agents' status nodes: %w", err)}
@@ -654,7 +689,7 @@ func Wait(ctx context.Context, conn *zk.Conn, root, meta string, g int64, opts W
 }
 
 // newWaiter follows the fleet of p, judging nodes with trust.
-func newWaiter(conn *zk.Conn, p layout.Paths, trust access.Trust) *waiter {
+func newWaiter(conn *zk.Conn, p layout.Paths, trust aclmodel.Trust) *waiter {
 	policy := map[string]bool{}
 	for _, id := range trust.Agents() {
 		policy[id] = true
@@ -691,7 +726,7 @@ type waiter struct {
 	p          layout.Paths
 	g          int64
 	opts       WaitOptions
-	trust      access.Trust
+	trust      aclmodel.Trust
 	mu         sync.Mutex
 	agents     map[string]Agent
 	seen       map[string]bool // agents seen with a trusted node: expected from then on

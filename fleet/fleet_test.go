@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -26,7 +23,7 @@ var paths = layout.New(root, layout.DefaultMeta)
 
 func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon {
 	t.Helper()
-	return runAgent(t, id, func(o *agent.Options) {
+	return fleettest.RunAgent(t, root, id, func(o *agent.Options) {
 		// The test servers' longest session: a loaded machine must not
 		// expire it by stalling the agent; the expiry test blackholes it.
 		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second}
@@ -34,61 +31,13 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 	})
 }
 
-// runAgent runs a real agent with id, one file target (item app.conf) and
-// a state dir in a temporary directory; adjust sets the rest (at least the
-// ZooKeeper config). The agent stops with the test.
-func runAgent(t *testing.T, id string, adjust func(*agent.Options)) *agent.Daemon {
-	t.Helper()
-	dir := t.TempDir()
-	opts := agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf",
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
-	}
-	adjust(&opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
-	return d
-}
-
-func publishConf(t *testing.T, p *publish.Publisher, content string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := p.Publish(ctx, publish.Request{Items: map[string][]byte{"app.conf": []byte(content)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Generation
-}
-
-func newPublisher(t *testing.T, c *zktest.Cluster) (*publish.Publisher, *zk.Conn) {
-	t.Helper()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, conn
-}
-
 // TestWaitAllAndFailingCheck: with three agents a --wait --all rollout
 // returns once all three applied; when one agent's check fails, the wait
 // fails naming that agent and its error.
 func TestWaitAllAndFailingCheck(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := newPublisher(t, c)
-	publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	fleettest.PublishConf(t, p, "v1")
 	startAgent(t, c.Addrs(), "host-a", "")
 	startAgent(t, c.Addrs(), "host-b", "")
 	// host-c refuses any content containing "v3".
@@ -96,19 +45,19 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// All three must be registered and at 1 before the scenario starts.
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 3}); err != nil {
+	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 3}); err != nil {
 		t.Fatal(err)
 	}
 
-	g := publishConf(t, p, "v2")
-	pr, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	g := fleettest.PublishConf(t, p, "v2")
+	pr, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	if err != nil {
 		t.Fatalf("wait --all: %v", err)
 	}
 	if len(pr.Applied) != 3 {
 		t.Fatalf("applied = %v", pr.Applied)
 	}
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
 	if err != nil || len(agents) != 3 {
 		t.Fatalf("list = %v, %v", agents, err)
 	}
@@ -116,8 +65,8 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 		t.Fatalf("summary %v", s)
 	}
 
-	g = publishConf(t, p, "v3")
-	pr, err = fleet.Wait(ctx, conn, paths.Root, paths.Meta, g, fleet.WaitOptions{All: true})
+	g = fleettest.PublishConf(t, p, "v3")
+	pr, err = fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, g, fleet.WaitOptions{All: true})
 	var re *fleet.RolloutError
 	if !errors.As(err, &re) {
 		t.Fatalf("wait with a failing check = %v", err)
@@ -128,7 +77,7 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	if !strings.Contains(err.Error(), "host-c failed") || !strings.Contains(err.Error(), "check") {
 		t.Fatalf("error does not name the agent and its error: %v", err)
 	}
-	agents, _ = fleet.List(ctx, conn, paths.Root, paths.Meta)
+	agents, _ = fleettest.Fleet(t, conn, paths.Root, paths.Meta).List(ctx)
 	if s := fleet.Summarize(agents, g); s.AtLatest != 2 || s.Behind != 1 || s.Failing != 1 {
 		t.Fatalf("summary %v", s)
 	}
@@ -142,13 +91,13 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 // and nothing is asserted about how long it took.
 func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
 	c := zktest.Start(t)
-	p, conn := newPublisher(t, c)
-	publishConf(t, p, "v1")
+	p, conn := fleettest.NewPublisher(t, c, root)
+	fleettest.PublishConf(t, p, "v1")
 	proxy := faultproxy.Start(t, c.Addrs()[0])
 	startAgent(t, []string{proxy.Addr()}, "host-x", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := fleet.Wait(ctx, conn, paths.Root, paths.Meta, 1, fleet.WaitOptions{Min: 1}); err != nil {
+	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, stat, err := conn.Get(paths.StatusNode("host-x"))

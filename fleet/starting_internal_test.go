@@ -10,9 +10,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/internal/aclmodel"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // startingAgent returns a function that does what an agent does when it
@@ -20,11 +21,11 @@ import (
 // registry node.
 func startingAgent(t *testing.T, conn *zk.Conn, root, id string) func() {
 	t.Helper()
-	p := paths(root, "")
+	p := layout.New(root, layout.DefaultMeta)
 	acl := zk.WorldACL(zk.PermAll)
 	return func() {
 		st, _ := json.Marshal(Status{AgentID: id, Root: root, State: "live", Ready: true, Targets: []TargetResult{}})
-		if err := zkconn.EnsurePath(conn, p.Status(), acl); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Status(), acl); err != nil {
 			t.Error(err)
 			return
 		}
@@ -34,7 +35,7 @@ func startingAgent(t *testing.T, conn *zk.Conn, root, id string) func() {
 		}
 		now := time.Now().UTC()
 		reg, _ := json.Marshal(Registration{FirstSeen: now, LastSeen: now})
-		if err := zkconn.EnsurePath(conn, p.Agents(), acl); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Agents(), acl); err != nil {
 			t.Error(err)
 			return
 		}
@@ -57,7 +58,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		const root = "/starting/list"
-		f, err := read(ctx, conn, paths(root, ""), startingAgent(t, conn, root, "web-2"))
+		f, err := read(ctx, conn, layout.New(root, layout.DefaultMeta), startingAgent(t, conn, root, "web-2"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +74,8 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("NotStarted", func(t *testing.T) {
 		const root = "/starting/policy"
-		p := paths(root, "")
-		if err := zkconn.EnsurePath(conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
+		p := layout.New(root, layout.DefaultMeta)
+		if err := zkclient.EnsurePath(context.Background(), conn, p.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()
@@ -86,7 +87,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := newWaiter(conn, p, access.Trust{})
+		w := newWaiter(conn, p, aclmodel.Trust{})
 		w.g, w.opts = 1, WaitOptions{All: true}
 		w.policy["web-9"], w.policy["web-e"] = true, true
 		if err := w.observe(ctx); err != nil {
@@ -105,7 +106,7 @@ func TestStartingAgentNotGone(t *testing.T) {
 
 	t.Run("Wait", func(t *testing.T) {
 		const root = "/starting/wait"
-		w := newWaiter(conn, paths(root, ""), access.Trust{})
+		w := newWaiter(conn, layout.New(root, layout.DefaultMeta), aclmodel.Trust{})
 		w.g, w.opts = 1, WaitOptions{All: true}
 		w.between = startingAgent(t, conn, root, "web-2")
 		if err := w.observe(ctx); err != nil {

@@ -7,14 +7,19 @@
 // Status nodes live outside the config root, so they are never mistaken for
 // items and never fire item watches; being ephemeral, an agent's node goes
 // when its session does.
+//
+// A Fleet is one root's agents on one zkclient.Client (New): List and Read
+// read them, judging each node against the root's access policy; Wait
+// follows them until a rollout succeeds or cannot; Changes wakes its
+// caller on every change; StatusNodeACL is the ACL an agent gives its own
+// node. zkclient's package documentation ("Errors") says what each class
+// of error means and which of them zkconf retries.
 package fleet
 
 import (
 	"encoding/json"
 	"time"
 	"unicode/utf8"
-
-	"github.com/zkconf/zkconf/internal/access"
 )
 
 // Bounds on the nodes an agent writes. `confpush init` sets them as
@@ -25,10 +30,10 @@ import (
 const (
 	// MaxStatusBytes bounds a status node's data (128 KiB). EncodeStatus
 	// keeps an honest agent's status under it however many targets fail.
-	MaxStatusBytes = access.MaxStatusBytes
+	MaxStatusBytes = 128 << 10
 	// MaxRegistrationBytes bounds a registry node's data (16 KiB: a
 	// Registration's times, labels and hostname).
-	MaxRegistrationBytes = access.MaxRegistrationBytes
+	MaxRegistrationBytes = 16 << 10
 )
 
 // Lengths EncodeStatus shortens messages to when a status would not fit.

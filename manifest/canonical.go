@@ -53,7 +53,8 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	if m.Publisher, ok = p.str(all); !ok || !p.lit(`,"mode":`) {
 		return nil, false
 	}
-	if m.Mode, ok = p.str(all); !ok {
+	var mode string
+	if mode, ok = p.str(all); !ok {
 		return nil, false
 	}
 	if p.lit(`,"rollback_of":`) {
@@ -117,7 +118,7 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	if !p.lit(`}`) || p.i != len(data) {
 		return nil, false
 	}
-	switch m.Mode {
+	switch Mode(mode) {
 	case ModeMulti:
 		m.Mode = ModeMulti // the constant: the substring need not keep all alive
 	case ModeMarker:

@@ -31,11 +31,39 @@ const FormatVersion = 1
 // publish is in progress. No item may have this name.
 const MarkerName = "invalid"
 
-// Publish modes recorded in a manifest.
+// Mode is how a generation is committed: in one transaction (ModeMulti)
+// or with the marker protocol (ModeMarker), as a manifest records it. A
+// publish request may also ask for ModeAuto (multi when the transaction
+// fits, marker otherwise); a manifest never records it.
+type Mode string
+
+// The modes.
 const (
-	ModeMulti  = "multi"
-	ModeMarker = "marker"
+	ModeAuto   Mode = ""
+	ModeMulti  Mode = "multi"
+	ModeMarker Mode = "marker"
 )
+
+// String returns "auto", "multi" or "marker".
+func (m Mode) String() string {
+	if m == ModeAuto {
+		return "auto"
+	}
+	return string(m)
+}
+
+// ParseMode parses "auto" (or ""), "multi" or "marker", in any case.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return ModeAuto, nil
+	case "multi":
+		return ModeMulti, nil
+	case "marker":
+		return ModeMarker, nil
+	}
+	return ModeAuto, fmt.Errorf("unknown mode %q (want auto, multi or marker)", s)
+}
 
 // Manifest describes one published generation of a config set.
 type Manifest struct {
@@ -53,7 +81,7 @@ type Manifest struct {
 	// Publisher is user@host of whoever published.
 	Publisher string `json:"publisher"`
 	// Mode is ModeMulti or ModeMarker.
-	Mode string `json:"mode"`
+	Mode Mode `json:"mode"`
 	// RollbackOf is the generation whose content this one republished, when
 	// it was made by a rollback.
 	RollbackOf int64 `json:"rollback_of,omitempty"`
@@ -237,7 +265,7 @@ func (m *Manifest) validate() error {
 		return errors.New("no publish_id")
 	}
 	if m.Mode != ModeMulti && m.Mode != ModeMarker {
-		return fmt.Errorf("unknown mode %q", m.Mode)
+		return fmt.Errorf("unknown mode %q", string(m.Mode))
 	}
 	if m.Incarnation != "" && !ValidIncarnation(m.Incarnation) {
 		return errors.New("bad incarnation (not 32 lower-case hex digits)")

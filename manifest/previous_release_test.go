@@ -131,9 +131,11 @@ func prevDecodeCanonical(data []byte) (*Manifest, bool) {
 	if m.Publisher, ok = p.str(all); !ok || !p.lit(`,"mode":`) {
 		return nil, false
 	}
-	if m.Mode, ok = p.str(all); !ok {
+	mode, ok := p.str(all)
+	if !ok {
 		return nil, false
 	}
+	m.Mode = Mode(mode)
 	if p.lit(`,"rollback_of":`) {
 		if m.RollbackOf, ok = p.int(); !ok {
 			return nil, false

@@ -340,7 +340,7 @@ func TestContainerImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	pub, err := publish.New(conn, sess, "/config")
+	pub, err := publish.New(zkclient.Fixed(conn, sess), "/config")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,58 +10,48 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
-// TestPublishInheritsACLs: on a tree set up by access.Init, items and the
+// TestPublishInheritsACLs: on a tree whose root and history parent carry
+// the ACLs confpush init gives them (publisher ALL and an agent READ on
+// the root, the publisher alone on the history parent), items and the
 // marker get the root's ACL, history entries, blobs and liveness nodes the
-// history parent's, in both modes.
+// history parent's, in both modes. (cmd/confpush/internal/access
+// TestPublishOnInitTree checks the same on a tree Init set up.)
 func TestPublishInheritsACLs(t *testing.T) {
 	c := startZK(t)
 	ctx := testCtx(t)
-	const pubCreds = "publisher:Pu8l1sher-Pa55word-x7Q"
 	conn, sess := dial(t, testSession, c.Addrs()...)
-	if err := conn.AddAuth("digest", []byte(pubCreds)); err != nil {
-		t.Fatal(err)
-	}
-	pubID, err := access.ParseIdentity(pubCreds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := access.ParseIdentity("web-17:web17-Secret-Pw-9fK2zq")
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := "/acl/pub"
 	paths := layout.New(root, layout.DefaultMeta)
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{agent}}
-	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
-		t.Fatal(err)
-	}
+	itemACL, metaACL := secureTree(t, conn, paths)
 	p := mustNew(t, conn, sess, root)
 	mustPublish(t, p, Request{Items: items(3, 100, "a")})
-	mustPublish(t, p, Request{Items: items(4, 100, "b"), Mode: ModeMarker})
+	mustPublish(t, p, Request{Items: items(4, 100, "b"), Mode: manifest.ModeMarker})
 
 	wantACL := func(path string, want []zk.ACL) {
 		t.Helper()
 		got, _, err := conn.GetACL(path)
-		if err != nil || !access.SameACL(got, want) {
+		if err != nil || !aclmodel.SameACL(got, want) {
 			t.Errorf("%s has ACL %v (%v), want %v", path, got, err, want)
 		}
 	}
 	for n := range items(4, 100, "b") {
-		wantACL(paths.Item(n), pol.ItemACL())
+		wantACL(paths.Item(n), itemACL)
 	}
 	for _, g := range []int64{1, 2} {
-		wantACL(paths.HistoryNode(g), pol.MetaACL())
+		wantACL(paths.HistoryNode(g), metaACL)
 	}
 	blobs, _, err := conn.Children(paths.Blobs())
 	if err != nil || len(blobs) == 0 {
 		t.Fatalf("blobs %v: %v", blobs, err)
 	}
 	for _, b := range blobs {
-		wantACL(paths.Blob(b), pol.MetaACL())
+		wantACL(paths.Blob(b), metaACL)
 	}
 
 	// While a marker-mode publish writes its items, its marker and its
@@ -71,19 +61,40 @@ func TestPublishInheritsACLs(t *testing.T) {
 	p2 := mustNew(t, conn, sess, root, withMarkerWrite(func(int) error {
 		live, _, listErr = conn.Children(paths.Publishing())
 		if listErr == nil && len(live) == 1 {
-			wantACL(paths.PublishingNode(live[0]), pol.MetaACL())
+			wantACL(paths.PublishingNode(live[0]), metaACL)
 		}
-		wantACL(paths.Marker(), pol.ItemACL())
+		wantACL(paths.Marker(), itemACL)
 		return errSimulatedCrash
 	}))
-	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+	if _, err := p2.Publish(ctx, Request{Items: items(5, 100, "c"), Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("publish: %v, want the simulated crash", err)
 	}
 	if listErr != nil || len(live) != 1 {
 		t.Fatalf("publishing nodes during the publish %v: %v", live, listErr)
 	}
 	// The stopped publish leaves its marker, with its ACL.
-	wantACL(paths.Marker(), pol.ItemACL())
+	wantACL(paths.Marker(), itemACL)
+}
+
+// secureTree gives root and the history parent of paths the ACLs confpush
+// init gives them, with conn authenticated as the publisher: the publisher
+// may do everything, an agent identity may read the root.
+func secureTree(t *testing.T, conn *zk.Conn, paths layout.Paths) (itemACL, metaACL []zk.ACL) {
+	t.Helper()
+	const pubUser, pubPass = "publisher", "Pu8l1sher-Pa55word-x7Q"
+	if err := conn.AddAuth("digest", []byte(pubUser+":"+pubPass)); err != nil {
+		t.Fatal(err)
+	}
+	metaACL = zk.DigestACL(zk.PermAll, pubUser, pubPass)
+	itemACL = append(zk.DigestACL(zk.PermAll, pubUser, pubPass), zk.DigestACL(zk.PermRead, "web-17", "web17-Secret-Pw-9fK2zq")...)
+	ctx := testCtx(t)
+	if err := zkclient.EnsurePath(ctx, conn, paths.Root, itemACL); err != nil {
+		t.Fatal(err)
+	}
+	if err := zkclient.EnsurePath(ctx, conn, paths.History(), metaACL); err != nil {
+		t.Fatal(err)
+	}
+	return itemACL, metaACL
 }
 
 // TestPublishFollowsACLChanges: a Publisher reuses the ACLs it copied only
@@ -95,7 +106,7 @@ func TestPublishFollowsACLChanges(t *testing.T) {
 	root := "/acl/follow"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	mustPublish(t, p, Request{Items: items(1, 50, "a")})
 	mustPublish(t, p, Request{Items: items(2, 50, "a")}) // the ACLs are now cached
 
@@ -111,7 +122,7 @@ func TestPublishFollowsACLChanges(t *testing.T) {
 	check := func(path string, want []zk.ACL) {
 		t.Helper()
 		got, _, err := conn.GetACL(path)
-		if err != nil || !access.SameACL(got, want) {
+		if err != nil || !aclmodel.SameACL(got, want) {
 			t.Errorf("%s has ACL %v (%v), want %v", path, got, err, want)
 		}
 	}
@@ -120,7 +131,7 @@ func TestPublishFollowsACLChanges(t *testing.T) {
 }
 
 // TestPublishPermissionDenied: a refusal by ZooKeeper's ACLs is a
-// *access.PermissionError naming the node and the permission, returned at
+// *zkclient.PermissionError naming the node and the permission, returned at
 // once (never retried), and nothing is written.
 func TestPublishPermissionDenied(t *testing.T) {
 	c := startZK(t)
@@ -138,21 +149,21 @@ func TestPublishPermissionDenied(t *testing.T) {
 		}
 	}), nil, "/denied/app")
 	mustPublish(t, p, Request{Items: items(2, 50, "a")})
-	conn := p.Conn()
+	conn := p.conn()
 	// Read and admin only: InheritedACLs can copy the ACL, the commit's
 	// write of the root is refused.
 	if _, err := conn.SetACL("/denied/app", zk.WorldACL(zk.PermRead|zk.PermAdmin), -1); err != nil {
 		t.Fatal(err)
 	}
 	before := treeSnapshot(t, conn, "/denied/app")
-	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+	for _, mode := range []manifest.Mode{manifest.ModeMulti, manifest.ModeMarker} {
 		mu.Lock()
 		writes = 0
 		mu.Unlock()
 		_, err := p.Publish(ctx, Request{Items: items(2, 50, "b"), Mode: mode})
-		var pe *access.PermissionError
-		if !errors.As(err, &pe) || !errors.Is(err, access.ErrPermission) {
-			t.Fatalf("mode %v: err = %v, want a *access.PermissionError", mode, err)
+		var pe *zkclient.PermissionError
+		if !errors.As(err, &pe) || !errors.Is(err, zkclient.ErrPermission) {
+			t.Fatalf("mode %v: err = %v, want a *zkclient.PermissionError", mode, err)
 		}
 		if pe.Path != "/denied/app" || pe.Perm != "WRITE" || !strings.Contains(err.Error(), "/denied/app") {
 			t.Errorf("mode %v: %+v: want WRITE on /denied/app", mode, pe)
@@ -172,8 +183,8 @@ func TestPublishPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := p.Read(ctx, 0)
-	var pe *access.PermissionError
-	if !errors.As(err, &pe) || pe.Op != access.OpRead || pe.Perm != "READ" {
+	var pe *zkclient.PermissionError
+	if !errors.As(err, &pe) || pe.Op != zkclient.OpRead || pe.Perm != "READ" {
 		t.Fatalf("Read: %v, want a READ permission error", err)
 	}
 }

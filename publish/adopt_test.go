@@ -18,7 +18,7 @@ import (
 func TestAdopt(t *testing.T) {
 	c := startZK(t)
 	p := newPub(t, c, "/tree")
-	conn := p.conn
+	conn := p.conn()
 	acl := zk.WorldACL(zk.PermAll)
 	for _, n := range []struct{ path, data string }{
 		{"/tree", "legacy root data"}, {"/tree/db", ""}, {"/tree/db/host", "db1"}, {"/tree/db/port", "5432"},

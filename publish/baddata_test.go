@@ -27,7 +27,7 @@ func TestGenerationExhausted(t *testing.T) {
 	}
 	huge := *m
 	huge.Generation = math.MaxInt64
-	if _, err := p.conn.Set("/max", huge.Encode(), -1); err != nil {
+	if _, err := p.conn().Set("/max", huge.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	// A second root whose manifest is ordinary but whose history already
@@ -40,18 +40,20 @@ func TestGenerationExhausted(t *testing.T) {
 	}
 	top := *hm
 	top.Generation = math.MaxInt64
-	if _, err := q.conn.Create(q.paths.HistoryNode(math.MaxInt64), top.Encode(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := q.conn().Create(q.paths.HistoryNode(math.MaxInt64), top.Encode(), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
-	before := treeSnapshot(t, p.conn, "/max", "/maxhist", p.paths.Base(), q.paths.Base())
+	before := treeSnapshot(t, p.conn(), "/max", "/maxhist", p.paths.Base(), q.paths.Base())
 	other := items(3, 10, "next")
 	for _, tc := range []struct {
 		name string
 		run  func() (*Result, error)
 	}{
-		{"Multi", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: ModeMulti}) }},
-		{"Marker", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: ModeMarker}) }},
+		{"Multi", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMulti}) }},
+		{"Marker", func() (*Result, error) {
+			return p.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMarker})
+		}},
 		{"DryRun", func() (*Result, error) { return p.Publish(testCtx(t), Request{Items: other, DryRun: true}) }},
 		{"ForceSame", func() (*Result, error) {
 			return p.Publish(testCtx(t), Request{Items: items(2, 10, "g1"), Force: true})
@@ -59,7 +61,7 @@ func TestGenerationExhausted(t *testing.T) {
 		{"Rollback", func() (*Result, error) { return p.Rollback(testCtx(t), 1, Request{Force: true}) }},
 		{"HistoryAtTop", func() (*Result, error) { return q.Publish(testCtx(t), Request{Items: other}) }},
 		{"HistoryAtTopMarker", func() (*Result, error) {
-			return q.Publish(testCtx(t), Request{Items: other, Mode: ModeMarker})
+			return q.Publish(testCtx(t), Request{Items: other, Mode: manifest.ModeMarker})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ func TestGenerationExhausted(t *testing.T) {
 			}
 		})
 	}
-	if after := treeSnapshot(t, p.conn, "/max", "/maxhist", p.paths.Base(), q.paths.Base()); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/max", "/maxhist", p.paths.Base(), q.paths.Base()); !maps.Equal(before, after) {
 		t.Fatalf("a refused publish changed the tree:\nbefore %v\nafter  %v", before, after)
 	}
 	// The same set is still "unchanged", not an error: nothing to write.
@@ -98,34 +100,34 @@ func TestTamperedItemRepaired(t *testing.T) {
 	mustPublish(t, p, Request{Items: set})
 	tamper := func(name string) {
 		t.Helper()
-		if _, err := p.conn.Set(p.paths.Item(name), []byte("edited by hand "+secret), -1); err != nil {
+		if _, err := p.conn().Set(p.paths.Item(name), []byte("edited by hand "+secret), -1); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	tamper("item-01.conf")
 	_, _, err := p.Read(testCtx(t), 0)
-	var me *ItemMismatchError
-	if !errors.As(err, &me) || me.Item != "item-01.conf" || me.Generation != 1 || !errors.Is(err, ErrTorn) {
+	var me *manifest.ItemMismatchError
+	if !errors.As(err, &me) || me.Item != "item-01.conf" || me.Generation != 1 || !errors.Is(err, manifest.ErrTorn) {
 		t.Fatalf("live read of a tampered root: %v, want an ItemMismatchError naming item-01.conf", err)
 	}
 	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "changed outside confpush") {
 		t.Fatalf("message: %v", err)
 	}
 
-	before := treeSnapshot(t, p.conn, "/tamper", p.paths.Base())
+	before := treeSnapshot(t, p.conn(), "/tamper", p.paths.Base())
 	res, err := p.Publish(testCtx(t), Request{Items: set, DryRun: true})
 	if err != nil || res.Unchanged || !slices.Equal(res.Repaired, []string{"item-01.conf"}) {
 		t.Fatalf("dry run over a tampered item: %+v, %v", res, err)
 	}
-	if after := treeSnapshot(t, p.conn, "/tamper", p.paths.Base()); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/tamper", p.paths.Base()); !maps.Equal(before, after) {
 		t.Fatal("a dry run wrote")
 	}
 
 	for i, req := range []Request{
 		{Items: set},
 		{Items: set, Force: true},
-		{Items: set, Mode: ModeMarker},
+		{Items: set, Mode: manifest.ModeMarker},
 	} {
 		if i > 0 {
 			tamper("item-02.conf")

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // benchServer starts a server for benchmarks with a 1 GiB heap. ZooKeeper
@@ -24,7 +25,7 @@ func benchServer(b *testing.B) *zktest.Cluster {
 // benchPublish publishes a set of n items of size bytes, every item
 // changed at every iteration, and reports the latency of Publish (reads,
 // commit and GC included).
-func benchPublish(b *testing.B, n, size int, wantMode string, opts ...Option) {
+func benchPublish(b *testing.B, n, size int, wantMode manifest.Mode, opts ...Option) {
 	c := benchServer(b)
 	p := newPub(b, c, "/bench", opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -31,7 +31,7 @@ func dieAfterAck() Option { return withAfterCommit(func() bool { return true }) 
 // blobExists reports whether content data is stored as a blob.
 func blobExists(t testing.TB, p *Publisher, data []byte) bool {
 	t.Helper()
-	ok, _, err := p.conn.Exists(p.paths.Blob(manifest.Hash(data)))
+	ok, _, err := p.conn().Exists(p.paths.Blob(manifest.Hash(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +48,12 @@ func checkInvariant(t testing.TB, p *Publisher) {
 	}
 	liveContent := map[string]bool{}
 	for n, it := range live.Items {
-		d, _, err := p.conn.Get(p.paths.Item(n))
+		d, _, err := p.conn().Get(p.paths.Item(n))
 		if err == nil && manifest.Hash(d) == it.SHA256 {
 			liveContent[it.SHA256] = true
 		}
 	}
-	blobs, _, err := p.conn.Children(p.paths.Blobs())
+	blobs, _, err := p.conn().Children(p.paths.Blobs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func checkInvariant(t testing.TB, p *Publisher) {
 	for _, b := range blobs {
 		stored[b] = true
 	}
-	for _, g := range historyList(t, p.conn, p.paths) {
-		data, _, err := p.conn.Get(p.paths.HistoryNode(g))
+	for _, g := range historyList(t, p.conn(), p.paths) {
+		data, _, err := p.conn().Get(p.paths.HistoryNode(g))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestDiedAfterAckNextPublishBackfills(t *testing.T) {
 			res.Generation, res.CommitAttempts, sends.Load())
 	}
 	checkLive(t, counting, 3, g3)
-	if h := historyList(t, good.conn, good.paths); !slices.Equal(h, []int64{1, 2, 3}) {
+	if h := historyList(t, good.conn(), good.paths); !slices.Equal(h, []int64{1, 2, 3}) {
 		t.Fatalf("history %v, want 1..3: the publish landed more than once or not at all", h)
 	}
 	// The departing contents were stored by the commit; the kept ones are
@@ -208,7 +208,7 @@ func TestMissingDepartingBlobRace(t *testing.T) {
 	p = newPub(t, c, root, withBeforeCommit(func(stage string) {
 		if sends.Add(1) == 2 {
 			for _, d := range g1 {
-				if _, err := p.conn.Create(p.paths.Blob(manifest.Hash(d)), d, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				if _, err := p.conn().Create(p.paths.Blob(manifest.Hash(d)), d, 0, zk.WorldACL(zk.PermAll)); err != nil {
 					t.Errorf("store blob behind the publisher's back: %v", err)
 				}
 			}
@@ -219,7 +219,7 @@ func TestMissingDepartingBlobRace(t *testing.T) {
 	if res.Generation != 2 || res.CommitAttempts != 3 {
 		t.Fatalf("generation %d after %d commit attempts, want 2 after 3", res.Generation, res.CommitAttempts)
 	}
-	if h := historyList(t, p.conn, p.paths); !slices.Equal(h, []int64{1, 2}) {
+	if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, []int64{1, 2}) {
 		t.Fatalf("history %v", h)
 	}
 	checkLive(t, p, 2, g2)
@@ -247,7 +247,7 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 		}
 		return nil
 	}))
-	if _, err := crash.Publish(ctx, Request{Items: g2, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+	if _, err := crash.Publish(ctx, Request{Items: g2, Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("marker publish with a simulated crash: %v", err)
 	}
 	good := newPub(t, c, root)
@@ -258,7 +258,7 @@ func TestMarkerModeBackfillsBeforeOverwriting(t *testing.T) {
 	}
 	// The next publish takes the marker over and completes; generation 1
 	// stays readable and can be rolled back to.
-	res := mustPublish(t, good, Request{Items: g2, Mode: ModeMarker})
+	res := mustPublish(t, good, Request{Items: g2, Mode: manifest.ModeMarker})
 	checkLive(t, good, res.Generation, g2)
 	checkInvariant(t, good)
 	if _, err := good.Rollback(ctx, 1, Request{}); err != nil {
@@ -291,7 +291,7 @@ func TestMarkerFinalCommitWithoutDepartingChecks(t *testing.T) {
 	small := newPub(t, c, root, WithMultiBudget(4096),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	one := items(1, 100, "small")
-	res := mustPublish(t, small, Request{Items: one, Mode: ModeMarker})
+	res := mustPublish(t, small, Request{Items: one, Mode: manifest.ModeMarker})
 	if res.Generation != 2 {
 		t.Fatalf("generation %d, want 2", res.Generation)
 	}
@@ -377,7 +377,7 @@ func TestGCKeepsNeededBlobsUnderRacingPublishers(t *testing.T) {
 			t.Fatalf("round %d: publish error other than a conflict: %v", round, err)
 		}
 		checkInvariant(t, pubs[0])
-		for _, g := range historyList(t, pubs[0].conn, pubs[0].paths) {
+		for _, g := range historyList(t, pubs[0].conn(), pubs[0].paths) {
 			_, got, err := pubs[0].Read(ctx, g)
 			if err != nil {
 				t.Fatalf("round %d: retained generation %d unreadable: %v", round, g, err)
@@ -417,17 +417,17 @@ func TestGCStaleHistoryListKeepsBlobs(t *testing.T) {
 	if res.Generation != 4 {
 		t.Fatalf("generation %d, want 4", res.Generation)
 	}
-	_, rs, err := p.conn.Get(p.paths.Root)
+	_, rs, err := p.conn().Get(p.paths.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gc := newPub(t, c, root, WithRetention(2))
 	// Generation 4's GC, on a state listed before generation 3 landed.
 	gc.gc(ctx, &state{history: []int64{1, 2}}, &plan{gen: 4, next: res.Manifest, rootVersion: rs.Version})
-	if ok, _, err := gc.conn.Exists(gc.paths.Blob(manifest.Hash(unique))); err != nil || !ok {
+	if ok, _, err := gc.conn().Exists(gc.paths.Blob(manifest.Hash(unique))); err != nil || !ok {
 		t.Fatalf("generation 3's blob deleted by a GC on a stale history list (exists %v, %v)", ok, err)
 	}
-	if got := historyList(t, gc.conn, gc.paths); !slices.Equal(got, []int64{3, 4}) {
+	if got := historyList(t, gc.conn(), gc.paths); !slices.Equal(got, []int64{3, 4}) {
 		t.Fatalf("history after GC = %v, want [3 4]", got)
 	}
 	checkInvariant(t, gc)

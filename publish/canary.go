@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file is the publishing side of canary rollouts (docs/design.md,
@@ -178,7 +179,7 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	if req.RollbackOf != 0 || req.promoteOf != 0 || req.abortOf != 0 {
 		errs = append(errs, &InputError{Err: errors.New("a canary is not a rollback")})
 	}
-	if req.Mode == ModeMarker {
+	if req.Mode == manifest.ModeMarker {
 		errs = append(errs, &InputError{Err: errors.New("a canary is committed in one transaction: marker mode does not apply")})
 	}
 	if len(errs) > 0 {
@@ -363,13 +364,13 @@ func (p *Publisher) pruneCandidate(ctx context.Context, keep map[string][]byte) 
 		if _, kept := keep[k]; kept {
 			continue
 		}
-		if err := p.conn.Delete(p.paths.CandidateContent(k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := p.conn().Delete(p.paths.CandidateContent(k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			p.log.Warn("could not delete a candidate content (the next publish retries)", "path", p.paths.CandidateContent(k), "error", err)
 			return
 		}
 	}
 	if keep == nil {
-		if err := p.conn.Delete(p.paths.Candidate(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := p.conn().Delete(p.paths.Candidate(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			p.log.Warn("could not delete the candidate node (the next publish retries)", "error", err)
 		}
 	}
@@ -443,7 +444,7 @@ func (p *Publisher) appendEvent(ctx context.Context, id string, ev RolloutEvent)
 		if err != nil {
 			return
 		}
-		if _, err = p.conn.Set(p.paths.Rollout(), data, st.Version); err == nil {
+		if _, err = p.conn().Set(p.paths.Rollout(), data, st.Version); err == nil {
 			return
 		} else if !errors.Is(err, zk.ErrBadVersion) {
 			p.log.Warn("could not record the rollout event", "kind", ev.Kind, "error", err)
@@ -461,13 +462,13 @@ func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
 	}
 	rs := &RolloutState{Root: p.paths.Root, Stable: m, Canary: m.Canary}
 	rec, _, err := p.readRecord(ctx)
-	if err != nil && !denied(err) {
+	if err != nil && !zkclient.IsDenied(err) {
 		return nil, err
 	}
 	rs.Record = rec
 	if m.Canary != nil {
 		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
-		if err != nil && !denied(err) {
+		if err != nil && !zkclient.IsDenied(err) {
 			return nil, err
 		}
 		rs.DriverAlive = st != nil
@@ -517,10 +518,10 @@ func (p *Publisher) Widen(ctx context.Context, rolloutID string, next manifest.S
 	c.Selection = next
 	nm.Canary = &c
 	if _, err := p.multi(ctx, []any{&zk.SetDataRequest{Path: p.paths.Root, Data: nm.Encode(), Version: rst.Version}}); err != nil {
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return nil, err
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			return nil, fmt.Errorf("%w: widen of rollout %s: %w", ErrOutcomeUnknown, rolloutID, err)
 		}
 		return nil, p.conflict(ctx, m.Generation, "the root changed since it was read")

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/manifest"
 )
@@ -38,7 +36,7 @@ func TestCanaryStartPromote(t *testing.T) {
 	root := "/canary/promote"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	stable := items(3, 100, "a")
 	mustPublish(t, p, Request{Items: stable})
 	cand := clone(stable)
@@ -164,7 +162,7 @@ func TestCanaryAbortWidenSupersede(t *testing.T) {
 	root := "/canary/abort"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root)
-	conn := p.Conn()
+	conn := p.conn()
 	stable := items(2, 100, "a")
 	mustPublish(t, p, Request{Items: stable})
 	cand := items(2, 100, "b")
@@ -265,24 +263,16 @@ func TestCanaryRacingStarters(t *testing.T) {
 // TestCanaryLeftoverAndACL: the candidate carries the root's ACL (an
 // agent identity reads it) and the rollout record the history parent's (an
 // agent cannot); a candidate node left without a canary in the root is
-// removed by the next publish.
+// removed by the next publish. (cmd/confpush/internal/access
+// TestPublishOnInitTree checks the rollout's nodes against the policy.)
 func TestCanaryLeftoverAndACL(t *testing.T) {
 	c := startZK(t)
 	ctx := testCtx(t)
-	const pubCreds = "publisher:Pu8l1sher-Pa55word-x7Q"
 	const agentCreds = "web-17:web17-Secret-Pw-9fK2zq"
 	conn, sess := dial(t, testSession, c.Addrs()...)
-	if err := conn.AddAuth("digest", []byte(pubCreds)); err != nil {
-		t.Fatal(err)
-	}
-	pubID, _ := access.ParseIdentity(pubCreds)
-	agent, _ := access.ParseIdentity(agentCreds)
 	root := "/canary/acl"
 	paths := layout.New(root, layout.DefaultMeta)
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{agent}}
-	if _, err := access.Init(ctx, conn, paths, pol); err != nil {
-		t.Fatal(err)
-	}
+	secureTree(t, conn, paths)
 	p := mustNew(t, conn, sess, root)
 	mustPublish(t, p, Request{Items: items(2, 10, "a")})
 	if _, err := p.Publish(ctx, Request{Items: items(2, 10, "b"), Canary: &manifest.Selection{Selector: "zone=a"}}); err != nil {
@@ -304,21 +294,6 @@ func TestCanaryLeftoverAndACL(t *testing.T) {
 	}
 	if _, _, err := aconn.Get(paths.Rollout()); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("agent reads the rollout record: %v, want no auth", err)
-	}
-	// confpush acl knows the rollout's nodes: none differs from the
-	// policy, and a candidate content made world-readable is reported.
-	if ms, err := access.Check(ctx, conn, paths, pol); err != nil || len(ms) != 0 {
-		t.Fatalf("acl check during a rollout: %v %v", ms, err)
-	}
-	if _, err := conn.SetACL(paths.CandidateContent(kids[0]), zk.WorldACL(zk.PermAll), -1); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := access.Check(ctx, conn, paths, pol)
-	if err != nil || len(ms) != 1 || ms[0].Kind != access.KindCandidateContent {
-		t.Fatalf("acl check of a bad candidate content: %v %v", ms, err)
-	}
-	if _, err := conn.SetACL(paths.CandidateContent(kids[0]), pol.ItemACL(), -1); err != nil {
-		t.Fatal(err)
 	}
 	data, _, err := conn.Get(paths.Rollout())
 	var rec RolloutRecord
@@ -352,30 +327,10 @@ func TestCanaryConnectionLossAroundCommit(t *testing.T) {
 		t.Run(map[bool]string{false: "NotLanded", true: "Landed"}[landed], func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/cut/canary" + map[bool]string{false: "lost", true: "landed"}[landed]
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != "canary" || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, "canary", landed)
 			mustPublish(t, p, Request{Items: items(3, 100, "base")})
 			st0, _ := rootState(t, r.direct, root)
-			cutDone := make(chan struct{})
-			if landed {
-				appeared := r.created(p.paths.HistoryNode(2))
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
-			}
+			cutDone := r.cutWhenCreated(p.paths.HistoryNode(2), landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: items(3, 100, "cand"), Canary: &manifest.Selection{Percent: 10}})
 			<-cutDone
@@ -417,7 +372,7 @@ func TestCanaryTooLargeRefused(t *testing.T) {
 	root := "/canary/large"
 	paths := layout.New(root, layout.DefaultMeta)
 	p := newPub(t, c, root, WithMultiBudget(8<<10))
-	conn := p.Conn()
+	conn := p.conn()
 	// 30 names of one content: a manifest of about 3 KiB. A plain publish
 	// carries it twice (root, history) and fits the 8 KiB budget; a canary
 	// start carries it three times (the root's stable manifest, the

@@ -9,11 +9,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // ensureMeta creates the metadata parents (and the root's parent) when
 // they are missing, with acl (the history parent's, see
-// access.Inherited.Meta). Every create is idempotent.
+// inherited.Meta). Every create is idempotent.
 func (p *Publisher) ensureMeta(ctx context.Context, st *state, marker bool, acl []zk.ACL) error {
 	var paths []string
 	if st.rootStat == nil {
@@ -116,8 +117,8 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 		if errors.Is(err, zk.ErrClosing) {
 			return p.unknown(pl, err)
 		}
-		if uncertain(err) {
-			expired := errors.Is(err, zk.ErrSessionExpired)
+		if zkclient.IsUncertain(err) {
+			expired := errors.Is(err, zkclient.ErrSessionExpired)
 			p.log.Warn("connection lost during commit; checking whether it landed",
 				"stage", stage, "generation", pl.gen, "publish_id", id, "error", err)
 			out, zxid, rerr := p.resolve(ctx, pl.gen, id)
@@ -136,7 +137,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			}
 			if expired {
 				return fmt.Errorf("session expired while committing generation %d (publish %s) to %s; it did not land and is not retried: %w",
-					pl.gen, id, p.paths.Root, zk.ErrSessionExpired)
+					pl.gen, id, p.paths.Root, zkclient.ErrSessionExpired)
 			}
 			if send >= maxCommitSends {
 				return fmt.Errorf("commit of generation %d to %s lost with the connection %d times (not applied): %w", pl.gen, p.paths.Root, send, err)
@@ -145,7 +146,7 @@ func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds [
 			continue
 		}
 		// A definite failure: nothing of it was applied.
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return err
 		}
 		i, opErr := failedOp(resp)

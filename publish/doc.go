@@ -55,8 +55,12 @@
 //     (RemovalError listing them), dry runs included.
 //     Identical content (and no marker, and no item to repair):
 //     Result.Unchanged, no write, unless Force.
+//     A set whose manifest needs format 2 (an item path with "/") reads
+//     the root's expected fleet and is refused (OldAgentsError naming
+//     them), dry runs included, while an agent reports reading less,
+//     unless AllowOldAgents.
 //  5. Mode: multi when the encoded transaction below fits the multi budget
-//     (1 MiB - 64 KiB, computed op by op), else marker (ModeAuto). DryRun
+//     (1 MiB - 64 KiB, computed op by op), else marker (manifest.ModeAuto). DryRun
 //     stops here, reporting the plan and the mode.
 //  6. Commit: create the missing metadata parents, then commit in multi
 //     mode (one transaction) or in marker mode (steps 6a to 6f), both
@@ -144,6 +148,9 @@
 //
 // # Errors, by class
 //
+// zkclient's package documentation ("Errors") defines the classes and the
+// sentinel or type of each; this section says what a publish does in each.
+//
 // Normal state: BadVersion or NodeExists on the root is a ConflictError
 // carrying the generation that won (read after the failure);
 // NodeExists/NoNode on an item means someone else changed the root's
@@ -163,7 +170,7 @@
 //
 // Fatal: after a session expiry no write is ever re-sent. The outcome of
 // a commit in flight is read on the new session: success only if it
-// landed, otherwise an error wrapping ErrSessionExpired. A marker-mode
+// landed, otherwise an error wrapping zkclient.ErrSessionExpired. A marker-mode
 // publish whose session expired stops (its liveness node is gone, so the
 // marker is dead and the next publish takes it over). A context that ends
 // while a commit is in flight gives ErrOutcomeUnknown with the publish id

@@ -69,7 +69,7 @@ func TestEdit(t *testing.T) {
 	t.Run("EditErrorWritesNothing", func(t *testing.T) {
 		p := newPub(t, c, "/edit/err")
 		mustPublish(t, p, Request{Items: map[string][]byte{"a": []byte("A")}})
-		before := treeSnapshot(t, p.conn, "/edit/err", p.paths.Meta)
+		before := treeSnapshot(t, p.conn(), "/edit/err", p.paths.Meta)
 		want := errors.New("no such item")
 		_, err := p.Edit(testCtx(t), func(items map[string][]byte) error {
 			items["junk"] = []byte("J")
@@ -78,7 +78,7 @@ func TestEdit(t *testing.T) {
 		if !errors.Is(err, want) {
 			t.Fatalf("error %v, want the edit's", err)
 		}
-		if after := treeSnapshot(t, p.conn, "/edit/err", p.paths.Meta); !maps.Equal(before, after) {
+		if after := treeSnapshot(t, p.conn(), "/edit/err", p.paths.Meta); !maps.Equal(before, after) {
 			t.Fatal("a failed edit changed the tree")
 		}
 	})
@@ -185,7 +185,7 @@ func TestNoRemove(t *testing.T) {
 	c := startZK(t)
 	p := newPub(t, c, "/noremove")
 	mustPublish(t, p, Request{Items: map[string][]byte{"a": []byte("A"), "b": []byte("B"), "c": []byte("C")}})
-	before := treeSnapshot(t, p.conn, "/noremove", p.paths.Meta)
+	before := treeSnapshot(t, p.conn(), "/noremove", p.paths.Meta)
 	for _, dry := range []bool{false, true} {
 		_, err := p.Publish(testCtx(t), Request{Items: map[string][]byte{"a": []byte("A2")}, NoRemove: true, DryRun: dry})
 		var re *RemovalError
@@ -196,7 +196,7 @@ func TestNoRemove(t *testing.T) {
 			t.Fatalf("dry run %v: %+v / %v", dry, re, err)
 		}
 	}
-	if after := treeSnapshot(t, p.conn, "/noremove", p.paths.Meta); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/noremove", p.paths.Meta); !maps.Equal(before, after) {
 		t.Fatal("a refused publish changed the tree")
 	}
 	// Adding and changing items is fine under NoRemove.
@@ -237,7 +237,7 @@ func TestMessage(t *testing.T) {
 		t.Fatalf("history messages %v, want %v", got, want)
 	}
 
-	before := treeSnapshot(t, p.conn, "/message", p.paths.Meta)
+	before := treeSnapshot(t, p.conn(), "/message", p.paths.Meta)
 	for _, bad := range []string{strings.Repeat("x", MaxMessageLen+1), "two\nlines", "tab\there", "esc\x1b[31m", "bad \xff utf8"} {
 		_, err := p.Publish(testCtx(t), Request{Items: map[string][]byte{"a": []byte("3")}, Message: bad})
 		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "message") {
@@ -250,7 +250,7 @@ func TestMessage(t *testing.T) {
 	if err := ValidateMessage(strings.Repeat("é", MaxMessageLen/2)); err != nil {
 		t.Fatalf("a message of exactly %d bytes: %v", MaxMessageLen, err)
 	}
-	if after := treeSnapshot(t, p.conn, "/message", p.paths.Meta); !maps.Equal(before, after) {
+	if after := treeSnapshot(t, p.conn(), "/message", p.paths.Meta); !maps.Equal(before, after) {
 		t.Fatal("a refused message changed the tree")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Sentinel errors. Every typed error below matches one of them with
@@ -37,10 +35,6 @@ var (
 	// by the application). The error names the publish id and generation
 	// to look for in the history.
 	ErrOutcomeUnknown = errors.New("publish outcome unknown")
-	// ErrTorn means a live read kept finding items that do not match the
-	// manifest until its context ended (a publish is in progress, or one
-	// died and left its marker).
-	ErrTorn = errors.New("live items do not match the manifest")
 	// ErrFenced means Request.Fence does not exist (any more): the
 	// publisher lost what entitled it to publish (a leader's election
 	// node). Nothing of the write that found it gone was applied.
@@ -53,9 +47,6 @@ var (
 	// removed items of the live generation. The error is a *RemovalError
 	// listing them. Nothing was written.
 	ErrWouldRemove = errors.New("publish would remove live items")
-	// ErrSessionExpired is the client's session-expiry error; errors caused
-	// by an expiry wrap it. Publish never retries a write after an expiry.
-	ErrSessionExpired = zk.ErrSessionExpired
 )
 
 // ConflictError reports a lost compare-and-swap or an ExpectGeneration
@@ -200,26 +191,6 @@ type strayError struct {
 func (e *strayError) Error() string {
 	return fmt.Sprintf("directory %s is not empty: a node zkconf did not write was created under it; it stays", e.path)
 }
-
-// ItemMismatchError reports a live item that is missing or does not match
-// the live manifest while no publish is in progress: it was changed
-// outside confpush (a plain ZooKeeper write). Reads refuse to answer for
-// it; the next publish of the set rewrites it. It matches ErrTorn and
-// never carries the item's content.
-type ItemMismatchError struct {
-	Root       string
-	Item       string
-	Generation int64
-}
-
-// Error names the item, the root and the generation.
-func (e *ItemMismatchError) Error() string {
-	return fmt.Sprintf("item %q of %s does not match the manifest of generation %d: it was changed outside confpush (or a publish is in progress); publishing the set again repairs it",
-		e.Item, e.Root, e.Generation)
-}
-
-// Is makes an *ItemMismatchError match ErrTorn.
-func (e *ItemMismatchError) Is(target error) bool { return target == ErrTorn }
 
 // RemovalError reports the live items a publish with Request.NoRemove
 // would have removed. It matches ErrWouldRemove and names items, never

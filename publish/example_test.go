@@ -29,13 +29,13 @@ func TestMain(m *testing.M) {
 func ExamplePublisher_Publish() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second})
+	cl, err := zkclient.Dial(zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		fmt.Println("dial:", err)
 		return
 	}
-	defer conn.Close()
-	p, err := publish.New(conn, sess, "/config/shop")
+	defer cl.Close()
+	p, err := publish.New(cl, "/config/shop")
 	if err != nil {
 		fmt.Println("publisher:", err)
 		return
@@ -78,13 +78,13 @@ func ExamplePublisher_Publish() {
 func ExampleConflictError() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second})
+	cl, err := zkclient.Dial(zkclient.Config{Servers: zooKeeper.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		fmt.Println("dial:", err)
 		return
 	}
-	defer conn.Close()
-	p, err := publish.New(conn, sess, "/config/billing")
+	defer cl.Close()
+	p, err := publish.New(cl, "/config/billing")
 	if err != nil {
 		fmt.Println("publisher:", err)
 		return

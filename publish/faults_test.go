@@ -130,6 +130,43 @@ func (r *rig) deafen() { r.current.Load().deaf.Store(true) }
 
 // created returns a channel closed when path exists (watched on the direct
 // connection, so the proxy's faults do not affect it).
+// cutPublisher is a publisher of root on r's connection whose commit at
+// stage (withBeforeCommit's) loses the connection once armed is set:
+// before the server applies it (landed false), or after, its response
+// withheld from the deaf client (landed true: cut with cutWhenCreated).
+func (r *rig) cutPublisher(t testing.TB, root, stage string, landed bool) (*Publisher, *atomic.Bool) {
+	armed := new(atomic.Bool)
+	p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(s string) {
+		if s != stage || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		if landed {
+			r.deafen()
+		} else {
+			r.loseMulti(r.proxy.Cut)
+		}
+	}))
+	return p, armed
+}
+
+// cutWhenCreated cuts the connection once witness exists (the server
+// applied the commit whose response the deaf client never gets) when
+// landed; the channel closes when that is done, at once when not landed.
+func (r *rig) cutWhenCreated(witness string, landed bool) <-chan struct{} {
+	done := make(chan struct{})
+	if !landed {
+		close(done)
+		return done
+	}
+	appeared := r.created(witness)
+	go func() {
+		defer close(done)
+		<-appeared
+		r.proxy.Cut()
+	}()
+	return done
+}
+
 func (r *rig) created(path string) <-chan struct{} {
 	r.t.Helper()
 	out := make(chan struct{})
@@ -176,7 +213,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // commit since baseVersion, history holds gen (with id) and nothing newer.
 func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected int32, gen int64, id string, want map[string][]byte) {
 	t.Helper()
-	st, data := rootState(t, p.conn, p.paths.Root)
+	st, data := rootState(t, p.conn(), p.paths.Root)
 	m, err := manifest.Decode(data)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +224,7 @@ func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected in
 	if st.Version != baseVersion+commitsExpected {
 		t.Fatalf("root version %d -> %d: want exactly %d change(s) (applied twice?)", baseVersion, st.Version, commitsExpected)
 	}
-	h := historyList(t, p.conn, p.paths)
+	h := historyList(t, p.conn(), p.paths)
 	if h[len(h)-1] != gen {
 		t.Fatalf("history %v: newest should be %d", h, gen)
 	}
@@ -212,54 +249,34 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		mode   Mode
+		mode   manifest.Mode
 		stage  string
 		landed bool // cut after the server applied the commit
 	}{
-		{"MultiNotLanded", ModeMulti, "multi", false},
-		{"MultiLanded", ModeMulti, "multi", true},
-		{"MarkerSetNotLanded", ModeMarker, "marker", false},
-		{"MarkerSetLanded", ModeMarker, "marker", true},
-		{"MarkerFinalNotLanded", ModeMarker, "final", false},
-		{"MarkerFinalLanded", ModeMarker, "final", true},
+		{"MultiNotLanded", manifest.ModeMulti, "multi", false},
+		{"MultiLanded", manifest.ModeMulti, "multi", true},
+		{"MarkerSetNotLanded", manifest.ModeMarker, "marker", false},
+		{"MarkerSetLanded", manifest.ModeMarker, "marker", true},
+		{"MarkerFinalNotLanded", manifest.ModeMarker, "final", false},
+		{"MarkerFinalLanded", manifest.ModeMarker, "final", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/cut/" + tc.name
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != tc.stage || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if tc.landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, tc.stage, tc.landed)
 			base := items(5, 100, "base")
 			mustPublish(t, p, Request{Items: base, Mode: tc.mode})
 			st0, _ := rootState(t, r.direct, root)
 
 			next := items(6, 100, "next")
 			gen := int64(2)
-			cutDone := make(chan struct{})
-			if tc.landed {
-				// The response is withheld from the deaf client: cut when
-				// the server shows the commit applied.
-				witness := p.paths.HistoryNode(gen)
-				if tc.stage == "marker" {
-					witness = p.paths.Marker()
-				}
-				appeared := r.created(witness)
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
+			// The response is withheld from the deaf client: cut when the
+			// server shows the commit applied.
+			witness := p.paths.HistoryNode(gen)
+			if tc.stage == "marker" {
+				witness = p.paths.Marker()
 			}
+			cutDone := r.cutWhenCreated(witness, tc.landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: next, Mode: tc.mode})
 			<-cutDone
@@ -273,7 +290,7 @@ func TestConnectionLossAroundCommit(t *testing.T) {
 				t.Fatalf("generation %d, want %d", res.Generation, gen)
 			}
 			commits := int32(1)
-			if tc.mode == ModeMarker {
+			if tc.mode == manifest.ModeMarker {
 				commits = 2 // the marker Multi rewrites the root, the final sets it
 			}
 			checkOnce(t, p, st0.Version, commits, gen, res.PublishID, next)
@@ -368,7 +385,7 @@ func TestSessionExpiryDuringCommit(t *testing.T) {
 			if err == nil {
 				t.Fatalf("publish lost with an expired session reported success: %+v", res)
 			}
-			if !errors.Is(err, ErrSessionExpired) || !strings.Contains(err.Error(), "did not land") {
+			if !errors.Is(err, zkclient.ErrSessionExpired) || !strings.Contains(err.Error(), "did not land") {
 				t.Fatalf("want a session-expiry error saying it did not land, got %v", err)
 			}
 			if after := treeSnapshot(t, r.direct, root, p.paths.Base()); !equalSnap(snap, after) {
@@ -399,14 +416,14 @@ func TestMarkerSessionExpiryMidway(t *testing.T) {
 		return nil
 	}))
 	base := items(6, 1000, "base")
-	mustPublish(t, p, Request{Items: base, Mode: ModeMarker})
+	mustPublish(t, p, Request{Items: base, Mode: manifest.ModeMarker})
 	gone := r.sessionGone("/expire-marker-eph")
 	lifted := make(chan struct{})
 	go func() { defer close(lifted); <-gone; r.proxy.Blackhole(false) }()
 	armed.Store(true)
-	_, err := p.Publish(testCtx(t), Request{Items: items(6, 1000, "next"), Mode: ModeMarker})
+	_, err := p.Publish(testCtx(t), Request{Items: items(6, 1000, "next"), Mode: manifest.ModeMarker})
 	await(t, lifted, "the blackhole to be lifted")
-	if !errors.Is(err, ErrSessionExpired) || !strings.Contains(err.Error(), "marker stays") {
+	if !errors.Is(err, zkclient.ErrSessionExpired) || !strings.Contains(err.Error(), "marker stays") {
 		t.Fatalf("want a session-expiry error leaving the marker, got %v", err)
 	}
 	if ok, _, _ := r.direct.Exists(p.paths.Marker()); !ok {

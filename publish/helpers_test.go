@@ -55,7 +55,7 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// dial connects through zkconn (with a session tracker) to addrs and waits
+// dial connects through zkclient (with a session tracker) to addrs and waits
 // for the session. The connection is closed in t.Cleanup.
 func dial(t testing.TB, sessionTimeout time.Duration, addrs ...string) (*zk.Conn, *zkclient.Session) {
 	t.Helper()
@@ -82,7 +82,7 @@ func newPub(t testing.TB, c *zktest.Cluster, root string, opts ...Option) *Publi
 func mustNew(t testing.TB, conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) *Publisher {
 	t.Helper()
 	opts = append([]Option{WithLogger(testLogger(t)), WithPublisherName("tester@test")}, opts...)
-	p, err := New(conn, sess, root, opts...)
+	p, err := New(zkclient.Fixed(conn, sess), root, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -132,7 +132,7 @@ func checkLive(t testing.TB, p *Publisher, gen int64, want map[string][]byte) {
 	if !sameItems(got, want) {
 		t.Fatalf("live items differ from what was published: got %v, want %v", sortedNames(got), sortedNames(want))
 	}
-	checkNodes(t, p.conn, p.paths.Root, want)
+	checkNodes(t, p.conn(), p.paths.Root, want)
 }
 
 // checkNodes verifies that the nodes under root are exactly the items of

@@ -10,9 +10,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file keeps the history invariant (docs/design.md, "History
@@ -260,10 +260,10 @@ func (p *Publisher) storeContents(ctx context.Context, pathOf func(string) strin
 	return work.Parallel(ctx, len(shas), blobWorkers, func(ctx context.Context, i int) error {
 		path := pathOf(shas[i])
 		_, err := read(ctx, func() (string, error) {
-			return p.conn.Create(path, contents[shas[i]], 0, acl)
+			return p.conn().Create(path, contents[shas[i]], 0, acl)
 		})
-		if denied(err) {
-			return access.Explain(err, path, access.OpCreate)
+		if zkclient.IsDenied(err) {
+			return zkclient.Explain(err, path, zkclient.OpCreate)
 		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("store %s %s: %w", what, path, err)

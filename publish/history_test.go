@@ -40,7 +40,7 @@ func TestHistoryRetentionRollback(t *testing.T) {
 	// An orphan blob (say, from a marker publish that died before its
 	// commit) is collected too.
 	orphan := manifest.Hash([]byte("orphan"))
-	if _, err := p.conn.Create(p.paths.Blob(orphan), []byte("orphan"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := p.conn().Create(p.paths.Blob(orphan), []byte("orphan"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	res := mustPublish(t, p, Request{Items: genSet(7)})
@@ -51,7 +51,7 @@ func TestHistoryRetentionRollback(t *testing.T) {
 
 	checkRetained := func(want []int64) {
 		t.Helper()
-		if h := historyList(t, p.conn, p.paths); !slices.Equal(h, want) {
+		if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, want) {
 			t.Fatalf("history %v, want %v", h, want)
 		}
 		needed := map[string]bool{}
@@ -60,7 +60,7 @@ func TestHistoryRetentionRollback(t *testing.T) {
 				needed[manifest.Hash(d)] = true
 			}
 		}
-		blobs, _, err := p.conn.Children(p.paths.Blobs())
+		blobs, _, err := p.conn().Children(p.paths.Blobs())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,12 +97,12 @@ func TestHistoryRetentionRollback(t *testing.T) {
 	}
 
 	// Rollback to 5: a new generation 8 with 5's content.
-	before := treeSnapshot(t, p.conn, "/hist", p.paths.Base())
+	before := treeSnapshot(t, p.conn(), "/hist", p.paths.Base())
 	dry, err := p.Rollback(ctx, 5, Request{DryRun: true})
 	if err != nil || !dry.DryRun || dry.Generation != 8 {
 		t.Fatalf("dry-run rollback: %+v %v", dry, err)
 	}
-	if !equalSnap(before, treeSnapshot(t, p.conn, "/hist", p.paths.Base())) {
+	if !equalSnap(before, treeSnapshot(t, p.conn(), "/hist", p.paths.Base())) {
 		t.Fatal("dry-run rollback wrote")
 	}
 	if _, err := p.Rollback(ctx, 5, Request{ExpectGeneration: 6}); !errors.Is(err, ErrConflict) {
@@ -144,7 +144,7 @@ func TestGenerationsOnlyGoUp(t *testing.T) {
 	mustPublish(t, p, Request{Items: items(2, 10, "a")})
 	mustPublish(t, p, Request{Items: items(2, 10, "b")})
 	for _, n := range []string{"/up/item-00.conf", "/up/item-01.conf", "/up"} {
-		if err := p.conn.Delete(n, -1); err != nil {
+		if err := p.conn().Delete(n, -1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,7 +30,7 @@ func TestIncarnation(t *testing.T) {
 
 	// Root (and items) deleted, history kept: generations and incarnation continue.
 	for _, n := range []string{"/inc/item-00.conf", "/inc/item-01.conf", "/inc"} {
-		if err := p.conn.Delete(n, -1); err != nil {
+		if err := p.conn().Delete(n, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +43,7 @@ func TestIncarnation(t *testing.T) {
 	// publish gives the root one.
 	legacy := *r4.Manifest
 	legacy.Incarnation = ""
-	if _, err := p.conn.Set("/inc", legacy.Encode(), -1); err != nil {
+	if _, err := p.conn().Set("/inc", legacy.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	r5 := mustPublish(t, p, Request{Items: items(2, 10, "d")})

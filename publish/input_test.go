@@ -28,7 +28,7 @@ func TestBadInput(t *testing.T) {
 	mustPublish(t, p, Request{Items: items(2, 10, "good")})
 	fresh := newPub(t, c, "/bad-fresh", WithMaxSetSize(200<<10))
 	snapshot := func(t *testing.T) map[string]string {
-		return treeSnapshot(t, p.conn, "/bad", "/bad-fresh", p.paths.Base(), fresh.paths.Base())
+		return treeSnapshot(t, p.conn(), "/bad", "/bad-fresh", p.paths.Base(), fresh.paths.Base())
 	}
 
 	write := func(dir, name string, data string) {

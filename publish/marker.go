@@ -11,11 +11,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
-	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // publishMarker runs step 6 in marker mode (6a to 6f of the package
@@ -104,7 +102,7 @@ func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res 
 
 func (p *Publisher) expiredMidway(pl *plan) error {
 	return fmt.Errorf("session expired during the marker-mode publish of generation %d to %s: stopped without retrying; the live generation is unchanged, the marker stays and the next publish takes it over: %w",
-		pl.gen, p.paths.Root, zk.ErrSessionExpired)
+		pl.gen, p.paths.Root, zkclient.ErrSessionExpired)
 }
 
 // createLiveness creates this publish's ephemeral liveness node. Its name
@@ -112,10 +110,10 @@ func (p *Publisher) expiredMidway(pl *plan) error {
 // ours.
 func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte, acl []zk.ACL) error {
 	_, err := read(ctx, func() (string, error) {
-		return p.conn.Create(path, info, zk.FlagEphemeral, acl)
+		return p.conn().Create(path, info, zk.FlagEphemeral, acl)
 	})
-	if denied(err) {
-		return access.Explain(err, path, access.OpCreate)
+	if zkclient.IsDenied(err) {
+		return zkclient.Explain(err, path, zkclient.OpCreate)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("create liveness node %s: %w", path, err)
@@ -129,7 +127,7 @@ func (p *Publisher) createLiveness(ctx context.Context, path string, info []byte
 func (p *Publisher) dropLiveness(ctx context.Context, path string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := zkconn.Call(ctx, func() error { return p.conn.Delete(path, -1) })
+	_, err := zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, p.conn().Delete(path, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		p.log.Warn("could not delete the liveness node (it goes with the session)", "path", path, "error", err)
 	}
@@ -159,7 +157,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 	}
 	for send := 1; ; send++ {
 		if p.expiredSince(mark) {
-			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zk.ErrSessionExpired)
+			return 0, 0, fmt.Errorf("session expired before the marker was set; nothing was written to %s: %w", p.paths.Root, zkclient.ErrSessionExpired)
 		}
 		p.cfg.hooks.commitSending("marker")
 		resp, err := p.multi(ctx, ops)
@@ -176,7 +174,7 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
 			return 0, 0, fmt.Errorf("setting the marker of %s: outcome unknown (a marker left behind is taken over by the next publish): %w", p.paths.Root, err)
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			if werr := p.waitSession(ctx); werr != nil {
 				return 0, 0, fmt.Errorf("setting the marker of %s: %w", p.paths.Root, werr)
 			}
@@ -187,15 +185,15 @@ func (p *Publisher) placeMarker(ctx context.Context, st *state, pl *plan, info [
 			if ours {
 				return rv, mv, nil
 			}
-			if p.expiredSince(mark) || errors.Is(err, zk.ErrSessionExpired) {
-				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zk.ErrSessionExpired)
+			if p.expiredSince(mark) || errors.Is(err, zkclient.ErrSessionExpired) {
+				return 0, 0, fmt.Errorf("session expired while setting the marker of %s; it was not set: %w", p.paths.Root, zkclient.ErrSessionExpired)
 			}
 			if send >= maxCommitSends {
 				return 0, 0, fmt.Errorf("setting the marker of %s: lost with the connection %d times: %w", p.paths.Root, send, err)
 			}
 			continue
 		}
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return 0, 0, err
 		}
 		i, opErr := failedOp(resp)
@@ -339,13 +337,13 @@ func (p *Publisher) fencedWrite(ctx context.Context, op any, kind opKind, marker
 		if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
 			return err
 		}
-		if uncertain(err) {
+		if zkclient.IsUncertain(err) {
 			if werr := p.waitSession(ctx); werr != nil {
 				return werr
 			}
 			continue
 		}
-		if denied(err) {
+		if zkclient.IsDenied(err) {
 			return err
 		}
 		i, opErr := failedOp(resp)
@@ -463,14 +461,10 @@ func (r *MarkerReport) String() string {
 	}
 }
 
-// InspectMarker reads the marker of root (its publishes' metadata under
-// meta, the default when empty) and whether its publish is alive; it
-// returns nil when there is no marker.
-func InspectMarker(ctx context.Context, conn *zk.Conn, root, meta string) (*MarkerReport, error) {
-	if meta == "" {
-		meta = layout.DefaultMeta
-	}
-	paths := layout.New(root, meta)
+// InspectMarker reads the root's marker and whether its publish is alive;
+// it returns nil when there is no marker.
+func (p *Publisher) InspectMarker(ctx context.Context) (*MarkerReport, error) {
+	conn, paths := p.conn(), p.paths
 	type node struct {
 		data []byte
 		stat *zk.Stat

@@ -121,7 +121,7 @@ func TestMarkerMode(t *testing.T) {
 		}))
 		half := items(4, 100, "b")
 		half["added.conf"] = []byte("x")
-		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: ModeMarker}); !errors.Is(err, errSimulatedCrash) {
+		if _, err := killed.Publish(testCtx(t), Request{Items: half, Mode: manifest.ModeMarker}); !errors.Is(err, errSimulatedCrash) {
 			t.Fatal(err)
 		}
 		// Republishing the live content is not "unchanged": the children
@@ -152,17 +152,17 @@ func TestMarkerMode(t *testing.T) {
 		slowDone := make(chan error, 1)
 		var slowID string
 		go func() {
-			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: ModeMarker})
+			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: manifest.ModeMarker})
 			slowDone <- err
 		}()
 		await(t, reached, "the slow publish to hold the marker")
-		data, _, err := p.conn.Get(p.paths.Marker())
+		data, _, err := p.conn().Get(p.paths.Marker())
 		if err != nil {
 			t.Fatal(err)
 		}
 		slowID = strings.Split(strings.Split(string(data), `"publish_id":"`)[1], `"`)[0]
 
-		before := treeSnapshot(t, p.conn, root)
+		before := treeSnapshot(t, p.conn(), root)
 		_, err = p.Publish(testCtx(t), Request{Items: items(4, 100, "other")})
 		var mb *MarkerBusyError
 		if !errors.Is(err, ErrMarkerBusy) || !errors.As(err, &mb) {
@@ -174,7 +174,7 @@ func TestMarkerMode(t *testing.T) {
 		if !strings.Contains(err.Error(), "slow@host") || !strings.Contains(err.Error(), "override") {
 			t.Fatalf("message should name the owner and the override: %v", err)
 		}
-		if !equalSnap(before, treeSnapshot(t, p.conn, root)) {
+		if !equalSnap(before, treeSnapshot(t, p.conn(), root)) {
 			t.Fatal("a refused publish wrote")
 		}
 		// A dry run is refused the same way.
@@ -224,7 +224,7 @@ func TestMarkerMode(t *testing.T) {
 		multi := newPub(t, c, root, withBeforeCommit(func(stage string) {
 			once.Do(func() {
 				go func() {
-					_, err := mp.Publish(testCtx(t), Request{Items: markerSet, Mode: ModeMarker})
+					_, err := mp.Publish(testCtx(t), Request{Items: markerSet, Mode: manifest.ModeMarker})
 					markerDone <- err
 				}()
 				<-reached
@@ -257,12 +257,12 @@ func TestMarkerMode(t *testing.T) {
 		}))
 		slowDone := make(chan error, 1)
 		go func() {
-			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: ModeMarker})
+			_, err := slow.Publish(testCtx(t), Request{Items: items(4, 100, "slow"), Mode: manifest.ModeMarker})
 			slowDone <- err
 		}()
 		await(t, reached, "the slow publish to hold the marker")
 		winner := items(5, 100, "winner")
-		res := mustPublish(t, p, Request{Items: winner, OverrideMarker: true, Mode: ModeMarker})
+		res := mustPublish(t, p, Request{Items: winner, OverrideMarker: true, Mode: manifest.ModeMarker})
 		if res.Generation != 2 || res.Mode != "marker" {
 			t.Fatalf("override: %+v", res)
 		}
@@ -284,10 +284,10 @@ func TestForeignMarkerTakenOver(t *testing.T) {
 	const root = "/marker/foreign"
 	p := newPub(t, c, root)
 	mustPublish(t, p, Request{Items: items(3, 100, "a")})
-	if _, err := p.conn.Create(p.paths.Marker(), []byte("made by hand"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := p.conn().Create(p.paths.Marker(), []byte("made by hand"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := InspectMarker(testCtx(t), p.conn, root, "")
+	r, err := p.InspectMarker(testCtx(t))
 	if err != nil || r == nil || !r.Foreign || r.Live || r.PublishID != "" {
 		t.Fatalf("InspectMarker of a hand-made marker: %+v %v", r, err)
 	}
@@ -296,14 +296,14 @@ func TestForeignMarkerTakenOver(t *testing.T) {
 	if err != nil || !strings.HasPrefix(dry.TookOver, "would take over an abandoned marker") || !strings.Contains(dry.TookOver, "not written by confpush") {
 		t.Fatalf("dry run over a hand-made marker: %+v %v", dry, err)
 	}
-	if ok, _, _ := p.conn.Exists(p.paths.Marker()); !ok {
+	if ok, _, _ := p.conn().Exists(p.paths.Marker()); !ok {
 		t.Fatal("the dry run removed the marker")
 	}
 	res := mustPublish(t, p, Request{Items: next})
 	if res.Generation != 2 || !strings.HasPrefix(res.TookOver, "took over an abandoned marker") || !strings.Contains(res.TookOver, "not written by confpush") {
 		t.Fatalf("publish over a hand-made marker: %+v", res)
 	}
-	if ok, _, _ := p.conn.Exists(p.paths.Marker()); ok {
+	if ok, _, _ := p.conn().Exists(p.paths.Marker()); ok {
 		t.Fatal("the marker is still there after the takeover")
 	}
 	checkLive(t, p, 2, next)

@@ -79,7 +79,11 @@ func (p *Publisher) refuseOldAgents(ctx context.Context, format int, allow bool)
 	if format <= manifest.FormatVersion || allow {
 		return nil
 	}
-	agents, err := fleet.List(ctx, p.conn, p.paths.Root, p.paths.Meta)
+	fl, err := fleet.New(p.cl, p.paths.Root, fleet.WithMeta(p.paths.Meta))
+	if err != nil {
+		return err
+	}
+	agents, err := fl.List(ctx)
 	if err != nil {
 		return fmt.Errorf("reading which manifest format the agents of %s read (the set needs format %d): %w", p.paths.Root, format, err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -54,8 +53,8 @@ type plan struct {
 	// fence is Request.Fence ("" for none).
 	fence string
 	// acl are the ACLs of the nodes this publish creates, read from the
-	// live tree once per publish (see access.InheritedACLs).
-	acl access.Inherited
+	// live tree once per publish (see inheritedACLs).
+	acl inherited
 }
 
 // plan computes the next manifest and the operations to reach it.

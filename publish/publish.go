@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 )
@@ -64,8 +63,8 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 // changes nothing, and hashing a large set costs about as much as a round
 // trip. A bad request still gets its error at once: the reads are
 // cancelled.
-func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, access.Inherited, error) {
-	var acl access.Inherited
+func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, inherited, error) {
+	var acl inherited
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type stateRead struct {
@@ -73,7 +72,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		err error
 	}
 	type aclRead struct {
-		in  access.Inherited
+		in  inherited
 		err error
 	}
 	stc := make(chan stateRead, 1)
@@ -116,7 +115,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		return nil, nil, acl, sr.err
 	}
 	st := sr.st
-	if acl.ItemFrom != access.ACLVersionOf(st.rootStat) || acl.MetaFrom != access.ACLVersionOf(st.histStat) {
+	if acl.ItemFrom != aclVersionOf(st.rootStat) || acl.MetaFrom != aclVersionOf(st.histStat) {
 		if acl, err = p.readACLs(ctx); err != nil {
 			return nil, nil, acl, err
 		}
@@ -146,8 +145,8 @@ func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) 
 			errs = append(errs, err)
 		}
 	}
-	if req.Mode < ModeAuto || req.Mode > ModeMarker {
-		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %d", req.Mode)})
+	if req.Mode != manifest.ModeAuto && req.Mode != manifest.ModeMulti && req.Mode != manifest.ModeMarker {
+		errs = append(errs, &InputError{Err: fmt.Errorf("unknown mode %q", string(req.Mode))})
 	}
 	if err := ValidateMessage(req.Message); err != nil {
 		errs = append(errs, err)
@@ -172,7 +171,7 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 }
 
 // publishOnce runs steps 3 to 7 on the state st read in step 2.
-func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl access.Inherited, st *state) (*Result, error) {
+func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl inherited, st *state) (*Result, error) {
 	// Step 3: check the fence, the expected generation, a marker (take it
 	// over or refuse), and the live items the plan would leave alone.
 	if err := p.check(ctx, st, req, hashed); err != nil {
@@ -324,14 +323,14 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 
 // useMarker runs step 5: whether the commit goes in marker mode, given
 // the requested mode and the size of the multi-mode transaction.
-func (p *Publisher) useMarker(mode Mode, multiBytes int) (bool, error) {
+func (p *Publisher) useMarker(mode manifest.Mode, multiBytes int) (bool, error) {
 	switch mode {
-	case ModeMarker:
+	case manifest.ModeMarker:
 		return true, nil
-	case ModeMulti:
+	case manifest.ModeMulti:
 		if multiBytes > p.cfg.multiBudget {
 			return false, &TooLargeError{What: "transaction", Size: int64(multiBytes), Limit: int64(p.cfg.multiBudget),
-				Hint: "use marker mode (ModeMarker, --mode marker) or auto"}
+				Hint: "use marker mode (manifest.ModeMarker, --mode marker) or auto"}
 		}
 		return false, nil
 	}

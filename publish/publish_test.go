@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestPublishBasics covers the ordinary life of a root on one server:
@@ -28,11 +29,11 @@ func TestPublishBasics(t *testing.T) {
 			t.Fatalf("diff of first publish: %+v", res)
 		}
 		checkLive(t, p, 1, set)
-		st, _ := rootState(t, p.conn, "/apps/web/config")
+		st, _ := rootState(t, p.conn(), "/apps/web/config")
 		if st.Mzxid != res.Zxid {
 			t.Fatalf("Result.Zxid %d, root Mzxid %d", res.Zxid, st.Mzxid)
 		}
-		if h := historyList(t, p.conn, p.paths); !slices.Equal(h, []int64{1}) {
+		if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, []int64{1}) {
 			t.Fatalf("history %v", h)
 		}
 	})
@@ -41,9 +42,9 @@ func TestPublishBasics(t *testing.T) {
 		p := newPub(t, c, "/u")
 		set := items(4, 50, "a")
 		r1 := mustPublish(t, p, Request{Items: set})
-		before, _ := rootState(t, p.conn, "/u")
+		before, _ := rootState(t, p.conn(), "/u")
 		r2 := mustPublish(t, p, Request{Items: clone(set)})
-		after, _ := rootState(t, p.conn, "/u")
+		after, _ := rootState(t, p.conn(), "/u")
 		if !r2.Unchanged || r2.Generation != 1 || after.Version != before.Version {
 			t.Fatalf("identical content must be a no-op: %+v (version %d -> %d)", r2, before.Version, after.Version)
 		}
@@ -67,7 +68,7 @@ func TestPublishBasics(t *testing.T) {
 		}
 		checkLive(t, p, 3, next)
 		// Unchanged items were not rewritten.
-		_, st, err := p.conn.Get("/u/item-02.conf")
+		_, st, err := p.conn().Get("/u/item-02.conf")
 		if err != nil || st.Version != 0 {
 			t.Fatalf("unchanged item rewritten: version %v, %v", st, err)
 		}
@@ -93,38 +94,38 @@ func TestPublishBasics(t *testing.T) {
 		if !res.DryRun || res.Generation != 1 || len(res.Added) != 2 {
 			t.Fatalf("dry run of a first publish: %+v", res)
 		}
-		if st, _ := rootState(t, p.conn, "/dry"); st != nil {
+		if st, _ := rootState(t, p.conn(), "/dry"); st != nil {
 			t.Fatal("dry run created the root")
 		}
 		mustPublish(t, p, Request{Items: items(2, 10, "a")})
-		snap := treeSnapshot(t, p.conn, "/dry", p.paths.Base())
-		res = mustPublish(t, p, Request{Items: items(3, 10, "b"), DryRun: true, Mode: ModeMarker})
+		snap := treeSnapshot(t, p.conn(), "/dry", p.paths.Base())
+		res = mustPublish(t, p, Request{Items: items(3, 10, "b"), DryRun: true, Mode: manifest.ModeMarker})
 		if !res.DryRun || res.Generation != 2 || res.Mode != "marker" || len(res.Added) != 1 || len(res.Changed) != 2 {
 			t.Fatalf("dry run: %+v", res)
 		}
-		if after := treeSnapshot(t, p.conn, "/dry", p.paths.Base()); !equalSnap(snap, after) {
+		if after := treeSnapshot(t, p.conn(), "/dry", p.paths.Base()); !equalSnap(snap, after) {
 			t.Fatalf("dry run wrote: before %v after %v", snap, after)
 		}
 	})
 
 	t.Run("ForeignRootRefused", func(t *testing.T) {
 		p := newPub(t, c, "/foreign")
-		if _, err := p.conn.Create("/foreign", []byte("hello: world"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := p.conn().Create("/foreign", []byte("hello: world"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
-		snap := treeSnapshot(t, p.conn, "/foreign", "/zkconf")
+		snap := treeSnapshot(t, p.conn(), "/foreign", "/zkconf")
 		_, err := p.Publish(testCtx(t), Request{Items: items(1, 10, "a")})
 		if !errors.Is(err, manifest.ErrForeign) || !strings.Contains(err.Error(), "not a zkconf manifest") {
 			t.Fatalf("want a foreign-root error, got %v", err)
 		}
-		if !equalSnap(snap, treeSnapshot(t, p.conn, "/foreign", "/zkconf")) {
+		if !equalSnap(snap, treeSnapshot(t, p.conn(), "/foreign", "/zkconf")) {
 			t.Fatal("something was written")
 		}
 		// A root with children but no manifest is refused too.
-		if _, err := p.conn.Create("/adopt", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := p.conn().Create("/adopt", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.conn.Create("/adopt/x", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := p.conn().Create("/adopt/x", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		q := newPub(t, c, "/adopt")
@@ -132,7 +133,7 @@ func TestPublishBasics(t *testing.T) {
 			t.Fatalf("want refusal of a root with foreign children, got %v", err)
 		}
 		// An existing empty root is adopted.
-		if _, err := p.conn.Create("/empty", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := p.conn().Create("/empty", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		e := newPub(t, c, "/empty")
@@ -144,18 +145,18 @@ func TestPublishBasics(t *testing.T) {
 	t.Run("ForcedModes", func(t *testing.T) {
 		p := newPub(t, c, "/modes", WithMultiBudget(8<<10))
 		small := items(2, 100, "a")
-		if r := mustPublish(t, p, Request{Items: small, Mode: ModeMarker}); r.Mode != "marker" || r.Generation != 1 {
+		if r := mustPublish(t, p, Request{Items: small, Mode: manifest.ModeMarker}); r.Mode != "marker" || r.Generation != 1 {
 			t.Fatalf("forced marker: %+v", r)
 		}
 		checkLive(t, p, 1, small)
 		big := items(4, 4<<10, "b")
-		snap := treeSnapshot(t, p.conn, "/modes", p.paths.Base())
-		_, err := p.Publish(testCtx(t), Request{Items: big, Mode: ModeMulti})
+		snap := treeSnapshot(t, p.conn(), "/modes", p.paths.Base())
+		_, err := p.Publish(testCtx(t), Request{Items: big, Mode: manifest.ModeMulti})
 		var tl *TooLargeError
 		if !errors.As(err, &tl) || tl.What != "transaction" || tl.Limit != 8<<10 || !strings.Contains(err.Error(), "marker") {
 			t.Fatalf("forced multi over budget: %v", err)
 		}
-		if !equalSnap(snap, treeSnapshot(t, p.conn, "/modes", p.paths.Base())) {
+		if !equalSnap(snap, treeSnapshot(t, p.conn(), "/modes", p.paths.Base())) {
 			t.Fatal("refused publish wrote")
 		}
 		if r := mustPublish(t, p, Request{Items: big}); r.Mode != "marker" || r.Generation != 2 {
@@ -210,7 +211,7 @@ func TestPublishBasics(t *testing.T) {
 			{"/c", []Option{WithRetention(0)}, "retention"},
 			{"/c", []Option{WithMultiBudget(2 << 20)}, "multi budget"},
 		} {
-			if _, err := New(conn, nil, tc.root, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := New(zkclient.Fixed(conn, nil), tc.root, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New(%q): %v, want %q", tc.root, err, tc.want)
 			}
 		}

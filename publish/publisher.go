@@ -12,59 +12,19 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// Mode selects how a set is committed.
-type Mode int
-
-const (
-	// ModeAuto uses multi mode when the encoded transaction fits the multi
-	// budget, marker mode otherwise.
-	ModeAuto Mode = iota
-	// ModeMulti commits in one transaction; a set too large for it is
-	// refused with ErrTooLarge.
-	ModeMulti
-	// ModeMarker always uses the marker protocol.
-	ModeMarker
-)
-
-// String returns "auto", "multi" or "marker".
-func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeMulti:
-		return manifest.ModeMulti
-	case ModeMarker:
-		return manifest.ModeMarker
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
-
-// ParseMode parses "auto", "multi" or "marker".
-func ParseMode(s string) (Mode, error) {
-	switch strings.ToLower(s) {
-	case "", "auto":
-		return ModeAuto, nil
-	case "multi":
-		return ModeMulti, nil
-	case "marker":
-		return ModeMarker, nil
-	}
-	return 0, fmt.Errorf("unknown mode %q (want auto, multi or marker)", s)
-}
-
 // Request is one publish.
 type Request struct {
 	// Items maps item names to content: the whole new set.
 	Items map[string][]byte
-	// Mode selects multi or marker mode; ModeAuto decides by size.
-	Mode Mode
+	// Mode selects multi or marker mode; manifest.ModeAuto (the zero
+	// value) decides by size.
+	Mode manifest.Mode
 	// ExpectGeneration, when not 0, makes the publish fail with a
 	// ConflictError unless the live generation is exactly this.
 	ExpectGeneration int64
@@ -155,8 +115,9 @@ type Result struct {
 	Zxid int64
 	// PublishID is this publish attempt's id ("" for DryRun/Unchanged).
 	PublishID string
-	// Mode is "multi" or "marker" (what was, or would be, used).
-	Mode string
+	// Mode is manifest.ModeMulti or manifest.ModeMarker (what was, or
+	// would be, used).
+	Mode manifest.Mode
 	// Unchanged is true when the content equals the live generation and
 	// nothing was written.
 	Unchanged bool
@@ -194,8 +155,7 @@ type Result struct {
 // use; concurrent publishes (from this or other processes) are ordered by
 // the root's compare-and-swap, the losers getting ErrConflict.
 type Publisher struct {
-	conn  *zk.Conn
-	sess  *zkclient.Session
+	cl    *zkclient.Client
 	paths layout.Paths
 	cfg   config
 	log   *slog.Logger
@@ -205,15 +165,16 @@ type Publisher struct {
 	mu         sync.Mutex
 	cacheRoot  int64 // root Czxid the cache belongs to
 	historyMan map[int64]*manifest.Manifest
-	acls       *access.Inherited // the last ACLs read, reused while their versions hold
+	acls       *inherited // the last ACLs read, reused while their versions hold
 }
 
-// New returns a Publisher for root. sess is the connection's session
-// tracker (zkclient.DialConn returns it); it may be nil, in which case session
-// expiry is detected from errors and session ids only.
-func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*Publisher, error) {
-	if conn == nil {
-		return nil, errors.New("publish: nil ZooKeeper connection")
+// New returns a Publisher for root on cl: a Client from zkclient.Dial, or
+// an application's own connection and its session tracker wrapped by
+// zkclient.Fixed. The Publisher takes the connection from cl for every
+// request and never closes it.
+func New(cl *zkclient.Client, root string, opts ...Option) (*Publisher, error) {
+	if cl == nil || cl.Conn() == nil {
+		return nil, errors.New("publish: nil ZooKeeper client")
 	}
 	if err := layout.ValidateRoot(root); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -236,8 +197,7 @@ func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*P
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Publisher{
-		conn:       conn,
-		sess:       sess,
+		cl:         cl,
 		paths:      layout.New(root, cfg.meta),
 		cfg:        cfg,
 		log:        log.With("root", root),
@@ -248,8 +208,15 @@ func New(conn *zk.Conn, sess *zkclient.Session, root string, opts ...Option) (*P
 // within reports whether p is a or below it.
 func within(p, a string) bool { return p == a || strings.HasPrefix(p, a+"/") }
 
-// Conn returns the ZooKeeper connection the Publisher uses.
-func (p *Publisher) Conn() *zk.Conn { return p.conn }
+// conn is the client's current connection. It is taken for every request,
+// so that a replacement (zkclient.Client) is followed; the replacement
+// counts as a session expiry (expiredSince).
+func (p *Publisher) conn() *zk.Conn { return p.cl.Conn() }
+
+// sess is the connection's session tracker (nil when the application
+// wrapped its connection without one: expiry is then detected from errors
+// and session ids only).
+func (p *Publisher) sess() *zkclient.Session { return p.cl.Session() }
 
 // Root returns the config root.
 func (p *Publisher) Root() string { return p.paths.Root }
@@ -282,7 +249,7 @@ func (p *Publisher) Current(ctx context.Context) (*manifest.Manifest, *zk.Stat, 
 // content is read from the history and blob store instead, verified the
 // same way. Without a marker, an item that keeps not matching the same
 // manifest was changed outside confpush: Read fails with an
-// *ItemMismatchError naming it rather than answer from stored copies. Other
+// *manifest.ItemMismatchError naming it rather than answer from stored copies. Other
 // generations are read from the history and blob store, and fail with
 // ErrGenerationNotFound when retention removed them.
 func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manifest, map[string][]byte, error) {
@@ -322,11 +289,12 @@ func (p *Publisher) Read(ctx context.Context, generation int64) (*manifest.Manif
 					return hm, hitems, nil
 				}
 			} else if same >= 2 {
-				return nil, nil, &ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation}
+				return nil, nil, fmt.Errorf("%w: it was changed outside confpush (or a publish is in progress); publishing the set again repairs it",
+					&manifest.ItemMismatchError{Root: p.paths.Root, Item: torn, Generation: m.Generation})
 			}
 		}
 		if err := readRetry().Sleep(ctx, attempt+1); err != nil {
-			return nil, nil, fmt.Errorf("%w (item %q of generation %d): %v", ErrTorn, torn, m.Generation, err)
+			return nil, nil, fmt.Errorf("live %w (item %q of generation %d): %v", manifest.ErrTorn, torn, m.Generation, err)
 		}
 	}
 }

@@ -46,6 +46,10 @@ type DriverPlan struct {
 	Fence string
 	// Message is recorded with the driver's widen, promote and abort.
 	Message string
+	// AllowOldAgents is the promote's and abort's
+	// Request.AllowOldAgents (a rollout of a tree started despite older
+	// agents promotes despite them too).
+	AllowOldAgents bool
 	// Progress, when set, is called with every evaluation whose summary
 	// differs from the previous one and with every action.
 	Progress func(DriverEvent)
@@ -83,7 +87,7 @@ type DriverResult struct {
 
 // DriveRollout drives rollout plan.RolloutID to its end: it holds the
 // ephemeral driver node (rollout-driver/<rollout id>) while it runs,
-// follows the fleet through watches (fleet.Changes) and judges it with
+// follows the fleet through watches (fleet.Fleet.Changes) and judges it with
 // fleet.EvaluateCanary: it aborts as soon as one canary agent fails on the
 // candidate, widens to the next step or promotes once every expected
 // selected agent stayed healthy for plan.Bake. Every action is a
@@ -98,6 +102,10 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 	if plan.Safety <= 0 {
 		plan.Safety = 30 * time.Second
 	}
+	fl, err := fleet.New(p.cl, p.paths.Root, fleet.WithMeta(p.paths.Meta))
+	if err != nil {
+		return nil, err
+	}
 	node, acl, err := p.holdDriver(ctx, plan.RolloutID)
 	if err != nil {
 		return nil, err
@@ -109,7 +117,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 	wake := make(chan struct{}, 1)
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- fleet.Changes(ctx, p.conn, p.paths.Root, p.paths.Meta, func() error {
+		watchErr <- fl.Changes(ctx, func() error {
 			select {
 			case wake <- struct{}{}:
 			default:
@@ -150,7 +158,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 				p.log.Warn("could not recreate the rollout driver node", "path", node, "error", err)
 			}
 		}
-		agents, err := fleet.List(ctx, p.conn, p.paths.Root, p.paths.Meta)
+		agents, err := fl.List(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -166,7 +174,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 		next := plan.Safety
 		switch h.Verdict {
 		case fleet.VerdictFail:
-			r, err := p.Abort(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message,
+			r, err := p.Abort(ctx, plan.RolloutID, Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents, Message: driverMessage(plan.Message,
 				fmt.Sprintf("automatic abort: %v failing on the candidate", h.Failing))})
 			if err != nil {
 				return res, p.actionFailed(ctx, plan.RolloutID, "abort", err)
@@ -201,7 +209,8 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 					Health: h, Generation: r.Generation})
 				break
 			}
-			r, err := p.Promote(ctx, plan.RolloutID, Request{Fence: plan.Fence, Message: driverMessage(plan.Message, "automatic promote after the bake")})
+			r, err := p.Promote(ctx, plan.RolloutID, Request{Fence: plan.Fence, AllowOldAgents: plan.AllowOldAgents,
+				Message: driverMessage(plan.Message, "automatic promote after the bake")})
 			if err != nil {
 				return res, p.actionFailed(ctx, plan.RolloutID, "promote", err)
 			}
@@ -227,7 +236,7 @@ func (p *Publisher) DriveRollout(ctx context.Context, plan DriverPlan) (*DriverR
 // holdDriver creates the driver's ephemeral liveness node, with the ACL of
 // the rollout record (publishers only), and returns it and that ACL.
 func (p *Publisher) holdDriver(ctx context.Context, rolloutID string) (string, []zk.ACL, error) {
-	acl, _, err := p.conn.GetACL(p.paths.Rollout())
+	acl, _, err := p.conn().GetACL(p.paths.Rollout())
 	if err != nil {
 		return "", nil, fmt.Errorf("read the ACL of the rollout record %s: %w", p.paths.Rollout(), err)
 	}

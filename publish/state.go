@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 )
@@ -276,16 +275,16 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 
 // readACLs reads the ACLs the nodes a publish creates get: the root's for
 // items and the marker, the history parent's for metadata
-// (access.InheritedACLs; the configured ACL where those nodes do not exist
+// (inheritedACLs; the configured ACL where those nodes do not exist
 // yet).
-func (p *Publisher) readACLs(ctx context.Context) (access.Inherited, error) {
-	return read(ctx, func() (access.Inherited, error) {
-		return access.InheritedACLs(ctx, p.conn, p.paths, p.cfg.acl)
+func (p *Publisher) readACLs(ctx context.Context) (inherited, error) {
+	return read(ctx, func() (inherited, error) {
+		return inheritedACLs(ctx, p.conn(), p.paths, p.cfg.acl)
 	})
 }
 
 // cachedACLs returns the ACLs the last publish used, or nil.
-func (p *Publisher) cachedACLs() *access.Inherited {
+func (p *Publisher) cachedACLs() *inherited {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.acls

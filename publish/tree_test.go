@@ -62,7 +62,7 @@ func treeGen2() map[string][]byte {
 // blobs the retained tree generations need.
 func TestTreePublishChangeRollback(t *testing.T) {
 	c := startZK(t)
-	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+	for _, mode := range []manifest.Mode{manifest.ModeMulti, manifest.ModeMarker} {
 		t.Run(mode.String(), func(t *testing.T) {
 			root := "/trees/change-" + mode.String()
 			conn, sess := dial(t, testSession, c.Addrs()...)
@@ -86,7 +86,7 @@ func TestTreePublishChangeRollback(t *testing.T) {
 			res = mustPublish(t, p, Request{Items: treeGen2(), Mode: mode})
 			checkLive(t, p, 2, treeGen2())
 			checkDirACLs(t, conn, root, treeGen2(), acl)
-			if mode == ModeMulti && (res.Mode != manifest.ModeMulti || res.CommitAttempts != 1) {
+			if mode == manifest.ModeMulti && (res.Mode != manifest.ModeMulti || res.CommitAttempts != 1) {
 				t.Fatalf("the change was not one transaction: %+v", res)
 			}
 			wantRemoved := []string{"conf.d/sub/b.conf", "conf.d/sub/deep/c.conf", "k1", "k2/f"}
@@ -153,24 +153,24 @@ func TestTreeStrays(t *testing.T) {
 	c := startZK(t)
 	base := map[string][]byte{"a/b/x": []byte("x"), "a/y": []byte("y"), "c": []byte("c"), "d/e/f": []byte("f")}
 	next := map[string][]byte{"c": []byte("c2"), "d/g": []byte("g")}
-	for _, mode := range []Mode{ModeMulti, ModeMarker} {
+	for _, mode := range []manifest.Mode{manifest.ModeMulti, manifest.ModeMarker} {
 		t.Run("before/"+mode.String(), func(t *testing.T) {
 			root := "/trees/stray-before-" + mode.String()
 			p := newPub(t, c, root)
 			mustPublish(t, p, Request{Items: base, Mode: mode})
-			mustCreate(t, p.conn, root+"/a/b/stray", "written behind zkconf's back")
-			mustCreate(t, p.conn, root+"/d/e/also", "")
-			st0, _ := rootState(t, p.conn, root)
+			mustCreate(t, p.conn(), root+"/a/b/stray", "written behind zkconf's back")
+			mustCreate(t, p.conn(), root+"/d/e/also", "")
+			st0, _ := rootState(t, p.conn(), root)
 			res := mustPublish(t, p, Request{Items: next, Mode: mode})
 			if !slices.Equal(res.Strays, []string{"a/b/stray", "d/e/also"}) {
 				t.Fatalf("strays %v", res.Strays)
 			}
 			checkStrayTree(t, p, 2, next, []string{"a", "a/b", "a/b/stray", "d/e", "d/e/also"})
 			commits := int32(1)
-			if mode == ModeMarker {
+			if mode == manifest.ModeMarker {
 				commits = 2
 			}
-			st1, _ := rootState(t, p.conn, root)
+			st1, _ := rootState(t, p.conn(), root)
 			if st1.Version != st0.Version+commits {
 				t.Fatalf("root version %d -> %d", st0.Version, st1.Version)
 			}
@@ -190,11 +190,11 @@ func TestTreeStrays(t *testing.T) {
 		var p *Publisher
 		p = newPub(t, c, root, withBeforeCommit(func(stage string) {
 			if stage == "multi" && armed.CompareAndSwap(true, false) {
-				mustCreate(t, p.conn, root+"/a/b/stray", "")
+				mustCreate(t, p.conn(), root+"/a/b/stray", "")
 			}
 		}))
 		mustPublish(t, p, Request{Items: base})
-		st0, _ := rootState(t, p.conn, root)
+		st0, _ := rootState(t, p.conn(), root)
 		armed.Store(true)
 		res := mustPublish(t, p, Request{Items: next})
 		if armed.Load() {
@@ -204,7 +204,7 @@ func TestTreeStrays(t *testing.T) {
 			t.Fatalf("want 2 sends and the stray reported: %+v", res)
 		}
 		checkStrayTree(t, p, 2, next, []string{"a", "a/b", "a/b/stray"})
-		if st1, _ := rootState(t, p.conn, root); st1.Version != st0.Version+1 {
+		if st1, _ := rootState(t, p.conn(), root); st1.Version != st0.Version+1 {
 			t.Fatalf("root version %d -> %d: want one commit", st0.Version, st1.Version)
 		}
 	})
@@ -214,13 +214,13 @@ func TestTreeStrays(t *testing.T) {
 		var p *Publisher
 		p = newPub(t, c, root, withMarkerWrite(func(int) error {
 			if armed.CompareAndSwap(true, false) {
-				mustCreate(t, p.conn, root+"/a/b/stray", "")
+				mustCreate(t, p.conn(), root+"/a/b/stray", "")
 			}
 			return nil
 		}))
-		mustPublish(t, p, Request{Items: base, Mode: ModeMarker})
+		mustPublish(t, p, Request{Items: base, Mode: manifest.ModeMarker})
 		armed.Store(true)
-		res := mustPublish(t, p, Request{Items: next, Mode: ModeMarker})
+		res := mustPublish(t, p, Request{Items: next, Mode: manifest.ModeMarker})
 		if armed.Load() || !slices.Equal(res.Strays, []string{"a/b/stray"}) {
 			t.Fatalf("strays %v", res.Strays)
 		}
@@ -240,11 +240,11 @@ func TestTreeStrays(t *testing.T) {
 		p = newPub(t, c, root, withBeforeCommit(func(stage string) {
 			if stage == "multi" && armed.Load() {
 				// A stray under a directory this send still deletes.
-				mustCreate(t, p.conn, fmt.Sprintf("%s/d%d/stray", root, sends.Add(1)-1), "")
+				mustCreate(t, p.conn(), fmt.Sprintf("%s/d%d/stray", root, sends.Add(1)-1), "")
 			}
 		}))
 		mustPublish(t, p, Request{Items: many})
-		st0, _ := rootState(t, p.conn, root)
+		st0, _ := rootState(t, p.conn(), root)
 		armed.Store(true)
 		_, err := p.Publish(testCtx(t), Request{Items: map[string][]byte{"keep": []byte("k2")}})
 		armed.Store(false)
@@ -254,7 +254,7 @@ func TestTreeStrays(t *testing.T) {
 		if n := sends.Load(); n != maxStrayRounds+1 {
 			t.Fatalf("%d sends, want %d", n, maxStrayRounds+1)
 		}
-		if st1, _ := rootState(t, p.conn, root); st1.Version != st0.Version {
+		if st1, _ := rootState(t, p.conn(), root); st1.Version != st0.Version {
 			t.Fatal("a commit landed")
 		}
 		m, _, err := p.Read(testCtx(t), 0)
@@ -273,7 +273,7 @@ func checkStrayTree(t *testing.T, p *Publisher, gen int64, want map[string][]byt
 	if err != nil || m.Generation != gen || !sameItems(got, want) {
 		t.Fatalf("live: generation %v items %v, %v", m, sortedNames(got), err)
 	}
-	nodes := treeSnapshot(t, p.conn, p.paths.Root)
+	nodes := treeSnapshot(t, p.conn(), p.paths.Root)
 	var all []string
 	for n := range nodes {
 		if n != p.paths.Root {
@@ -318,11 +318,11 @@ func TestTreeTakeover(t *testing.T) {
 		return nil
 	}))
 	doomed := map[string][]byte{"x/y/z/1": []byte("1"), "x/y/z/2": []byte("2"), "x/w/3": []byte("3"), "a/one": []byte("1b")}
-	if _, err := dead.Publish(testCtx(t), Request{Items: doomed, Mode: ModeMarker}); err == nil {
+	if _, err := dead.Publish(testCtx(t), Request{Items: doomed, Mode: manifest.ModeMarker}); err == nil {
 		t.Fatal("the crashed publish succeeded")
 	}
 	p := newPub(t, c, root)
-	if ok, _, _ := p.conn.Exists(root + "/x/y/z/1"); !ok {
+	if ok, _, _ := p.conn().Exists(root + "/x/y/z/1"); !ok {
 		t.Fatal("the dead publish wrote no directory: the test proves nothing")
 	}
 	final := map[string][]byte{"b/two": []byte("2"), "c/three": []byte("3")}
@@ -341,41 +341,21 @@ func TestTreeConnectionLoss(t *testing.T) {
 	c := startZK(t)
 	for _, tc := range []struct {
 		name   string
-		mode   Mode
+		mode   manifest.Mode
 		stage  string
 		landed bool
 	}{
-		{"MultiNotLanded", ModeMulti, "multi", false},
-		{"MultiLanded", ModeMulti, "multi", true},
-		{"MarkerFinalLanded", ModeMarker, "final", true},
+		{"MultiNotLanded", manifest.ModeMulti, "multi", false},
+		{"MultiLanded", manifest.ModeMulti, "multi", true},
+		{"MarkerFinalLanded", manifest.ModeMarker, "final", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)
 			root := "/trees/cut-" + tc.name
-			var armed atomic.Bool
-			p := mustNew(t, r.conn, r.sess, root, withBeforeCommit(func(stage string) {
-				if stage != tc.stage || !armed.CompareAndSwap(true, false) {
-					return
-				}
-				if tc.landed {
-					r.deafen()
-				} else {
-					r.loseMulti(r.proxy.Cut)
-				}
-			}))
+			p, armed := r.cutPublisher(t, root, tc.stage, tc.landed)
 			mustPublish(t, p, Request{Items: treeGen1(), Mode: tc.mode})
 			st0, _ := rootState(t, r.direct, root)
-			cutDone := make(chan struct{})
-			if tc.landed {
-				appeared := r.created(p.paths.HistoryNode(2))
-				go func() {
-					defer close(cutDone)
-					<-appeared
-					r.proxy.Cut()
-				}()
-			} else {
-				close(cutDone)
-			}
+			cutDone := r.cutWhenCreated(p.paths.HistoryNode(2), tc.landed)
 			armed.Store(true)
 			res, err := p.Publish(testCtx(t), Request{Items: treeGen2(), Mode: tc.mode})
 			<-cutDone
@@ -386,7 +366,7 @@ func TestTreeConnectionLoss(t *testing.T) {
 				t.Fatalf("the fault was not injected, or not seen: %+v", res)
 			}
 			commits := int32(1)
-			if tc.mode == ModeMarker {
+			if tc.mode == manifest.ModeMarker {
 				commits = 2
 			}
 			checkOnce(t, p, st0.Version, commits, 2, res.PublishID, treeGen2())
@@ -412,7 +392,7 @@ func TestTreeCanary(t *testing.T) {
 	if err != nil || cm.Format != manifest.FormatTree || !sameItems(cand, treeGen2()) {
 		t.Fatalf("candidate %v %v: %v", cm, sortedNames(cand), err)
 	}
-	kids, _, err := p.conn.Children(p.paths.Candidate())
+	kids, _, err := p.conn().Children(p.paths.Candidate())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +436,7 @@ func TestTreeRefusesOldAgents(t *testing.T) {
 
 	p := newPub(t, c, "/trees/old")
 	mustPublish(t, p, Request{Items: flat})
-	conn := p.conn
+	conn := p.conn()
 	reg := func(id, data string) {
 		t.Helper()
 		if _, err := conn.Create(p.paths.AgentNode(id), []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -518,7 +498,7 @@ func TestTreeRefusesOldAgents(t *testing.T) {
 	refused("dry run", err)
 	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), Canary: &manifest.Selection{Selector: "zone=a"}})
 	refused("canary", err)
-	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), Mode: ModeMarker})
+	_, err = p.Publish(testCtx(t), Request{Items: treeGen1(), Mode: manifest.ModeMarker})
 	refused("marker mode", err)
 	// A flat set minds no agent.
 	flat = map[string][]byte{"app.json": []byte("flat 2")}
@@ -540,7 +520,24 @@ func TestTreeRefusesOldAgents(t *testing.T) {
 	hist = historyList(t, conn, p.paths)
 	_, err = p.Rollback(testCtx(t), res.Generation, Request{})
 	refused("rollback to the tree", err)
-	if _, err := p.Rollback(testCtx(t), res.Generation, Request{AllowOldAgents: true}); err != nil {
+	// A canary of a tree started anyway is promoted only anyway.
+	flatAgain := mustPublish(t, p, Request{Items: flat}).Generation
+	cr, err := p.Publish(testCtx(t), Request{Items: treeGen2(), Canary: &manifest.Selection{Selector: "zone=a"}, AllowOldAgents: true})
+	if err != nil {
 		t.Fatal(err)
 	}
+	liveGen = flatAgain
+	before, _ = rootState(t, conn, p.paths.Root)
+	hist = historyList(t, conn, p.paths)
+	rs, err := p.Rollout(testCtx(t))
+	if err != nil || rs.Canary == nil || rs.Canary.Generation != cr.Generation {
+		t.Fatalf("rollout %+v: %v", rs, err)
+	}
+	_, err = p.Promote(testCtx(t), rs.Canary.RolloutID, Request{})
+	refused("promote", err)
+	pr, err := p.Promote(testCtx(t), rs.Canary.RolloutID, Request{AllowOldAgents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLive(t, p, pr.Generation, treeGen2())
 }

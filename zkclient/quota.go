@@ -7,13 +7,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ErrQuotaExceeded matches every write ZooKeeper refused because an
-// enforced quota (a server run with zookeeper.enforceQuota=true) on the
-// node or an ancestor is full (errors.Is). The same write cannot succeed
-// until the node shrinks, nodes are removed or the quota changes
-// (docs/security.md, "Quotas").
-var ErrQuotaExceeded = errors.New("ZooKeeper quota exceeded")
-
 // quotaExceededCode is ZooKeeper's QUOTAEXCEEDED
 // (KeeperException.Code.QUOTAEXCEEDED, 3.7+).
 const quotaExceededCode zk.ErrCode = -125

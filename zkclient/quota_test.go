@@ -13,7 +13,7 @@ import (
 // TestIsQuotaExceeded: the client library's text for code -125, wrapped
 // or not, and errors already classified are quota errors; other codes and
 // sentinels are not. The real server's reply is pinned by
-// internal/access TestQuotaServerFacts.
+// cmd/confpush/internal/access TestQuotaServerFacts.
 func TestIsQuotaExceeded(t *testing.T) {
 	lib := errors.New("unknown error: -125")
 	for err, want := range map[error]bool{

@@ -1,9 +1,3 @@
-// Package zkclient dials ZooKeeper the way every zkconf component needs it:
-// with state tracked through the client's synchronous event callback (its
-// 6-slot event channel drops events), session expiry made visible (the
-// go-zookeeper client silently opens a new session after expiry), the
-// library's logging routed to slog, and helpers that give the client's
-// blocking calls a context.
 package zkclient
 
 import (
@@ -18,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/zkconf/zkconf/internal/errlist"
 )
 
@@ -315,19 +310,3 @@ func (s *Session) WaitConnected(ctx context.Context) (Status, error) {
 		}
 	}
 }
-
-// ErrPermission matches every request ZooKeeper refused with NoAuth
-// (errors.Is): the identity in use lacks a permission on the node. The
-// error names the operation, the node and the permission missing. It is
-// fatal: retrying cannot change the answer. A wrong password looks exactly
-// like this: ZooKeeper accepts any digest credentials at login and only
-// compares them with ACLs.
-var ErrPermission = errors.New("permission denied")
-
-// ErrAuthRejected matches a request the server answered with an
-// authentication failure (errors.Is): the credentials were refused.
-var ErrAuthRejected = errors.New("ZooKeeper authentication rejected")
-
-// ErrAuthFailed means the server refused the credentials: fatal, never
-// retried.
-var ErrAuthFailed = errors.New("ZooKeeper authentication failed")

@@ -45,7 +45,7 @@ func TestAdoptAfterWipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(zc.Close)
-	e.pub, err = publish.New(zc, sess, testRoot)
+	e.pub, err = publish.New(zkclient.Fixed(zc, sess), testRoot)
 	if err != nil {
 		t.Fatal(err)
 	}

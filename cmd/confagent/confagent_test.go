@@ -62,7 +62,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, testRoot)
+	p, err := publish.New(zkclient.Fixed(conn, sess), testRoot)
 	if err != nil {
 		t.Fatal(err)
 	}

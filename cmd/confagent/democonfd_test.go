@@ -67,7 +67,7 @@ func TestDemoConfdExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(zc.Close)
-	p, err := publish.New(zc, sess, "/myapp")
+	p, err := publish.New(zkclient.Fixed(zc, sess), "/myapp")
 	if err != nil {
 		t.Fatal(err)
 	}

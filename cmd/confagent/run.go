@@ -22,7 +22,6 @@ import (
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/errlist"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -184,7 +183,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 	specs, err := cfg.TargetSpecs()
 	errs := []error{err}
 	zc := zkclient.Config{Servers: cfg.ZooKeeper.Servers, SessionTimeout: cfg.ZooKeeper.SessionTimeout, Logger: log}
-	auth, err := zkconn.LoadAuth(cfg.ZooKeeper.AuthFile)
+	auth, err := zkclient.LoadAuth(cfg.ZooKeeper.AuthFile)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))
 	}

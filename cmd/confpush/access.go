@@ -11,9 +11,10 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // aclMismatchError marks ACLs that differ from the policy and were not
@@ -61,7 +62,7 @@ func (a *app) publisherCreds() (string, error) {
 	creds := a.auth
 	if file := a.v.GetString("publisher-auth-file"); file != "" {
 		var err error
-		if creds, err = zkconn.LoadAuth(file); err != nil {
+		if creds, err = zkclient.LoadAuth(file); err != nil {
 			return "", usagef("--publisher-auth-file: %v", err)
 		}
 	}
@@ -74,17 +75,17 @@ func (a *app) publisherCreds() (string, error) {
 // policy builds the policy of the flags. explicit reports whether any
 // agent or --world-readable was given (acl reads the policy from the
 // root otherwise).
-func (a *app) policy(cmd *cobra.Command, publisher access.Identity) (p access.Policy, explicit bool, err error) {
+func (a *app) policy(cmd *cobra.Command, publisher aclmodel.Identity) (p access.Policy, explicit bool, err error) {
 	p = access.Policy{Publisher: publisher, WorldReadable: a.v.GetBool("world-readable")}
 	var problems []string
 	for _, file := range a.stringList(cmd, "agent-auth-file") {
-		creds, err := zkconn.LoadAuth(file)
+		creds, err := zkclient.LoadAuth(file)
 		if err == nil && creds == "" {
 			err = errors.New("empty file")
 		}
 		if err == nil {
-			var id access.Identity
-			if id, err = access.ParseIdentity(creds); err == nil {
+			var id aclmodel.Identity
+			if id, err = aclmodel.ParseIdentity(creds); err == nil {
 				p.Agents = append(p.Agents, id)
 			}
 		}
@@ -93,7 +94,7 @@ func (a *app) policy(cmd *cobra.Command, publisher access.Identity) (p access.Po
 		}
 	}
 	for i, d := range a.stringList(cmd, "agent-digest") {
-		id, err := access.ParseDigestIdentity(d)
+		id, err := aclmodel.ParseDigestIdentity(d)
 		if err != nil {
 			// The value is a digest, not a password, but quote only
 			// its position.
@@ -133,14 +134,15 @@ func (a *app) rootArg(args []string) error {
 func (a *app) dialAs(ctx context.Context, creds string) (*zk.Conn, error) {
 	cfg := a.zkConfig()
 	cfg.Auth = creds
-	conn, _, err := a.dialWith(ctx, cfg)
+	cl, err := a.dialWith(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	conn := cl.Conn()
 	if a.auth != "" && a.auth != creds {
 		if err := conn.AddAuth("digest", []byte(a.auth)); err != nil {
 			conn.Close()
-			return nil, access.Explain(err, "", "add credentials")
+			return nil, zkclient.Explain(err, "", "add credentials")
 		}
 	}
 	return conn, nil
@@ -201,14 +203,14 @@ Passwords must be at least 16 characters. See docs/security.md.`,
 // publisherPolicy takes the root argument, the publisher's credentials and
 // identity, and the policy the flags give (explicit false: none given), as
 // init and acl both need them.
-func (a *app) publisherPolicy(cmd *cobra.Command, args []string) (creds string, pub access.Identity, pol access.Policy, explicit bool, err error) {
+func (a *app) publisherPolicy(cmd *cobra.Command, args []string) (creds string, pub aclmodel.Identity, pol access.Policy, explicit bool, err error) {
 	if err = a.rootArg(args); err != nil {
 		return
 	}
 	if creds, err = a.publisherCreds(); err != nil {
 		return
 	}
-	if pub, err = access.ParseIdentity(creds); err != nil {
+	if pub, err = aclmodel.ParseIdentity(creds); err != nil {
 		err = usagef("publisher credentials: %v", err)
 		return
 	}
@@ -366,7 +368,7 @@ than 16 characters are refused.`,
 			if line == "" {
 				return usagef("no credentials on standard input (want one line user:password)")
 			}
-			id, err := access.ParseIdentity(line)
+			id, err := aclmodel.ParseIdentity(line)
 			if err != nil {
 				return usagef("credentials on standard input: %v", err)
 			}

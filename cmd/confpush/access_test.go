@@ -12,9 +12,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Passwords of the test identities: random-looking, at least 16 bytes.
@@ -64,7 +66,7 @@ func digestOf(t *testing.T, user string) string {
 		t.Fatalf("digest: exit %d: %s", code, errb.String())
 	}
 	got := strings.TrimSpace(out.String())
-	if want := user + ":" + access.Digest(user, testPasswords[user]); got != want {
+	if want := user + ":" + aclmodel.Digest(user, testPasswords[user]); got != want {
 		t.Fatalf("digest printed %q, want %q", got, want)
 	}
 	if strings.Contains(out.String()+errb.String(), testPasswords[user]) {
@@ -121,16 +123,16 @@ func TestCLIAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if access.SameACL(rootACL, histACL) {
+	if aclmodel.SameACL(rootACL, histACL) {
 		t.Fatalf("root and history have the same ACL %v", rootACL)
 	}
 	for _, n := range []string{paths.Item("a.conf"), paths.Item("c.conf")} {
-		if got, _, err := pub.GetACL(n); err != nil || !access.SameACL(got, rootACL) {
+		if got, _, err := pub.GetACL(n); err != nil || !aclmodel.SameACL(got, rootACL) {
 			t.Errorf("item %s has ACL %v (%v), want the root's %v", n, got, err, rootACL)
 		}
 	}
 	for _, n := range []string{paths.HistoryNode(1), paths.HistoryNode(2)} {
-		if got, _, err := pub.GetACL(n); err != nil || !access.SameACL(got, histACL) {
+		if got, _, err := pub.GetACL(n); err != nil || !aclmodel.SameACL(got, histACL) {
 			t.Errorf("history entry %s has ACL %v (%v), want the history parent's", n, got, err)
 		}
 	}
@@ -139,7 +141,7 @@ func TestCLIAccess(t *testing.T) {
 		t.Fatalf("blobs: %v %v", blobs, err)
 	}
 	for _, b := range blobs {
-		if got, _, err := pub.GetACL(paths.Blob(b)); err != nil || !access.SameACL(got, histACL) {
+		if got, _, err := pub.GetACL(paths.Blob(b)); err != nil || !aclmodel.SameACL(got, histACL) {
 			t.Errorf("blob %s has ACL %v (%v), want the history parent's", b, got, err)
 		}
 	}
@@ -195,7 +197,7 @@ func TestCLIAccess(t *testing.T) {
 	}
 	status := map[string]string{}
 	for user, conn := range map[string]*zk.Conn{"web-17": web17, "web-18": web18} {
-		acl, err := access.ReadStatusNodeACL(ctx, conn, paths)
+		acl, err := statusNodeACL(ctx, conn, paths)
 		if err != nil {
 			t.Fatalf("%s ReadStatusNodeACL: %v", user, err)
 		}
@@ -236,7 +238,7 @@ func TestCLIAccess(t *testing.T) {
 	}
 	c.run("--auth-file", pubFile, "acl", c.root, "--repair").want(t, 0, "done: item /acl/app/c.conf")
 	c.run("--auth-file", pubFile, "acl", c.root).want(t, 0, "ACLs match the policy")
-	if got, _, err := pub.GetACL(paths.Item("c.conf")); err != nil || !access.SameACL(got, rootACL) {
+	if got, _, err := pub.GetACL(paths.Item("c.conf")); err != nil || !aclmodel.SameACL(got, rootACL) {
 		t.Errorf("repaired item has ACL %v (%v)", got, err)
 	}
 	// acl with an agent's credentials is refused.
@@ -359,4 +361,14 @@ func TestCLITLS(t *testing.T) {
 	wrongCA := append([]string{"--tls-ca-file", other.CertFile}, tlsFlags[2:]...)
 	c.run(append(wrongCA, "get")...).want(t, exitError, "unknown authority")
 	c.run(append(tlsFlags[:2], "--tls-cert-file", cert, "get")...).want(t, exitUsage, "together")
+}
+
+// statusNodeACL is the ACL the agent whose session is conn gives its
+// status node (fleet.Fleet.StatusNodeACL).
+func statusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
+	fl, err := fleet.New(zkclient.Fixed(conn, nil), paths.Root, fleet.WithMeta(paths.Meta))
+	if err != nil {
+		return nil, err
+	}
+	return fl.StatusNodeACL(ctx)
 }

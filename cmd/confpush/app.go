@@ -12,15 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -228,7 +227,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.zkConfig().Validate(); err != nil {
 		return usagef("--zk: %v", err)
 	}
-	auth, err := zkconn.LoadAuth(v.GetString("auth-file"))
+	auth, err := zkclient.LoadAuth(v.GetString("auth-file"))
 	if err != nil {
 		return usagef("credentials: %v", err)
 	}
@@ -263,40 +262,43 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 }
 
 // session starts a command that needs the publisher: the command's
-// deadline, a connected Publisher, and one function releasing both.
-func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, func(), error) {
+// deadline, a connected Publisher, the client it uses (for the reads that
+// are not the Publisher's: the fleet, the raw history), and one function
+// releasing them.
+func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, *zkclient.Client, func(), error) {
 	ctx, cancel := a.context(cmd)
-	p, closeConn, err := a.connect(ctx)
+	p, cl, err := a.connect(ctx)
 	if err != nil {
 		cancel()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if publishes(cmd) {
-		a.warnOpenRoot(p.Conn())
+		a.warnOpenRoot(cl.Conn())
 	}
-	return ctx, p, func() { closeConn(); cancel() }, nil
+	return ctx, p, cl, func() { cl.Conn().Close(); cancel() }, nil
 }
 
 // connect dials ZooKeeper, waits for a session, checks that its
 // credentials work for a publisher (access.Probe: a wrong password is
 // otherwise only noticed at the first refused request), and returns a
-// Publisher for the configured root and a function closing the connection.
-func (a *app) connect(ctx context.Context) (*publish.Publisher, func(), error) {
-	conn, sess, err := a.dial(ctx)
+// Publisher for the configured root and its client (close it with
+// cl.Conn().Close()).
+func (a *app) connect(ctx context.Context) (*publish.Publisher, *zkclient.Client, error) {
+	cl, err := a.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := access.Probe(ctx, conn, a.paths(), access.RolePublisher); err != nil {
-		conn.Close()
+	if err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher); err != nil {
+		cl.Conn().Close()
 		return nil, nil, err
 	}
-	p, err := publish.New(conn, sess, a.v.GetString("root"),
+	p, err := publish.New(cl, a.v.GetString("root"),
 		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
 	if err != nil {
-		conn.Close()
+		cl.Conn().Close()
 		return nil, nil, usageError{err}
 	}
-	return p, conn.Close, nil
+	return p, cl, nil
 }
 
 // json reports whether machine output was asked for.
@@ -380,7 +382,7 @@ func (a *app) fail(err error) int {
 func classify(err error) (int, string) {
 	var ue usageError
 	switch {
-	case errors.Is(err, access.ErrPermission), errors.Is(err, access.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrPermission), errors.As(err, new(*zkclient.AuthError)):
 		return exitPermission, "permission_denied"
 	case errors.As(err, new(aclMismatchError)):
 		return exitACL, "acl_mismatch"
@@ -416,7 +418,7 @@ func classify(err error) (int, string) {
 		return exitUsage, "invalid_input"
 	case errors.Is(err, publish.ErrFenced):
 		return exitError, "fenced"
-	case errors.Is(err, zk.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return exitError, "session_expired"
 	case errors.Is(err, publish.ErrOutcomeUnknown):
 		return exitError, "outcome_unknown"
@@ -424,11 +426,11 @@ func classify(err error) (int, string) {
 		return exitError, "not_published"
 	case errors.Is(err, publish.ErrGenerationNotFound):
 		return exitError, "generation_not_found"
-	case errors.As(err, new(*publish.ItemMismatchError)):
+	case errors.As(err, new(*manifest.ItemMismatchError)):
 		return exitError, "item_mismatch"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return exitError, "generation_exhausted"
-	case errors.Is(err, access.ErrQuotaExceeded):
+	case errors.Is(err, zkclient.ErrQuotaExceeded):
 		return exitError, "quota_exceeded"
 	}
 	return exitError, "error"

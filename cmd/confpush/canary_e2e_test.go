@@ -19,9 +19,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // canaryFleet is four real confagent processes (a1, a2 in zone a; b1, b2
@@ -30,6 +30,7 @@ type canaryFleet struct {
 	t    *testing.T
 	c    cli
 	conn *zk.Conn
+	fl   *fleet.Fleet
 	bin  string // confpush binary
 	out  map[string]string
 	mu   sync.Mutex
@@ -125,6 +126,9 @@ func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet
 	}
 	t.Cleanup(conn.Close)
 	f.conn = conn
+	if f.fl, err = fleet.New(zkclient.Fixed(conn, nil), root); err != nil {
+		t.Fatal(err)
+	}
 	f.agentBin, f.dir, f.srv = agentBin, t.TempDir(), srv
 	f.monitor()
 	for _, id := range []string{"a1", "a2", "b1", "b2"} {
@@ -139,10 +143,9 @@ func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet
 func (f *canaryFleet) monitor() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	p := layout.New(f.c.root, layout.DefaultMeta)
 	go func() {
 		defer close(done)
-		_ = fleet.Changes(ctx, f.conn, p.Root, p.Meta, func() error {
+		_ = f.fl.Changes(ctx, func() error {
 			_, _, _ = f.list(ctx) // an error: the next change reads again
 			return nil
 		})
@@ -164,8 +167,7 @@ func (f *canaryFleet) monitor() {
 func (f *canaryFleet) list(ctx context.Context) ([]fleet.Agent, map[string]int64, error) {
 	f.listMu.Lock()
 	defer f.listMu.Unlock()
-	p := layout.New(f.c.root, layout.DefaultMeta)
-	agents, err := fleet.List(ctx, f.conn, p.Root, p.Meta)
+	agents, err := f.fl.List(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

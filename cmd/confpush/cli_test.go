@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +15,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // cli runs confpush in-process against a server.
@@ -248,7 +249,7 @@ func TestCLI(t *testing.T) {
 		// liveness node (ephemeral on a session of its own).
 		other := srv.Connect(t, 10*time.Second)
 		l := layout.New("/cli/busy", layout.DefaultMeta)
-		if err := zkconn.EnsurePath(other, l.Publishing(), zk.WorldACL(zk.PermAll)); err != nil {
+		if err := zkclient.EnsurePath(context.Background(), other, l.Publishing(), zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		info := `{"publish_id":"deadbeef","publisher":"someone@elsewhere","started_at":"2026-01-01T00:00:00Z","base_generation":1,"generation":2}`

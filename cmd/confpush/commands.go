@@ -20,10 +20,10 @@ import (
 	"github.com/zkconf/zkconf/publish"
 )
 
-func parseMode(s string) (publish.Mode, error) {
-	m, err := publish.ParseMode(s)
+func parseMode(s string) (manifest.Mode, error) {
+	m, err := manifest.ParseMode(s)
 	if err != nil {
-		return 0, usagef("--mode: %v", err)
+		return m, usagef("--mode: %v", err)
 	}
 	return m, nil
 }
@@ -109,13 +109,13 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			if err := errlist.Join(msgErr, err, renderErr, canaryErr, waitErr, planErr); err != nil {
 				return err
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
 			if canary != nil {
-				if err := a.checkCanarySelects(ctx, p.Conn(), *canary); err != nil {
+				if err := a.checkCanarySelects(ctx, cl, *canary); err != nil {
 					return err
 				}
 			}
@@ -133,7 +133,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			if rp != nil {
 				return a.drive(cmd, p, res, *canary, rp, msg)
 			}
-			return a.reportAndWait(ctx, cmd, p, res, 0)
+			return a.reportAndWait(ctx, cmd, p, cl, res, 0)
 		},
 	}
 	f := cmd.Flags()
@@ -182,7 +182,7 @@ to generation G". --wait follows the rollout as for publish.`,
 			if err != nil {
 				return err
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
@@ -196,7 +196,7 @@ to generation G". --wait follows the rollout as for publish.`,
 			if err != nil {
 				return err
 			}
-			return a.reportAndWait(ctx, cmd, p, res, to)
+			return a.reportAndWait(ctx, cmd, p, cl, res, to)
 		},
 	}
 	f := cmd.Flags()
@@ -347,7 +347,7 @@ The exit code is 0 whether or not there are differences; with --exit-code
 					fmt.Fprintf(a.stderr, "warning: publish would refuse this: %s\n", pr)
 				}
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, _, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
@@ -464,7 +464,7 @@ The live set is read with manifest verification: never a torn set.`,
 			if gen < 0 {
 				return usagef("--gen must be positive")
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, _, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
@@ -542,7 +542,7 @@ hold it).`,
 					return usagef("history: %v", err)
 				}
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, _, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -52,18 +50,20 @@ func (e unreachableError) Unwrap() []error {
 
 // dialWith connects with cfg and waits, at most the connect timeout, for a
 // session. Without one it probes every server and names each one's cause:
-// the client library only ever says "connecting".
-func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zk.Conn, *zkclient.Session, error) {
+// the client library only ever says "connecting". The client keeps that one
+// connection (a command fails rather than carry on in a fresh session
+// behind the operator's back); close it with cl.Conn().Close().
+func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zkclient.Client, error) {
 	timeout := a.v.GetDuration("connect-timeout")
 	servers := strings.Join(cfg.Servers, ",")
 	conn, sess, err := zkclient.DialConn(cfg)
 	if err != nil {
 		if errors.Is(err, zkclient.ErrTLS) {
-			return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
+			return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
 		}
 		// A name that does not resolve fails the dial itself, and names
 		// only the first such server: probe them all.
-		return nil, nil, a.unreachable(ctx, cfg, 0, err)
+		return nil, a.unreachable(ctx, cfg, 0, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -71,17 +71,17 @@ func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zk.Conn, *zkc
 	_, err = sess.WaitConnected(cctx)
 	stop()
 	if err == nil {
-		return conn, sess, nil
+		return zkclient.Fixed(conn, sess), nil
 	}
 	conn.Close()
 	if errors.Is(err, zkclient.ErrAuthFailed) {
-		return nil, nil, fmt.Errorf("ZooKeeper at %s refused the credentials (--auth-file, $ZKCONF_AUTH): %w", servers, err)
+		return nil, fmt.Errorf("ZooKeeper at %s refused the credentials (--auth-file, $ZKCONF_AUTH): %w", servers, err)
 	}
 	if ctx.Err() != nil {
 		// The command's own deadline or an interrupt, not the servers.
-		return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
+		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
 	}
-	return nil, nil, a.unreachable(ctx, cfg, timeout, err)
+	return nil, a.unreachable(ctx, cfg, timeout, err)
 }
 
 // unreachable probes every server, for at most a few seconds beyond the

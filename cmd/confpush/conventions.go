@@ -175,11 +175,11 @@ func (a *app) completeFrom(cmd *cobra.Command, list func(context.Context, *publi
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cancel()
-	p, closeConn, err := a.connect(ctx)
+	p, cl, err := a.connect(ctx)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	defer closeConn()
+	defer cl.Conn().Close()
 	out, err := list(ctx, p)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp

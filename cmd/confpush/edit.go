@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // messageFlag registers --message on a command that makes a generation.
@@ -42,7 +43,7 @@ func (a *app) editFlags(cmd *cobra.Command) {
 // on conflict at most publish.MaxEditAttempts times), reports it like
 // publish does and, with --wait, waits for the rollout.
 func (a *app) edit(cmd *cobra.Command, fn func(items map[string][]byte) error, req publish.Request) error {
-	ctx, p, done, err := a.session(cmd)
+	ctx, p, cl, done, err := a.session(cmd)
 	if err != nil {
 		return err
 	}
@@ -52,15 +53,15 @@ func (a *app) edit(cmd *cobra.Command, fn func(items map[string][]byte) error, r
 	if err != nil {
 		return err
 	}
-	return a.finish(ctx, p, res)
+	return a.finish(ctx, p, cl, res)
 }
 
 // finish prints a publish-like result and, with --wait, follows the
 // rollout of its generation.
-func (a *app) finish(ctx context.Context, p *publish.Publisher, res *publish.Result) error {
+func (a *app) finish(ctx context.Context, p *publish.Publisher, cl *zkclient.Client, res *publish.Result) error {
 	a.reportResult(p.Root(), res, 0)
 	if a.v.GetBool("wait") && !res.DryRun {
-		return a.waitRollout(ctx, p.Conn(), res.Generation)
+		return a.waitRollout(ctx, cl, res.Generation)
 	}
 	return nil
 }

@@ -46,8 +46,14 @@ func (a *app) paths() layout.Paths {
 }
 
 // dial connects and waits for a session (see dialWith).
-func (a *app) dial(ctx context.Context) (*zk.Conn, *zkclient.Session, error) {
+func (a *app) dial(ctx context.Context) (*zkclient.Client, error) {
 	return a.dialWith(ctx, a.zkConfig())
+}
+
+// fleetOf is the configured root's Fleet on cl.
+func (a *app) fleetOf(cl *zkclient.Client) (*fleet.Fleet, error) {
+	p := a.paths()
+	return fleet.New(cl, p.Root, fleet.WithMeta(p.Meta))
 }
 
 // liveManifest reads the root's manifest (an empty one, generation 0,
@@ -104,23 +110,23 @@ such, exit 0.`,
 			}
 			ctx, cancel := a.context(cmd)
 			defer cancel()
-			conn, _, err := a.dial(ctx)
+			cl, err := a.dial(ctx)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
-			if err := requireRoot(ctx, conn, a.paths()); err != nil {
+			defer cl.Conn().Close()
+			if err := a.requireRoot(ctx, cl); err != nil {
 				return err
 			}
 			if a.v.GetBool("watch") {
-				return a.watchStatus(cmd, conn)
+				return a.watchStatus(cmd, cl)
 			}
 			if g := a.v.GetInt64("wait-generation"); g > 0 {
-				if err := a.waitRollout(ctx, conn, g); err != nil {
+				if err := a.waitRollout(ctx, cl, g); err != nil {
 					return err
 				}
 			}
-			return a.printStatus(ctx, conn, a.v.GetBool("fail-on-error"))
+			return a.printStatus(ctx, cl, a.v.GetBool("fail-on-error"))
 		},
 	}
 	cmd.Flags().Int64("wait-generation", 0, "wait until agents report this generation")
@@ -136,8 +142,8 @@ func (a *app) rolloutFlags(cmd *cobra.Command) {
 	cmd.Flags().Bool("all", false, "with a wait: every registered agent must apply the generation (the default)")
 }
 
-func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) error {
-	obj, text, failing, err := a.statusReport(ctx, conn)
+func (a *app) printStatus(ctx context.Context, cl *zkclient.Client, failOnError bool) error {
+	obj, text, failing, err := a.statusReport(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -153,20 +159,29 @@ func (a *app) printStatus(ctx context.Context, conn *zk.Conn, failOnError bool) 
 
 // statusReport reads the fleet's status: the --json object, the text
 // table, and the agents --fail-on-error fails for.
-func (a *app) statusReport(ctx context.Context, conn *zk.Conn) (obj map[string]any, text func(io.Writer), failing []string, err error) {
+func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[string]any, text func(io.Writer), failing []string, err error) {
 	p := a.paths()
+	conn := cl.Conn()
 	liveM, err := liveManifest(conn, p.Root)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	live := liveM.Generation
-	fl, err := fleet.Read(ctx, conn, p.Root, p.Meta)
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fl, err := f.Read(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	agents := fl.Agents
 	sum := fleet.Summarize(agents, live)
-	marker, err := publish.InspectMarker(ctx, conn, p.Root, p.Meta)
+	pub, err := publish.New(cl, p.Root, publish.WithMeta(p.Meta))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	marker, err := pub.InspectMarker(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -440,14 +455,18 @@ func oneLine(s string) string {
 
 // waitRollout follows the agents until the rollout of generation g
 // succeeds, printing progress: a bar on a terminal, plain lines otherwise.
-func (a *app) waitRollout(ctx context.Context, conn *zk.Conn, g int64) error {
+func (a *app) waitRollout(ctx context.Context, cl *zkclient.Client, g int64) error {
 	opts := fleet.WaitOptions{All: a.v.GetBool("all"), Min: a.v.GetInt("min")}
 	if opts.Min < 0 {
 		return usagef("--min must not be negative")
 	}
 	pr := newProgress(a.stderr, a.v.GetBool("json"))
 	opts.Progress = pr.update
-	final, err := fleet.Wait(ctx, conn, a.paths().Root, a.paths().Meta, g, opts)
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return err
+	}
+	final, err := f.Wait(ctx, g, opts)
 	a.rollout = &final
 	pr.done(final)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 func (a *app) forgetCommand() *cobra.Command {
@@ -31,13 +31,18 @@ remove the identity with 'confpush init' (without it) as well.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := a.context(cmd)
 			defer cancel()
-			conn, _, err := a.dial(ctx)
+			cl, err := a.dial(ctx)
 			if err != nil {
 				return err
 			}
+			conn := cl.Conn()
 			defer conn.Close()
 			p := a.paths()
-			agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
+			f, err := a.fleetOf(cl)
+			if err != nil {
+				return err
+			}
+			agents, err := f.List(ctx)
 			if err != nil {
 				return err
 			}
@@ -63,7 +68,7 @@ remove the identity with 'confpush init' (without it) as well.`,
 				if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 					return fmt.Errorf("a registry node changed meanwhile (an agent registering again?); nothing forgotten, retry: %w", err)
 				}
-				return access.ExplainMulti(err, ops, res)
+				return zkclient.ExplainMulti(err, ops, res)
 			}
 			var notes []string
 			for _, id := range ids {
@@ -75,11 +80,9 @@ remove the identity with 'confpush init' (without it) as well.`,
 					notes = append(notes, id+" is still running: it registers again on its next session or refresh")
 				}
 			}
-			if trust, err := access.ReadTrust(ctx, conn, p); err == nil {
-				for _, id := range ids {
-					if slices.Contains(trust.Agents(), id) {
-						notes = append(notes, id+" stays expected: the access policy names its identity (confpush init without it)")
-					}
+			for _, id := range ids {
+				if i := slices.IndexFunc(agents, func(ag fleet.Agent) bool { return ag.ID == id }); i >= 0 && agents[i].Named {
+					notes = append(notes, id+" stays expected: the access policy names its identity (confpush init without it)")
 				}
 			}
 			obj := map[string]any{"root": p.Root, "forgotten": ids, "notes": append([]string{}, notes...)}

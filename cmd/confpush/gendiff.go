@@ -21,7 +21,7 @@ func (a *app) diffGenerations(cmd *cobra.Command, from, to int64) error {
 	if from < 0 || to < 0 {
 		return usagef("--from and --to must be positive")
 	}
-	ctx, p, done, err := a.session(cmd)
+	ctx, p, _, done, err := a.session(cmd)
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // treeReadAttempts bounds how often import reads a source tree that
@@ -80,12 +80,12 @@ to it instead).`,
 			if err := errlist.Join(srcErr, msgErr, checkOutDir(outDir)); err != nil {
 				return err
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			tr, err := readKeyTree(ctx, p.Conn(), src)
+			tr, err := readKeyTree(ctx, cl.Conn(), src)
 			if err != nil {
 				return err
 			}
@@ -188,9 +188,10 @@ func readNodes(ctx context.Context, conn *zk.Conn, src string) ([]*treeNode, err
 		err := work.Parallel(ctx, len(level), 16, func(ctx context.Context, i int) error {
 			n := level[i]
 			p := src + n.rel
-			err := zkconn.Call(ctx, func() (err error) {
+			_, err := zkclient.Call(ctx, func() (struct{}, error) {
+				var err error
 				n.data, n.stat, err = conn.Get(p)
-				return err
+				return struct{}{}, err
 			})
 			switch {
 			case errors.Is(err, zk.ErrNoNode) && n.rel == "":
@@ -206,9 +207,9 @@ func readNodes(ctx context.Context, conn *zk.Conn, src string) ([]*treeNode, err
 			if n.stat.NumChildren == 0 || depth == manifest.MaxDepth {
 				return nil
 			}
-			err = zkconn.Call(ctx, func() (err error) {
-				n.kids, _, err = conn.Children(p)
-				return err
+			n.kids, err = zkclient.Call(ctx, func() ([]string, error) {
+				kids, _, err := conn.Children(p)
+				return kids, err
 			})
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
@@ -240,11 +241,12 @@ func treeChanged(ctx context.Context, conn *zk.Conn, src string, nodes []*treeNo
 	changed := make([]string, len(nodes))
 	err := work.Parallel(ctx, len(nodes), 16, func(ctx context.Context, i int) error {
 		n := nodes[i]
-		var st *zk.Stat
 		var ok bool
-		err := zkconn.Call(ctx, func() (err error) {
+		st, err := zkclient.Call(ctx, func() (*zk.Stat, error) {
+			var st *zk.Stat
+			var err error
 			ok, st, err = conn.Exists(src + n.rel)
-			return err
+			return st, err
 		})
 		if err != nil {
 			return fmt.Errorf("read %s: %w", src+n.rel, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // TestStatusMissingRoot: status (with or without --fail-on-error,
@@ -39,7 +40,7 @@ func TestStatusMissingRoot(t *testing.T) {
 	typo.run("status", "--fail-on-error").want(t, exitUsage, "root /mon/ap does not exist", "1 agent(s) follow it", "the agents' root setting")
 
 	// Exists, never published (as after 'confpush init').
-	if err := zkconn.EnsurePath(nodes.conn, "/mon/fresh", zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), nodes.conn, "/mon/fresh", zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	fresh := cli{t: t, zk: c.zk, root: "/mon/fresh"}
@@ -163,7 +164,7 @@ func TestRolloutReasonAndPromoteMessage(t *testing.T) {
 	nodes.put(fleet.Status{AgentID: "web-a", Generation: 1, Attempted: 1, Ready: true, State: "live", Labels: label("a")})
 	nodes.put(fleet.Status{AgentID: "web-b", Generation: 1, Attempted: 1, Ready: true, State: "live", Labels: label("b")})
 	reg, _ := json.Marshal(fleet.Registration{FirstSeen: time.Now(), LastSeen: time.Now(), Labels: label("a")})
-	if err := zkconn.EnsurePath(nodes.conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), nodes.conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := nodes.conn.Create(nodes.paths.AgentNode("web-c"), reg, 0, zk.WorldACL(zk.PermAll)); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/clidoc"
 )
 
@@ -75,5 +75,5 @@ func worldWritable(acl []zk.ACL) string {
 	if perms&^zk.PermRead == 0 {
 		return ""
 	}
-	return access.PermString(perms)
+	return aclmodel.PermString(perms)
 }

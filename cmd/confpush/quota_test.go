@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
 )
 

@@ -9,13 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // canaryFlags registers publish's canary flags.
@@ -100,12 +100,15 @@ func (e emptyCanaryError) Error() string {
 
 // checkCanarySelects refuses a selection that selects no expected agent
 // unless --allow-empty-canary.
-func (a *app) checkCanarySelects(ctx context.Context, conn *zk.Conn, sel manifest.Selection) error {
+func (a *app) checkCanarySelects(ctx context.Context, cl *zkclient.Client, sel manifest.Selection) error {
 	if a.v.GetBool("allow-empty-canary") {
 		return nil
 	}
-	p := a.paths()
-	agents, err := fleet.List(ctx, conn, p.Root, p.Meta)
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return err
+	}
+	agents, err := f.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,12 +160,12 @@ also on a root never published; a root that does not exist is an error
 (exit 2). Labels are what agents claim: see docs/security.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			if err := requireRoot(ctx, p.Conn(), a.paths()); err != nil {
+			if err := a.requireRoot(ctx, cl); err != nil {
 				return err
 			}
 			rs, err := p.Rollout(ctx)
@@ -175,7 +178,11 @@ also on a root never published; a root that does not exist is an error
 			var ras []fleet.RolloutAgent
 			var reasons map[string]string
 			if rs.Canary != nil {
-				agents, err := fleet.List(ctx, p.Conn(), a.paths().Root, a.paths().Meta)
+				f, err := a.fleetOf(cl)
+				if err != nil {
+					return err
+				}
+				agents, err := f.List(ctx)
 				if err != nil {
 					return err
 				}
@@ -291,7 +298,7 @@ rollout's message followed by "(aborted by hand by USER)".`
 			if err != nil {
 				return err
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}
@@ -313,7 +320,7 @@ rollout's message followed by "(aborted by hand by USER)".`
 			if err != nil {
 				return err
 			}
-			return a.reportAndWait(ctx, cmd, p, res, 0)
+			return a.reportAndWait(ctx, cmd, p, cl, res, 0)
 		},
 	}
 	f := cmd.Flags()
@@ -347,7 +354,7 @@ selects every agent the selector selects.`,
 			if err := errlist.Join(msgErr, pErr); err != nil {
 				return err
 			}
-			ctx, p, done, err := a.session(cmd)
+			ctx, p, _, done, err := a.session(cmd)
 			if err != nil {
 				return err
 			}

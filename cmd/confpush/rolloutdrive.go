@@ -120,7 +120,8 @@ func (a *app) drive(cmd *cobra.Command, p *publish.Publisher, res *publish.Resul
 	nSteps := max(len(steps), 1)
 	fmt.Fprintf(a.stderr, "driving rollout %s: %d step(s), bake %v each (ctrl-C leaves it as it is)\n", rolloutID, nSteps, rp.Bake)
 	plan := publish.DriverPlan{RolloutID: rolloutID, Selector: sel.Selector, Steps: steps, Bake: rp.Bake, Message: msg,
-		Progress: func(ev publish.DriverEvent) { driverLine(a.stderr, ev, nSteps) }}
+		AllowOldAgents: a.v.GetBool("allow-old-agents"),
+		Progress:       func(ev publish.DriverEvent) { driverLine(a.stderr, ev, nSteps) }}
 	dr, err := p.DriveRollout(ctx, plan)
 	if held != nil && dr != nil {
 		events := make([]map[string]any, 0, len(dr.Events))

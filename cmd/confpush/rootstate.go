@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // rootNotFoundError is a command that reports on a root (status, rollout
@@ -35,8 +32,9 @@ func (e rootNotFoundError) Error() string {
 // requireRoot fails with a rootNotFoundError when the root has no znode.
 // A root that exists without a manifest (after 'confpush init', before a
 // first publish) passes: its reports say "never published".
-func requireRoot(ctx context.Context, conn *zk.Conn, p layout.Paths) error {
-	ok, _, err := conn.Exists(p.Root)
+func (a *app) requireRoot(ctx context.Context, cl *zkclient.Client) error {
+	p := a.paths()
+	ok, _, err := cl.Conn().Exists(p.Root)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", p.Root, err)
 	}
@@ -47,7 +45,9 @@ func requireRoot(ctx context.Context, conn *zk.Conn, p layout.Paths) error {
 	// Only on this failure path: count who follows the missing root, so
 	// that the message tells a typo of the operator from one in the agents'
 	// configuration.
-	if agents, err := fleet.List(ctx, conn, p.Root, p.Meta); err == nil {
+	if f, err := a.fleetOf(cl); err != nil {
+		return err
+	} else if agents, err := f.List(ctx); err == nil {
 		for _, a := range agents {
 			if a.HasNode || a.Registration != nil {
 				e.followers++

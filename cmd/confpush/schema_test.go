@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 	"github.com/zkconf/zkconf/internal/clidoc"
 	"github.com/zkconf/zkconf/internal/jsonschema"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // textOnly are the commands whose --json changes only their failure
@@ -101,7 +102,7 @@ func TestJSONSchemas(t *testing.T) {
 	nodes.put(agentAt("web-b", "b", 1))
 	reg, _ := json.Marshal(fleet.Registration{FirstSeen: now, LastSeen: now, Hostname: "web-c", Labels: map[string]string{"zone": "b"},
 		Version: "1.2.2", MaxFormat: 2})
-	if err := zkconn.EnsurePath(conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), conn, nodes.paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Create(nodes.paths.AgentNode("web-c"), reg, 0, zk.WorldACL(zk.PermAll)); err != nil {

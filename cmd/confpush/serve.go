@@ -104,12 +104,12 @@ func (a *app) serve(ctx context.Context, cmd *cobra.Command) error {
 		return usagef("--listen: %v", err)
 	}
 	defer l.Close()
-	conn, _, err := a.dial(ctx)
+	cl, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	srv, err := dashboard.New(ctx, dashboard.Options{Conn: conn, Meta: a.v.GetString("meta"), Prefix: prefix,
+	defer cl.Conn().Close()
+	srv, err := dashboard.New(ctx, dashboard.Options{Client: cl, Meta: a.v.GetString("meta"), Prefix: prefix,
 		ShowContent: showContent, Log: a.log, Listen: listen, AllowedHosts: allowed})
 	if err != nil {
 		return err

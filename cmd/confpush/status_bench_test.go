@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,10 +12,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // BenchmarkStatusRegistrations is `confpush status` on a root with 20,000
@@ -58,14 +59,14 @@ func BenchmarkStatusRegistrations(b *testing.B) {
 				if err := os.WriteFile(pub, []byte(creds+"\n"), 0o600); err != nil {
 					b.Fatal(err)
 				}
-				cli("init", root, "--publisher-auth-file", pub, "--agent-digest", "web-17:"+access.Digest("web-17", testPasswords["web-17"]))
+				cli("init", root, "--publisher-auth-file", pub, "--agent-digest", "web-17:"+aclmodel.Digest("web-17", testPasswords["web-17"]))
 				base = append(base, "--auth-file", pub)
 				if err := conn.AddAuth("digest", []byte(creds)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			cli("publish", dir)
-			if err := zkconn.EnsurePath(conn, paths.Agents(), acl); err != nil {
+			if err := zkclient.EnsurePath(context.Background(), conn, paths.Agents(), acl); err != nil {
 				b.Fatal(err)
 			}
 			reg := []byte(`{"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-01T00:00:00Z","labels":{"zone":"a"},"hostname":"h"}`)

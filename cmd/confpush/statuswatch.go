@@ -10,10 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // clearScreen moves the cursor home and clears the terminal (ANSI), as
@@ -32,14 +31,18 @@ func (a *app) checkWatchFlags() error {
 // fleet, seen through ZooKeeper watches: redrawn in place on a terminal, a
 // new table (or with --json one JSON object per line) per change
 // otherwise. It runs until SIGINT or SIGTERM.
-func (a *app) watchStatus(cmd *cobra.Command, conn *zk.Conn) error {
+func (a *app) watchStatus(cmd *cobra.Command, cl *zkclient.Client) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	tty := isTerminal(a.stdout)
 	p := a.paths()
 	first := true
-	err := fleet.Changes(ctx, conn, p.Root, p.Meta, func() error {
-		obj, text, _, err := a.statusReport(ctx, conn)
+	f, err := a.fleetOf(cl)
+	if err != nil {
+		return err
+	}
+	err = f.Changes(ctx, func() error {
+		obj, text, _, err := a.statusReport(ctx, cl)
 		if err != nil {
 			return err
 		}

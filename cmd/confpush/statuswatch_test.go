@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // statusNodes writes status nodes as agents would (ephemeral, JSON), on
@@ -31,7 +32,7 @@ func (s statusNodes) put(st fleet.Status) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := zkconn.EnsurePath(s.conn, s.paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), s.conn, s.paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		s.t.Fatal(err)
 	}
 	path := s.paths.StatusNode(st.AgentID)

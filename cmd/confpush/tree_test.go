@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/jsonschema"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/publish"
@@ -223,7 +223,7 @@ func TestCLIAccessTree(t *testing.T) {
 			t.Fatalf("%s: %d nodes below the root, want %d: %v", what, len(nodes), want, nodes)
 		}
 		for p, acl := range nodes {
-			if !access.SameACL(acl, rootACL) {
+			if !aclmodel.SameACL(acl, rootACL) {
 				t.Errorf("%s: %s has ACL %v, want the root's %v", what, p, acl, rootACL)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // undoableError is a rollout that did not complete after this command
@@ -52,7 +52,7 @@ func (e undoableError) addJSON(obj map[string]any) {
 // follows the rollout. With --json one object is printed: the result with
 // the rollout as "rollout", or the failure with the result as "published".
 // A failed wait names the command that undoes the publish.
-func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.Publisher, res *publish.Result, rollbackOf int64) error {
+func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.Publisher, cl *zkclient.Client, res *publish.Result, rollbackOf int64) error {
 	if !a.v.GetBool("wait") || res.DryRun {
 		a.reportResult(p.Root(), res, rollbackOf)
 		return nil
@@ -60,7 +60,7 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 	// Found before the wait, which may end at the command's deadline.
 	undo := ""
 	if !res.Unchanged {
-		if prev, err := a.previousGeneration(ctx, p, res.Generation); err != nil {
+		if prev, err := a.previousGeneration(ctx, cl, res.Generation); err != nil {
 			a.log.Warn("cannot find the generation this publish replaced", "error", err)
 		} else if prev > 0 {
 			undo = a.rollbackCommandLine(cmd, prev)
@@ -70,7 +70,7 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 	a.reportResult(p.Root(), res, rollbackOf)
 	a.holdJSON = false
 	held := a.held
-	err := a.waitRollout(ctx, p.Conn(), res.Generation)
+	err := a.waitRollout(ctx, cl, res.Generation)
 	if err != nil && !errors.As(err, new(rolloutError)) {
 		return err
 	}
@@ -88,11 +88,10 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 // previousGeneration is the generation that was live before generation g
 // was published: the newest history entry below g (0: none). Every
 // history entry is a generation that was committed.
-func (a *app) previousGeneration(ctx context.Context, p *publish.Publisher, g int64) (int64, error) {
-	var names []string
-	err := zkconn.Call(ctx, func() (err error) {
-		names, _, err = p.Conn().Children(a.paths().History())
-		return err
+func (a *app) previousGeneration(ctx context.Context, cl *zkclient.Client, g int64) (int64, error) {
+	names, err := zkclient.Call(ctx, func() ([]string, error) {
+		names, _, err := cl.Conn().Children(a.paths().History())
+		return names, err
 	})
 	if err != nil {
 		return 0, err

@@ -94,19 +94,19 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	// The sub-directories of the tree are watched too, as each read of
 	// the directory finds them.
 	watched := map[string]bool{dir: true}
-	conn, sess, err := a.dial(ctx)
+	cl, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	p, err := publish.New(conn, sess, a.v.GetString("root"),
+	defer cl.Conn().Close()
+	p, err := publish.New(cl, a.v.GetString("root"),
 		publish.WithMeta(a.v.GetString("meta")), publish.WithLogger(a.log))
 	if err != nil {
 		return usageError{err}
 	}
-	a.warnOpenRoot(conn)
+	a.warnOpenRoot(cl.Conn())
 	host, _ := os.Hostname()
-	cand := election.New(conn, sess, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
+	cand := election.New(cl, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
 	debounce := a.v.GetDuration("debounce")
 	opts := a.loadOptions()
 
@@ -121,7 +121,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		}
 		a.log.Info("leading: publishing on changes", "node", lead.Node)
 		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, sess, lead, w, watched, dir, debounce, opts)
+		lost := a.lead(ctx, p, cl, lead, w, watched, dir, debounce, opts)
 		if lost != nil {
 			a.log.Warn("leadership lost; campaigning again", "reason", lost)
 			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
@@ -135,8 +135,9 @@ var errLeadershipLost = errors.New("leadership lost")
 
 // lead publishes dir on every change while this process leads. It returns
 // when ctx ends (nil) or leadership is lost (the reason).
-func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Session, lead election.Leadership,
+func (a *app) lead(ctx context.Context, p *publish.Publisher, cl *zkclient.Client, lead election.Leadership,
 	w *fsnotify.Watcher, watched map[string]bool, dir string, debounce time.Duration, opts publish.LoadOptions) error {
+	sess := cl.Session()
 	publishNow := true // the directory may have changed while we did not lead
 	ws := &watchState{}
 	var timer <-chan time.Time
@@ -197,7 +198,7 @@ func (a *app) lead(ctx context.Context, p *publish.Publisher, sess *zkclient.Ses
 				// probably gone. With a publish pending, the fence on its
 				// commit decides; otherwise look, and campaign again if it
 				// is gone so this process stands by as a follower.
-				if ok, _, err := p.Conn().Exists(lead.Node); err == nil && !ok {
+				if ok, _, err := cl.Conn().Exists(lead.Node); err == nil && !ok {
 					return fmt.Errorf("%w: election node %s gone (session expired)", errLeadershipLost, lead.Node)
 				}
 			}

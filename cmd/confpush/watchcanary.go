@@ -86,7 +86,7 @@ func (a *app) watchDrive(ctx context.Context, p *publish.Publisher, fence string
 	nSteps := max(len(rp.Steps), 1)
 	fmt.Fprintf(a.stdout, "canary generation %d: driving rollout %s (%d step(s), bake %v each)\n", wr.res.Generation, id, nSteps, rp.Bake)
 	dr, err := p.DriveRollout(ctx, publish.DriverPlan{RolloutID: id, Selector: sel.Selector, Steps: rp.Steps, Bake: rp.Bake,
-		Fence: fence, Progress: func(ev publish.DriverEvent) { driverLine(a.stdout, ev, nSteps) }})
+		Fence: fence, AllowOldAgents: a.v.GetBool("allow-old-agents"), Progress: func(ev publish.DriverEvent) { driverLine(a.stdout, ev, nSteps) }})
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(a.stdout, "stopped: rollout %s left in progress (confpush rollout promote|abort)\n", id)

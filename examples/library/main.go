@@ -127,7 +127,7 @@ func needsOperator(err error) bool {
 		// application refuses the new history until c.Adopt is called
 		// (only with cache.WithIncarnationPolicy(cache.IncarnationRefuse)).
 		return true
-	case errors.Is(err, cache.ErrAbandonedMarker), errors.Is(err, cache.ErrTorn):
+	case errors.Is(err, cache.ErrAbandonedMarker), errors.Is(err, manifest.ErrTorn):
 		// A publisher died mid-publish, or an item was changed by hand:
 		// the next publish repairs the root.
 		return true

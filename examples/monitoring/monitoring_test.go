@@ -500,7 +500,7 @@ func startRealAgent(t *testing.T) (string, func(string)) {
 	}
 	t.Cleanup(conn.Close)
 	const root = "/config"
-	pub, err := publish.New(conn, sess, root)
+	pub, err := publish.New(zkclient.Fixed(conn, sess), root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/template"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/manifest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // maxTemplateSize bounds template files read at load time; a template is
@@ -154,7 +154,7 @@ func checkAuthFile(name string) error {
 	if !filepath.IsAbs(name) {
 		return fmt.Errorf("%q must be an absolute path", name)
 	}
-	_, err := zkconn.LoadAuth(name)
+	_, err := zkclient.LoadAuth(name)
 	return err
 }
 

@@ -42,12 +42,12 @@ func start(t *testing.T, showContent bool) *env {
 	return startWith(t, dashboard.Options{ShowContent: showContent})
 }
 
-// startWith is start with the dashboard's options o (its Conn is set here).
+// startWith is start with the dashboard's options o (its Client is set here).
 func startWith(t *testing.T, o dashboard.Options) *env {
 	t.Helper()
 	c := zktest.Start(t)
 	conn := dial(t, c)
-	p, err := publish.New(conn, nil, root)
+	p, err := publish.New(zkclient.Fixed(conn, nil), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func startWith(t *testing.T, o dashboard.Options) *env {
 	runAgent(t, c.Addrs(), "host-b", "! grep -q bad {{.src}}", map[string]string{"zone": "b"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	o.Conn = dial(t, c)
+	o.Client = zkclient.Fixed(dial(t, c), nil)
 	e.srv, err = dashboard.New(ctx, o)
 	if err != nil {
 		t.Fatal(err)

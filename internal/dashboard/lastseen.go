@@ -19,7 +19,7 @@ func (s *Server) seen(r *AgentRow, a fleet.Agent, snap *snapshot) {
 	if !a.Trusted() {
 		return
 	}
-	if snap.Connected && s.conn.State() == zk.StateHasSession {
+	if snap.Connected && s.cl.Conn().State() == zk.StateHasSession {
 		r.LastSeen = time.Now().UTC()
 		return
 	}

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 type rootsPage struct {
@@ -30,7 +31,7 @@ func TestMissingRoot(t *testing.T) {
 	e := start(t, false)
 	conn := dial(t, e.zk)
 	p := layout.New("/typo", layout.DefaultMeta)
-	if err := zkconn.EnsurePath(conn, p.Status(), zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkclient.EnsurePath(context.Background(), conn, p.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := json.Marshal(fleet.Status{AgentID: "web-9", Root: "/typo", State: "starting", Targets: []fleet.TargetResult{}})

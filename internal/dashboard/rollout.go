@@ -35,10 +35,10 @@ func canaryGeneration(m *manifest.Manifest) int64 {
 
 // watchRollout follows the rollout record and its driver's liveness node
 // until ctx ends, starting over after a backoff when ZooKeeper fails it.
-func (v *rootView) watchRollout(ctx context.Context, conn *zk.Conn, meta string) {
+func (v *rootView) watchRollout(ctx context.Context, meta string) {
 	paths := layout.New(v.root, meta)
 	for attempt := 1; ; attempt++ {
-		err := v.followRollout(ctx, conn, paths, func() { attempt = 1 })
+		err := v.followRollout(ctx, v.cl.Conn(), paths, func() { attempt = 1 })
 		if ctx.Err() != nil {
 			return
 		}

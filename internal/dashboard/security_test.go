@@ -18,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/internal/dashboard"
 	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // serveAlso starts another dashboard, with options o, on e's ZooKeeper.
@@ -25,7 +26,7 @@ func (e *env) serveAlso(o dashboard.Options) (*dashboard.Server, *httptest.Serve
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	o.Conn = dial(e.t, e.zk)
+	o.Client = zkclient.Fixed(dial(e.t, e.zk), nil)
 	srv, err := dashboard.New(ctx, o)
 	if err != nil {
 		e.t.Fatal(err)
@@ -252,7 +253,7 @@ func nextEvent(sc *bufio.Scanner) (dashboard.RootView, error) {
 func TestEventStreamCaps(t *testing.T) {
 	e := start(t, false)
 	e.waitFleet("both agents at generation 1", allAt(1))
-	other, err := publish.New(dial(t, e.zk), nil, "/other")
+	other, err := publish.New(zkclient.Fixed(dial(t, e.zk), nil), "/other")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package dashboard is confpush serve's read-only web dashboard: the HTTP
 // handlers (HTML pages and the JSON API under /api/) over one watched
 // in-memory view per root, shared by every browser. Requests never scan
-// ZooKeeper: the views are kept current by watches (fleet.Changes); only a
+// ZooKeeper: the views are kept current by watches (Fleet.Changes); only a
 // diff reads item contents (history blobs), and those are cached.
 package dashboard
 
@@ -30,6 +30,7 @@ import (
 	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 //go:embed assets
@@ -37,8 +38,8 @@ var assets embed.FS
 
 // Options configures a Server.
 type Options struct {
-	// Conn is the ZooKeeper connection; the dashboard only reads through it.
-	Conn *zk.Conn
+	// Client reaches ZooKeeper; the dashboard only reads through it.
+	Client *zkclient.Client
 	// Meta is the metadata path (layout.DefaultMeta when empty).
 	Meta string
 	// Prefix limits the roots shown to Prefix and the roots below it
@@ -85,7 +86,7 @@ const streamRetryAfter = "10"
 // Server serves the dashboard. Create it with New; it watches until the
 // context given to New ends.
 type Server struct {
-	conn        *zk.Conn
+	cl          *zkclient.Client
 	meta        string
 	prefix      string
 	showContent bool
@@ -126,8 +127,8 @@ const contentKept = 16
 // New starts watching the roots under o.Meta (until ctx ends) and
 // returns the server.
 func New(ctx context.Context, o Options) (*Server, error) {
-	if o.Conn == nil {
-		return nil, errors.New("dashboard: nil ZooKeeper connection")
+	if o.Client == nil {
+		return nil, errors.New("dashboard: nil ZooKeeper client")
 	}
 	if o.Meta == "" {
 		o.Meta = layout.DefaultMeta
@@ -142,7 +143,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{conn: o.Conn, meta: o.Meta, prefix: o.Prefix, showContent: o.ShowContent, log: log,
+	s := &Server{cl: o.Client, meta: o.Meta, prefix: o.Prefix, showContent: o.ShowContent, log: log,
 		views: map[string]*rootView{}, ctx: ctx, content: map[contentKey]map[string][]byte{},
 		rootStreams: map[string]int{}, limits: streamLimits{
 			total: orDefault(o.MaxStreams, DefaultMaxStreams), perRoot: orDefault(o.MaxStreamsPerRoot, DefaultMaxStreamsPerRoot),
@@ -173,14 +174,14 @@ func (s *Server) addRoot(ctx context.Context, root string) {
 	if _, ok := s.views[root]; ok {
 		return
 	}
-	v, err := newRootView(s.conn, root, s.meta, s.log)
+	v, err := newRootView(s.cl, root, s.meta, s.log)
 	if err != nil {
 		s.log.Warn("dashboard: cannot follow root", "root", root, "err", err)
 		return
 	}
 	s.views[root] = v
-	go v.run(ctx, s.conn, s.meta)
-	go v.watchRollout(ctx, s.conn, s.meta)
+	go v.run(ctx)
+	go v.watchRollout(ctx, s.meta)
 }
 
 func (s *Server) view(root string) *rootView {
@@ -464,9 +465,9 @@ func (s *Server) baseView(v *rootView, snap *snapshot) RootView {
 // the last ones read.
 func (s *Server) viewOf(v *rootView, snap *snapshot) RootView {
 	out := s.baseView(v, snap)
-	if snap.Connected && s.conn.State() != zk.StateHasSession {
+	if snap.Connected && s.cl.Conn().State() != zk.StateHasSession {
 		out.Connected = false
-		out.Error = "ZooKeeper connection: " + s.conn.State().String()
+		out.Error = "ZooKeeper connection: " + s.cl.Conn().State().String()
 	}
 	return out
 }

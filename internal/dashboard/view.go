@@ -17,6 +17,7 @@ import (
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // retry paces the watchers' reconnection attempts after ZooKeeper failed
@@ -34,9 +35,11 @@ const appliedKept = 20
 // rootView is the watched in-memory view of one root, shared by every
 // browser: the watcher goroutine replaces its snapshot; handlers read it.
 type rootView struct {
-	root string
-	pub  *publish.Publisher
-	log  *slog.Logger
+	root  string
+	cl    *zkclient.Client
+	pub   *publish.Publisher
+	fleet *fleet.Fleet
+	log   *slog.Logger
 
 	mu      sync.RWMutex
 	snap    *snapshot
@@ -85,12 +88,16 @@ type AppliedGeneration struct {
 	AppliedAt  time.Time `json:"applied_at,omitzero"`
 }
 
-func newRootView(conn *zk.Conn, root, meta string, log *slog.Logger) (*rootView, error) {
-	pub, err := publish.New(conn, nil, root, publish.WithMeta(meta), publish.WithLogger(log))
+func newRootView(cl *zkclient.Client, root, meta string, log *slog.Logger) (*rootView, error) {
+	pub, err := publish.New(cl, root, publish.WithMeta(meta), publish.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	return &rootView{root: root, pub: pub, log: log.With("root", root), snap: &snapshot{byID: map[string]int{}, view: &lazyView{}, progress: &lazyProgress{}},
+	fl, err := fleet.New(cl, root, fleet.WithMeta(meta))
+	if err != nil {
+		return nil, err
+	}
+	return &rootView{root: root, cl: cl, pub: pub, fleet: fl, log: log.With("root", root), snap: &snapshot{byID: map[string]int{}, view: &lazyView{}, progress: &lazyProgress{}},
 		applied: map[string][]AppliedGeneration{}, subs: map[chan struct{}]struct{}{}}, nil
 }
 
@@ -164,13 +171,13 @@ func (v *rootView) disconnected(err error) {
 	v.installLocked(&old)
 }
 
-// run follows the root until ctx ends: fleet.Changes drives a re-read on
+// run follows the root until ctx ends: Fleet.Changes drives a re-read on
 // every watch that fires; a failure (ZooKeeper restarted, session lost)
 // marks the view disconnected and starts again after a backoff.
-func (v *rootView) run(ctx context.Context, conn *zk.Conn, meta string) {
+func (v *rootView) run(ctx context.Context) {
 	for attempt := 1; ; attempt++ {
-		err := fleet.Changes(ctx, conn, v.root, meta, func() error {
-			if err := v.refresh(ctx, conn, meta); err != nil {
+		err := v.fleet.Changes(ctx, func() error {
+			if err := v.refresh(ctx); err != nil {
 				return err
 			}
 			attempt = 1
@@ -189,11 +196,12 @@ func (v *rootView) run(ctx context.Context, conn *zk.Conn, meta string) {
 }
 
 // refresh reads the fleet, the live manifest and the history.
-func (v *rootView) refresh(ctx context.Context, conn *zk.Conn, meta string) error {
-	agents, err := fleet.List(ctx, conn, v.root, meta)
+func (v *rootView) refresh(ctx context.Context) error {
+	agents, err := v.fleet.List(ctx)
 	if err != nil {
 		return err
 	}
+	conn := v.cl.Conn()
 	s := &snapshot{ReadAt: time.Now(), Agents: agents, byID: make(map[string]int, len(agents)), Connected: true}
 	for i, a := range agents {
 		s.byID[a.ID] = i
@@ -309,10 +317,10 @@ func matches(a fleet.Agent, state, q string, latest int64) bool {
 func (s *Server) discover(ctx context.Context) {
 	parent := s.meta + "/roots"
 	for attempt := 1; ; attempt++ {
-		keys, _, ev, err := s.conn.ChildrenW(parent)
+		keys, _, ev, err := s.cl.Conn().ChildrenW(parent)
 		if errors.Is(err, zk.ErrNoNode) {
 			var exists bool
-			if exists, _, ev, err = s.conn.ExistsW(parent); err == nil && exists {
+			if exists, _, ev, err = s.cl.Conn().ExistsW(parent); err == nil && exists {
 				continue // created in between: list it
 			}
 		}

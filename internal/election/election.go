@@ -32,25 +32,24 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Candidate runs for leadership in one directory.
 type Candidate struct {
-	conn *zk.Conn
-	sess *zkclient.Session
+	cl   *zkclient.Client
 	dir  string
 	acl  []zk.ACL
 	data []byte
 }
 
-// New returns a candidate for dir; data is stored in its node (who it is).
-func New(conn *zk.Conn, sess *zkclient.Session, dir string, data []byte, acl []zk.ACL) *Candidate {
+// New returns a candidate for dir on cl; data is stored in its node (who
+// it is). Its node is ephemeral: it goes with cl's session.
+func New(cl *zkclient.Client, dir string, data []byte, acl []zk.ACL) *Candidate {
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
 	}
-	return &Candidate{conn: conn, sess: sess, dir: dir, acl: acl, data: data}
+	return &Candidate{cl: cl, dir: dir, acl: acl, data: data}
 }
 
 // Leadership is held while Node exists.
@@ -65,7 +64,7 @@ type Leadership struct {
 // Campaign creates this candidate's node and blocks until it leads or ctx
 // ends.
 func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
-	if err := zkconn.EnsurePath(c.conn, c.dir, c.acl); err != nil {
+	if err := zkclient.EnsurePath(ctx, c.cl.Conn(), c.dir, c.acl); err != nil {
 		return Leadership{}, err
 	}
 	node, err := c.create(ctx)
@@ -73,11 +72,11 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 		return Leadership{}, err
 	}
 	for {
-		st := c.sess.Status()
-		kids, _, err := c.conn.Children(c.dir)
+		st := c.cl.Session().Status()
+		kids, _, err := c.cl.Conn().Children(c.dir)
 		if err != nil {
-			if zkconn.IsRecoverable(err) {
-				if _, werr := c.sess.WaitConnected(ctx); werr != nil {
+			if zkclient.IsRecoverable(err) {
+				if _, werr := c.cl.Session().WaitConnected(ctx); werr != nil {
 					return Leadership{}, werr
 				}
 				continue
@@ -96,9 +95,9 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 		if pred == "" {
 			return Leadership{Node: node, Epoch: st.Epoch}, nil
 		}
-		ok, _, ev, err := c.conn.ExistsW(c.dir + "/" + pred)
+		ok, _, ev, err := c.cl.Conn().ExistsW(c.dir + "/" + pred)
 		if err != nil {
-			if zkconn.IsRecoverable(err) || zkconn.IsFatal(err) {
+			if zkclient.IsRecoverable(err) || zkclient.IsFatal(err) {
 				continue
 			}
 			return Leadership{}, fmt.Errorf("election: watch %s: %w", pred, err)
@@ -108,10 +107,10 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 		}
 		select {
 		case <-ctx.Done():
-			_ = c.conn.Delete(node, -1)
+			_ = c.cl.Conn().Delete(node, -1)
 			return Leadership{}, ctx.Err()
 		case <-ev:
-		case <-c.sess.Changed():
+		case <-c.cl.Session().Changed():
 			// A reconnect or expiry: re-check everything.
 		}
 	}
@@ -119,7 +118,7 @@ func (c *Candidate) Campaign(ctx context.Context) (Leadership, error) {
 
 // Resign deletes the leader's node so the next candidate takes over.
 func (c *Candidate) Resign(l Leadership) error {
-	err := c.conn.Delete(l.Node, -1)
+	err := c.cl.Conn().Delete(l.Node, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -132,17 +131,17 @@ func (c *Candidate) create(ctx context.Context) (string, error) {
 	guid := newGUID()
 	prefix := c.dir + "/_c_" + guid + "-n_"
 	for {
-		p, err := c.conn.Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
+		p, err := c.cl.Conn().Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
 		if err == nil {
 			return p, nil
 		}
-		if !zkconn.IsRecoverable(err) {
+		if !zkclient.IsRecoverable(err) {
 			return "", fmt.Errorf("election: create node in %s: %w", c.dir, err)
 		}
-		if _, err := c.sess.WaitConnected(ctx); err != nil {
+		if _, err := c.cl.Session().WaitConnected(ctx); err != nil {
 			return "", err
 		}
-		kids, _, err := c.conn.Children(c.dir)
+		kids, _, err := c.cl.Conn().Children(c.dir)
 		if err != nil {
 			continue
 		}

@@ -18,7 +18,7 @@ func dial(t *testing.T, addr string, timeout time.Duration) *election.Candidate 
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	return election.New(conn, sess, "/zkconf/election", nil, nil)
+	return election.New(zkclient.Fixed(conn, sess), "/zkconf/election", nil, nil)
 }
 
 type result struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file measures what a canary rollout costs the followers
@@ -141,7 +142,7 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 		} else {
 			res.Outside++
 		}
-		f.c, err = cache.New(ctx, t.root, cache.WithConn(cl.conn, cl.sess), cache.WithMeta(e.meta),
+		f.c, err = cache.New(ctx, t.root, cache.WithClient(zkclient.Fixed(cl.conn, cl.sess)), cache.WithMeta(e.meta),
 			cache.WithLogger(e.quiet), cache.WithLabels(f.id, f.labels))
 		if err != nil {
 			return nil, err
@@ -155,7 +156,7 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 
 	k := int64(1) // the schedule's set the root's live content is
 	publishSet := func(req publish.Request) (*publish.Result, error) {
-		req.Mode = publish.ModeMulti
+		req.Mode = manifest.ModeMulti
 		r, err := t.pub.Publish(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("canary bench: publish: %w", err)
@@ -223,10 +224,10 @@ func (e *env) measureCanary(ctx context.Context, n, plain, rounds int) (*CanaryR
 			var r *publish.Result
 			var err error
 			if kind == stepPromote {
-				r, err = t.pub.Promote(ctx, id, publish.Request{Mode: publish.ModeMulti})
+				r, err = t.pub.Promote(ctx, id, publish.Request{Mode: manifest.ModeMulti})
 				k = stable + 1
 			} else {
-				r, err = t.pub.Abort(ctx, id, publish.Request{Mode: publish.ModeMulti})
+				r, err = t.pub.Abort(ctx, id, publish.Request{Mode: manifest.ModeMulti})
 			}
 			if err != nil {
 				return nil, fmt.Errorf("canary bench: %s: %w", kind, err)

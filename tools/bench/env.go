@@ -17,6 +17,7 @@ import (
 	"github.com/zkconf/zkconf/internal/logfilter"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // env is one benchmark invocation's shared state: the server, the znode
@@ -100,11 +101,11 @@ type target struct {
 	counts *wireCounts
 	clock  *commitClock
 	gen    int64 // last generation published
-	// auto publishes in publish.ModeAuto (marker mode when the commit
+	// auto publishes in manifest.ModeAuto (marker mode when the commit
 	// would not fit a Multi) instead of ModeMulti; mode is the mode of the
 	// last publish.
 	auto bool
-	mode string
+	mode manifest.Mode
 }
 
 // newTarget dials a publisher for a new root and publishes generation 1.
@@ -112,7 +113,7 @@ func (e *env) newTarget(ctx context.Context, name string, sched *schedule) (*tar
 	return e.newTargetMode(ctx, name, sched, false)
 }
 
-// newTargetMode is newTarget, publishing in publish.ModeAuto when auto.
+// newTargetMode is newTarget, publishing in manifest.ModeAuto when auto.
 func (e *env) newTargetMode(ctx context.Context, name string, sched *schedule, auto bool) (*target, error) {
 	t := &target{name: name, root: e.root(name), sched: sched, counts: e.newCounts(), clock: &commitClock{}, auto: auto}
 	t.clock.root = t.root
@@ -122,7 +123,7 @@ func (e *env) newTargetMode(ctx context.Context, name string, sched *schedule, a
 		return nil, fmt.Errorf("publisher of %s: %w", name, err)
 	}
 	t.cl = cl
-	t.pub, err = publish.New(cl.conn, cl.sess, t.root, publish.WithMeta(e.meta),
+	t.pub, err = publish.New(zkclient.Fixed(cl.conn, cl.sess), t.root, publish.WithMeta(e.meta),
 		publish.WithLogger(e.quiet), publish.WithPublisherName("confbench"))
 	if err != nil {
 		cl.conn.Close()
@@ -148,9 +149,9 @@ func (t *target) publish(ctx context.Context, g int64) (pubTimes, error) {
 	t.clock.arm()
 	var pt pubTimes
 	pt.call = time.Now().UnixNano()
-	mode := publish.ModeMulti
+	mode := manifest.ModeMulti
 	if t.auto {
-		mode = publish.ModeAuto
+		mode = manifest.ModeAuto
 	}
 	res, err := t.pub.Publish(ctx, publish.Request{Items: items, Mode: mode})
 	pt.ret = time.Now().UnixNano()

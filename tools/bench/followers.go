@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Follower kinds.
@@ -123,7 +124,7 @@ func startProject(ctx context.Context, clients []*client, root, meta string, sch
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &projectFleet{sched: sched, cancel: cancel}
 	for i, cl := range clients {
-		opts := append([]cache.Option{cache.WithConn(cl.conn, cl.sess), cache.WithMeta(meta), cache.WithLogger(log)}, extra...)
+		opts := append([]cache.Option{cache.WithClient(zkclient.Fixed(cl.conn, cl.sess)), cache.WithMeta(meta), cache.WithLogger(log)}, extra...)
 		c, err := cache.New(ctx, root, opts...)
 		if err != nil {
 			f.close()

@@ -23,6 +23,7 @@ import (
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/tools/internal/confagentbin"
 )
 
@@ -200,8 +201,8 @@ type LatencySetResult struct {
 	Size    int `json:"size"`
 	// Mode is the publish mode of the set's publishes (multi, or marker
 	// when the commit does not fit a Multi).
-	Mode string       `json:"mode"`
-	Rows []LatencyRow `json:"rows"`
+	Mode manifest.Mode `json:"mode"`
+	Rows []LatencyRow  `json:"rows"`
 	// Phases of the agent (in-process publisher), see latPhases.
 	Phases map[string]Pct `json:"agent_phases"`
 	// AgentCPU and ConfdCPU are the CPU milliseconds per publish

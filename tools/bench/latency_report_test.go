@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // latSet builds a set result whose agent targets render in dir and tmpl
 // ms against the confd-style follower's 10 ms.
-func latSet(items, changed, size int, mode string, dir, tmpl float64) LatencySetResult {
+func latSet(items, changed, size int, mode manifest.Mode, dir, tmpl float64) LatencySetResult {
 	s := LatencySetResult{Items: items, Changed: changed, Size: size, Mode: mode}
 	for f, p50 := range map[string]float64{latDir: dir, latTemplate: tmpl, latConfd: 10, latConfdTemplate: 10} {
 		s.Rows = append(s.Rows, LatencyRow{Items: items, Changed: changed, Size: size, Follower: f, Publisher: "in-process", Rendered: Pct{N: 1, P50: p50}})

@@ -47,10 +47,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.WorkDir = work
-	cfg.Confagent = filepath.Join(work, "confagent")
-	if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Confagent, cfg.Confpush = buildCommands(t, work)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*time.Minute)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
@@ -91,10 +88,8 @@ func TestChaosDetectsSabotage(t *testing.T) {
 		t.Skip("set CHAOS_SELFTEST=1 to run the checker's end-to-end self-test")
 	}
 	work := t.TempDir()
-	cfg := Config{Duration: 50 * time.Second, Out: testWriter{t}, WorkDir: work, Confagent: filepath.Join(work, "confagent"), sabotage: true}
-	if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
-		t.Fatal(err)
-	}
+	cfg := Config{Duration: 50 * time.Second, Out: testWriter{t}, WorkDir: work, sabotage: true}
+	cfg.Confagent, cfg.Confpush = buildCommands(t, work)
 	sum, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -111,4 +106,16 @@ func TestChaosDetectsSabotage(t *testing.T) {
 			t.Errorf("the sabotage was not reported as %s", p)
 		}
 	}
+}
+
+// buildCommands builds confagent and confpush into dir.
+func buildCommands(t *testing.T, dir string) (confagent, confpush string) {
+	t.Helper()
+	confagent, confpush = filepath.Join(dir, "confagent"), filepath.Join(dir, "confpush")
+	for name, out := range map[string]string{"confagent": confagent, "confpush": confpush} {
+		if err := confagentbin.BuildCommand(context.Background(), name, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return confagent, confpush
 }

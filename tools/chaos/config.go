@@ -24,6 +24,9 @@ type Config struct {
 	Agents int
 	// Confagent is the confagent binary. Required.
 	Confagent string
+	// Confpush is the confpush binary, which sets up the tree's access
+	// policy (init) and repairs it (acl --repair). Required.
+	Confpush string
 	// WorkDir holds everything the run writes (ZooKeeper data, agent
 	// configs, outputs, state, logs, the history). Required.
 	WorkDir string
@@ -84,6 +87,8 @@ func (c *Config) defaults() error {
 	switch {
 	case c.Confagent == "":
 		return errors.New("chaos: Config.Confagent (the confagent binary) is required")
+	case c.Confpush == "":
+		return errors.New("chaos: Config.Confpush (the confpush binary) is required")
 	case c.WorkDir == "":
 		return errors.New("chaos: Config.WorkDir is required")
 	case c.Agents < 5:

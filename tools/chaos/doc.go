@@ -5,9 +5,10 @@
 // # The system under test
 //
 // A 3-node ZooKeeper ensemble (internal/zktest, quotas enforced), set up
-// as `confpush init` does (access.Init: a publisher, one digest identity per
-// agent whose user is the agent id, one more agent identity, "hostile",
-// that runs no agent; quotas set and locked), at least five real
+// by the confpush binary's `confpush init` (Config.Confpush: a publisher,
+// one digest identity per agent whose user is the agent id, one more agent
+// identity, "hostile", that runs no agent; quotas set and locked), at
+// least five real
 // confagent processes, each with its identity's credentials file (subprocesses with Pdeathsig, in their own process
 // groups, stopped before Run returns), each reaching every server through
 // its own fault proxy (internal/faultproxy; faults apply to all of an

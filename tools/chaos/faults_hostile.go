@@ -12,8 +12,8 @@ package chaos
 //   - then a flood within its quota: its own status node rewritten with
 //     half its bound, and its registration, as fast as the ensemble
 //     answers, for the step's duration, while the fleet view is sampled;
-//   - at the end, as an operator would, `confpush acl --repair`
-//     (access.Repair with the publisher's session).
+//   - at the end, as an operator would, `confpush acl --repair` (the
+//     confpush binary, with the run's policy).
 //
 // The checker (checkHostile, property hostile-agent) requires: no write
 // past a bound landed (a foreign status node with data, a registration
@@ -26,11 +26,15 @@ package chaos
 // runs.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -39,9 +43,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // fHostileAgent is the hostile agent identity's fault kind.
@@ -68,43 +71,91 @@ func newIDs(seed uint64, agents int) chaosIDs {
 	return ids
 }
 
-// policy is the run's access policy: what `confpush init` is given.
-func (ids chaosIDs) policy() (access.Policy, error) {
-	pub, err := access.ParseIdentity(ids.publisher)
-	if err != nil {
-		return access.Policy{}, err
-	}
-	pol := access.Policy{Publisher: pub}
-	for _, c := range append(slices.Clone(ids.agents), ids.hostile) {
-		id, err := access.ParseIdentity(c)
-		if err != nil {
-			return access.Policy{}, err
+// policy runs the confpush binary for the tree's access policy, as an
+// operator does: init with the run's identities (a publisher, one per
+// agent, and "hostile"), and acl --repair with the same policy given
+// explicitly. The credentials are in files (mode 0600) under dir, as
+// confpush wants them.
+type policy struct {
+	bin, dir string
+	ids      chaosIDs
+
+	once  sync.Once
+	flags []string // --publisher-auth-file F --agent-auth-file F...
+	err   error
+}
+
+// policyFlags writes the credentials files once and returns the flags
+// naming them.
+func (p *policy) policyFlags() ([]string, error) {
+	p.once.Do(func() {
+		if p.err = os.MkdirAll(p.dir, 0o700); p.err != nil {
+			return
 		}
-		pol.Agents = append(pol.Agents, id)
+		write := func(name, creds string) string {
+			f := filepath.Join(p.dir, name+".auth")
+			if err := os.WriteFile(f, []byte(creds+"\n"), 0o600); err != nil && p.err == nil {
+				p.err = err
+			}
+			return f
+		}
+		p.flags = []string{"--publisher-auth-file", write("publisher", p.ids.publisher)}
+		for i, c := range append(slices.Clone(p.ids.agents), p.ids.hostile) {
+			p.flags = append(p.flags, "--agent-auth-file", write(fmt.Sprintf("agent-%d", i), c))
+		}
+	})
+	return p.flags, p.err
+}
+
+// aclReport is what confpush init and acl print with --json.
+type aclReport struct {
+	Actions     []string `json:"actions"`
+	Differences []string `json:"differences"`
+	Advisories  []string `json:"advisories"`
+	Error       string   `json:"error"`
+}
+
+// run runs confpush command on the tree through servers with the policy's
+// flags and returns its report. Exit 7 (differences remain) is a report,
+// not an error: the caller judges what remains.
+func (p *policy) run(ctx context.Context, servers []string, command string, extra ...string) (aclReport, error) {
+	flags, err := p.policyFlags()
+	if err != nil {
+		return aclReport{}, err
 	}
-	return pol, nil
+	args := append([]string{command, chaosRoot, "--zk", strings.Join(servers, ","), "--timeout", "60s", "--json"}, flags...)
+	cmd := exec.CommandContext(ctx, p.bin, append(args, extra...)...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "ZKCONF_AUTH=") })
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var rep aclReport
+	_ = json.Unmarshal(stdout.Bytes(), &rep)
+	if runErr != nil && cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 7 {
+		runErr = nil
+	}
+	if runErr != nil {
+		return rep, fmt.Errorf("confpush %s: %w: %s%s", command, runErr, strings.TrimSpace(rep.Error), strings.TrimSpace(stderr.String()))
+	}
+	return rep, nil
 }
 
 // initTree is what an operator runs on a new (or recreated, empty)
 // ensemble before publishing: `confpush init` with the run's policy,
 // which also sets and locks the quotas.
-func (r *runner) initTree(conn *zk.Conn) error {
-	pol, err := r.ids.policy()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+func (r *runner) initTree(servers []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rep, err := access.Init(ctx, conn, layout.New(chaosRoot, layout.DefaultMeta), pol)
+	rep, err := r.policy.run(ctx, servers, "init")
 	if err != nil {
 		return err
 	}
-	for _, m := range rep.Remaining {
-		if strings.Contains(m.Problem, "does not enforce quotas") {
+	for _, m := range append(rep.Differences, rep.Advisories...) {
+		if strings.Contains(m, "does not enforce quotas") {
 			return fmt.Errorf("the ensemble does not enforce quotas: %s", m)
 		}
 	}
-	r.log.add("run", "tree initialised (confpush init): %d actions, %d agent identities with quotas", len(rep.Actions), len(pol.Agents))
+	r.log.add("run", "tree initialised (confpush init): %d actions, %d agent identities with quotas", len(rep.Actions), len(r.ids.agents)+1)
 	return nil
 }
 
@@ -153,7 +204,7 @@ func (n *nemesis) hostileStep(ctx context.Context, s step) {
 	defer n.auxClose(viewer)
 	paths := layout.New(chaosRoot, layout.DefaultMeta)
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	own, err := access.ReadStatusNodeACL(actx, h, paths)
+	own, err := statusNodeACL(actx, h)
 	cancel()
 	if err != nil {
 		rec.Skipped = fmt.Sprintf("cannot read the status-ACL document (%v)", err)
@@ -227,12 +278,8 @@ func (n *nemesis) hostileStep(ctx context.Context, s step) {
 	n.auxClose(h) // its ephemeral nodes go with its session
 
 	// The operator's repair, and what is left.
-	pol, err := n.policy()
-	if err != nil {
-		panic(fatalError{err.Error()})
-	}
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	_, rerr := access.Repair(rctx, viewer, paths, pol)
+	rctx, rcancel := context.WithTimeout(context.Background(), 90*time.Second)
+	_, rerr := n.policy.run(rctx, n.cluster.Addrs(), "acl", "--repair")
 	rcancel()
 	if n.work.incarnation() != inc {
 		rec.Skipped = "an ensemble wipe happened meanwhile"
@@ -300,7 +347,7 @@ func listRetried(conn *zk.Conn, p string) ([]string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		kids, _, err := conn.Children(p)
-		if err == nil || !zkconn.IsRecoverable(err) || time.Now().After(deadline) {
+		if err == nil || !zkclient.IsRecoverable(err) || time.Now().After(deadline) {
 			return kids, err
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -320,7 +367,11 @@ func hostileStatus(gen int64, size int) []byte {
 func (n *nemesis) hostileView(viewer *zk.Conn, paths layout.Paths, gen int64, rec *hostileRecord) {
 	vctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f, err := fleet.Read(vctx, viewer, paths.Root, paths.Meta)
+	fl, err := fleet.New(zkclient.Fixed(viewer, nil), paths.Root, fleet.WithMeta(paths.Meta))
+	if err != nil {
+		return
+	}
+	f, err := fl.Read(vctx)
 	if err != nil {
 		return
 	}
@@ -372,4 +423,14 @@ func (c *checker) checkHostile(recs []hostileRecord) {
 			c.violate("hostile-agent", -1, r.At, "foreign node(s) %v survived confpush acl --repair", r.Leftovers)
 		}
 	}
+}
+
+// statusNodeACL is the ACL the agent whose session is conn gives its
+// status node, read as an agent reads it.
+func statusNodeACL(ctx context.Context, conn *zk.Conn) ([]zk.ACL, error) {
+	fl, err := fleet.New(zkclient.Fixed(conn, nil), chaosRoot)
+	if err != nil {
+		return nil, err
+	}
+	return fl.StatusNodeACL(ctx)
 }

@@ -50,7 +50,6 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zkconn"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -89,14 +88,18 @@ func incarnationConfig(probeDir string, valid string) string {
 }
 
 // fleetView is what a publisher sees of a rollout: the agents that
-// `confpush status` (fleet.List, Agent.Applied, fleet.Summarize) counts as
-// having applied generation gen, and those a `publish --wait` (fleet.Wait)
+// `confpush status` (Fleet.List, Agent.Applied, fleet.Summarize) counts as
+// having applied generation gen, and those a `publish --wait` (Fleet.Wait)
 // counts, followed for waitFor. On branch i13-trust, Agent.Applied counts
 // only trusted nodes (Agent.Trusted: in open mode ephemeral, agent_id equal
 // to the node's name) and Wait never counts untrusted ones; the names
 // used here are the same on both branches.
 func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64, waitFor time.Duration) (applied []string, sum fleet.Summary, waited []string, err error) {
-	agents, err := fleet.List(ctx, conn, paths.Root, paths.Meta)
+	fl, err := fleet.New(zkclient.Fixed(conn, nil), paths.Root, fleet.WithMeta(paths.Meta))
+	if err != nil {
+		return nil, fleet.Summary{}, nil, err
+	}
+	agents, err := fl.List(ctx)
 	if err != nil {
 		return nil, fleet.Summary{}, nil, err
 	}
@@ -109,7 +112,7 @@ func fleetView(ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64
 	// returns what it counted.
 	wctx, cancel := context.WithTimeout(ctx, waitFor)
 	defer cancel()
-	pr, _ := fleet.Wait(wctx, conn, paths.Root, paths.Meta, gen, fleet.WaitOptions{Min: 1 << 20})
+	pr, _ := fl.Wait(wctx, gen, fleet.WaitOptions{Min: 1 << 20})
 	return applied, fleet.Summarize(agents, gen), pr.Applied, nil
 }
 
@@ -359,7 +362,7 @@ type fleetSample struct {
 	Gen      int64
 	Applied  []string // ids the view counts as having applied Gen
 	AtLatest int      // fleet.Summarize's count
-	Waited   []string // ids fleet.Wait counts as having applied Gen
+	Waited   []string // ids Fleet.Wait counts as having applied Gen
 	Forged   []string // forged nodes that existed around the reading
 }
 
@@ -559,12 +562,12 @@ func (c *checker) checkForged(fleetSamples []fleetSample, squats []squatSample) 
 		real := len(s.Applied) - len(counted)
 		switch {
 		case len(counted) > 0:
-			c.violate("forged-status", -1, s.At, "the fleet view (fleet.List) counts forged status node(s) %v as having applied generation %d", counted, s.Gen)
+			c.violate("forged-status", -1, s.At, "the fleet view (Fleet.List) counts forged status node(s) %v as having applied generation %d", counted, s.Gen)
 		case s.AtLatest > real:
 			c.violate("forged-status", -1, s.At, "the fleet summary counts %d agents at generation %d, only %d real agents applied it", s.AtLatest, s.Gen, real)
 		}
 		if w := forgedIn(s.Waited, s.Forged); len(w) > 0 {
-			c.violate("forged-status", -1, s.At, "a rollout wait (fleet.Wait) counts forged status node(s) %v as having applied generation %d", w, s.Gen)
+			c.violate("forged-status", -1, s.At, "a rollout wait (Fleet.Wait) counts forged status node(s) %v as having applied generation %d", w, s.Gen)
 		}
 	}
 	seen := map[int]bool{}
@@ -688,7 +691,7 @@ func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		conn, sess, err = zkclient.DialConn(zkclient.Config{Servers: addrs(r.pubProxies), SessionTimeout: r.cfg.SessionTimeout,
 			Logger: r.pubLogger, Auth: r.ids.publisher})
-		if err == nil || !zkconn.IsRecoverable(err) || time.Now().After(deadline) {
+		if err == nil || !zkclient.IsRecoverable(err) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
@@ -696,7 +699,7 @@ func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pub, err := publish.New(conn, sess, chaosRoot, publish.WithRetention(1<<30), publish.WithPublisherName("chaos@publisher"), publish.WithLogger(r.pubLogger))
+	pub, err := publish.New(zkclient.Fixed(conn, sess), chaosRoot, publish.WithRetention(1<<30), publish.WithPublisherName("chaos@publisher"), publish.WithLogger(r.pubLogger))
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -752,7 +755,7 @@ func (r *runner) afterWipe() error {
 	if err != nil {
 		return fmt.Errorf("checker session: %w", err)
 	}
-	if err := r.initTree(check); err != nil {
+	if err := r.initTree(r.cluster.Addrs()); err != nil {
 		check.Close()
 		return fmt.Errorf("initialise the tree: %w", err)
 	}

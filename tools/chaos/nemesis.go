@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/work"
 	"github.com/zkconf/zkconf/internal/zktest"
@@ -239,10 +238,10 @@ type nemesis struct {
 
 	// For the hostile-agent fault (faults_hostile.go): its identity's and
 	// the fleet viewer's (the publisher's) credentials, the honest
-	// agents' ids and the policy `confpush acl --repair` is given.
+	// agents' ids and the policy `confpush acl --repair` is run with.
 	hostileCreds, viewerCreds string
 	agentIDs                  []string
-	policy                    func() (access.Policy, error)
+	policy                    *policy
 
 	mu           sync.Mutex
 	faults       []*faultRec

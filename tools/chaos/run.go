@@ -45,15 +45,18 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	defer h.cleanup()
 	defer recoverFatal(&err)
 	r := &runner{cfg: cfg, h: h, log: log, start: start, ids: newIDs(cfg.Seed, cfg.Agents)}
+	r.policy = &policy{bin: cfg.Confpush, dir: filepath.Join(cfg.WorkDir, "credentials"), ids: r.ids}
 	return r.run(ctx)
 }
 
 type runner struct {
-	cfg   Config
-	ids   chaosIDs // the tree's identities (faults_hostile.go)
-	h     *harness
-	log   *eventLog
-	start time.Time
+	cfg Config
+	ids chaosIDs // the tree's identities (faults_hostile.go)
+	// policy runs confpush init and acl --repair with them.
+	policy *policy
+	h      *harness
+	log    *eventLog
+	start  time.Time
 	// closing is the canary left open at the end (closingCanary).
 	closing *pubRecord
 	// relabelled are the agents closingCanary restarted with the other
@@ -122,7 +125,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	}
 	r.checkZK = checkConn
 	defer func() { r.zk().Close() }()
-	if err := r.initTree(checkConn); err != nil {
+	if err := r.initTree(r.cluster.Addrs()); err != nil {
 		return nil, fmt.Errorf("initialise the tree: %w", err)
 	}
 
@@ -215,7 +218,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		work: r.work, bound: cfg.Bound(), sess: cfg.SessionTimeout, shows: r.shows,
 		dial:       func(creds string) (*zk.Conn, error) { return dialDirect(r.cluster.Addrs(), cfg.SessionTimeout, creds) },
 		beforeWipe: r.beforeWipe, afterWipe: r.afterWipe,
-		hostileCreds: r.ids.hostile, viewerCreds: r.ids.publisher, policy: r.ids.policy}
+		hostileCreds: r.ids.hostile, viewerCreds: r.ids.publisher, policy: r.policy}
 	for _, a := range r.agents {
 		r.nem.agentIDs = append(r.nem.agentIDs, a.id)
 	}

@@ -53,7 +53,7 @@ type pubRecord struct {
 	Seq        int
 	Kind       string
 	Nonce      string // app.json's "request": identifies the attempt's content
-	Mode       publish.Mode
+	Mode       manifest.Mode
 	Items      map[string]sig
 	Poison     bool
 	RollbackOf int64 // a generation of the same incarnation
@@ -301,11 +301,11 @@ func (w *workload) publishWith(kind string, opt func(*publish.Request)) *pubReco
 		}
 		items[poisoned] = data
 	}
-	mode := publish.ModeAuto
+	mode := manifest.ModeAuto
 	if kind == kindMarker {
-		mode = publish.ModeMarker
+		mode = manifest.ModeMarker
 	} else if kind == kindNormal && w.rng.IntN(4) == 0 {
-		mode = publish.ModeMulti
+		mode = manifest.ModeMulti
 	}
 	rec := &pubRecord{Seq: seq, Kind: kind, Nonce: nonce, Mode: mode, Items: sigs(items), Poison: poisoned != ""}
 	if poisoned != "" {
@@ -334,7 +334,7 @@ func (w *workload) rollback() {
 	w.mu.Unlock()
 	_, to := splitKey(toKey)
 	w.seq++
-	rec := &pubRecord{Seq: w.seq, Kind: kindRollback, Mode: publish.ModeAuto, Items: sigs(items), RollbackOf: to}
+	rec := &pubRecord{Seq: w.seq, Kind: kindRollback, Mode: manifest.ModeAuto, Items: sigs(items), RollbackOf: to}
 	rec.Nonce = nonceOf(items)
 	w.mu.Lock()
 	for _, d := range items {
@@ -361,7 +361,7 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	rec.err = err
 	switch {
 	case err == nil && res != nil && !res.Unchanged:
-		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, res.Mode, res.Recovered
+		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, string(res.Mode), res.Recovered
 	case err == nil:
 		rec.Outcome, rec.Err = outFailed, "unchanged (nothing published)"
 	case errors.Is(err, publish.ErrOutcomeUnknown):

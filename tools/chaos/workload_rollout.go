@@ -168,7 +168,7 @@ func (w *workload) endRollout(kind, id string, cand, stable int64) {
 		return // a fault: try another time
 	}
 	w.seq++
-	rec := &pubRecord{Seq: w.seq, Kind: kind, Mode: publish.ModeAuto, EndOf: cand, Items: sigs(items), Nonce: nonceOf(items)}
+	rec := &pubRecord{Seq: w.seq, Kind: kind, Mode: manifest.ModeAuto, EndOf: cand, Items: sigs(items), Nonce: nonceOf(items)}
 	w.do(rec, items, func(ctx context.Context) (*publish.Result, error) {
 		req := publish.Request{Message: "chaos " + kind}
 		if w.busyCount >= 2 {

@@ -294,7 +294,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	p, err := publish.New(conn, sess, root, publish.WithPublisherName("alice@ops"))
+	p, err := publish.New(zkclient.Fixed(conn, sess), root, publish.WithPublisherName("alice@ops"))
 	if err != nil {
 		t.Fatal(err)
 	}

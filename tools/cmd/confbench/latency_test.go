@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/tools/bench"
 )
 
@@ -38,9 +39,9 @@ func TestLatencySmoke(t *testing.T) {
 			t.Errorf("%s: %d fsync probes, %d publish, %d confpush and %d floor samples (%d items), ratio %.2f; want %d each", name,
 				s.Fsync.N, s.Publish.N, s.ConfPush.N, s.Floor.N, s.FloorItems, s.FloorRatio, n)
 		}
-		want := "multi"
+		want := manifest.ModeMulti
 		if s.Size == 64<<10 {
-			want = "marker" // 20 × 64 KiB does not fit a Multi
+			want = manifest.ModeMarker // 20 × 64 KiB does not fit a Multi
 		}
 		if s.Mode != want {
 			t.Errorf("%s: published in %q mode, want %s", name, s.Mode, want)

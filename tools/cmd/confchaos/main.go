@@ -33,6 +33,7 @@ func run() int {
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule and the workload (0: from the clock); replays a run")
 	flag.IntVar(&cfg.Agents, "agents", 5, "number of confagent processes (at least 5)")
 	flag.StringVar(&cfg.Confagent, "confagent", "", "confagent binary (default: built with go build into the work directory)")
+	flag.StringVar(&cfg.Confpush, "confpush", "", "confpush binary, for init and acl --repair (default: built with go build into the work directory)")
 	flag.StringVar(&cfg.SummaryPath, "summary", "", "also write the summary to this file")
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&keep, "keep", false, "keep the work directory even when the run passes")
@@ -49,14 +50,16 @@ func run() int {
 		}
 		cfg.WorkDir = d
 	}
-	if cfg.Confagent == "" {
-		cfg.Confagent = filepath.Join(cfg.WorkDir, "confagent")
-		if err := confagentbin.Build(context.Background(), cfg.Confagent); err != nil {
-			fmt.Fprintf(os.Stderr, "confchaos: %v\n", err)
-			return 2
+	for name, bin := range map[string]*string{"confagent": &cfg.Confagent, "confpush": &cfg.Confpush} {
+		if *bin == "" {
+			*bin = filepath.Join(cfg.WorkDir, name)
+			if err := confagentbin.BuildCommand(context.Background(), name, *bin); err != nil {
+				fmt.Fprintf(os.Stderr, "confchaos: %v\n", err)
+				return 2
+			}
+		} else if abs, err := filepath.Abs(*bin); err == nil {
+			*bin = abs
 		}
-	} else if abs, err := filepath.Abs(cfg.Confagent); err == nil {
-		cfg.Confagent = abs
 	}
 	cfg.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -48,13 +48,15 @@ func run(ctx context.Context, servers []string, root string) error {
 		return err
 	}
 
-	// Publish: a set of two items, then a change to one of them.
+	// Publish: a set of two items, then a change to one of them, on the
+	// application's own connection (zkclient.Fixed).
 	conn, sess, err := zkclient.DialConn(cfg)
 	if err != nil {
 		return fmt.Errorf("dial: %s", dialBranch(err))
 	}
 	defer conn.Close()
-	p, err := publish.New(conn, sess, root, publish.WithLogger(quiet))
+	own := zkclient.Fixed(conn, sess)
+	p, err := publish.New(own, root, publish.WithLogger(quiet))
 	if err != nil {
 		return err
 	}
@@ -91,14 +93,15 @@ func run(ctx context.Context, servers []string, root string) error {
 	if _, err := conn.Create("/readonly", nil, 0, zk.WorldACL(zk.PermRead)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
-	locked, err := publish.New(conn, sess, "/readonly/app", publish.WithLogger(quiet))
+	locked, err := publish.New(own, "/readonly/app", publish.WithLogger(quiet))
 	if err != nil {
 		return err
 	}
 	_, err = locked.Publish(ctx, publish.Request{Items: items})
 	fmt.Println("publish under a read-only node:", publishBranch(err))
 
-	// Follow the root, as an application does.
+	// Follow the root, as an application does, on a client that replaces
+	// a refused connection itself.
 	client, err := zkclient.Dial(cfg)
 	if err != nil {
 		return fmt.Errorf("dial: %s", dialBranch(err))
@@ -142,9 +145,13 @@ func run(ctx context.Context, servers []string, root string) error {
 	fmt.Println("wait after close:", stateBranch(err))
 
 	// The rollout: no agent follows the root.
-	_, err = fleet.Wait(ctx, conn, root, "", live, fleet.WaitOptions{All: true})
+	f, err := fleet.New(client, root)
+	if err != nil {
+		return err
+	}
+	_, err = f.Wait(ctx, live, fleet.WaitOptions{All: true})
 	fmt.Println("rollout:", rolloutBranch(err))
-	agents, err := fleet.List(ctx, conn, root, "")
+	agents, err := f.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,7 +164,7 @@ func dialBranch(err error) string {
 	switch {
 	case errors.Is(err, zkclient.ErrTLS):
 		return "tls"
-	case errors.Is(err, zkclient.ErrAuthFailed), errors.Is(err, zkclient.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrAuthFailed):
 		return "auth"
 	default:
 		return err.Error()
@@ -172,7 +179,7 @@ func publishBranch(err error) string {
 		busy     *publish.MarkerBusyError
 		tooLarge *publish.TooLargeError
 		input    *publish.InputError
-		mismatch *publish.ItemMismatchError
+		mismatch *manifest.ItemMismatchError
 	)
 	switch {
 	case err == nil:
@@ -192,17 +199,17 @@ func publishBranch(err error) string {
 		return "nothing to read"
 	case errors.Is(err, publish.ErrOutcomeUnknown):
 		return "outcome unknown"
-	case errors.As(err, &mismatch), errors.Is(err, publish.ErrTorn):
+	case errors.As(err, &mismatch), errors.Is(err, manifest.ErrTorn):
 		return "torn"
 	case errors.Is(err, publish.ErrFenced):
 		return "fenced"
 	case errors.Is(err, publish.ErrGenerationExhausted):
 		return "generations exhausted"
-	case errors.Is(err, publish.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return "session expired"
 	case errors.Is(err, zkclient.ErrPermission):
 		return "permission denied"
-	case errors.Is(err, zkclient.ErrAuthFailed), errors.Is(err, zkclient.ErrAuthRejected):
+	case errors.Is(err, zkclient.ErrAuthFailed):
 		return "auth"
 	default:
 		return "other: " + err.Error()
@@ -214,7 +221,7 @@ func publishBranch(err error) string {
 func stateBranch(err error) string {
 	var (
 		abandoned   *cache.AbandonedMarkerError
-		mismatch    *cache.ItemMismatchError
+		mismatch    *manifest.ItemMismatchError
 		backwards   *cache.BackwardsError
 		incarnation *cache.IncarnationError
 	)
@@ -232,13 +239,13 @@ func stateBranch(err error) string {
 	case errors.Is(err, cache.ErrDisconnected), errors.Is(err, cache.ErrResyncing),
 		errors.Is(err, cache.ErrNotSynced):
 		return "not confirmed by ZooKeeper"
-	case errors.Is(err, cache.ErrSessionExpired):
+	case errors.Is(err, zkclient.ErrSessionExpired):
 		return "session expired"
 	case errors.Is(err, cache.ErrPublishInProgress):
 		return "publish in progress"
 	case errors.As(err, &abandoned), errors.Is(err, cache.ErrAbandonedMarker):
 		return "abandoned marker"
-	case errors.As(err, &mismatch), errors.Is(err, cache.ErrTorn):
+	case errors.As(err, &mismatch), errors.Is(err, manifest.ErrTorn):
 		return "torn"
 	case errors.As(err, &backwards), errors.Is(err, cache.ErrBackwards):
 		return "backwards"
@@ -253,7 +260,7 @@ func stateBranch(err error) string {
 	}
 }
 
-// rolloutBranch names the branch a fleet.Wait error takes.
+// rolloutBranch names the branch a Fleet.Wait error takes.
 func rolloutBranch(err error) string {
 	var rollout *fleet.RolloutError
 	switch {

@@ -10,8 +10,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Fix says what Repair does about a Mismatch.
@@ -86,7 +89,7 @@ type engine struct {
 	conn  *zk.Conn
 	paths layout.Paths
 	p     Policy
-	trust Trust // p.Trust(), for status and registry nodes
+	trust aclmodel.Trust // p.Trust(), for status and registry nodes
 	// beforeSetACL is a test seam run before each SetACL; nil in
 	// production.
 	beforeSetACL func(path string)
@@ -128,7 +131,7 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 // path (parents before children), plus advisories about what the policy
 // cannot fix (see KindAncestor). It changes nothing. It needs a session
 // authenticated as the publisher; a root that does not exist is
-// ErrNotInitialized.
+// fleet.ErrNotInitialized.
 func Check(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) ([]Mismatch, error) {
 	e, err := newEngine(conn, paths, p)
 	if err != nil {
@@ -147,7 +150,7 @@ type target struct {
 func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 	var out []Mismatch
 	if _, _, err := getACL(ctx, e.conn, e.paths.Root); errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("root %s does not exist: %w", e.paths.Root, ErrNotInitialized)
+		return nil, fmt.Errorf("root %s does not exist: %w", e.paths.Root, fleet.ErrNotInitialized)
 	} else if err != nil {
 		return nil, fmt.Errorf("root %s: %w", e.paths.Root, err)
 	}
@@ -161,7 +164,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		if err != nil {
 			continue // missing or unreadable: not one Init made for this publisher
 		}
-		if e.ownAncestor(acl) && !SameACL(acl, e.p.AncestorACL()) {
+		if e.ownAncestor(acl) && !aclmodel.SameACL(acl, e.p.AncestorACL()) {
 			out = append(out, e.aclMismatch(a, KindAncestor, acl, e.p.AncestorACL()))
 		}
 	}
@@ -176,14 +179,14 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Want: f.acl, Fix: FixCreate, Problem: "missing"})
 			continue
-		case errors.Is(err, ErrPermission):
+		case errors.Is(err, zkclient.ErrPermission):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
 				Problem: "unreadable, so not checked, nor anything below it: " + err.Error()})
 			continue
 		case err != nil:
 			return nil, err
 		}
-		if !SameACL(acl, f.acl) {
+		if !aclmodel.SameACL(acl, f.acl) {
 			out = append(out, e.aclMismatch(f.path, f.kind, acl, f.acl))
 		}
 		if f.kind == KindBase {
@@ -204,7 +207,7 @@ func (e *engine) check(ctx context.Context) ([]Mismatch, error) {
 			continue
 		case errors.Is(err, zk.ErrNoAuth):
 			out = append(out, Mismatch{Path: f.path, Kind: f.kind, Fix: FixNone,
-				Problem: "children not checked: " + Explain(err, f.path, OpList).Error()})
+				Problem: "children not checked: " + zkclient.Explain(err, f.path, zkclient.OpList).Error()})
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("list %s: %w", f.path, err)
@@ -277,12 +280,12 @@ func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, belo
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil, nil // gone meanwhile (a publish, an agent leaving)
-	case errors.Is(err, ErrPermission) && t.want == nil:
+	case errors.Is(err, zkclient.ErrPermission) && t.want == nil:
 		// A status or registry node the publisher cannot read is not one
 		// any agent of the policy made (they all grant it ALL): it can
 		// only hide a status or block a rollout.
-		return []Mismatch{untrusted(t, nil, Unreadable(err))}, nil, nil
-	case errors.Is(err, ErrPermission):
+		return []Mismatch{untrusted(t, nil, aclmodel.Unreadable(err))}, nil, nil
+	case errors.Is(err, zkclient.ErrPermission):
 		return []Mismatch{{Path: t.path, Kind: t.kind, Fix: FixNone, Problem: "unreadable: " + err.Error()}}, nil, nil
 	case err != nil:
 		return nil, nil, err
@@ -294,7 +297,7 @@ func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, belo
 		case errors.Is(err, zk.ErrNoNode):
 		case errors.Is(err, zk.ErrNoAuth):
 			ms = append(ms, Mismatch{Path: t.path, Kind: t.kind, Fix: FixNone,
-				Problem: "children not checked: " + Explain(err, t.path, OpList).Error()})
+				Problem: "children not checked: " + zkclient.Explain(err, t.path, zkclient.OpList).Error()})
 		case err != nil:
 			return nil, nil, fmt.Errorf("list %s: %w", t.path, err)
 		}
@@ -303,7 +306,7 @@ func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, belo
 		}
 	}
 	if t.want != nil {
-		if !SameACL(acl, t.want) {
+		if !aclmodel.SameACL(acl, t.want) {
 			ms = append(ms, e.aclMismatch(t.path, t.kind, acl, t.want))
 		}
 		return ms, below, nil
@@ -315,14 +318,14 @@ func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, belo
 			// The agent's own node from before a change of the
 			// publisher's password: keep it, fix the publisher's entry
 			// (and a registration's ACL is the one Init gives).
-			if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode {
+			if id, ok := e.trust.Identity(name); ok && t.kind == KindRegistryNode {
 				want = e.p.RegistryNodeACL(id)
 			}
 			return []Mismatch{e.aclMismatch(t.path, t.kind, acl, want)}, nil, nil
 		}
 		return []Mismatch{untrusted(t, acl, reason)}, nil, nil
 	}
-	if id, ok := e.trust.agents[name]; ok && t.kind == KindRegistryNode && !SameACL(acl, e.p.RegistryNodeACL(id)) {
+	if id, ok := e.trust.Identity(name); ok && t.kind == KindRegistryNode && !aclmodel.SameACL(acl, e.p.RegistryNodeACL(id)) {
 		// A registration its agent created under an earlier release's
 		// ACL: trusted, moved to the ACL Init gives (data kept).
 		return []Mismatch{e.aclMismatch(t.path, t.kind, acl, e.p.RegistryNodeACL(id))}, nil, nil
@@ -331,15 +334,15 @@ func (e *engine) checkTarget(ctx context.Context, t target) (ms []Mismatch, belo
 }
 
 // withinBound reports whether a status or registry node's data is within
-// its bound (MaxStatusBytes, MaxRegistrationBytes).
+// its bound (fleet.MaxStatusBytes, fleet.MaxRegistrationBytes).
 func (e *engine) withinBound(k Kind, st *zk.Stat) bool {
 	if st == nil {
 		return true
 	}
 	if k == KindRegistryNode {
-		return st.DataLength <= MaxRegistrationBytes
+		return st.DataLength <= fleet.MaxRegistrationBytes
 	}
-	return st.DataLength <= MaxStatusBytes
+	return st.DataLength <= fleet.MaxStatusBytes
 }
 
 // stalePublisher reports whether acl grants the agent's identity of want
@@ -347,12 +350,12 @@ func (e *engine) withinBound(k Kind, st *zk.Stat) bool {
 // a node the agent made when the publisher had another password.
 func (e *engine) stalePublisher(acl, want []zk.ACL) bool {
 	agent := want[len(want)-1]
-	eff := effective(acl)
-	if eff[aclKey{agent.Scheme, agent.ID}] != zk.PermAll {
+	eff := aclmodel.Effective(acl)
+	if eff[aclmodel.Key{Scheme: agent.Scheme, ID: agent.ID}] != zk.PermAll {
 		return false
 	}
 	for k := range eff {
-		if k != (aclKey{agent.Scheme, agent.ID}) && (k.scheme != "digest" || userOf(k.id) != e.p.Publisher.User) {
+		if k != (aclmodel.Key{Scheme: agent.Scheme, ID: agent.ID}) && (k.Scheme != "digest" || aclmodel.UserOf(k.ID) != e.p.Publisher.User) {
 			return false
 		}
 	}
@@ -363,9 +366,9 @@ func (e *engine) stalePublisher(acl, want []zk.ACL) bool {
 // and its size against its bound.
 func (e *engine) judgeOwned(k Kind, name string, acl []zk.ACL, st *zk.Stat) string {
 	if !e.withinBound(k, st) {
-		bound := MaxStatusBytes
+		bound := fleet.MaxStatusBytes
 		if k == KindRegistryNode {
-			bound = MaxRegistrationBytes
+			bound = fleet.MaxRegistrationBytes
 		}
 		return fmt.Sprintf("oversized: %d bytes, above the %d-byte bound (readers skip it)", st.DataLength, bound)
 	}
@@ -398,7 +401,7 @@ func (e *engine) checkParent(ctx context.Context) (Mismatch, bool, error) {
 	parent := path.Dir(e.paths.Root)
 	acl, _, err := getACL(ctx, e.conn, parent)
 	switch {
-	case errors.Is(err, ErrPermission), errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkclient.ErrPermission), errors.Is(err, zk.ErrNoNode):
 		return Mismatch{Path: parent, Kind: KindAncestor, Fix: FixNone,
 			Problem: "the ACL of the root's parent cannot be checked: " + err.Error()}, true, nil
 	case err != nil:
@@ -449,11 +452,11 @@ func (e *engine) ancestors() []string {
 // ALL for digest identities of the publisher's user only (its current
 // password or an earlier one).
 func (e *engine) ownAncestor(acl []zk.ACL) bool {
-	if len(acl) == 0 || redacted(acl) {
+	if len(acl) == 0 || aclmodel.Redacted(acl) {
 		return false
 	}
 	for _, a := range acl {
-		if a.Scheme != "digest" || userOf(a.ID) != e.p.Publisher.User || a.Perms&zk.PermAll != zk.PermAll {
+		if a.Scheme != "digest" || aclmodel.UserOf(a.ID) != e.p.Publisher.User || a.Perms&zk.PermAll != zk.PermAll {
 			return false
 		}
 	}
@@ -470,7 +473,7 @@ func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 		return Mismatch{}, false, nil
 	case errors.Is(err, zk.ErrNoAuth):
 		return Mismatch{Path: base, Kind: KindBase, Fix: FixNone,
-			Problem: "status-ACL document not checked: " + Explain(err, base, OpRead).Error()}, true, nil
+			Problem: "status-ACL document not checked: " + zkclient.Explain(err, base, zkclient.OpRead).Error()}, true, nil
 	case err != nil:
 		return Mismatch{}, false, fmt.Errorf("read %s: %w", base, err)
 	}
@@ -479,8 +482,8 @@ func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument,
 			Problem: "no status-ACL document: agents cannot give the publisher access to their status nodes"}, true, nil
 	}
-	got, perr := parseStatusDoc(data)
-	wantACL, _ := parseStatusDoc(want)
+	got, perr := aclmodel.ParseStatusDoc(data)
+	wantACL, _ := aclmodel.ParseStatusDoc(want)
 	if perr != nil {
 		if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
 			return Mismatch{Path: base, Kind: KindBase, Fix: FixNone,
@@ -488,7 +491,7 @@ func (e *engine) checkDocument(ctx context.Context) (Mismatch, bool, error) {
 		}
 		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument, Problem: "invalid status-ACL document: " + perr.Error()}, true, nil
 	}
-	if !SameACL(got, wantACL) {
+	if !aclmodel.SameACL(got, wantACL) {
 		return Mismatch{Path: base, Kind: KindBase, Fix: FixDocument, Problem: fmt.Sprintf(
 			"status-ACL document names %s; want %s", e.p.Describe(got), e.p.Describe(wantACL))}, true, nil
 	}

@@ -6,33 +6,9 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
-)
 
-// call runs fn, a blocking client call, and returns its result or ctx's
-// error, whichever comes first. The client has no per-request deadline;
-// when ctx ends first, fn finishes in the background (at the latest when
-// the client gives up on the request) and its result is dropped.
-func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
+	"github.com/zkconf/zkconf/zkclient"
+)
 
 type aclStat struct {
 	acl  []zk.ACL
@@ -41,19 +17,19 @@ type aclStat struct {
 
 // getACL reads a node's ACL; errors are explained.
 func getACL(ctx context.Context, conn *zk.Conn, p string) ([]zk.ACL, *zk.Stat, error) {
-	r, err := call(ctx, func() (aclStat, error) {
+	r, err := zkclient.Call(ctx, func() (aclStat, error) {
 		acl, st, err := conn.GetACL(p)
 		return aclStat{acl, st}, err
 	})
 	if err != nil {
-		return nil, nil, wrap(Explain(err, p, OpReadACL), p, OpReadACL)
+		return nil, nil, wrap(zkclient.Explain(err, p, zkclient.OpReadACL), p, zkclient.OpReadACL)
 	}
 	return r.acl, r.stat, nil
 }
 
 // children lists p's children.
 func children(ctx context.Context, conn *zk.Conn, p string) ([]string, error) {
-	return call(ctx, func() ([]string, error) {
+	return zkclient.Call(ctx, func() ([]string, error) {
 		kids, _, err := conn.Children(p)
 		return kids, err
 	})
@@ -61,7 +37,7 @@ func children(ctx context.Context, conn *zk.Conn, p string) ([]string, error) {
 
 // getData reads p's data.
 func getData(ctx context.Context, conn *zk.Conn, p string) ([]byte, error) {
-	return call(ctx, func() ([]byte, error) {
+	return zkclient.Call(ctx, func() ([]byte, error) {
 		b, _, err := conn.Get(p)
 		return b, err
 	})
@@ -69,7 +45,7 @@ func getData(ctx context.Context, conn *zk.Conn, p string) ([]byte, error) {
 
 // exists reports whether p exists. ZooKeeper checks no permission for it.
 func exists(ctx context.Context, conn *zk.Conn, p string) (bool, error) {
-	ok, err := call(ctx, func() (bool, error) {
+	ok, err := zkclient.Call(ctx, func() (bool, error) {
 		ok, _, err := conn.Exists(p)
 		return ok, err
 	})
@@ -80,9 +56,9 @@ func exists(ctx context.Context, conn *zk.Conn, p string) (bool, error) {
 }
 
 // wrap adds the operation and path to errors that do not carry them yet.
-func wrap(err error, p string, op Op) error {
-	var pe *PermissionError
-	var ae *AuthError
+func wrap(err error, p string, op zkclient.Op) error {
+	var pe *zkclient.PermissionError
+	var ae *zkclient.AuthError
 	if err == nil || errors.As(err, &pe) || errors.As(err, &ae) {
 		return err
 	}

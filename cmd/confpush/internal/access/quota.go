@@ -11,17 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
-)
-
-// Bounds on the nodes an agent identity writes: the byte limits of its
-// quotas (Quotas). The fleet package's readers skip a node above them.
-const (
-	// MaxStatusBytes bounds a status node's data.
-	MaxStatusBytes = 128 << 10
-	// MaxRegistrationBytes bounds a registry node's data.
-	MaxRegistrationBytes = 16 << 10
 )
 
 // QuotaRoot is ZooKeeper's quota tree: a quota on path P is the node
@@ -72,13 +65,13 @@ func (q Quota) String() string {
 // may hold no child but those with a quota of their own (count 1, bytes
 // 0: a status node under a name that is not a policy agent's is refused),
 // and each agent identity's status node and registry node one node of at
-// most MaxStatusBytes and MaxRegistrationBytes.
+// most fleet.MaxStatusBytes and fleet.MaxRegistrationBytes.
 func (p Policy) Quotas(paths layout.Paths) []Quota {
 	out := []Quota{{Path: paths.Status(), Count: 1, Bytes: 0}}
 	for _, a := range p.agents() {
 		out = append(out,
-			Quota{Path: paths.StatusNode(a.User), Count: 1, Bytes: MaxStatusBytes},
-			Quota{Path: paths.AgentNode(a.User), Count: 1, Bytes: MaxRegistrationBytes})
+			Quota{Path: paths.StatusNode(a.User), Count: 1, Bytes: fleet.MaxStatusBytes},
+			Quota{Path: paths.AgentNode(a.User), Count: 1, Bytes: fleet.MaxRegistrationBytes})
 	}
 	return out
 }
@@ -115,7 +108,7 @@ func (p Policy) lockedQuotaRoot(got []zk.ACL) []zk.ACL {
 			out = append(out, a)
 		}
 	}
-	if effective(out)[aclKey{"digest", p.Publisher.ID()}] != zk.PermAll {
+	if aclmodel.Effective(out)[aclmodel.Key{Scheme: "digest", ID: p.Publisher.ID()}] != zk.PermAll {
 		out = append(out, p.Publisher.ACL(zk.PermAll))
 	}
 	return append(out, zk.ACL{Perms: zk.PermRead, Scheme: worldScheme, ID: worldID})
@@ -139,12 +132,12 @@ func (e *engine) checkQuotas(ctx context.Context) ([]Mismatch, error) {
 	meta := e.p.MetaACL()
 	acl, _, err := getACL(ctx, e.conn, QuotaRoot)
 	switch {
-	case errors.Is(err, ErrPermission), errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkclient.ErrPermission), errors.Is(err, zk.ErrNoNode):
 		out = append(out, Mismatch{Path: QuotaRoot, Kind: KindQuotaRoot, Fix: FixNone,
 			Problem: "cannot be checked: " + err.Error()})
 	case err != nil:
 		return nil, err
-	case effective(acl)[aclKey{worldScheme, worldID}]&^zk.PermRead != 0:
+	case aclmodel.Effective(acl)[aclmodel.World]&^zk.PermRead != 0:
 		want := e.p.lockedQuotaRoot(acl)
 		out = append(out, Mismatch{Path: QuotaRoot, Kind: KindQuotaRoot, Got: acl, Want: want, Fix: FixSetACL,
 			Problem: fmt.Sprintf("has %s: anyone may lift a limit, set a quota on any path, or crash a 3.8 server "+
@@ -157,7 +150,7 @@ func (e *engine) checkQuotas(ctx context.Context) ([]Mismatch, error) {
 			// Created with the first quota below it.
 		case err != nil:
 			return nil, err
-		case !SameACL(acl, meta):
+		case !aclmodel.SameACL(acl, meta):
 			out = append(out, e.aclMismatch(d, KindQuota, acl, meta))
 		}
 	}
@@ -201,12 +194,12 @@ func (e *engine) checkQuota(ctx context.Context, q Quota) ([]Mismatch, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			problems = append(problems, n.what+" missing")
 			continue
-		case errors.Is(err, ErrPermission):
+		case errors.Is(err, zkclient.ErrPermission):
 			problems = append(problems, n.what+" unreadable ("+err.Error()+")")
 			continue
 		case err != nil:
 			return nil, err
-		case !SameACL(acl, meta):
+		case !aclmodel.SameACL(acl, meta):
 			problems = append(problems, fmt.Sprintf("%s has %s", n.what, e.p.Describe(acl)))
 		}
 		if n.what != limitsName {
@@ -217,7 +210,7 @@ func (e *engine) checkQuota(ctx context.Context, q Quota) ([]Mismatch, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			problems = append(problems, n.what+" missing")
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s unreadable (%v)", n.what, Explain(err, n.path, OpRead)))
+			problems = append(problems, fmt.Sprintf("%s unreadable (%v)", n.what, zkclient.Explain(err, n.path, zkclient.OpRead)))
 		default:
 			if c, b, ok := parseLimits(data); !ok || c != q.Count || b != q.Bytes {
 				problems = append(problems, fmt.Sprintf("limits are %q", data))
@@ -245,7 +238,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", parent, Explain(err, parent, OpList))
+			return nil, fmt.Errorf("list %s: %w", parent, zkclient.Explain(err, parent, zkclient.OpList))
 		}
 		for _, k := range kids {
 			if k == limitsName || k == statsName || e.trust.Names(k) {
@@ -257,7 +250,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 	}
 	kids, err := children(ctx, e.conn, base)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("list %s: %w", base, Explain(err, base, OpList))
+		return nil, fmt.Errorf("list %s: %w", base, zkclient.Explain(err, base, zkclient.OpList))
 	}
 	for _, k := range kids {
 		if k != path.Base(e.paths.Status()) && k != path.Base(e.paths.Agents()) {
@@ -280,7 +273,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
 		case err != nil:
-			data = []byte("unreadable: " + Explain(err, node, OpRead).Error())
+			data = []byte("unreadable: " + zkclient.Explain(err, node, zkclient.OpRead).Error())
 		}
 		out = append(out, Mismatch{Path: node, Kind: KindQuota, Fix: FixNone, Problem: fmt.Sprintf(
 			"a quota zkconf does not set covers %s (%s): writes below it past its limits fail with 'quota exceeded'", pre, data)})
@@ -293,7 +286,7 @@ func (e *engine) extraQuotas(ctx context.Context) ([]Mismatch, error) {
 // land, and the probe is deleted at once (it is ephemeral besides).
 func (e *engine) probeEnforcement(ctx context.Context, status Quota) (Mismatch, bool, error) {
 	node := status.Path + "/" + probeName
-	_, err := call(ctx, func() (string, error) {
+	_, err := zkclient.Call(ctx, func() (string, error) {
 		return e.conn.Create(node, nil, zk.FlagEphemeral, e.p.MetaACL())
 	})
 	switch {
@@ -301,9 +294,9 @@ func (e *engine) probeEnforcement(ctx context.Context, status Quota) (Mismatch, 
 		return Mismatch{}, false, nil
 	case err != nil && !errors.Is(err, zk.ErrNodeExists):
 		return Mismatch{Path: status.Dir(), Kind: KindQuota, Fix: FixNone,
-			Problem: "cannot probe whether quotas are enforced: " + Explain(err, node, OpCreate).Error()}, true, nil
+			Problem: "cannot probe whether quotas are enforced: " + zkclient.Explain(err, node, zkclient.OpCreate).Error()}, true, nil
 	}
-	if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(node, -1) }); err != nil &&
+	if _, err := zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(node, -1) }); err != nil &&
 		!errors.Is(err, zk.ErrNoNode) {
 		return Mismatch{}, false, fmt.Errorf("delete the quota probe %s: %w", node, err)
 	}
@@ -327,7 +320,7 @@ func (e *engine) fixQuota(ctx context.Context, q Quota) (*Action, error) {
 		st   *zk.Stat
 	}
 	get := func(p string) (node, error) {
-		return call(ctx, func() (node, error) {
+		return zkclient.Call(ctx, func() (node, error) {
 			b, st, err := e.conn.Get(p)
 			return node{b, st}, err
 		})
@@ -346,19 +339,19 @@ func (e *engine) fixQuota(ctx context.Context, q Quota) (*Action, error) {
 				&zk.CreateRequest{Path: q.limitsNode(), Data: q.limitsData(), Acl: meta},
 				&zk.CreateRequest{Path: q.statsNode(), Data: []byte("count=0,bytes=0"), Acl: meta})
 			var res []zk.MultiResponse
-			res, err = call(ctx, func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) })
-			err = ExplainMulti(err, ops, res)
+			res, err = zkclient.Call(ctx, func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) })
+			err = zkclient.ExplainMulti(err, ops, res)
 		case lerr != nil:
-			return nil, wrap(Explain(lerr, q.limitsNode(), OpRead), q.limitsNode(), OpRead)
+			return nil, wrap(zkclient.Explain(lerr, q.limitsNode(), zkclient.OpRead), q.limitsNode(), zkclient.OpRead)
 		case errors.Is(serr, zk.ErrNoNode):
-			_, err = call(ctx, func() (string, error) {
+			_, err = zkclient.Call(ctx, func() (string, error) {
 				return e.conn.Create(q.statsNode(), []byte("count=0,bytes=0"), 0, meta)
 			})
-			err = Explain(err, q.statsNode(), OpCreate)
+			err = zkclient.Explain(err, q.statsNode(), zkclient.OpCreate)
 		default:
 			if c, b, ok := parseLimits(lim.data); !ok || c != q.Count || b != q.Bytes {
-				_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.Set(q.limitsNode(), q.limitsData(), lim.st.Version) })
-				err = Explain(err, q.limitsNode(), OpWrite)
+				_, err = zkclient.Call(ctx, func() (*zk.Stat, error) { return e.conn.Set(q.limitsNode(), q.limitsData(), lim.st.Version) })
+				err = zkclient.Explain(err, q.limitsNode(), zkclient.OpWrite)
 			}
 		}
 		switch {
@@ -414,16 +407,16 @@ func (e *engine) deleteTree(ctx context.Context, p string) error {
 		return nil
 	}
 	if err != nil {
-		return wrap(Explain(err, p, OpList), p, OpList)
+		return wrap(zkclient.Explain(err, p, zkclient.OpList), p, zkclient.OpList)
 	}
 	for _, k := range kids {
 		if err := e.deleteTree(ctx, p+"/"+k); err != nil {
 			return err
 		}
 	}
-	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, -1) })
+	_, err = zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return wrap(Explain(err, p, OpDelete), p, OpDelete)
+		return wrap(zkclient.Explain(err, p, zkclient.OpDelete), p, zkclient.OpDelete)
 	}
 	return nil
 }

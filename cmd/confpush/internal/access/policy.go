@@ -1,14 +1,13 @@
 package access
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/layout"
 )
@@ -18,10 +17,10 @@ import (
 type Policy struct {
 	// Publisher may do everything on the root, its items and the root's
 	// metadata tree.
-	Publisher Identity
+	Publisher aclmodel.Identity
 	// Agents may read the root and its items, create and write their
 	// own status node, and write their registry node.
-	Agents []Identity
+	Agents []aclmodel.Identity
 	// WorldReadable grants READ on the root and its items to everyone,
 	// authenticated or not. Nothing else is ever granted to the world.
 	WorldReadable bool
@@ -35,7 +34,7 @@ var ErrInvalidPolicy = errors.New("invalid access policy")
 // which would only confuse).
 func (p Policy) Validate() error {
 	var errs []error
-	if p.Publisher == (Identity{}) {
+	if p.Publisher == (aclmodel.Identity{}) {
 		errs = append(errs, errors.New("no publisher identity"))
 	} else if err := p.Publisher.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("publisher: %w", err))
@@ -61,9 +60,20 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// Trust is the Trust of the policy: Check and Repair judge status and
+// registry nodes with it, as fleet's readers do with the one they read
+// from the tree.
+func (p Policy) Trust() aclmodel.Trust { return aclmodel.NewTrust(p.Publisher, p.agents()) }
+
+// Describe renders an ACL naming each digest entry by its user and its
+// role in the policy, never its digest (aclmodel.Roles.Describe).
+func (p Policy) Describe(acl []zk.ACL) string {
+	return aclmodel.Roles{Publisher: p.Publisher, Agents: p.Agents}.Describe(acl)
+}
+
 // agents returns the agent identities without duplicates, in order.
-func (p Policy) agents() []Identity {
-	out := make([]Identity, 0, len(p.Agents))
+func (p Policy) agents() []aclmodel.Identity {
+	out := make([]aclmodel.Identity, 0, len(p.Agents))
 	for _, a := range p.Agents {
 		if !slices.Contains(out, a) {
 			out = append(out, a)
@@ -92,8 +102,8 @@ func (p Policy) RootACL() []zk.ACL {
 }
 
 // ItemACL is the ACL of every item and of the marker-mode marker: the
-// root's. The publisher copies it from the root when it creates them (see
-// InheritedACLs).
+// root's. The publisher copies it from the root when it creates them (it
+// reads the root's ACL once per publish).
 func (p Policy) ItemACL() []zk.ACL { return p.RootACL() }
 
 // BaseACL is the ACL of the root's metadata base (<meta>/roots/<key>):
@@ -137,7 +147,7 @@ func (p Policy) RegistryACL() []zk.ACL { return p.MetaACL() }
 // RegistryNodeACL is the ACL Init gives agent's registry node: publisher
 // ALL, that agent READ and WRITE (it keeps first_seen across writes).
 // Without ADMIN it cannot change the node's ACL.
-func (p Policy) RegistryNodeACL(agent Identity) []zk.ACL {
+func (p Policy) RegistryNodeACL(agent aclmodel.Identity) []zk.ACL {
 	return []zk.ACL{p.Publisher.ACL(zk.PermAll), agent.ACL(zk.PermRead | zk.PermWrite)}
 }
 
@@ -145,7 +155,7 @@ func (p Policy) RegistryNodeACL(agent Identity) []zk.ACL {
 // it: publisher ALL and ALL for the creating session's own ids (the "auth"
 // scheme, which the server replaces by the session's digest ids), so that
 // no other agent identity can read, write or re-ACL it. An agent learns the
-// publisher's entry from the status-ACL document (ReadStatusNodeACL).
+// publisher's entry from the status-ACL document (fleet.Fleet.StatusNodeACL).
 func (p Policy) StatusNodeACL() []zk.ACL {
 	return append([]zk.ACL{p.Publisher.ACL(zk.PermAll)}, zk.AuthACL(zk.PermAll)...)
 }
@@ -253,56 +263,5 @@ func (p Policy) optionalNodes(paths layout.Paths) []fixedNode {
 	}
 }
 
-// statusDocFormat is the version of the status-ACL document.
-const statusDocFormat = 1
-
-// statusDoc is the metadata base's data: what an agent adds to its status
-// node's ACL besides its own ids.
-type statusDoc struct {
-	Format        int      `json:"format"`
-	StatusNodeACL []docACL `json:"status_node_acl"`
-}
-
-type docACL struct {
-	Scheme string `json:"scheme"`
-	ID     string `json:"id"`
-	Perms  int32  `json:"perms"`
-}
-
 // statusDocument is the document Init writes on the metadata base.
-func (p Policy) statusDocument() []byte {
-	a := p.Publisher.ACL(zk.PermAll)
-	b, err := json.Marshal(statusDoc{Format: statusDocFormat, StatusNodeACL: []docACL{{a.Scheme, a.ID, a.Perms}}})
-	if err != nil {
-		panic(err) // cannot happen: plain strings and ints
-	}
-	return b
-}
-
-// parseStatusDoc decodes a status-ACL document into ACL entries. Only
-// digest entries are accepted: the document may only name identities.
-func parseStatusDoc(b []byte) ([]zk.ACL, error) {
-	var d statusDoc
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("status-ACL document: %w", err)
-	}
-	if d.Format != statusDocFormat {
-		return nil, fmt.Errorf("status-ACL document format %d: this version understands %d", d.Format, statusDocFormat)
-	}
-	if len(d.StatusNodeACL) == 0 {
-		return nil, errors.New("status-ACL document names nobody")
-	}
-	out := make([]zk.ACL, 0, len(d.StatusNodeACL))
-	for _, e := range d.StatusNodeACL {
-		if e.Scheme != "digest" || e.Perms <= 0 || e.Perms&^zk.PermAll != 0 {
-			return nil, fmt.Errorf("status-ACL document: entry %s:%s (perms %d) is not a digest identity with valid permissions",
-				e.Scheme, userOf(e.ID), e.Perms)
-		}
-		user, digest, _ := strings.Cut(e.ID, ":")
-		if _, err := IdentityFromDigest(user, digest); err != nil {
-			return nil, fmt.Errorf("status-ACL document: %w", err)
-		}
-		out = append(out, zk.ACL{Perms: e.Perms, Scheme: e.Scheme, ID: e.ID})
-	}
-	return out, nil
-}
+func (p Policy) statusDocument() []byte { return aclmodel.StatusDocument(p.Publisher) }

@@ -9,7 +9,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Bounds of Repair's loops. A pass re-checks the whole tree: a publish
@@ -31,8 +34,8 @@ var ErrConcurrentChange = errors.New("node kept changing during repair")
 // status-ACL document and deletes status nodes no identity of the policy
 // owns. It then checks again, up to three passes, and reports what
 // remains (advisories, see Mismatch.Repairable). A root that does not exist
-// is ErrNotInitialized: Repair never creates a root (a mistyped root name
-// must not become a new tree). Permission errors are *PermissionError and
+// is fleet.ErrNotInitialized: Repair never creates a root (a mistyped root name
+// must not become a new tree). Permission errors are *zkclient.PermissionError and
 // end the repair at once.
 func Repair(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Report, error) {
 	e, err := newEngine(conn, paths, p)
@@ -145,16 +148,16 @@ func (e *engine) fix(ctx context.Context, m Mismatch) (*Action, error) {
 
 // create creates p; false when it exists already.
 func (e *engine) create(ctx context.Context, p string, data []byte, acl []zk.ACL) (bool, error) {
-	_, err := call(ctx, func() (string, error) { return e.conn.Create(p, data, 0, acl) })
+	_, err := zkclient.Call(ctx, func() (string, error) { return e.conn.Create(p, data, 0, acl) })
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, zk.ErrNodeExists):
 		return false, nil
 	case errors.Is(err, zk.ErrNoNode):
-		return false, fmt.Errorf("create %s: its parent does not exist: %w", p, ErrNotInitialized)
+		return false, fmt.Errorf("create %s: its parent does not exist: %w", p, fleet.ErrNotInitialized)
 	}
-	return false, wrap(Explain(err, p, OpCreate), p, OpCreate)
+	return false, wrap(zkclient.Explain(err, p, zkclient.OpCreate), p, zkclient.OpCreate)
 }
 
 // setACL sets one node's ACL to want, with a compare-and-swap on the ACL
@@ -168,13 +171,13 @@ func (e *engine) setACL(ctx context.Context, p string, k Kind, want []zk.ACL) (*
 		if err != nil {
 			return nil, err
 		}
-		if SameACL(got, want) {
+		if aclmodel.SameACL(got, want) {
 			return nil, nil
 		}
 		if e.beforeSetACL != nil {
 			e.beforeSetACL(p)
 		}
-		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.SetACL(p, want, st.Aversion) })
+		_, err = zkclient.Call(ctx, func() (*zk.Stat, error) { return e.conn.SetACL(p, want, st.Aversion) })
 		switch {
 		case err == nil:
 			return &Action{Path: p, Kind: k, Did: FixSetACL,
@@ -184,7 +187,7 @@ func (e *engine) setACL(ctx context.Context, p string, k Kind, want []zk.ACL) (*
 		case errors.Is(err, zk.ErrBadVersion):
 			continue
 		}
-		return nil, wrap(Explain(err, p, OpSetACL), p, OpSetACL)
+		return nil, wrap(zkclient.Explain(err, p, zkclient.OpSetACL), p, zkclient.OpSetACL)
 	}
 	return nil, fmt.Errorf("set ACL of %s: %w", p, ErrConcurrentChange)
 }
@@ -201,9 +204,9 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, nil
-		case errors.Is(err, ErrPermission):
-			reason = Unreadable(err)
-			st, err = call(ctx, func() (*zk.Stat, error) {
+		case errors.Is(err, zkclient.ErrPermission):
+			reason = aclmodel.Unreadable(err)
+			st, err = zkclient.Call(ctx, func() (*zk.Stat, error) {
 				ok, st, err := e.conn.Exists(p)
 				if err == nil && !ok {
 					err = zk.ErrNoNode
@@ -224,7 +227,7 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 		if reason == "" {
 			return nil, nil
 		}
-		_, err = call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, st.Version) })
+		_, err = zkclient.Call(ctx, func() (struct{}, error) { return struct{}{}, e.conn.Delete(p, st.Version) })
 		switch {
 		case err == nil:
 			return &Action{Path: p, Kind: k, Did: FixDelete, Detail: "untrusted: " + reason}, nil
@@ -233,7 +236,7 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 		case errors.Is(err, zk.ErrBadVersion):
 			continue
 		}
-		return nil, wrap(Explain(err, p, OpDelete), p, OpDelete)
+		return nil, wrap(zkclient.Explain(err, p, zkclient.OpDelete), p, zkclient.OpDelete)
 	}
 	return nil, fmt.Errorf("delete %s: %w", p, ErrConcurrentChange)
 }
@@ -244,29 +247,29 @@ func (e *engine) deleteUntrusted(ctx context.Context, p string, k Kind) (*Action
 func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 	base := e.paths.Base()
 	want := e.p.statusDocument()
-	wantACL, _ := parseStatusDoc(want)
+	wantACL, _ := aclmodel.ParseStatusDoc(want)
 	type got struct {
 		data []byte
 		st   *zk.Stat
 	}
 	for range casAttempts {
-		g, err := call(ctx, func() (got, error) {
+		g, err := zkclient.Call(ctx, func() (got, error) {
 			b, st, err := e.conn.Get(base)
 			return got{b, st}, err
 		})
 		if err != nil {
-			return nil, wrap(Explain(err, base, OpRead), base, OpRead)
+			return nil, wrap(zkclient.Explain(err, base, zkclient.OpRead), base, zkclient.OpRead)
 		}
 		if len(g.data) > 0 {
-			acl, perr := parseStatusDoc(g.data)
-			if perr == nil && SameACL(acl, wantACL) {
+			acl, perr := aclmodel.ParseStatusDoc(g.data)
+			if perr == nil && aclmodel.SameACL(acl, wantACL) {
 				return nil, nil
 			}
 			if perr != nil && !strings.HasPrefix(strings.TrimSpace(string(g.data)), "{") {
 				return nil, fmt.Errorf("%s holds %d bytes that are not a status-ACL document: not overwritten", base, len(g.data))
 			}
 		}
-		_, err = call(ctx, func() (*zk.Stat, error) { return e.conn.Set(base, want, g.st.Version) })
+		_, err = zkclient.Call(ctx, func() (*zk.Stat, error) { return e.conn.Set(base, want, g.st.Version) })
 		switch {
 		case err == nil:
 			return &Action{Path: base, Kind: KindBase, Did: FixDocument,
@@ -274,7 +277,7 @@ func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 		case errors.Is(err, zk.ErrBadVersion):
 			continue
 		}
-		return nil, wrap(Explain(err, base, OpWrite), base, OpWrite)
+		return nil, wrap(zkclient.Explain(err, base, zkclient.OpWrite), base, zkclient.OpWrite)
 	}
 	return nil, fmt.Errorf("write %s: %w", base, ErrConcurrentChange)
 }
@@ -292,7 +295,7 @@ func (e *engine) writeDocument(ctx context.Context) (*Action, error) {
 // idempotent: on an existing tree it repairs (see Repair), which is also
 // how an open tree from before the ACLs is locked down. conn must be
 // authenticated as p.Publisher. A root or metadata node created by someone
-// else, without ADMIN for the publisher, fails with a *PermissionError.
+// else, without ADMIN for the publisher, fails with a *zkclient.PermissionError.
 func Init(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Report, error) {
 	e, err := newEngine(conn, paths, p)
 	if err != nil {
@@ -322,9 +325,9 @@ func Init(ctx context.Context, conn *zk.Conn, paths layout.Paths, p Policy) (Rep
 	r, err := e.repair(ctx)
 	rep.Actions = append(rep.Actions, r.Actions...)
 	rep.Remaining = r.Remaining
-	var pe *PermissionError
+	var pe *zkclient.PermissionError
 	switch {
-	case errors.As(err, &pe) && pe.Op == OpSetACL:
+	case errors.As(err, &pe) && pe.Op == zkclient.OpSetACL:
 		return rep, fmt.Errorf("init %s: %w; if %s was created by another identity, its owner or a ZooKeeper "+
 			"super user must delete it or grant the publisher ADMIN", paths.Root, err, pe.Path)
 	case err != nil:

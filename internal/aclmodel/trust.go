@@ -1,25 +1,23 @@
-package access
+package aclmodel
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkconf/zkconf/internal/layout"
 )
 
 // Trust judges whether a status or registry node is provably the agent's
-// it is named after. Under an access policy a node is the agent's when its
+// it is named after: the one rule fleet's readers and confpush acl judge
+// by. Under an access policy a node is the agent's when its
 // ACL is exactly the one that agent's identity gives it (the status-ACL
 // document's entries plus ALL for the digest identity whose user is the
 // node's name): any other identity holding only CREATE on the parent can
 // create the name, but only with an ACL naming itself or, without knowing
 // the agent's digest, not the agent. On a tree without a policy (open
 // mode) no ACL proves anything: only the ephemeral owner and the content
-// can be checked (see Open).
+// can be checked (see Open). Readers build it with TrustFromTree, confpush
+// acl from the policy it is given (NewTrust).
 //
 // The zero value is open mode.
 type Trust struct {
@@ -27,8 +25,8 @@ type Trust struct {
 	doc []zk.ACL
 	// agents are the policy's agent identities by user.
 	agents map[string]Identity
-	// describe names entries for people.
-	describe Policy
+	// roles names entries for people.
+	roles Roles
 }
 
 // Open reports whether the tree has no access policy: node ACLs then prove
@@ -47,57 +45,49 @@ func (t Trust) Agents() []string {
 	return out
 }
 
-// Trust is the Trust of the policy (Check and Repair judge with it).
-func (p Policy) Trust() Trust {
-	t := Trust{doc: []zk.ACL{p.Publisher.ACL(zk.PermAll)}, agents: map[string]Identity{}, describe: p}
-	for _, a := range p.agents() {
+// NewTrust is the Trust of a policy of publisher and agents, judged before
+// it is in the tree (confpush acl checks a tree against the policy it is
+// given).
+func NewTrust(publisher Identity, agents []Identity) Trust {
+	t := Trust{doc: []zk.ACL{publisher.ACL(zk.PermAll)}, agents: map[string]Identity{},
+		roles: Roles{Publisher: publisher, Agents: agents}}
+	for _, a := range agents {
 		t.agents[a.User] = a
 	}
 	return t
 }
 
-// ReadTrust reads what a reader needs to judge status and registry nodes:
-// the status-ACL document on the metadata base (missing or empty: open
-// mode, the zero Trust) and the agent identities from the root's ACL
-// (digest entries granting exactly READ, as Init sets them). The session
-// needs ADMIN on the root to see the digests (the publisher has it);
-// otherwise the error is a *PermissionError: a reader that cannot verify
-// must not count anything.
-func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, error) {
-	doc, err := readStatusDoc(ctx, conn, paths)
-	if errors.Is(err, ErrNotInitialized) {
-		return Trust{}, nil
-	}
-	if err != nil {
-		return Trust{}, err
-	}
-	acl, _, err := copyableACL(ctx, conn, paths.Root)
-	if err != nil {
-		return Trust{}, fmt.Errorf("read the agent identities: %w", err)
+// TrustFromTree is the Trust a reader finds in the tree: doc, the entries
+// of the status-ACL document on the metadata base (nil: the tree has no
+// access policy, open mode), and the agent identities of the root's ACL
+// (its digest entries granting exactly READ, as confpush init sets them),
+// rootACL as read with its digests.
+func TrustFromTree(doc, rootACL []zk.ACL) Trust {
+	if doc == nil {
+		return Trust{}
 	}
 	t := Trust{doc: doc, agents: map[string]Identity{}}
-	docIDs := effective(doc)
-	eff := effective(acl)
-	for k, perms := range eff {
-		if k.scheme != "digest" || perms != zk.PermRead {
+	docIDs := Effective(doc)
+	for k, perms := range Effective(rootACL) {
+		if k.Scheme != "digest" || perms != zk.PermRead {
 			continue
 		}
 		if _, ok := docIDs[k]; ok {
 			continue
 		}
-		id, err := ParseDigestIdentity(k.id)
+		id, err := ParseDigestIdentity(k.ID)
 		if err != nil {
 			continue
 		}
 		t.agents[id.User] = id
 	}
 	if pub, err := ParseDigestIdentity(doc[0].ID); err == nil {
-		t.describe.Publisher = pub
+		t.roles.Publisher = pub
 	}
 	for _, a := range t.agents {
-		t.describe.Agents = append(t.describe.Agents, a)
+		t.roles.Agents = append(t.roles.Agents, a)
 	}
-	return t, nil
+	return t
 }
 
 // Names reports whether the policy has an agent identity whose user is
@@ -105,6 +95,12 @@ func ReadTrust(ctx context.Context, conn *zk.Conn, paths layout.Paths) (Trust, e
 func (t Trust) Names(agent string) bool {
 	_, ok := t.agents[agent]
 	return ok && !t.Open()
+}
+
+// Identity returns the policy's agent identity whose user is agent.
+func (t Trust) Identity(agent string) (Identity, bool) {
+	id, ok := t.agents[agent]
+	return id, ok
 }
 
 // Want is the ACL agent's status node must have; false when the policy names no
@@ -127,11 +123,11 @@ func (t Trust) JudgeACL(agent string, acl []zk.ACL) string {
 	switch {
 	case !ok:
 		return fmt.Sprintf("the policy has no agent identity %q", agent)
-	case redacted(acl):
+	case Redacted(acl):
 		return "its ACL cannot be verified (digests hidden: the reader lacks ADMIN on it)"
 	case !SameACL(acl, want):
 		return fmt.Sprintf("its ACL is %s, not what agent %s's identity gives it (%s)",
-			t.describe.Describe(acl), agent, t.describe.Describe(want))
+			t.roles.Describe(acl), agent, t.roles.Describe(want))
 	}
 	return ""
 }
@@ -143,20 +139,20 @@ func (t Trust) JudgeACL(agent string, acl []zk.ACL) string {
 // created itself before Init made them (the status node's ACL: ALL for
 // the agent).
 func (t Trust) JudgeRegistration(agent string, acl []zk.ACL) string {
-	want, ok := t.wantRegistry(agent)
+	want, ok := t.WantRegistry(agent)
 	if ok && SameACL(acl, want) {
 		return ""
 	}
 	why := t.JudgeACL(agent, acl)
-	if why == "" || !ok || redacted(acl) {
+	if why == "" || !ok || Redacted(acl) {
 		return why
 	}
 	return fmt.Sprintf("its ACL is %s, not what agent %s's registry node has (%s)",
-		t.describe.Describe(acl), agent, t.describe.Describe(want))
+		t.roles.Describe(acl), agent, t.roles.Describe(want))
 }
 
-// wantRegistry is the ACL Init gives agent's registry node.
-func (t Trust) wantRegistry(agent string) ([]zk.ACL, bool) {
+// WantRegistry is the ACL confpush init gives agent's registry node.
+func (t Trust) WantRegistry(agent string) ([]zk.ACL, bool) {
 	id, ok := t.agents[agent]
 	if t.Open() || !ok {
 		return nil, false

@@ -1,4 +1,4 @@
-package access
+package zkclient
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Op is a ZooKeeper operation, as named in permission errors. Each needs
@@ -45,20 +44,33 @@ func (op Op) need(p string) (perm, node string) {
 	return "the permission " + string(op) + " needs", p
 }
 
-// ErrPermission matches every *PermissionError (errors.Is). It is
-// zkclient's, so that callers outside the module can name it.
-var ErrPermission = zkclient.ErrPermission
-
-// ErrAuthRejected matches every *AuthError (errors.Is); zkclient's too.
-var ErrAuthRejected = zkclient.ErrAuthRejected
-
-// ErrQuotaExceeded matches every *QuotaError (errors.Is); zkclient's too.
-var ErrQuotaExceeded = zkclient.ErrQuotaExceeded
-
-// ErrNotInitialized means the root's access tree was never set up by
-// Init: the root or its metadata base (with its status-ACL document) is
-// missing.
-var ErrNotInitialized = errors.New("access control not initialized (run confpush init)")
+// The error classes (see the package documentation, "Errors"). Each is a
+// sentinel that errors.Is matches, whatever package returned the error.
+var (
+	// ErrPermission matches every request ZooKeeper refused with NoAuth,
+	// explained as a *PermissionError naming the operation, the node and
+	// the permission missing. Fatal for that request: retrying cannot
+	// change the answer. A wrong password looks exactly like this:
+	// ZooKeeper accepts any digest credentials at login and only compares
+	// them with ACLs.
+	ErrPermission = errors.New("permission denied")
+	// ErrAuthFailed means the server refused the credentials: a session
+	// that ended in the AuthFailed state (Session.WaitConnected), or a
+	// request answered with an authentication failure (*AuthError). Fatal,
+	// never retried.
+	ErrAuthFailed = errors.New("ZooKeeper authentication failed")
+	// ErrQuotaExceeded matches every write ZooKeeper refused because an
+	// enforced quota (a server run with zookeeper.enforceQuota=true) on the
+	// node or an ancestor is full (*QuotaError). The same write cannot
+	// succeed until the node shrinks, nodes are removed or the quota
+	// changes (docs/security.md, "Quotas").
+	ErrQuotaExceeded = errors.New("ZooKeeper quota exceeded")
+	// ErrSessionExpired is the client's session-expiry error
+	// (zk.ErrSessionExpired itself, so that the client's own errors match
+	// it): the session is gone, with its watches and its ephemeral nodes.
+	// Errors of zkconf caused by an expiry wrap it.
+	ErrSessionExpired = zk.ErrSessionExpired
+)
 
 // PermissionError is a request ZooKeeper refused with NoAuth: the identity
 // in use lacks Perm on Node. It is fatal: retrying or reconnecting cannot
@@ -122,8 +134,8 @@ func (e *AuthError) Error() string {
 // Unwrap returns the client's error.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrAuthRejected) true.
-func (e *AuthError) Is(target error) bool { return target == ErrAuthRejected }
+// Is makes errors.Is(err, ErrAuthFailed) true.
+func (e *AuthError) Is(target error) bool { return target == ErrAuthFailed }
 
 // QuotaError is a write ZooKeeper refused with QuotaExceeded (code -125,
 // which go-zookeeper reports as "unknown error: -125"): an enforced quota
@@ -169,7 +181,7 @@ func Explain(err error, path string, op Op) error {
 		return &PermissionError{Op: op, Path: path, Node: node, Perm: perm, Err: err}
 	case errors.Is(err, zk.ErrAuthFailed):
 		return &AuthError{Op: op, Path: path, Err: err}
-	case zkclient.IsQuotaExceeded(err):
+	case IsQuotaExceeded(err):
 		return &QuotaError{Op: op, Path: path, Err: err}
 	}
 	return err
@@ -179,7 +191,7 @@ func Explain(err error, path string, op Op) error {
 // QuotaExceeded) it finds the refused operation in the responses and
 // explains it with its path. ops are the pointers passed to Multi.
 func ExplainMulti(err error, ops []any, res []zk.MultiResponse) error {
-	quota := zkclient.IsQuotaExceeded(err)
+	quota := IsQuotaExceeded(err)
 	if !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrAuthFailed) && !quota {
 		return err
 	}
@@ -187,7 +199,7 @@ func ExplainMulti(err error, ops []any, res []zk.MultiResponse) error {
 		if i >= len(ops) {
 			continue
 		}
-		if quota && !zkclient.IsQuotaExceeded(r.Error) || !quota && !errors.Is(r.Error, zk.ErrNoAuth) {
+		if quota && !IsQuotaExceeded(r.Error) || !quota && !errors.Is(r.Error, zk.ErrNoAuth) {
 			continue
 		}
 		switch o := ops[i].(type) {

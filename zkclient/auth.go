@@ -1,4 +1,4 @@
-package zkconn
+package zkclient
 
 import (
 	"errors"

@@ -1,7 +1,13 @@
-// Package access is zkconf's ZooKeeper access model: who may read and
-// write a config root, its items and its metadata tree, the ACLs that say
-// so, and the errors that explain a refusal. docs/security.md is the
-// operator's guide; this comment is the model.
+// Package access is confpush's access policy: who may read and write a
+// config root, its items and its metadata tree, the ACLs that say so, and
+// what confpush init and confpush acl do with them (Init, Check, Repair,
+// the quotas). It is the binary's: the runtime pieces every reader and
+// writer uses are elsewhere (the identities, the ACL comparison, the
+// status-ACL document's format and the rule judging a status or registry
+// node in internal/aclmodel; the reading of that document and the judging
+// of agents in fleet; the copying of ACLs in publish; the explained
+// refusals, *zkclient.PermissionError and its siblings, in zkclient).
+// docs/security.md is the operator's guide; this comment is the model.
 //
 // # Identities
 //
@@ -16,7 +22,7 @@
 // Nobody else ("world", including sessions with a wrong password) may do
 // anything, except READ on the root and its items when the policy is
 // WorldReadable. Init takes identities as digests, so confpush never needs
-// an agent's password (ParseDigestIdentity, Digest).
+// an agent's password (aclmodel.ParseDigestIdentity, aclmodel.Digest).
 //
 // # ACLs
 //
@@ -39,10 +45,10 @@
 // server replaces "auth" by the creating session's ids, so no other agent
 // identity can read, write, re-ACL or delete it. The agent learns the
 // publisher's entry from the status-ACL document on the metadata base
-// (ReadStatusNodeACL), which is why agents may read the base.
+// (fleet.Fleet.StatusNodeACL), which is why agents may read the base.
 //
 // The publisher creates every node with the ACL of the node that holds it,
-// read by InheritedACLs (a publisher re-reads it whenever the ACL version
+// read once per publish (a publisher re-reads it whenever the ACL version
 // changes): items and the marker get the
 // root's, history entries, blobs and liveness nodes the history parent's.
 // So publishing needs no knowledge of the policy, and Init or a repair
@@ -55,8 +61,8 @@
 //     children and data are protected.
 //   - Digest credentials are never refused at login: AddAuth with a wrong
 //     password succeeds and the session simply lacks the permissions; the
-//     first request fails with zk.ErrNoAuth (Explain names the node and
-//     the permission). zk.ErrAuthFailed is only for a scheme the server
+//     first request fails with zk.ErrNoAuth (zkclient.Explain names the
+//     node and the permission). zk.ErrAuthFailed is only for a scheme the server
 //     does not know or a SASL/certificate login it refused; the server then
 //     drops the connection and the client reconnects to the same session
 //     without those credentials. go-zookeeper v1.0.4 declares
@@ -65,12 +71,12 @@
 //     does not exist yet, with any ACL, even one naming another identity's
 //     digest. So an agent identity can create a status or registry node
 //     under another agent's name. Readers therefore trust such a node only
-//     when its ACL is exactly the named agent's (Trust, ReadTrust); Check
+//     when its ACL is exactly the named agent's (aclmodel.Trust); Check
 //     reports any other as untrusted and Repair deletes it. Anyone with
 //     DELETE on the root's parent can delete the root while it has no
 //     items (Check reports such a parent, KindAncestor).
 //   - Digests are unsalted SHA-1. The publisher's is readable by every
 //     agent identity (status-ACL document) and every agent's by the
-//     publisher: passwords must be random (ParseIdentity refuses short
-//     ones).
+//     publisher: passwords must be random (aclmodel.ParseIdentity refuses
+//     short ones).
 package access

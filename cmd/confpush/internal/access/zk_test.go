@@ -10,9 +10,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // world is the ACL of an open tree, as zkconf created it before ACLs.
@@ -23,6 +26,16 @@ var world = zk.WorldACL(zk.PermAll)
 func connectAs(t *testing.T, c *zktest.Cluster, user string) *zk.Conn {
 	t.Helper()
 	return connectWith(t, c, user, password(user))
+}
+
+// statusNodeACL is the ACL the agent whose session is conn gives its
+// status node, as an agent reads it (fleet.Fleet.StatusNodeACL).
+func statusNodeACL(ctx context.Context, conn *zk.Conn, paths layout.Paths) ([]zk.ACL, error) {
+	fl, err := fleet.New(zkclient.Fixed(conn, nil), paths.Root, fleet.WithMeta(paths.Meta))
+	if err != nil {
+		return nil, err
+	}
+	return fl.StatusNodeACL(ctx)
 }
 
 func connectWith(t *testing.T, c *zktest.Cluster, user, pass string) *zk.Conn {
@@ -47,10 +60,17 @@ func ctxT(t *testing.T) context.Context {
 // manifest, creates items, a blob and a history entry.
 func publishAs(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Paths, gen int64, items ...string) {
 	t.Helper()
-	in, err := access.InheritedACLs(ctx, conn, paths, world)
-	if err != nil {
-		t.Fatalf("InheritedACLs: %v", err)
+	copyACL := func(p string) []zk.ACL {
+		acl, _, err := zkclient.ReadACL(ctx, conn, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return world
+		}
+		if err != nil {
+			t.Fatalf("copy the ACL of %s: %v", p, err)
+		}
+		return acl
 	}
+	in := struct{ Item, Meta []zk.ACL }{copyACL(paths.Root), copyACL(paths.History())}
 	ops := []any{&zk.SetDataRequest{Path: paths.Root, Data: []byte(`{"format":1}`), Version: -1}}
 	for _, it := range items {
 		ops = append(ops, &zk.CreateRequest{Path: paths.Item(it), Data: []byte("content of " + it), Acl: in.Item})
@@ -59,7 +79,7 @@ func publishAs(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Pa
 		&zk.CreateRequest{Path: paths.Blob(strings.Repeat("b", 63) + string(rune('0'+gen))), Data: []byte("blob"), Acl: in.Meta},
 		&zk.CreateRequest{Path: paths.HistoryNode(gen), Data: []byte(`{"format":1}`), Acl: in.Meta})
 	if res, err := conn.Multi(ops...); err != nil {
-		t.Fatalf("publish: %v", access.ExplainMulti(err, ops, res))
+		t.Fatalf("publish: %v", zkclient.ExplainMulti(err, ops, res))
 	}
 }
 
@@ -94,7 +114,7 @@ func TestModel(t *testing.T) {
 	c := zktest.Start(t)
 	ctx := ctxT(t)
 	pubID, webID, dbID := mustID(t, "publisher"), mustID(t, "web1"), mustID(t, "db1")
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{webID, dbID}}
+	pol := access.Policy{Publisher: pubID, Agents: []aclmodel.Identity{webID, dbID}}
 	paths := layout.New("/config", layout.DefaultMeta)
 
 	pub := connectAs(t, c, "publisher")
@@ -118,7 +138,7 @@ func TestModel(t *testing.T) {
 		t.Errorf("root after Init = %q, %v; want empty data (the first publish writes generation 1)", data, err)
 	}
 	for p, want := range pol.ACLs(paths) {
-		if got := aclOf(t, pub, p); !access.SameACL(got, want) {
+		if got := aclOf(t, pub, p); !aclmodel.SameACL(got, want) {
 			t.Errorf("ACL of %s = %s; want %s", p, pol.Describe(got), pol.Describe(want))
 		}
 	}
@@ -131,11 +151,11 @@ func TestModel(t *testing.T) {
 	// The publisher publishes with the ACLs it reads from the tree.
 	publishAs(t, ctx, pub, paths, 1, "app.json", "db.conf")
 	for _, it := range []string{"app.json", "db.conf"} {
-		if got := aclOf(t, pub, paths.Item(it)); !access.SameACL(got, pol.RootACL()) {
+		if got := aclOf(t, pub, paths.Item(it)); !aclmodel.SameACL(got, pol.RootACL()) {
 			t.Errorf("item %s has %s; want the root's ACL", it, pol.Describe(got))
 		}
 	}
-	if got := aclOf(t, pub, paths.HistoryNode(1)); !access.SameACL(got, pol.MetaACL()) {
+	if got := aclOf(t, pub, paths.HistoryNode(1)); !aclmodel.SameACL(got, pol.MetaACL()) {
 		t.Errorf("history entry has %s; want %s", pol.Describe(got), pol.Describe(pol.MetaACL()))
 	}
 	if err := access.Probe(ctx, pub, paths, access.RolePublisher); err != nil {
@@ -184,19 +204,19 @@ func TestModel(t *testing.T) {
 		wantNoAuth(t, "list the fleet", err)
 		ops := []any{&zk.SetDataRequest{Path: paths.Root, Data: []byte("x"), Version: -1}}
 		res, err := web.Multi(ops...)
-		err = access.ExplainMulti(err, ops, res)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "write on /config") ||
+		err = zkclient.ExplainMulti(err, ops, res)
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "write on /config") ||
 			!strings.Contains(err.Error(), "lacks WRITE") {
 			t.Errorf("multi as an agent = %v", err)
 		}
 	})
 
 	t.Run("status nodes", func(t *testing.T) {
-		acl, err := access.ReadStatusNodeACL(ctx, web, paths)
+		acl, err := statusNodeACL(ctx, web, paths)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !access.SameACL(acl, pol.StatusNodeACL()) {
+		if !aclmodel.SameACL(acl, pol.StatusNodeACL()) {
 			t.Fatalf("ReadStatusNodeACL = %v; want %v", acl, pol.StatusNodeACL())
 		}
 		mine := paths.StatusNode("web1")
@@ -205,7 +225,7 @@ func TestModel(t *testing.T) {
 		_, err = web.Set(mine, []byte(`{"generation":2}`), -1)
 		wantOK(t, "set own status node", err)
 		got := aclOf(t, pub, mine)
-		if !access.SameACL(got, []zk.ACL{pubID.ACL(zk.PermAll), webID.ACL(zk.PermAll)}) {
+		if !aclmodel.SameACL(got, []zk.ACL{pubID.ACL(zk.PermAll), webID.ACL(zk.PermAll)}) {
 			t.Errorf("status node ACL = %s; want publisher and web1 ALL", pol.Describe(got))
 		}
 		// The publisher (confpush status, fleet) reads it.
@@ -224,7 +244,7 @@ func TestModel(t *testing.T) {
 		// everyone's nodes. Closing the session removes it.
 		wantNoAuth(t, "owner deletes it", web.Delete(mine, -1))
 		// The other agent creates its own.
-		dbACL, err := access.ReadStatusNodeACL(ctx, db, paths)
+		dbACL, err := statusNodeACL(ctx, db, paths)
 		wantOK(t, "db1 reads the status ACL", err)
 		_, err = db.Create(paths.StatusNode("db1"), []byte("{}"), zk.FlagEphemeral, dbACL)
 		wantOK(t, "db1 creates its status node", err)
@@ -253,12 +273,12 @@ func TestModel(t *testing.T) {
 		wantNoAuth(t, "get metadata base", err)
 		_, err = stranger.Set(paths.Root, []byte("x"), -1)
 		wantNoAuth(t, "set root", err)
-		_, err = access.ReadStatusNodeACL(ctx, stranger, paths)
-		if !errors.Is(err, access.ErrPermission) {
+		_, err = statusNodeACL(ctx, stranger, paths)
+		if !errors.Is(err, zkclient.ErrPermission) {
 			t.Errorf("ReadStatusNodeACL as a stranger = %v", err)
 		}
 		err = access.Probe(ctx, stranger, paths, access.RoleAgent)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "read on /config") {
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "read on /config") {
 			t.Errorf("Probe as a stranger = %v", err)
 		}
 		// What ZooKeeper does not protect: exists and sync check no ACL,
@@ -275,7 +295,7 @@ func TestModel(t *testing.T) {
 		bad := connectWith(t, c, "web1", "not-the-password-at-all")
 		_, _, err := bad.Get(paths.Root)
 		wantNoAuth(t, "get root with a wrong password", err)
-		err = access.Explain(err, paths.Root, access.OpRead)
+		err = zkclient.Explain(err, paths.Root, zkclient.OpRead)
 		want := "permission denied: read on /config (the ZooKeeper identity in use lacks READ; check the credentials file"
 		if !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("explained = %q; want it to start with %q", err, want)
@@ -283,22 +303,23 @@ func TestModel(t *testing.T) {
 		// A publisher with a wrong password cannot copy ACLs: Probe says so.
 		badPub := connectWith(t, c, "publisher", "not-the-password-either")
 		err = access.Probe(ctx, badPub, paths, access.RolePublisher)
-		var pe *access.PermissionError
-		if !errors.As(err, &pe) || pe.Path != paths.Root || pe.Op != access.OpReadACL {
+		var pe *zkclient.PermissionError
+		if !errors.As(err, &pe) || pe.Path != paths.Root || pe.Op != zkclient.OpReadACL {
 			t.Errorf("Probe(publisher) with a wrong password = %v", err)
 		}
 	})
 
 	t.Run("an agent identity without ADMIN cannot copy ACLs", func(t *testing.T) {
 		// GetACL with READ only hides digests ("user:x"); copying that ACL
-		// would lock everyone out, so InheritedACLs refuses.
+		// would lock everyone out, so ReadACL (with which a publisher
+		// copies it) refuses.
 		acl := aclOf(t, web, paths.Root)
 		if !strings.Contains(pol.Describe(acl), "digest hidden") {
 			t.Fatalf("ACL as read by an agent = %s; want digests hidden", pol.Describe(acl))
 		}
-		_, err := access.InheritedACLs(ctx, web, paths, world)
-		if !errors.Is(err, access.ErrPermission) || !strings.Contains(err.Error(), "ADMIN") {
-			t.Errorf("InheritedACLs as an agent = %v", err)
+		_, _, err := zkclient.ReadACL(ctx, web, paths.Root)
+		if !errors.Is(err, zkclient.ErrPermission) || !strings.Contains(err.Error(), "ADMIN") {
+			t.Errorf("ReadACL as an agent = %v", err)
 		}
 	})
 
@@ -329,7 +350,7 @@ func TestModel(t *testing.T) {
 			t.Errorf("PolicyFromRoot = %v", got)
 		}
 		_, err = access.PolicyFromRoot(ctx, web, paths, webID)
-		if !errors.Is(err, access.ErrPermission) {
+		if !errors.Is(err, zkclient.ErrPermission) {
 			t.Errorf("PolicyFromRoot as an agent = %v; want a permission error (digests hidden)", err)
 		}
 	})
@@ -347,7 +368,7 @@ func TestModel(t *testing.T) {
 func TestWorldReadable(t *testing.T) {
 	c := zktest.Start(t)
 	ctx := ctxT(t)
-	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1")}, WorldReadable: true}
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}, WorldReadable: true}
 	// A root under a parent Init creates: no advisory about "/" then.
 	paths := layout.New("/zkconf-roots/web", layout.DefaultMeta)
 	pub := connectAs(t, c, "publisher")
@@ -389,7 +410,7 @@ func TestCheckRepair(t *testing.T) {
 	c := zktest.Start(t)
 	ctx := ctxT(t)
 	pubID, webID := mustID(t, "publisher"), mustID(t, "web1")
-	pol := access.Policy{Publisher: pubID, Agents: []access.Identity{webID}}
+	pol := access.Policy{Publisher: pubID, Agents: []aclmodel.Identity{webID}}
 	paths := layout.New("/cfg/web", "/meta")
 	pub := connectAs(t, c, "publisher")
 	if _, err := access.Init(ctx, pub, paths, pol); err != nil {
@@ -451,7 +472,7 @@ func TestCheckRepair(t *testing.T) {
 
 	// The root's ACL is intact, so the policy can be read back from it.
 	fromRoot, err := access.PolicyFromRoot(ctx, pub, paths, pubID)
-	if err != nil || !access.SameACL(fromRoot.RootACL(), pol.RootACL()) {
+	if err != nil || !aclmodel.SameACL(fromRoot.RootACL(), pol.RootACL()) {
 		t.Fatalf("PolicyFromRoot = %v, %v", fromRoot, err)
 	}
 	rep, err := access.Repair(ctx, pub, paths, fromRoot)
@@ -475,7 +496,7 @@ func TestCheckRepair(t *testing.T) {
 	if ok, _, _ := pub.Exists(paths.StatusNode("web1")); ok {
 		t.Error("the world-writable status node survived Repair")
 	}
-	if _, err := access.ReadStatusNodeACL(ctx, web, paths); err != nil {
+	if _, err := statusNodeACL(ctx, web, paths); err != nil {
 		t.Errorf("status-ACL document after Repair: %v", err)
 	}
 
@@ -487,7 +508,7 @@ func TestCheckRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 		// web1 creates a node named after db1 before db1 starts.
-		acl, err := access.ReadStatusNodeACL(ctx, web, paths)
+		acl, err := statusNodeACL(ctx, web, paths)
 		wantOK(t, "read status ACL", err)
 		_, err = web.Create(paths.StatusNode("db1"), []byte("{}"), zk.FlagEphemeral, acl)
 		wantOK(t, "squat", err)
@@ -521,11 +542,11 @@ func TestCheckRepair(t *testing.T) {
 		// A session may hold several identities: with the old and the new
 		// credentials, Init moves every ACL (status nodes included) to the
 		// new publisher identity.
-		newPub := access.Identity{User: "publisher", Digest: access.Digest("publisher", "the-new-publisher-password")}
-		pol := access.Policy{Publisher: newPub, Agents: []access.Identity{webID}}
-		_, err := access.Init(ctx, pub, paths, access.Policy{Publisher: pubID, Agents: []access.Identity{webID}})
+		newPub := aclmodel.Identity{User: "publisher", Digest: aclmodel.Digest("publisher", "the-new-publisher-password")}
+		pol := access.Policy{Publisher: newPub, Agents: []aclmodel.Identity{webID}}
+		_, err := access.Init(ctx, pub, paths, access.Policy{Publisher: pubID, Agents: []aclmodel.Identity{webID}})
 		wantOK(t, "init with web1 again", err)
-		acl, err := access.ReadStatusNodeACL(ctx, web, paths)
+		acl, err := statusNodeACL(ctx, web, paths)
 		wantOK(t, "read status ACL", err)
 		_, err = web.Create(paths.StatusNode("web1"), []byte("{}"), zk.FlagEphemeral, acl)
 		wantOK(t, "web1 status node", err)
@@ -543,7 +564,7 @@ func TestCheckRepair(t *testing.T) {
 			t.Errorf("new publisher reads a status node created before the rotation: %v", err)
 		}
 		// Ancestors the first Init made follow the new password.
-		if got := aclOf(t, fresh, "/cfg"); !access.SameACL(got, pol.AncestorACL()) {
+		if got := aclOf(t, fresh, "/cfg"); !aclmodel.SameACL(got, pol.AncestorACL()) {
 			t.Errorf("ancestor /cfg after rotation has %s", pol.Describe(got))
 		}
 		_, _, err = pub.Get(paths.Root)
@@ -557,7 +578,7 @@ func TestCheckRepair(t *testing.T) {
 func TestRepairCompareAndSwap(t *testing.T) {
 	c := zktest.Start(t)
 	ctx := ctxT(t)
-	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1")}}
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}}
 	paths := layout.New("/config", layout.DefaultMeta)
 	pub := connectAs(t, c, "publisher")
 	if _, err := access.Init(ctx, pub, paths, pol); err != nil {
@@ -583,7 +604,7 @@ func TestRepairCompareAndSwap(t *testing.T) {
 	if interfered != 1 {
 		t.Fatalf("hook ran %d times", interfered)
 	}
-	if got := aclOf(t, pub, item); !access.SameACL(got, pol.ItemACL()) {
+	if got := aclOf(t, pub, item); !aclmodel.SameACL(got, pol.ItemACL()) {
 		t.Errorf("item ACL after Repair = %s", pol.Describe(got))
 	}
 	if len(rep.Actions) != 1 || !strings.Contains(rep.Actions[0].Detail, "world:anyone:rwa ->") {
@@ -611,7 +632,7 @@ func TestInitLocksDownAnOpenTree(t *testing.T) {
 	if _, err := access.Check(ctx, old, paths, access.Policy{}); !errors.Is(err, access.ErrInvalidPolicy) {
 		t.Errorf("Check with an empty policy = %v", err)
 	}
-	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1")}}
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}}
 	pub := connectAs(t, c, "publisher")
 	rep, err := access.Init(ctx, pub, paths, pol)
 	if err != nil {
@@ -627,7 +648,7 @@ func TestInitLocksDownAnOpenTree(t *testing.T) {
 		wantNoAuth(t, "stranger reads "+p, err)
 	}
 	// The metadata ancestors existed: Init leaves them as they were.
-	if got := aclOf(t, pub, "/zkconf/roots"); !access.SameACL(got, world) {
+	if got := aclOf(t, pub, "/zkconf/roots"); !aclmodel.SameACL(got, world) {
 		t.Errorf("existing ancestor ACL changed to %s", pol.Describe(got))
 	}
 	if ms, err := access.Check(ctx, pub, paths, pol); err != nil || slices.ContainsFunc(ms, access.Mismatch.Repairable) {
@@ -644,16 +665,16 @@ func TestInitRefusals(t *testing.T) {
 	pub := connectAs(t, c, "publisher")
 
 	paths := layout.New("/nothing", layout.DefaultMeta)
-	if _, err := access.Check(ctx, pub, paths, pol); !errors.Is(err, access.ErrNotInitialized) {
+	if _, err := access.Check(ctx, pub, paths, pol); !errors.Is(err, fleet.ErrNotInitialized) {
 		t.Errorf("Check of a missing root = %v", err)
 	}
-	if _, err := access.Repair(ctx, pub, paths, pol); !errors.Is(err, access.ErrNotInitialized) {
+	if _, err := access.Repair(ctx, pub, paths, pol); !errors.Is(err, fleet.ErrNotInitialized) {
 		t.Errorf("Repair of a missing root = %v", err)
 	}
 	if ok, _, _ := pub.Exists(paths.Root); ok {
 		t.Error("Repair created a root")
 	}
-	if _, err := access.ReadStatusNodeACL(ctx, pub, paths); !errors.Is(err, access.ErrNotInitialized) {
+	if _, err := statusNodeACL(ctx, pub, paths); !errors.Is(err, fleet.ErrNotInitialized) {
 		t.Errorf("ReadStatusNodeACL of an uninitialized tree = %v", err)
 	}
 
@@ -666,7 +687,7 @@ func TestInitRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := access.Init(ctx, pub, squatted, pol)
-	var pe *access.PermissionError
+	var pe *zkclient.PermissionError
 	if !errors.As(err, &pe) || pe.Path != squatted.Root {
 		t.Fatalf("Init over a squatted root = %v; want a permission error on %s", err, squatted.Root)
 	}
@@ -704,7 +725,7 @@ func TestAuthFailed(t *testing.T) {
 	if !errors.Is(err, zk.ErrAuthFailed) {
 		t.Fatalf("AddAuth with an unknown scheme = %v; want ErrAuthFailed", err)
 	}
-	if err := access.Explain(err, "", "add auth"); !errors.Is(err, access.ErrAuthRejected) {
+	if err := zkclient.Explain(err, "", "add auth"); !errors.Is(err, zkclient.ErrAuthFailed) {
 		t.Errorf("explained = %v", err)
 	}
 	// The server dropped the connection; the client reconnects to the

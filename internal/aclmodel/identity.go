@@ -1,4 +1,4 @@
-package access
+package aclmodel
 
 import (
 	"crypto/sha1" // #nosec G505 -- ZooKeeper's digest scheme is defined as SHA-1; not our choice.
@@ -37,7 +37,7 @@ func Digest(user, password string) string {
 }
 
 // ParseIdentity parses credentials "user:password" (the content of a
-// credentials file, as zkconn.LoadAuth returns it) into an Identity. The
+// credentials file, as zkclient.LoadAuth returns it) into an Identity. The
 // password is hashed at once and never kept; errors never quote it. It is
 // refused when shorter than MinPasswordLen.
 func ParseIdentity(s string) (Identity, error) {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/access"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
+	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"
@@ -59,8 +61,8 @@ func TestQuotaServerFacts(t *testing.T) {
 	if !zkclient.IsQuotaExceeded(err) || err.Error() != "unknown error: -125" {
 		t.Errorf("create of a child the parent's count forbids: %v; want QuotaExceeded (go-zookeeper: unknown error: -125)", err)
 	}
-	explained := access.Explain(err, "/q/other", access.OpCreate)
-	var qe *access.QuotaError
+	explained := zkclient.Explain(err, "/q/other", zkclient.OpCreate)
+	var qe *zkclient.QuotaError
 	if !errors.As(explained, &qe) || !errors.Is(explained, zkclient.ErrQuotaExceeded) ||
 		!strings.HasPrefix(explained.Error(), "quota exceeded: create on /q/other (") {
 		t.Errorf("explained: %v", explained)
@@ -84,7 +86,7 @@ func TestQuotaServerFacts(t *testing.T) {
 	// A multi carrying a refused create is refused whole, and explained.
 	ops := []any{&zk.CreateRequest{Path: "/fine", Acl: world}, &zk.CreateRequest{Path: "/q/again", Acl: world}}
 	res, err := conn.Multi(ops...)
-	if err := access.ExplainMulti(err, ops, res); !errors.Is(err, zkclient.ErrQuotaExceeded) || !strings.Contains(err.Error(), "create on /q/again") {
+	if err := zkclient.ExplainMulti(err, ops, res); !errors.Is(err, zkclient.ErrQuotaExceeded) || !strings.Contains(err.Error(), "create on /q/again") {
 		t.Errorf("multi: %v", err)
 	}
 	if ok, _, _ := conn.Exists("/fine"); ok {
@@ -113,7 +115,7 @@ func fixesOf(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Path
 func initTwo(t *testing.T) (*zktest.Cluster, *zk.Conn, access.Policy) {
 	t.Helper()
 	c := zktest.Start(t)
-	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1"), mustID(t, "web2")}}
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1"), mustID(t, "web2")}}
 	pub := connectAs(t, c, "publisher")
 	if _, err := access.Init(ctxT(t), pub, layout.New("/cfg", "/meta"), pol); err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 	}
 	agent := connectAs(t, c, "web1")
 	anon := connectAs(t, c, "")
-	own, err := access.ReadStatusNodeACL(ctx, agent, paths)
+	own, err := statusNodeACL(ctx, agent, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 	if !zkclient.IsQuotaExceeded(err) {
 		t.Errorf("an agent's status node under a foreign name: %v; want QuotaExceeded", err)
 	}
-	_, err = agent.Create(paths.StatusNode("web1"), make([]byte, access.MaxStatusBytes+1), zk.FlagEphemeral, own)
+	_, err = agent.Create(paths.StatusNode("web1"), make([]byte, fleet.MaxStatusBytes+1), zk.FlagEphemeral, own)
 	if !zkclient.IsQuotaExceeded(err) {
 		t.Errorf("an oversized status node: %v; want QuotaExceeded", err)
 	}
@@ -158,7 +160,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 	wantNoAuth(t, "an agent's registration under another name", err)
 	_, err = agent.Set(paths.AgentNode("web1"), []byte(`{"hostname":"h"}`), -1)
 	wantOK(t, "the agent writes the registration Init created", err)
-	_, err = agent.Set(paths.AgentNode("web1"), make([]byte, access.MaxRegistrationBytes+1), -1)
+	_, err = agent.Set(paths.AgentNode("web1"), make([]byte, fleet.MaxRegistrationBytes+1), -1)
 	if !zkclient.IsQuotaExceeded(err) {
 		t.Errorf("an oversized registration: %v; want QuotaExceeded", err)
 	}
@@ -184,7 +186,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 		_, err = s.Create(access.QuotaRoot+"/cfg", nil, 0, world)
 		wantNoAuth(t, "a quota node for the root", err)
 	}
-	if acl := aclOf(t, pub, access.QuotaRoot); !access.SameACL(acl, []zk.ACL{pubID.ACL(zk.PermAll), {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}) {
+	if acl := aclOf(t, pub, access.QuotaRoot); !aclmodel.SameACL(acl, []zk.ACL{pubID.ACL(zk.PermAll), {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}) {
 		t.Errorf("/zookeeper/quota ACL %v; want the publisher cdrwa, world r", acl)
 	}
 
@@ -222,7 +224,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 	wantNoAuth(t, "a quota on / after Repair", err)
 
 	// web2 leaves the policy: its quotas and registration go.
-	pol.Agents = []access.Identity{web1}
+	pol.Agents = []aclmodel.Identity{web1}
 	if _, err := access.Init(ctx, pub, paths, pol); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +241,7 @@ func TestInitSetsLockedQuotas(t *testing.T) {
 func TestQuotaEnforcementProbe(t *testing.T) {
 	c := zktest.StartWith(t, zktest.Options{JVMFlags: []string{"-Dzookeeper.enforceQuota=false"}})
 	ctx := ctxT(t)
-	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []access.Identity{mustID(t, "web1")}}
+	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}}
 	paths := layout.New("/cfg", "/meta")
 	pub := connectAs(t, c, "publisher")
 	rep, err := access.Init(ctx, pub, paths, pol)
@@ -275,17 +277,23 @@ func TestRegistryMovedToInitACL(t *testing.T) {
 	_, err := pub.SetACL(paths.Agents(), old, -1)
 	wantOK(t, "old registry ACL", err)
 	agent := connectAs(t, c, "web1")
-	own, err := access.ReadStatusNodeACL(ctx, agent, paths)
+	own, err := statusNodeACL(ctx, agent, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := []byte(`{"hostname":"h1"}`)
 	_, err = agent.Create(paths.AgentNode("web1"), data, 0, own)
 	wantOK(t, "an agent of the earlier release registers", err)
-	trust, err := access.ReadTrust(ctx, pub, paths)
+	// The trust a reader finds in the tree (what fleet judges with).
+	docData, _, err := pub.Get(paths.Base())
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc, err := aclmodel.ParseStatusDoc(docData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := aclmodel.TrustFromTree(doc, aclOf(t, pub, paths.Root))
 	if why := trust.JudgeRegistration("web1", aclOf(t, pub, paths.AgentNode("web1"))); why != "" {
 		t.Errorf("the earlier release's registration untrusted: %s", why)
 	}
@@ -298,8 +306,8 @@ func TestRegistryMovedToInitACL(t *testing.T) {
 	if _, err := access.Repair(ctx, pub, paths, pol); err != nil {
 		t.Fatal(err)
 	}
-	for id, n := range map[access.Identity]string{web1: paths.AgentNode("web1"), web2: paths.AgentNode("web2")} {
-		if acl := aclOf(t, pub, n); !access.SameACL(acl, pol.RegistryNodeACL(id)) {
+	for id, n := range map[aclmodel.Identity]string{web1: paths.AgentNode("web1"), web2: paths.AgentNode("web2")} {
+		if acl := aclOf(t, pub, n); !aclmodel.SameACL(acl, pol.RegistryNodeACL(id)) {
 			t.Errorf("%s ACL %v; want %v", n, acl, pol.RegistryNodeACL(id))
 		}
 		if why := trust.JudgeRegistration(id.User, aclOf(t, pub, n)); why != "" {
