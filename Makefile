@@ -28,7 +28,7 @@ TOOLS_TEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 CHAOS_DURATION ?= 10m
 FUZZ_TIME ?= 1m
 
-.PHONY: deb deb-test packaging-tools stress docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus chromium screenshots demo bench chaos fuzz install clean check-leftovers
+.PHONY: deb deb-test packaging-tools stress docs all install build build-tools test test-unit lint vet check-go-min fmt fmt-check lint-static zookeeper prometheus chromium screenshots demo demo-confd bench chaos fuzz install clean check-leftovers
 
 all: build
 
@@ -171,6 +171,12 @@ test-unit:
 
 demo: zookeeper build
 	scripts/demo.sh
+
+# demo-confd: a confd fleet's key tree and template resources migrated
+# (docs/migrating-from-confd.md); zkkeys plays confd's side.
+demo-confd: zookeeper build
+	$(GO) build -o $(BIN)/ ./internal/cmd/zkkeys
+	scripts/demo-confd.sh
 
 # bench: the fleet benchmark, then the single-host latency benchmark
 # (confagent against a confd-style follower; docs/bench/latency.md).

@@ -103,6 +103,11 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	if st.marker != nil {
 		base, baseDirs = st.marker.actual.items, st.marker.actual.dirs
 	}
+	if st.adopted != nil {
+		// Only the set's own paths are the base: the nodes the set
+		// leaves out stay (unmanaged), so nothing is deleted.
+		base, baseDirs = adoptBase(st.adopted, hashed), st.adopted.dirs
+	}
 	newDirs := map[string]bool{}
 	for _, d := range treeDirs(next.Items) {
 		newDirs[d] = true

@@ -285,6 +285,9 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 // generation or a live marker forbids, prepares the takeover of a dead
 // marker, and finds the live items changed outside confpush.
 func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed map[string]manifest.Item) error {
+	if st.foreign != nil && !req.Adopt {
+		return st.foreign
+	}
 	if req.Fence != "" {
 		if err := p.checkFence(ctx, req.Fence); err != nil {
 			return err
@@ -296,6 +299,9 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 	}
 	if err := p.refuseRollout(st, req); err != nil {
 		return err
+	}
+	if req.Adopt {
+		return p.checkAdopt(ctx, st, hashed)
 	}
 	if st.marker != nil {
 		if err := p.checkMarker(ctx, st, req); err != nil {

@@ -80,6 +80,17 @@ type Request struct {
 	// *RolloutInProgressError: a plain publish ends it, a canary replaces
 	// its candidate.
 	Supersede bool
+	// Adopt lets the first generation of a root be published over nodes
+	// another tool wrote (a key tree confd reads: confpush import): a
+	// root with children, or data that is not a manifest, but no zkconf
+	// manifest. The nodes at the set's paths must already hold the set's
+	// content (the set was read from them; anything else fails with a
+	// ConflictError, nothing written), so the commit writes the root's
+	// data (the manifest, replacing whatever it held) and the history,
+	// no item. Every other node under the root is left as it is,
+	// unmanaged (docs/design.md, "Adopting a key tree"). Refused on a
+	// root that has a manifest; without children it changes nothing.
+	Adopt bool
 	// AllowOldAgents publishes a set whose manifest needs a newer format
 	// (manifest.FormatTree: item paths with '/') than expected agents of
 	// the root report reading. Without it such a publish (dry runs too)

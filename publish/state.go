@@ -29,6 +29,12 @@ type state struct {
 	histStat *zk.Stat     // the history parent's stat (nil: it does not exist)
 	// incarnation is the root's incarnation to carry ("": start a new one).
 	incarnation string
+	// foreign is the refusal of a root whose data is not a manifest,
+	// kept for check: only an adopting publish (Request.Adopt) goes on.
+	foreign error
+	// adopted is the tree under a root an adopting publish takes over, as
+	// walked (nil otherwise).
+	adopted *actualTree
 	// tampered are live items whose content does not match the live
 	// manifest (changed outside confpush): the plan rewrites them.
 	tampered map[string]bool
@@ -126,7 +132,7 @@ func (p *Publisher) readState(ctx context.Context) (*state, error) {
 			st.live = m
 		case errors.Is(err, manifest.ErrEmpty):
 		case errors.Is(err, manifest.ErrForeign):
-			return nil, fmt.Errorf("root %s holds %d bytes that are not a zkconf manifest: refusing to publish over it (%w)",
+			st.foreign = fmt.Errorf("root %s holds %d bytes that are not a zkconf manifest: refusing to publish over it (%w)",
 				p.paths.Root, len(st.rootData), err)
 		default:
 			return nil, fmt.Errorf("root %s: %w", p.paths.Root, err)

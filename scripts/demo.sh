@@ -17,35 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=${BIN:-bin}
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/zkconf-demo.XXXXXX")
-pids=()
-cleanup() {
-  local rc=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ $rc -ne 0 ]; then
-    for f in "$OUT"/*.log; do [ -f "$f" ] && { echo "--- $f (last lines)" >&2; tail -n 15 "$f" >&2; }; done
-    echo "demo failed (exit $rc)" >&2
-  fi
-  rm -rf "$OUT"
-  exit $rc
-}
-trap cleanup EXIT INT TERM
-
-if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
-  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-else
-  step() { printf '\n==> %s\n' "$*"; }
-fi
-
-step "Starting a throw-away ZooKeeper"
-"$BIN/zkdev" > "$OUT/zk.addr" 2> "$OUT/zk.log" &
-pids+=($!)
-for _ in $(seq 1 600); do [ -s "$OUT/zk.addr" ] && break; sleep 0.1; done
-ZK=$(head -n1 "$OUT/zk.addr")
-[ -n "$ZK" ] || { cat "$OUT/zk.log" >&2; exit 1; }
-echo "ZooKeeper at $ZK"
+DEMO_NAME=demo
+# shellcheck source=scripts/demo-lib.sh
+. scripts/demo-lib.sh
+start_zookeeper
 export CONFPUSH_ZK="$ZK" CONFPUSH_ROOT=/config/checkout
 
 step "Protecting the root: confpush init (publisher, web-1 and web-2 identities)"

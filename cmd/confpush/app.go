@@ -167,6 +167,7 @@ keys are refused.
 	root.AddCommand(a.rolloutCommand())
 	root.AddCommand(a.putCommand(), a.deleteCommand())
 	root.AddCommand(a.serveCommand())
+	root.AddCommand(a.importCommand())
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}

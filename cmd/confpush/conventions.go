@@ -44,6 +44,11 @@ func examples() map[string]string {
   confpush publish ./web-config --canary zone=a --auto --bake 10m
   # 1 %, then 10 %, then 50 % of zone=a, 15 minutes each, then everyone
   confpush publish ./web-config --canary zone=a --steps 1%,10%,50% --bake 15m`,
+		"import": `  # In place: show what would be taken and what not, then import
+  confpush --root /myapp import --from-tree /myapp --dry-run
+  confpush --root /myapp import --from-tree /myapp -m "from confd (OPS-7)"
+  # A copy under another root, the tree left as it is
+  confpush --root /config/myapp import --from-tree /myapp`,
 		"rollout": `  confpush rollout status
   confpush rollout widen --canary-percent 25
   confpush rollout promote -m "canary clean for 1h" --wait

@@ -16,7 +16,7 @@ import (
 // warns once when the root has no access control.
 func publishes(cmd *cobra.Command) bool {
 	switch strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") {
-	case "publish", "rollback", "put", "delete", "watch", "rollout promote", "rollout abort":
+	case "publish", "rollback", "put", "delete", "watch", "import", "rollout promote", "rollout abort":
 		return true
 	}
 	return false

@@ -213,6 +213,19 @@ func TestJSONSchemas(t *testing.T) {
 		t.Errorf("history conf.d: %v", obj)
 	}
 
+	// import: a key tree written behind zkconf's back, in place.
+	for _, n := range []struct{ p, v string }{{"/schema/keys", ""}, {"/schema/keys/db", ""}, {"/schema/keys/db/host", "db1"}, {"/schema/keys/..x", "x"}} {
+		if _, err := conn.Create(n.p, []byte(n.v), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := cli{t: t, zk: c.zk, root: "/schema/keys"}
+	s.run(keys, 0, "import", "--from-tree", "/schema/keys", "--dry-run")
+	if obj := s.run(keys, 0, "import", "--from-tree", "/schema/keys"); len(obj["skipped"].([]any)) != 1 {
+		t.Errorf("import skipped: %v", obj["skipped"])
+	}
+	s.run(keys, exitUsage, "import", "--from-tree", "/schema/keys")
+
 	// status --watch --json: one status object per line and change.
 	bin := buildBinary(t, ".", "confpush")
 	w := startWatcher(t, bin, "--zk", c.zk, "--root", root, "--json", "status", "--watch")

@@ -3,6 +3,9 @@
 // selection, over a map of absolute keys ("/database/host" → value). It is
 // pure: it knows nothing of zkconf's snapshots (a snapshot seen as a key
 // tree is the caller's few lines) and reads the host only through Host.
+// ZooKeeperValues, for tests and tools standing in for a confd host, reads
+// a ZooKeeper tree as confd's ZooKeeper backend does, through the client
+// it is given.
 //
 // Use: view := Resource{Prefix, Keys}.View(confdPrefix, tree); then
 // Parse(base(src), text, FuncMap(NewStore(view), host)) and Execute with
