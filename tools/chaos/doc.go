@@ -20,7 +20,7 @@
 // added, changed and removed, forced marker-mode publishes, sets too big
 // for one transaction (marker mode by size), poisoned publishes, and
 // rollbacks. In stretches of its publishes (a flip about one publish in
-// eight) it draws config trees (issue 25): item paths 1 to 3 directories
+// six) it draws config trees (issue 25): item paths 1 to 3 directories
 // deep from a small pool of directory names (with spaces, dots,
 // non-ASCII, "invalid" below the top level), items moving between
 // directories and to and from the top level, whole directories emptied,

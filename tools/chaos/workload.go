@@ -527,10 +527,10 @@ func (w *workload) treeDir() string {
 }
 
 // treeFlip starts or ends a stretch of tree publishes (about one publish
-// in eight flips); ending one removes every nested item, so the set is
+// in six flips); ending one removes every nested item, so the set is
 // flat (format 1) again and every directory disappears at once.
 func (w *workload) treeFlip(items map[string][]byte) {
-	if w.rng.IntN(8) != 0 {
+	if w.rng.IntN(6) != 0 {
 		return
 	}
 	w.tree = !w.tree
@@ -573,7 +573,7 @@ func (w *workload) mutateTree(items map[string][]byte, seq int) {
 			w.trees.Moves++
 		}
 	}
-	if w.rng.IntN(6) == 0 {
+	if w.rng.IntN(4) == 0 {
 		var dirs []string
 		for _, n := range names {
 			if d := path.Dir(n); d != "." && !slices.Contains(dirs, d) {
