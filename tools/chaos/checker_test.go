@@ -38,6 +38,7 @@ func (s fakeSnap) Get(n string) ([]byte, bool) {
 
 func sampleItems(seed uint64, seq int) map[string][]byte {
 	w := newWorkload(seed, nil, nil)
+	w.tree = false // flat names: treeItems adds paths
 	items := map[string][]byte{}
 	for range 12 {
 		w.addItem(items, seq)

@@ -130,6 +130,9 @@ func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
 		rng: rand.New(rand.NewPCG(seed, 2)), pub: pub, log: log, seed: seed, timeout: 25 * time.Second,
 		acked: map[int64]map[string][]byte{}, digests: map[string][]int64{}, ackedAt: map[int64]time.Time{}, poison: map[sig]bool{},
 		base: map[string][]byte{},
+		// The first stretch is a tree, so that even a 90-second run
+		// publishes trees and goes back to flat.
+		tree: true,
 	}
 	w.gate = sync.NewCond(&w.gateMu)
 	return w
