@@ -41,6 +41,7 @@ func (v Violation) who() string {
 // by the checker itself.
 type histEntry struct {
 	Gen         int64 // as the manifest says: restarts in every incarnation
+	Format      int   // 1, or 2 for a set with any '/' in a path
 	Inc         int   // the run's count of ensemble wipes before it (see gkey)
 	IncID       string
 	PublishID   string
@@ -93,10 +94,10 @@ func decodeEntry(data []byte) (*histEntry, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
-	if m.Format != 1 || m.Generation < 1 || m.PublishID == "" {
+	if (m.Format != 1 && m.Format != 2) || m.Generation < 1 || m.PublishID == "" {
 		return nil, fmt.Errorf("not a manifest (format %d, generation %d, publish id %q)", m.Format, m.Generation, m.PublishID)
 	}
-	e := &histEntry{Gen: m.Generation, PublishID: m.PublishID, Mode: m.Mode, RollbackOf: m.RollbackOf,
+	e := &histEntry{Gen: m.Generation, Format: m.Format, PublishID: m.PublishID, Mode: m.Mode, RollbackOf: m.RollbackOf,
 		PublishedAt: m.PublishedAt, IncID: m.Incarnation, Items: map[string]sig{},
 		Candidate: len(m.Candidate) > 0 && string(m.Candidate) != "null", PromoteOf: m.PromoteOf, AbortOf: m.AbortOf, Canary: m.Canary}
 	for n, it := range m.Items {
@@ -151,20 +152,8 @@ func readZK(conn *zk.Conn, root, meta string) (*zkView, error) {
 	if v.live, err = decodeEntry(data); err != nil {
 		return nil, fmt.Errorf("root manifest: %w", err)
 	}
-	kids, _, err := conn.Children(root)
-	if err != nil {
-		return nil, fmt.Errorf("list root: %w", err)
-	}
-	for _, k := range kids {
-		if k == "invalid" {
-			v.marker = true
-			continue
-		}
-		b, _, err := conn.Get(root + "/" + k)
-		if err != nil {
-			return nil, fmt.Errorf("read item %s: %w", k, err)
-		}
-		v.liveItems[k] = sigOf(b)
+	if err := v.walkLive(conn, root, ""); err != nil {
+		return nil, err
 	}
 	blobs, _, err := conn.Children(paths.Blobs())
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -174,6 +163,58 @@ func readZK(conn *zk.Conn, root, meta string) (*zkView, error) {
 		v.blobs[b] = true
 	}
 	return v, nil
+}
+
+// walkLive reads the live tree below root/dir into liveItems: a node with
+// children is a directory (its path, empty data expected), a node without
+// is an item (its path and content). A directory with data is recorded as
+// the item "dir/", and an empty directory left behind as an empty item,
+// so that either shows as a difference from the manifest. The marker is
+// the top level's "invalid" only.
+func (v *zkView) walkLive(conn *zk.Conn, root, dir string) error {
+	node := root
+	if dir != "" {
+		node = root + "/" + dir
+	}
+	kids, _, err := conn.Children(node)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", node, err)
+	}
+	for _, k := range kids {
+		p := k
+		if dir != "" {
+			p = dir + "/" + k
+		} else if k == "invalid" {
+			v.marker = true
+			continue
+		}
+		b, st, err := conn.Get(root + "/" + p)
+		if err != nil {
+			return fmt.Errorf("read item %s: %w", p, err)
+		}
+		if st.NumChildren == 0 {
+			v.liveItems[p] = sigOf(b)
+			continue
+		}
+		if len(b) > 0 {
+			v.liveItems[p+"/"] = sigOf(b)
+		}
+		if err := v.walkLive(conn, root, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// formatFor is the manifest format a set needs: 2 when any path has a
+// '/', else 1 (docs/design.md, "Config trees").
+func formatFor[V any](items map[string]V) int {
+	for n := range items {
+		if strings.Contains(n, "/") {
+			return 2
+		}
+	}
+	return 1
 }
 
 // digest is a canonical digest of an item set.
@@ -233,7 +274,11 @@ type checker struct {
 
 	violations []Violation
 	states     int
-	linkPairs  int
+	treeStates int // dir target states holding a sub-directory
+	// treeLinkPaths: distinct paths below a top-level directory read
+	// through its link.
+	treeLinkPaths int
+	linkPairs     int
 }
 
 func newChecker(hist map[int64]*histEntry, records []*pubRecord, poison map[sig]bool) *checker {
@@ -312,6 +357,9 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 		}
 		floor = cands[i]
 		s.Assigned = floor
+		if formatFor(s.Items) == 2 {
+			c.treeStates++
+		}
 	}
 
 	// template target: the output names its generation; it must be
@@ -351,6 +399,9 @@ func (c *checker) checkAgent(o *agentObs, picky bool) {
 
 	// top-level links, read one by one: each a whole item.
 	for name, m := range o.links {
+		if strings.Contains(name, "/") {
+			c.treeLinkPaths++
+		}
 		for it, at := range m {
 			c.linkPairs++
 			if !c.known[name][sig{SHA: it.SHA, Size: it.Size}] {
@@ -522,6 +573,11 @@ func (c *checker) checkHistory(v *zkView, records []*pubRecord, final *pubRecord
 		if g != int64(i+1) {
 			c.violate("P4-publish", -1, now, "history is not contiguous: generation %d follows %d", g, gens[max(0, i-1)])
 			break
+		}
+	}
+	for _, g := range gens {
+		if e := v.history[g]; e.Format != formatFor(e.Items) {
+			c.violate("P4-publish", -1, now, "generation %d has manifest format %d, its paths need format %d", g, e.Format, formatFor(e.Items))
 		}
 	}
 	// The live root is the newest generation, its items as its manifest says.

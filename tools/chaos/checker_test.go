@@ -16,6 +16,7 @@ import (
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
+	"github.com/zkconf/zkconf/manifest"
 )
 
 // These tests check the checker: that it reads what the agent really
@@ -37,6 +38,7 @@ func (s fakeSnap) Get(n string) ([]byte, bool) {
 
 func sampleItems(seed uint64, seq int) map[string][]byte {
 	w := newWorkload(seed, nil, nil)
+	w.tree = false // flat names: treeItems adds paths
 	items := map[string][]byte{}
 	for range 12 {
 		w.addItem(items, seq)
@@ -75,7 +77,7 @@ func TestTemplateOutputRoundTrip(t *testing.T) {
 func history(sets ...map[string][]byte) map[int64]*histEntry {
 	h := map[int64]*histEntry{}
 	for i, s := range sets {
-		h[int64(i+1)] = &histEntry{Gen: int64(i + 1), PublishID: fmt.Sprint("p", i+1), Mode: "multi", Items: sigs(s)}
+		h[int64(i+1)] = &histEntry{Gen: int64(i + 1), PublishID: fmt.Sprint("p", i+1), Mode: "multi", Items: sigs(s), Format: formatFor(s)}
 	}
 	return h
 }
@@ -294,6 +296,124 @@ func TestPollDirReadsTheRealLayout(t *testing.T) {
 	o.pollDir(dest, time.Now())
 	if n := len(o.states[tDir]); n != 5 {
 		t.Fatalf("an in-place change was not seen (%d states)", n)
+	}
+}
+
+// treeItems is a set with items at depths 1 to 4, drawn by the
+// workload's tree mode.
+func treeItems(seed uint64, seq int) map[string][]byte {
+	w := newWorkload(seed, nil, nil)
+	w.tree = true
+	items := sampleItems(seed, seq)
+	for range 12 {
+		w.addItem(items, seq)
+	}
+	items["conf.d/invalid/deep.conf"] = w.text(seq, 64)
+	items["conf.d/a/b.d/deepest.conf"] = w.text(seq, 64)
+	return items
+}
+
+// TestPollDirReadsATree writes tree generations with the agent's own
+// DirWriter and reads them back as trees: one state per generation, item
+// paths through the generation directory and through the top-level links;
+// a sub-directory holding another generation's file is torn, an empty
+// directory is no generation's, and a top-level link that does not point
+// into ..data is reported.
+func TestPollDirReadsATree(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "out")
+	o := newAgentObs(0)
+	w := render.NewDirWriter(dest)
+	var gens []map[string][]byte
+	for seq := 1; seq <= 3; seq++ {
+		items := treeItems(uint64(seq), seq)
+		gens = append(gens, items)
+		if _, err := w.Write(items, render.DefaultFileOptions()); err != nil {
+			t.Fatal(err)
+		}
+		o.pollDir(dest, time.Now())
+		s := o.latest(tDir)
+		if s == nil || s.Bad != "" || digest(obsSigs(s.Items)) != digest(sigs(items)) {
+			t.Fatalf("generation %d read as %+v, want %d items", seq, s, len(items))
+		}
+		deepest := "conf.d/a/b.d/deepest.conf"
+		if _, ok := o.links[deepest][itemObs{SHA: hexSum(items[deepest]), Size: int64(len(items[deepest]))}]; !ok {
+			t.Fatalf("generation %d: the deepest item was not read through its top-level link: %v", seq, o.links[deepest])
+		}
+	}
+	c := newChecker(history(gens...), nil, nil)
+	c.checkAgent(o, false)
+	if len(c.violations) != 0 || c.treeStates != 3 || c.treeLinkPaths == 0 {
+		t.Fatalf("clean tree generations: violations %+v, %d tree states, %d paths through links", c.violations, c.treeStates, c.treeLinkPaths)
+	}
+
+	// One sub-directory of the live generation with the previous
+	// generation's file: every file is whole, the set is torn.
+	cur, err := os.Readlink(filepath.Join(dest, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(dest, cur, "conf.d", "invalid", "deep.conf")
+	if err := os.WriteFile(deep, gens[1]["conf.d/invalid/deep.conf"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.pollDir(dest, time.Now())
+	c = newChecker(history(gens...), nil, nil)
+	c.checkAgent(o, false)
+	if got := props(c.violations); !slices.Equal(got, []string{"P1-torn"}) {
+		t.Fatalf("a sub-directory from another generation: violations %v, want [P1-torn]: %+v", got, c.violations)
+	}
+
+	// An empty directory in the generation directory.
+	if err := os.Mkdir(filepath.Join(dest, cur, "conf.d", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.pollDir(dest, time.Now())
+	if s := o.latest(tDir); !strings.Contains(s.Bad, "empty directory") {
+		t.Fatalf("an empty directory read as %+v", s)
+	}
+
+	// A top-level link that bypasses ..data.
+	if err := os.Symlink(filepath.Join(cur, "conf.d"), filepath.Join(dest, "pinned")); err != nil {
+		t.Fatal(err)
+	}
+	o.pollLinks(dest, time.Now())
+	if len(o.anomalies) != 1 || !strings.Contains(o.anomalies[0].Msg, "not into ..data") {
+		t.Fatalf("a link past ..data: anomalies %+v", o.anomalies)
+	}
+}
+
+// TestWorkloadDrawsTrees runs the publisher's set drawing (no ZooKeeper)
+// and checks that it makes trees of depth 2 to 4 in part of its sets,
+// flat sets too, moves items between directories, and never a set with a
+// file and a directory of the same name.
+func TestWorkloadDrawsTrees(t *testing.T) {
+	w := newWorkload(7, nil, nil)
+	trees, flat, deepest := 0, 0, 0
+	for seq := 1; seq <= 400; seq++ {
+		items := maps.Clone(w.base)
+		w.treeFlip(items)
+		w.mutate(items, seq)
+		if len(items) < 4 {
+			w.addItem(items, seq)
+		}
+		w.base = items
+		if errs := manifest.TreeConflicts(items); len(errs) > 0 {
+			t.Fatalf("set %d has a file and a directory of one name: %v", seq, errs)
+		}
+		for n := range items {
+			if err := manifest.ValidatePath(n); err != nil {
+				t.Fatalf("set %d: %v", seq, err)
+			}
+			deepest = max(deepest, strings.Count(n, "/")+1)
+		}
+		if formatFor(items) == 2 {
+			trees++
+		} else {
+			flat++
+		}
+	}
+	if trees < 40 || flat < 40 || deepest != 4 || w.trees.Moves == 0 || w.trees.DirsRemoved == 0 || w.trees.Flattened == 0 {
+		t.Fatalf("%d tree sets, %d flat, deepest path %d components, stats %+v", trees, flat, deepest, w.trees)
 	}
 }
 

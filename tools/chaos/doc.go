@@ -19,7 +19,14 @@
 // empty items, binary items, names with spaces, dots and non-ASCII), items
 // added, changed and removed, forced marker-mode publishes, sets too big
 // for one transaction (marker mode by size), poisoned publishes, and
-// rollbacks. Every attempt is recorded with the signature of every item.
+// rollbacks. In stretches of its publishes (a flip about one publish in
+// six) it draws config trees (issue 25): item paths 1 to 3 directories
+// deep from a small pool of directory names (with spaces, dots,
+// non-ASCII, "invalid" below the top level), items moving between
+// directories and to and from the top level, whole directories emptied,
+// and a flip back to flat that removes every directory at once (manifest
+// format 1 again), in every mode. Every attempt is recorded with the
+// signature of every item, keyed by path.
 //
 // # Canary rollouts
 //
@@ -76,9 +83,13 @@
 //
 // The checker shares no code with the agent's rendering. It polls every
 // agent's outputs: a dir target by os.Readlink of DEST/..data once, reading
-// every file of the resolved directory and checking the link again (a read
-// that raced a swap is discarded and counted), plus every top-level
-// DEST/name link read one by one; the template output by its own parser
+// every file of the resolved directory's tree (items keyed by path; an
+// empty directory or anything but files and directories is no generation)
+// and checking the link again (a read that raced a swap is discarded and
+// counted), plus every top-level DEST/name link (which must point to
+// ..data/name) read one by one, a directory walked through its link; the
+// live root is walked as a tree at the end (a node with children is a
+// directory); the template output by its own parser
 // (parseTemplateOutput), which accepts nothing but a whole output. At the
 // end it reads ZooKeeper's history, the live root and the blob list
 // directly and verifies:
@@ -96,7 +107,9 @@
 //     generation it was acknowledged with, with exactly the items sent;
 //     none landed twice; none reported as failed landed; every generation
 //     belongs to an attempt; unknown outcomes are resolved from the
-//     history; the live root matches its manifest; no marker is left;
+//     history; every manifest has the format its paths need (2 with a
+//     '/'); the live root's tree matches its manifest (no directory left
+//     without an item below it); no marker is left;
 //     every content a retained generation references is stored as a blob
 //     or held by a live item of the current generation;
 //  5. after the last fault and the final publish, every agent shows the

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -208,59 +209,104 @@ func (o *agentObs) afterAbsent(target string, now time.Time) {
 	o.record(target, s)
 }
 
-// readGenDir reads every file of a generation directory.
+// readGenDir reads every file of a generation directory, walking its
+// sub-directories: items are keyed by path ("conf.d/site.conf"). Anything
+// but regular files and non-empty directories is an error: a directory is
+// no item, and one with no file below it belongs to no generation.
 func readGenDir(dir string) (map[string]itemObs, []fileStamp, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	items := map[string]itemObs{}
+	var stamps []fileStamp
+	if err := readGenTree(dir, "", items, &stamps); err != nil {
 		return nil, nil, err
 	}
-	items := make(map[string]itemObs, len(entries))
-	var stamps []fileStamp
+	return items, stamps, nil
+}
+
+func readGenTree(dir, rel string, items map[string]itemObs, stamps *[]fileStamp) error {
+	entries, err := os.ReadDir(filepath.Join(dir, rel))
+	if err != nil {
+		return err
+	}
+	if rel != "" && len(entries) == 0 {
+		return fmt.Errorf("generation directory holds the empty directory %q", rel)
+	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			return nil, nil, fmt.Errorf("generation directory entry %q is not a regular file (%v)", e.Name(), e.Type())
+		name := path.Join(rel, e.Name())
+		if e.IsDir() {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(dir, name), &st); err != nil {
+				return err
+			}
+			// Stamped as stampTree does, so an unchanged tree compares equal.
+			*stamps = append(*stamps, fileStamp{name: name + "/", ino: st.Ino, mtime: st.Mtim.Nano()})
+			if err := readGenTree(dir, name, items, stamps); err != nil {
+				return err
+			}
+			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		f, err := os.Open(p)
+		if !e.Type().IsRegular() {
+			return fmt.Errorf("generation directory entry %q is not a regular file (%v)", name, e.Type())
+		}
+		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		var st syscall.Stat_t
 		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 			f.Close()
-			return nil, nil, err
+			return err
 		}
 		h := sha256.New()
 		n, err := bufio.NewReaderSize(f, 64<<10).WriteTo(h)
 		f.Close()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		items[e.Name()] = itemObs{SHA: hex.EncodeToString(h.Sum(nil)), Size: n}
-		stamps = append(stamps, fileStamp{name: e.Name(), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()})
+		items[name] = itemObs{SHA: hex.EncodeToString(h.Sum(nil)), Size: n}
+		*stamps = append(*stamps, fileStamp{name: name, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()})
 	}
-	return items, stamps, nil
+	return nil
 }
 
+// stampDir stamps every entry of a generation directory, sub-directories
+// included, without reading a file.
 func stampDir(dir string) ([]fileStamp, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
 	var stamps []fileStamp
-	for _, e := range entries {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(filepath.Join(dir, e.Name()), &st); err != nil {
-			return nil, err
-		}
-		stamps = append(stamps, fileStamp{name: e.Name(), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()})
+	err := stampTree(dir, "", &stamps)
+	return stamps, err
+}
+
+func stampTree(dir, rel string, stamps *[]fileStamp) error {
+	entries, err := os.ReadDir(filepath.Join(dir, rel))
+	if err != nil {
+		return err
 	}
-	return stamps, nil
+	for _, e := range entries {
+		name := path.Join(rel, e.Name())
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(dir, name), &st); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			// The directory too: an entry made or removed in it
+			// changes its mtime, an empty one has no file to stamp.
+			*stamps = append(*stamps, fileStamp{name: name + "/", ino: st.Ino, mtime: st.Mtim.Nano()})
+			if err := stampTree(dir, name, stamps); err != nil {
+				return err
+			}
+			continue
+		}
+		*stamps = append(*stamps, fileStamp{name: name, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()})
+	}
+	return nil
 }
 
 // pollLinks reads the top-level links DEST/name one by one, as a naive
 // consumer would: each may come from a different generation, but each
-// must be a whole item of some generation (property 3).
+// must be a whole item of some generation (property 3). A link must point
+// to ..data/name (docs/design.md, "Rendering a tree"); one that resolves
+// to a directory is walked through the link, each level resolving ..data
+// anew, and every file read so is a whole item under its path.
 func (o *agentObs) pollLinks(dest string, now time.Time) {
 	entries, err := os.ReadDir(dest)
 	if err != nil {
@@ -276,23 +322,50 @@ func (o *agentObs) pollLinks(dest string, now time.Time) {
 				Msg: fmt.Sprintf("dir target: top-level entry %q is not a symlink (%v)", name, e.Type())})
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dest, name))
-		if err != nil {
-			continue // dangling between a swap and the link clean-up
+		if to, err := os.Readlink(filepath.Join(dest, name)); err == nil && to != path.Join("..data", name) {
+			o.anomaly(Violation{Property: "P3-partial", Agent: o.idx, At: now,
+				Msg: fmt.Sprintf("dir target: top-level link %q points to %q, not into ..data", name, to)})
+			continue
 		}
-		it := itemObs{SHA: hexSum(b), Size: int64(len(b))}
-		o.mu.Lock()
-		o.linkReads++
-		m := o.links[name]
-		if m == nil {
-			m = map[itemObs]time.Time{}
-			o.links[name] = m
-		}
-		if _, ok := m[it]; !ok {
-			m[it] = now
-		}
-		o.mu.Unlock()
+		o.readThroughLink(dest, name, now)
 	}
+}
+
+// readThroughLink reads DEST/rel: a file is recorded as one link read; a
+// directory is listed and walked. Errors are a swap between two steps
+// (dangling, or a directory gone): nothing is recorded.
+func (o *agentObs) readThroughLink(dest, rel string, now time.Time) {
+	p := filepath.Join(dest, rel)
+	st, err := os.Stat(p)
+	if err != nil {
+		return
+	}
+	if st.IsDir() {
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			o.readThroughLink(dest, path.Join(rel, e.Name()), now)
+		}
+		return
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return
+	}
+	it := itemObs{SHA: hexSum(b), Size: int64(len(b))}
+	o.mu.Lock()
+	o.linkReads++
+	m := o.links[rel]
+	if m == nil {
+		m = map[itemObs]time.Time{}
+		o.links[rel] = m
+	}
+	if _, ok := m[it]; !ok {
+		m[it] = now
+	}
+	o.mu.Unlock()
 }
 
 func hexSum(b []byte) string {

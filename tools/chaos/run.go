@@ -515,6 +515,12 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	c.checkForged(fleetSamples, squats)
 	c.checkHostile(hostile)
 	rollouts := r.work.rollouts()
+	trees := r.work.treeSummary(records)
+	for _, e := range c.hist {
+		if e.Format == 2 {
+			trees.HistoryTrees++
+		}
+	}
 
 	r.mu.Lock()
 	all := append(slices.Clone(r.violations), c.violations...)
@@ -533,7 +539,7 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		WorstRecoveryAgent: rec.worstAgent, WorstRecoveryWhat: rec.worstWhat, Violations: all, WorkDir: cfg.WorkDir,
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
-		Rollouts: rollouts, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil, Relabelled: r.relabelledIDs(),
+		Rollouts: rollouts, Trees: trees, TreeStates: c.treeStates, TreeLinkPaths: c.treeLinkPaths, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil, Relabelled: r.relabelledIDs(),
 		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
 	}
 	for _, v := range views[:len(views)-1] {
@@ -716,8 +722,8 @@ func poisonedBetween(c *checker, ackedAt map[int64]time.Time, from, to time.Time
 func (r *runner) sabotage(a *agentProc) {
 	if target, err := os.Readlink(filepath.Join(a.dirOut, "..data")); err == nil {
 		gen := filepath.Join(a.dirOut, target)
-		if entries, err := os.ReadDir(gen); err == nil && len(entries) > 0 {
-			f := filepath.Join(gen, entries[0].Name())
+		if items, _, err := readGenDir(gen); err == nil && len(items) > 0 {
+			f := filepath.Join(gen, slices.Min(slices.Collect(maps.Keys(items))))
 			_ = os.WriteFile(f, []byte("sabotaged: not an item of any generation\n"), 0o644)
 			r.log.add("run", "SABOTAGE: rewrote %s in place", f)
 		}

@@ -23,6 +23,8 @@ type Summary struct {
 	Raced           int64 // reads discarded because a swap happened during them
 	LinkReads       int64 // top-level DEST/name links read
 	LinkPairs       int   // distinct (link, content) pairs verified
+	TreeStates      int   // distinct dir target states verified that held a sub-directory
+	TreeLinkPaths   int   // distinct paths below a top-level directory read through its link
 	HistoryVerified int   // history entries read and verified
 
 	FinalGeneration       int64
@@ -62,6 +64,7 @@ type Summary struct {
 	// final state was checked against what their labels select, and
 	// whether the run ended on an open rollout (the closing canary).
 	Rollouts        rolloutStats
+	Trees           treeSummary
 	FinalSelections int
 	ClosingCanary   bool
 	Relabelled      []string
@@ -69,6 +72,41 @@ type Summary struct {
 	Violations  []Violation
 	WorkDir     string
 	HistoryFile string
+}
+
+// treeSummary is what the workload did with config trees.
+type treeSummary struct {
+	treeStats
+	Attempted, Acked        int // publish attempts whose set had a '/' path
+	AckedMulti, AckedMarker int
+	MaxDepth                int // the most components of a path sent
+	HistoryTrees            int // format-2 generations in the history (every incarnation)
+}
+
+// treeSummary counts the records whose set was a tree.
+func (w *workload) treeSummary(records []*pubRecord) treeSummary {
+	w.mu.Lock()
+	t := treeSummary{treeStats: w.trees}
+	w.mu.Unlock()
+	for _, r := range records {
+		if formatFor(r.Items) != 2 {
+			continue
+		}
+		t.Attempted++
+		for n := range r.Items {
+			t.MaxDepth = max(t.MaxDepth, strings.Count(n, "/")+1)
+		}
+		if r.Outcome == outAcked {
+			t.Acked++
+			switch r.ResMode {
+			case "multi":
+				t.AckedMulti++
+			case "marker":
+				t.AckedMarker++
+			}
+		}
+	}
+	return t
 }
 
 // Failed reports whether any property was broken.
@@ -106,6 +144,11 @@ func (s *Summary) Text() string {
 		ro.Started, ro.SupersededByCanary, ro.Widened, ro.Promoted, ro.Aborted, ro.SupersededByPublish, ro.RefusedPublishes, ro.RefusedOther, ro.StepErrors)
 	p("                        %d agents' final states checked against their labels' selection (ended on an open rollout: %v; restarted with the other zone mid-rollout: %v)",
 		s.FinalSelections, s.ClosingCanary, s.Relabelled)
+	t := s.Trees
+	p("  config trees:         %d publishes sent a tree (format 2; %d acknowledged: %d multi, %d marker mode), paths up to %d components; %d item moves between directories, %d directories emptied, %d returns to a flat set",
+		t.Attempted, t.Acked, t.AckedMulti, t.AckedMarker, t.MaxDepth, t.Moves, t.DirsRemoved, t.Flattened)
+	p("                        %d generations in the history are trees; %d distinct dir target states verified were trees; %d paths below a top-level directory read through its link",
+		t.HistoryTrees, s.TreeStates, s.TreeLinkPaths)
 	p("  convergence bound:    %s", s.BoundExpr)
 	if s.WorstConvergenceAgent >= 0 {
 		var per []string

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -109,6 +110,19 @@ type workload struct {
 	names     int
 	busyCount int
 	rstats    rolloutStats
+	// tree is whether the current stretch of publishes draws item paths
+	// with sub-directories (manifest format 2); it flips now and then,
+	// and a flip to flat removes every nested item (format 1 again).
+	tree  bool
+	trees treeStats
+}
+
+// treeStats count the tree mutations the workload made (the publishes
+// that sent a tree are counted from the records).
+type treeStats struct {
+	Moves       int // items moved to another directory or level
+	DirsRemoved int // directories emptied by one publish
+	Flattened   int // flips from tree to flat: every directory removed at once
 }
 
 func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
@@ -116,6 +130,9 @@ func newWorkload(seed uint64, pub *publish.Publisher, log *eventLog) *workload {
 		rng: rand.New(rand.NewPCG(seed, 2)), pub: pub, log: log, seed: seed, timeout: 25 * time.Second,
 		acked: map[int64]map[string][]byte{}, digests: map[string][]int64{}, ackedAt: map[int64]time.Time{}, poison: map[sig]bool{},
 		base: map[string][]byte{},
+		// The first stretch is a tree, so that even a 90-second run
+		// publishes trees and goes back to flat.
+		tree: true,
 	}
 	w.gate = sync.NewCond(&w.gateMu)
 	return w
@@ -261,6 +278,7 @@ func (w *workload) publishWith(kind string, opt func(*publish.Request)) *pubReco
 		}
 	}
 	if kind != kindInitial && kind != kindFinal {
+		w.treeFlip(items)
 		w.mutate(items, seq)
 	} else if len(items) == 0 {
 		for range 8 {
@@ -461,6 +479,9 @@ func (w *workload) mutate(items map[string][]byte, seq int) {
 			delete(items, names[w.rng.IntN(len(names))])
 		}
 	}
+	if w.tree {
+		w.mutateTree(items, seq)
+	}
 	// Big items do not linger: they make every render slow.
 	for _, n := range names {
 		if strings.HasPrefix(n, "big-") && w.rng.IntN(2) == 0 {
@@ -486,7 +507,92 @@ func (w *workload) addItem(items map[string][]byte, seq int) {
 	default:
 		name = fmt.Sprintf("with space %04d.conf", w.names)
 	}
+	if w.tree && w.rng.IntN(2) == 0 {
+		name = w.treeDir() + "/" + name
+	}
 	items[name] = w.content(name, seq)
+}
+
+// treeDir draws a directory path of 1 to 3 components from a small pool,
+// so that items share directories, move between them, and directories
+// appear and disappear with their last item. No component is ever an
+// item's name (those all carry a number), so no set holds a file and a
+// directory of the same name. "invalid" is reserved at the top level
+// only: below it, it is a directory like any other.
+func (w *workload) treeDir() string {
+	top := [...]string{"conf.d", "sites", ".hidden.d", "ünï dir", "with space.d"}
+	sub := [...]string{"a", "b.d", "invalid", "ünï", "x y"}
+	parts := []string{top[w.rng.IntN(len(top))]}
+	for d := w.rng.IntN(3); d > 0; d-- {
+		parts = append(parts, sub[w.rng.IntN(len(sub))])
+	}
+	return strings.Join(parts, "/")
+}
+
+// treeFlip starts or ends a stretch of tree publishes (about one publish
+// in six flips); ending one removes every nested item, so the set is
+// flat (format 1) again and every directory disappears at once.
+func (w *workload) treeFlip(items map[string][]byte) {
+	if w.rng.IntN(6) != 0 {
+		return
+	}
+	w.tree = !w.tree
+	if w.tree {
+		return
+	}
+	w.trees.Flattened++
+	for n := range items {
+		if strings.Contains(n, "/") {
+			delete(items, n)
+		}
+	}
+}
+
+// mutateTree moves items between directories (and to and from the top
+// level), and sometimes empties a whole directory.
+func (w *workload) mutateTree(items map[string][]byte, seq int) {
+	names := slices.Sorted(maps.Keys(items))
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "app.json" || strings.HasPrefix(n, "big-") })
+	if w.rng.IntN(2) == 0 && len(names) > 0 {
+		for range 1 + w.rng.IntN(3) {
+			from := names[w.rng.IntN(len(names))]
+			data, ok := items[from]
+			if !ok {
+				continue
+			}
+			base := path.Base(from)
+			to := base
+			if w.rng.IntN(4) != 0 {
+				to = w.treeDir() + "/" + base
+			}
+			if to == from {
+				continue
+			}
+			delete(items, from)
+			if w.rng.IntN(3) == 0 {
+				data = w.content(base, seq)
+			}
+			items[to] = data
+			w.trees.Moves++
+		}
+	}
+	if w.rng.IntN(4) == 0 {
+		var dirs []string
+		for _, n := range names {
+			if d := path.Dir(n); d != "." && !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+		if len(dirs) > 0 {
+			d := dirs[w.rng.IntN(len(dirs))]
+			for n := range items {
+				if strings.HasPrefix(n, d+"/") {
+					delete(items, n)
+				}
+			}
+			w.trees.DirsRemoved++
+		}
+	}
 }
 
 // content makes new content for an item, by its extension.
