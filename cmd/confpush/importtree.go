@@ -416,14 +416,16 @@ func checkOutDir(dir string) error {
 }
 
 // writeSet writes items below dir, each item path a file path (validated:
-// relative, no ".." component), directories 0755 and files 0644.
+// relative, no ".." component), directories 0750 and files 0600: a key
+// tree often holds passwords, and the operator widens what is meant to be
+// shared.
 func writeSet(dir string, items map[string][]byte) error {
 	for _, n := range slices.Sorted(maps.Keys(items)) {
 		p := filepath.Join(dir, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 			return fmt.Errorf("--out-dir: %w", err)
 		}
-		if err := os.WriteFile(p, items[n], 0o644); err != nil {
+		if err := os.WriteFile(p, items[n], 0o600); err != nil {
 			return fmt.Errorf("--out-dir: %w", err)
 		}
 	}
