@@ -131,8 +131,11 @@ type Cluster struct {
 	CA *CA
 	// adminTLS is how the harness itself talks to TLS-only servers.
 	adminTLS *tls.Config
-	mu       sync.Mutex
-	Servers  []*Server
+	// shared marks a test's view of a Shared server, which the test may
+	// not stop, restart or wipe.
+	shared  bool
+	mu      sync.Mutex
+	Servers []*Server
 }
 
 // Start starts a standalone server and waits until it serves.
@@ -442,6 +445,7 @@ func (c *Cluster) Kill(i int) { c.t.Helper(); c.signal(i, syscall.SIGKILL) }
 
 func (c *Cluster) signal(i int, sig syscall.Signal) {
 	c.t.Helper()
+	c.refuseShared()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.Servers[i]
@@ -504,6 +508,7 @@ func (c *Cluster) Wipe(i int) {
 // when it cannot serve until a quorum is back).
 func (c *Cluster) StartServer(i int) {
 	c.t.Helper()
+	c.refuseShared()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Servers[i].cmd != nil {
@@ -511,6 +516,15 @@ func (c *Cluster) StartServer(i int) {
 	}
 	if err := c.spawn(c.Servers[i]); err != nil {
 		c.t.Fatalf("zktest: %v", err)
+	}
+}
+
+// refuseShared fails the test that tries to stop, restart or wipe the
+// server other tests share.
+func (c *Cluster) refuseShared() {
+	c.t.Helper()
+	if c.shared {
+		c.t.Fatalf("zktest: a shared server is never stopped, restarted or wiped by a test: start the test's own with zktest.Start")
 	}
 }
 
