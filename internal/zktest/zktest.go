@@ -8,6 +8,9 @@
 // the test that started it, nor the test binary if it panics or times out.
 // Code without a testing.TB (a TestMain, examples, make demo's zkdev) starts
 // servers with Launch, or shares one with Shared, and stops them itself.
+// Tests that need only "a ZooKeeper" share one per test binary too
+// (Shared.For, which empties it for each test): a JVM start costs more
+// CPU than most such tests, and the suite runs on a busy machine.
 //
 // The server is found through $ZOOKEEPER_CLASSPATH, or else the Debian
 // package's /etc/zookeeper/conf:/usr/share/java/zookeeper.jar, which
