@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -62,6 +63,17 @@ type Shared struct {
 	stop func()
 }
 
+// topNodes are the nodes a fresh server has that a test may change but
+// not delete (confpush's access policy locks /zookeeper/quota, say): For
+// puts back their data and ACLs as the fresh server had them.
+var topNodes = []string{"/", "/zookeeper", "/zookeeper/quota"}
+
+// node is a top node's data and ACL.
+type node struct {
+	data []byte
+	acl  []zk.ACL
+}
+
 // The shared server knows this digest identity as its super user, which
 // passes every ACL: a test's restrictive ACLs cannot keep its nodes from
 // being removed before the next test. superDigest is ZooKeeper's digest
@@ -85,7 +97,8 @@ func (s *Shared) Addrs() []string {
 
 // For hands test t the shared server, starting it on first use, as a
 // Cluster of its own that holds nothing but /zookeeper: the tests before
-// it left no node and no quota behind. The server's nodes are removed
+// it left no node and no quota behind, and /, /zookeeper and
+// /zookeeper/quota have the data and ACLs of a fresh server. The server's nodes are removed
 // again in t.Cleanup (after the test's own cleanups, which close its
 // sessions), so a test sees only what it wrote itself as long as the
 // binary's tests run one at a time (none of them calls t.Parallel).
@@ -105,7 +118,7 @@ func (s *Shared) For(t TB) *Cluster {
 		t.Fatalf("zktest: the shared server has exited:\n%s", srv.tail())
 	default:
 	}
-	c := &Cluster{t: t, opts: s.c.opts, CA: s.c.CA, adminTLS: s.c.adminTLS, Servers: s.c.Servers, shared: true}
+	c := &Cluster{t: t, opts: s.c.opts, CA: s.c.CA, adminTLS: s.c.adminTLS, Servers: s.c.Servers, shared: true, fresh: s.c.fresh}
 	if err := c.removeAll(); err != nil {
 		t.Fatalf("zktest: shared server: %v", err)
 	}
@@ -129,6 +142,25 @@ func (s *Shared) startLocked() error {
 	if err != nil {
 		return err
 	}
+	err = c.session(func(conn *zk.Conn) error {
+		c.fresh = map[string]node{}
+		for _, p := range topNodes {
+			data, _, err := conn.Get(p)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", p, err)
+			}
+			acl, _, err := conn.GetACL(p)
+			if err != nil {
+				return fmt.Errorf("read the ACL of %s: %w", p, err)
+			}
+			c.fresh[p] = node{data: data, acl: acl}
+		}
+		return nil
+	})
+	if err != nil {
+		stop()
+		return err
+	}
 	s.c, s.stop = c, stop
 	return nil
 }
@@ -144,8 +176,51 @@ func (s *Shared) Stop() {
 }
 
 // removeAll deletes every node but /zookeeper, and every quota under
-// /zookeeper/quota, as the shared server's super user.
+// /zookeeper/quota, and puts back the top nodes' data and ACLs, as the
+// shared server's super user.
 func (c *Cluster) removeAll() error {
+	return c.session(func(conn *zk.Conn) error {
+		for _, parent := range []string{"/", "/zookeeper/quota"} {
+			kids, _, err := conn.Children(parent)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", parent, err)
+			}
+			for _, k := range kids {
+				if parent == "/" && k == "zookeeper" {
+					continue
+				}
+				if err := deleteTree(conn, path.Join(parent, k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range topNodes {
+			fresh := c.fresh[p]
+			data, _, err := conn.Get(p)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", p, err)
+			}
+			if !bytes.Equal(data, fresh.data) {
+				if _, err := conn.Set(p, fresh.data, -1); err != nil {
+					return fmt.Errorf("restore %s: %w", p, err)
+				}
+			}
+			acl, _, err := conn.GetACL(p)
+			if err != nil {
+				return fmt.Errorf("read the ACL of %s: %w", p, err)
+			}
+			if !slices.Equal(acl, fresh.acl) {
+				if _, err := conn.SetACL(p, fresh.acl, -1); err != nil {
+					return fmt.Errorf("restore the ACL of %s: %w", p, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// session runs f with a session to the server as its super user.
+func (c *Cluster) session(f func(*zk.Conn) error) error {
 	conn, events, err := zk.Connect(c.Addrs(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discard{}))
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -163,21 +238,7 @@ func (c *Cluster) removeAll() error {
 	if err := conn.AddAuth("digest", []byte(superUser+":"+superPassword)); err != nil {
 		return fmt.Errorf("authenticate: %w", err)
 	}
-	for _, parent := range []string{"/", "/zookeeper/quota"} {
-		kids, _, err := conn.Children(parent)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", parent, err)
-		}
-		for _, k := range kids {
-			if parent == "/" && k == "zookeeper" {
-				continue
-			}
-			if err := deleteTree(conn, path.Join(parent, k)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return f(conn)
 }
 
 // deleteTree deletes p and everything under it; nodes already gone (an

@@ -136,7 +136,9 @@ type Cluster struct {
 	adminTLS *tls.Config
 	// shared marks a test's view of a Shared server, which the test may
 	// not stop, restart or wipe.
-	shared  bool
+	shared bool
+	// fresh holds a shared server's top nodes as it started.
+	fresh   map[string]node
 	mu      sync.Mutex
 	Servers []*Server
 }

@@ -309,7 +309,8 @@ func TestObserverEnsemble(t *testing.T) {
 
 // TestSharedFor: two tests given the same Shared server by For see the
 // same server, but the second finds none of the first's nodes, not even
-// one under an ACL that locks everyone else out, nor its quota; a test
+// one under an ACL that locks everyone else out, nor its quota, and the
+// nodes that stay as a fresh server has them (ACL, data); a test
 // that tries to kill, restart or wipe the shared server fails instead;
 // and the server is gone after Stop.
 func TestSharedFor(t *testing.T) {
@@ -335,6 +336,13 @@ func TestSharedFor(t *testing.T) {
 		if _, err := conn.Create("/app/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
+		// What a locked-down deployment does to the nodes that stay.
+		if _, err := conn.SetACL("/zookeeper/quota", locked, -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Set("/", []byte("marked"), -1); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("finds it empty", func(t *testing.T) {
 		c := s.For(t)
@@ -347,6 +355,12 @@ func TestSharedFor(t *testing.T) {
 			if err != nil || fmt.Sprint(kids) != want {
 				t.Fatalf("children of %s = %v, %v; want %s", parent, kids, err, want)
 			}
+		}
+		if acl, _, err := conn.GetACL("/zookeeper/quota"); err != nil || fmt.Sprint(acl) != fmt.Sprint(zk.WorldACL(zk.PermAll)) {
+			t.Fatalf("ACL of /zookeeper/quota = %v, %v; want a fresh server's world cdrwa", acl, err)
+		}
+		if data, _, err := conn.Get("/"); err != nil || len(data) != 0 {
+			t.Fatalf("data of / = %q, %v; want a fresh server's none", data, err)
 		}
 	})
 	t.Run("may not kill it", func(t *testing.T) {
