@@ -24,7 +24,7 @@ import (
 // swapped in, a removed item's file goes, and a template renders values
 // parsed from JSON and YAML items.
 func TestPublishChangeRemove(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	tmpl := `port={{ (json "app.json").port }} name={{ (yaml "svc.yaml").name }} gen={{ generation }}
@@ -75,7 +75,7 @@ func TestPublishChangeRemove(t *testing.T) {
 // files and reports in /status and metrics; reload runs exactly once per
 // applied change and never for unchanged output.
 func TestCheckFailureKeepsOldAndReloadOnce(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	reloads := filepath.Join(t.TempDir(), "reloads")
@@ -148,7 +148,7 @@ func TestCheckFailureKeepsOldAndReloadOnce(t *testing.T) {
 // resolved ..data) and the template target: every observation is one
 // generation, and the last generation is rendered.
 func TestRapidPublishesNeverMixGenerations(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	const items, publishes = 40, 300

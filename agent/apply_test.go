@@ -9,7 +9,6 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/render"
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 func inodeOf(t *testing.T, path string) uint64 {
@@ -38,7 +37,7 @@ func manyItems(n int, changed string) map[string]string {
 // writes nothing; an unchanged file edited by hand is still restored, and
 // so are file and template outputs, without re-rendering.
 func TestApplyRewritesOnlyChangedItems(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	d := join(out, "d")

@@ -15,7 +15,6 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -97,7 +96,7 @@ func waitStatusNode(t *testing.T, conn *zk.Conn, id string, ok func(fleet.Status
 // (status node and /status), the second reads the root and stays on the
 // stable content.
 func TestCanaryAgents(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	res := mustPublish(t, p, map[string]string{"app.conf": "stable"})
 	conn := c.Connect(t, 4*time.Second)

@@ -13,7 +13,6 @@ import (
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/syncbuf"
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestCommandOutputStaysOnHost: a check and a reload that fail printing
@@ -25,7 +24,7 @@ import (
 // changed live) lets it into the status node again.
 func TestCommandOutputStaysOnHost(t *testing.T) {
 	const token = "TOKEN-from-the-item-4711"
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	dir := t.TempDir()
 	reloaded := join(dir, "b.conf")

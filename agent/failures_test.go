@@ -17,7 +17,6 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -55,7 +54,7 @@ func targetResult(s agent.Status, name string) agent.TargetResult {
 // converges to the generation without a new publish. On the old code the
 // failure was a "render" rejection, never retried.
 func TestFullDiskRetriedUntilSpaceReturns(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	disk := mountTmpfs(t, "64k")
 	specs := []agent.TargetSpec{
@@ -178,7 +177,7 @@ func gracePeriodItems(g, n int) map[string]string {
 // reload rather than waited out. On the old code the previous directory
 // was deleted during the swap (one observation of 450 missed an item).
 func TestDirGracePeriodKeepsResolvedSet(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	d := join(t.TempDir(), "d")
 	spec := func(grace time.Duration) []agent.TargetSpec {

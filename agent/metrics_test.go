@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // metricLine returns the exposition line of the unlabelled metric name.
@@ -26,7 +25,7 @@ func metricLine(t testing.TB, url, name string) string {
 // applies (the failure counters stop moving: a rejected generation is not
 // retried), and 0 again once a good generation applies.
 func TestApplyFailingMetric(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	specs := []agent.TargetSpec{{

@@ -72,7 +72,7 @@ type genFixture struct {
 }
 
 func newGenFixture(t *testing.T) genFixture {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	f := genFixture{c: c, p: publisher(t, c), out: t.TempDir(), reloads: filepath.Join(t.TempDir(), "reloads")}
 	mustPublish(t, f.p, map[string]string{"a": "0"})
 	return f
@@ -177,7 +177,7 @@ func TestReloadSplay(t *testing.T) {
 // TestTemplateHostFacts: template targets see the agent's configured
 // labels (and the hostname label), its hostname and its environment.
 func TestTemplateHostFacts(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	t.Setenv("ZKCONF_TEST_REGION", "eu-west")

@@ -18,7 +18,6 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/confd"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
@@ -88,7 +87,7 @@ func sideRendered(g int) string {
 // renders every generation it applies whole, never torn, byte for byte
 // as confd renders the same keys.
 func TestConfdSideBySide(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := join(t.TempDir(), "app.conf")
 	spec := confdSpec("app.conf", out, sideTemplate, root, root, "/")

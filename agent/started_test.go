@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestStartedBoundedBySlowFirstApply: a first apply whose check command
@@ -16,7 +15,7 @@ import (
 // OnStarted is called once StartTimeout has passed, while the apply is
 // still running, and the apply completes afterwards.
 func TestStartedBoundedBySlowFirstApply(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	mustPublish(t, publisher(t, c), map[string]string{"a": "1"})
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "gate")
@@ -54,7 +53,7 @@ func TestStartedBoundedBySlowFirstApply(t *testing.T) {
 // counts as started as soon as the cache says so (it knows where it
 // stands), without waiting for the start-up bound.
 func TestStartedWhenRootMissing(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	dir := t.TempDir()
 	started := make(chan struct{})
 	r := startDaemon(t, c.Addrs(), filepath.Join(dir, "state"), []agent.TargetSpec{dirSpec(filepath.Join(dir, "out"))}, func(o *agent.Options) {

@@ -18,7 +18,6 @@ import (
 	"github.com/zkconf/zkconf/internal/confd"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 )
@@ -32,7 +31,7 @@ import (
 // whole; an edit of a nested file is seen by the drift watcher (which
 // watches every sub-directory) and repaired.
 func TestTreeTargets(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	whole := dirSpec(join(out, "whole"))
@@ -123,7 +122,7 @@ func checkTree(t *testing.T, dir string, want map[string]string) {
 // the new generation written; the agent stays on its generation and says
 // why once stale (/readyz, status node).
 func TestFutureFormatKeepsOutput(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	specs := []agent.TargetSpec{dirSpec(join(out, "d")),
@@ -171,7 +170,7 @@ func TestFutureFormatKeepsOutput(t *testing.T) {
 // while it runs (its status node) and while it is away (its
 // registration).
 func TestAgentReportsFormat(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	mustPublish(t, p, map[string]string{"a": "flat"})
@@ -252,7 +251,7 @@ func TestAgentReportsFormat(t *testing.T) {
 // moves a file between directories and removes a directory (no empty
 // directory is left for confd to see as a key).
 func TestConfdTreeIsZooKeeperTree(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	conn := c.Connect(t, 4*time.Second)
 	out := t.TempDir()

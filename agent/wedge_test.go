@@ -156,7 +156,7 @@ func stopWithin(t *testing.T, r *running, during string) {
 // the next generation applies; and a daemon stopping with a render that
 // does not return exits anyway.
 func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	specs := []agent.TargetSpec{{Name: "t", Kind: agent.KindTemplate, Template: `{{ env "WEDGE" }}x={{ item "x" }}`,
@@ -252,7 +252,7 @@ func TestWedgedRenderFailsHealthAndWatchdog(t *testing.T) {
 // generation in place and the generation not rejected; Run returns without
 // having to leave the apply behind (the shutdown grace is 10 minutes here).
 func TestStopInterruptsRender(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	specs := []agent.TargetSpec{{Name: "t", Kind: agent.KindTemplate,
@@ -282,7 +282,7 @@ func TestStopInterruptsRender(t *testing.T) {
 // zkconf_agent_failures_total{kind="render"}, named in /status with the
 // target and the budget; the next generation applies.
 func TestRenderBudgetRejects(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)
 	out := t.TempDir()
 	specs := []agent.TargetSpec{

@@ -27,7 +27,7 @@ import (
 //     written by confpush), and taken over by the next publish too (the old
 //     code refused it as a live publish).
 func TestAbandonedMarker(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, logs := testLogger(t)
 	raw := zkc.Connect(t, 4*time.Second)
@@ -144,7 +144,7 @@ func newPublisher(t *testing.T, zkc *zktest.Cluster) *publish.Publisher {
 // on the reading side: the cache serves it, persists it and loads it back,
 // and a real publisher refuses to go past it without writing.
 func TestHugeGeneration(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	raw := zkc.Connect(t, 4*time.Second)
 	log, _ := testLogger(t)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -17,7 +16,7 @@ import (
 // cache reports each in its state and keeps serving what it held (nothing
 // changes: no snapshot appears from bad data, a held one is kept).
 func TestCacheErrorMessages(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 4*time.Second)
 	log, _ := testLogger(t)
 	c := newCache(t, "/errs", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))

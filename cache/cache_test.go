@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -15,7 +14,7 @@ import (
 // removal, each reflected with the right generation; Updates holds the
 // newest snapshot; the state is Live.
 func TestLoadChangeAddRemove(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
 	log, _ := testLogger(t)
 
@@ -80,7 +79,7 @@ func TestLoadChangeAddRemove(t *testing.T) {
 // read plus one read per changed item; adding or removing items costs one
 // marker check more (the root's children changed).
 func TestRequestsPerPublish(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, _ := testLogger(t)
 	items := set(20, "v1")
@@ -122,7 +121,7 @@ func TestRequestsPerPublish(t *testing.T) {
 // reports each honestly, keeps the snapshot it holds, and follows once a
 // real publish lands.
 func TestRootMissingEmptyForeign(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 4*time.Second)
 	log, buf := testLogger(t)
 	c := newCache(t, "/later", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
@@ -170,7 +169,7 @@ func TestRootMissingEmptyForeign(t *testing.T) {
 // TestFixedClientAndClose: a cache on the application's connection never
 // closes it, and Close leaves no goroutine behind (goleak in TestMain).
 func TestFixedClientAndClose(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +221,7 @@ func TestNewValidates(t *testing.T) {
 // period even when nothing fired, costs one root read when nothing changed,
 // and keeps the cache Live.
 func TestPeriodicResync(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, _ := testLogger(t)
 	v1 := set(3, "v1")

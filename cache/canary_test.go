@@ -94,7 +94,7 @@ func (rp *rawPublisher) reselect(selector string) {
 // incarnation (a rollout compares generations within one).
 func canaryRoot(t *testing.T) (*zktest.Cluster, *rawPublisher, *slog.Logger) {
 	t.Helper()
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	pub.inc = manifest.NewIncarnation()
 	log, _ := testLogger(t)

@@ -27,6 +27,7 @@ var zooKeeper zktest.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	zooKeeper.Stop()
+	cache.StopSharedZooKeeper()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestFetchReadsChangedItemsAtOnce: with the default options, the 20 items
@@ -16,7 +14,7 @@ import (
 // there, and the barrier gives up after 30 s.
 func TestFetchReadsChangedItemsAtOnce(t *testing.T) {
 	const n = 20
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
 	log, _ := testLogger(t)
 

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestStateNotLeftBehindOnFullDisk: when the state directory is full, the
@@ -24,7 +22,7 @@ func TestStateNotLeftBehindOnFullDisk(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 	path := filepath.Join(dir, "state")
 
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, logs := testLogger(t)
 	small := map[string][]byte{"a.conf": []byte("small")}

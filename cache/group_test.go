@@ -415,7 +415,7 @@ func TestGroupCutsUnderPublishLoop(t *testing.T) {
 // publish to one costs exactly one Exists of the other, and each root's
 // cache pays what a lone cache pays.
 func TestGroupCost(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 10*time.Second)
 	pa, pb := newRawPublisher(t, conn, "/cost/a"), newRawPublisher(t, conn, "/cost/b")
 	log, _ := testLogger(t)
@@ -459,7 +459,7 @@ func TestGroupCost(t *testing.T) {
 // root read that finds a's manifest naming the held generation (canary)
 // or through the unchanged data (marker).
 func TestGroupConfirmWithoutNewGeneration(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 10*time.Second)
 	pa, pb := newRawPublisher(t, conn, "/step/a"), newRawPublisher(t, conn, "/step/b")
 	pa.inc = manifest.NewIncarnation()
@@ -606,7 +606,7 @@ func TestNewGroupErrors(t *testing.T) {
 
 // TestGroupWaitUnknownRoot: Wait names a root the group does not have.
 func TestGroupWaitUnknownRoot(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	g, err := NewGroup(context.Background(), map[string]string{"a": "/w"}, WithServers(zkc.Addrs(), 10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestUpdatesAfterWaitHandlesEachGenerationOnce: the snapshot Wait (or
@@ -19,7 +17,7 @@ import (
 // value Updates gives after Wait returned generation 1 is generation 2. The
 // same holds for the snapshot loaded from the state file.
 func TestUpdatesAfterWaitHandlesEachGenerationOnce(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	pub.publish(set(2, "a"))
 	log, _ := testLogger(t)
@@ -79,7 +77,7 @@ func TestUpdatesAfterWaitHandlesEachGenerationOnce(t *testing.T) {
 // does not report live -> live for every generation (Updates delivers
 // them); State carries the generation all the same.
 func TestStateChangesOnlyTransitions(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	pub.publish(set(1, "a"))
 	applied := make(chan int64, 100)
@@ -160,7 +158,7 @@ func TestStateInfoString(t *testing.T) {
 // does not exist is a WARN the application sees, the routine INFO lines
 // (state transitions) are not written.
 func TestDefaultLoggerWarnOnly(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	var mu sync.Mutex
 	var levels []string
 	warned := make(chan struct{}, 1)

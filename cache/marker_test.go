@@ -90,7 +90,7 @@ func TestMarkerPublishNeverPartial(t *testing.T) {
 // generation any more: items are being overwritten) keeps its snapshot,
 // reports ErrPublishInProgress, and catches up when the marker goes.
 func TestMarkerBehindWaits(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, _ := testLogger(t)
 	dir := t.TempDir()

@@ -89,7 +89,7 @@ func TestRestartWithZooKeeperDown(t *testing.T) {
 // its body, truncated, empty, or of another root is ignored with a warning;
 // the cache starts from ZooKeeper and rewrites a good file.
 func TestCorruptStateFileIgnored(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	v1 := set(3, "v1")
 	pub.publish(v1)
@@ -202,7 +202,7 @@ func TestPersistedNewerNotReplaced(t *testing.T) {
 // one, complete: a process that acts on a snapshot and crashes right after
 // restarts from at least that generation (never backwards).
 func TestPersistedBeforeHandout(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, _ := testLogger(t)
 	path := filepath.Join(t.TempDir(), "state")

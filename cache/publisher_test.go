@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -22,7 +21,7 @@ func TestWithRealPublisher(t *testing.T) {
 		rounds = 40
 		items  = 12
 	)
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestTornReadStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
 	}
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	log, _ := testLogger(t)
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
@@ -60,7 +60,7 @@ func TestTornReadStressHighRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
 	}
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	log, _ := testLogger(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/fast")
 	runStress(t, zkc, log, "/fast", stressGenerations(t, 1000), func(v map[string][]byte) int64 {

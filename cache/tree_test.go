@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -28,7 +27,7 @@ import (
 // read (no listing of any directory); only changed contents are read; the
 // state file, loaded again, holds the tree.
 func TestCacheFollowsTree(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: zkc.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +135,7 @@ func TestStateFileTree(t *testing.T) {
 // the cache on the snapshot it holds, reporting ErrFutureFormat, its
 // items whole; no item of the new generation is read.
 func TestFutureFormatKeepsSnapshot(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 30*time.Second)
 	rp := newRawPublisher(t, conn, "/future")
 	gen1 := map[string][]byte{"a": []byte("a"), "b": []byte("b")}

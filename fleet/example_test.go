@@ -17,8 +17,11 @@ import (
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// zooKeeper is the throw-away server the examples run against; an
-// application passes the addresses of its own ensemble instead.
+// zooKeeper is the throw-away server the examples run against (an
+// application passes the addresses of its own ensemble instead), and the
+// tests that need only "a ZooKeeper" (zktest.Shared.For, emptied for
+// each); the tests that reach a server through a fault proxy start their
+// own.
 var zooKeeper zktest.Shared
 
 // TestMain stops the examples' server after the run.

@@ -35,7 +35,7 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 // returns once all three applied; when one agent's check fails, the wait
 // fails naming that agent and its error.
 func TestWaitAllAndFailingCheck(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	p, conn := fleettest.NewPublisher(t, c, root)
 	fleettest.PublishConf(t, p, "v1")
 	startAgent(t, c.Addrs(), "host-a", "")

@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -54,7 +53,7 @@ func TestAgentState(t *testing.T) {
 // or none: an unknown agent among them is an *UnknownAgentsError and the
 // known ones stay registered; it says which forgotten agents still run.
 func TestForget(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	conn := c.Connect(t, 10*time.Second)
 	f := fleettest.Fleet(t, conn, root, paths.Meta)
 	if err := zkclient.EnsurePath(context.Background(), conn, paths.Agents(), zk.WorldACL(zk.PermAll)); err != nil {

@@ -26,7 +26,7 @@ import (
 // reason and expected by nobody. On the old code the first two counted as
 // applied.
 func TestOpenModeUntrusted(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	p, conn := fleettest.NewPublisher(t, c, root)
 	g := fleettest.PublishConf(t, p, "v1")
 	if err := zkclient.EnsurePath(context.Background(), conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
@@ -63,7 +63,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 // TestWaitNoExpectedAgents: a --all wait on a root no agent ever followed
 // fails at once with ErrNoExpectedAgents, not at the deadline.
 func TestWaitNoExpectedAgents(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	p, conn := fleettest.NewPublisher(t, c, root)
 	g := fleettest.PublishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -134,7 +134,7 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 // refuses the new incarnation fails the rollout at once (it cannot apply
 // it until an operator adopts).
 func TestWaitComparesIncarnations(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	p, conn := fleettest.NewPublisher(t, c, root)
 	g := fleettest.PublishConf(t, p, "v1")
 	b, _, err := conn.Get(paths.Root)

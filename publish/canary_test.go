@@ -322,7 +322,7 @@ func TestCanaryLeftoverAndACL(t *testing.T) {
 // machinery: landed (found by its history entry g-C) or not (sent again
 // under the same compare-and-swap); either way exactly one start lands.
 func TestCanaryConnectionLossAroundCommit(t *testing.T) {
-	c := startZK(t)
+	c := startOwnZK(t)
 	for _, landed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "NotLanded", true: "Landed"}[landed], func(t *testing.T) {
 			r := newRig(t, c, 15*time.Second, true)

@@ -21,6 +21,7 @@ var zooKeeper zktest.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	zooKeeper.Stop()
+	publish.StopSharedZooKeeper()
 	os.Exit(code)
 }
 

@@ -245,7 +245,7 @@ func checkOnce(t *testing.T, p *Publisher, baseVersion int32, commitsExpected in
 // response never reaches it) and is cut once the server shows the commit.
 func TestConnectionLossAroundCommit(t *testing.T) {
 	t.Parallel()
-	c := startZK(t) // long sessions: a cut must never turn into an expiry
+	c := startOwnZK(t) // long sessions: a cut must never turn into an expiry
 
 	for _, tc := range []struct {
 		name   string

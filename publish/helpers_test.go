@@ -26,11 +26,32 @@ import (
 // session faults use servers started by startZK, which allow it.
 const testSession = 10 * time.Second
 
-// startZK starts a standalone server that allows sessions of up to 30 s.
+// startZK hands the test the package's shared standalone server,
+// emptied for it (sharedZooKeeper).
 func startZK(t testing.TB) *zktest.Cluster {
 	t.Helper()
-	return zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
+	return sharedZooKeeper.For(t)
 }
+
+// startOwnZK starts a server of the test's own, as sharedZooKeeper's: for
+// the tests that run in parallel (For empties the shared server under
+// them) or reach the server through a fault proxy.
+func startOwnZK(t testing.TB) *zktest.Cluster {
+	t.Helper()
+	return zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: zkMaxSession})
+}
+
+// zkMaxSession is the test servers' maximum session timeout: 30 s.
+const zkMaxSession = 30 * time.Second
+
+// sharedZooKeeper is the server of the tests that need only "a
+// ZooKeeper" (startZK); TestMain (example_test.go) stops it through
+// StopSharedZooKeeper.
+var sharedZooKeeper = zktest.Shared{Options: zktest.Options{MaxSessionTimeout: zkMaxSession}}
+
+// StopSharedZooKeeper stops sharedZooKeeper; TestMain (package
+// publish_test, which cannot name it) calls it after m.Run.
+func StopSharedZooKeeper() { sharedZooKeeper.Stop() }
 
 // testCtx is a context bounded well under the package's test budget.
 func testCtx(t testing.TB) context.Context {

@@ -40,7 +40,7 @@ func verifiedAgentRead(t *testing.T, conn *zk.Conn, root string) (*manifest.Mani
 // killed halfway, a live marker, and its override.
 func TestMarkerMode(t *testing.T) {
 	t.Parallel()
-	c := startZK(t)
+	c := startOwnZK(t)
 
 	t.Run("FiveMiBSetAndKilledHalfway", func(t *testing.T) {
 		root := "/marker/big"
@@ -280,7 +280,7 @@ func TestMarkerMode(t *testing.T) {
 // next publish takes it over and says so.
 func TestForeignMarkerTakenOver(t *testing.T) {
 	t.Parallel()
-	c := startZK(t)
+	c := startOwnZK(t)
 	const root = "/marker/foreign"
 	p := newPub(t, c, root)
 	mustPublish(t, p, Request{Items: items(3, 100, "a")})

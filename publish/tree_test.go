@@ -341,7 +341,7 @@ func TestTreeTakeover(t *testing.T) {
 // either side of the server applying it, is resolved like any commit:
 // applied exactly once, the tree exactly the new set.
 func TestTreeConnectionLoss(t *testing.T) {
-	c := startZK(t)
+	c := startOwnZK(t)
 	for _, tc := range []struct {
 		name   string
 		mode   manifest.Mode

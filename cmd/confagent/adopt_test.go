@@ -20,7 +20,7 @@ import (
 // refused incarnation in its status node; `confagent adopt` (what an
 // operator runs next to the systemd service) makes it follow.
 func TestAdoptAfterWipe(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvOwnServer(t)
 	e.writeConfig(t, "incarnation: refuse\n")
 	// Zxids (old generations', clients') above what the wiped server
 	// reaches in the test.

@@ -29,6 +29,11 @@ import (
 // binary is the confagent binary built once for the subprocess tests.
 var binary string
 
+// sharedZooKeeper is the server of the tests that need only "a
+// ZooKeeper" (newEnv): each gets it emptied through For. The tests that
+// stop, kill or wipe a server start their own (newEnvOwnServer).
+var sharedZooKeeper zktest.Shared
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "confagent-test")
 	if err != nil {
@@ -40,6 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	sharedZooKeeper.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -54,9 +60,21 @@ type env struct {
 	cfgPath string
 }
 
+// newEnv is an env on the package's shared server (emptied for the test).
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := zktest.Start(t)
+	return newEnvOn(t, sharedZooKeeper.For(t))
+}
+
+// newEnvOwnServer is an env on a server of the test's own, for the tests
+// that stop, kill or wipe it.
+func newEnvOwnServer(t *testing.T) *env {
+	t.Helper()
+	return newEnvOn(t, zktest.Start(t))
+}
+
+func newEnvOn(t *testing.T, c *zktest.Cluster) *env {
+	t.Helper()
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)

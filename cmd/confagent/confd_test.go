@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // confdCase is testdata/confd-migration: items (flat keys) confpush
@@ -54,7 +52,7 @@ func copyConfdDir(t *testing.T, src, dir, out string) string {
 // staged file, the reload after the commit, and a second run changes
 // nothing and runs neither.
 func TestConfdDirectoryRendersAsConfd(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	confpush := filepath.Join(t.TempDir(), "confpush")
 	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
 		t.Fatalf("build confpush: %v\n%s", err, out)

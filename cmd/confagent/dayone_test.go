@@ -85,7 +85,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // ready) instead of blocking systemd's start; once the server is back the
 // agent connects, says so and applies the generation.
 func TestUnreachableZooKeeperSaysWhy(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvOwnServer(t)
 	e.publish(t, set(1, 2))
 	notify := listenNotify(t)
 	server := e.c.Addrs()[0]

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -45,7 +44,7 @@ func readKeys(t *testing.T, dir string) map[string][]byte {
 // confagent (confd_dir) render exactly the example's want/ (what confd
 // renders, written out); after the demo's change, want-v2/.
 func TestDemoConfdExample(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	conn := c.Connect(t, 10*time.Second)
 	keys := readKeys(t, filepath.Join(demoConfd, "keys"))
 	acl := zk.WorldACL(zk.PermAll)

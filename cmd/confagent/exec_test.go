@@ -133,7 +133,14 @@ type execEnv struct {
 
 func newExecEnv(t *testing.T, execYAML string) *execEnv {
 	t.Helper()
-	e := &execEnv{env: newEnv(t)}
+	return execEnvOn(t, newEnv(t), execYAML)
+}
+
+// execEnvOn is newExecEnv on env, for a test that needs an env of its own
+// making (newEnvOwnServer).
+func execEnvOn(t *testing.T, env *env, execYAML string) *execEnv {
+	t.Helper()
+	e := &execEnv{env: env}
 	e.childLog = filepath.Join(e.dir, "child.log")
 	e.watch = filepath.Join(e.out, "app.conf")
 	e.writeExecConfig(t, execYAML)
@@ -385,7 +392,7 @@ func TestExecRestart(t *testing.T) {
 // persisted snapshot; without one, --start-timeout ends confagent (exit 1)
 // and the child is never started.
 func TestExecWithoutZooKeeper(t *testing.T) {
-	e := newExecEnv(t, "")
+	e := execEnvOn(t, newEnvOwnServer(t), "")
 	e.publishApp(t, "v1", "e1")
 	var out, errb strings.Builder
 	if code := run([]string{"--config", e.cfgPath, "--once"}, &out, &errb); code != 0 {

@@ -107,13 +107,11 @@ func (f *canaryFleet) stop(id string) {
 	<-ap.done
 }
 
+// buildBinary returns the binary of pkg, built once per test binary
+// (sharedzk_test.go).
 func buildBinary(t *testing.T, pkg, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
+	return testBinaries.build(t, pkg, name)
 }
 
 func newCanaryFleet(t *testing.T, srv *zktest.Cluster, root string) *canaryFleet {

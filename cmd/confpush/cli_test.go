@@ -120,12 +120,11 @@ func strs(v any) []string {
 	return out
 }
 
-// startZK starts a standalone server that allows sessions of up to 30 s,
-// so that a loaded test machine (stalls of seconds) does not drop the
-// tests' sessions.
+// startZK hands the test the package's shared standalone server
+// (sharedzk_test.go), emptied for it.
 func startZK(t *testing.T) *zktest.Cluster {
 	t.Helper()
-	return zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
+	return sharedZooKeeper.For(t)
 }
 
 // TestCLI drives every subcommand through run() against a real server.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -166,10 +165,7 @@ func (w *watcher) stop(t *testing.T) {
 // rollback it replaces; a state that does not validate is refused with
 // its problem and nothing published, and the next good state is.
 func TestWatchKeepsRollback(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, ".", "confpush")
 	srv := startZK(t)
 	c := cli{t: t, zk: srv.ConnString(), root: "/wkeep/app"}
 	dir := t.TempDir()

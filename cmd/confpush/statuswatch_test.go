@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,10 +129,7 @@ func TestStatusWatch(t *testing.T) {
 	nodes.put(fleet.Status{AgentID: "web-1", Root: root, Generation: 1, CacheGeneration: 1, State: "live", Since: time.Now(), AppliedAt: time.Now()})
 
 	c.run("status", "--watch", "--fail-on-error").want(t, exitUsage, "--watch cannot be combined with --wait-generation or --fail-on-error")
-	bin := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, ".", "confpush")
 	// --timeout 1s: the watch outlives it.
 	w := startWatcher(t, bin, "--zk", c.zk, "--root", root, "--timeout", "1s", "status", "--watch")
 	w.waitFor(t, "status --watch", "web-1")

@@ -105,10 +105,7 @@ func (w *watcher) waitForSince(t *testing.T, name, s string, from int) {
 // old leader gets through again its pending publish is rejected by the
 // fence: no generation is published twice.
 func TestWatchFencedFailover(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, ".", "confpush")
 	c := zktest.Start(t)
 	proxy := faultproxy.Start(t, c.Addrs()[0])
 	dir := t.TempDir()

@@ -8,6 +8,9 @@
 // the test that started it, nor the test binary if it panics or times out.
 // Code without a testing.TB (a TestMain, examples, make demo's zkdev) starts
 // servers with Launch, or shares one with Shared, and stops them itself.
+// Tests that need only "a ZooKeeper" share one per test binary too
+// (Shared.For, which empties it for each test): a JVM start costs more
+// CPU than most such tests, and the suite runs on a busy machine.
 //
 // The server is found through $ZOOKEEPER_CLASSPATH, or else the Debian
 // package's /etc/zookeeper/conf:/usr/share/java/zookeeper.jar, which
@@ -131,8 +134,13 @@ type Cluster struct {
 	CA *CA
 	// adminTLS is how the harness itself talks to TLS-only servers.
 	adminTLS *tls.Config
-	mu       sync.Mutex
-	Servers  []*Server
+	// shared marks a test's view of a Shared server, which the test may
+	// not stop, restart or wipe.
+	shared bool
+	// fresh holds a shared server's top nodes as it started.
+	fresh   map[string]node
+	mu      sync.Mutex
+	Servers []*Server
 }
 
 // Start starts a standalone server and waits until it serves.
@@ -442,6 +450,7 @@ func (c *Cluster) Kill(i int) { c.t.Helper(); c.signal(i, syscall.SIGKILL) }
 
 func (c *Cluster) signal(i int, sig syscall.Signal) {
 	c.t.Helper()
+	c.refuseShared()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.Servers[i]
@@ -504,6 +513,7 @@ func (c *Cluster) Wipe(i int) {
 // when it cannot serve until a quorum is back).
 func (c *Cluster) StartServer(i int) {
 	c.t.Helper()
+	c.refuseShared()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Servers[i].cmd != nil {
@@ -511,6 +521,15 @@ func (c *Cluster) StartServer(i int) {
 	}
 	if err := c.spawn(c.Servers[i]); err != nil {
 		c.t.Fatalf("zktest: %v", err)
+	}
+}
+
+// refuseShared fails the test that tries to stop, restart or wipe the
+// server other tests share.
+func (c *Cluster) refuseShared() {
+	c.t.Helper()
+	if c.shared {
+		c.t.Fatalf("zktest: a shared server is never stopped, restarted or wiped by a test: start the test's own with zktest.Start")
 	}
 }
 

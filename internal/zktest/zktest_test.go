@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -304,4 +305,93 @@ func TestObserverEnsemble(t *testing.T) {
 			t.Fatalf("server %d: peerType=observer present %v, want %v", s.ID, got, s.Observer)
 		}
 	}
+}
+
+// TestSharedFor: two tests given the same Shared server by For see the
+// same server, but the second finds none of the first's nodes, not even
+// one under an ACL that locks everyone else out, nor its quota, and the
+// nodes that stay as a fresh server has them (ACL, data); a test
+// that tries to kill, restart or wipe the shared server fails instead;
+// and the server is gone after Stop.
+func TestSharedFor(t *testing.T) {
+	s := zktest.Shared{Options: zktest.Options{MaxSessionTimeout: 30 * time.Second}}
+	defer s.Stop()
+	var addr string
+	t.Run("writes", func(t *testing.T) {
+		c := s.For(t)
+		addr = c.Addrs()[0]
+		if cfg, err := os.ReadFile(c.Servers[0].Dir + "/zoo.cfg"); err != nil || !strings.Contains(string(cfg), "maxSessionTimeout=30000\n") {
+			t.Fatalf("zoo.cfg lacks the Options' maxSessionTimeout=30000 (%v):\n%s", err, cfg)
+		}
+		conn := c.Connect(t, 20*time.Second)
+		if err := conn.AddAuth("digest", []byte("owner:pw")); err != nil {
+			t.Fatal(err)
+		}
+		locked := zk.DigestACL(zk.PermAll, "owner", "pw")
+		for _, p := range []string{"/app", "/app/locked", "/app/locked/child", "/zookeeper/quota/app"} {
+			if _, err := conn.Create(p, nil, 0, locked); err != nil {
+				t.Fatalf("create %s: %v", p, err)
+			}
+		}
+		if _, err := conn.Create("/app/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		// What a locked-down deployment does to the nodes that stay.
+		if _, err := conn.SetACL("/zookeeper/quota", locked, -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Set("/", []byte("marked"), -1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("finds it empty", func(t *testing.T) {
+		c := s.For(t)
+		if c.Addrs()[0] != addr {
+			t.Fatalf("second test got server %s, want the shared %s", c.Addrs()[0], addr)
+		}
+		conn := c.Connect(t, 4*time.Second)
+		for parent, want := range map[string]string{"/": "[zookeeper]", "/zookeeper/quota": "[]"} {
+			kids, _, err := conn.Children(parent)
+			if err != nil || fmt.Sprint(kids) != want {
+				t.Fatalf("children of %s = %v, %v; want %s", parent, kids, err, want)
+			}
+		}
+		if acl, _, err := conn.GetACL("/zookeeper/quota"); err != nil || fmt.Sprint(acl) != fmt.Sprint(zk.WorldACL(zk.PermAll)) {
+			t.Fatalf("ACL of /zookeeper/quota = %v, %v; want a fresh server's world cdrwa", acl, err)
+		}
+		if data, _, err := conn.Get("/"); err != nil || len(data) != 0 {
+			t.Fatalf("data of / = %q, %v; want a fresh server's none", data, err)
+		}
+	})
+	t.Run("may not kill it", func(t *testing.T) {
+		tb := &recordingTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.For(tb).Kill(0)
+		}()
+		<-done
+		if !strings.Contains(tb.fatal, "shared server is never stopped") {
+			t.Fatalf("Kill on a shared server: Fatalf %q, want the refusal", tb.fatal)
+		}
+		if out, err := zktest.FourLetter(addr, "srvr", 5*time.Second); err != nil || !strings.Contains(out, "Mode: standalone") {
+			t.Fatalf("after the refused Kill srvr = %q, %v; want the server still serving", out, err)
+		}
+	})
+	s.Stop()
+	if out, err := zktest.FourLetter(addr, "srvr", 5*time.Second); err == nil && out != "" {
+		t.Fatalf("server still answers after Stop: %q", out)
+	}
+}
+
+// recordingTB records Fatalf and ends the goroutine, as testing.T does,
+// without failing the real test.
+type recordingTB struct {
+	testing.TB
+	fatal string
+}
+
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }
