@@ -281,11 +281,9 @@ type stateStore struct {
 	path, dir, root string
 	// pack is the pack the last commit file written or loaded by this
 	// store names ("" when there is none: the next write starts a pack),
-	// have the offset in it of each content that commit references, and
-	// live their bytes.
+	// and have the offset in it of each content that commit references.
 	pack string
 	have map[string]int64
-	live int64
 	// slack is packSlack (tests lower it).
 	slack int64
 	// legacy: the state loaded is in an older format (converted by the
@@ -392,7 +390,6 @@ func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
 	}
 	items := make(map[string][]byte, len(c.m.Items))
 	byHash := make(map[string][]byte, len(c.at))
-	var live int64
 	for _, name := range c.m.Names() {
 		it := c.m.Items[name]
 		if b, ok := byHash[it.SHA256]; ok {
@@ -412,9 +409,8 @@ func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
 		}
 		byHash[it.SHA256] = b
 		items[name] = b
-		live += it.Size
 	}
-	st.pack, st.have, st.live = c.pack, c.at, live
+	st.pack, st.have = c.pack, c.at
 	return items, nil
 }
 
@@ -577,7 +573,7 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 	}
 
 	// Committed. What follows only frees space.
-	st.pack, st.have, st.live, st.legacy = packName, at, live, false
+	st.pack, st.have, st.legacy = packName, at, false
 	if err := st.step(stepCommitted); err != nil {
 		return err
 	}
@@ -694,7 +690,7 @@ func (st *stateStore) retract() error {
 	if err := os.Remove(st.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state file: %w", err)
 	}
-	st.pack, st.have, st.live = "", map[string]int64{}, 0
+	st.pack, st.have = "", map[string]int64{}
 	st.swept = false
 	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
 		return fmt.Errorf("state file: %w", err)
