@@ -303,86 +303,145 @@ func (r *Renderer) allApplied(snap Snapshot) bool {
 	return true
 }
 
-// applyTargets stages, checks, commits and reloads ts as one unit; rctx
-// bounds the renders, ctx the commands.
+// applyTargets applies snap to ts as one unit, in four named phases read
+// top to bottom the way Kubernetes' AtomicWriter.Write reads (rctx bounds
+// the renders, ctx the commands):
+//
+//  1. stage: render every target and write it beside its destination;
+//  2. check: run every staged target's check command; any failure of
+//     either phase aborts every staged output (abort) and nothing of the
+//     generation is in place;
+//  3. commit: persist the pending reloads, then swap each staged output
+//     in with one rename (the commit point of each target), and record
+//     what each target now holds;
+//  4. reload: run the reload of every target whose output changed (and
+//     of every one whose reload is pending).
 func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*target, out *Outcome) {
-	gen := snap.Generation()
-	var stagedAll []*staged
-	abortAll := func() {
-		for _, s := range stagedAll {
-			s.abort()
-		}
-	}
-	var errs []error
-	failed := map[*target]bool{}
-	rejecting := false // a failure that only a new generation can fix
-	fail := func(t *target, kind string, err error) {
-		failed[t] = true
-		if errors.Is(err, template.ErrInterrupted) {
-			// The agent is stopping: not the generation's fault, and
-			// nothing of it is in place yet.
-			errs = append(errs, fmt.Errorf("generation %d not applied: target %q: %w", gen, t.spec.Name, err))
-			return
-		}
-		if render.IsTransient(err) {
-			kind = RetryTransient
-			errs = append(errs, r.failTarget(t, gen, kind, err))
-			return
-		}
-		rejecting = rejecting || kind != "write"
-		errs = append(errs, r.failTarget(t, gen, kind, err))
-	}
+	a := &applyRun{r: r, snap: snap, gen: snap.Generation(), failed: map[*target]bool{}}
 	phaseStart := time.Now()
-	stages, stageErrs := stageAll(rctx, snap, ts)
-	for i, t := range ts {
-		if stageErrs[i] != nil {
-			fail(t, "render", stageErrs[i])
-			continue
-		}
-		stagedAll = append(stagedAll, stages[i])
-	}
+
+	// (1) Stage.
+	a.stage(rctx, ts)
 	phaseStart = r.phases.lap(&r.phases.stage, phaseStart)
-	if len(errs) == 0 {
-		for _, s := range stagedAll {
-			if err := s.check(ctx, gen); err != nil {
-				fail(s.t, "check", err)
-			}
-		}
+
+	// (2) Check, unless staging failed already.
+	if len(a.errs) == 0 {
+		a.check(ctx)
 	}
 	phaseStart = r.phases.lap(&r.phases.check, phaseStart)
-	if len(errs) > 0 {
-		abortAll()
-		for _, t := range ts {
-			t.result.LastAttempt, t.result.UpdatedAt = gen, time.Now()
-		}
-		if rejecting {
-			// Not retried in a loop: only a newer generation, or a new
-			// configuration, makes the renderer try again.
-			r.rejected = snap.PublishID()
-			r.rejectErr = errlist.Join(errs...)
-			out.Rejected = true
-		} else {
-			out.Retry = true
-		}
-		// The outputs in place stay: those never loaded still need their
-		// reload.
-		out.Err = errlist.Join(out.Err, errlist.Join(errs...), r.runReloads(ctx, ts, nil, 0))
+	if len(a.errs) > 0 {
+		a.abort(ctx, ts, out)
 		return
 	}
+
+	// (3) Commit.
+	changed := a.commit(out)
+	r.phases.lap(&r.phases.swap, phaseStart)
+	a.record()
+
+	// (4) Reload.
+	if len(a.errs) > 0 && !a.rejecting {
+		out.Retry = true
+	}
+	out.Err = errlist.Join(out.Err, errlist.Join(a.errs...), r.runReloads(ctx, ts, changed, a.gen))
+}
+
+// applyRun is one applyTargets call: what its phases staged and what
+// failed.
+type applyRun struct {
+	r    *Renderer
+	snap Snapshot
+	gen  int64
+	// staged is every target staged without error, in target order.
+	staged []*staged
+	errs   []error
+	failed map[*target]bool
+	// rejecting: a failure that only a new generation can fix.
+	rejecting bool
+}
+
+// fail records a failure of kind for t: an interrupted render (the agent
+// is stopping) and a transient write error are not the generation's
+// fault; every other failure but a write rejects the generation.
+func (a *applyRun) fail(t *target, kind string, err error) {
+	a.failed[t] = true
+	if errors.Is(err, template.ErrInterrupted) {
+		// Nothing of the generation is in place yet.
+		a.errs = append(a.errs, fmt.Errorf("generation %d not applied: target %q: %w", a.gen, t.spec.Name, err))
+		return
+	}
+	if render.IsTransient(err) {
+		a.errs = append(a.errs, a.r.failTarget(t, a.gen, RetryTransient, err))
+		return
+	}
+	a.rejecting = a.rejecting || kind != "write"
+	a.errs = append(a.errs, a.r.failTarget(t, a.gen, kind, err))
+}
+
+// stage is phase 1: every target of ts rendered and written beside its
+// destination, side by side (stageAll).
+func (a *applyRun) stage(rctx context.Context, ts []*target) {
+	stages, stageErrs := stageAll(rctx, a.snap, ts)
+	for i, t := range ts {
+		if stageErrs[i] != nil {
+			a.fail(t, "render", stageErrs[i])
+			continue
+		}
+		a.staged = append(a.staged, stages[i])
+	}
+}
+
+// check is phase 2: every staged target's check command, against its
+// staged output.
+func (a *applyRun) check(ctx context.Context) {
+	for _, s := range a.staged {
+		if err := s.check(ctx, a.gen); err != nil {
+			a.fail(s.t, "check", err)
+		}
+	}
+}
+
+// abort ends an apply whose stage or check failed: every staged output is
+// removed, the outputs in place stay (those never loaded still get their
+// reload), and the generation is rejected or retried.
+func (a *applyRun) abort(ctx context.Context, ts []*target, out *Outcome) {
+	for _, s := range a.staged {
+		s.abort()
+	}
+	for _, t := range ts {
+		t.result.LastAttempt, t.result.UpdatedAt = a.gen, time.Now()
+	}
+	if a.rejecting {
+		// Not retried in a loop: only a newer generation, or a new
+		// configuration, makes the renderer try again.
+		a.r.rejected = a.snap.PublishID()
+		a.r.rejectErr = errlist.Join(a.errs...)
+		out.Rejected = true
+	} else {
+		out.Retry = true
+	}
+	out.Err = errlist.Join(out.Err, errlist.Join(a.errs...), a.r.runReloads(ctx, ts, nil, 0))
+}
+
+// commit is phase 3: the pending-reload flags of the changed targets are
+// made durable, then every staged output is swapped in (commitAll). It
+// returns the targets whose output changed; a target whose swap failed
+// gets its pending flag back as it was.
+func (a *applyRun) commit(out *Outcome) map[*target]bool {
 	// The pending flag is on disk before the new output is visible, so
-	// that an agent killed between the commit and the reload reloads after
-	// its restart.
+	// that an agent killed between the commit and the reload reloads
+	// after its restart.
 	wasPending := map[*target]bool{}
-	for _, s := range stagedAll {
+	for _, s := range a.staged {
 		if s.changed && s.t.spec.Reload != "" {
 			wasPending[s.t] = s.t.reloadPending
 			s.t.markReloadPending()
 		}
 	}
-	r.savePending()
+	a.r.savePending()
 	changed := map[*target]bool{}
-	commitErrs := commitAll(stagedAll)
-	for i, s := range stagedAll {
+	commitErrs := commitAll(a.staged)
+	for i, s := range a.staged {
 		if !s.changed {
 			continue
 		}
@@ -390,27 +449,29 @@ func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*
 			if p, ok := wasPending[s.t]; ok && !p {
 				s.t.reloadPending, s.t.result.ReloadPending = false, false
 			}
-			fail(s.t, "write", err)
+			a.fail(s.t, "write", err)
 			continue
 		}
 		changed[s.t] = true
 		out.Changed = append(out.Changed, s.t.spec.Name)
 	}
-	r.phases.lap(&r.phases.swap, phaseStart)
-	for _, s := range stagedAll {
-		if !failed[s.t] {
-			s.t.applied, s.t.out, s.t.files = snap, s.out, s.files
-			s.t.result.Generation, s.t.result.OK, s.t.result.LastError = gen, true, ""
-			s.t.result.LastAttempt, s.t.result.UpdatedAt = gen, time.Now()
-			if s.t.result.Retrying != RetryReload {
-				s.t.result.Retrying, s.t.result.Retries = "", 0
-			}
+	return changed
+}
+
+// record notes, for every target committed (or unchanged) without error,
+// that it holds the generation.
+func (a *applyRun) record() {
+	for _, s := range a.staged {
+		if a.failed[s.t] {
+			continue
+		}
+		s.t.applied, s.t.out, s.t.files = a.snap, s.out, s.files
+		s.t.result.Generation, s.t.result.OK, s.t.result.LastError = a.gen, true, ""
+		s.t.result.LastAttempt, s.t.result.UpdatedAt = a.gen, time.Now()
+		if s.t.result.Retrying != RetryReload {
+			s.t.result.Retrying, s.t.result.Retries = "", 0
 		}
 	}
-	if len(errs) > 0 && !rejecting {
-		out.Retry = true
-	}
-	out.Err = errlist.Join(out.Err, errlist.Join(errs...), r.runReloads(ctx, ts, changed, gen))
 }
 
 // failTarget records a failure of kind for t and returns it as an error.

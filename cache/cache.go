@@ -117,6 +117,9 @@ func start(root string, o options) (*Cache, error) {
 			c.snap.Store(s)
 			c.updates <- s
 			c.state = StateInfo{State: StateStale, Since: time.Now(), Err: ErrNotSynced, Generation: s.Generation()}
+			if c.store.legacy {
+				c.convertState(s)
+			}
 		}
 	}
 	c.states <- c.state
@@ -284,6 +287,19 @@ func (c *Cache) Close() error {
 		}
 	})
 	return nil
+}
+
+// convertState writes s, loaded from a state in an older layout (a file
+// per item, or items inline), in the packed layout, and removes the old
+// files. A failure is logged: the old state stays as it was until a write
+// succeeds (a crash before the new commit point leaves it, after it the
+// new one).
+func (c *Cache) convertState(s *Snapshot) {
+	if err := c.store.write(s); err != nil {
+		c.log.Warn("could not convert the state file to the packed layout; the next write retries", "path", c.opts.stateFile, "err", err)
+		return
+	}
+	c.log.Info("converted the state file to the packed layout", "path", c.opts.stateFile, "generation", s.Generation(), "removed_files", c.store.last.removedFiles)
 }
 
 // apply hands out s: it becomes Snapshot(), wakes Wait, replaces the

@@ -110,9 +110,9 @@
 //     ensemble whose commit zxid is higher than the new ensemble's is
 //     refused until the new ensemble passes it. Delete the state file when
 //     moving to a new ensemble on purpose.
-//   - The state file's item directory holds the configuration in clear
-//     (files 0600, directory 0700): protect them like the configuration
-//     itself.
+//   - The state file's item directory holds the configuration in clear,
+//     and until its pack is replaced older generations' items too (files
+//     0600, directory 0700): protect them like the configuration itself.
 //
 // # Cuts
 //

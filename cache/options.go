@@ -145,12 +145,12 @@ func WithMeta(meta string) Option {
 // WithStateFile persists every applied snapshot, before it is handed out,
 // at path and makes New start from it, so that a process restarted while
 // ZooKeeper is down serves its last good config. path is a small commit
-// file naming the generation; the items' contents are kept beside it in the
-// directory path + ".d", one file per distinct content named by its sha256,
-// so an apply writes only the items that changed (files mode 0600,
+// file naming the generation; the items' contents are kept beside it in
+// one append-only pack in the directory path + ".d", so an apply appends
+// only the items that changed and creates no file (files mode 0600,
 // directories created 0700). A state that is torn, incomplete or corrupt is
-// ignored as a whole (logged); the previous single-file format is read and
-// replaced on the first apply. A write that fails (a full disk) is logged
+// ignored as a whole (logged); the previous layouts (a file per content,
+// or a single file) are read and converted by New. A write that fails (a full disk) is logged
 // and counted (Stats.PersistErrors), and the older state is removed before
 // the snapshot is handed out, so a restart never starts from a generation
 // older than one already handed out; it waits for ZooKeeper instead.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,55 +19,72 @@ import (
 )
 
 // The persisted state (WithStateFile) of a cache with state file path is
-// incremental, so that an apply writes only the items that changed. Item
-// contents are in the item directory path.d, one file per distinct content,
-// named by the hex sha256 of its bytes (content-addressed: items with equal
-// content share a file), written only when the content is new: created
-// under that name (a file of that name already there is replaced through
-// a temporary file and a rename instead) and fsynced together with the
-// directory and the commit file's temporary file (writeDurable). The state
-// file itself, the commit file, is one small JSON document naming the
-// generation:
+// one pack of item contents and one small commit file, so that an apply
+// writes the changed items' bytes and one commit file, and creates no
+// inode in the common case.
+//
+// The pack is a file of the item directory path.d named "pack-" and
+// digits: the contents of the items (each distinct content once, keyed by
+// its hex sha256) one after the other, nothing else. It is append-only:
+// an apply appends the contents that the current pack does not hold yet
+// (an existing file: no new inode, no directory entry) and fsyncs it. When
+// the pack has grown past twice the bytes the new generation references
+// plus packSlack (the contents of older generations), the apply writes a
+// new pack instead, holding only the new generation's contents (created,
+// written and fsynced with the item directory); the older pack is removed
+// after the commit point. Bytes a commit file does not reference (an
+// append a crash or an error cut short, older generations' contents) are
+// never read.
+//
+// The commit file, path itself, is one small JSON document naming the
+// generation and where its contents are:
 //
 //	{
 //	  "kind":     "zkconf-cache-state",
-//	  "format":   2,
+//	  "format":   3,
 //	  "checksum": "<hex sha256 of the exact bytes of body>",
 //	  "body": {
 //	    "root":     "/config",
 //	    "zxid":     4294967321,
 //	    "saved_at": "2025-01-02T03:04:05Z",
-//	    "manifest": { ...the generation's manifest, as published... }
+//	    "manifest": { ...the generation's manifest, as published... },
+//	    "pack":     "pack-123456789",
+//	    "at":       [ <offset in the pack of each distinct content>, ... ]
 //	  }
 //	}
 //
-// It is replaced atomically (temporary file in the same directory, fsync,
-// rename, directory fsync); the rename, once every new item file and the
-// item directory are durable, is the commit point. Item files the new manifest no longer references are
-// removed after it.
+// Its content is written to a temporary file of its directory and fsynced
+// together with the pack (and, for a new pack, the item directory); then
+// the temporary file is renamed over path and the directory fsynced. The
+// rename is the commit point: the pack bytes it names are durable before
+// it, and nothing it names is removed or overwritten after it (the pack
+// is only appended to, and a new pack has a new name).
 //
-// A crash before the commit point leaves the previous commit file and every
-// item file it references (nothing is removed before the commit), so the
-// previous generation loads; a crash after it leaves the new generation and
-// perhaps orphan item files, which the next process's first write removes.
-// On load the commit file's checksum, the root and the manifest are checked,
-// and every item file is read and checked (size and sha256) against the
-// manifest; a state that fails any check (torn, missing or corrupt) is not
-// used at all (the cache logs why and starts without a persisted snapshot),
-// never served partly.
+// A crash before the commit point leaves the previous commit file and the
+// pack it names, whose referenced bytes are untouched (an append writes
+// past them); a crash after it leaves the new generation and perhaps an
+// older pack, which the next process's first write removes. On load the
+// commit file's checksum, the root and the manifest are checked, and every
+// item's bytes are read from the pack and checked (size and sha256)
+// against the manifest; a state that fails any check (torn, missing or
+// corrupt) is not used at all (the cache logs why and starts without a
+// persisted snapshot), never served partly.
 //
-// Format 1, the previous single-file layout (the body also held every item,
-// base64-encoded, in "items"), is still read: the first apply after an
-// upgrade writes format 2 over it.
+// Older layouts are still read: format 2 (the commit file without pack
+// and offsets, one file per distinct content in path.d named by its hex
+// sha256) and format 1 (every item inline, base64, in the body's
+// "items"). The cache converts them when it loads them (New writes the
+// loaded generation in format 3, then removes the old item files).
 //
 // One cache owns a state file path. In path.d it only ever removes files
-// whose names it could have written (64 hex digits, or its temporaries),
-// nothing else.
+// whose names it could have written (packs, 64 hex digits, or its
+// temporaries), nothing else.
 const (
 	stateKind = "zkconf-cache-state"
-	// stateFormat is the format written; stateFormatV1 (items inline) is
-	// still read.
-	stateFormat   = 2
+	// stateFormat is the format written; stateFormatV2 (a file per item)
+	// and stateFormatV1 (items inline) are still read.
+	stateFormat   = 3
+	stateFormatV2 = 2
 	stateFormatV1 = 1
 	// maxStateFile bounds what New reads (the commit file, and the items
 	// together): a config set is bounded by ZooKeeper's znode sizes, so
@@ -78,6 +94,13 @@ const (
 	itemDirSuffix = ".d"
 	// tmpMarker is in the name of every temporary file of the state.
 	tmpMarker = ".tmp-"
+	// packPrefix starts every pack's name (digits follow).
+	packPrefix = "pack-"
+	// packSlack is how many bytes of older generations' contents a pack
+	// may hold beyond the live ones before a write starts a new pack: a
+	// new pack costs an inode and a directory fsync, a grown one only
+	// disk space.
+	packSlack = 1 << 20
 )
 
 type stateHeader struct {
@@ -96,6 +119,12 @@ type stateBody struct {
 	Left []IncarnationMark `json:"left_incarnations,omitempty"`
 	// Items holds every item's content in format 1 only.
 	Items map[string][]byte `json:"items,omitempty"`
+	// Pack names the pack in the item directory (format 3), and At is
+	// the offset in it of each distinct content, in the order in which
+	// the manifest's sorted item names first name each (a list, not a
+	// map by hash: half the bytes, and no hash to encode and decode).
+	Pack string  `json:"pack,omitempty"`
+	At   []int64 `json:"at,omitempty"`
 }
 
 // errStateFile marks a persisted state that exists but cannot be used.
@@ -108,18 +137,33 @@ type stateCommit struct {
 	zxid   int64
 	left   []IncarnationMark
 	// items is every item's content (format 1), already checked against
-	// m; nil in format 2, whose items are in the item directory.
+	// m; nil in formats 2 and 3, whose items are in the item directory.
 	items map[string][]byte
+	// pack and at locate the contents in format 3 (stateBody).
+	pack string
+	at   map[string]int64
 }
 
-// encodeState returns the commit file bytes of s.
-func encodeState(root string, s *Snapshot, now time.Time) ([]byte, error) {
+// encodeState returns the commit file bytes of s, whose contents are at
+// the offsets at (by hex sha256) in the pack named pack.
+func encodeState(root string, s *Snapshot, pack string, at map[string]int64, now time.Time) ([]byte, error) {
+	offsets := make([]int64, 0, len(at))
+	seen := make(map[string]struct{}, len(at))
+	for _, name := range s.names {
+		h := s.m.Items[name].SHA256
+		if _, ok := seen[h]; !ok {
+			seen[h] = struct{}{}
+			offsets = append(offsets, at[h])
+		}
+	}
 	body, err := json.Marshal(stateBody{
 		Root:     root,
 		Zxid:     s.zxid,
 		SavedAt:  now.UTC(),
 		Manifest: s.m.Encode(),
 		Left:     s.left,
+		Pack:     pack,
+		At:       offsets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
@@ -142,7 +186,7 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 	if h.Kind != stateKind {
 		return nil, fmt.Errorf("%w: kind %q is not %q", errStateFile, h.Kind, stateKind)
 	}
-	if h.Format != stateFormat && h.Format != stateFormatV1 {
+	if h.Format != stateFormat && h.Format != stateFormatV2 && h.Format != stateFormatV1 {
 		return nil, fmt.Errorf("%w: format %d, this zkconf reads %d", errStateFile, h.Format, stateFormat)
 	}
 	sum := sha256.Sum256(h.Body)
@@ -172,11 +216,42 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 		}
 	}
 	c := &stateCommit{format: h.Format, m: m, zxid: b.Zxid, left: b.Left}
-	if h.Format == stateFormat {
-		if b.Items != nil {
-			return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, h.Format)
+	if h.Format != stateFormatV1 && b.Items != nil {
+		return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, h.Format)
+	}
+	switch h.Format {
+	case stateFormat:
+		if !validPackName(b.Pack) {
+			return nil, fmt.Errorf("%w: pack name %q", errStateFile, b.Pack)
+		}
+		at := make(map[string]int64, len(b.At))
+		for _, name := range m.Names() {
+			it := m.Items[name]
+			if _, ok := at[it.SHA256]; ok {
+				continue
+			}
+			if len(at) == len(b.At) {
+				return nil, fmt.Errorf("%w: item %q: no offset in the pack", errStateFile, name)
+			}
+			off := b.At[len(at)]
+			if off < 0 || off > maxStateFile-it.Size {
+				return nil, fmt.Errorf("%w: item %q: offset %d", errStateFile, name, off)
+			}
+			at[it.SHA256] = off
+		}
+		if len(b.At) != len(at) {
+			return nil, fmt.Errorf("%w: %d offsets for %d contents", errStateFile, len(b.At), len(at))
+		}
+		c.pack, c.at = b.Pack, at
+		return c, nil
+	case stateFormatV2:
+		if b.Pack != "" || b.At != nil {
+			return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, h.Format)
 		}
 		return c, nil
+	}
+	if b.Pack != "" || b.At != nil {
+		return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, h.Format)
 	}
 	if len(b.Items) != len(m.Items) {
 		return nil, fmt.Errorf("%w: %d items for a manifest of %d", errStateFile, len(b.Items), len(m.Items))
@@ -193,21 +268,35 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 	return c, nil
 }
 
+// validPackName reports whether name is one a state store gives its packs:
+// packPrefix and 1 to 20 digits (os.CreateTemp's), never a path.
+func validPackName(name string) bool {
+	digits, ok := strings.CutPrefix(name, packPrefix)
+	return ok && len(digits) >= 1 && len(digits) <= 20 && strings.Trim(digits, "0123456789") == ""
+}
+
 // stateStore is a cache's persisted state. Only the cache's sync loop (and
 // New, before it starts) uses it.
 type stateStore struct {
 	path, dir, root string
-	// have holds the hashes whose item files the last commit file written
-	// or loaded by this store references, each one complete on disk.
-	have map[string]struct{}
+	// pack is the pack the last commit file written or loaded by this
+	// store names ("" when there is none: the next write starts a pack),
+	// and have the offset in it of each content that commit references.
+	pack string
+	have map[string]int64
+	// slack is packSlack (tests lower it).
+	slack int64
+	// legacy: the state loaded is in an older format (converted by the
+	// first write).
+	legacy bool
 	// swept: orphans and temporaries of earlier runs have been removed.
 	swept bool
 	// dirReady: the item directory exists and its entry is durable.
 	dirReady bool
-	// beforeCommit, when set (tests), runs after the item files are
-	// durable and before the commit file is replaced; an error stops the
-	// write there, as a crash would.
-	beforeCommit atomic.Pointer[func() error]
+	// crashAt, when set (tests), runs at each step of a write (the
+	// writeStep constants); an error stops the write there, as a crash
+	// would.
+	crashAt atomic.Pointer[func(step string) error]
 	// fsyncDir, when set (tests, before the store is used), stands in for
 	// the fsync(2) of the state's directories.
 	fsyncDir func(*os.File) error
@@ -215,16 +304,28 @@ type stateStore struct {
 	last writeReport
 }
 
+// The steps of a write at which crashAt runs, in their order: the pack
+// bytes and the commit file's temporary are durable (and a new pack's
+// entry); the commit file is renamed into place; the rename is durable
+// (the write's result); an older pack is removed.
+const (
+	stepSynced    = "synced"
+	stepRenamed   = "renamed"
+	stepCommitted = "committed"
+	stepSwept     = "swept"
+)
+
 // writeReport counts what one write did.
 type writeReport struct {
-	itemFiles    int   // item files written
-	itemBytes    int64 // bytes in them
+	itemFiles    int   // distinct contents written to the pack
+	itemBytes    int64 // bytes of them
 	commitBytes  int64 // bytes of the commit file
-	removedFiles int   // unreferenced item files removed
+	newPack      bool  // a new pack was started
+	removedFiles int   // files of older states removed
 }
 
 func newStateStore(path, root string) *stateStore {
-	return &stateStore{path: path, dir: path + itemDirSuffix, root: root, have: map[string]struct{}{}}
+	return &stateStore{path: path, dir: path + itemDirSuffix, root: root, have: map[string]int64{}, slack: packSlack}
 }
 
 // loadState reads the state persisted at path. Nothing persisted is
@@ -233,8 +334,8 @@ func loadState(path, root string) (*Snapshot, error) {
 	return newStateStore(path, root).load()
 }
 
-// writeState persists s at path (a fresh store: every item file is
-// written, and files of earlier states are removed).
+// writeState persists s at path (a fresh store: every content is written
+// to a new pack, and files of earlier states are removed).
 func writeState(path, root string, s *Snapshot) error {
 	return newStateStore(path, root).write(s)
 }
@@ -256,13 +357,66 @@ func (st *stateStore) load() (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.items != nil {
-		// Format 1: everything was in the file. The first write
-		// replaces it with format 2 (every item file is new then).
-		s := newSnapshot(c.m, c.zxid, c.items, true)
-		s.left = c.left
-		return s, nil
+	var items map[string][]byte
+	switch c.format {
+	case stateFormat:
+		items, err = st.loadPack(c)
+	case stateFormatV2:
+		items, err = st.loadItemFiles(c)
+	default:
+		// Format 1: everything was in the file.
+		items = c.items
 	}
+	if err != nil {
+		return nil, err
+	}
+	st.legacy = c.format != stateFormat
+	s := newSnapshot(c.m, c.zxid, items, true)
+	s.left = c.left
+	return s, nil
+}
+
+// loadPack reads and checks every content of a format 3 commit from its
+// pack, and makes it the store's.
+func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
+	f, err := os.Open(filepath.Join(st.dir, c.pack))
+	if err != nil {
+		return nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
+	}
+	items := make(map[string][]byte, len(c.m.Items))
+	byHash := make(map[string][]byte, len(c.at))
+	for _, name := range c.m.Names() {
+		it := c.m.Items[name]
+		if b, ok := byHash[it.SHA256]; ok {
+			items[name] = b
+			continue
+		}
+		off := c.at[it.SHA256]
+		if off+it.Size > fi.Size() {
+			return nil, fmt.Errorf("%w: item %q: pack %s ends at %d, before the item's end %d", errStateFile, name, c.pack, fi.Size(), off+it.Size)
+		}
+		b := make([]byte, it.Size)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return nil, fmt.Errorf("%w: item %q: pack %s: %w", errStateFile, name, c.pack, err)
+		}
+		if !c.m.Matches(name, b) {
+			return nil, fmt.Errorf("%w: item %q: its bytes in pack %s do not match the manifest (corrupted)", errStateFile, name, c.pack)
+		}
+		byHash[it.SHA256] = b
+		items[name] = b
+	}
+	st.pack, st.have = c.pack, c.at
+	return items, nil
+}
+
+// loadItemFiles reads and checks every content of a format 2 commit from
+// its item files.
+func (st *stateStore) loadItemFiles(c *stateCommit) (map[string][]byte, error) {
 	items := make(map[string][]byte, len(c.m.Items))
 	byHash := make(map[string][]byte, len(c.m.Items))
 	for name, it := range c.m.Items {
@@ -280,12 +434,7 @@ func (st *stateStore) load() (*Snapshot, error) {
 		byHash[it.SHA256] = b
 		items[name] = b
 	}
-	for h := range byHash {
-		st.have[h] = struct{}{}
-	}
-	s := newSnapshot(c.m, c.zxid, items, true)
-	s.left = c.left
-	return s, nil
+	return items, nil
 }
 
 // readBounded reads a file of at most max bytes.
@@ -306,13 +455,13 @@ func readBounded(path string, max int64) ([]byte, error) {
 }
 
 // sweep removes every file of the item directory the current commit does
-// not reference (orphans of a crash or of a failed write, temporaries) and
-// the commit file's temporaries.
+// not reference (older packs, item files of format 2, orphans of a crash
+// or of a failed write, temporaries) and the commit file's temporaries.
 func (st *stateStore) sweep() {
 	if ents, err := os.ReadDir(st.dir); err == nil {
 		for _, e := range ents {
 			n := e.Name()
-			if _, ok := st.have[n]; ok || e.IsDir() || !ownItemFile(n) {
+			if n == st.pack || e.IsDir() || !ownItemFile(n) {
 				continue
 			}
 			if os.Remove(filepath.Join(st.dir, n)) == nil {
@@ -330,156 +479,187 @@ func (st *stateStore) sweep() {
 	}
 }
 
-// write persists s: the item files it does not have yet, then the commit
-// file (the commit point), then removes item files nothing references.
-// When it returns nil, s is durable. The directories are created with mode
-// 0700 and every file is 0600.
+// step runs the test hook crashAt, if any, at step.
+func (st *stateStore) step(name string) error {
+	if hook := st.crashAt.Load(); hook != nil {
+		return (*hook)(name)
+	}
+	return nil
+}
+
+// write persists s: the contents the pack does not hold yet appended to it
+// (or every content to a new pack), then the commit file (the commit
+// point), then an older pack removed. When it returns nil, s is durable.
+// The directories are created with mode 0700 and every file is 0600.
 func (st *stateStore) write(s *Snapshot) (err error) {
 	st.last = writeReport{}
 	defer func() {
 		if err != nil {
-			// Item files of this attempt may be left: the next
-			// successful write removes them.
+			// A new pack or a temporary of this attempt may be left:
+			// the next successful write removes it.
 			st.swept = false
 		}
 	}()
 	if err := st.prepare(); err != nil {
 		return err
 	}
-	next := make(map[string]struct{}, len(s.m.Items))
-	var todo []string // names of the items whose files are written
+	// The distinct contents, and the bytes they take.
+	var order []string // one name per distinct content, in s.names order
+	seen := make(map[string]struct{}, len(s.m.Items))
+	var live, fresh int64
 	for _, name := range s.names {
+		it := s.m.Items[name]
+		if _, ok := seen[it.SHA256]; ok {
+			continue
+		}
+		seen[it.SHA256] = struct{}{}
+		order = append(order, name)
+		live += it.Size
+		if _, ok := st.have[it.SHA256]; !ok || st.pack == "" {
+			fresh += it.Size
+		}
+	}
+	pack, end, err := st.openPack(live, fresh)
+	if err != nil {
+		return err
+	}
+	st.last.newPack = end < 0
+	end = max(end, 0)
+	packName := filepath.Base(pack.Name())
+	at := make(map[string]int64, len(order))
+	var buf []byte
+	for _, name := range order {
 		h := s.m.Items[name].SHA256
-		if _, ok := next[h]; ok {
+		if off, ok := st.have[h]; ok && !st.last.newPack {
+			at[h] = off
 			continue
 		}
-		next[h] = struct{}{}
-		if _, ok := st.have[h]; ok {
-			continue
-		}
-		todo = append(todo, name)
+		at[h] = end + int64(len(buf))
+		buf = append(buf, s.items[name]...)
 		st.last.itemFiles++
-		st.last.itemBytes += int64(len(s.items[name]))
 	}
-	data, err := encodeState(st.root, s, time.Now())
+	st.last.itemBytes = int64(len(buf))
+	data, err := encodeState(st.root, s, packName, at, time.Now())
 	if err != nil {
+		_ = pack.Close()
 		return err
 	}
-	tmp, err := st.writeDurable(s, todo, data)
-	if err != nil {
-		return err
+	tmp, err := st.writeDurable(pack, buf, data)
+	if err == nil {
+		err = st.step(stepSynced)
 	}
-	if hook := st.beforeCommit.Load(); hook != nil {
-		if err := (*hook)(); err != nil {
-			_ = os.Remove(tmp)
-			return err
+	if err == nil {
+		// The commit point: the commit file names the new bytes only now.
+		if err = os.Rename(tmp, st.path); err != nil {
+			err = fmt.Errorf("state file: rename into place: %w", err)
 		}
 	}
-	// The commit point: the commit file names the new items only now.
-	if err := os.Rename(tmp, st.path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("state file: rename into place: %w", err)
+	if err != nil {
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
+		if st.last.newPack {
+			// Nothing names it.
+			_ = os.Remove(pack.Name())
+		}
+		return err
 	}
 	st.last.commitBytes = int64(len(data))
-	parent := filepath.Dir(st.path)
-	if err := st.syncDir(parent); err != nil {
+	if err := st.step(stepRenamed); err != nil {
+		return err
+	}
+	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
 
 	// Committed. What follows only frees space.
-	prev := st.have
-	st.have = next
-	if !st.swept {
+	st.pack, st.have, st.legacy = packName, at, false
+	if err := st.step(stepCommitted); err != nil {
+		return err
+	}
+	if !st.swept || st.last.newPack {
 		st.swept = true
 		st.sweep()
-		return nil
 	}
-	for h := range prev {
-		if _, ok := next[h]; !ok {
-			if os.Remove(filepath.Join(st.dir, h)) == nil {
-				st.last.removedFiles++
+	return st.step(stepSwept)
+}
+
+// openPack opens the pack a write of a generation of live bytes, fresh of
+// them not in the current pack, writes to, and returns it with the offset
+// at which the write appends: the current pack when there is one and it
+// stays under twice live plus packSlack, else a new pack (offset -1: the
+// write starts at 0).
+func (st *stateStore) openPack(live, fresh int64) (*os.File, int64, error) {
+	if st.pack != "" {
+		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			end, serr := f.Seek(0, io.SeekEnd)
+			if serr == nil && end+fresh <= 2*live+st.slack {
+				return f, end, nil
 			}
+			_ = f.Close()
+			if serr != nil {
+				return nil, 0, fmt.Errorf("state file: pack: %w", serr)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, 0, fmt.Errorf("state file: pack: %w", err)
 		}
+		// Grown past its bound, or gone: a new pack.
 	}
-	return nil
+	f, err := createFile(os.CreateTemp(st.dir, packPrefix+"*"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("state file: new pack: %w", err)
+	}
+	return f, -1, nil
 }
 
 // writeDurable makes durable, before the commit point, everything the
-// commit file will name: the item files of names (new files created under
-// their final names: no commit file can reference a file that did not
-// exist, and a crash leaves orphans the next write sweeps; an existing one
-// is replaced by rename), their directory's entries, and the
-// commit file's content in a temporary file of the state file's directory,
-// whose path it returns. The fsyncs are issued together, so that they wait
-// for the disk once, not once each (at most durable.Batch files open at
-// once). The caller renames the temporary file (the commit point).
-func (st *stateStore) writeDurable(s *Snapshot, names []string, commit []byte) (tmp string, err error) {
-	parent := filepath.Dir(st.path)
-	defer func() {
-		if err != nil && tmp != "" {
-			_ = os.Remove(tmp)
-			tmp = ""
-		}
-	}()
-	for start := 0; ; start += durable.Batch {
-		batch := names[start:min(start+durable.Batch, len(names))]
-		last := start+durable.Batch >= len(names)
-		files := make([]*os.File, 0, len(batch)+1)
-		closeAll := func() {
-			for _, f := range files {
-				_ = f.Close() // may be closed already; irrelevant then
-			}
-		}
-		for _, name := range batch {
-			h := s.m.Items[name].SHA256
-			f, err := createFile(os.OpenFile(filepath.Join(st.dir, h), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600))
-			if errors.Is(err, fs.ErrExist) {
-				// A file of that name that this store does not hold (an
-				// orphan, or one a state file this store did not load
-				// names): replaced whole, never truncated in place.
-				err = durable.Replace(filepath.Join(st.dir, h), "."+h+tmpMarker, s.items[name], 0o600)
-				if err == nil {
-					continue
-				}
-			} else if err == nil {
-				files = append(files, f)
-				err = writeAll(f, s.items[name])
-			}
-			if err != nil {
-				closeAll()
-				return tmp, fmt.Errorf("state file: item %q: %w", name, err)
-			}
-		}
-		var dirErr chan error
-		if last {
-			f, err := createFile(os.CreateTemp(parent, "."+filepath.Base(st.path)+tmpMarker+"*"))
-			if err == nil {
-				tmp = f.Name()
-				files = append(files, f)
-				err = writeAll(f, commit)
-			}
-			if err != nil {
-				closeAll()
-				return tmp, fmt.Errorf("state file: %w", err)
-			}
-			if len(names) > 0 {
-				// Every item file exists: the directory's fsync covers
-				// their entries, beside the files' own fsyncs.
-				dirErr = make(chan error, 1)
-				go func() { dirErr <- st.syncDir(st.dir) }()
-			}
-		}
-		errs := durable.SyncClose(files)
-		if dirErr != nil {
-			errs = append(errs, <-dirErr)
-		}
-		if err := errors.Join(errs...); err != nil {
-			return tmp, fmt.Errorf("state file: %w", err)
-		}
-		if last {
-			return tmp, nil
+// commit file will name: buf appended to pack (which it closes), a new
+// pack's directory entry, and the commit file's content in a temporary
+// file of the state file's directory, whose path it returns. The fsyncs
+// are issued together, so that they wait for the disk once, not once
+// each. The caller renames the temporary file (the commit point).
+func (st *stateStore) writeDurable(pack *os.File, buf, commit []byte) (tmp string, err error) {
+	files := []*os.File{pack}
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close() // may be closed already; irrelevant then
 		}
 	}
+	if len(buf) > 0 {
+		if err := writeAll(pack, buf); err != nil {
+			closeAll()
+			return "", fmt.Errorf("state file: pack: %w", err)
+		}
+	}
+	f, err := createFile(os.CreateTemp(filepath.Dir(st.path), "."+filepath.Base(st.path)+tmpMarker+"*"))
+	if err == nil {
+		tmp = f.Name()
+		files = append(files, f)
+		err = writeAll(f, commit)
+	}
+	if err != nil {
+		closeAll()
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
+		return "", fmt.Errorf("state file: %w", err)
+	}
+	var dirErr chan error
+	if st.last.newPack {
+		// The new pack's entry, beside the files' own fsyncs.
+		dirErr = make(chan error, 1)
+		go func() { dirErr <- st.syncDir(st.dir) }()
+	}
+	errs := durable.SyncClose(files)
+	if dirErr != nil {
+		errs = append(errs, <-dirErr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("state file: %w", err)
+	}
+	return tmp, nil
 }
 
 // createFile passes on what os.OpenFile or os.CreateTemp returned, and
@@ -504,13 +684,13 @@ func writeAll(f *os.File, data []byte) error {
 }
 
 // retract removes the commit file, durably, after a failed write: the
-// state it names is older than the snapshot being handed out. Item files
-// stay (the next successful write sweeps what it does not reference).
+// state it names is older than the snapshot being handed out. The pack
+// stays (the next successful write starts a new one and sweeps it).
 func (st *stateStore) retract() error {
 	if err := os.Remove(st.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state file: %w", err)
 	}
-	st.have = map[string]struct{}{}
+	st.pack, st.have = "", map[string]int64{}
 	st.swept = false
 	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
 		return fmt.Errorf("state file: %w", err)
@@ -546,8 +726,12 @@ func (st *stateStore) prepare() error {
 }
 
 // ownItemFile reports whether name is one the state store writes in its
-// item directory: an item file (64 lower-case hex digits) or a temporary.
+// item directory: a pack, an item file of format 2 (64 lower-case hex
+// digits) or a temporary.
 func ownItemFile(name string) bool {
+	if validPackName(name) {
+		return true
+	}
 	if i := strings.Index(name, tmpMarker); i > 0 && name[0] == '.' {
 		name = name[1:i]
 	}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,10 +32,48 @@ func fzSnapshot(gen int64, items map[string][]byte) *Snapshot {
 	return newSnapshot(m, 4294967321, items, false)
 }
 
-// fzState is a valid commit file (format 2) for root.
+// fzState is a valid commit file (format 3) for root, whose contents are
+// in the pack fzStore writes (a content that is not there is given offset
+// 0, where it does not match).
 func fzState(tb testing.TB, root string, gen int64, items map[string][]byte) []byte {
 	tb.Helper()
-	b, err := encodeState(root, fzSnapshot(gen, items), time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC))
+	_, all := packOf(fzItems)
+	at := map[string]int64{}
+	for _, d := range items {
+		at[manifest.Hash(d)] = all[manifest.Hash(d)]
+	}
+	b, err := encodeState(root, fzSnapshot(gen, items), fzPack, at, time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// fzPack is the name of the pack fzStore writes.
+const fzPack = "pack-1"
+
+// packOf is a pack holding the distinct contents of items (in the order
+// of their hashes) and the offset of each.
+func packOf(items map[string][]byte) ([]byte, map[string]int64) {
+	byHash := map[string][]byte{}
+	for _, d := range items {
+		byHash[manifest.Hash(d)] = d
+	}
+	var pack []byte
+	at := map[string]int64{}
+	for _, h := range slices.Sorted(maps.Keys(byHash)) {
+		at[h] = int64(len(pack))
+		pack = append(pack, byHash[h]...)
+	}
+	return pack, at
+}
+
+// encodeTestState is the commit file (format 3) of s for root, its
+// contents in a pack named fzPack as packOf lays it out.
+func encodeTestState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
+	tb.Helper()
+	_, at := packOf(s.items)
+	b, err := encodeState(root, s, fzPack, at, now)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,21 +81,33 @@ func fzState(tb testing.TB, root string, gen int64, items map[string][]byte) []b
 }
 
 // encodeLegacyState is the format 1 state file (every item inline), as
-// the previous zkconf wrote it.
+// zkconf wrote it before the item directory.
 func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
 	tb.Helper()
-	body, err := json.Marshal(stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Items: s.items})
+	return encodeOldState(tb, stateFormatV1, stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Items: s.items})
+}
+
+// encodeV2State is the format 2 commit file (contents in one file per
+// hash in the item directory), as zkconf wrote it before the pack.
+func encodeV2State(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
+	tb.Helper()
+	return encodeOldState(tb, stateFormatV2, stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Left: s.left})
+}
+
+func encodeOldState(tb testing.TB, format int, b stateBody) []byte {
+	body, err := json.Marshal(b)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := json.Marshal(stateHeader{Kind: stateKind, Format: stateFormatV1, Checksum: sha256hex(body), Body: body})
+	out, err := json.Marshal(stateHeader{Kind: stateKind, Format: format, Checksum: sha256hex(body), Body: body})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return append(out, '\n')
 }
 
-// fzStore is a state path whose item directory holds fzItems' files.
+// fzStore is a state path whose item directory holds fzItems' pack
+// (fzPack) and their item files of format 2.
 func fzStore(f *testing.F) string {
 	path := filepath.Join(fzTempDir(f), "snapshot.state")
 	if err := os.Mkdir(path+itemDirSuffix, 0o700); err != nil {
@@ -67,11 +118,15 @@ func fzStore(f *testing.F) string {
 			f.Fatal(err)
 		}
 	}
+	pack, _ := packOf(fzItems)
+	if err := os.WriteFile(filepath.Join(path+itemDirSuffix, fzPack), pack, 0o600); err != nil {
+		f.Fatal(err)
+	}
 	return path
 }
 
 // FuzzStateFile feeds the state loader an arbitrary commit file (its item
-// directory holds the seeds' items): it never panics, every failure is
+// directory holds the seeds' items, packed and in item files): it never panics, every failure is
 // errStateFile (the caller ignores the state with a warning), and a state
 // it accepts holds a snapshot whose every item matches its manifest, that
 // is tied to its root, and that survives being written and read again.
@@ -82,6 +137,8 @@ func FuzzStateFile(f *testing.F) {
 	f.Add(fzState(f, "/config", 7, map[string][]byte{"a": []byte("1")}), uint8(0))  // item file missing
 	f.Add(fzState(f, "/config", 7, map[string][]byte{"b": fzItems["b"]}), uint8(1)) // another root's
 	f.Add(encodeLegacyState(f, "/config", fzSnapshot(4, map[string][]byte{"x": []byte("y")}), time.Unix(5, 0)), uint8(0))
+	f.Add(encodeV2State(f, "/config", fzSnapshot(5, map[string][]byte{"app.json": fzItems["app.json"], "b": fzItems["b"]}), time.Unix(5, 0)), uint8(0))
+	f.Add(encodeV2State(f, "/c", fzSnapshot(5, map[string][]byte{"x": []byte("1")}), time.Unix(5, 0)), uint8(2)) // item file missing
 	for _, s := range []string{"", "\n", "{}", "null", `{"kind":"zkconf-cache-state","format":2}`,
 		`{"kind":"zkconf-cache-state","format":3,"checksum":"","body":{}}`,
 		`{"kind":"zkconf-cache-state","format":2,"checksum":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","body":{}}`} {
@@ -93,34 +150,40 @@ func FuzzStateFile(f *testing.F) {
 	})
 }
 
-// FuzzStateBody fuzzes the body of a commit file (format 1 when sel's low
-// bit is set, else 2) under a correct checksum, so that mutations get past
-// it into the body, manifest and item checks.
+// FuzzStateBody fuzzes the body of a commit file (format 1, 2 or 3 by
+// sel%3) under a correct checksum, so that mutations get past it into the
+// body, manifest, pack and item checks.
 func FuzzStateBody(f *testing.F) {
+	formats := []int{stateFormat, stateFormatV2, stateFormatV1}
 	for i, root := range fzRoots {
 		var h stateHeader
-		if err := json.Unmarshal(fzState(f, root, int64(i+1), map[string][]byte{"a.json": []byte(`{}`), "b": fzItems["b"]}), &h); err != nil {
+		items := map[string][]byte{"a.json": fzItems["app.json"], "b": fzItems["b"]}
+		if err := json.Unmarshal(fzState(f, root, int64(i+1), items), &h); err != nil {
 			f.Fatal(err)
 		}
-		f.Add([]byte(h.Body), uint8(i<<1))
+		f.Add([]byte(h.Body), uint8(i*3))
+		if err := json.Unmarshal(encodeV2State(f, root, fzSnapshot(int64(i+1), items), time.Unix(1, 0)), &h); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(h.Body), uint8(i*3+1))
 		if err := json.Unmarshal(encodeLegacyState(f, root, fzSnapshot(int64(i+1), map[string][]byte{"b": fzItems["b"]}), time.Unix(1, 0)), &h); err != nil {
 			f.Fatal(err)
 		}
-		f.Add([]byte(h.Body), uint8(i<<1|1))
+		f.Add([]byte(h.Body), uint8(i*3+2))
 	}
-	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}}}`), uint8(1))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}},"pack":"pack-1","at":{}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{}},"pack":"../x","at":{}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"items":{"x":"eA=="}}`), uint8(2))
 	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"items":{"x":"eA=="}}`), uint8(1))
-	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"items":{"x":"eA=="}}`), uint8(0))
-	f.Add([]byte(`{"root":"/config","zxid":-5,"manifest":null,"items":{"x":null}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":1,"manifest":{"format":1,"generation":1,"publish_id":"p","mode":"multi","items":{"x":{"sha256":"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881","size":1}}},"pack":"pack-1","at":{"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881":-1}}`), uint8(0))
+	f.Add([]byte(`{"root":"/config","zxid":-5,"manifest":null,"items":{"x":null}}`), uint8(1))
 	path := fzStore(f)
 	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
-		format := stateFormat
-		if sel&1 == 1 {
-			format = stateFormatV1
-		}
+		format := formats[int(sel)%3]
 		sum := sha256.Sum256(body)
 		data := fmt.Appendf(nil, `{"kind":%q,"format":%d,"checksum":%q,"body":%s}`, stateKind, format, hex.EncodeToString(sum[:]), body)
-		fzCheckState(t, path, data, fzRoots[int(sel>>1)%len(fzRoots)])
+		fzCheckState(t, path, data, fzRoots[int(sel/3)%len(fzRoots)])
 	})
 }
 

@@ -43,6 +43,31 @@ func itemFiles(t *testing.T, path string) []string {
 	return names
 }
 
+// onlyPack is the path of the one file of state path's item directory,
+// which must be a pack.
+func onlyPack(t *testing.T, path string) string {
+	t.Helper()
+	files := itemFiles(t, path)
+	if len(files) != 1 || !validPackName(files[0]) {
+		t.Fatalf("item directory holds %v, want one pack", files)
+	}
+	return filepath.Join(path+itemDirSuffix, files[0])
+}
+
+// committed decodes the commit file at path.
+func committed(t *testing.T, path, root string) *stateCommit {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := decodeState(root, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // hashesOf is the sorted distinct hashes of items.
 func hashesOf(items map[string][]byte) []string {
 	set := map[string]bool{}
@@ -59,7 +84,8 @@ func TestStateFileRoundTrip(t *testing.T) {
 	if err := writeState(path, "/r", s); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, filepath.Join(path+itemDirSuffix, manifest.Hash([]byte("alpha")))} {
+	pack := onlyPack(t, path)
+	for _, p := range []string{path, pack} {
 		if m := fileMode(t, p); m != 0o600 {
 			t.Fatalf("%s: mode %o", p, m)
 		}
@@ -69,9 +95,12 @@ func TestStateFileRoundTrip(t *testing.T) {
 			t.Fatalf("%s: dir mode %o", p, m)
 		}
 	}
-	// Equal contents share a file.
-	if got, want := itemFiles(t, path), hashesOf(items); !slices.Equal(got, want) {
-		t.Fatalf("item files %v, want %v", got, want)
+	// Equal contents are packed once.
+	if fi, err := os.Stat(pack); err != nil || fi.Size() != int64(len("alpha")+4) {
+		t.Fatalf("pack of %v bytes (%v), want each distinct content once", fi.Size(), err)
+	}
+	if c := committed(t, path, "/r"); c.format != stateFormat || !slices.Equal(slices.Sorted(maps.Keys(c.at)), hashesOf(items)) {
+		t.Fatalf("commit file format %d, offsets %v", c.format, c.at)
 	}
 	got, err := loadState(path, "/r")
 	if err != nil {
@@ -82,7 +111,7 @@ func TestStateFileRoundTrip(t *testing.T) {
 	}
 	checkItems(t, got, items)
 	// Overwrite keeps the state file and its item directory, no
-	// temporaries, no file of the old contents.
+	// temporaries, one pack.
 	items2 := map[string][]byte{"a": []byte("alpha2")}
 	if err := writeState(path, "/r", newTestSnapshot(t, 10, items2)); err != nil {
 		t.Fatal(err)
@@ -91,17 +120,20 @@ func TestStateFileRoundTrip(t *testing.T) {
 	if len(ents) != 2 {
 		t.Fatalf("%d entries in the state directory", len(ents))
 	}
-	if got, want := itemFiles(t, path), hashesOf(items2); !slices.Equal(got, want) {
-		t.Fatalf("item files %v, want %v", got, want)
+	onlyPack(t, path)
+	got, err = loadState(path, "/r")
+	if err != nil {
+		t.Fatal(err)
 	}
+	checkItems(t, got, items2)
 	if s, _ := loadState(filepath.Join(t.TempDir(), "missing"), "/r"); s != nil {
 		t.Fatal("missing file loaded")
 	}
 }
 
-// TestStateIncrementalWrite: an apply writes the changed item's file and a
-// small commit file, nothing else, removes the replaced content's file,
-// and leaves every unchanged item file alone.
+// TestStateIncrementalWrite: an apply appends the changed item's bytes to
+// the pack and writes a small commit file, nothing else: no new file in
+// the item directory, the pack's earlier bytes untouched.
 func TestStateIncrementalWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	st := newStateStore(path, "/r")
@@ -109,17 +141,15 @@ func TestStateIncrementalWrite(t *testing.T) {
 	if err := st.write(newTestSnapshot(t, 1, v1)); err != nil {
 		t.Fatal(err)
 	}
-	if st.last.itemFiles != 100 || st.last.itemBytes != 100*4096 {
+	if st.last.itemFiles != 100 || st.last.itemBytes != 100*4096 || !st.last.newPack {
 		t.Fatalf("first write: %+v", st.last)
 	}
-	before := map[string]os.FileInfo{}
-	for _, n := range itemFiles(t, path) {
-		fi, err := os.Stat(filepath.Join(path+itemDirSuffix, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[n] = fi
+	pack := onlyPack(t, path)
+	before, err := os.Stat(pack)
+	if err != nil {
+		t.Fatal(err)
 	}
+	head, _ := os.ReadFile(pack)
 
 	v2 := maps.Clone(v1)
 	v2["item042"] = bytes.Repeat([]byte("2"), 4096)
@@ -128,23 +158,21 @@ func TestStateIncrementalWrite(t *testing.T) {
 	}
 	t.Logf("write of 1 changed item of 100 x 4 KiB: %+v (%d bytes; the single-file format 1 wrote %d)", st.last,
 		st.last.itemBytes+st.last.commitBytes, len(encodeLegacyState(t, "/r", newTestSnapshot(t, 2, v2), time.Now())))
-	if st.last.itemFiles != 1 || st.last.itemBytes != 4096 || st.last.removedFiles != 1 {
-		t.Fatalf("second write: %+v, want 1 item file of 4096 bytes written, 1 removed", st.last)
+	if st.last.itemFiles != 1 || st.last.itemBytes != 4096 || st.last.newPack || st.last.removedFiles != 0 {
+		t.Fatalf("second write: %+v, want 1 content of 4096 bytes appended, no new pack, nothing removed", st.last)
 	}
 	if st.last.commitBytes > 16<<10 {
 		t.Fatalf("commit file of %d bytes", st.last.commitBytes)
 	}
-	if got, want := itemFiles(t, path), hashesOf(v2); !slices.Equal(got, want) {
-		t.Fatalf("item files %v, want %v", got, want)
+	if p := onlyPack(t, path); p != pack {
+		t.Fatalf("pack %s replaced by %s", pack, p)
 	}
-	for n, fi := range before {
-		if n == manifest.Hash(v1["item042"]) {
-			continue
-		}
-		now, err := os.Stat(filepath.Join(path+itemDirSuffix, n))
-		if err != nil || !os.SameFile(fi, now) || !now.ModTime().Equal(fi.ModTime()) {
-			t.Fatalf("unchanged item file %s was rewritten (%v)", n, err)
-		}
+	after, err := os.Stat(pack)
+	if err != nil || !os.SameFile(before, after) || after.Size() != before.Size()+4096 {
+		t.Fatalf("pack not appended to: %v", err)
+	}
+	if now, _ := os.ReadFile(pack); !bytes.Equal(now[:len(head)], head) {
+		t.Fatal("the pack's earlier bytes changed")
 	}
 	got, err := loadState(path, "/r")
 	if err != nil {
@@ -156,14 +184,56 @@ func TestStateIncrementalWrite(t *testing.T) {
 	if err := st.write(newTestSnapshot(t, 3, v2)); err != nil {
 		t.Fatal(err)
 	}
-	if st.last.itemFiles != 0 || st.last.removedFiles != 0 {
+	if st.last.itemFiles != 0 || st.last.itemBytes != 0 || st.last.newPack || st.last.removedFiles != 0 {
 		t.Fatalf("third write: %+v", st.last)
 	}
 }
 
-// TestStateCrashBeforeCommit: a crash after the new item files are durable
-// and before the commit file is replaced leaves the previous generation,
-// complete; the next process's first write removes the orphans.
+// TestStatePackBounded: a pack grows until it holds more than twice the
+// live bytes plus the slack; the write then starts a new pack holding the
+// live contents only, and removes the older pack after its commit point.
+func TestStatePackBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	st := newStateStore(path, "/r")
+	st.slack = 8 << 10
+	var newPacks int
+	var last map[string][]byte
+	for gen := int64(1); gen <= 40; gen++ {
+		last = bigSet(20, 1024, fmt.Sprint("v", gen)) // every item changes
+		if err := st.write(newTestSnapshot(t, gen, last)); err != nil {
+			t.Fatal(err)
+		}
+		pack := onlyPack(t, path) // the older pack is gone
+		fi, err := os.Stat(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live := int64(20 * 1024); fi.Size() > 2*live+st.slack {
+			t.Fatalf("generation %d: pack of %d bytes for %d live", gen, fi.Size(), live)
+		}
+		if st.last.newPack {
+			newPacks++
+			if gen > 1 && (fi.Size() != 20*1024 || st.last.removedFiles != 1) {
+				t.Fatalf("generation %d: new pack of %d bytes, %d files removed", gen, fi.Size(), st.last.removedFiles)
+			}
+		}
+	}
+	// 20 KiB live, 8 KiB slack: a pack takes two generations' appends
+	// after the one that starts it.
+	if newPacks < 10 {
+		t.Fatalf("%d new packs in 40 generations", newPacks)
+	}
+	got, err := loadState(path, "/r")
+	if err != nil || got.Generation() != 40 {
+		t.Fatalf("%v %v", got, err)
+	}
+	checkItems(t, got, last)
+}
+
+// TestStateCrashBeforeCommit: a write that stops after the pack's new
+// bytes are durable and before the commit file is replaced leaves the
+// previous generation, complete; the next process's first write removes
+// what the failed one left.
 func TestStateCrashBeforeCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	st := newStateStore(path, "/r")
@@ -173,13 +243,18 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 	}
 	v2 := bigSet(10, 100, "v2") // every item changes
 	crash := errors.New("crash")
-	hook := func() error { return crash }
-	st.beforeCommit.Store(&hook)
+	hook := func(step string) error {
+		if step == stepSynced {
+			return crash
+		}
+		return nil
+	}
+	st.crashAt.Store(&hook)
 	if err := st.write(newTestSnapshot(t, 2, v2)); !errors.Is(err, crash) {
 		t.Fatalf("write: %v", err)
 	}
-	if n := len(itemFiles(t, path)); n != 20 {
-		t.Fatalf("%d item files, want both generations' 20", n)
+	if fi, err := os.Stat(onlyPack(t, path)); err != nil || fi.Size() != 2000 {
+		t.Fatalf("pack: %v %v, want both generations' bytes", fi, err)
 	}
 	// The "restarted process".
 	st2 := newStateStore(path, "/r")
@@ -193,58 +268,86 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 	if err := st2.write(newTestSnapshot(t, 3, v3)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := itemFiles(t, path), hashesOf(v3); !slices.Equal(got, want) {
-		t.Fatalf("item files %v, want %v (orphans left?)", got, want)
+	if st2.last.itemFiles != 1 {
+		t.Fatalf("write after the crash: %+v, want 1 content appended", st2.last)
 	}
-	if st2.last.itemFiles != 1 || st2.last.removedFiles != 11 {
-		t.Fatalf("write after the crash: %+v, want 1 written, 10 orphans + 1 replaced removed", st2.last)
-	}
+	onlyPack(t, path)
 
-	// A crash in the middle of writing an item file leaves a temporary
-	// (never a file under a hash name that is not complete): the same.
+	// A crash in the middle of starting a pack leaves a pack nothing
+	// names: ignored, and removed by the next process's first write.
+	if err := os.WriteFile(filepath.Join(path+itemDirSuffix, packPrefix+"123"), []byte("part"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(path+itemDirSuffix, "."+strings.Repeat("ab", 32)+tmpMarker+"123"), []byte("part"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := loadState(path, "/r"); err != nil || s.Generation() != 3 {
-		t.Fatalf("with a temporary left: %v %v", s, err)
+	st3 := newStateStore(path, "/r")
+	if s, err := st3.load(); err != nil || s.Generation() != 3 {
+		t.Fatalf("with an orphan pack left: %v %v", s, err)
 	}
+	if err := st3.write(newTestSnapshot(t, 4, v3)); err != nil {
+		t.Fatal(err)
+	}
+	if st3.last.removedFiles != 2 {
+		t.Fatalf("%+v, want the orphan pack and temporary removed", st3.last)
+	}
+	onlyPack(t, path)
 }
 
-// TestStateItemFileCorrupt: a corrupted, truncated, grown or missing item
-// file makes the whole state unusable (errStateFile), never a snapshot
-// with one bad item.
+// TestStateItemFileCorrupt: a corrupted, truncated, missing or emptied
+// pack makes the whole state unusable (errStateFile), never a snapshot
+// with one bad item; bytes appended past what the commit names (an append
+// a crash cut short) do not matter.
 func TestStateItemFileCorrupt(t *testing.T) {
 	items := map[string][]byte{"a": []byte("alpha"), "b": []byte("beta-beta")}
-	for name, damage := range map[string]func(p string) error{
-		"bit flip": func(p string) error {
+	for name, damage := range map[string]func(p string, off int64) error{
+		"bit flip": func(p string, off int64) error {
 			b, _ := os.ReadFile(p)
-			b[2] ^= 0x10
+			b[off+2] ^= 0x10
 			return os.WriteFile(p, b, 0o600)
 		},
-		"truncated": func(p string) error { return os.Truncate(p, 3) },
-		"grown":     func(p string) error { return os.WriteFile(p, []byte("beta-beta-and-more"), 0o600) },
-		"missing":   os.Remove,
-		"emptied":   func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"truncated": func(p string, off int64) error { return os.Truncate(p, off+3) },
+		"missing":   func(p string, _ int64) error { return os.Remove(p) },
+		"emptied":   func(p string, _ int64) error { return os.WriteFile(p, nil, 0o600) },
+		"tail":      nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state")
 			if err := writeState(path, "/r", newTestSnapshot(t, 4, items)); err != nil {
 				t.Fatal(err)
 			}
-			if err := damage(filepath.Join(path+itemDirSuffix, manifest.Hash(items["b"]))); err != nil {
+			pack := onlyPack(t, path)
+			if damage == nil {
+				f, err := os.OpenFile(pack, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = f.Write([]byte("half an append"))
+				if cerr := f.Close(); err != nil || cerr != nil {
+					t.Fatal(err, cerr)
+				}
+				s, err := loadState(path, "/r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkItems(t, s, items)
+				return
+			}
+			if err := damage(pack, committed(t, path, "/r").at[manifest.Hash(items["b"])]); err != nil {
 				t.Fatal(err)
 			}
 			s, err := loadState(path, "/r")
-			if s != nil || !errors.Is(err, errStateFile) || !strings.Contains(err.Error(), `item "b"`) {
-				t.Fatalf("loaded %v, %v; want errStateFile naming item b", s, err)
+			if s != nil || !errors.Is(err, errStateFile) || (name != "missing" && !strings.Contains(err.Error(), `item "`)) {
+				t.Fatalf("loaded %v, %v; want errStateFile naming an item", s, err)
 			}
 			t.Log(err)
 		})
 	}
 }
 
-// TestStateOrphanCleanup: the first write of a process removes item files
-// and temporaries nothing references, and nothing that is not its own.
+// TestStateOrphanCleanup: the first write of a process removes packs,
+// item files and temporaries nothing references, and nothing that is not
+// its own.
 func TestStateOrphanCleanup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	dir := path + itemDirSuffix
@@ -252,7 +355,7 @@ func TestStateOrphanCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan := manifest.Hash([]byte("orphan"))
-	for _, n := range []string{orphan, "." + orphan + tmpMarker + "42", "README", "ABC", strings.Repeat("0", 63)} {
+	for _, n := range []string{orphan, "." + orphan + tmpMarker + "42", packPrefix + "77", "README", "ABC", strings.Repeat("0", 63), packPrefix + "x1", packPrefix} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("orphan"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +372,7 @@ func TestStateOrphanCleanup(t *testing.T) {
 	if err := st.write(newTestSnapshot(t, 1, items)); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{strings.Repeat("0", 63), strings.Repeat("1", 64), "ABC", "README", manifest.Hash(items["a"])}
+	want := []string{strings.Repeat("0", 63), strings.Repeat("1", 64), "ABC", "README", packPrefix, packPrefix + "x1", st.pack}
 	slices.Sort(want)
 	if got := itemFiles(t, path); !slices.Equal(got, want) {
 		t.Fatalf("item directory %v, want %v", got, want)
@@ -277,13 +380,13 @@ func TestStateOrphanCleanup(t *testing.T) {
 	if _, err := os.Stat(commitTmp); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("commit temporary left: %v", err)
 	}
-	if st.last.removedFiles != 2 {
+	if st.last.removedFiles != 3 {
 		t.Fatalf("%+v", st.last)
 	}
 }
 
-// TestStateLegacyFormat: a format 1 state file (items inline, the previous
-// zkconf's) loads, and the first write replaces it with format 2.
+// TestStateLegacyFormat: a format 1 state file (items inline) loads, and
+// the first write replaces it with the packed format.
 func TestStateLegacyFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	items := map[string][]byte{"a": []byte("alpha"), "b": {}}
@@ -292,26 +395,74 @@ func TestStateLegacyFormat(t *testing.T) {
 	}
 	st := newStateStore(path, "/r")
 	s, err := st.load()
-	if err != nil || s.Generation() != 5 || !s.FromStateFile() {
-		t.Fatalf("legacy load: %v %v", s, err)
+	if err != nil || s.Generation() != 5 || !s.FromStateFile() || !st.legacy {
+		t.Fatalf("legacy load: %v %v (legacy %v)", s, err, st.legacy)
 	}
 	checkItems(t, s, items)
 	items6 := withItem(items, "c", "new")
 	if err := st.write(newTestSnapshot(t, 6, items6)); err != nil {
 		t.Fatal(err)
 	}
-	if st.last.itemFiles != 3 {
-		t.Fatalf("migration wrote %d item files, want every one", st.last.itemFiles)
+	if st.last.itemFiles != 3 || !st.last.newPack {
+		t.Fatalf("migration wrote %+v, want every content to a new pack", st.last)
 	}
-	var h stateHeader
-	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &h) != nil || h.Format != stateFormat {
-		t.Fatalf("state file not rewritten in format %d: %v", stateFormat, err)
+	if c := committed(t, path, "/r"); c.format != stateFormat {
+		t.Fatalf("state file not rewritten in format %d: %d", stateFormat, c.format)
 	}
 	s, err = loadState(path, "/r")
 	if err != nil || s.Generation() != 6 {
 		t.Fatalf("after migration: %v %v", s, err)
 	}
 	checkItems(t, s, items6)
+}
+
+// writeV2State lays out the format 2 state of s at path, as zkconf wrote
+// it before the pack: one file per distinct content, named by its hash.
+func writeV2State(t *testing.T, path, root string, s *Snapshot) {
+	t.Helper()
+	if err := os.MkdirAll(path+itemDirSuffix, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Names() {
+		d, _ := s.Get(n)
+		if err := os.WriteFile(filepath.Join(path+itemDirSuffix, manifest.Hash(d)), d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, encodeV2State(t, root, s, time.Now()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStateV2Layout: a format 2 state (a file per item) loads, and the
+// first write converts it: the generation packed, the item files removed
+// after the commit point.
+func TestStateV2Layout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	items := bigSet(20, 100, "v2")
+	items["dup"] = items["item003"]
+	writeV2State(t, path, "/r", newTestSnapshot(t, 7, items))
+	st := newStateStore(path, "/r")
+	s, err := st.load()
+	if err != nil || s.Generation() != 7 || !st.legacy {
+		t.Fatalf("format 2 load: %v %v (legacy %v)", s, err, st.legacy)
+	}
+	checkItems(t, s, items)
+	if err := st.write(s); err != nil {
+		t.Fatal(err)
+	}
+	if st.last.itemFiles != 20 || !st.last.newPack || st.last.removedFiles != 20 || st.legacy {
+		t.Fatalf("conversion: %+v, want 20 contents packed and 20 item files removed", st.last)
+	}
+	onlyPack(t, path)
+	if c := committed(t, path, "/r"); c.format != stateFormat {
+		t.Fatalf("format %d after the conversion", c.format)
+	}
+	s, err = loadState(path, "/r")
+	if err != nil || s.Generation() != 7 {
+		t.Fatalf("after the conversion: %v %v", s, err)
+	}
+	checkItems(t, s, items)
 }
 
 func TestStateFileRejects(t *testing.T) {
@@ -330,9 +481,27 @@ func TestStateFileRejects(t *testing.T) {
 	tampered := reseal(t, h1, b)
 	b.Items = map[string][]byte{"a": []byte("alpha")}
 	missing := reseal(t, h1, b)
-	h3 := h
-	h3.Format = 3
-	future, _ := json.Marshal(h3)
+	h4 := h
+	h4.Format = stateFormat + 1
+	future, _ := json.Marshal(h4)
+	// Format 3 with a pack name that is a path, an offset missing, one
+	// too many, one negative; format 2 with a pack.
+	_ = json.Unmarshal(h.Body, &b)
+	b.Items = nil
+	good3 := b
+	b.Pack = "../../etc/pack-1"
+	badPack := reseal(t, h, b)
+	b = good3
+	b.At = good3.At[:1]
+	noOffset := reseal(t, h, b)
+	b.At = append(slices.Clone(good3.At), 0)
+	extraOffset := reseal(t, h, b)
+	b.At = slices.Clone(good3.At)
+	b.At[0] = -4
+	negative := reseal(t, h, b)
+	h2 := h
+	h2.Format = stateFormatV2
+	v2Pack := reseal(t, h2, good3)
 
 	for name, data := range map[string][]byte{
 		"other root":     good,
@@ -341,6 +510,11 @@ func TestStateFileRejects(t *testing.T) {
 		"tampered item":  tampered,
 		"missing item":   missing,
 		"future format":  future,
+		"pack path":      badPack,
+		"no offset":      noOffset,
+		"extra offset":   extraOffset,
+		"negative":       negative,
+		"v2 with pack":   v2Pack,
 		"not json":       []byte("{"),
 		"wrong kind":     []byte(`{"kind":"x","format":1}`),
 		"truncated":      good[:40],
@@ -373,10 +547,10 @@ func reseal(t *testing.T, h stateHeader, b stateBody) []byte {
 }
 
 // TestCacheStateIncremental follows publishes with a real ZooKeeper: each
-// apply adds exactly the changed item's file and removes the replaced one;
-// a crash between the item files and the commit point (the hook fails the
-// write there) restarts from the previous generation; a corrupt item file
-// makes the restarted cache start from nothing and re-read everything.
+// apply appends exactly the changed item's bytes to the one pack; a crash
+// between the pack's append and the commit point (the hook fails the write
+// there) restarts from the previous generation; a corrupt pack makes the
+// restarted cache start from nothing and re-read everything.
 func TestCacheStateIncremental(t *testing.T) {
 	zkc := zktest.Start(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
@@ -390,23 +564,14 @@ func TestCacheStateIncremental(t *testing.T) {
 	g1, _ := pub.publish(v1)
 	c := start()
 	waitGen(t, c, g1, v1)
-	ino := map[string]os.FileInfo{}
-	for _, n := range itemFiles(t, path) {
-		ino[n], _ = os.Stat(filepath.Join(path+itemDirSuffix, n))
-	}
+	pack := onlyPack(t, path)
+	before, _ := os.Stat(pack)
 	v2 := maps.Clone(v1)
 	v2["item007"] = []byte("second")
 	g2, _ := pub.publish(v2)
 	waitGen(t, c, g2, v2)
-	files := itemFiles(t, path)
-	if !slices.Equal(files, hashesOf(v2)) {
-		t.Fatalf("item files %v, want %v", files, hashesOf(v2))
-	}
-	for _, n := range files {
-		fi, _ := os.Stat(filepath.Join(path+itemDirSuffix, n))
-		if old, ok := ino[n]; ok != (n != manifest.Hash(v2["item007"])) || (ok && !os.SameFile(old, fi)) {
-			t.Fatalf("item file %s: rewritten or missing", n)
-		}
+	if after, err := os.Stat(onlyPack(t, path)); err != nil || !os.SameFile(before, after) || after.Size() != before.Size()+int64(len("second")) {
+		t.Fatalf("pack not appended to with the changed item only: %v", err)
 	}
 
 	// The crash: the next apply stops just before its commit point.
@@ -414,13 +579,17 @@ func TestCacheStateIncremental(t *testing.T) {
 	c = start()
 	waitGen(t, c, g2, v2)
 	// The hook takes an image of the state as a crash at this point
-	// leaves it (item files durable, the commit file still the previous
-	// one); the write then fails, and the cache, which lives on, removes
-	// the older commit file (TestStateNotLeftBehindOnFullDisk). The
-	// restart below starts from the image: what the dead process left.
+	// leaves it (the pack's new bytes durable, the commit file still the
+	// previous one); the write then fails, and the cache, which lives on,
+	// removes the older commit file (TestStateNotLeftBehindOnFullDisk).
+	// The restart below starts from the image: what the dead process
+	// left.
 	crashed := make(chan struct{}, 1)
 	image := t.TempDir()
-	hook := func() error {
+	hook := func(step string) error {
+		if step != stepSynced {
+			return nil
+		}
 		select {
 		case crashed <- struct{}{}:
 			if out, err := exec.Command("cp", "-a", path, path+itemDirSuffix, image).CombinedOutput(); err != nil {
@@ -430,7 +599,7 @@ func TestCacheStateIncremental(t *testing.T) {
 		}
 		return errors.New("simulated crash before the commit point")
 	}
-	c.store.beforeCommit.Store(&hook)
+	c.store.crashAt.Store(&hook)
 	v3 := maps.Clone(v2)
 	v3["item008"] = []byte("third")
 	g3, _ := pub.publish(v3)
@@ -454,14 +623,20 @@ func TestCacheStateIncremental(t *testing.T) {
 	checkItems(t, c.Snapshot(), v2)
 	c.Close()
 
-	// Corrupt one item file: the state is ignored as a whole, logged.
-	p := filepath.Join(path+itemDirSuffix, manifest.Hash(v2["item003"]))
-	if err := os.WriteFile(p, []byte("corrupt"), 0o600); err != nil {
+	// Corrupt one item's bytes in the pack: the state is ignored as a
+	// whole, logged.
+	pack = onlyPack(t, path)
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[committed(t, path, "/config").at[manifest.Hash(v2["item003"])]] ^= 1
+	if err := os.WriteFile(pack, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c = start()
 	if s := c.Snapshot(); s != nil {
-		t.Fatalf("served generation %d with a corrupt item file", s.Generation())
+		t.Fatalf("served generation %d with a corrupt pack", s.Generation())
 	}
 	if !strings.Contains(buf.String(), "ignoring the state file") || !strings.Contains(buf.String(), "item003") {
 		t.Fatalf("not logged:\n%s", buf.String())
@@ -469,22 +644,52 @@ func TestCacheStateIncremental(t *testing.T) {
 	zkc.Restart(0)
 	waitGen(t, c, g3, v3)
 	c.Close()
-	if got := itemFiles(t, path); !slices.Equal(got, hashesOf(v3)) {
-		t.Fatalf("item files %v, want %v", got, hashesOf(v3))
+	if p := onlyPack(t, path); p == pack {
+		t.Fatal("the corrupt pack was appended to")
 	}
 	if s, err := loadState(path, "/config"); err != nil || s.Generation() != g3 {
 		t.Fatalf("state after recovery: %v %v", s, err)
 	}
 }
 
+// TestCacheConvertsOldLayout: a cache started on a state directory of the
+// previous layout (format 2: a file per item) serves its generation at
+// once, before ZooKeeper answers, and converts the directory to the
+// packed layout: one pack, no item file left, the same generation.
+func TestCacheConvertsOldLayout(t *testing.T) {
+	zkc := zktest.Start(t)
+	addrs := zkc.Addrs()
+	zkc.Stop(0) // the restart below serves from the state file alone
+	log, buf := testLogger(t)
+	path := filepath.Join(t.TempDir(), "state")
+	items := bigSet(20, 1024, "old")
+	writeV2State(t, path, "/config", newTestSnapshot(t, 12, items))
+	c := newCache(t, "/config", WithServers(addrs, 4*time.Second), WithLogger(log), WithStateFile(path))
+	s := c.Snapshot()
+	if s == nil || s.Generation() != 12 || !s.FromStateFile() {
+		t.Fatalf("served %v, want generation 12 from the old layout", s)
+	}
+	checkItems(t, s, items)
+	onlyPack(t, path)
+	if cm := committed(t, path, "/config"); cm.format != stateFormat {
+		t.Fatalf("format %d after the start", cm.format)
+	}
+	if !strings.Contains(buf.String(), "converted the state file to the packed layout") {
+		t.Fatalf("conversion not logged:\n%s", buf.String())
+	}
+	c.Close()
+	got, err := loadState(path, "/config")
+	if err != nil || got.Generation() != 12 {
+		t.Fatalf("after the conversion: %v %v", got, err)
+	}
+	checkItems(t, got, items)
+}
+
 // encodedState is a valid state file of generation 2 for root "/r" holding
 // items, and its decoded header.
 func encodedState(t *testing.T, items map[string][]byte) ([]byte, stateHeader) {
 	t.Helper()
-	good, err := encodeState("/r", newTestSnapshot(t, 2, items), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := encodeTestState(t, "/r", newTestSnapshot(t, 2, items), time.Now())
 	var h stateHeader
 	if err := json.Unmarshal(good, &h); err != nil {
 		t.Fatal(err)

@@ -99,12 +99,14 @@ func TestStateFileTree(t *testing.T) {
 		t.Fatalf("load: %v %v", s, err)
 	}
 	checkItems(t, s, items)
-	ents, err := os.ReadDir(path + itemDirSuffix)
-	if err != nil || len(ents) != 3 {
-		t.Fatalf("item files: %d %v (want 3 contents, stored flat by sha256)", len(ents), err)
+	pack := onlyPack(t, path)
+	b, err := os.ReadFile(pack)
+	if err != nil || len(b) != 3 {
+		t.Fatalf("pack of %d bytes, %v (want 3 contents, each once)", len(b), err)
 	}
 	// A nested item's content corrupted: refused whole.
-	if err := os.WriteFile(filepath.Join(path+itemDirSuffix, m.Items["conf.d/sub/y"].SHA256), []byte("Y"), 0o600); err != nil {
+	b[committed(t, path, "/r").at[m.Items["conf.d/sub/y"].SHA256]] = 'Y'
+	if err := os.WriteFile(pack, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := loadState(path, "/r"); !errors.Is(err, errStateFile) || s != nil || !strings.Contains(err.Error(), `item "conf.d/sub/y"`) {
