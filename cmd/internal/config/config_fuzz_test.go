@@ -111,7 +111,7 @@ func fzFixture(f *testing.F) string {
 // it accepts is a valid configuration.
 func FuzzLoad(f *testing.F) {
 	dir := fzFixture(f)
-	example, err := os.ReadFile("../../examples/agent/confagent.yaml")
+	example, err := os.ReadFile("../../../examples/agent/confagent.yaml")
 	if err == nil {
 		f.Add(example)
 	}
