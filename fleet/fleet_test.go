@@ -10,10 +10,10 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 

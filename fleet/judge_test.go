@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
