@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -58,7 +59,7 @@ func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) [
 
 // fzStore is a state path whose item directory holds fzItems' files.
 func fzStore(f *testing.F) string {
-	path := filepath.Join(fzTempDir(f), "snapshot.state")
+	path := filepath.Join(fuzzdir.Temp(f), "snapshot.state")
 	if err := os.Mkdir(path+itemDirSuffix, 0o700); err != nil {
 		f.Fatal(err)
 	}
@@ -185,17 +186,4 @@ func fzCheckState(t *testing.T, path string, data []byte, root string) {
 		!maps.EqualFunc(got, items, bytes.Equal) {
 		t.Fatalf("write/read changed the snapshot")
 	}
-}
-
-// fzTempDir is a directory for files written on every fuzz input: on
-// tmpfs when there is one, because a disk shared with fsync-heavy tests
-// stalls the fuzzer.
-func fzTempDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(d) })
-			return d
-		}
-	}
-	return f.TempDir()
 }
