@@ -587,7 +587,7 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 func TestOversizedNodesSkipped(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		c := zktest.Start(t)
-		p, conn := fleettest.NewPublisher(t, c, root)
+		p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 		g := fleettest.PublishConf(t, p, "v1")
 		for _, n := range []string{paths.Status(), paths.Agents()} {
 			if err := zkclient.EnsurePath(context.Background(), conn, n, zk.WorldACL(zk.PermAll)); err != nil {
