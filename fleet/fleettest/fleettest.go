@@ -66,7 +66,7 @@ func StartAgent(t *testing.T, root, id string, adjust func(*agent.Options)) (d *
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done; d.Close() }) }
+	stop = func() { once.Do(func() { cancel(); <-done; _ = d.Close() }) }
 	t.Cleanup(stop)
 	return d, stop
 }

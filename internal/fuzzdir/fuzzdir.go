@@ -14,7 +14,7 @@ func Temp(tb testing.TB) string {
 	tb.Helper()
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			tb.Cleanup(func() { os.RemoveAll(d) })
+			tb.Cleanup(func() { _ = os.RemoveAll(d) })
 			return d
 		}
 	}
