@@ -73,7 +73,7 @@ func StartAgent(t *testing.T, root, id string, adjust func(*agent.Options)) (d *
 
 // NewPublisher dials servers without credentials and returns a Publisher
 // of root on that connection, both closed with the test.
-func NewPublisher(t *testing.T, servers []string, root string) (*publish.Publisher, *zk.Conn) {
+func NewPublisher(t testing.TB, servers []string, root string) (*publish.Publisher, *zk.Conn) {
 	t.Helper()
 	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second})
 	if err != nil {
