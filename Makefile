@@ -196,8 +196,8 @@ fuzz:
 		./internal/render:FuzzDirName \
 		./internal/template:FuzzTemplateHostileData \
 		./internal/template:FuzzTemplateText \
-		./internal/config:FuzzLoad \
-		./internal/config:FuzzLoadGenerated \
+		./cmd/internal/config:FuzzLoad \
+		./cmd/internal/config:FuzzLoadGenerated \
 		./cache:FuzzStateFile \
 		./cache:FuzzStateBody; do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

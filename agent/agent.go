@@ -148,17 +148,17 @@ func NewRenderer(specs []TargetSpec, mode ApplyMode, log *slog.Logger, m *Metric
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Renderer{log: log, metrics: m, host: localHost(), renders: newRenderWatch(), wedgeGrace: DefaultWedgeGrace}
-	if err := r.Configure(specs, mode); err != nil {
+	r := &Renderer{log: log, metrics: m, host: localHost(), renders: newRenderWatch(), wedgeGrace: defaultWedgeGrace}
+	if err := r.configure(specs, mode); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// Configure replaces the targets. Targets whose spec is unchanged keep what
+// configure replaces the targets. Targets whose spec is unchanged keep what
 // they applied; a new configuration clears a check rejection so the next
 // Apply tries the current generation again.
-func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
+func (r *Renderer) configure(specs []TargetSpec, mode ApplyMode) error {
 	var errs []error
 	ts := make([]*target, 0, len(specs))
 	for _, s := range specs {
@@ -562,12 +562,12 @@ type pendingState struct {
 	Reload []string `json:"reload_pending"`
 }
 
-// PersistPendingReloads makes the renderer keep the names of targets whose
+// persistPendingReloads makes the renderer keep the names of targets whose
 // reload is pending in path (in the state directory), and marks the
 // targets that path lists as pending: a reload that never succeeded
 // before a restart runs again after it, even though the output in place
 // is unchanged. Call it before the first Apply.
-func (r *Renderer) PersistPendingReloads(path string) error {
+func (r *Renderer) persistPendingReloads(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.publish()
@@ -669,10 +669,10 @@ func (r *Renderer) Repair() []string {
 	return fixed
 }
 
-// SweepRetired removes the previous generation directories of dir targets
+// sweepRetired removes the previous generation directories of dir targets
 // whose grace period has passed, and returns how long until the next one's
 // ends (0: none is kept).
-func (r *Renderer) SweepRetired() time.Duration {
+func (r *Renderer) sweepRetired() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var next time.Duration
@@ -755,17 +755,6 @@ func (r *Renderer) driftDirs() []string {
 		for d := range dirs {
 			out = append(out, filepath.Join(cur, filepath.FromSlash(d)))
 		}
-	}
-	return out
-}
-
-// Specs returns every target's spec (destination, kind, options).
-func (r *Renderer) Specs() []TargetSpec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]TargetSpec, len(r.targets))
-	for i, t := range r.targets {
-		out[i] = t.spec
 	}
 	return out
 }

@@ -78,10 +78,10 @@ type Options struct {
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
-	// (AutoMemoryLimit; confagent's default), a positive value is a fixed
-	// limit in bytes. GOMEMLIMIT in the environment takes precedence. The
-	// limit is process-wide: an embedder with a heap of its own should
-	// leave it off.
+	// (16 MiB plus 6 times the items' bytes; confagent's default), a
+	// positive value is a fixed limit in bytes. GOMEMLIMIT in the
+	// environment takes precedence. The limit is process-wide: an embedder
+	// with a heap of its own should leave it off.
 	MemoryLimit int64
 	// WaitMin and WaitMax coalesce bursts of publishes (see quiesce.go):
 	// a new generation is applied once none newer has arrived for
@@ -109,7 +109,8 @@ type Options struct {
 const StateFileName = "snapshot.state"
 
 // PendingReloadsFileName is the file inside StateDir that lists the
-// targets whose reload has not succeeded yet (see Renderer.PersistPendingReloads).
+// targets whose reload has not succeeded yet, so that a restarted agent
+// retries them.
 const PendingReloadsFileName = "reload-pending.json"
 
 // Daemon follows a root and keeps every target rendered from its newest
@@ -166,8 +167,8 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil),
-		shutdownGrace: DefaultShutdownGrace, connWake: make(chan struct{})}
-	d.metrics = NewMetrics(d.staleSeconds)
+		shutdownGrace: defaultShutdownGrace, connWake: make(chan struct{})}
+	d.metrics = newMetrics(d.staleSeconds)
 	r, err := NewRenderer(opts.Targets, opts.Apply, log, d.metrics)
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	r.setLabels(d.labels(opts))
 	r.setReloadSplay(opts.ReloadSplay)
 	if !opts.NoPersist {
-		if err := r.PersistPendingReloads(filepath.Join(opts.StateDir, PendingReloadsFileName)); err != nil {
+		if err := r.persistPendingReloads(filepath.Join(opts.StateDir, PendingReloadsFileName)); err != nil {
 			return nil, err
 		}
 	}
@@ -307,7 +308,7 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 // until ctx ends. An apply in progress when ctx ends is finished first
 // (commands keep their own timeouts), so SIGTERM never leaves a
 // half-applied generation; but a render in progress is interrupted, and
-// one that does not end within DefaultShutdownGrace (a helper call that
+// one that does not end within defaultShutdownGrace (a helper call that
 // never returns) is left behind: Run returns without it.
 func (d *Daemon) Run(ctx context.Context) error {
 	drift, err := newDriftWatcher(d.log)
@@ -335,7 +336,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	sweep.Stop()
 	defer sweep.Stop()
 	rearmSweep := func() {
-		if next := d.r.SweepRetired(); next > 0 {
+		if next := d.r.sweepRetired(); next > 0 {
 			sweep.Reset(next)
 		}
 	}
@@ -435,7 +436,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case st := <-d.cache.StateChanges():
 			d.onState(st)
 		case o := <-d.reconf:
-			if err := d.r.Configure(o.Targets, o.Apply); err != nil {
+			if err := d.r.configure(o.Targets, o.Apply); err != nil {
 				d.log.Error("new configuration rejected, the old one keeps running", "error", err)
 				continue
 			}

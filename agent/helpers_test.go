@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -35,15 +36,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // publisher returns a publisher on its own session.
 func publisher(t testing.TB, c *zktest.Cluster) *publish.Publisher {
 	t.Helper()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	p, err := publish.New(zkclient.Fixed(conn, sess), root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := fleettest.NewPublisher(t, c.Addrs(), root)
 	return p
 }
 

@@ -17,7 +17,7 @@ const (
 	// gets unless it asks.
 	MemoryLimitOff int64 = 0
 	// MemoryLimitAuto sizes the soft memory limit from the applied
-	// snapshot (AutoMemoryLimit), recomputed after every apply:
+	// snapshot (autoMemoryLimit), recomputed after every apply:
 	// confagent's default.
 	MemoryLimitAuto int64 = -1
 )
@@ -46,10 +46,10 @@ const (
 	memLimitPerByte = 6
 )
 
-// AutoMemoryLimit is the soft memory limit (debug.SetMemoryLimit) the
+// autoMemoryLimit is the soft memory limit (debug.SetMemoryLimit) the
 // agent sets for a snapshot of dataBytes bytes of items with
 // MemoryLimitAuto.
-func AutoMemoryLimit(dataBytes int64) int64 {
+func autoMemoryLimit(dataBytes int64) int64 {
 	if dataBytes < 0 {
 		dataBytes = 0
 	}
@@ -99,7 +99,7 @@ func (m *memLimiter) configure(setting int64) {
 		m.apply(setting)
 	case setting == MemoryLimitAuto:
 		if m.data >= 0 {
-			m.apply(AutoMemoryLimit(m.data))
+			m.apply(autoMemoryLimit(m.data))
 		}
 	default: // off
 		if old != MemoryLimitOff && m.set != 0 {
@@ -112,7 +112,7 @@ func (m *memLimiter) configure(setting int64) {
 func (m *memLimiter) observe(dataBytes int64) {
 	m.data = dataBytes
 	if !m.env && m.setting == MemoryLimitAuto {
-		m.apply(AutoMemoryLimit(dataBytes))
+		m.apply(autoMemoryLimit(dataBytes))
 	}
 	if m.log.Enabled(context.Background(), slog.LevelDebug) {
 		st := readMemStats()

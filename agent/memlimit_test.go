@@ -18,8 +18,8 @@ func TestAutoMemoryLimit(t *testing.T) {
 		{50 * mib, 316 * mib},
 		{math.MaxInt64 / 2, math.MaxInt64},
 	} {
-		if got := AutoMemoryLimit(tt.data); got != tt.want {
-			t.Errorf("AutoMemoryLimit(%d) = %d, want %d", tt.data, got, tt.want)
+		if got := autoMemoryLimit(tt.data); got != tt.want {
+			t.Errorf("autoMemoryLimit(%d) = %d, want %d", tt.data, got, tt.want)
 		}
 	}
 	// Measured (confbench footprint, linux/amd64): 5.5-5.9 MiB of the
@@ -32,15 +32,15 @@ func TestAutoMemoryLimit(t *testing.T) {
 	// limit, so the collector is paced by GOGC, not by the limit (12 MiB
 	// did not leave it: the collector ran at every publish, 3.5 times the
 	// CPU; confbench latency).
-	if goal := AutoMemoryLimit(20<<10) - nonHeap; goal < 2*(ownLive+5*(20<<10)) {
-		t.Errorf("AutoMemoryLimit(20 KiB) = %d leaves a heap of %d, below GOGC's goal for a live heap of %d",
-			AutoMemoryLimit(20<<10), goal, ownLive+5*(20<<10))
+	if goal := autoMemoryLimit(20<<10) - nonHeap; goal < 2*(ownLive+5*(20<<10)) {
+		t.Errorf("autoMemoryLimit(20 KiB) = %d leaves a heap of %d, below GOGC's goal for a live heap of %d",
+			autoMemoryLimit(20<<10), goal, ownLive+5*(20<<10))
 	}
 	for data := int64(0); data < 1<<40; data = data*4 + 1024 {
 		live := ownLive + 5*data
-		if goal := AutoMemoryLimit(data) - nonHeap; goal < live+live/5 {
-			t.Errorf("AutoMemoryLimit(%d) = %d leaves a heap of %d for a live heap of %d: would thrash",
-				data, AutoMemoryLimit(data), goal, live)
+		if goal := autoMemoryLimit(data) - nonHeap; goal < live+live/5 {
+			t.Errorf("autoMemoryLimit(%d) = %d leaves a heap of %d for a live heap of %d: would thrash",
+				data, autoMemoryLimit(data), goal, live)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func TestMemLimiter(t *testing.T) {
 		m.observe(1 << 20)
 		m.observe(1 << 20) // unchanged: not set again
 		m.observe(2 << 20)
-		want := []int64{AutoMemoryLimit(1 << 20), AutoMemoryLimit(2 << 20)}
+		want := []int64{autoMemoryLimit(1 << 20), autoMemoryLimit(2 << 20)}
 		if len(calls) != 2 || calls[0] != want[0] || calls[1] != want[1] {
 			t.Fatalf("limits set %v, want %v", calls, want)
 		}
@@ -70,7 +70,7 @@ func TestMemLimiter(t *testing.T) {
 			t.Fatalf("after fixed and off: %v", got)
 		}
 		m.configure(MemoryLimitAuto) // back to auto: sized from the last snapshot
-		if got := calls[len(calls)-1]; got != AutoMemoryLimit(3<<20) {
+		if got := calls[len(calls)-1]; got != autoMemoryLimit(3<<20) {
 			t.Fatalf("back to auto: %d", got)
 		}
 	})

@@ -40,9 +40,9 @@ type Metrics struct {
 // failureKinds are the kind label values of zkconf_agent_failures_total.
 var failureKinds = []string{"render", "check", "write", RetryReload, RetryTransient}
 
-// NewMetrics registers the agent's metrics. stale reports how long the
+// newMetrics registers the agent's metrics. stale reports how long the
 // agent has been without a live ZooKeeper view (0 while live).
-func NewMetrics(stale func() float64) *Metrics {
+func newMetrics(stale func() float64) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,

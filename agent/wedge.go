@@ -12,21 +12,21 @@ import (
 // template error and rejects its generation, and the agent goes on. The
 // budget is checked between steps (internal/template), so it cannot stop a
 // single helper call that never returns. What is left is watched here: a
-// render still running DefaultWedgeGrace after its time budget ran out is
+// render still running defaultWedgeGrace after its time budget ran out is
 // wedged, and then /healthz and /readyz fail, the systemd watchdog is no
 // longer pinged (systemd restarts the agent) and a shutdown does not wait
 // for it.
 
-// DefaultWedgeGrace is how long a render may run past its time budget
+// defaultWedgeGrace is how long a render may run past its time budget
 // before the agent counts itself wedged. The budget is checked at every
 // step, so a render that overruns it by this much is stuck in one helper
 // call.
-const DefaultWedgeGrace = 30 * time.Second
+const defaultWedgeGrace = 30 * time.Second
 
-// DefaultShutdownGrace is how long a stopping daemon waits for a render in
+// defaultShutdownGrace is how long a stopping daemon waits for a render in
 // progress to end (it is interrupted at its next step) before it exits
 // without it: nothing of the generation being rendered is in place yet.
-const DefaultShutdownGrace = 5 * time.Second
+const defaultShutdownGrace = 5 * time.Second
 
 // wedgeCheckInterval is how often a daemon waiting for an apply looks for
 // a wedged render, to report it.

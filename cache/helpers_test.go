@@ -12,13 +12,13 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/syncbuf"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -34,27 +34,11 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// logBuf collects a test's log; it is printed when the test fails.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testLogger(t *testing.T) (*slog.Logger, *logBuf) {
+// testLogger returns a logger whose output is printed when the test fails,
+// and the buffer it writes.
+func testLogger(t *testing.T) (*slog.Logger, *syncbuf.Buffer) {
 	t.Helper()
-	b := &logBuf{}
+	b := &syncbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			s := b.String()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -109,7 +110,7 @@ func encodeOldState(tb testing.TB, format int, b stateBody) []byte {
 // fzStore is a state path whose item directory holds fzItems' pack
 // (fzPack) and their item files of format 2.
 func fzStore(f *testing.F) string {
-	path := filepath.Join(fzTempDir(f), "snapshot.state")
+	path := filepath.Join(fuzzdir.Temp(f), "snapshot.state")
 	if err := os.Mkdir(path+itemDirSuffix, 0o700); err != nil {
 		f.Fatal(err)
 	}
@@ -248,17 +249,4 @@ func fzCheckState(t *testing.T, path string, data []byte, root string) {
 		!maps.EqualFunc(got, items, bytes.Equal) {
 		t.Fatalf("write/read changed the snapshot")
 	}
-}
-
-// fzTempDir is a directory for files written on every fuzz input: on
-// tmpfs when there is one, because a disk shared with fsync-heavy tests
-// stalls the fuzzer.
-func fzTempDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(d) })
-			return d
-		}
-	}
-	return f.TempDir()
 }

@@ -10,10 +10,8 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/faultproxy"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -36,7 +34,7 @@ func startAgent(t *testing.T, servers []string, id, check string) *agent.Daemon 
 // fails naming that agent and its error.
 func TestWaitAllAndFailingCheck(t *testing.T) {
 	c := zooKeeper.For(t)
-	p, conn := fleettest.NewPublisher(t, c, root)
+	p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 	fleettest.PublishConf(t, p, "v1")
 	startAgent(t, c.Addrs(), "host-a", "")
 	startAgent(t, c.Addrs(), "host-b", "")
@@ -81,68 +79,4 @@ func TestWaitAllAndFailingCheck(t *testing.T) {
 	if s := fleet.Summarize(agents, g); s.AtLatest != 2 || s.Behind != 1 || s.Failing != 1 {
 		t.Fatalf("summary %v", s)
 	}
-}
-
-// TestStatusNodeRecreatedAfterExpiry: an agent whose session expires
-// (blackholed past the session timeout) re-creates its status node on the
-// new session, prompted by the session event: the waits are bounded by a
-// generous deadline, far below the 10-minute safety-net resync
-// (cache.DefaultResyncInterval) that could otherwise re-create the node,
-// and nothing is asserted about how long it took.
-func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
-	c := zktest.Start(t)
-	p, conn := fleettest.NewPublisher(t, c, root)
-	fleettest.PublishConf(t, p, "v1")
-	proxy := faultproxy.Start(t, c.Addrs()[0])
-	startAgent(t, []string{proxy.Addr()}, "host-x", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
-		t.Fatal(err)
-	}
-	_, stat, err := conn.Get(paths.StatusNode("host-x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := stat.EphemeralOwner
-
-	cancel()
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	proxy.Blackhole(true)
-	// The server deletes the ephemeral node when the session expires.
-	for {
-		ok, _, ev, err := conn.ExistsW(paths.StatusNode("host-x"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		select {
-		case <-ev:
-		case <-ctx.Done():
-			t.Fatal("status node never went away while blackholed")
-		}
-	}
-	proxy.Blackhole(false)
-	start := time.Now()
-	for {
-		ok, st, ev, err := conn.ExistsW(paths.StatusNode("host-x"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if st.EphemeralOwner == owner {
-				t.Fatal("status node re-created by the expired session")
-			}
-			break
-		}
-		select {
-		case <-ev:
-		case <-ctx.Done():
-			t.Fatal("status node not re-created after the session expired")
-		}
-	}
-	t.Logf("status node re-created %v after the partition ended", time.Since(start).Round(time.Millisecond))
 }

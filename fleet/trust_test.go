@@ -11,11 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/faultproxy"
-	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -27,7 +24,7 @@ import (
 // applied.
 func TestOpenModeUntrusted(t *testing.T) {
 	c := zooKeeper.For(t)
-	p, conn := fleettest.NewPublisher(t, c, root)
+	p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 	g := fleettest.PublishConf(t, p, "v1")
 	if err := zkclient.EnsurePath(context.Background(), conn, paths.Status(), zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -64,7 +61,7 @@ func TestOpenModeUntrusted(t *testing.T) {
 // fails at once with ErrNoExpectedAgents, not at the deadline.
 func TestWaitNoExpectedAgents(t *testing.T) {
 	c := zooKeeper.For(t)
-	p, conn := fleettest.NewPublisher(t, c, root)
+	p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 	g := fleettest.PublishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -74,60 +71,6 @@ func TestWaitNoExpectedAgents(t *testing.T) {
 	}
 }
 
-// TestFastRestartWaitsForOldSession: an agent restarted while its previous
-// session is still alive (here: the old process cut off by a blackholed
-// proxy, its session not yet expired) does not write into the old
-// session's node; once that session expires, it creates its own. On the
-// old code the new process overwrote the old session's node at once.
-func TestFastRestartWaitsForOldSession(t *testing.T) {
-	// The old session lives long enough (15 s) for the new process to
-	// find its node on a loaded machine.
-	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
-	p, conn := fleettest.NewPublisher(t, c, root)
-	fleettest.PublishConf(t, p, "v1")
-	proxy := faultproxy.Start(t, c.Addrs()[0])
-	startVersioned(t, []string{proxy.Addr()}, "host-r", "old", 15*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := fleettest.Fleet(t, conn, paths.Root, paths.Meta).Wait(ctx, 1, fleet.WaitOptions{Min: 1}); err != nil {
-		t.Fatal(err)
-	}
-	_, old, err := conn.Get(paths.StatusNode("host-r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy.Blackhole(true)
-	t.Cleanup(func() { proxy.Blackhole(false) })
-	d := startVersioned(t, c.Addrs(), "host-r", "new", 4*time.Second)
-	fleettest.Eventually(t, "the new process to report the old session's node", func() bool {
-		return d.Status().StatusNodeConflict != ""
-	})
-	if !stillOwnedBy(conn, old.EphemeralOwner) {
-		t.Fatal("the old session's node went before the conflict could be checked")
-	}
-	if b, _, err := conn.Get(paths.StatusNode("host-r")); err != nil || strings.Contains(string(b), `"version":"new"`) {
-		t.Fatalf("the new process wrote into the old session's node: %s %v", b, err)
-	}
-	fleettest.Eventually(t, "the new process's own node", func() bool {
-		b, st, err := conn.Get(paths.StatusNode("host-r"))
-		return err == nil && st.EphemeralOwner != old.EphemeralOwner && strings.Contains(string(b), `"version":"new"`)
-	})
-	fleettest.Eventually(t, "the conflict to clear", func() bool { return d.Status().StatusNodeConflict == "" })
-}
-
-func stillOwnedBy(conn *zk.Conn, owner int64) bool {
-	ok, st, err := conn.Exists(paths.StatusNode("host-r"))
-	return err == nil && ok && st.EphemeralOwner == owner
-}
-
-func startVersioned(t *testing.T, servers []string, id, version string, timeout time.Duration) *agent.Daemon {
-	t.Helper()
-	return fleettest.RunAgent(t, root, id, func(o *agent.Options) {
-		o.Version = version
-		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: timeout}
-	})
-}
-
 // TestWaitComparesIncarnations: after a ZooKeeper wipe generation numbers
 // start again, so an agent still holding the old incarnation's generation
 // 7 has not applied the new incarnation's generation 1, and an agent that
@@ -135,7 +78,7 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 // it until an operator adopts).
 func TestWaitComparesIncarnations(t *testing.T) {
 	c := zooKeeper.For(t)
-	p, conn := fleettest.NewPublisher(t, c, root)
+	p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 	g := fleettest.PublishConf(t, p, "v1")
 	b, _, err := conn.Get(paths.Root)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 	"github.com/zkconf/zkconf/internal/render"
 )
 
@@ -91,7 +92,7 @@ func FuzzValidateName(f *testing.F) {
 		"\u007f", "\u0085", "emoji \U0001F600", "\U00010000", "\ufff0", "\ud7ff", "\ue000", "\xff\xfe", "-rf", "~", "*", "a\\b", "\t", " "} {
 		f.Add(s)
 	}
-	dir := fzTempDir(f)
+	dir := fuzzdir.Temp(f)
 	f.Fuzz(func(t *testing.T, name string) {
 		err := ValidateName(name)
 		if err2 := ValidateName(name); (err == nil) != (err2 == nil) {
@@ -131,17 +132,4 @@ func FuzzValidateName(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// fzTempDir is a directory for files written on every fuzz input: on
-// tmpfs when there is one, because a disk shared with fsync-heavy tests
-// stalls the fuzzer.
-func fzTempDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(d) })
-			return d
-		}
-	}
-	return f.TempDir()
 }

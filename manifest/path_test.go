@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 	"github.com/zkconf/zkconf/internal/render"
 )
 
@@ -156,7 +157,7 @@ func FuzzValidatePath(f *testing.F) {
 		"zookeeper/a", "a/zookeeper", strings.Repeat("a/", 16) + "b", "a/\x00", "a/\U0001F600", "a\\b/c", "ü/ö", " / "} {
 		f.Add(s)
 	}
-	dir := fzTempDir(f)
+	dir := fuzzdir.Temp(f)
 	f.Fuzz(func(t *testing.T, p string) {
 		err := ValidatePath(p)
 		if err != nil {

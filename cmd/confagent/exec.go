@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 	"github.com/zkconf/zkconf/internal/buildinfo"
-	"github.com/zkconf/zkconf/internal/config"
 )
 
 // execInnerEnv marks the process that runs the agent and supervises the

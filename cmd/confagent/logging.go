@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
 // logSettings are the effective log.level and log.format: the file's,

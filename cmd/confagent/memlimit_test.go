@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
 // TestMemoryLimitOption: memory_limit's default (auto) reaches the daemon

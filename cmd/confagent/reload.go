@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 	"github.com/zkconf/zkconf/internal/httpguard"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkconf/zkconf/cmd/internal/offline"
 	"github.com/zkconf/zkconf/internal/errlist"
-	"github.com/zkconf/zkconf/internal/offline"
 	"github.com/zkconf/zkconf/publish"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 	"github.com/zkconf/zkconf/internal/buildinfo"
-	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/zkclient"
 )

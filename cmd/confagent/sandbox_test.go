@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
 // This file holds a small evaluator of systemd's file-system sandbox, for

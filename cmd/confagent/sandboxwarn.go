@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
 // sandboxDoc is the section of docs/install.md that lists the commands the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,46 +17,34 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
 // inProcessAgent runs an agent daemon in the test process until stop (or
-// the end of the test).
+// the end of the test), its HTTP handler on srv.
 type inProcessAgent struct {
-	d      *agent.Daemon
-	srv    *httptest.Server
-	cancel context.CancelFunc
-	done   chan error
+	d         *agent.Daemon
+	srv       *httptest.Server
+	stopAgent func()
 }
 
 func startAgent(t *testing.T, zkAddr, root, stateDir string, specs []agent.TargetSpec) *inProcessAgent {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, agent.Options{
-		Root: root, ZK: zkclient.Config{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second},
-		AgentID: "web-1", StateDir: stateDir, Targets: specs,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	d, stop := fleettest.StartAgent(t, root, "web-1", func(o *agent.Options) {
+		o.ZK = zkclient.Config{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second}
+		o.StateDir, o.Targets = stateDir, specs
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	a := &inProcessAgent{d: d, srv: httptest.NewServer(d.Handler()), cancel: cancel, done: make(chan error, 1)}
-	go func() { a.done <- d.Run(ctx) }()
+	a := &inProcessAgent{d: d, srv: httptest.NewServer(d.Handler()), stopAgent: stop}
 	t.Cleanup(a.stop)
 	return a
 }
 
 func (a *inProcessAgent) stop() {
-	if a.cancel == nil {
-		return
-	}
-	a.cancel()
-	<-a.done
+	a.stopAgent()
 	a.srv.Close()
-	a.d.Close()
-	a.cancel = nil
 }
 
 // readyz returns /readyz's status code and body.

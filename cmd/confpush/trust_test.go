@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,37 +8,19 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// runAgent runs a real agent in-process until the returned stop is called
-// (also at the end of the test).
+// runAgent runs a real agent in-process, rendering item a.conf, until the
+// returned stop is called (also at the end of the test).
 func runAgent(t *testing.T, servers, root, id string) (stop func()) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, agent.Options{
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
-		ZK: zkclient.Config{Servers: strings.Split(servers, ","), SessionTimeout: 4 * time.Second},
-		Targets: []agent.TargetSpec{{Name: "a", Kind: agent.KindFile, Item: "a.conf",
-			Dest: filepath.Join(dir, "a.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	_, stop = fleettest.StartAgent(t, root, id, func(o *agent.Options) {
+		o.ZK = zkclient.Config{Servers: strings.Split(servers, ","), SessionTimeout: 4 * time.Second}
+		o.Targets[0].Item = "a.conf"
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-			d.Close()
-		}
-	}
-	t.Cleanup(stop)
 	return stop
 }
 

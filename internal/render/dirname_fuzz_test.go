@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 )
 
 // FuzzDirName: a name ValidateName accepts is one file directly in
@@ -15,7 +17,7 @@ func FuzzDirName(f *testing.F) {
 	for _, s := range []string{"a", ".a", "..a", "..data", "..data_tmp", ".", "..", "a/b", "/", "a\x00", strings.Repeat("n", 256), "é", "\xff"} {
 		f.Add(s)
 	}
-	dir := fzTempDir(f)
+	dir := fuzzdir.Temp(f)
 	n := 0
 	f.Fuzz(func(t *testing.T, name string) {
 		if ValidateName(name) != nil {
@@ -42,17 +44,4 @@ func FuzzDirName(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// fzTempDir is a directory for files written on every fuzz input: on
-// tmpfs when there is one, because a disk shared with fsync-heavy tests
-// stalls the fuzzer.
-func fzTempDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(d) })
-			return d
-		}
-	}
-	return f.TempDir()
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/faultproxy"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
@@ -432,18 +431,19 @@ func TestInvalidConfigsAreRejected(t *testing.T) {
 	if err := a.writeConfig(a.validConfig(), true); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(a.cfgPath)
+	confagent, _ := buildCommands(t, dir)
+	out, err := checkConfig(confagent, a.cfgPath)
 	if err != nil {
 		t.Fatalf("the valid configuration does not load: %v\n%s", err, a.validConfig())
 	}
-	if len(cfg.Targets) != 2 || cfg.Targets[0].Check == "" {
-		t.Fatalf("targets %+v", cfg.Targets)
+	if !strings.Contains(out, "ok (2 targets)") || !strings.Contains(a.validConfig(), "check:") {
+		t.Fatalf("check-config: %s\n%s", out, a.validConfig())
 	}
 	for _, v := range invalidConfigs {
 		if err := a.writeConfig(v.edit(a.validConfig()), true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := config.Load(a.cfgPath); err == nil {
+		if _, err := checkConfig(confagent, a.cfgPath); err == nil {
 			t.Errorf("invalid configuration %q loads", v.name)
 		}
 	}

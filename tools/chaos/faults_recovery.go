@@ -48,7 +48,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/config"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -71,20 +70,33 @@ const outFSSize = "32m"
 // incarnationConfig is the agent configuration line that makes an agent
 // follow a new incarnation of its root after an ensemble wipe (branch
 // i13-wipe: `incarnation: follow|refuse`). It is written only when the
-// agent's configuration loader knows the key, so that this suite runs
+// agent (the confagent binary bin) accepts the key, so that this suite runs
 // against agents without it (which then never recover from a wipe: the
 // run reports it).
-func incarnationConfig(probeDir string, valid string) string {
+func incarnationConfig(bin, probeDir string, valid string) string {
 	line := "incarnation: follow\n"
 	p := filepath.Join(probeDir, "incarnation-probe.yaml")
 	if err := os.WriteFile(p, []byte(valid+line), 0o644); err != nil {
 		return ""
 	}
 	defer os.Remove(p)
-	if _, err := config.Load(p); err != nil {
+	if _, err := checkConfig(bin, p); err != nil {
 		return ""
 	}
 	return line
+}
+
+// checkConfig runs `confagent check-config` (the binary bin) on the
+// configuration file path and returns what it printed: the agent's own
+// loader judges the file, as the agents of the run will.
+func checkConfig(bin, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "check-config", "--config", path).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s check-config --config %s: %w\n%s", bin, path, err, out)
+	}
+	return string(out), nil
 }
 
 // fleetView is what a publisher sees of a rollout: the agents that

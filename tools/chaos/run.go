@@ -163,7 +163,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 		if i == 0 {
-			r.incLine = incarnationConfig(a.dir, a.validConfig())
+			r.incLine = incarnationConfig(cfg.Confagent, a.dir, a.validConfig())
 			r.log.add("run", "agents follow a new incarnation (%s): %v", fEnsembleWipe, r.incLine != "")
 		}
 		a.extraConfig = r.incLine

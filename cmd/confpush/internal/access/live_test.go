@@ -24,11 +24,11 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/confpush/internal/access"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/syncbuf"
 	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/rollout"
@@ -587,7 +587,7 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 func TestOversizedNodesSkipped(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		c := zktest.Start(t)
-		p, conn := fleettest.NewPublisher(t, c, root)
+		p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 		g := fleettest.PublishConf(t, p, "v1")
 		for _, n := range []string{paths.Status(), paths.Agents()} {
 			if err := zkclient.EnsurePath(context.Background(), conn, n, zk.WorldACL(zk.PermAll)); err != nil {

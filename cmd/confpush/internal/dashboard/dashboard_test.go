@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/confpush/internal/dashboard"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
@@ -79,21 +79,11 @@ func dial(t *testing.T, c *zktest.Cluster) *zk.Conn {
 
 func runAgent(t *testing.T, servers []string, id, check string, labels map[string]string) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := agent.NewDaemon(ctx, agent.Options{
-		ZK:   zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second},
-		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"), Labels: labels,
-		Targets: []agent.TargetSpec{{Name: "conf", Kind: agent.KindFile, Item: "app.conf", Check: check,
-			Dest: filepath.Join(dir, "app.conf"), Mode: 0o640, UID: -1, GID: -1}},
+	fleettest.RunAgent(t, root, id, func(o *agent.Options) {
+		o.ZK = zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second}
+		o.Labels = labels
+		o.Targets[0].Check = check
 	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
 }
 
 func (e *env) publish(content string) int64 {

@@ -1,6 +1,4 @@
-// Package kubernetes holds the Kubernetes examples; its test checks that
-// they are consistent with confagent.
-package kubernetes
+package main
 
 import (
 	"bytes"
@@ -17,10 +15,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
-type object struct {
+type k8sObject struct {
 	Kind     string `yaml:"kind"`
 	Metadata struct {
 		Name string `yaml:"name"`
@@ -28,7 +26,7 @@ type object struct {
 	Data       map[string]string `yaml:"data"`
 	StringData map[string]string `yaml:"stringData"`
 	Spec       struct {
-		Containers []container `yaml:"containers"`
+		Containers []k8sContainer `yaml:"containers"`
 		Volumes    []struct {
 			Name      string `yaml:"name"`
 			ConfigMap *struct {
@@ -39,7 +37,7 @@ type object struct {
 	} `yaml:"spec"`
 }
 
-type container struct {
+type k8sContainer struct {
 	Name    string   `yaml:"name"`
 	Command []string `yaml:"command"`
 	Args    []string `yaml:"args"`
@@ -65,16 +63,16 @@ type container struct {
 	} `yaml:"volumeMounts"`
 }
 
-func load(t *testing.T, file string) []object {
+func loadK8s(t *testing.T, file string) []k8sObject {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []object
+	var objs []k8sObject
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	for {
-		var o object
+		var o k8sObject
 		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -85,21 +83,23 @@ func load(t *testing.T, file string) []object {
 	return objs
 }
 
-// TestManifests: for each example, every volume mount has its volume, the
-// ConfigMap holding confagent.yaml exists and the configuration in it loads
-// (its template beside it), the confagent container's --config is that
-// file, every target and state_dir lie on a writable emptyDir the
-// confagent container mounts (targets on one another container mounts
-// too, in the sidecar), the readiness probe asks /readyz on http.listen's
-// port, and ZKCONF_AUTH comes from a Secret of the file.
-func TestManifests(t *testing.T) {
+// TestKubernetesExamples checks the Pods of examples/kubernetes (here, not
+// there, because it loads their configuration with confagent's own loader):
+// every volume mount has its volume, the ConfigMap holding confagent.yaml
+// exists and the configuration in it loads (its template beside it), the
+// confagent container's --config is that file, every target and state_dir
+// lie on a writable emptyDir the confagent container mounts (targets on one
+// another container mounts too, in the sidecar), the readiness probe asks
+// /readyz on http.listen's port, and ZKCONF_AUTH comes from a Secret of the
+// file.
+func TestKubernetesExamples(t *testing.T) {
 	for _, file := range []string{"sidecar.yaml", "exec.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			objs := load(t, file)
-			byKind := map[string]map[string]object{}
+			objs := loadK8s(t, filepath.Join("..", "..", "examples", "kubernetes", file))
+			byKind := map[string]map[string]k8sObject{}
 			for _, o := range objs {
 				if byKind[o.Kind] == nil {
-					byKind[o.Kind] = map[string]object{}
+					byKind[o.Kind] = map[string]k8sObject{}
 				}
 				byKind[o.Kind][o.Metadata.Name] = o
 			}
@@ -107,13 +107,13 @@ func TestManifests(t *testing.T) {
 				t.Fatalf("want one Pod, got %d", len(byKind["Pod"]))
 			}
 			for _, pod := range byKind["Pod"] {
-				checkPod(t, pod, byKind)
+				checkK8sPod(t, pod, byKind)
 			}
 		})
 	}
 }
 
-func checkPod(t *testing.T, pod object, byKind map[string]map[string]object) {
+func checkK8sPod(t *testing.T, pod k8sObject, byKind map[string]map[string]k8sObject) {
 	volumes := map[string]bool{}
 	emptyDirs := map[string]bool{}
 	for _, v := range pod.Spec.Volumes {
@@ -127,7 +127,7 @@ func checkPod(t *testing.T, pod object, byKind map[string]map[string]object) {
 			}
 		}
 	}
-	var agent *container
+	var agent *k8sContainer
 	for i, c := range pod.Spec.Containers {
 		for _, m := range c.VolumeMounts {
 			if !volumes[m.Name] {
@@ -153,7 +153,7 @@ func checkPod(t *testing.T, pod object, byKind map[string]map[string]object) {
 		t.Fatalf("container %s: no --config in %q", agent.Name, argv)
 	}
 	// The ConfigMap mounted at --config's directory holds the file.
-	var cm object
+	var cm k8sObject
 	for _, m := range agent.VolumeMounts {
 		if m.MountPath == path.Dir(cfgPath) {
 			for _, v := range pod.Spec.Volumes {
@@ -178,7 +178,7 @@ func checkPod(t *testing.T, pod object, byKind map[string]map[string]object) {
 	if err != nil {
 		t.Fatalf("the configuration in ConfigMap %s does not load: %v", cm.Metadata.Name, err)
 	}
-	onEmptyDir := func(c container, p string) bool {
+	onEmptyDir := func(c k8sContainer, p string) bool {
 		for _, m := range c.VolumeMounts {
 			if emptyDirs[m.Name] && !m.ReadOnly && (p == m.MountPath || strings.HasPrefix(p, m.MountPath+"/")) {
 				return true

@@ -1,8 +1,12 @@
-// Package fleettest is what tests of the status protocol share: a real
-// agent run in-process, a publisher on a test cluster, the Fleet of a
-// root, forged status documents. The fleet package's tests and those of
-// confpush's access policy (the same guarantees on a tree init set up)
-// use it; it is for tests only.
+// Package fleettest is what zkconf's tests of the status protocol share: a
+// real agent run in-process, a publisher on a test ensemble, the Fleet of a
+// root, forged status documents. The tests of fleet, agent and confpush
+// (its access policy, status, dashboard, failure reporting) use it.
+//
+// It is test support, as net/http/httptest is, kept beside the package it
+// serves because it runs agents and publishers, which no package under
+// internal/ may import (internal/ holds leaves). It is not part of zkconf's
+// compatibility promise: its names change with zkconf's tests.
 package fleettest
 
 import (
@@ -10,6 +14,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +22,6 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -37,6 +41,15 @@ func Fleet(t testing.TB, conn *zk.Conn, root, meta string) *fleet.Fleet {
 // (at least the ZooKeeper config). The agent stops with the test.
 func RunAgent(t *testing.T, root, id string, adjust func(*agent.Options)) *agent.Daemon {
 	t.Helper()
+	d, _ := StartAgent(t, root, id, adjust)
+	return d
+}
+
+// StartAgent is RunAgent for a test that stops the agent itself: stop
+// cancels its run, waits for it to return and closes it; it is idempotent
+// and also runs at the end of the test.
+func StartAgent(t *testing.T, root, id string, adjust func(*agent.Options)) (d *agent.Daemon, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
 	opts := agent.Options{
 		Root: root, AgentID: id, StateDir: filepath.Join(dir, "state"),
@@ -52,15 +65,17 @@ func RunAgent(t *testing.T, root, id string, adjust func(*agent.Options)) *agent
 	}
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
-	return d
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done; _ = d.Close() }) }
+	t.Cleanup(stop)
+	return d, stop
 }
 
-// NewPublisher dials c without credentials and returns a Publisher of
-// root on that connection, both closed with the test.
-func NewPublisher(t *testing.T, c *zktest.Cluster, root string) (*publish.Publisher, *zk.Conn) {
+// NewPublisher dials servers without credentials and returns a Publisher
+// of root on that connection, both closed with the test.
+func NewPublisher(t testing.TB, servers []string, root string) (*publish.Publisher, *zk.Conn) {
 	t.Helper()
-	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
+	conn, sess, err := zkclient.DialConn(zkclient.Config{Servers: servers, SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

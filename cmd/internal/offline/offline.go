@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/zkconf/zkconf/agent"
-	"github.com/zkconf/zkconf/internal/config"
+	"github.com/zkconf/zkconf/cmd/internal/config"
 )
 
 // Generation is the generation number an offline render renders as (the

@@ -789,7 +789,7 @@ func TestFileOptions(t *testing.T) {
 // TestExampleConfig keeps examples/agent/confagent.yaml loadable: only the
 // template path is redirected to a file that exists here.
 func TestExampleConfig(t *testing.T) {
-	data, err := os.ReadFile("../../examples/agent/confagent.yaml")
+	data, err := os.ReadFile("../../../examples/agent/confagent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

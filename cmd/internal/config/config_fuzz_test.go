@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/fuzzdir"
 )
 
 // fzDangerous reports whether a fuzzed configuration could make Load open
@@ -85,7 +87,7 @@ func fzCheckLoaded(t *testing.T, c *Config, input string) {
 }
 
 func fzFixture(f *testing.F) string {
-	dir := fzTempDir(f)
+	dir := fuzzdir.Temp(f)
 	for name, content := range map[string]string{
 		"app.tmpl": `port={{ (json "app.json").port }}`, "bad.tmpl": `{{ item "x" `, "exec.tmpl": `{{ exec "id" }}`,
 	} {
@@ -111,7 +113,7 @@ func fzFixture(f *testing.F) string {
 // it accepts is a valid configuration.
 func FuzzLoad(f *testing.F) {
 	dir := fzFixture(f)
-	example, err := os.ReadFile("../../examples/agent/confagent.yaml")
+	example, err := os.ReadFile("../../../examples/agent/confagent.yaml")
 	if err == nil {
 		f.Add(example)
 	}
@@ -206,17 +208,4 @@ func FuzzLoadGenerated(f *testing.F) {
 		}
 		fzCheckLoaded(t, c, input)
 	})
-}
-
-// fzTempDir is a directory for files written on every fuzz input: on
-// tmpfs when there is one, because a disk shared with fsync-heavy tests
-// stalls the fuzzer.
-func fzTempDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "zkconf-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(d) })
-			return d
-		}
-	}
-	return f.TempDir()
 }

@@ -1,0 +1,91 @@
+package apicheck
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestInternalPackagesAreLeaves: no package under internal/ imports a
+// public package (docs/design.md, "Packages"). What needs the public
+// packages and serves one binary lives under cmd/ (cmd/internal/config,
+// cmd/confpush/internal/...); test support that runs agents and publishers
+// sits beside the package it serves (fleet/fleettest).
+func TestInternalPackagesAreLeaves(t *testing.T) {
+	public := map[string]bool{}
+	for _, p := range publicPackages(t) {
+		public[p] = true
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if public[imp] {
+				t.Errorf("%s imports the public package %s: internal/ holds leaves; move it under cmd/ if only a binary needs it", f[0], imp)
+			}
+		}
+	}
+}
+
+// toolsInternal is every package of internal/ the tools module may import,
+// and why (docs/design.md, "The tools module"). Each is a leaf the tools
+// use as the main module's own tests do; a refactor of one of them must
+// build and vet tools/ too (make lint does both modules).
+var toolsInternal = map[string]string{
+	"zktest":     "test support: the real ZooKeeper servers every test and benchmark runs against",
+	"faultproxy": "test support: the network faults chaos injects between agents and servers",
+	"layout":     "the znode layout (docs/design.md) the chaos checker and the benchmarks read raw, as an independent observer",
+	"render":     "the on-disk layout of dir targets (..data) benchmarks time and the checker reads",
+	"template":   "the chaos checker's oracle: what a template target must contain, rendered by the agent's own engine",
+	"work":       "context-bound Sleep and Parallel",
+	"logfilter":  "the benchmarks' quiet logger",
+}
+
+// TestToolsInternalImports: the tools module imports no package of
+// internal/ beyond toolsInternal, and every entry there is still used, so
+// that the list (and docs/design.md) says what an internal refactor can
+// break in the second module.
+func TestToolsInternalImports(t *testing.T) {
+	used := map[string][]string{}
+	root := filepath.Join("..", "..", "tools")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, s := range f.Imports {
+			imp, _ := strconv.Unquote(s.Path.Value)
+			if rest, ok := strings.CutPrefix(imp, module+"/internal/"); ok {
+				used[rest] = append(used[rest], path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, files := range used {
+		if _, ok := toolsInternal[p]; !ok {
+			t.Errorf("tools imports internal/%s (%s): use a public package, or add it to toolsInternal and docs/design.md with the reason", p, strings.Join(files, ", "))
+		}
+	}
+	for p := range toolsInternal {
+		if _, ok := used[p]; !ok {
+			t.Errorf("toolsInternal lists internal/%s, which tools no longer imports: remove it (and from docs/design.md)", p)
+		}
+	}
+	if len(used) == 0 {
+		t.Fatalf("no import of internal/ found under %s: is the tools module still there?", root)
+	}
+}
