@@ -173,8 +173,69 @@ type RolloutState struct {
 }
 
 // canaryStart publishes req.Items as the candidate generation of a new
-// rollout (design, protocol step 1).
+// rollout (design, protocol step 1), in five steps, one function each:
+//
+//  1. checkCanaryRequest: the request alone (selection, kind, mode and,
+//     when it fails, the items too, so that every problem is reported);
+//  2. checkCanaryRoot: the root read as a publish reads it (fence, a
+//     stable generation, no marker, the expected generation, no other
+//     rollout);
+//  3. buildCanary: the candidate manifest, the root's data carrying the
+//     canary and the rollout record, refused before anything is written
+//     when the set is the stable content, an agent could not read it or
+//     the transaction would not fit (a dry run ends here);
+//  4. stageCanary: every candidate content as a blob (the history
+//     invariant for g-C), and the contents the stable set lacks as
+//     candidate/<sha256>, readable by agents (idempotent creates);
+//  5. commitCanary: one transaction of the root's data (stable + canary),
+//     the candidate manifest, history g-C and the record; then the
+//     contents of a superseded candidate the new one does not use go.
 func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, error) {
+	if err := p.checkCanaryRequest(req); err != nil {
+		return nil, err
+	}
+	hashed, st, acl, err := p.checkAndRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkCanaryRoot(ctx, st, req); err != nil {
+		return nil, err
+	}
+	tx, err := p.buildCanary(ctx, st, req, hashed, acl)
+	if err != nil {
+		return nil, err
+	}
+	if req.DryRun {
+		tx.res.DryRun = true
+		return tx.res, nil
+	}
+	if err := p.stageCanary(ctx, st, req, tx); err != nil {
+		return nil, err
+	}
+	if err := p.commitCanary(ctx, st, req, tx); err != nil {
+		return nil, err
+	}
+	p.pruneCandidate(ctx, tx.candContents)
+	return tx.res, nil
+}
+
+// canaryTxn is the start of a rollout as buildCanary plans it.
+type canaryTxn struct {
+	gen                  int64
+	stable, cand         *manifest.Manifest
+	canary               *manifest.Canary
+	candBytes, rootBytes []byte
+	recBytes             []byte
+	hashed               map[string]manifest.Item
+	acl                  inherited
+	// candContents are the contents the stable set lacks, by hash
+	// (stageCanary fills it).
+	candContents map[string][]byte
+	res          *Result
+}
+
+// checkCanaryRequest is canaryStart's step 1.
+func (p *Publisher) checkCanaryRequest(req Request) error {
 	var errs []error
 	if err := req.Canary.Validate(); err != nil {
 		errs = append(errs, &InputError{Err: err})
@@ -190,30 +251,33 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 		if _, err := p.checkRequest(req); err != nil {
 			errs = append(errs, err)
 		}
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
-	hashed, st, acl, err := p.checkAndRead(ctx, req)
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// checkCanaryRoot is canaryStart's step 2.
+func (p *Publisher) checkCanaryRoot(ctx context.Context, st *state, req Request) error {
 	if req.Fence != "" {
 		if err := p.checkFence(ctx, req.Fence); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if st.live == nil {
-		return nil, fmt.Errorf("%w: a canary needs a stable generation to compare with; publish %s without --canary first", ErrNotPublished, p.paths.Root)
+		return fmt.Errorf("%w: a canary needs a stable generation to compare with; publish %s without --canary first", ErrNotPublished, p.paths.Root)
 	}
 	if st.marker != nil {
-		return nil, fmt.Errorf("root %s has a marker (a marker-mode publish in progress or abandoned): finish it with a plain publish before starting a canary", p.paths.Root)
+		return fmt.Errorf("root %s has a marker (a marker-mode publish in progress or abandoned): finish it with a plain publish before starting a canary", p.paths.Root)
 	}
 	if liveGen := st.liveGen(); req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
-		return nil, &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
+		return &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
 			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
 	}
-	if err := p.refuseRollout(st, req); err != nil {
-		return nil, err
-	}
+	return p.refuseRollout(st, req)
+}
+
+// buildCanary is canaryStart's step 3.
+func (p *Publisher) buildCanary(ctx context.Context, st *state, req Request, hashed map[string]manifest.Item, acl inherited) (*canaryTxn, error) {
 	stable := *st.live
 	stable.Canary = nil
 	gen := st.topGen() + 1
@@ -269,71 +333,67 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	}
 	res := &Result{Generation: gen, Mode: manifest.ModeMulti, Manifest: cand}
 	res.Added, res.Changed, res.Removed = diffNames(stable.Items, hashed)
-	if req.DryRun {
-		res.DryRun = true
-		return res, nil
-	}
+	return &canaryTxn{gen: gen, stable: &stable, cand: cand, canary: canary, candBytes: candBytes, rootBytes: rootBytes,
+		recBytes: recBytes, hashed: hashed, acl: acl, res: res}, nil
+}
 
-	// Before the commit: every candidate content as a blob (the history
-	// invariant for g-C), and the contents the stable set lacks as
-	// candidate/<sha256>, readable by agents. Creates are idempotent.
-	if err := p.ensureMeta(ctx, st, false, acl.Meta); err != nil {
-		return nil, err
+// stageCanary is canaryStart's step 4.
+func (p *Publisher) stageCanary(ctx context.Context, st *state, req Request, tx *canaryTxn) error {
+	if err := p.ensureMeta(ctx, st, false, tx.acl.Meta); err != nil {
+		return err
 	}
 	stableSHA := map[string]bool{}
-	for _, it := range stable.Items {
+	for _, it := range tx.stable.Items {
 		stableSHA[it.SHA256] = true
 	}
 	blobs := map[string][]byte{}
-	candContents := map[string][]byte{}
-	for n, it := range hashed {
+	tx.candContents = map[string][]byte{}
+	for n, it := range tx.hashed {
 		blobs[it.SHA256] = req.Items[n]
 		if !stableSHA[it.SHA256] {
-			candContents[it.SHA256] = req.Items[n]
+			tx.candContents[it.SHA256] = req.Items[n]
 		}
 	}
-	if err := p.storeBlobData(ctx, blobs, acl.Meta); err != nil {
-		return nil, err
+	if err := p.storeBlobData(ctx, blobs, tx.acl.Meta); err != nil {
+		return err
 	}
-	if err := p.ensurePath(ctx, p.paths.Candidate(), acl.Item); err != nil {
-		return nil, err
+	if err := p.ensurePath(ctx, p.paths.Candidate(), tx.acl.Item); err != nil {
+		return err
 	}
-	if err := p.storeContents(ctx, p.paths.CandidateContent, "candidate content", candContents, acl.Item); err != nil {
-		return nil, err
-	}
+	return p.storeContents(ctx, p.paths.CandidateContent, "candidate content", tx.candContents, tx.acl.Item)
+}
+
+// commitCanary is canaryStart's step 5: one transaction.
+func (p *Publisher) commitCanary(ctx context.Context, st *state, req Request, tx *canaryTxn) error {
 	_, recStat, err := p.readRecord(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-
-	// One transaction: the root's data (stable + canary), the candidate
-	// manifest, history g-C and the record.
 	ops := []any{
-		&zk.SetDataRequest{Path: p.paths.Root, Data: rootBytes, Version: st.rootStat.Version},
-		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: candBytes, Version: -1},
-		&zk.CreateRequest{Path: p.paths.HistoryNode(gen), Data: candBytes, Acl: acl.Meta},
+		&zk.SetDataRequest{Path: p.paths.Root, Data: tx.rootBytes, Version: st.rootStat.Version},
+		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: tx.candBytes, Version: -1},
+		&zk.CreateRequest{Path: p.paths.HistoryNode(tx.gen), Data: tx.candBytes, Acl: tx.acl.Meta},
 	}
 	kinds := []opKind{{"root", ""}, {"candidate", ""}, {"history", ""}}
 	if recStat == nil {
-		ops = append(ops, &zk.CreateRequest{Path: p.paths.Rollout(), Data: recBytes, Acl: acl.Meta})
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Rollout(), Data: tx.recBytes, Acl: tx.acl.Meta})
 	} else {
-		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Rollout(), Data: recBytes, Version: recStat.Version})
+		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Rollout(), Data: tx.recBytes, Version: recStat.Version})
 	}
 	kinds = append(kinds, opKind{"rollout", ""})
 	if req.Fence != "" {
 		ops = append(ops, &zk.CheckVersionRequest{Path: req.Fence, Version: -1})
 		kinds = append(kinds, opKind{"fence", req.Fence})
 	}
-	pl := &plan{gen: gen, next: cand, nextBytes: candBytes, rootVersion: -1, fence: req.Fence, acl: acl}
-	p.log.Info("starting canary", "candidate", gen, "stable", stable.Generation, "rollout", canary.RolloutID,
+	pl := &plan{gen: tx.gen, next: tx.cand, nextBytes: tx.candBytes, rootVersion: -1, fence: req.Fence, acl: tx.acl}
+	sel := tx.canary.Selection
+	p.log.Info("starting canary", "candidate", tx.gen, "stable", tx.stable.Generation, "rollout", tx.canary.RolloutID,
 		"selector", sel.Selector, "percent", sel.Percent)
-	if err := p.commit(ctx, "canary", ops, kinds, st.liveGen(), pl, res); err != nil {
-		return nil, err
+	if err := p.commit(ctx, "canary", ops, kinds, st.liveGen(), pl, tx.res); err != nil {
+		return err
 	}
-	res.PublishID = cand.PublishID
-	// A superseded rollout's contents the new candidate does not use.
-	p.pruneCandidate(ctx, candContents)
-	return res, nil
+	tx.res.PublishID = tx.cand.PublishID
+	return nil
 }
 
 // diffNames reports the names added, changed and removed from a to b.
