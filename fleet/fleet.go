@@ -103,10 +103,10 @@ func (a Agent) AppliedIn(g int64, inc string) bool {
 	return a.Applied(g) && (inc == "" || a.Status.Incarnation == "" || a.Status.Incarnation == inc)
 }
 
-// Refuses reports whether the agent refuses root incarnation inc
+// refuses reports whether the agent refuses root incarnation inc
 // (incarnation: refuse) and so cannot apply any generation of it until an
 // operator runs confagent adopt on it.
-func (a Agent) Refuses(inc string) bool {
+func (a Agent) refuses(inc string) bool {
 	return a.Trusted() && inc != "" && a.Status.IncarnationRefused == inc
 }
 

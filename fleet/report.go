@@ -21,7 +21,7 @@ type Report struct {
 	IncarnationProblems []IncarnationProblem
 	// Failing are the agents a health check fails for, in id order and
 	// then those only an incarnation problem fails: unhealthy ones
-	// (Agent.Unhealthy: gone and untrusted ones too, so that a check does
+	// (Agent.unhealthy: gone and untrusted ones too, so that a check does
 	// not read "all good" while a host is missing or a status node is
 	// forged) and those not following the root's incarnation.
 	Failing []string
@@ -41,9 +41,9 @@ func (f *Fleet) Report(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Live: live, View: v, Summary: Summarize(v.Agents, live.Generation),
-		IncarnationProblems: IncarnationProblems(v.Agents, live.Incarnation)}
+		IncarnationProblems: incarnationProblems(v.Agents, live.Incarnation)}
 	for _, ag := range v.Agents {
-		if ag.Unhealthy() {
+		if ag.unhealthy() {
 			r.Failing = append(r.Failing, ag.ID)
 		}
 	}

@@ -519,7 +519,7 @@ func (w *waiter) progress() Progress {
 		switch {
 		case a.AppliedIn(w.g, w.opts.Incarnation):
 			pr.Applied = append(pr.Applied, id)
-		case a.Rejected(w.g) || a.Refuses(w.opts.Incarnation):
+		case a.Rejected(w.g) || a.refuses(w.opts.Incarnation):
 			pr.Rejected = append(pr.Rejected, id)
 		case exp && !a.Trusted():
 			pr.Gone = append(pr.Gone, id)
@@ -550,7 +550,7 @@ func (w *waiter) errors() map[string]string {
 			out[id] = a.Untrusted
 		case a.Err != nil:
 			out[id] = a.Err.Error()
-		case a.Refuses(w.opts.Incarnation):
+		case a.refuses(w.opts.Incarnation):
 			out[id] = fmt.Sprintf("refuses the root's new incarnation %s (incarnation: refuse): run confagent adopt on it", a.Status.IncarnationRefused)
 		case a.Status.LastError != "":
 			out[id] = a.Status.LastError
