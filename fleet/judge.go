@@ -71,11 +71,11 @@ func (a Agent) State(live int64) string {
 	return StateOK
 }
 
-// Unhealthy reports whether the agent fails a health check (`confpush
+// unhealthy reports whether the agent fails a health check (`confpush
 // status --fail-on-error`): it reports an error or a failing target, its
 // node cannot be read or is untrusted, or it is gone. Incarnation problems
-// (IncarnationProblems) fail it too, judged against the root.
-func (a Agent) Unhealthy() bool {
+// (incarnationProblems, Report.Failing) fail it too, judged against the root.
+func (a Agent) unhealthy() bool {
 	return a.Err != nil || !a.Trusted() || a.Gone() || a.Status.Failing()
 }
 
@@ -109,11 +109,11 @@ type IncarnationProblem struct {
 	Message string
 }
 
-// IncarnationProblems lists the agents (trusted ones only) that do not
+// incarnationProblems lists the agents (trusted ones only) that do not
 // follow root incarnation inc: refusing it, waiting for confagent adopt,
 // or holding another one. An empty inc (a root from before incarnations)
 // only finds refusals.
-func IncarnationProblems(agents []Agent, inc string) []IncarnationProblem {
+func incarnationProblems(agents []Agent, inc string) []IncarnationProblem {
 	var out []IncarnationProblem
 	for _, ag := range agents {
 		if ag.Err != nil || !ag.Trusted() {

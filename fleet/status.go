@@ -17,10 +17,10 @@
 //
 // Fleet is the one judge of an agent: Agent.State (gone, unreadable,
 // untrusted, failing, starting, stale, expired, behind, ok) is what
-// `confpush status`, its --wait and the dashboard print, Agent.Unhealthy
-// what --fail-on-error fails for, Status.Failure the error shown,
-// IncarnationProblems the agents that do not follow the root's
-// incarnation. Package rollout builds the actions on these judgements. zkclient's package documentation ("Errors") says what each class
+// `confpush status`, its --wait and the dashboard print, Status.Failure
+// the error shown; Fleet.Report judges a whole fleet against the live
+// generation: the counts, the agents that do not follow the root's
+// incarnation and those --fail-on-error fails for. Package rollout builds the actions on these judgements. zkclient's package documentation ("Errors") says what each class
 // of error means and which of them zkconf retries.
 package fleet
 

@@ -288,7 +288,7 @@ func TestMarkerFinalCommitWithoutDepartingChecks(t *testing.T) {
 		}
 	}
 	var logs syncbuf.Buffer
-	small := newPub(t, c, root, WithMultiBudget(4096),
+	small := newPub(t, c, root, withMultiBudget(4096),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	one := items(1, 100, "small")
 	res := mustPublish(t, small, Request{Items: one, Mode: manifest.ModeMarker})

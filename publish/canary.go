@@ -12,12 +12,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/manifest"
-	"github.com/zkconf/zkconf/zkclient"
 )
 
 // This file is the publishing side of canary rollouts (docs/design.md,
-// "Canary rollouts"): starting one (Request.Canary), widening it, ending
-// it with a promote or an abort, and reading it. Every step is one
+// "Canary rollouts"): starting one (Request.Canary), the transaction;
+// widening and ending it (promote, abort) are rolloutsteps.go, the
+// rollout record and reading it rolloutrecord.go. Every step is one
 // compare-and-swap on the root's data version, so the rollout state is
 // covered by the same compare-and-swap as every publish.
 
@@ -96,85 +96,70 @@ func DescribeSelection(s manifest.Selection) string {
 	return fmt.Sprintf("%q", s.Selector)
 }
 
-// Rollout event kinds in a RolloutRecord.
-const (
-	EventStart   = "start"
-	EventWiden   = "widen"
-	EventPromote = "promote"
-	EventAbort   = "abort"
-	// EventSuperseded is recorded when a publish with Supersede ended the
-	// rollout.
-	EventSuperseded = "superseded"
-)
-
-// RolloutEvent is one step of a rollout.
-type RolloutEvent struct {
-	At        time.Time           `json:"at"`
-	Kind      string              `json:"kind"`
-	Selection *manifest.Selection `json:"selection,omitempty"`
-	// Generation is the generation the step published (the candidate for
-	// start and widen, the new live one for promote and abort).
-	Generation int64  `json:"generation,omitempty"`
-	By         string `json:"by,omitempty"`
-	Message    string `json:"message,omitempty"`
-}
-
-// RolloutRecord is the data of <meta>/roots/<key>/rollout: the rollout's
-// plan and events, readable by publishers only. The root's canary field
-// is the authority on whether a rollout is in progress; the record is its
-// log (it stays after the end, with the ending event, until the next
-// rollout replaces it).
-type RolloutRecord struct {
-	RolloutID string             `json:"rollout_id"`
-	Candidate int64              `json:"candidate"`
-	Stable    int64              `json:"stable"`
-	Selection manifest.Selection `json:"selection"`
-	StartedAt time.Time          `json:"started_at"`
-	Publisher string             `json:"publisher"`
-	Message   string             `json:"message,omitempty"`
-	// Steps, Bake and Auto are the driver's plan (empty when the rollout
-	// is driven by hand): percents to widen to, the bake time of each
-	// step, and whether promote and abort are automatic.
-	Steps  []float64      `json:"steps,omitempty"`
-	Bake   string         `json:"bake,omitempty"`
-	Auto   bool           `json:"auto,omitempty"`
-	Events []RolloutEvent `json:"events"`
-}
-
-// RolloutPlan is the driver's plan recorded at the start of a rollout
-// (Request.RolloutPlan); this package only stores it.
-type RolloutPlan struct {
-	Steps []float64
-	Bake  time.Duration
-	Auto  bool
-}
-
-// RolloutState is a root's rollout as read by Publisher.Rollout.
-type RolloutState struct {
-	// Root is the config root.
-	Root string
-	// Stable is the root's manifest (the stable generation).
-	Stable *manifest.Manifest
-	// Canary is the rollout in progress; nil when none.
-	Canary *manifest.Canary
-	// Record is the rollout record (nil when missing or unreadable; it
-	// may describe an ended rollout when Canary is nil). RecordDenied
-	// reports that it is not readable with the client's credentials (it is
-	// publisher-only).
-	Record       *RolloutRecord
-	RecordDenied bool
-	// DriverAlive reports whether a driver's liveness node
-	// (rollout-driver/<rollout id>) exists.
-	DriverAlive bool
-	// Leftover reports a candidate node without a canary in the root
-	// (a publisher died after ending a rollout): the next publish removes
-	// it.
-	Leftover bool
-}
-
 // canaryStart publishes req.Items as the candidate generation of a new
-// rollout (design, protocol step 1).
+// rollout (design, protocol step 1), in five steps, one function each:
+//
+//  1. checkCanaryRequest: the request alone (selection, kind, mode and,
+//     when it fails, the items too, so that every problem is reported);
+//  2. checkCanaryRoot: the root read as a publish reads it (fence, a
+//     stable generation, no marker, the expected generation, no other
+//     rollout);
+//  3. buildCanary: the candidate manifest, the root's data carrying the
+//     canary and the rollout record, refused before anything is written
+//     when the set is the stable content, an agent could not read it or
+//     the transaction would not fit (a dry run ends here);
+//  4. stageCanary: every candidate content as a blob (the history
+//     invariant for g-C), and the contents the stable set lacks as
+//     candidate/<sha256>, readable by agents (idempotent creates);
+//  5. commitCanary: one transaction of the root's data (stable + canary),
+//     the candidate manifest, history g-C and the record; then the
+//     contents of a superseded candidate the new one does not use go.
 func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, error) {
+	if err := p.checkCanaryRequest(req); err != nil {
+		return nil, err
+	}
+	hashed, st, acl, err := p.checkAndRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkCanaryRoot(ctx, st, req); err != nil {
+		return nil, err
+	}
+	tx, err := p.buildCanary(ctx, st, req, hashed, acl)
+	if err != nil {
+		return nil, err
+	}
+	if req.DryRun {
+		tx.res.DryRun = true
+		return tx.res, nil
+	}
+	if err := p.stageCanary(ctx, st, req, tx); err != nil {
+		return nil, err
+	}
+	if err := p.commitCanary(ctx, st, req, tx); err != nil {
+		return nil, err
+	}
+	p.pruneCandidate(ctx, tx.candContents)
+	return tx.res, nil
+}
+
+// canaryTxn is the start of a rollout as buildCanary plans it.
+type canaryTxn struct {
+	gen                  int64
+	stable, cand         *manifest.Manifest
+	canary               *manifest.Canary
+	candBytes, rootBytes []byte
+	recBytes             []byte
+	hashed               map[string]manifest.Item
+	acl                  inherited
+	// candContents are the contents the stable set lacks, by hash
+	// (stageCanary fills it).
+	candContents map[string][]byte
+	res          *Result
+}
+
+// checkCanaryRequest is canaryStart's step 1.
+func (p *Publisher) checkCanaryRequest(req Request) error {
 	var errs []error
 	if err := req.Canary.Validate(); err != nil {
 		errs = append(errs, &InputError{Err: err})
@@ -190,30 +175,33 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 		if _, err := p.checkRequest(req); err != nil {
 			errs = append(errs, err)
 		}
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
-	hashed, st, acl, err := p.checkAndRead(ctx, req)
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// checkCanaryRoot is canaryStart's step 2.
+func (p *Publisher) checkCanaryRoot(ctx context.Context, st *state, req Request) error {
 	if req.Fence != "" {
 		if err := p.checkFence(ctx, req.Fence); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if st.live == nil {
-		return nil, fmt.Errorf("%w: a canary needs a stable generation to compare with; publish %s without --canary first", ErrNotPublished, p.paths.Root)
+		return fmt.Errorf("%w: a canary needs a stable generation to compare with; publish %s without --canary first", ErrNotPublished, p.paths.Root)
 	}
 	if st.marker != nil {
-		return nil, fmt.Errorf("root %s has a marker (a marker-mode publish in progress or abandoned): finish it with a plain publish before starting a canary", p.paths.Root)
+		return fmt.Errorf("root %s has a marker (a marker-mode publish in progress or abandoned): finish it with a plain publish before starting a canary", p.paths.Root)
 	}
 	if liveGen := st.liveGen(); req.ExpectGeneration != 0 && req.ExpectGeneration != liveGen {
-		return nil, &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
+		return &ConflictError{Expected: req.ExpectGeneration, Actual: liveGen,
 			Reason: fmt.Sprintf("root %s is not at the expected generation", p.paths.Root)}
 	}
-	if err := p.refuseRollout(st, req); err != nil {
-		return nil, err
-	}
+	return p.refuseRollout(st, req)
+}
+
+// buildCanary is canaryStart's step 3.
+func (p *Publisher) buildCanary(ctx context.Context, st *state, req Request, hashed map[string]manifest.Item, acl inherited) (*canaryTxn, error) {
 	stable := *st.live
 	stable.Canary = nil
 	gen := st.topGen() + 1
@@ -269,71 +257,67 @@ func (p *Publisher) canaryStart(ctx context.Context, req Request) (*Result, erro
 	}
 	res := &Result{Generation: gen, Mode: manifest.ModeMulti, Manifest: cand}
 	res.Added, res.Changed, res.Removed = diffNames(stable.Items, hashed)
-	if req.DryRun {
-		res.DryRun = true
-		return res, nil
-	}
+	return &canaryTxn{gen: gen, stable: &stable, cand: cand, canary: canary, candBytes: candBytes, rootBytes: rootBytes,
+		recBytes: recBytes, hashed: hashed, acl: acl, res: res}, nil
+}
 
-	// Before the commit: every candidate content as a blob (the history
-	// invariant for g-C), and the contents the stable set lacks as
-	// candidate/<sha256>, readable by agents. Creates are idempotent.
-	if err := p.ensureMeta(ctx, st, false, acl.Meta); err != nil {
-		return nil, err
+// stageCanary is canaryStart's step 4.
+func (p *Publisher) stageCanary(ctx context.Context, st *state, req Request, tx *canaryTxn) error {
+	if err := p.ensureMeta(ctx, st, false, tx.acl.Meta); err != nil {
+		return err
 	}
 	stableSHA := map[string]bool{}
-	for _, it := range stable.Items {
+	for _, it := range tx.stable.Items {
 		stableSHA[it.SHA256] = true
 	}
 	blobs := map[string][]byte{}
-	candContents := map[string][]byte{}
-	for n, it := range hashed {
+	tx.candContents = map[string][]byte{}
+	for n, it := range tx.hashed {
 		blobs[it.SHA256] = req.Items[n]
 		if !stableSHA[it.SHA256] {
-			candContents[it.SHA256] = req.Items[n]
+			tx.candContents[it.SHA256] = req.Items[n]
 		}
 	}
-	if err := p.storeBlobData(ctx, blobs, acl.Meta); err != nil {
-		return nil, err
+	if err := p.storeBlobData(ctx, blobs, tx.acl.Meta); err != nil {
+		return err
 	}
-	if err := p.ensurePath(ctx, p.paths.Candidate(), acl.Item); err != nil {
-		return nil, err
+	if err := p.ensurePath(ctx, p.paths.Candidate(), tx.acl.Item); err != nil {
+		return err
 	}
-	if err := p.storeContents(ctx, p.paths.CandidateContent, "candidate content", candContents, acl.Item); err != nil {
-		return nil, err
-	}
+	return p.storeContents(ctx, p.paths.CandidateContent, "candidate content", tx.candContents, tx.acl.Item)
+}
+
+// commitCanary is canaryStart's step 5: one transaction.
+func (p *Publisher) commitCanary(ctx context.Context, st *state, req Request, tx *canaryTxn) error {
 	_, recStat, err := p.readRecord(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-
-	// One transaction: the root's data (stable + canary), the candidate
-	// manifest, history g-C and the record.
 	ops := []any{
-		&zk.SetDataRequest{Path: p.paths.Root, Data: rootBytes, Version: st.rootStat.Version},
-		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: candBytes, Version: -1},
-		&zk.CreateRequest{Path: p.paths.HistoryNode(gen), Data: candBytes, Acl: acl.Meta},
+		&zk.SetDataRequest{Path: p.paths.Root, Data: tx.rootBytes, Version: st.rootStat.Version},
+		&zk.SetDataRequest{Path: p.paths.Candidate(), Data: tx.candBytes, Version: -1},
+		&zk.CreateRequest{Path: p.paths.HistoryNode(tx.gen), Data: tx.candBytes, Acl: tx.acl.Meta},
 	}
 	kinds := []opKind{{"root", ""}, {"candidate", ""}, {"history", ""}}
 	if recStat == nil {
-		ops = append(ops, &zk.CreateRequest{Path: p.paths.Rollout(), Data: recBytes, Acl: acl.Meta})
+		ops = append(ops, &zk.CreateRequest{Path: p.paths.Rollout(), Data: tx.recBytes, Acl: tx.acl.Meta})
 	} else {
-		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Rollout(), Data: recBytes, Version: recStat.Version})
+		ops = append(ops, &zk.SetDataRequest{Path: p.paths.Rollout(), Data: tx.recBytes, Version: recStat.Version})
 	}
 	kinds = append(kinds, opKind{"rollout", ""})
 	if req.Fence != "" {
 		ops = append(ops, &zk.CheckVersionRequest{Path: req.Fence, Version: -1})
 		kinds = append(kinds, opKind{"fence", req.Fence})
 	}
-	pl := &plan{gen: gen, next: cand, nextBytes: candBytes, rootVersion: -1, fence: req.Fence, acl: acl}
-	p.log.Info("starting canary", "candidate", gen, "stable", stable.Generation, "rollout", canary.RolloutID,
+	pl := &plan{gen: tx.gen, next: tx.cand, nextBytes: tx.candBytes, rootVersion: -1, fence: req.Fence, acl: tx.acl}
+	sel := tx.canary.Selection
+	p.log.Info("starting canary", "candidate", tx.gen, "stable", tx.stable.Generation, "rollout", tx.canary.RolloutID,
 		"selector", sel.Selector, "percent", sel.Percent)
-	if err := p.commit(ctx, "canary", ops, kinds, st.liveGen(), pl, res); err != nil {
-		return nil, err
+	if err := p.commit(ctx, "canary", ops, kinds, st.liveGen(), pl, tx.res); err != nil {
+		return err
 	}
-	res.PublishID = cand.PublishID
-	// A superseded rollout's contents the new candidate does not use.
-	p.pruneCandidate(ctx, candContents)
-	return res, nil
+	tx.res.PublishID = tx.cand.PublishID
+	return nil
 }
 
 // diffNames reports the names added, changed and removed from a to b.
@@ -419,226 +403,4 @@ func (p *Publisher) refuseRollout(st *state, req Request) error {
 	}
 	return &RolloutInProgressError{Root: p.paths.Root, RolloutID: c.RolloutID, Candidate: c.Generation,
 		Stable: st.live.Generation, Selection: c.Selection, Publisher: c.Publisher, StartedAt: c.StartedAt}
-}
-
-// readRecord reads the rollout record (nil, nil when there is none).
-func (p *Publisher) readRecord(ctx context.Context) (*RolloutRecord, *zk.Stat, error) {
-	data, st, err := p.get(ctx, p.paths.Rollout())
-	if err != nil || st == nil {
-		return nil, st, err
-	}
-	var rec RolloutRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, st, nil // unreadable: replaced by the next start
-	}
-	return &rec, st, nil
-}
-
-// appendEvent adds ev to the record of rollout id after a step committed.
-// Best effort: the root and history are the authority.
-func (p *Publisher) appendEvent(ctx context.Context, id string, ev RolloutEvent) {
-	for range 3 {
-		rec, st, err := p.readRecord(ctx)
-		if err != nil || rec == nil || rec.RolloutID != id {
-			return
-		}
-		rec.Events = append(rec.Events, ev)
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return
-		}
-		if _, err = p.conn().Set(p.paths.Rollout(), data, st.Version); err == nil {
-			return
-		} else if !errors.Is(err, zk.ErrBadVersion) {
-			p.log.Warn("could not record the rollout event", "kind", ev.Kind, "error", err)
-			return
-		}
-	}
-}
-
-// Rollout reads the root's rollout: its canary, the record and whether a
-// driver is alive.
-func (p *Publisher) Rollout(ctx context.Context) (*RolloutState, error) {
-	m, _, err := p.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs := &RolloutState{Root: p.paths.Root, Stable: m, Canary: m.Canary}
-	rec, _, err := p.readRecord(ctx)
-	if err != nil && !zkclient.IsDenied(err) {
-		return nil, err
-	}
-	rs.Record, rs.RecordDenied = rec, err != nil
-	if m.Canary != nil {
-		st, err := p.exists(ctx, p.paths.RolloutDriver()+"/"+m.Canary.RolloutID)
-		if err != nil && !zkclient.IsDenied(err) {
-			return nil, err
-		}
-		rs.DriverAlive = st != nil
-	} else if st, err := p.exists(ctx, p.paths.Candidate()); err == nil && st != nil {
-		rs.Leftover = true
-	}
-	return rs, nil
-}
-
-// Widen widens the selection of rollout rolloutID to next, which must
-// select every agent the current selection selects (manifest.Selection's
-// Widens): one compare-and-swap of the root's data. A narrower or
-// unrelated selection is refused (hosts on the candidate would be asked
-// to go back). The Result's Generation is the candidate's.
-func (p *Publisher) Widen(ctx context.Context, rolloutID string, next manifest.Selection, message string) (*Result, error) {
-	var errs []error
-	if err := next.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := ValidateMessage(message); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, &InputError{Err: errors.Join(errs...)}
-	}
-	data, rst, err := p.get(ctx, p.paths.Root)
-	if err != nil {
-		return nil, err
-	}
-	if rst == nil {
-		return nil, fmt.Errorf("%s: %w", p.paths.Root, ErrNotPublished)
-	}
-	m, err := manifest.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("root %s: %w", p.paths.Root, err)
-	}
-	st := &state{live: m, rootStat: rst}
-	if err := p.refuseRollout(st, Request{rolloutID: rolloutID}); err != nil {
-		return nil, err
-	}
-	if !m.Canary.Selection.Widens(next) {
-		return nil, &InputError{Err: fmt.Errorf("selection %s does not contain the rollout's selection %s (same selector, a percent at least as high): a rollout only widens",
-			DescribeSelection(next), DescribeSelection(m.Canary.Selection))}
-	}
-	nm := *m
-	c := *m.Canary
-	c.Selection = next
-	nm.Canary = &c
-	if _, err := p.multi(ctx, []any{&zk.SetDataRequest{Path: p.paths.Root, Data: nm.Encode(), Version: rst.Version}}); err != nil {
-		if zkclient.IsDenied(err) {
-			return nil, err
-		}
-		if zkclient.IsUncertain(err) {
-			return nil, fmt.Errorf("%w: widen of rollout %s: %w", ErrOutcomeUnknown, rolloutID, err)
-		}
-		return nil, p.conflict(ctx, m.Generation, "the root changed since it was read")
-	}
-	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventWiden, Selection: &next, Generation: c.Generation, By: p.cfg.name, Message: message})
-	return &Result{Generation: c.Generation, Mode: manifest.ModeMulti, Manifest: &nm}, nil
-}
-
-// Promote ends rollout rolloutID by publishing the candidate's content as
-// the next generation (PromoteOf = the candidate's) for every agent. req
-// carries the options (Message, Mode, Fence, DryRun); its Items are
-// ignored. It fails with a *RolloutConflictError when the root does not
-// carry that rollout.
-func (p *Publisher) Promote(ctx context.Context, rolloutID string, req Request) (*Result, error) {
-	return p.endRollout(ctx, rolloutID, EventPromote, req)
-}
-
-// Abort ends rollout rolloutID by publishing the stable content as the
-// next generation (AbortOf = the candidate's): canary hosts go back to
-// the stable content with a higher generation, the others render nothing
-// new.
-func (p *Publisher) Abort(ctx context.Context, rolloutID string, req Request) (*Result, error) {
-	return p.endRollout(ctx, rolloutID, EventAbort, req)
-}
-
-func (p *Publisher) endRollout(ctx context.Context, rolloutID, kind string, req Request) (*Result, error) {
-	if rolloutID == "" {
-		return nil, &InputError{Err: errors.New("no rollout id")}
-	}
-	m, _, err := p.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if m.Canary == nil || m.Canary.RolloutID != rolloutID {
-		found := ""
-		if m.Canary != nil {
-			found = m.Canary.RolloutID
-		}
-		return nil, &RolloutConflictError{Root: p.paths.Root, Want: rolloutID, Found: found}
-	}
-	c := *m.Canary
-	var items map[string][]byte
-	if kind == EventPromote {
-		_, items, err = p.Read(ctx, c.Generation)
-		req.promoteOf = c.Generation
-	} else {
-		_, items, err = p.Read(ctx, m.Generation)
-		req.abortOf = c.Generation
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s rollout %s: read the content: %w", kind, rolloutID, err)
-	}
-	req.Items, req.rolloutID, req.Force, req.AllowEmpty = items, rolloutID, true, true
-	req.Canary, req.Supersede, req.RollbackOf = nil, false, 0
-	res, err := p.Publish(ctx, req)
-	if err != nil || res.DryRun {
-		return res, err
-	}
-	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.cfg.name, Message: req.Message})
-	return res, nil
-}
-
-// RolloutW is Rollout with watches: changed is closed at the next change
-// of the rollout record (a step recorded, a new rollout) or of its
-// driver's liveness node (a driver starting or dying), or when ctx ends.
-// A root never published reads as a RolloutState with an empty Stable
-// manifest. The watches are set before the reads, so no change between
-// them is missed.
-func (p *Publisher) RolloutW(ctx context.Context) (rs *RolloutState, changed <-chan struct{}, err error) {
-	conn := p.conn()
-	_, _, recEv, err := conn.ExistsW(p.paths.Rollout())
-	if err != nil {
-		return nil, nil, fmt.Errorf("watch %s: %w", p.paths.Rollout(), err)
-	}
-	rs, err = p.Rollout(ctx)
-	if errors.Is(err, ErrNotPublished) {
-		rs, err = &RolloutState{Root: p.paths.Root, Stable: &manifest.Manifest{}}, nil
-		rec, _, rerr := p.readRecord(ctx)
-		rs.Record, rs.RecordDenied = rec, zkclient.IsDenied(rerr)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	var driverEv <-chan zk.Event // nil (never fires) without a rollout
-	if id := driverOf(rs); id != "" {
-		var alive bool
-		alive, _, driverEv, err = conn.ExistsW(p.paths.RolloutDriver() + "/" + id)
-		if err != nil && !zkclient.IsDenied(err) {
-			return nil, nil, fmt.Errorf("watch the rollout driver of %s: %w", id, err)
-		}
-		if rs.Canary != nil && rs.Canary.RolloutID == id {
-			rs.DriverAlive = alive
-		}
-	}
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		select {
-		case <-ctx.Done():
-		case <-recEv:
-		case <-driverEv:
-		}
-	}()
-	return rs, ch, nil
-}
-
-// driverOf is the rollout whose driver RolloutW follows: the one in
-// progress, else the record's.
-func driverOf(rs *RolloutState) string {
-	switch {
-	case rs.Canary != nil:
-		return rs.Canary.RolloutID
-	case rs.Record != nil:
-		return rs.Record.RolloutID
-	}
-	return ""
 }

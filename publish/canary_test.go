@@ -371,7 +371,7 @@ func TestCanaryTooLargeRefused(t *testing.T) {
 	ctx := testCtx(t)
 	root := "/canary/large"
 	paths := layout.New(root, layout.DefaultMeta)
-	p := newPub(t, c, root, WithMultiBudget(8<<10))
+	p := newPub(t, c, root, withMultiBudget(8<<10))
 	conn := p.conn()
 	// 30 names of one content: a manifest of about 3 KiB. A plain publish
 	// carries it twice (root, history) and fits the 8 KiB budget; a canary

@@ -283,8 +283,8 @@ func TestTornReadChecker(t *testing.T) {
 	}
 	t.Logf("%d publishes in %v (%v each)", publishes, elapsed, elapsed/time.Duration(publishes))
 	checkLive(t, pub, publishes, set)
-	if h := historyList(t, pub.conn(), pub.paths); len(h) != DefaultRetention || h[len(h)-1] != publishes {
-		t.Fatalf("history %v: want the newest %d generations", h, DefaultRetention)
+	if h := historyList(t, pub.conn(), pub.paths); len(h) != defaultRetention || h[len(h)-1] != publishes {
+		t.Fatalf("history %v: want the newest %d generations", h, defaultRetention)
 	}
 }
 

@@ -190,7 +190,7 @@
 // with the root's, history entries, blobs, liveness nodes and missing
 // metadata parents with the history parent's; the transaction size
 // estimate counts those ACLs. A tree without access control (never set up
-// by `confpush init`) uses the configured ACL (WithACL). The session must
+// by `confpush init`) uses zk.WorldACL(zk.PermAll), as ZooKeeper would. The session must
 // have ADMIN on both nodes to copy their ACLs.
 //
 // # Fencing token

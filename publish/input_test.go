@@ -24,9 +24,9 @@ const secret = "hunter2-SECRET"
 // absent).
 func TestBadInput(t *testing.T) {
 	c := startZK(t)
-	p := newPub(t, c, "/bad", WithMaxSetSize(200<<10))
+	p := newPub(t, c, "/bad", withMaxSetSize(200<<10))
 	mustPublish(t, p, Request{Items: items(2, 10, "good")})
-	fresh := newPub(t, c, "/bad-fresh", WithMaxSetSize(200<<10))
+	fresh := newPub(t, c, "/bad-fresh", withMaxSetSize(200<<10))
 	snapshot := func(t *testing.T) map[string]string {
 		return treeSnapshot(t, p.conn(), "/bad", "/bad-fresh", p.paths.Base(), fresh.paths.Base())
 	}

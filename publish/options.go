@@ -23,8 +23,8 @@ const (
 	DefaultMultiBudget = 1<<20 - 64<<10
 	// DefaultMaxSetSize bounds the total size of a set: 64 MiB.
 	DefaultMaxSetSize = 64 << 20
-	// DefaultRetention is how many generations the history keeps.
-	DefaultRetention = 20
+	// defaultRetention is how many generations the history keeps.
+	defaultRetention = 20
 )
 
 // Option configures a Publisher.
@@ -46,7 +46,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		meta:        layout.DefaultMeta,
-		retention:   DefaultRetention,
+		retention:   defaultRetention,
 		multiBudget: DefaultMultiBudget,
 		maxSet:      DefaultMaxSetSize,
 		acl:         zk.WorldACL(zk.PermAll),
@@ -81,22 +81,14 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 // Default user@host.
 func WithPublisherName(s string) Option { return func(c *config) { c.name = s } }
 
-// WithMultiBudget sets the largest encoded Multi the publisher sends
+// withMultiBudget sets the largest encoded Multi the publisher sends
 // (default DefaultMultiBudget). Lowering it forces marker mode for smaller
 // sets, which tests use; raising it above the default is refused, since a
 // request over jute.maxbuffer makes the server drop the connection.
-func WithMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget = bytes } }
+func withMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget = bytes } }
 
-// WithMaxSetSize bounds the total size of a set. Default 64 MiB.
-func WithMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
-
-// WithACL sets the fallback ACL of the nodes the publisher creates. The
-// publisher copies the ACLs of the live tree (as `confpush init` set them,
-// read again whenever their ACL version changes): items, the marker and the root get the root's ACL,
-// history entries, blobs, liveness nodes and missing metadata parents the
-// history parent's; acl is used only where those nodes do not exist yet (a
-// tree without `confpush init`). Default zk.WorldACL(zk.PermAll).
-func WithACL(acl []zk.ACL) Option { return func(c *config) { c.acl = acl } }
+// withMaxSetSize bounds the total size of a set. Default 64 MiB.
+func withMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
 
 func (c *config) validate() error {
 	if err := layout.ValidateRoot(c.meta); err != nil {

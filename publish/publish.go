@@ -170,20 +170,55 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, req.Message, p.paths, acl, budget)
 }
 
-// publishOnce runs steps 3 to 7 on the state st read in step 2.
+// publishOnce runs steps 3 to 7 of a publish (doc.go) on the state st
+// read in step 2, one function each:
+//
+//  3. check: the fence, the expected generation, a marker (take it over
+//     or refuse), and the live items the plan would leave alone;
+//  4. planNext: the next generation and the diff, refusing a removal
+//     NoRemove forbids, an exhausted generation counter or a format
+//     agents cannot read (an unchanged set ends here);
+//  5. chooseMode: multi mode if its transaction fits, else marker mode
+//     (a dry run ends here);
+//  6. commitNext: in one transaction (multi mode) or under the marker;
+//  7. afterCommit: after the acknowledgement, the entering contents'
+//     blobs, the GC and the candidate's clean-up.
 func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[string]manifest.Item, acl inherited, st *state) (*Result, error) {
-	// Step 3: check the fence, the expected generation, a marker (take it
-	// over or refuse), and the live items the plan would leave alone.
 	if err := p.check(ctx, st, req, hashed); err != nil {
 		return nil, err
 	}
+	pl, res, err := p.planNext(ctx, st, req, hashed, acl)
+	if err != nil {
+		return nil, err
+	}
+	if res.Unchanged {
+		return res, nil
+	}
+	cm, err := p.chooseMode(st, req, pl, res)
+	if err != nil {
+		return nil, err
+	}
+	if res.DryRun {
+		return res, nil
+	}
+	if err := p.commitNext(ctx, st, pl, cm, res); err != nil {
+		return nil, err
+	}
+	if p.cfg.hooks.stopAfterAck() {
+		return res, nil
+	}
+	p.afterCommit(ctx, st, req, pl, cm.marker, res)
+	return res, nil
+}
 
-	// Step 4: plan the next generation and the diff.
+// planNext runs step 4: the plan of the next generation and the result
+// it would have.
+func (p *Publisher) planNext(ctx context.Context, st *state, req Request, hashed map[string]manifest.Item, acl inherited) (*plan, *Result, error) {
 	liveGen := st.liveGen()
 	pl := p.plan(st, req, hashed)
 	pl.acl = acl
 	if req.NoRemove && len(pl.removed) > 0 {
-		return nil, &RemovalError{Root: p.paths.Root, Generation: liveGen, Items: pl.removed}
+		return nil, nil, &RemovalError{Root: p.paths.Root, Generation: liveGen, Items: pl.removed}
 	}
 	res := &Result{
 		Generation: pl.gen, Mode: manifest.ModeMulti, Manifest: pl.next,
@@ -199,26 +234,38 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		res.Mode = st.live.Mode
 		res.DryRun = req.DryRun
 		p.log.Info("unchanged", "generation", liveGen)
-		return res, nil
+		return pl, res, nil
 	}
 	if top := st.topGen(); top == math.MaxInt64 {
 		// The next generation would wrap to -2^63: refuse before
 		// anything is written (dry runs included), whatever the mode.
-		return nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
+		return nil, nil, fmt.Errorf("%w: root %s is at generation %d (live %d), the largest a generation can be: no further generation can be published to this root; publish to a new root",
 			ErrGenerationExhausted, p.paths.Root, top, liveGen)
 	}
 	if err := p.refuseOldAgents(ctx, pl.next.Format, req.AllowOldAgents); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return pl, res, nil
+}
 
-	// Step 5: multi mode if its transaction fits, else marker mode.
+// commitMode is step 5's choice: the multi-mode transaction and whether
+// the commit goes in marker mode instead.
+type commitMode struct {
+	ops    []any
+	kinds  []opKind
+	size   int
+	marker bool
+}
+
+// chooseMode runs step 5. A dry run ends with it (res.DryRun).
+func (p *Publisher) chooseMode(st *state, req Request, pl *plan, res *Result) (commitMode, error) {
 	ops, kinds := p.multiOps(st, pl)
-	size := multiSize(ops)
-	useMarker, err := p.useMarker(req.Mode, size)
-	if err != nil {
-		return nil, err
+	cm := commitMode{ops: ops, kinds: kinds, size: multiSize(ops)}
+	var err error
+	if cm.marker, err = p.useMarker(req.Mode, cm.size); err != nil {
+		return cm, err
 	}
-	if useMarker {
+	if cm.marker {
 		res.Mode = manifest.ModeMarker
 		pl.next.Mode = manifest.ModeMarker
 		pl.nextBytes = pl.next.Encode()
@@ -230,23 +277,27 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		if st.marker != nil {
 			res.TookOver = "would take over " + st.marker.takeover
 		}
-		return res, nil
 	}
+	return cm, nil
+}
 
-	// Step 6: commit, in one transaction (multi mode) or under the marker.
-	if err := p.ensureMeta(ctx, st, useMarker, pl.acl.Meta); err != nil {
-		return nil, err
+// commitNext runs step 6: the commit, in one transaction (multi mode) or
+// under the marker.
+func (p *Publisher) commitNext(ctx context.Context, st *state, pl *plan, cm commitMode, res *Result) error {
+	if err := p.ensureMeta(ctx, st, cm.marker, pl.acl.Meta); err != nil {
+		return err
 	}
 	p.log.Info("publishing", "generation", pl.gen, "mode", res.Mode, "publish_id", pl.next.PublishID,
-		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", size,
+		"added", len(pl.added), "changed", len(pl.changed), "removed", len(pl.removed), "multi_bytes", cm.size,
 		"dirs_made", len(pl.dirMakes), "dirs_deleted", len(pl.dirDeletes))
-	if useMarker {
+	var err error
+	if cm.marker {
 		err = p.publishMarker(ctx, st, pl, res)
 	} else {
-		err = p.commitMulti(ctx, st, pl, ops, kinds, res)
+		err = p.commitMulti(ctx, st, pl, cm.ops, cm.kinds, res)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.PublishID = pl.next.PublishID
 	res.Strays = pl.strays
@@ -255,20 +306,21 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	}
 	p.log.Info("published", "generation", res.Generation, "zxid", res.Zxid, "mode", res.Mode,
 		"recovered", res.Recovered, "commit_attempts", res.CommitAttempts)
-	if p.cfg.hooks.stopAfterAck() {
-		return res, nil
-	}
+	return nil
+}
 
-	// Step 7: after the acknowledgement, store the new contents' blobs
-	// (multi mode) and run the GC, side by side: the GC never deletes a
-	// blob our generation references, so neither waits for the other.
-	// Beside them too, since the new root has no canary: a candidate node
-	// (of the rollout this publish ended, or left by a publisher that died)
-	// goes. Its nodes are neither blobs nor history entries (every
-	// candidate content is a blob of its own), and its check is one round
-	// trip the publisher's exit no longer waits for after the others.
+// afterCommit runs step 7, after the acknowledgement: it stores the new
+// contents' blobs (multi mode) and runs the GC, side by side: the GC
+// never deletes a blob our generation references, so neither waits for
+// the other. Beside them too, since the new root has no canary: a
+// candidate node (of the rollout this publish ended, or left by a
+// publisher that died) goes. Its nodes are neither blobs nor history
+// entries (every candidate content is a blob of its own), and its check
+// is one round trip the publisher's exit no longer waits for after the
+// others.
+func (p *Publisher) afterCommit(ctx context.Context, st *state, req Request, pl *plan, marker bool, res *Result) {
 	var wg sync.WaitGroup
-	if !useMarker {
+	if !marker {
 		wg.Go(func() { p.storeEntering(ctx, pl) })
 	}
 	wg.Go(func() { p.cleanupCandidate(ctx) })
@@ -278,7 +330,6 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 		p.appendEvent(ctx, st.live.Canary.RolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventSuperseded,
 			Generation: res.Generation, By: p.cfg.name, Message: req.Message})
 	}
-	return res, nil
 }
 
 // check runs step 3: it refuses a publish the fence, the expected

@@ -143,7 +143,7 @@ func TestPublishBasics(t *testing.T) {
 	})
 
 	t.Run("ForcedModes", func(t *testing.T) {
-		p := newPub(t, c, "/modes", WithMultiBudget(8<<10))
+		p := newPub(t, c, "/modes", withMultiBudget(8<<10))
 		small := items(2, 100, "a")
 		if r := mustPublish(t, p, Request{Items: small, Mode: manifest.ModeMarker}); r.Mode != "marker" || r.Generation != 1 {
 			t.Fatalf("forced marker: %+v", r)
@@ -209,7 +209,7 @@ func TestPublishBasics(t *testing.T) {
 			{"/zkconf/x", nil, "contain one another"},
 			{"/c", []Option{WithMeta("/c/meta")}, "contain one another"},
 			{"/c", []Option{WithRetention(0)}, "retention"},
-			{"/c", []Option{WithMultiBudget(2 << 20)}, "multi budget"},
+			{"/c", []Option{withMultiBudget(2 << 20)}, "multi budget"},
 		} {
 			if _, err := New(zkclient.Fixed(conn, nil), tc.root, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New(%q): %v, want %q", tc.root, err, tc.want)

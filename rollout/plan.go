@@ -69,10 +69,10 @@ func (e *EmptySelectionError) Error() string {
 		publish.DescribeSelection(e.Selection), e.Expected)
 }
 
-// CheckSelects returns an *EmptySelectionError when sel selects none of
+// checkSelects returns an *EmptySelectionError when sel selects none of
 // the expected agents of agents (as fleet.Fleet.List returns them),
 // judged by the labels they report.
-func CheckSelects(agents []fleet.Agent, sel manifest.Selection) error {
+func checkSelects(agents []fleet.Agent, sel manifest.Selection) error {
 	expected := 0
 	for _, ra := range Classify(agents, 0, "", &manifest.Canary{Selection: sel}) {
 		if ra.Expected {
@@ -94,7 +94,7 @@ func Start(ctx context.Context, pub *publish.Publisher, fl *fleet.Fleet, req pub
 		if err != nil {
 			return nil, err
 		}
-		if err := CheckSelects(agents, *req.Canary); err != nil {
+		if err := checkSelects(agents, *req.Canary); err != nil {
 			return nil, err
 		}
 	}

@@ -47,7 +47,7 @@ func TestCheckSelects(t *testing.T) {
 		{ID: "c1", HasNode: true, Untrusted: "forged", Status: fleet.Status{Labels: map[string]string{"zone": "c"}}},
 	}
 	for sel, want := range map[string]bool{"zone=a": true, "zone=b": true, "zone=c": false, "zone=d": false} {
-		err := CheckSelects(agents, manifest.Selection{Selector: sel})
+		err := checkSelects(agents, manifest.Selection{Selector: sel})
 		var empty *EmptySelectionError
 		if got := err == nil; got != want || (err != nil && (!errors.As(err, &empty) || empty.Expected != 2)) {
 			t.Errorf("%s: %v", sel, err)

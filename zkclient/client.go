@@ -203,11 +203,6 @@ func (c *Client) Close() {
 	c.closing.Wait()
 }
 
-// RefusalBound is how long handshakes must keep failing before the
-// connection counts as refused, and MinFailures how many failures that
-// takes at least.
-func (c *Client) RefusalBound() (bound time.Duration, minFailures int) { return c.bound, c.min }
-
 func (c *Client) callback(gen uint64) func(zk.Event) {
 	return func(ev zk.Event) {
 		if c.gen.Load() != gen {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/errlist"
-	"github.com/zkconf/zkconf/internal/textdiff"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/rollout"
@@ -369,12 +367,9 @@ The exit code is 0 whether or not there are differences; with --exit-code
 				}
 				against, newSide = fmt.Sprintf("generation %d", gen), fmt.Sprintf("gen-%d", gen)
 			}
-			added, changed, removed, text := diffSets(live, local, fmt.Sprintf("live(gen-%d)", liveGen), newSide)
-			obj := map[string]any{
-				"root": p.Root(), "live_generation": liveGen, "against": against,
-				"added": nonNil(added), "changed": nonNil(changed), "removed": nonNil(removed),
-				"unchanged": len(added)+len(changed)+len(removed) == 0, "diff": text,
-			}
+			d := publish.DiffSets(live, local, fmt.Sprintf("live(gen-%d)", liveGen), newSide)
+			obj := diffJSON(d)
+			obj["root"], obj["live_generation"], obj["against"] = p.Root(), liveGen, against
 			if len(invalid) > 0 {
 				obj["invalid"] = invalid
 			}
@@ -388,13 +383,13 @@ The exit code is 0 whether or not there are differences; with --exit-code
 				ignoredLine(a.stderr, a.ignored, a.emptyDirs)
 			}
 			a.emit(obj, func(w io.Writer) {
-				if text == "" {
+				if d.Empty() {
 					fmt.Fprintf(w, "no differences between live generation %d of %s and %s\n", liveGen, p.Root(), against)
 					return
 				}
-				_, _ = io.WriteString(w, text)
+				_, _ = io.WriteString(w, d.Text)
 			})
-			return a.diffExit(len(added)+len(changed)+len(removed) == 0)
+			return a.diffExit(d.Empty())
 		},
 	}
 	cmd.Flags().Int64("gen", 0, "compare the live set with this generation")
@@ -405,49 +400,6 @@ The exit code is 0 whether or not there are differences; with --exit-code
 	inputFlags(cmd)
 	validateFlags(cmd)
 	return cmd
-}
-
-// diffSets compares two sets item by item and returns the unified diff.
-func diffSets(old, cur map[string][]byte, oldPrefix, newPrefix string) (added, changed, removed []string, text string) {
-	var b strings.Builder
-	names := slices.Sorted(maps.Keys(old))
-	for n := range cur {
-		if _, ok := old[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		o, inOld := old[n]
-		c, inCur := cur[n]
-		switch {
-		case !inOld:
-			added = append(added, n)
-		case !inCur:
-			removed = append(removed, n)
-		case string(o) == string(c):
-			continue
-		default:
-			changed = append(changed, n)
-		}
-		from, to := oldPrefix+"/"+n, newPrefix+"/"+n
-		if !inOld {
-			from = "/dev/null"
-		}
-		if !inCur {
-			to = "/dev/null"
-		}
-		if isBinary(o) || isBinary(c) {
-			fmt.Fprintf(&b, "Binary item %s differs (%d -> %d bytes)\n", n, len(o), len(c))
-			continue
-		}
-		b.WriteString(textdiff.Unified(from, to, o, c))
-	}
-	return added, changed, removed, b.String()
-}
-
-func isBinary(b []byte) bool {
-	return !utf8.Valid(b) || slices.Contains(b, 0)
 }
 
 func (a *app) getCommand() *cobra.Command {
@@ -561,11 +513,11 @@ hold it).`,
 			} else if !errors.Is(err, publish.ErrNotPublished) {
 				return err
 			}
-			var diffs map[int64]genDiff
+			var diffs map[int64]publish.GenerationDiff
 			if a.v.GetBool("diff") {
 				// Against the generation before each, retained or not
 				// in the PATH's list.
-				if diffs, err = historyDiffs(ctx, p, all); err != nil {
+				if diffs, err = p.HistoryDiffs(ctx, all); err != nil {
 					return err
 				}
 			}
@@ -581,7 +533,7 @@ hold it).`,
 				maps.Copy(g, rf)
 				g["message"] = m.Message
 				if d, ok := diffs[m.Generation]; ok {
-					g["diff"] = d.json()
+					g["diff"] = genDiffJSON(d)
 				}
 				gens = append(gens, g)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -144,20 +142,11 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	liveM, err := f.Live(ctx)
-	if errors.Is(err, fleet.ErrRootMissing) {
-		liveM, err = &manifest.Manifest{}, nil
-	}
+	rep, err := f.Report(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	live := liveM.Generation
-	fl, err := f.Read(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	agents := fl.Agents
-	sum := fleet.Summarize(agents, live)
+	liveM, live, agents, sum, failing := rep.Live, rep.Live.Generation, rep.Agents, rep.Summary, rep.Failing
 	pub, err := publish.New(cl, p.Root, publish.WithMeta(p.Meta))
 	if err != nil {
 		return nil, nil, nil, err
@@ -190,12 +179,6 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 		r := row{ID: ag.ID, Behind: max(live-ag.Status.Generation, 0), Trusted: ag.Trusted(), Untrusted: ag.Untrusted,
 			Expected: ag.Expected, Gone: ag.Gone(), Registration: ag.Registration, RegistryUntrusted: ag.RegistryUntrusted,
 			Labels: ag.Labels()}
-		// Gone and untrusted agents fail the check too: a monitoring
-		// script must not read "all good" while a host is missing or a
-		// status node is forged.
-		if ag.Unhealthy() {
-			failing = append(failing, ag.ID)
-		}
 		switch {
 		case ag.Err != nil:
 			r.Error = ag.Err.Error()
@@ -210,14 +193,11 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 		"total": sum.Total, "at_latest": sum.AtLatest, "behind": sum.Behind, "failing": sum.Failing,
 		"untrusted": sum.Untrusted, "gone": sum.Gone}}
 	// Incarnations (a ZooKeeper wiped or rebuilt): agents refusing the
-	// root's incarnation, or holding another one, are listed, and fail
-	// --fail-on-error like any other failing agent.
+	// root's incarnation, or holding another one, are listed (and fail
+	// --fail-on-error, Report.Failing).
 	liveInc, incProblems := liveM.Incarnation, []string{}
-	for _, pr := range fleet.IncarnationProblems(agents, liveInc) {
+	for _, pr := range rep.IncarnationProblems {
 		incProblems = append(incProblems, pr.Message)
-		if !slices.Contains(failing, pr.ID) {
-			failing = append(failing, pr.ID)
-		}
 	}
 	obj["incarnation"], obj["incarnation_problems"] = liveInc, incProblems
 	if marker != nil {
@@ -227,9 +207,9 @@ func (a *app) statusReport(ctx context.Context, cl *zkclient.Client) (obj map[st
 	if liveM.Canary != nil {
 		obj["canary"] = liveM.Canary
 	}
-	skipped := skippedLines(fl.Skipped)
-	if len(fl.Skipped) > 0 {
-		obj["skipped"] = skippedJSON(fl.Skipped)
+	skipped := skippedLines(rep.Skipped)
+	if len(rep.Skipped) > 0 {
+		obj["skipped"] = skippedJSON(rep.Skipped)
 	}
 	text = func(out io.Writer) {
 		if marker != nil {

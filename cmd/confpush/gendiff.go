@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -50,86 +48,37 @@ func (a *app) diffGenerations(cmd *cobra.Command, from, to int64) error {
 			return fmt.Errorf("--from: %w", err)
 		}
 	}
-	added, changed, removed, text := diffSets(fromItems, toItems, fmt.Sprintf("gen-%d", from), fmt.Sprintf("gen-%d", to))
-	a.emit(map[string]any{
-		"root": p.Root(), "from": from, "to": to,
-		"added": nonNil(added), "changed": nonNil(changed), "removed": nonNil(removed),
-		"unchanged": len(added)+len(changed)+len(removed) == 0, "diff": text,
-	}, func(w io.Writer) {
-		if text == "" {
+	d := publish.DiffSets(fromItems, toItems, fmt.Sprintf("gen-%d", from), fmt.Sprintf("gen-%d", to))
+	obj := diffJSON(d)
+	obj["root"], obj["from"], obj["to"] = p.Root(), from, to
+	a.emit(obj, func(w io.Writer) {
+		if d.Empty() {
 			fmt.Fprintf(w, "no differences between generation %d and generation %d of %s\n", from, to, p.Root())
 			return
 		}
-		_, _ = io.WriteString(w, text)
+		_, _ = io.WriteString(w, d.Text)
 	})
-	return a.diffExit(len(added)+len(changed)+len(removed) == 0)
+	return a.diffExit(d.Empty())
 }
 
-// genDiff is one history entry's difference from the generation before it.
-type genDiff struct {
-	against                 int64 // the generation compared with (0: the empty set)
-	retained                bool  // against is retained (or 0), so the diff was computed
-	added, changed, removed []string
-	text                    string
+// diffJSON is a set diff's fields for --json.
+func diffJSON(d publish.SetDiff) map[string]any {
+	return map[string]any{"added": nonNil(d.Added), "changed": nonNil(d.Changed), "removed": nonNil(d.Removed),
+		"unchanged": d.Empty(), "diff": d.Text}
 }
 
-func (d genDiff) json() map[string]any {
-	obj := map[string]any{"against": d.against, "previous_retained": d.retained}
-	if d.retained {
-		obj["added"], obj["changed"], obj["removed"], obj["diff"] = nonNil(d.added), nonNil(d.changed), nonNil(d.removed), d.text
+// genDiffJSON is a history entry's diff for history --diff --json.
+func genDiffJSON(d publish.GenerationDiff) map[string]any {
+	obj := map[string]any{"against": d.Against, "previous_retained": d.Retained}
+	if d.Retained {
+		obj["added"], obj["changed"], obj["removed"], obj["diff"] = nonNil(d.Added), nonNil(d.Changed), nonNil(d.Removed), d.Text
 	}
 	return obj
 }
 
-// historyDiffs computes `history --diff`: every retained generation
-// against the generation before it (generation 1 against the empty set),
-// read from the history and blob store. The oldest retained generation's
-// predecessor may be gone: that entry says so.
-func historyDiffs(ctx context.Context, p *publish.Publisher, hist []*manifest.Manifest) (map[int64]genDiff, error) {
-	retained := map[int64]bool{}
-	for _, m := range hist {
-		retained[m.Generation] = true
-	}
-	contents := map[int64]map[string][]byte{0: {}}
-	read := func(g int64) (map[string][]byte, error) {
-		if c, ok := contents[g]; ok {
-			return c, nil
-		}
-		_, items, err := p.Read(ctx, g)
-		if err != nil {
-			return nil, err
-		}
-		contents[g] = items
-		return items, nil
-	}
-	out := map[int64]genDiff{}
-	for _, m := range hist {
-		d := genDiff{against: m.Generation - 1}
-		d.retained = d.against == 0 || retained[d.against]
-		if d.retained {
-			cur, err := read(m.Generation)
-			if err == nil {
-				var prev map[string][]byte
-				if prev, err = read(d.against); err == nil {
-					d.added, d.changed, d.removed, d.text = diffSets(prev, cur,
-						fmt.Sprintf("gen-%d", d.against), fmt.Sprintf("gen-%d", m.Generation))
-				}
-			}
-			if errors.Is(err, publish.ErrGenerationNotFound) {
-				// Removed by retention while we read.
-				d = genDiff{against: d.against}
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		out[m.Generation] = d
-	}
-	return out, nil
-}
-
 // printHistoryDiffs prints history --diff's entries after the table,
 // newest first.
-func printHistoryDiffs(w io.Writer, hist []*manifest.Manifest, diffs map[int64]genDiff) {
+func printHistoryDiffs(w io.Writer, hist []*manifest.Manifest, diffs map[int64]publish.GenerationDiff) {
 	for _, m := range hist {
 		d := diffs[m.Generation]
 		fmt.Fprintf(w, "\ngeneration %d", m.Generation)
@@ -137,15 +86,15 @@ func printHistoryDiffs(w io.Writer, hist []*manifest.Manifest, diffs map[int64]g
 			fmt.Fprintf(w, " (rollback of %d)", m.RollbackOf)
 		}
 		switch {
-		case !d.retained:
-			fmt.Fprintf(w, ": generation %d is no longer retained, no diff\n", d.against)
+		case !d.Retained:
+			fmt.Fprintf(w, ": generation %d is no longer retained, no diff\n", d.Against)
 			continue
-		case d.against == 0:
+		case d.Against == 0:
 			fmt.Fprint(w, " against the empty set")
 		default:
-			fmt.Fprintf(w, " against generation %d", d.against)
+			fmt.Fprintf(w, " against generation %d", d.Against)
 		}
-		fmt.Fprintf(w, ": %d added, %d changed, %d removed\n", len(d.added), len(d.changed), len(d.removed))
-		_, _ = io.WriteString(w, d.text)
+		fmt.Fprintf(w, ": %d added, %d changed, %d removed\n", len(d.Added), len(d.Changed), len(d.Removed))
+		_, _ = io.WriteString(w, d.Text)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,22 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/layout"
-	"github.com/zkconf/zkconf/internal/work"
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
-	"github.com/zkconf/zkconf/zkclient"
 )
-
-// treeReadAttempts bounds how often import reads a source tree that
-// changes while it is read.
-const treeReadAttempts = 3
 
 func (a *app) importCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -85,7 +76,10 @@ to it instead).`,
 				return err
 			}
 			defer done()
-			tr, err := readKeyTree(ctx, cl.Conn(), src)
+			tr, err := publish.ReadKeyTree(ctx, cl, src)
+			if errors.Is(err, zk.ErrNoNode) {
+				return usagef("--from-tree %s: no such node", src)
+			}
 			if err != nil {
 				return err
 			}
@@ -93,14 +87,14 @@ to it instead).`,
 				return err
 			}
 			res, err := p.Publish(ctx, publish.Request{
-				Items: tr.items, Adopt: true, DryRun: a.v.GetBool("dry-run"), Message: msg,
+				Items: tr.Items, Adopt: true, DryRun: a.v.GetBool("dry-run"), Message: msg,
 				AllowOldAgents: a.v.GetBool("allow-old-agents"),
 			})
 			if err != nil {
 				return err
 			}
 			if outDir != "" {
-				if err := writeSet(outDir, tr.items); err != nil {
+				if err := writeSet(outDir, tr.Items); err != nil {
 					return err
 				}
 			}
@@ -118,216 +112,20 @@ to it instead).`,
 	return cmd
 }
 
-// keyTree is a znode tree read as confd's ZooKeeper backend reads it.
-type keyTree struct {
-	source string
-	// items are the keys taken, by item path (the key's path below
-	// source, without the leading "/").
-	items map[string][]byte
-	// binary are the item paths whose value is not UTF-8 text.
-	binary []string
-	// skipped are the nodes left out and why.
-	skipped []skippedNode
-	// rootData is the size of the source node's own data.
-	rootData int
-	// reads counts the times the tree was read (more than 1: it changed
-	// while read).
-	reads int
-}
-
-// skippedNode is a node import leaves out.
-type skippedNode struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-// treeNode is a node as read: its data and stat, its children.
-type treeNode struct {
-	rel  string // path below the source, "" for the source itself
-	data []byte
-	stat *zk.Stat
-	kids []string
-	err  error // a read refused (permission): the node is skipped
-}
-
-// readKeyTree reads the tree under src at one instant: it reads every
-// node (level by level, in parallel), then the stat of every node again,
-// and accepts the read when no node changed, appeared or went in
-// between (every node's Mzxid and Pzxid, its children's creation and
-// deletion, are the same): each node then held what was read from the
-// end of the first read to the start of the second, one instant common
-// to all of them.
-func readKeyTree(ctx context.Context, conn *zk.Conn, src string) (*keyTree, error) {
-	for attempt := 1; ; attempt++ {
-		nodes, err := readNodes(ctx, conn, src)
-		if err != nil {
-			return nil, err
-		}
-		changed, err := treeChanged(ctx, conn, src, nodes)
-		if err != nil {
-			return nil, err
-		}
-		if changed == "" {
-			tr := treeKeys(src, nodes)
-			tr.reads = attempt
-			return tr, nil
-		}
-		if attempt == treeReadAttempts {
-			return nil, fmt.Errorf("the tree under %s changed while it was read, %d times (last: %s): stop the tools that write it, then import again",
-				src, attempt, changed)
-		}
-	}
-}
-
-// readNodes reads src and every node below it, at most manifest.MaxDepth
-// levels deep (a deeper node cannot be an item: it is reported, not read).
-func readNodes(ctx context.Context, conn *zk.Conn, src string) ([]*treeNode, error) {
-	var all []*treeNode
-	level := []*treeNode{{rel: ""}}
-	for depth := 0; len(level) > 0; depth++ {
-		err := work.Parallel(ctx, len(level), 16, func(ctx context.Context, i int) error {
-			n := level[i]
-			p := src + n.rel
-			_, err := zkclient.Call(ctx, func() (struct{}, error) {
-				var err error
-				n.data, n.stat, err = conn.Get(p)
-				return struct{}{}, err
-			})
-			switch {
-			case errors.Is(err, zk.ErrNoNode) && n.rel == "":
-				return usagef("--from-tree %s: no such node", src)
-			case errors.Is(err, zk.ErrNoNode):
-				return nil // deleted since its parent was listed: the re-read sees it
-			case errors.Is(err, zk.ErrNoAuth) && n.rel != "":
-				n.err = err
-				return nil
-			case err != nil:
-				return fmt.Errorf("read %s: %w", p, err)
-			}
-			if n.stat.NumChildren == 0 || depth == manifest.MaxDepth {
-				return nil
-			}
-			n.kids, err = zkclient.Call(ctx, func() ([]string, error) {
-				kids, _, err := conn.Children(p)
-				return kids, err
-			})
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("list %s: %w", p, err)
-			}
-			slices.Sort(n.kids)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		var next []*treeNode
-		for _, n := range level {
-			all = append(all, n)
-			for _, k := range n.kids {
-				next = append(next, &treeNode{rel: n.rel + "/" + k})
-			}
-		}
-		level = next
-	}
-	return all, nil
-}
-
-// treeChanged reads the stat of every node read again and says which
-// one changed since ("" for none).
-func treeChanged(ctx context.Context, conn *zk.Conn, src string, nodes []*treeNode) (string, error) {
-	changed := make([]string, len(nodes))
-	err := work.Parallel(ctx, len(nodes), 16, func(ctx context.Context, i int) error {
-		n := nodes[i]
-		var ok bool
-		st, err := zkclient.Call(ctx, func() (*zk.Stat, error) {
-			var st *zk.Stat
-			var err error
-			ok, st, err = conn.Exists(src + n.rel)
-			return st, err
-		})
-		if err != nil {
-			return fmt.Errorf("read %s: %w", src+n.rel, err)
-		}
-		switch {
-		case n.stat == nil && n.err == nil:
-			if ok {
-				changed[i] = src + n.rel + " appeared"
-			}
-		case n.stat == nil:
-		case !ok:
-			changed[i] = src + n.rel + " was deleted"
-		case st.Czxid != n.stat.Czxid || st.Mzxid != n.stat.Mzxid || st.Pzxid != n.stat.Pzxid:
-			changed[i] = src + n.rel + " changed"
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, c := range changed {
-		if c != "" {
-			return c, nil
-		}
-	}
-	return "", nil
-}
-
-// treeKeys turns the nodes read into the set and the report.
-func treeKeys(src string, nodes []*treeNode) *keyTree {
-	tr := &keyTree{source: src, items: map[string][]byte{}}
-	skip := func(rel, reason string) {
-		tr.skipped = append(tr.skipped, skippedNode{Path: src + rel, Reason: reason})
-	}
-	for _, n := range nodes {
-		switch {
-		case n.err != nil:
-			skip(n.rel, "cannot be read with the identity in use (its ACL)")
-		case n.stat == nil: // deleted while read (the re-read agreed)
-		case n.rel == "":
-			tr.rootData = len(n.data)
-		case n.stat.NumChildren > 0 && n.kids == nil:
-			skip(n.rel, fmt.Sprintf("has children more than %d levels below %s: an item path has at most %d components", manifest.MaxDepth, src, manifest.MaxDepth))
-		case n.stat.NumChildren > 0:
-			if len(n.data) > 0 {
-				skip(n.rel, fmt.Sprintf("its own data (%d bytes): a node with children is a directory, whose data confd never reads; its keys are imported", len(n.data)))
-			}
-		default:
-			item := strings.TrimPrefix(n.rel, "/")
-			switch err := manifest.ValidatePath(item); {
-			case err != nil:
-				skip(n.rel, err.Error())
-			case len(n.data) > publish.ItemLimit:
-				skip(n.rel, fmt.Sprintf("its value is %d bytes, more than an item's limit of %d", len(n.data), publish.ItemLimit))
-			default:
-				tr.items[item] = n.data
-				if !utf8.Valid(n.data) || slices.Contains(n.data, 0) {
-					tr.binary = append(tr.binary, item)
-				}
-			}
-		}
-	}
-	slices.SortFunc(tr.skipped, func(a, b skippedNode) int { return strings.Compare(a.Path, b.Path) })
-	slices.Sort(tr.binary)
-	return tr
-}
-
 // checkImport refuses a tree with no key to take and keys that fail
 // validation, naming every problem.
-func (a *app) checkImport(tr *keyTree) error {
-	if len(tr.items) == 0 {
-		return usagef("%s holds no key to import (%d nodes left out)%s", tr.source, len(tr.skipped), skippedSuffix(tr.skipped))
+func (a *app) checkImport(tr *publish.KeyTree) error {
+	if len(tr.Items) == 0 {
+		return usagef("%s holds no key to import (%d nodes left out)%s", tr.Source, len(tr.Skipped), skippedSuffix(tr.Skipped))
 	}
-	err := publish.Validate(tr.items, publish.ValidateOptions{Syntax: a.validating()})
+	err := publish.Validate(tr.Items, publish.ValidateOptions{Syntax: a.validating()})
 	if err != nil {
-		return fmt.Errorf("the keys of %s cannot be published as they are (nothing written; --no-validate skips the syntax checks): %w", tr.source, err)
+		return fmt.Errorf("the keys of %s cannot be published as they are (nothing written; --no-validate skips the syntax checks): %w", tr.Source, err)
 	}
 	return nil
 }
 
-func skippedSuffix(s []skippedNode) string {
+func skippedSuffix(s []publish.SkippedNode) string {
 	if len(s) == 0 {
 		return ""
 	}
@@ -340,14 +138,14 @@ func skippedSuffix(s []skippedNode) string {
 
 // reportImport prints what was (or would be) published and what was
 // left out.
-func (a *app) reportImport(root string, tr *keyTree, res *publish.Result) {
-	paths := slices.Sorted(maps.Keys(tr.items))
-	inPlace := path.Clean(tr.source) == path.Clean(root)
+func (a *app) reportImport(root string, tr *publish.KeyTree, res *publish.Result) {
+	paths := slices.Sorted(maps.Keys(tr.Items))
+	inPlace := path.Clean(tr.Source) == path.Clean(root)
 	obj := map[string]any{
-		"root": root, "source": tr.source, "in_place": inPlace,
+		"root": root, "source": tr.Source, "in_place": inPlace,
 		"generation": res.Generation, "zxid": res.Zxid, "publish_id": res.PublishID,
 		"mode": res.Mode, "dry_run": res.DryRun, "items": paths,
-		"binary": nonNil(tr.binary), "skipped": nonNilSkipped(tr.skipped), "reads": tr.reads,
+		"binary": nonNil(tr.Binary), "skipped": nonNilSkipped(tr.Skipped), "reads": tr.Reads,
 	}
 	if res.Manifest != nil {
 		obj["bytes"] = res.Manifest.TotalSize()
@@ -362,13 +160,13 @@ func (a *app) reportImport(root string, tr *keyTree, res *publish.Result) {
 		if !inPlace {
 			where = "to " + root
 		}
-		fmt.Fprintf(w, "%s %d keys of %s %s as generation %d (%s mode)", verb, len(paths), tr.source, where, res.Generation, res.Mode)
+		fmt.Fprintf(w, "%s %d keys of %s %s as generation %d (%s mode)", verb, len(paths), tr.Source, where, res.Generation, res.Mode)
 		if !res.DryRun {
 			fmt.Fprintf(w, ", zxid %#x", res.Zxid)
 		}
 		fmt.Fprintln(w)
 		binary := map[string]bool{}
-		for _, b := range tr.binary {
+		for _, b := range tr.Binary {
 			binary[b] = true
 		}
 		for _, n := range paths {
@@ -376,23 +174,23 @@ func (a *app) reportImport(root string, tr *keyTree, res *publish.Result) {
 			if binary[n] {
 				note = ", not UTF-8 text"
 			}
-			fmt.Fprintf(w, "  + %s (%d bytes%s)\n", n, len(tr.items[n]), note)
+			fmt.Fprintf(w, "  + %s (%d bytes%s)\n", n, len(tr.Items[n]), note)
 		}
-		if len(tr.skipped) > 0 {
-			fmt.Fprintf(w, "left out (%d):\n", len(tr.skipped))
-			for _, s := range tr.skipped {
+		if len(tr.Skipped) > 0 {
+			fmt.Fprintf(w, "left out (%d):\n", len(tr.Skipped))
+			for _, s := range tr.Skipped {
 				fmt.Fprintf(w, "  - %s: %s\n", s.Path, s.Reason)
 			}
 		}
-		if inPlace && tr.rootData > 0 {
-			fmt.Fprintf(w, "the %d bytes of %s's own data are replaced by the manifest (confd never reads a node with children)\n", tr.rootData, tr.source)
+		if inPlace && tr.RootData > 0 {
+			fmt.Fprintf(w, "the %d bytes of %s's own data are replaced by the manifest (confd never reads a node with children)\n", tr.RootData, tr.Source)
 		}
 	})
 }
 
-func nonNilSkipped(s []skippedNode) []skippedNode {
+func nonNilSkipped(s []publish.SkippedNode) []publish.SkippedNode {
 	if s == nil {
-		return []skippedNode{}
+		return []publish.SkippedNode{}
 	}
 	return s
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,41 +155,5 @@ func TestImportTree(t *testing.T) {
 	cli{t: t, zk: srv.ConnString(), root: "/lonely"}.run("import", "--from-tree", "/lonely").want(t, 2, "/lonely holds no key to import")
 	if after := snapshot(t, conn, "/myapp", "/copy", "/bad", "/lonely", layout.DefaultMeta); after != before {
 		t.Fatalf("a refused import wrote:\nbefore %s\nafter %s", before, after)
-	}
-}
-
-// TestImportTreeSeesChange: a tree that changes between its read and the
-// read of every node's version again is seen as changed (a value, a key
-// added, a key deleted), so import never publishes a mix of two states.
-func TestImportTreeSeesChange(t *testing.T) {
-	srv := startZK(t)
-	conn := srv.Connect(t, 10*time.Second)
-	confdTree(t, conn, "/app")
-	ctx := context.Background()
-	for _, change := range []struct {
-		name string
-		do   func() error
-		want string
-	}{
-		{"value", func() error { _, err := conn.Set("/app/database/host", []byte("db2"), -1); return err }, "/app/database/host changed"},
-		{"added", func() error {
-			_, err := conn.Create("/app/database/user", []byte("u"), 0, zk.WorldACL(zk.PermAll))
-			return err
-		}, "/app/database changed"},
-		{"deleted", func() error { return conn.Delete("/app/motd", -1) }, "/app changed"}, // its children first
-	} {
-		nodes, err := readNodes(ctx, conn, "/app")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := treeChanged(ctx, conn, "/app", nodes); err != nil || got != "" {
-			t.Fatalf("%s: before the change: %q %v", change.name, got, err)
-		}
-		if err := change.do(); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := treeChanged(ctx, conn, "/app", nodes); err != nil || got != change.want {
-			t.Errorf("%s: %q %v, want %q", change.name, got, err, change.want)
-		}
 	}
 }

@@ -60,7 +60,7 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 	// Found before the wait, which may end at the command's deadline.
 	undo := ""
 	if !res.Unchanged {
-		if prev, err := a.previousGeneration(ctx, cl, res.Generation); err != nil {
+		if prev, err := previousGeneration(ctx, p, res.Generation); err != nil {
 			a.log.Warn("cannot find the generation this publish replaced", "error", err)
 		} else if prev > 0 {
 			undo = a.rollbackCommandLine(cmd, prev)
@@ -86,19 +86,15 @@ func (a *app) reportAndWait(ctx context.Context, cmd *cobra.Command, p *publish.
 }
 
 // previousGeneration is the generation that was live before generation g
-// was published: the newest history entry below g (0: none). Every
-// history entry is a generation that was committed.
-func (a *app) previousGeneration(ctx context.Context, cl *zkclient.Client, g int64) (int64, error) {
-	names, err := zkclient.Call(ctx, func() ([]string, error) {
-		names, _, err := cl.Conn().Children(a.paths().History())
-		return names, err
-	})
+// was published: the newest retained generation below g (0: none).
+func previousGeneration(ctx context.Context, p *publish.Publisher, g int64) (int64, error) {
+	gens, err := p.Generations(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var prev int64
-	for _, n := range names {
-		if h, ok := layout.ParseHistoryName(n); ok && h < g && h > prev {
+	for _, h := range gens {
+		if h < g {
 			prev = h
 		}
 	}

@@ -2,26 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/cmd/confpush/internal/election"
-	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/cmd/confpush/internal/watch"
 	"github.com/zkconf/zkconf/internal/errlist"
-	"github.com/zkconf/zkconf/internal/watchdirs"
-	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/rollout"
-	"github.com/zkconf/zkconf/zkclient"
 )
 
 func (a *app) watchCommand() *cobra.Command {
@@ -88,17 +79,6 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err := errlist.Join(a.watchCanaryPlan(), publish.CheckIgnore(a.loadOptions())); err != nil {
 		return err
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watch %s: %w", dir, err)
-	}
-	// The sub-directories of the tree are watched too, as each read of
-	// the directory finds them.
-	watched := map[string]bool{dir: true}
 	cl, err := a.dial(ctx)
 	if err != nil {
 		return err
@@ -113,262 +93,42 @@ func (a *app) watch(ctx context.Context, dir string) error {
 		return usageError{err}
 	}
 	a.warnOpenRoot(cl.Conn())
-	host, _ := os.Hostname()
-	cand := election.New(cl, a.paths().Election(), []byte(fmt.Sprintf("%s pid %d", host, os.Getpid())), nil)
-	debounce := a.v.GetDuration("debounce")
-	opts := a.loadOptions()
-
-	for ctx.Err() == nil {
-		a.log.Info("campaigning for leadership", "election", a.paths().Election())
-		lead, err := cand.Campaign(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		a.log.Info("leading: publishing on changes", "node", lead.Node)
-		fmt.Fprintf(a.stdout, "leader (%s): watching %s\n", lead.Node, dir)
-		lost := a.lead(ctx, p, f, cl, lead, w, watched, dir, debounce, opts)
-		if lost != nil {
-			a.log.Warn("leadership lost; campaigning again", "reason", lost)
-			fmt.Fprintf(a.stdout, "leadership lost: %v\n", lost)
+	c := watch.Config{
+		Client: cl, Publisher: p, Fleet: f, Election: a.paths().Election(),
+		Dir: dir, Load: a.loadOptions(), Syntax: a.validating(),
+		Debounce: a.v.GetDuration("debounce"), Timeout: a.v.GetDuration("timeout"),
+		Supersede: a.v.GetBool("supersede"), AllowOldAgents: a.v.GetBool("allow-old-agents"),
+		AllowEmptyCanary: a.v.GetBool("allow-empty-canary"),
+		Out:              a.stdout, Log: a.log,
+		Ignored:  func(ignored []string) { ignoredLine(a.stdout, ignored, nil) },
+		Progress: func(ev rollout.Event, nSteps int) { driverLine(a.stdout, ev, nSteps) },
+	}
+	if sel, err := a.canarySelection(); err == nil {
+		if sel, rp, err := a.driverPlan(sel); err == nil && rp != nil {
+			c.Canary, c.Plan = sel, rp
 		}
 	}
-	return nil
+	return watch.Run(ctx, c)
 }
 
-// errLeadershipLost ends a term.
-var errLeadershipLost = errors.New("leadership lost")
-
-// lead publishes dir on every change while this process leads. It returns
-// when ctx ends (nil) or leadership is lost (the reason).
-func (a *app) lead(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, cl *zkclient.Client, lead election.Leadership,
-	w *fsnotify.Watcher, watched map[string]bool, dir string, debounce time.Duration, opts publish.LoadOptions) error {
-	sess := cl.Session()
-	publishNow := true // the directory may have changed while we did not lead
-	ws := &watchState{}
-	var timer <-chan time.Time
-	for {
-		// While disconnected, publishing is suspended: a pending
-		// publish waits for the session to come back (a write sent on a
-		// lost connection has an unknown outcome, which only the session
-		// can resolve).
-		if publishNow && !sess.Status().Connected {
-			a.log.Info("publish pending until reconnected")
-		}
-		if publishNow && sess.Status().Connected {
-			publishNow = false
-			err := a.publishDir(ctx, p, f, dir, opts, lead.Node, ws)
-			want := map[string]bool{dir: true}
-			for _, d := range ws.dirs {
-				want[filepath.Join(dir, d)] = true
-			}
-			if watchdirs.Sync(w, watched, want, func(d string, err error) {
-				a.log.Warn("sub-directory not watched", "dir", d, "error", err)
-			}) {
-				// A file written into a new sub-directory before its
-				// watch: read the directory again.
-				timer = time.After(debounce)
-			}
-			if err != nil {
-				var refused dirRefusedError
-				switch {
-				case errors.Is(err, publish.ErrFenced):
-					return fmt.Errorf("%w: %v", errLeadershipLost, err)
-				case errors.As(err, &refused):
-					a.log.Error("directory refused; nothing published (the next change is tried again)", "error", refused.err)
-					fmt.Fprintf(a.stdout, "publish refused: %v\n", refused.err)
-				case errors.As(err, new(*rollout.EmptySelectionError)):
-					a.log.Error("canary refused; nothing published (the next change is tried again)", "error", err)
-					fmt.Fprintf(a.stdout, "publish refused: %v\n", err)
-				default:
-					a.log.Error("publish failed", "error", err)
-					fmt.Fprintf(a.stdout, "publish failed: %v\n", err)
-				}
-			}
-		}
-		changed := sess.Changed()
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return errors.New("file watcher closed")
-			}
-			a.log.Debug("change", "path", ev.Name, "op", ev.Op.String())
-			timer = time.After(debounce)
-		case err := <-w.Errors:
-			a.log.Warn("file watch error", "error", err)
-		case <-timer:
-			timer = nil
-			publishNow = true
-		case <-changed:
-			if st := sess.Status(); st.Connected && !publishNow && st.Expiries > 0 && st.Epoch != lead.Epoch {
-				// A new session after an expiry: our election node is
-				// probably gone. With a publish pending, the fence on its
-				// commit decides; otherwise look, and campaign again if it
-				// is gone so this process stands by as a follower.
-				if ok, _, err := cl.Conn().Exists(lead.Node); err == nil && !ok {
-					return fmt.Errorf("%w: election node %s gone (session expired)", errLeadershipLost, lead.Node)
-				}
-			}
-		}
-	}
+// watchCanaryFlags registers watch's canary flags: each change becomes a
+// rollout the leader drives.
+func watchCanaryFlags(cmd *cobra.Command) {
+	canaryFlags(cmd)
+	driverFlags(cmd)
 }
 
-// watchState is what a leader remembers between its publishes.
-type watchState struct {
-	// known is the live generation this term published or already
-	// reported (0: none yet, at the start of a term).
-	known int64
-	// heldAt is the live rollback generation whose replaced content the
-	// directory was last found to hold (reported once).
-	heldAt int64
-	// drive is the canary rollout just started, for the leader to drive;
-	// aborted is the content of the last set its driver aborted (not
-	// published again until the directory changes).
-	drive   *watchRollout
-	aborted string
-	// ignored is the list of ignored entries last reported.
-	ignored string
-	// dirs are the sub-directories the last read of the directory found.
-	dirs []string
-}
-
-// dirRefusedError is a directory state that does not validate.
-type dirRefusedError struct{ err error }
-
-func (e dirRefusedError) Error() string { return e.err.Error() }
-func (e dirRefusedError) Unwrap() error { return e.err }
-
-// publishDir validates dir and publishes it fenced by the leader's node,
-// unless it equals the live generation (unchanged) or holds the content a
-// live rollback replaced (held back, see watchCommand). The publish
-// expects the live generation it judged, so the warning naming the
-// generation it replaces is true; a publish landing in between is judged
-// again.
-func (a *app) publishDir(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, dir string, opts publish.LoadOptions, fence string, ws *watchState) error {
-	c, err := publish.LoadDirContents(dir, opts)
-	items := c.Items
-	ws.dirs = c.Dirs
-	if ig := strings.Join(c.Ignored, ", "); ig != ws.ignored {
-		ws.ignored = ig
-		if ig != "" {
-			a.log.Info("ignoring files matching the ignore patterns", "files", ig)
-		}
-		ignoredLine(a.stdout, c.Ignored, nil)
-	}
-	if err == nil {
-		err = publish.Validate(items, publish.ValidateOptions{Syntax: a.validating()})
-	}
-	if err != nil {
-		return dirRefusedError{err}
-	}
-	pctx, cancel := context.WithTimeout(ctx, a.v.GetDuration("timeout"))
-	defer cancel()
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		err := a.publishJudged(pctx, p, f, items, fence, ws)
-		if err == nil && ws.drive != nil {
-			return a.watchDrive(ctx, p, f, fence, ws)
-		}
-		if !errors.Is(err, publish.ErrConflict) || attempt == attempts {
-			return err
-		}
-		a.log.Info("another publish landed while judging the directory; judging again", "error", err)
-	}
-}
-
-// publishJudged is one attempt of publishDir against the live generation.
-func (a *app) publishJudged(ctx context.Context, p *publish.Publisher, f *fleet.Fleet, items map[string][]byte, fence string, ws *watchState) error {
-	live, _, err := p.Current(ctx)
-	if errors.Is(err, publish.ErrNotPublished) {
-		live, err = nil, nil
-	}
+// watchCanaryPlan checks watch's canary flags: a canary from watch must be
+// driven (--auto or --steps), since a rollout left by hand would refuse
+// every later change.
+func (a *app) watchCanaryPlan() error {
+	sel, err := a.canarySelection()
 	if err != nil {
 		return err
 	}
-	var expect int64
-	if live != nil && !sameContent(items, live) {
-		expect = live.Generation
-		held, err := a.holdsReplaced(ctx, p, items, live)
-		if err != nil {
-			return err
-		}
-		if held {
-			if ws.heldAt != live.Generation {
-				ws.heldAt, ws.known = live.Generation, live.Generation
-				a.log.Warn("not republishing: the directory still holds the content the live rollback replaced; change the directory to publish again",
-					"live_generation", live.Generation, "rollback_of", live.RollbackOf, "replaced_generation", live.Generation-1)
-				fmt.Fprintf(a.stdout, "not republishing: live generation %d is a rollback to generation %d, and the directory still holds generation %d's content, which that rollback replaced; change the directory to publish it (or run 'confpush publish' on it to undo the rollback)\n",
-					live.Generation, live.RollbackOf, live.Generation-1)
-			}
-			return nil
-		}
-		if live.Generation != ws.known {
-			rollback := ""
-			if live.RollbackOf > 0 {
-				rollback = fmt.Sprintf(", a rollback to generation %d", live.RollbackOf)
-			}
-			a.log.Warn(fmt.Sprintf("the directory differs from live generation %d%s, which this watch did not publish: publishing the directory replaces generation %d",
-				live.Generation, rollback, live.Generation),
-				"replaces_generation", live.Generation, "published_by", live.Publisher, "published_at", live.PublishedAt)
-		}
+	if sel != nil && !a.v.GetBool("auto") && a.v.GetString("steps") == "" {
+		return usagef("watch --canary needs --auto or --steps: every change is a rollout the leader drives")
 	}
-	req := publish.Request{Items: items, Fence: fence, ExpectGeneration: expect, Supersede: a.v.GetBool("supersede"),
-		AllowOldAgents: a.v.GetBool("allow-old-agents")}
-	if skip := a.watchCanaryRequest(&req, live, ws); skip {
-		return nil
-	}
-	res, err := rollout.Start(ctx, p, f, req, a.v.GetBool("allow-empty-canary"))
-	if err != nil {
-		return err
-	}
-	if req.Canary != nil {
-		ws.drive = &watchRollout{res: res, items: items}
-	}
-	ws.known = res.Generation
-	switch {
-	case res.Unchanged:
-		fmt.Fprintf(a.stdout, "unchanged at generation %d\n", res.Generation)
-	case req.Canary != nil:
-		fmt.Fprintf(a.stdout, "started a canary rollout: candidate generation %d for selection %s (%d added, %d changed, %d removed)\n",
-			res.Generation, publish.DescribeSelection(*req.Canary), len(res.Added), len(res.Changed), len(res.Removed))
-	default:
-		fmt.Fprintf(a.stdout, "published generation %d (%d added, %d changed, %d removed)\n",
-			res.Generation, len(res.Added), len(res.Changed), len(res.Removed))
-	}
-	return nil
-}
-
-// holdsReplaced reports whether live is a rollback and items equal the
-// generation it replaced (the one before it).
-func (a *app) holdsReplaced(ctx context.Context, p *publish.Publisher, items map[string][]byte, live *manifest.Manifest) (bool, error) {
-	if live.RollbackOf == 0 {
-		return false, nil
-	}
-	hist, err := p.History(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, m := range hist {
-		if m.Generation == live.Generation-1 {
-			return sameContent(items, m), nil
-		}
-	}
-	return false, nil // not retained: nothing to compare with
-}
-
-// sameContent reports whether items are exactly m's items.
-func sameContent(items map[string][]byte, m *manifest.Manifest) bool {
-	if len(items) != len(m.Items) {
-		return false
-	}
-	for n, data := range items {
-		if !m.Matches(n, data) {
-			return false
-		}
-	}
-	return true
+	_, _, err = a.driverPlan(sel)
+	return err
 }
