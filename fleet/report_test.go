@@ -10,8 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/fleet"
-	"github.com/zkconf/zkconf/internal/zktest"
-	"github.com/zkconf/zkconf/internal/zktest/fleettest"
+	"github.com/zkconf/zkconf/fleet/fleettest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -19,7 +18,7 @@ import (
 // agent against generation 0 and fails a health check for the failing,
 // the gone and the incarnation-refusing agents, never a healthy one.
 func TestReport(t *testing.T) {
-	c := zktest.Start(t)
+	c := zooKeeper.For(t)
 	conn := c.Connect(t, 10*time.Second)
 	ctx := context.Background()
 	f := fleettest.Fleet(t, conn, root, paths.Meta)
