@@ -101,6 +101,37 @@ func run(ctx context.Context, servers []string, root string) error {
 	_, err = locked.Publish(ctx, publish.Request{Items: items})
 	fmt.Println("publish under a read-only node:", publishBranch(err))
 
+	// History: the retained generations, what each changed, and a set
+	// diffed against the live one, as confpush history --diff and diff do.
+	gens, err := p.Generations(ctx)
+	if err != nil {
+		return err
+	}
+	hist, err := p.History(ctx)
+	if err != nil {
+		return err
+	}
+	diffs, err := p.HistoryDiffs(ctx, hist)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("history: generations %v; 2 against %d changed %v\n", gens, diffs[2].Against, diffs[2].Changed)
+	d := publish.DiffSets(items, map[string][]byte{"app.json": items["app.json"]}, "live", "local")
+	fmt.Printf("diff: removed %v, empty %t\n", d.Removed, d.Empty())
+
+	// A key tree written with raw calls, as confd users have, read at one
+	// instant for an import.
+	for _, n := range []struct{ path, data string }{{"/legacy", ""}, {"/legacy/db", ""}, {"/legacy/db/host", "host"}} {
+		if _, err := conn.Create(n.path, []byte(n.data), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	tree, err := publish.ReadKeyTree(ctx, own, "/legacy")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("key tree: db/host=%q, %d skipped\n", tree.Items["db/host"], len(tree.Skipped))
+
 	// Follow the root, as an application does, on a client that replaces
 	// a refused connection itself.
 	client, err := zkclient.Dial(cfg)
@@ -157,6 +188,11 @@ func run(ctx context.Context, servers []string, root string) error {
 		return err
 	}
 	fmt.Println("fleet:", fleet.Summarize(agents, live))
+	rep, err := f.Report(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("report: live generation %d, failing %v\n", rep.Live.Generation, rep.Failing)
 
 	// A canary that selects no expected agent is refused, nothing written;
 	// a driver needs a rollout.
