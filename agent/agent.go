@@ -208,7 +208,7 @@ func equalSpec(a, b TargetSpec) bool {
 		fmt.Sprint(a.Items) == fmt.Sprint(b.Items) && a.Template == b.Template && a.Mode == b.Mode &&
 		a.UID == b.UID && a.GID == b.GID && a.Check == b.Check && a.Reload == b.Reload &&
 		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && a.Prefix == b.Prefix && a.DirMode == b.DirMode &&
-		equalSyntax(a, b)
+		a.Root == b.Root && slices.Equal(a.Roots, b.Roots) && equalSyntax(a, b)
 }
 
 // Outcome is the result of one Apply.

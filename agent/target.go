@@ -74,6 +74,12 @@ type TargetSpec struct {
 	// reads (confd.go).
 	Syntax string
 	Confd  ConfdResource
+
+	// Root is the name of the root the target renders, when the daemon
+	// follows several (Options.Roots); Roots are the other roots a
+	// template target reads, which make it render only cuts (roots.go).
+	Root  string
+	Roots []string
 }
 
 // target is a TargetSpec compiled for rendering, plus what it last applied.
