@@ -182,7 +182,7 @@ func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 	for _, t := range ts {
 		for _, old := range r.targets {
 			if equalSpec(old.spec, t.spec) {
-				t.applied, t.out, t.files, t.result = old.applied, old.out, old.files, old.result
+				t.applied, t.out, t.files, t.result, t.waiting = old.applied, old.out, old.files, old.result, old.waiting
 				// The writer remembers what it wrote: keeping it spares
 				// reading every file again.
 				t.dir = old.dir
@@ -270,7 +270,9 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 			r.applyTargets(ctx, rctx, snap, []*target{t}, &out)
 		}
 	} else {
-		r.applyTargets(ctx, rctx, snap, r.targets, &out)
+		for _, ts := range applyUnits(snap, r.targets) {
+			r.applyTargets(ctx, rctx, snap, ts, &out)
+		}
 	}
 	r.lastErr = out.Err
 	if out.Err == nil {
@@ -581,7 +583,7 @@ func (r *Renderer) Repair() []string {
 	defer r.publish()
 	var fixed []string
 	for _, t := range r.targets {
-		if t.applied == nil {
+		if t.applied == nil || t.waiting {
 			continue
 		}
 		if ok, err := t.matches(); err == nil && ok {
