@@ -121,23 +121,23 @@ const PendingReloadsFileName = "reload-pending.json"
 // Daemon follows a root and keeps every target rendered from its newest
 // generation: confagent's main loop.
 type Daemon struct {
-	log     *slog.Logger
-	zk *zkclient.Client
+	log *slog.Logger
+	zk  *zkclient.Client
 	// cache is the one root's cache (nil with several roots); follow is
 	// it or multi, the roots of a cache.Group.
-	cache   *cache.Cache
-	multi   *multiRoots
-	follow  follower
+	cache  *cache.Cache
+	multi  *multiRoots
+	follow follower
 	// statuses are the status nodes: one per root (one, unnamed, for
 	// the one root).
 	statuses []rootStatusNode
 	// rootApplied is, with several roots, the snapshot of each root whose
 	// targets all applied it (guarded by mu).
 	rootApplied map[string]*cache.Snapshot
-	r       *Renderer
-	metrics *Metrics
-	reconf  chan Options
-	mem     *memLimiter
+	r           *Renderer
+	metrics     *Metrics
+	reconf      chan Options
+	mem         *memLimiter
 
 	mu        sync.Mutex
 	opts      Options

@@ -231,7 +231,7 @@ func newRootsSnapshot(names []string, latest map[string]*cache.Snapshot, cut cac
 func (s *rootsSnapshot) Generation() int64 { return s.gen }
 
 // Names and Get read no root: every target reads its view (viewFor).
-func (s *rootsSnapshot) Names() []string            { return nil }
+func (s *rootsSnapshot) Names() []string           { return nil }
 func (s *rootsSnapshot) Get(string) ([]byte, bool) { return nil, false }
 
 // Zxid is the newest of the roots' zxids.

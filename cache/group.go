@@ -168,8 +168,8 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 		// root's), so replacing a pending one loses nothing.
 		rootUpdates:  make(chan map[string]*Snapshot, 1),
 		stateChanges: make(chan map[string]StateInfo, 1),
-		done:       make(chan struct{}),
-		loopDone:   make(chan struct{}),
+		done:         make(chan struct{}),
+		loopDone:     make(chan struct{}),
 	}
 	if o.client == nil {
 		cfg := *o.cfg
