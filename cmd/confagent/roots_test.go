@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/layout"
@@ -326,4 +329,134 @@ func TestTwoRootsIndependent(t *testing.T) {
 			t.Errorf("common's status lists target %s", r.Name)
 		}
 	}
+}
+
+// TestTwoRootsACLPerRoot: common is readable by identity "common" only,
+// web by "web" only; the agent's one session carries both (each root's
+// auth_file) and applies both roots, while either identity alone is
+// refused the other root.
+func TestTwoRootsACLPerRoot(t *testing.T) {
+	c := zktest.Start(t)
+	dir := t.TempDir()
+	creds := map[string]string{"common": "common:pw-c", "web": "web:pw-w"}
+	files := map[string]string{}
+	// The shared parents are open (as confpush init leaves them); each
+	// root and its bookkeeping belong to its identity.
+	admin := c.Connect(t, 4*time.Second)
+	for _, path := range []string{"/config", "/zkconf", "/zkconf/roots"} {
+		if _, err := admin.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &rootsEnv{dir: dir, out: filepath.Join(dir, "out"), cfg: filepath.Join(dir, "confagent.yaml"),
+		pubs: map[string]*publish.Publisher{}, log: &pubLog{gens: map[string]map[int64]rootsPub{}}}
+	for name, cred := range creds {
+		cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second, Auth: cred})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		user, pw, _ := strings.Cut(cred, ":")
+		p, err := publish.New(cl, rootPaths[name], publish.WithACL(zk.DigestACL(zk.PermAll, user, pw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.pubs[name], e.log.gens[name] = p, map[int64]rootsPub{}
+		files[name] = filepath.Join(dir, name+"-auth")
+		if err := os.WriteFile(files[name], []byte(cred+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.publish(t, "common", "common-1")
+	e.publish(t, "web", "web-1")
+	// Each identity alone is refused the other's root.
+	for name, cred := range creds {
+		other := map[string]string{"common": "web", "web": "common"}[name]
+		conn, _, err := zkclient.DialConn(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second, Auth: cred})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.Get(rootPaths[other]); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("identity %s reading root %s: %v, want NoAuth", name, other, err)
+		}
+		conn.Close()
+	}
+	writeAtomic(t, e.cfg, fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 4s
+roots:
+  common: {path: %s, auth_file: %s}
+  web: {path: %s, auth_file: %s}
+state_dir: %s
+agent_id: two-roots
+http: {listen: ""}
+targets:
+  - {name: common-v, type: file, root: common, item: v, dest: %s}
+  - {name: web-v, type: file, root: web, item: v, dest: %s}
+`, strings.Join(c.Addrs(), ", "), rootPaths["common"], files["common"], rootPaths["web"], files["web"],
+		filepath.Join(dir, "state"), filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+	e.start(t)
+	for _, name := range []string{"common", "web"} {
+		waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 1 })
+		if b, err := os.ReadFile(filepath.Join(e.out, name+".v")); err != nil || string(b) != name+"-1" {
+			t.Errorf("%s.v = %q, %v", name, b, err)
+		}
+	}
+}
+
+// TestTwoRootsRestart: a restarted agent with ZooKeeper down renders each
+// root's targets from that root's state file (state_dir/NAME/) at once,
+// keeps the template over both roots as it was (files persisted apart are
+// not known to be a cut), and renders it again at the first cut once
+// ZooKeeper is back.
+func TestTwoRootsRestart(t *testing.T) {
+	c := zktest.Start(t)
+	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	e := newRootsEnv(t, cl)
+	e.publish(t, "common", "common-1")
+	e.publish(t, "web", "web-1")
+	tmpl := filepath.Join(e.dir, "both.tmpl")
+	if err := os.WriteFile(tmpl, []byte(`{{ item "common" "v" }} {{ item "v" }}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	both := filepath.Join(e.out, "both.conf")
+	e.config(t, c, "", fmt.Sprintf(`  - {name: both, type: template, root: web, roots: [common], src: %s, dest: %s}
+  - {name: common-v, type: file, root: common, item: v, dest: %s}
+  - {name: web-v, type: file, root: web, item: v, dest: %s}
+`, tmpl, both, filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+	p := e.start(t)
+	waitRootStatus(t, c, rootPaths["web"], func(s agent.Status) bool { return s.Generation == 1 })
+	waitFileContent(t, both, "common-1 web-1")
+	for _, name := range []string{"common", "web"} {
+		if _, err := os.Stat(filepath.Join(e.dir, "state", name, agent.StateFileName)); err != nil {
+			t.Errorf("root %s's state file: %v", name, err)
+		}
+	}
+	p.kill()
+	cl.Close()
+	c.Stop(0)
+	for _, f := range []string{"common.v", "web.v"} {
+		if err := os.Remove(filepath.Join(e.out, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(both, []byte("kept"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	p = e.start(t)
+	p.waitLog(t, "applied")
+	for _, name := range []string{"common", "web"} {
+		if b, err := os.ReadFile(filepath.Join(e.out, name+".v")); err != nil || string(b) != name+"-1" {
+			t.Errorf("%s.v from the state file with ZooKeeper down = %q, %v", name, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(both); string(b) != "kept" {
+		t.Errorf("the template over both roots was rendered without a cut: %q", b)
+	}
+	c.StartServer(0)
+	waitFileContent(t, both, "common-1 web-1")
 }
