@@ -583,6 +583,9 @@ func (d *Daemon) publishStatus() {
 	fn := d.opts.OnStatus
 	d.mu.Unlock()
 	s := d.Status()
+	if d.multi != nil {
+		d.rootMetrics()
+	}
 	for _, n := range d.statuses {
 		if n.root.Name == "" {
 			n.node.update(d.nodeStatus(s))

@@ -456,3 +456,19 @@ func (d *Daemon) noteRootsApplied(snap Snapshot) {
 		}
 	}
 }
+
+// rootMetrics sets the per-root series from each root's state and what
+// its targets applied.
+func (d *Daemon) rootMetrics() {
+	states := d.multi.g.States()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range d.multi.names {
+		var applied int64
+		if l := d.rootApplied[name]; l != nil {
+			applied = l.Generation()
+		}
+		st := states[name]
+		d.metrics.setRoot(name, applied, st.Generation, st.State == cache.StateLive)
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -395,11 +398,57 @@ targets:
   - {name: web-v, type: file, root: web, item: v, dest: %s}
 `, strings.Join(c.Addrs(), ", "), rootPaths["common"], files["common"], rootPaths["web"], files["web"],
 		filepath.Join(dir, "state"), filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
-	e.start(t)
+	p := e.start(t)
 	for _, name := range []string{"common", "web"} {
 		waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 1 })
 		if b, err := os.ReadFile(filepath.Join(e.out, name+".v")); err != nil || string(b) != name+"-1" {
 			t.Errorf("%s.v = %q, %v", name, b, err)
+		}
+	}
+	p.kill()
+
+	// Without web's identity: common is applied, and /readyz and the
+	// metrics name web as the root that is not live.
+	cfg, _ := os.ReadFile(e.cfg)
+	writeAtomic(t, e.cfg, strings.Replace(strings.Replace(string(cfg), ", auth_file: "+files["web"], "", 1),
+		`http: {listen: ""}`, "http: {listen: \"127.0.0.1:0\"}\nstale_after: 1s", 1))
+	if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	g := e.publish(t, "common", "common-2")
+	p = e.start(t)
+	addr := p.waitText(t, regexp.MustCompile(`msg="http listening" addr=(\S+)`))[1]
+	waitRootStatus(t, c, rootPaths["common"], func(s agent.Status) bool { return s.Generation == g })
+	var body string
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "no live ZooKeeper view") {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("/readyz never failed for the root without its identity: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(100 * time.Millisecond) // the staleness limit is a duration: nothing to wait on
+	}
+	if !strings.Contains(body, "root web (/config/web)") {
+		t.Errorf("/readyz does not name root web: %s", body)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`zkconf_agent_root_live{root="common"} 1`, `zkconf_agent_root_live{root="web"} 0`,
+		fmt.Sprintf(`zkconf_agent_root_generation{root="common"} %d`, g)} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
