@@ -319,7 +319,7 @@ func (d *Daemon) Close() error {
 // daemon. Targets, apply mode, staleness, memory limits and
 // StatusCommandOutput change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id, labels, incarnation policy) keep their running values and are listed in
+// roots, state dir, agent id, labels, incarnation policy) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -332,7 +332,7 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 	if o.ZK.SessionTimeout != cur.ZK.SessionTimeout {
 		needRestart = append(needRestart, "zookeeper.session_timeout")
 	}
-	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
+	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "roots": !slices.Equal(o.Roots, cur.Roots), "meta": o.Meta != cur.Meta,
 		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
 		"labels":      !maps.Equal(o.Labels, cur.Labels),
 		"incarnation": o.Incarnation != cur.Incarnation} {

@@ -980,3 +980,15 @@ targets:
 		`targets[2].src: the template reads root "nope", which the target does not list in roots`,
 	})
 }
+
+// TestExampleRoots keeps examples/roots loadable: two roots, a target of
+// the shared one and a template over both.
+func TestExampleRoots(t *testing.T) {
+	c, err := Load("../../examples/roots/confagent.yaml")
+	if err != nil {
+		t.Fatalf("examples/roots does not load: %v", err)
+	}
+	if len(c.Roots) != 2 || c.Targets[1].Root != "web" || !slices.Equal(c.Targets[1].Roots, []string{"common"}) {
+		t.Errorf("examples/roots: roots %+v, targets %+v", c.Roots, c.Targets)
+	}
+}
