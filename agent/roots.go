@@ -272,15 +272,6 @@ func (s *rootsSnapshot) bytes() int64 {
 	return n
 }
 
-// rootGenerations returns each root's newest generation.
-func (s *rootsSnapshot) rootGenerations() map[string]int64 {
-	g := make(map[string]int64, len(s.latest))
-	for name, l := range s.latest {
-		g[name] = l.Generation()
-	}
-	return g
-}
-
 // rootsView is the snapshot a template that reads several roots renders:
 // its own root's snapshot of a cut, and the other roots it lists
 // (template.RootSnapshot).
@@ -331,8 +322,8 @@ func viewFor(snap Snapshot, spec TargetSpec) (Snapshot, error) {
 	return v, nil
 }
 
-// newGroup starts the group of opts.Roots on client's session, each root
-// with its own state file (StateDir/NAME/snapshot.state).
+// rootOptions are root name's own cache options: its state file
+// (StateDir/NAME/snapshot.state).
 func rootOptions(opts Options, name string) []cache.Option {
 	var o []cache.Option
 	if !opts.NoPersist {

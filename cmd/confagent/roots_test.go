@@ -29,7 +29,6 @@ import (
 // rootsEnv is a ZooKeeper with two roots, common and web, a publisher on
 // each, and a confagent configuration following both.
 type rootsEnv struct {
-	c    *zktest.Cluster
 	dir  string
 	out  string
 	cfg  string
