@@ -289,6 +289,15 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 // Cache returns the daemon's cache; nil when it follows several roots.
 func (d *Daemon) Cache() *cache.Cache { return d.cache }
 
+// updates returns what delivers new snapshots: one root's cache delivers
+// *cache.Snapshot, several roots their combination; the other is nil.
+func (d *Daemon) updates() (<-chan *cache.Snapshot, <-chan Snapshot) {
+	if d.multi != nil {
+		return nil, d.multi.updates
+	}
+	return d.cache.Updates(), nil
+}
+
 // current returns the newest snapshot to apply, nil before any.
 func (d *Daemon) current() Snapshot {
 	if d.multi != nil {
@@ -453,15 +462,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if !apply(d.current(), true) {
 		return nil
 	}
-	// One root's cache delivers *cache.Snapshot, several roots their
-	// combination; one of the two channels is nil.
-	var cacheUpdates <-chan *cache.Snapshot
-	var rootsUpdates <-chan Snapshot
-	if d.multi != nil {
-		rootsUpdates = d.multi.updates
-	} else {
-		cacheUpdates = d.cache.Updates()
-	}
+	cacheUpdates, rootsUpdates := d.updates()
 	arrived := func(snap Snapshot) bool {
 		d.metrics.setCacheGeneration(snap.Generation())
 		if snap == last {
@@ -628,13 +629,7 @@ func (d *Daemon) Once(ctx context.Context) (Outcome, error) {
 func (d *Daemon) waitLive(ctx context.Context) (Snapshot, error) {
 	start := time.Now()
 	said := ""
-	var cacheUpdates <-chan *cache.Snapshot
-	var rootsUpdates <-chan Snapshot
-	if d.multi != nil {
-		rootsUpdates = d.multi.updates
-	} else {
-		cacheUpdates = d.cache.Updates()
-	}
+	cacheUpdates, rootsUpdates := d.updates()
 	for {
 		st := d.follow.State()
 		if st.State == cache.StateLive {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,40 +129,38 @@ targets:
 %s`, strings.Join(c.Addrs(), ", "), rootPaths["common"], rootPaths["web"], filepath.Join(e.dir, "state"), extra, targets))
 }
 
+// vTargets are two file targets, item v of each root to out/ROOT.v;
+// webExtra (YAML flow-mapping entries) is added to web's.
+func (e *rootsEnv) vTargets(webExtra string) string {
+	if webExtra != "" {
+		webExtra = ", " + webExtra
+	}
+	return fmt.Sprintf("  - {name: common-v, type: file, root: common, item: v, dest: %s}\n"+
+		"  - {name: web-v, type: file, root: web, item: v, dest: %s%s}\n",
+		filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v"), webExtra)
+}
+
 func (e *rootsEnv) start(t *testing.T) *proc {
 	t.Helper()
 	return (&env{cfgPath: e.cfg}).start(t)
 }
 
-// waitRootStatus waits (a watch, no polling) until root name's status
-// node of the agent satisfies ok.
+// waitRootStatus waits (a watch, no polling) until root's status node of
+// the agent satisfies ok.
 func waitRootStatus(t *testing.T, c *zktest.Cluster, root string, ok func(agent.Status) bool) agent.Status {
 	t.Helper()
-	conn := c.Connect(t, 4*time.Second)
-	defer conn.Close()
-	path := layout.New(root, layout.DefaultMeta).StatusNode("two-roots")
-	timeout := time.After(2 * time.Minute)
-	var st agent.Status
-	for {
-		found, _, ev, err := conn.ExistsW(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if found {
-			b, _, gev, err := conn.GetW(path)
-			if err == nil && json.Unmarshal(b, &st) == nil && ok(st) {
-				return st
-			}
-			if err == nil {
-				ev = gev
-			}
-		}
-		select {
-		case <-ev:
-		case <-timeout:
-			t.Fatalf("root %s: the agent never reported the awaited status (last %+v)", root, st)
-		}
+	return waitStatusNode(t, c, layout.New(root, layout.DefaultMeta).StatusNode("two-roots"), ok)
+}
+
+// dialRoots is a Client on c (closed with the test), with creds if set.
+func dialRoots(t *testing.T, c *zktest.Cluster, creds string) *zkclient.Client {
+	t.Helper()
+	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second, Auth: creds})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // TestTwoRootsTemplateRendersOnlyCuts: an agent follows common and web;
@@ -175,11 +172,7 @@ func waitRootStatus(t *testing.T, c *zktest.Cluster, root string, ok func(agent.
 // of both end up rendered.
 func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
 	c := zktest.Start(t)
-	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)
 	e.publish(t, "common", "common-0")
 	e.publish(t, "web", "web-0")
@@ -195,18 +188,7 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
     src: %s
     dest: %s
     reload: cat %s >> %s && echo >> %s
-  - name: common-v
-    type: file
-    root: common
-    item: v
-    dest: %s
-  - name: web-v
-    type: file
-    root: web
-    item: v
-    dest: %s
-`, tmpl, filepath.Join(e.out, "both.conf"), filepath.Join(e.out, "both.conf"), seen, seen,
-		filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+%s`, tmpl, filepath.Join(e.out, "both.conf"), filepath.Join(e.out, "both.conf"), seen, seen, e.vTargets("")))
 	p := e.start(t)
 	waitRootStatus(t, c, rootPaths["web"], func(s agent.Status) bool { return s.Generation >= 1 })
 
@@ -289,26 +271,11 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
 // status node says so) while web's output stays as it was.
 func TestTwoRootsIndependent(t *testing.T) {
 	c := zktest.Start(t)
-	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)
 	e.publish(t, "common", "common-1")
 	e.publish(t, "web", "web-1")
-	e.config(t, c, "apply: all", fmt.Sprintf(`  - name: common-v
-    type: file
-    root: common
-    item: v
-    dest: %s
-  - name: web-v
-    type: file
-    root: web
-    item: v
-    dest: %s
-    check: "! grep -q bad {{.src}}"
-`, filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+	e.config(t, c, "apply: all", e.vTargets(`check: "! grep -q bad {{.src}}"`))
 	e.start(t)
 	waitRootStatus(t, c, rootPaths["web"], func(s agent.Status) bool { return s.Generation == 1 })
 	waitRootStatus(t, c, rootPaths["common"], func(s agent.Status) bool { return s.Generation == 1 })
@@ -353,11 +320,7 @@ func TestTwoRootsACLPerRoot(t *testing.T) {
 	e := &rootsEnv{dir: dir, out: filepath.Join(dir, "out"), cfg: filepath.Join(dir, "confagent.yaml"),
 		pubs: map[string]*publish.Publisher{}, log: &pubLog{gens: map[string]map[int64]rootsPub{}}}
 	for name, cred := range creds {
-		cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second, Auth: cred})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
+		cl := dialRoots(t, c, cred)
 		user, pw, _ := strings.Cut(cred, ":")
 		p, err := publish.New(cl, rootPaths[name], publish.WithACL(zk.DigestACL(zk.PermAll, user, pw)))
 		if err != nil {
@@ -393,10 +356,8 @@ state_dir: %s
 agent_id: two-roots
 http: {listen: ""}
 targets:
-  - {name: common-v, type: file, root: common, item: v, dest: %s}
-  - {name: web-v, type: file, root: web, item: v, dest: %s}
-`, strings.Join(c.Addrs(), ", "), rootPaths["common"], files["common"], rootPaths["web"], files["web"],
-		filepath.Join(dir, "state"), filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+%s`, strings.Join(c.Addrs(), ", "), rootPaths["common"], files["common"], rootPaths["web"], files["web"],
+		filepath.Join(dir, "state"), e.vTargets("")))
 	p := e.start(t)
 	for _, name := range []string{"common", "web"} {
 		waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 1 })
@@ -459,11 +420,7 @@ targets:
 // ZooKeeper is back.
 func TestTwoRootsRestart(t *testing.T) {
 	c := zktest.Start(t)
-	cl, err := zkclient.Dial(zkclient.Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)
 	e.publish(t, "common", "common-1")
 	e.publish(t, "web", "web-1")
@@ -473,9 +430,7 @@ func TestTwoRootsRestart(t *testing.T) {
 	}
 	both := filepath.Join(e.out, "both.conf")
 	e.config(t, c, "", fmt.Sprintf(`  - {name: both, type: template, root: web, roots: [common], src: %s, dest: %s}
-  - {name: common-v, type: file, root: common, item: v, dest: %s}
-  - {name: web-v, type: file, root: web, item: v, dest: %s}
-`, tmpl, both, filepath.Join(e.out, "common.v"), filepath.Join(e.out, "web.v")))
+%s`, tmpl, both, e.vTargets("")))
 	p := e.start(t)
 	waitRootStatus(t, c, rootPaths["web"], func(s agent.Status) bool { return s.Generation == 1 })
 	waitFileContent(t, both, "common-1 web-1")

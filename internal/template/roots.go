@@ -60,69 +60,29 @@ func (st *execState) itemArgs(helper string, args []string) (Snapshot, string, e
 // fails that render.
 func (t *Template) RootRefs() []string {
 	var out []string
-	add := func(n parse.Node) {
-		if s, ok := n.(*parse.StringNode); ok && !slices.Contains(out, s.Text) {
-			out = append(out, s.Text)
+	walkNodes(t.tmpl, func(n parse.Node) {
+		p, ok := n.(*parse.PipeNode)
+		if !ok || p == nil {
+			return
 		}
-	}
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
+		for i, c := range p.Cmds {
+			// A command after the first gets the pipeline's value as its
+			// last argument.
+			piped := 0
+			if i > 0 {
+				piped = 1
+			}
+			id, ok := c.Args[0].(*parse.IdentifierNode)
+			if !ok {
+				continue
+			}
+			if base, ok := rootHelpers[id.Ident]; ok && len(c.Args)-1+piped == base+1 {
+				if s, ok := c.Args[1].(*parse.StringNode); ok && !slices.Contains(out, s.Text) {
+					out = append(out, s.Text)
 				}
 			}
-		case *parse.ActionNode:
-			walk(n.Pipe)
-		case *parse.PipeNode:
-			if n == nil {
-				return
-			}
-			for i, c := range n.Cmds {
-				// A command after the first gets the pipeline's value as
-				// its last argument.
-				piped := 0
-				if i > 0 {
-					piped = 1
-				}
-				if id, ok := c.Args[0].(*parse.IdentifierNode); ok {
-					if base, ok := rootHelpers[id.Ident]; ok && len(c.Args)-1+piped == base+1 {
-						add(c.Args[1])
-					}
-				}
-				for _, a := range c.Args {
-					walk(a)
-				}
-			}
-		case *parse.CommandNode:
-			for _, a := range n.Args {
-				walk(a)
-			}
-		case *parse.ChainNode:
-			walk(n.Node)
-		case *parse.IfNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.TemplateNode:
-			walk(n.Pipe)
 		}
-	}
-	for _, tt := range t.tmpl.Templates() {
-		if tt.Tree != nil {
-			walk(tt.Tree.Root)
-		}
-	}
+	})
 	slices.Sort(out)
 	return out
 }

@@ -211,11 +211,21 @@ func (t *Template) Limits() Limits { return t.limits }
 // stringLiterals collects the string constants of every template in t.
 func stringLiterals(t *texttemplate.Template) map[string]bool {
 	out := map[string]bool{}
+	walkNodes(t, func(n parse.Node) {
+		if s, ok := n.(*parse.StringNode); ok {
+			out[s.Text] = true
+		}
+	})
+	return out
+}
+
+// walkNodes calls visit for every node of every template in t that an
+// action can hold (pipelines, commands, their arguments), parents first.
+func walkNodes(t *texttemplate.Template, visit func(parse.Node)) {
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
+		visit(n)
 		switch n := n.(type) {
-		case *parse.StringNode:
-			out[n.Text] = true
 		case *parse.ListNode:
 			if n != nil {
 				for _, c := range n.Nodes {
@@ -257,7 +267,6 @@ func stringLiterals(t *texttemplate.Template) map[string]bool {
 			walk(tt.Tree.Root)
 		}
 	}
-	return out
 }
 
 // Name returns the template's name.
