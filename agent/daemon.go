@@ -273,6 +273,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		for _, r := range roots {
 			fl, err := fleet.New(client, r.Path, fleet.WithMeta(meta))
 			if err != nil {
+				d.stopConn()
 				_ = d.follow.Close()
 				client.Close()
 				return nil, err
