@@ -182,7 +182,7 @@ func (r *Renderer) configure(specs []TargetSpec, mode ApplyMode) error {
 	for _, t := range ts {
 		for _, old := range r.targets {
 			if equalSpec(old.spec, t.spec) {
-				t.applied, t.out, t.files, t.result = old.applied, old.out, old.files, old.result
+				t.applied, t.out, t.files, t.result, t.waiting = old.applied, old.out, old.files, old.result, old.waiting
 				// The writer remembers what it wrote: keeping it spares
 				// reading every file again.
 				t.dir = old.dir
@@ -208,7 +208,7 @@ func equalSpec(a, b TargetSpec) bool {
 		fmt.Sprint(a.Items) == fmt.Sprint(b.Items) && a.Template == b.Template && a.Mode == b.Mode &&
 		a.UID == b.UID && a.GID == b.GID && a.Check == b.Check && a.Reload == b.Reload &&
 		a.FollowSymlink == b.FollowSymlink && a.MissingKey == b.MissingKey && a.Prefix == b.Prefix && a.DirMode == b.DirMode &&
-		equalSyntax(a, b)
+		a.Root == b.Root && slices.Equal(a.Roots, b.Roots) && equalSyntax(a, b)
 }
 
 // Outcome is the result of one Apply.
@@ -270,7 +270,9 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 			r.applyTargets(ctx, rctx, snap, []*target{t}, &out)
 		}
 	} else {
-		r.applyTargets(ctx, rctx, snap, r.targets, &out)
+		for _, ts := range applyUnits(snap, r.targets) {
+			r.applyTargets(ctx, rctx, snap, ts, &out)
+		}
 	}
 	r.lastErr = out.Err
 	if out.Err == nil {
@@ -642,7 +644,7 @@ func (r *Renderer) Repair() []string {
 	defer r.publish()
 	var fixed []string
 	for _, t := range r.targets {
-		if t.applied == nil {
+		if t.applied == nil || t.waiting {
 			continue
 		}
 		if ok, err := t.matches(); err == nil && ok {

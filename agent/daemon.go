@@ -28,7 +28,13 @@ import (
 // Options configure a Daemon. cmd/confagent builds them from the YAML
 // configuration; embedders can build them directly.
 type Options struct {
+	// Root is the ZooKeeper path of the root the daemon follows; Roots,
+	// when it names two or more, replaces it: the daemon follows them all
+	// on its one session (a cache.Group), each target renders the root it
+	// names (TargetSpec.Root), and a template that reads several renders
+	// only cuts.
 	Root    string
+	Roots   []RootSpec
 	Meta    string
 	ZK      zkclient.Config
 	AgentID string
@@ -116,14 +122,23 @@ const PendingReloadsFileName = "reload-pending.json"
 // Daemon follows a root and keeps every target rendered from its newest
 // generation: confagent's main loop.
 type Daemon struct {
-	log     *slog.Logger
-	zk      *zkclient.Client
-	cache   *cache.Cache
-	status  *statusNode
-	r       *Renderer
-	metrics *Metrics
-	reconf  chan Options
-	mem     *memLimiter
+	log *slog.Logger
+	zk  *zkclient.Client
+	// cache is the one root's cache (nil with several roots); follow is
+	// it or multi, the roots of a cache.Group.
+	cache  *cache.Cache
+	multi  *multiRoots
+	follow follower
+	// statuses are the status nodes: one per root (one, unnamed, for
+	// the one root).
+	statuses []rootStatusNode
+	// rootApplied is, with several roots, the snapshot of each root whose
+	// targets all applied it (guarded by mu).
+	rootApplied map[string]*cache.Snapshot
+	r           *Renderer
+	metrics     *Metrics
+	reconf      chan Options
+	mem         *memLimiter
 
 	mu        sync.Mutex
 	opts      Options
@@ -165,6 +180,13 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
+		if len(opts.Roots) > 1 {
+			for _, r := range opts.Roots {
+				if err := os.MkdirAll(rootStateDir(opts.StateDir, r.Name), 0o700); err != nil {
+					return nil, fmt.Errorf("state dir: %w", err)
+				}
+			}
+		}
 	}
 	d := &Daemon{log: log, opts: opts, reconf: make(chan Options, 1), mem: newMemLimiter(log, opts.MemoryLimit, nil),
 		shutdownGrace: defaultShutdownGrace, connWake: make(chan struct{})}
@@ -202,17 +224,7 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.zk = client
 	meta := cmp.Or(opts.Meta, layout.DefaultMeta)
-	// The root's fleet, for the status-ACL document its status node
-	// follows.
-	fl, err := fleet.New(client, opts.Root, fleet.WithMeta(meta))
-	if err != nil {
-		client.Close()
-		return nil, err
-	}
 	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation)}
-	if !opts.NoPersist {
-		copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
-	}
 	if opts.Meta != "" {
 		copts = append(copts, cache.WithMeta(opts.Meta))
 	}
@@ -227,12 +239,24 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		// when the rollout's selection picks this agent.
 		copts = append(copts, cache.WithLabels(opts.AgentID, d.labels(opts)))
 	}
-	c, err := cache.New(ctx, opts.Root, copts...)
-	if err != nil {
-		client.Close()
-		return nil, err
+	if len(opts.Roots) > 1 {
+		m, err := startGroup(ctx, opts, copts)
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		d.multi, d.follow = m, m
+	} else {
+		if !opts.NoPersist {
+			copts = append(copts, cache.WithStateFile(filepath.Join(opts.StateDir, StateFileName)))
+		}
+		c, err := cache.New(ctx, opts.Root, copts...)
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		d.cache, d.follow = c, c
 	}
-	d.cache = c
 	d.stopConn = d.watchConnection()
 	d.registerIncarnationMetrics()
 	acl := opts.ACL
@@ -240,15 +264,52 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 		acl = zk.WorldACL(zk.PermAll)
 	}
 	if opts.AgentID != "" {
-		d.status = newStatusNode(client, fl, layout.New(opts.Root, meta), opts.AgentID, acl, log)
-		d.status.reg, d.status.onChange = d.registration, d.onConflict
-		d.status.authUser, _, _ = strings.Cut(opts.ZK.Auth, ":")
+		// One status node per root, each following its root's fleet (the
+		// status-ACL document) and named after the identity that reads
+		// the root.
+		roots := opts.Roots
+		if len(roots) < 2 {
+			roots = []RootSpec{{Path: opts.Root}}
+		}
+		for _, r := range roots {
+			fl, err := fleet.New(client, r.Path, fleet.WithMeta(meta))
+			if err != nil {
+				d.stopConn()
+				_ = d.follow.Close()
+				client.Close()
+				return nil, err
+			}
+			n := newStatusNode(client, fl, layout.New(r.Path, meta), opts.AgentID, acl, log)
+			n.reg, n.onChange = d.registration, d.onConflict
+			n.authUser, _, _ = strings.Cut(cmp.Or(r.Auth, opts.ZK.Auth), ":")
+			d.statuses = append(d.statuses, rootStatusNode{root: r, node: n})
+		}
 	}
 	return d, nil
 }
 
-// Cache returns the daemon's cache.
+// Cache returns the daemon's cache; nil when it follows several roots.
 func (d *Daemon) Cache() *cache.Cache { return d.cache }
+
+// updates returns what delivers new snapshots: one root's cache delivers
+// *cache.Snapshot, several roots their combination; the other is nil.
+func (d *Daemon) updates() (<-chan *cache.Snapshot, <-chan Snapshot) {
+	if d.multi != nil {
+		return nil, d.multi.updates
+	}
+	return d.cache.Updates(), nil
+}
+
+// current returns the newest snapshot to apply, nil before any.
+func (d *Daemon) current() Snapshot {
+	if d.multi != nil {
+		return d.multi.current()
+	}
+	if s := d.cache.Snapshot(); s != nil {
+		return s
+	}
+	return nil
+}
 
 // Renderer returns the daemon's renderer.
 func (d *Daemon) Renderer() *Renderer { return d.r }
@@ -260,7 +321,7 @@ func (d *Daemon) Metrics() *Metrics { return d.metrics }
 // ephemeral, goes with it).
 func (d *Daemon) Close() error {
 	d.stopConn()
-	err := d.cache.Close()
+	err := d.follow.Close()
 	d.zk.Close()
 	return err
 }
@@ -269,7 +330,7 @@ func (d *Daemon) Close() error {
 // daemon. Targets, apply mode, staleness, memory limits and
 // StatusCommandOutput change live. Settings
 // that need a restart (ZooKeeper servers and session timeout, root, meta,
-// state dir, agent id, labels, incarnation policy) keep their running values and are listed in
+// roots, state dir, agent id, labels, incarnation policy) keep their running values and are listed in
 // needRestart. A configuration whose targets do not compile is rejected
 // with err and the running one stays.
 func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
@@ -282,7 +343,7 @@ func (d *Daemon) Reconfigure(o Options) (needRestart []string, err error) {
 	if o.ZK.SessionTimeout != cur.ZK.SessionTimeout {
 		needRestart = append(needRestart, "zookeeper.session_timeout")
 	}
-	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "meta": o.Meta != cur.Meta,
+	for k, changed := range map[string]bool{"root": o.Root != cur.Root, "roots": !slices.Equal(o.Roots, cur.Roots), "meta": o.Meta != cur.Meta,
 		"state_dir": o.StateDir != cur.StateDir, "agent_id": o.AgentID != cur.AgentID,
 		"labels":      !maps.Equal(o.Labels, cur.Labels),
 		"incarnation": o.Incarnation != cur.Incarnation} {
@@ -318,10 +379,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if drift != nil {
 		defer drift.close()
 	}
-	if d.status != nil {
+	for _, n := range d.statuses {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		go d.status.run(sctx)
-		defer func() { cancel(); <-d.status.done }()
+		go n.node.run(sctx)
+		defer func() { cancel(); <-n.node.done }()
 	}
 	// Failures that are not the generation's fault (a failed reload, a
 	// full disk, a failed write) are retried from this loop; the wait ends
@@ -354,8 +415,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// failed through a burst of publishes still notices a fix within about
 	// a second of the last one. It returns false when Run must return at
 	// once: stopping, with a render that does not end.
-	var last *cache.Snapshot // the snapshot apply was last given
-	apply := func(snap *cache.Snapshot, fresh bool) bool {
+	var last Snapshot // the snapshot apply was last given
+	apply := func(snap Snapshot, fresh bool) bool {
 		if snap == nil {
 			return true
 		}
@@ -381,7 +442,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		rearmSweep()
 		if !out.Skipped {
-			d.mem.observe(snapshotBytes(snap))
+			d.noteRootsApplied(snap)
+			if rs, ok := snap.(*rootsSnapshot); ok {
+				d.mem.observe(rs.bytes())
+			} else {
+				d.mem.observe(snapshotBytes(snap))
+			}
 			d.publishStatus()
 			d.logTimings(ctx, snap, applied)
 			if d.opts.OnApply != nil {
@@ -394,9 +460,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer q.stop()
 	d.r.stopOn(ctx.Done())
 	defer d.startTimer()()
-	d.onState(d.cache.State())
-	if !apply(d.cache.Snapshot(), true) {
+	d.onState(d.follow.State())
+	if !apply(d.current(), true) {
 		return nil
+	}
+	cacheUpdates, rootsUpdates := d.updates()
+	arrived := func(snap Snapshot) bool {
+		d.metrics.setCacheGeneration(snap.Generation())
+		if snap == last {
+			return true // applied already (a retry or a timer read it first)
+		}
+		return !q.arrived(snap, d.log) || apply(snap, true)
 	}
 	// confagent adopt leaves its request in the state dir; it is looked
 	// for at start and then every few seconds (a stat).
@@ -413,27 +487,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-d.cache.Done():
+		case <-d.follow.Done():
 			return errors.New("cache stopped")
 		case <-connC:
 			// ZooKeeper became unreachable, or reachable again: /status,
 			// the status callback and systemd's STATUS= say so.
 			d.publishStatus()
-		case snap := <-d.cache.Updates():
-			d.metrics.setCacheGeneration(snap.Generation())
-			if snap == last {
-				continue // applied already (a retry or a timer read it first)
+		case snap := <-cacheUpdates:
+			if !arrived(snap) {
+				return nil
 			}
-			if q.arrived(snap, d.log) && !apply(snap, true) {
+		case snap := <-rootsUpdates:
+			if !arrived(snap) {
 				return nil
 			}
 		case <-q.C():
 			// The newest generation, whichever arrived last.
 			q.fired()
-			if !apply(d.cache.Snapshot(), true) {
+			if !apply(d.current(), true) {
 				return nil
 			}
-		case st := <-d.cache.StateChanges():
+		case st := <-d.follow.StateChanges():
 			d.onState(st)
 		case o := <-d.reconf:
 			if err := d.r.configure(o.Targets, o.Apply); err != nil {
@@ -455,7 +529,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.r.setReloadSplay(o.ReloadSplay)
 			d.mem.configure(o.MemoryLimit)
 			d.log.Info("configuration reloaded", "targets", len(o.Targets))
-			if !apply(d.cache.Snapshot(), true) {
+			if !apply(d.current(), true) {
 				return nil
 			}
 		case <-driftC:
@@ -472,7 +546,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.checkAdopt()
 		case <-retry.C():
 			d.log.Info("retrying apply after a failure")
-			if !apply(d.cache.Snapshot(), false) {
+			if !apply(d.current(), false) {
 				return nil
 			}
 		}
@@ -512,8 +586,15 @@ func (d *Daemon) publishStatus() {
 	fn := d.opts.OnStatus
 	d.mu.Unlock()
 	s := d.Status()
-	if d.status != nil {
-		d.status.update(d.nodeStatus(s))
+	if d.multi != nil {
+		d.rootMetrics()
+	}
+	for _, n := range d.statuses {
+		if n.root.Name == "" {
+			n.node.update(d.nodeStatus(s))
+		} else {
+			n.node.update(d.nodeStatus(d.rootStatus(s, n.root)))
+		}
 	}
 	if fn != nil {
 		fn(s)
@@ -547,13 +628,14 @@ func (d *Daemon) Once(ctx context.Context) (Outcome, error) {
 // cause, when every ZooKeeper server was tried and none gave a session;
 // a root that does not exist (yet) or was never published is said at
 // once, and waited for until ctx ends.
-func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
+func (d *Daemon) waitLive(ctx context.Context) (Snapshot, error) {
 	start := time.Now()
 	said := ""
+	cacheUpdates, rootsUpdates := d.updates()
 	for {
-		st := d.cache.State()
+		st := d.follow.State()
 		if st.State == cache.StateLive {
-			if s := d.cache.Snapshot(); s != nil {
+			if s := d.current(); s != nil && d.complete(s) {
 				return s, nil
 			}
 		}
@@ -580,10 +662,11 @@ func (d *Daemon) waitLive(ctx context.Context) (*cache.Snapshot, error) {
 				reason = ": " + st.Err.Error()
 			}
 			return nil, fmt.Errorf("no live generation from ZooKeeper (state %v%s): %w", st.State, reason, ctx.Err())
-		case <-d.cache.StateChanges():
-		case <-d.cache.Updates():
+		case <-d.follow.StateChanges():
+		case <-cacheUpdates:
+		case <-rootsUpdates:
 		case <-connC:
-		case <-d.cache.Done():
+		case <-d.follow.Done():
 			return nil, errors.New("cache stopped")
 		}
 	}
@@ -601,8 +684,19 @@ func rootAbsent(err error, root string) string {
 	return ""
 }
 
+// complete reports whether snap has what every target reads: with several
+// roots, a snapshot of each and a cut when a template reads several.
+func (d *Daemon) complete(snap Snapshot) bool {
+	for _, spec := range d.r.Specs() {
+		if _, err := viewFor(snap, spec); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func (d *Daemon) staleSeconds() float64 {
-	st := d.cache.State()
+	st := d.follow.State()
 	if st.State == cache.StateLive {
 		return 0
 	}

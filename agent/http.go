@@ -24,7 +24,7 @@ func (d *Daemon) Status() Status {
 	d.mu.Lock()
 	opts := d.opts
 	d.mu.Unlock()
-	st := d.cache.State()
+	st := d.follow.State()
 	// One view of the renderer, never its lock: an apply holds that for as
 	// long as it runs.
 	v := d.r.view.Load()

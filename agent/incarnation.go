@@ -65,7 +65,7 @@ func (d *Daemon) checkAdopt() {
 		return
 	}
 	inc := strings.TrimSpace(string(b))
-	if err := d.cache.Adopt(inc); err != nil {
+	if err := d.follow.Adopt(inc); err != nil {
 		d.log.Error("ignoring the adopt request", "path", path, "error", err)
 	} else {
 		d.log.Warn("adopt requested by an operator: following the root's new incarnation", "incarnation", adoptName(inc))
@@ -102,12 +102,12 @@ func (d *Daemon) registerIncarnationMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "zkconf_agent_incarnation_switches_total",
 			Help: "New incarnations of the root (ZooKeeper wiped or rebuilt) the agent followed."},
-			func() float64 { return float64(d.cache.Stats().IncarnationSwitches) }),
+			func() float64 { return float64(d.follow.Stats().IncarnationSwitches) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zkconf_agent_incarnation_refused",
 			Help: "1 while the agent refuses the root's new incarnation (incarnation: refuse) and waits for confagent adopt."},
 			func() float64 {
-				if errors.Is(d.cache.State().Err, cache.ErrIncarnationRefused) {
+				if errors.Is(d.follow.State().Err, cache.ErrIncarnationRefused) {
 					return 1
 				}
 				return 0

@@ -32,6 +32,8 @@ type Metrics struct {
 	statusConflict prometheus.Gauge
 
 	buildInfo *prometheus.GaugeVec
+	// Per root, for an agent following several roots (root label).
+	rootGeneration, rootCacheGeneration, rootLive *prometheus.GaugeVec
 	// started is when the agent started: generations published before it
 	// are start-up catch-up, not publish-to-apply latency.
 	started time.Time
@@ -91,7 +93,16 @@ func newMetrics(stale func() float64) *Metrics {
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "zkconf_build_info", Help: "Always 1: the version, commit and Go version of the running confagent."},
 		[]string{"version", "commit", "goversion"})
-	reg.MustRegister(m.retrying, m.retries, m.buildInfo, m.applyFailing)
+	m.rootGeneration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zkconf_agent_root_generation", Help: "With several roots: the generation of each root applied to every target of that root."},
+		[]string{"root"})
+	m.rootCacheGeneration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zkconf_agent_root_cache_generation", Help: "With several roots: the newest generation of each root the agent's cache holds."},
+		[]string{"root"})
+	m.rootLive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zkconf_agent_root_live", Help: "With several roots: 1 while the agent's view of the root is live, 0 otherwise."},
+		[]string{"root"})
+	reg.MustRegister(m.retrying, m.retries, m.buildInfo, m.applyFailing, m.rootGeneration, m.rootCacheGeneration, m.rootLive)
 	reg.MustRegister(m.generation, m.cacheGeneration, m.applies, m.failures, m.reloads, m.repairs, m.latency,
 		m.zkState, m.staleSeconds, m.statusConflict, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "failed"} {
@@ -225,4 +236,18 @@ func (m *Metrics) setStatusConflict(on bool) {
 		v = 1
 	}
 	m.statusConflict.Set(v)
+}
+
+// setRoot sets one root's series (an agent following several roots).
+func (m *Metrics) setRoot(root string, applied, cached int64, live bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if live {
+		v = 1
+	}
+	m.rootGeneration.WithLabelValues(root).Set(float64(applied))
+	m.rootCacheGeneration.WithLabelValues(root).Set(float64(cached))
+	m.rootLive.WithLabelValues(root).Set(v)
 }

@@ -34,7 +34,7 @@ func (d *Daemon) checkStarted() {
 	// A live cache is not enough: the apply that follows it settles the
 	// start-up (or the bound, if it runs long).
 	un, _ := d.unreachableNow()
-	st := d.cache.State()
+	st := d.follow.State()
 	switch {
 	case d.r.Applied() != nil || d.r.Attempted() > 0:
 	case un != "":

@@ -74,6 +74,12 @@ type TargetSpec struct {
 	// reads (confd.go).
 	Syntax string
 	Confd  ConfdResource
+
+	// Root is the name of the root the target renders, when the daemon
+	// follows several (Options.Roots); Roots are the other roots a
+	// template target reads, which make it render only cuts (roots.go).
+	Root  string
+	Roots []string
 }
 
 // target is a TargetSpec compiled for rendering, plus what it last applied.
@@ -100,6 +106,10 @@ type target struct {
 	// that failed, or never ran because the agent stopped, is run again
 	// (with backoff) even though later applies find the output unchanged.
 	reloadPending bool
+	// waiting: the last snapshot staged had nothing for this target yet
+	// (several roots: its root's first snapshot, or a first cut); the
+	// output in place was kept, and drift repair leaves it alone.
+	waiting bool
 }
 
 // TargetResult is a target's last outcome (fleet.TargetResult on the wire).
@@ -147,6 +157,10 @@ func (t *target) fileOptions() render.FileOptions {
 // selected returns the files a dir target renders from snap: the items
 // below its Prefix, by their path below it, that its globs select.
 func (t *target) selected(snap Snapshot) map[string][]byte {
+	snap, err := viewFor(snap, t.spec)
+	if err != nil {
+		return nil
+	}
 	out := map[string][]byte{}
 	for _, name := range snap.Names() {
 		rel, ok := strings.CutPrefix(name, t.spec.Prefix)
@@ -168,6 +182,10 @@ func (t *target) selected(snap Snapshot) map[string][]byte {
 // output renders the target's content for a file or template target. ctx
 // interrupts a template's render (template.ErrInterrupted).
 func (t *target) output(ctx context.Context, snap Snapshot) ([]byte, error) {
+	snap, err := viewFor(snap, t.spec)
+	if err != nil {
+		return nil, err
+	}
 	switch t.spec.Kind {
 	case KindFile:
 		b, ok := snap.Get(t.spec.Item)
@@ -204,6 +222,12 @@ func unchanged(t *target, out []byte, files map[string][]byte) *staged {
 // what is in place is not staged at all: it is returned with
 // changed=false, having written nothing.
 func (t *target) stage(ctx context.Context, snap Snapshot) (*staged, error) {
+	// With several roots, a target whose root has no snapshot yet, or a
+	// template with no cut yet, keeps what is in place.
+	_, err := viewFor(snap, t.spec)
+	if t.waiting = err != nil; t.waiting {
+		return unchanged(t, t.out, t.files), nil
+	}
 	if t.spec.Kind == KindDir {
 		files := t.selected(snap)
 		return t.stageDir(files)

@@ -27,9 +27,10 @@ func (p *applyPhases) lap(d *time.Duration, start time.Time) time.Time {
 // cycle and the end of the apply of snap went: the cache's fetch (reads,
 // verification) and persist, then the renderer's phases. Latency
 // benchmarks read these lines; with debug off it costs one Enabled call.
-func (d *Daemon) logTimings(ctx context.Context, snap *cache.Snapshot, applied time.Time) {
-	if !d.log.Enabled(ctx, slog.LevelDebug) {
-		return
+func (d *Daemon) logTimings(ctx context.Context, s Snapshot, applied time.Time) {
+	snap, ok := s.(*cache.Snapshot)
+	if !ok || !d.log.Enabled(ctx, slog.LevelDebug) {
+		return // several roots: each root's fetch is its cache's
 	}
 	ft := snap.Timings()
 	if ft.Started.IsZero() {

@@ -191,7 +191,10 @@
 // hold a cut): restarted while ZooKeeper is down, a group serves each
 // root's persisted snapshot (Group.Snapshots) and no cut. Each root's
 // Cache keeps its own State (Group.States), so a cut is as fresh as the
-// least fresh root.
+// least fresh root. What reads one root only takes each root's newest
+// snapshot from Group.RootUpdates (and states from Group.StateChanges),
+// which never wait for a cut: confagent renders the targets of one root
+// from it and its templates over several roots from the cuts.
 //
 // The rest of this documentation is how the cache works: the read
 // protocol step by step (the code refers to its numbered steps), when it

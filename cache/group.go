@@ -63,6 +63,12 @@ type Group struct {
 	cutWake chan struct{} // closed and replaced on every new cut
 	updates chan Cut      // 1 slot, latest value
 
+	// rootUpdates and stateChanges deliver each root's newest snapshot
+	// and state (RootUpdates, StateChanges); rootMu orders their offers.
+	rootMu       sync.Mutex
+	rootUpdates  chan map[string]*Snapshot
+	stateChanges chan map[string]StateInfo
+
 	deliveries chan delivery
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -158,8 +164,12 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 		cutWake:    make(chan struct{}),
 		updates:    make(chan Cut, 1),
 		deliveries: make(chan delivery),
-		done:       make(chan struct{}),
-		loopDone:   make(chan struct{}),
+		// One slot each, latest value: every value is complete (every
+		// root's), so replacing a pending one loses nothing.
+		rootUpdates:  make(chan map[string]*Snapshot, 1),
+		stateChanges: make(chan map[string]StateInfo, 1),
+		done:         make(chan struct{}),
+		loopDone:     make(chan struct{}),
 	}
 	if o.client == nil {
 		cfg := *o.cfg
@@ -190,8 +200,9 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 	runCtx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	for _, name := range names {
-		g.forwarders.Add(1)
+		g.forwarders.Add(2)
 		go g.forward(runCtx, name, g.members[name])
+		go g.forwardStates(runCtx, g.members[name])
 	}
 	go g.run(runCtx)
 	return g, nil
@@ -423,6 +434,11 @@ func (g *Group) forward(ctx context.Context, name string, c *Cache) {
 		case <-ctx.Done():
 			return
 		case s := <-c.Updates():
+			// What reads one root takes it at once, never waiting for a
+			// confirm of the cut.
+			g.rootMu.Lock()
+			offer(g.rootUpdates, g.Snapshots())
+			g.rootMu.Unlock()
 			select {
 			case g.deliveries <- delivery{name: name, snap: s}:
 			case <-ctx.Done():
@@ -430,6 +446,47 @@ func (g *Group) forward(ctx context.Context, name string, c *Cache) {
 			}
 		}
 	}
+}
+
+// forwardStates offers every root's state whenever member c's changes.
+func (g *Group) forwardStates(ctx context.Context, c *Cache) {
+	defer g.forwarders.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.StateChanges():
+			g.rootMu.Lock()
+			offer(g.stateChanges, g.States())
+			g.rootMu.Unlock()
+		}
+	}
+}
+
+// RootUpdates delivers the newest snapshot of each root (name → snapshot,
+// nil for a root without one yet) whenever a root's cache has a new one,
+// latest value only: for what reads one root and must not wait for a cut
+// (a target of one root). Every value holds every root, so a slow reader
+// loses nothing but intermediate generations, as with Cache.Updates; no
+// root's snapshot goes back from one value to the next (a switch of
+// incarnation aside). It is never closed; select on Done as well.
+func (g *Group) RootUpdates() <-chan map[string]*Snapshot { return g.rootUpdates }
+
+// StateChanges delivers every root's state (as States) whenever a root's
+// cache state changes, latest value only. It is never closed; select on
+// Done as well.
+func (g *Group) StateChanges() <-chan map[string]StateInfo { return g.stateChanges }
+
+// Adopt makes every root's cache follow the incarnation inc (Cache.Adopt):
+// a ZooKeeper wiped or rebuilt holds every root anew.
+func (g *Group) Adopt(inc string) error {
+	var errs []error
+	for _, name := range g.names {
+		if err := g.members[name].Adopt(inc); err != nil {
+			errs = append(errs, fmt.Errorf("root %s: %w", name, err))
+		}
+	}
+	return errlist.Join(errs...)
 }
 
 // witness is one request that saw a root at a generation: when it was

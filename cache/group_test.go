@@ -625,3 +625,52 @@ func TestGroupWaitUnknownRoot(t *testing.T) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
 }
+
+// TestGroupRootUpdates: RootUpdates delivers each root's newest snapshot
+// without waiting for a cut: root b was never published, so no cut can
+// be handed out, yet a's generations arrive (every value holding every
+// root, b nil) and StateChanges says b is not live.
+func TestGroupRootUpdates(t *testing.T) {
+	zkc := zktest.Start(t)
+	conn := zkc.Connect(t, 10*time.Second)
+	pa := newRawPublisher(t, conn, "/ru/a")
+	va := set(2, "a1")
+	pa.publish(va)
+	log, _ := testLogger(t)
+	g := newGroup(t, map[string]string{"a": "/ru/a", "b": "/ru/b"}, WithServers(zkc.Addrs(), 10*time.Second), WithLogger(log))
+	ctx := testCtx(t)
+	want := int64(1)
+	for i := range 3 {
+		if i > 0 {
+			want, _ = pa.publish(withItem(va, "item00", fmt.Sprintf("a%d", i)))
+		}
+		for {
+			var snaps map[string]*Snapshot
+			select {
+			case snaps = <-g.RootUpdates():
+			case <-ctx.Done():
+				t.Fatalf("RootUpdates never delivered root a's generation %d", want)
+			}
+			if _, ok := snaps["b"]; !ok || snaps["b"] != nil {
+				t.Fatalf("a value without root b, or with a snapshot of it: %v", snaps)
+			}
+			if snaps["a"] != nil && snaps["a"].Generation() == want {
+				break
+			}
+		}
+	}
+	if c := g.Cut(); c != nil {
+		t.Fatalf("a cut without root b: %v", c.Generations())
+	}
+	for {
+		var st map[string]StateInfo
+		select {
+		case st = <-g.StateChanges():
+		case <-ctx.Done():
+			t.Fatal("StateChanges never said root b is missing")
+		}
+		if st["a"].State == StateLive && errors.Is(st["b"].Err, ErrRootMissing) {
+			break
+		}
+	}
+}

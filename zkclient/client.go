@@ -90,14 +90,14 @@ func Dial(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, log: log, sess: NewSession(), bound: max(bound, minRedialAfter),
 		min: max(2, len(cfg.Servers)), stop: make(chan struct{}), done: make(chan struct{})}
-	c.authPending = cfg.Auth != ""
+	c.authPending = len(cfg.credentials()) > 0
 	conn, err := connect(cfg, c.callback(0))
 	if err != nil {
 		return nil, err
 	}
 	c.conn = conn
-	if cfg.Auth != "" {
-		err := conn.AddAuth("digest", []byte(cfg.Auth))
+	if c.authPending {
+		err := addAuth(conn, cfg)
 		switch {
 		case err == nil:
 			c.openAuthGate()
@@ -123,7 +123,7 @@ func Dial(cfg Config) (*Client, error) {
 func (c *Client) authenticate(conn *zk.Conn) {
 	defer c.closing.Done()
 	for {
-		err := conn.AddAuth("digest", []byte(c.cfg.Auth))
+		err := addAuth(conn, c.cfg)
 		if err == nil {
 			c.openAuthGate()
 			return

@@ -26,6 +26,10 @@ type Config struct {
 	// Auth, when set, is added as digest credentials ("user:password") and
 	// re-sent by the client on every reconnect.
 	Auth string
+	// ExtraAuth are more digest identities added to the same session
+	// after Auth (a session may carry several: confagent following roots
+	// that each have an identity of their own).
+	ExtraAuth []string
 	// TLS, when set, dials every server over TLS with this configuration.
 	TLS *tls.Config
 	// Logger receives the client library's messages at debug level.
@@ -84,13 +88,32 @@ func dial(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Auth != "" {
-		if err := conn.AddAuth("digest", []byte(cfg.Auth)); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
-		}
+	if err := addAuth(conn, cfg); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ZooKeeper authentication: %w", err)
 	}
 	return conn, nil
+}
+
+// credentials are the digest identities cfg adds: Auth, then ExtraAuth.
+func (c Config) credentials() []string {
+	var out []string
+	for _, a := range append([]string{c.Auth}, c.ExtraAuth...) {
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// addAuth adds every identity of cfg to conn.
+func addAuth(conn *zk.Conn, cfg Config) error {
+	for _, a := range cfg.credentials() {
+		if err := conn.AddAuth("digest", []byte(a)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // connect opens the connection (TLS checked first), without credentials.

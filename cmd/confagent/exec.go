@@ -142,7 +142,7 @@ func runSupervised(ctx context.Context, f flags, ef execFlags, argv []string, st
 		return exitError
 	}
 	defer stopHTTP()
-	log.Info("confagent exec starting", "version", buildinfo.Get().Version, "root", cfg.Root, "agent_id", cfg.AgentID,
+	log.Info("confagent exec starting", "version", buildinfo.Get().Version, "root", rootsLog(cfg), "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "command", strings.Join(argv, " "))
 	runDone := make(chan struct{})
 	var runErr error

@@ -188,13 +188,28 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		errs = append(errs, fmt.Errorf("zookeeper.auth_file: %w", err))
 	}
 	zc.Auth = auth
+	var roots []agent.RootSpec
+	if len(cfg.Roots) > 1 {
+		for _, r := range cfg.Roots {
+			roots = append(roots, agent.RootSpec{Name: r.Name, Path: r.Path})
+			if r.AuthFile == "" {
+				continue
+			}
+			a, err := zkclient.LoadAuth(r.AuthFile)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("roots.%s.auth_file: %w", r.Name, err))
+			}
+			roots[len(roots)-1].Auth = a
+			zc.ExtraAuth = append(zc.ExtraAuth, a)
+		}
+	}
 	if cfg.ZooKeeper.TLS.Enabled() {
 		if zc.TLS, err = cfg.ZooKeeper.TLS.Load(); err != nil {
 			errs = append(errs, fmt.Errorf("zookeeper.tls: %w", err))
 		}
 	}
 	return agent.Options{
-		Root: cfg.Root, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
+		Root: cfg.Root, Roots: roots, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
 		Apply: cfg.Apply, Targets: specs, Logger: log, Version: buildinfo.Get().Version,
@@ -272,7 +287,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer stopHTTP()
-	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", cfg.Root, "agent_id", cfg.AgentID,
+	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", rootsLog(cfg), "agent_id", cfg.AgentID,
 		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","))
 	if err := d.Run(ctx); err != nil {
 		log.Error("confagent stopped", "error", err)
@@ -281,6 +296,21 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	log.Info("confagent stopped")
 	return exitOK
+}
+
+// rootsLog names the root, or every root as name=path, for the log.
+func rootsLog(cfg *config.Config) string {
+	if cfg.Root != "" {
+		return cfg.Root
+	}
+	var b strings.Builder
+	for i, r := range cfg.Roots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(r.Name + "=" + r.Path)
+	}
+	return b.String()
 }
 
 // serveLive starts what a running agent serves beside its daemon: the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestNoSecretInAgentLogs publishes a recognisable secret and drives the
@@ -121,13 +122,18 @@ apply: independent
 // waitStatus watches an agent's status node until ok holds.
 func (e *env) waitStatus(t *testing.T, agentID string, ok func(agent.Status) bool) agent.Status {
 	t.Helper()
-	conn := e.c.Connect(t, 4*time.Second)
+	return waitStatusNode(t, e.c, layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID), ok)
+}
+
+// waitStatusNode watches the status node at path until ok holds.
+func waitStatusNode(t *testing.T, c *zktest.Cluster, path string, ok func(agent.Status) bool) agent.Status {
+	t.Helper()
+	conn := c.Connect(t, 4*time.Second)
 	// Closed on return: the watch it holds is of no use afterwards.
 	// (It was closed early to dodge go-zookeeper v1.0.4's reconnect race,
 	// go-zookeeper/zk#35, which the patched client in third_party/ fixes;
 	// leaving it to Connect's t.Cleanup would be as correct now.)
 	defer conn.Close()
-	path := layout.New(testRoot, layout.DefaultMeta).StatusNode(agentID)
 	timeout := time.After(60 * time.Second)
 	for {
 		var st agent.Status
@@ -147,7 +153,7 @@ func (e *env) waitStatus(t *testing.T, agentID string, ok func(agent.Status) boo
 		select {
 		case <-ev:
 		case <-timeout:
-			t.Fatalf("agent %s never reported the awaited status (last %+v)", agentID, st)
+			t.Fatalf("the agent never reported the awaited status in %s (last %+v)", path, st)
 		}
 	}
 }

@@ -155,6 +155,9 @@ type Template struct {
 //	names              sorted item names ([]string)
 //	item NAME          item content as a string; error if missing
 //	has NAME           whether the item exists (bool)
+//	item ROOT NAME     (and has, json, yaml, toml, names ROOT and
+//	                   generation ROOT) the same on another root the
+//	                   snapshot offers (RootSnapshot; confagent's roots)
 //	json NAME          item parsed as JSON (numbers are json.Number, so
 //	                   they print exactly as written)
 //	yaml NAME          item parsed as YAML (first document)
@@ -208,11 +211,21 @@ func (t *Template) Limits() Limits { return t.limits }
 // stringLiterals collects the string constants of every template in t.
 func stringLiterals(t *texttemplate.Template) map[string]bool {
 	out := map[string]bool{}
+	walkNodes(t, func(n parse.Node) {
+		if s, ok := n.(*parse.StringNode); ok {
+			out[s.Text] = true
+		}
+	})
+	return out
+}
+
+// walkNodes calls visit for every node of every template in t that an
+// action can hold (pipelines, commands, their arguments), parents first.
+func walkNodes(t *texttemplate.Template, visit func(parse.Node)) {
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
+		visit(n)
 		switch n := n.(type) {
-		case *parse.StringNode:
-			out[n.Text] = true
 		case *parse.ListNode:
 			if n != nil {
 				for _, c := range n.Nodes {
@@ -254,7 +267,6 @@ func stringLiterals(t *texttemplate.Template) map[string]bool {
 			walk(tt.Tree.Root)
 		}
 	}
-	return out
 }
 
 // Name returns the template's name.
@@ -390,35 +402,58 @@ func (st *execState) funcs() texttemplate.FuncMap {
 	return m
 }
 
-func (st *execState) names() []string {
-	return slices.Sorted(slices.Values(st.snap.Names()))
+func (st *execState) names(root ...string) ([]string, error) {
+	snap, _, err := st.rootSnap("names", root)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(slices.Values(snap.Names())), nil
 }
 
-func (st *execState) generation() int64 { return st.snap.Generation() }
-
-func (st *execState) has(name string) bool {
-	_, ok := st.snap.Get(name)
-	return ok
+func (st *execState) generation(root ...string) (int64, error) {
+	snap, _, err := st.rootSnap("generation", root)
+	if err != nil {
+		return 0, err
+	}
+	return snap.Generation(), nil
 }
 
-// get returns an item for helper. A name argument the template does not
-// spell out as a literal may be computed from item content ({{ item (trim
-// (item "secret")) }} passes a secret as the name): when no item has that
-// name, the error gives its length, never its value.
-func (st *execState) get(helper, name string) ([]byte, error) {
-	data, ok := st.snap.Get(name)
+func (st *execState) has(args ...string) (bool, error) {
+	snap, name, err := st.itemArgs("has", args)
+	if err != nil {
+		return false, err
+	}
+	_, ok := snap.Get(name)
+	return ok, nil
+}
+
+// get returns an item for helper; args are its arguments ([ROOT] NAME).
+// A name argument the template does not spell out as a literal may be
+// computed from item content ({{ item (trim (item "secret")) }} passes a
+// secret as the name): when no item has that name, the error gives its
+// length, never its value.
+func (st *execState) get(helper string, args []string) ([]byte, error) {
+	snap, name, err := st.itemArgs(helper, args)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := snap.Get(name)
 	if !ok {
-		if st.literals[name] && render.ValidatePath(name) == nil {
-			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d", name, st.snap.Generation())
+		where := ""
+		if len(args) == 2 && st.literals[args[0]] {
+			where = fmt.Sprintf(" of root %q", args[0])
 		}
-		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d (argument of %d bytes, not shown)",
-			helper, st.snap.Generation(), len(name))
+		if st.literals[name] && render.ValidatePath(name) == nil {
+			return nil, helperErrorf(ErrMissingItem, "item %q not found in generation %d%s", name, snap.Generation(), where)
+		}
+		return nil, helperErrorf(ErrMissingItem, "%s: no item with that name in generation %d%s (argument of %d bytes, not shown)",
+			helper, snap.Generation(), where, len(name))
 	}
 	return data, nil
 }
 
-func (st *execState) item(name string) (string, error) {
-	data, err := st.get("item", name)
+func (st *execState) item(args ...string) (string, error) {
+	data, err := st.get("item", args)
 	if err != nil {
 		return "", err
 	}
@@ -427,15 +462,16 @@ func (st *execState) item(name string) (string, error) {
 
 // cached parses an item once per format within one execution, so that a
 // template referring to (json "x") ten times parses it once.
-func (st *execState) cached(f itemformat.Format, name string) (any, error) {
-	key := string(f) + "\x00" + name
+func (st *execState) cached(f itemformat.Format, args []string) (any, error) {
+	key := string(f) + "\x00" + strings.Join(args, "\x00")
 	if v, ok := st.parsed[key]; ok {
 		return v, nil
 	}
-	data, err := st.get(strings.ToLower(string(f)), name)
+	data, err := st.get(strings.ToLower(string(f)), args)
 	if err != nil {
 		return nil, err
 	}
+	name := args[len(args)-1]
 	// Messages of itemformat name the format and a position, never the
 	// content.
 	v, err := itemformat.Parse(f, data, st.limits.MaxDepth)
@@ -449,9 +485,9 @@ func (st *execState) cached(f itemformat.Format, name string) (any, error) {
 	return v, nil
 }
 
-func (st *execState) parseJSON(name string) (any, error) { return st.cached(itemformat.JSON, name) }
-func (st *execState) parseYAML(name string) (any, error) { return st.cached(itemformat.YAML, name) }
-func (st *execState) parseTOML(name string) (any, error) { return st.cached(itemformat.TOML, name) }
+func (st *execState) parseJSON(args ...string) (any, error) { return st.cached(itemformat.JSON, args) }
+func (st *execState) parseYAML(args ...string) (any, error) { return st.cached(itemformat.YAML, args) }
+func (st *execState) parseTOML(args ...string) (any, error) { return st.cached(itemformat.TOML, args) }
 
 func (st *execState) join(sep string, list any) (string, error) {
 	rv := reflect.ValueOf(list)

@@ -94,12 +94,12 @@ keys = ["/"]
 		Src: filepath.Join(dir, "templates/nginx.conf.tmpl"), Dest: filepath.Join(out, "nginx.conf"),
 		Prefix: "/myapp", Keys: []string{"/upstream", "/nginx"}, Mode: 0o640, Owner: "0", Group: "0", UID: 0, GID: 0,
 		Check: "/usr/sbin/nginx -t -c {{.src}}", Reload: "systemctl reload nginx",
-		Timeout: DefaultTimeout, RenderTimeout: DefaultRenderTimeout, RenderSteps: 5000,
+		Timeout: DefaultTimeout, RenderTimeout: DefaultRenderTimeout, RenderSteps: 5000, Root: DefaultRootName,
 	}, {
 		Name: "sub.appprops", Type: TargetTemplate, Syntax: SyntaxConfd, Origin: "conf.d/sub/appprops.toml",
 		Src: filepath.Join(dir, "templates/sub/app.tmpl"), Dest: filepath.Join(out, "kept.conf"),
 		Prefix: "/myapp", Keys: []string{"/"}, Mode: 0o600, UID: -1, GID: -1,
-		Timeout: DefaultTimeout, RenderTimeout: DefaultRenderTimeout, RenderSteps: 5000,
+		Timeout: DefaultTimeout, RenderTimeout: DefaultRenderTimeout, RenderSteps: 5000, Root: DefaultRootName,
 	}}
 	if !reflect.DeepEqual(c.Targets, want) {
 		t.Fatalf("targets:\n got %+v\nwant %+v", c.Targets, want)

@@ -100,12 +100,40 @@ const (
 	LogJSON LogFormat = "json"
 )
 
+// DefaultRootName is the name of the one root of a configuration that
+// sets the key root (or neither root nor roots): targets name it with
+// root: default, templates with item "default" "x".
+const DefaultRootName = "default"
+
+// Root is one config root the agent follows (key roots: name → path, or
+// name → {path, auth_file}).
+type Root struct {
+	// Name is the root's name in the configuration (lower case: keys are
+	// case-insensitive), in logs, metrics and the state directory.
+	Name string
+	// Path is the ZooKeeper path the root is published under.
+	Path string
+	// AuthFile, when set, holds the digest identity ("user:password")
+	// this root's nodes are readable by, added to the agent's one
+	// session beside zookeeper.auth_file's.
+	AuthFile string
+	// key is the configuration key of Path in messages ("root" for the
+	// root of key root).
+	key string
+}
+
 // Config is confagent's configuration. Load fills it from a file; a Config
 // built in code must be passed to Validate before use.
 type Config struct {
 	ZooKeeper ZooKeeper
-	// Root is the ZooKeeper path under which config sets are published.
+	// Root is the ZooKeeper path under which config sets are published
+	// when the agent follows one root (key root, or roots with one
+	// entry); empty with several roots (see Roots).
 	Root string
+	// Roots are the roots the agent follows, in name order: the key roots,
+	// or one root named DefaultRootName at Root. Load sets it; a Config
+	// built in code may leave it nil for the one root Root.
+	Roots []Root
 	// Meta is the ZooKeeper path of zkconf's own bookkeeping (agent
 	// registrations, generation pointers).
 	Meta string
@@ -285,6 +313,13 @@ type Target struct {
 	Syntax string
 	Prefix string
 	Keys   []string
+	// Root is the name of the root the target renders (key root;
+	// required with several roots, the only one otherwise). Roots are the
+	// other roots a template target reads (key roots: item "common"
+	// "db.json"): it renders only combinations of generations that were
+	// live together (a cut).
+	Root  string
+	Roots []string
 	// Origin is the confd template resource a target was made from
 	// (confd_dir), relative to confd_dir ("conf.d/nginx.toml"); its
 	// problems are reported under "confd_dir[ORIGIN]". Empty for the

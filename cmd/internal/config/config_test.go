@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,8 +87,9 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		Exec:           Exec{ReloadSignal: "SIGHUP", KillSignal: "SIGTERM", KillTimeout: DefaultExecKillTimeout},
 		Targets: []Target{{
 			Name: "app", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
-			Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second,
+			Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second, Root: DefaultRootName,
 		}},
+		Roots: []Root{{Name: DefaultRootName, Path: "/config", key: "root"}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
@@ -185,25 +187,26 @@ targets:
 				Name: "app.props", Type: TargetFile, Item: "app.properties", Dest: "/etc/app/app.properties",
 				Mode: 0o600, Owner: "root", Group: "0", UID: 0, GID: 0,
 				Check: "app --check {{.src}}", Reload: "systemctl reload app", Timeout: 5 * time.Second,
-				FollowSymlink: true,
+				FollowSymlink: true, Root: DefaultRootName,
 			},
 			{
 				Name: "tmpl", Type: TargetTemplate, Src: filepath.Join(f.dir, "app.tmpl"), Dest: "/etc/app/app.conf",
 				Mode: 0o750 | os.ModeSetgid, UID: -1, GID: -1, Timeout: 30 * time.Second,
-				RenderTimeout: 2 * time.Second, RenderSteps: 5_000_000,
+				RenderTimeout: 2 * time.Second, RenderSteps: 5_000_000, Root: DefaultRootName,
 			},
 			{
 				Name: "certs", Type: TargetDir, Dest: "/etc/app/certs", Items: []string{"*.pem", "ca-?.crt"},
 				Mode: 0o640, Owner: "4242", UID: 4242, GID: -1, Timeout: 30 * time.Second,
-				GracePeriod: DefaultGracePeriod,
+				GracePeriod: DefaultGracePeriod, Root: DefaultRootName,
 			},
 			{
 				// A dir target's src is an item path prefix, never
 				// resolved against the file's directory; no items: all.
 				Name: "sites", Type: TargetDir, Dest: "/etc/nginx/conf.d", SrcDir: "conf.d/", DirMode: 0o750 | os.ModeSetgid,
-				Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second, GracePeriod: DefaultGracePeriod,
+				Mode: 0o640, UID: -1, GID: -1, Timeout: 30 * time.Second, GracePeriod: DefaultGracePeriod, Root: DefaultRootName,
 			},
 		},
+		Roots: []Root{{Name: DefaultRootName, Path: "/cfg/prod", key: "root"}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
@@ -871,5 +874,121 @@ func TestLoadExec(t *testing.T) {
 	_, err = Load(f.config(t, minimal+"\nexec:\n  reload_signal: SIGKILL\n"))
 	if err == nil || !strings.Contains(err.Error(), `exec.reload_signal: unknown or unusable signal "SIGKILL": want one of SIGHUP,`) || strings.Contains(err.Error(), "SIGALRM, SIGKILL") {
 		t.Errorf("SIGKILL as reload_signal: %v", err)
+	}
+}
+
+// TestLoadRoots: the key roots (name → path, or {path, auth_file}), each
+// target's root (the only one by default), a template's extra roots.
+func TestLoadRoots(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "both.tmpl", `{{ item "common" "db.json" }} {{ "x" | item "common" }} {{ item "site" }}`, 0o644)
+	c, err := Load(f.config(t, `
+zookeeper:
+  servers: [zk1:2181]
+roots:
+  common: /config/common
+  web:
+    path: /config/web
+    auth_file: zk-auth
+targets:
+  - name: shared
+    type: file
+    item: db.json
+    root: common
+    dest: /etc/app/db.json
+  - name: both
+    type: template
+    src: both.tmpl
+    root: web
+    roots: [common]
+    dest: /etc/app/both.conf
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Root{
+		{Name: "common", Path: "/config/common", key: "roots.common"},
+		{Name: "web", Path: "/config/web", AuthFile: filepath.Join(f.dir, "zk-auth"), key: "roots.web.path"},
+	}
+	if !reflect.DeepEqual(c.Roots, want) || c.Root != "" {
+		t.Errorf("Roots = %+v, Root %q; want %+v and no Root", c.Roots, c.Root, want)
+	}
+	if c.Targets[0].Root != "common" || c.Targets[1].Root != "web" || !slices.Equal(c.Targets[1].Roots, []string{"common"}) {
+		t.Errorf("targets' roots: %q, %q %q", c.Targets[0].Root, c.Targets[1].Root, c.Targets[1].Roots)
+	}
+	if got := c.Targets[1].Template.RootRefs(); !slices.Equal(got, []string{"common"}) {
+		t.Errorf("RootRefs = %q, want [common]", got)
+	}
+	specs, err := c.TargetSpecs()
+	if err != nil || specs[1].Root != "web" || !slices.Equal(specs[1].Roots, []string{"common"}) {
+		t.Errorf("TargetSpecs: %v, %+v", err, specs)
+	}
+
+	// One root in roots is the agent's Root, as the key root is.
+	c, err = Load(f.config(t, "zookeeper: {servers: [zk1:2181]}\nroots: {web: /config/web}\n"+
+		"targets: [{name: a, type: file, item: a, dest: /etc/a}]\n"))
+	if err != nil || c.Root != "/config/web" || c.Targets[0].Root != "web" {
+		t.Errorf("one root in roots: %v, Root %q, target root %q", err, c.Root, c.Targets[0].Root)
+	}
+}
+
+// TestLoadRootsBad: every problem with roots is reported at once.
+func TestLoadRootsBad(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "other.tmpl", `{{ item "common" "a" }}{{ json "nope" "b" }}`, 0o644)
+	_, err := Load(f.config(t, `
+zookeeper:
+  servers: [zk1:2181]
+root: /config
+meta: /config/common/meta
+roots:
+  common: /config/common
+  web: {path: /config/common/web, auth_file: zk-auth-open, colour: blue}
+  bad_: 7
+targets:
+  - name: a
+    type: file
+    item: a
+    dest: /etc/a
+  - name: b
+    type: file
+    item: b
+    root: nope
+    roots: [common]
+    dest: /etc/b
+  - name: c
+    type: template
+    src: other.tmpl
+    root: web
+    roots: [web, mars, mars]
+    dest: /etc/c
+`))
+	assertProblems(t, err, []string{
+		`roots.bad_: must be a ZooKeeper path or a mapping {path, auth_file}, got a number`,
+		`roots.web.colour: unknown key`,
+		`roots: root and roots are exclusive`,
+		`meta: "/config/common/meta" overlaps root "/config/common"`,
+		`roots.web.path: "/config/common/web" overlaps root common ("/config/common")`,
+		`roots.web.auth_file: credentials file`,
+		`targets[0].root: required with several roots: one of bad_, common, web`,
+		`targets[1].root: unknown root "nope" (roots: bad_, common, web)`,
+		`targets[1].roots: only valid for type template (this target is file)`,
+		`targets[2].roots[0]: "web" is the target's own root (key root)`,
+		`targets[2].roots[1]: unknown root "mars"`,
+		`targets[2].roots[2]: "mars" is listed twice`,
+		`targets[2].src: the template reads root "common", which the target does not list in roots`,
+		`targets[2].src: the template reads root "nope", which the target does not list in roots`,
+	})
+}
+
+// TestExampleRoots keeps examples/roots loadable: two roots, a target of
+// the shared one and a template over both.
+func TestExampleRoots(t *testing.T) {
+	c, err := Load("../../examples/roots/confagent.yaml")
+	if err != nil {
+		t.Fatalf("examples/roots does not load: %v", err)
+	}
+	if len(c.Roots) != 2 || c.Targets[1].Root != "web" || !slices.Equal(c.Targets[1].Roots, []string{"common"}) {
+		t.Errorf("examples/roots: roots %+v, targets %+v", c.Roots, c.Targets)
 	}
 }

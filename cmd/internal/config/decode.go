@@ -24,7 +24,7 @@ var (
 	topKeys = []string{
 		"zookeeper.servers", "zookeeper.session_timeout", "zookeeper.auth_file",
 		"zookeeper.tls.ca_file", "zookeeper.tls.cert_file", "zookeeper.tls.key_file", "zookeeper.tls.server_name",
-		"root", "meta", "state_dir", "agent_id",
+		"root", "roots", "meta", "state_dir", "agent_id",
 		"http.listen", "http.allowed_hosts", "status.command_output", "log.level", "log.format",
 		"apply", "stale_after", "resync_interval", "resync_jitter",
 		"memory_limit", "incarnation", "targets", "labels",
@@ -37,7 +37,9 @@ var (
 		"name", "type", "dest", "src", "item", "items", "mode", "owner", "group",
 		"check", "reload", "timeout", "follow_symlink", "grace_period", "dir_mode",
 		"render_timeout", "render_steps", "missing_key", "syntax", "prefix", "keys",
+		"root", "roots",
 	}
+	rootKeys = []string{"path", "auth_file"}
 )
 
 // decode turns viper's raw values into a Config, reporting type and syntax
@@ -91,6 +93,17 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 	positive(p, "render_timeout", c.RenderTimeout)
 	c.RenderSteps = d.count("render_steps")
 	positiveCount(p, "render_steps", c.RenderSteps)
+	c.Roots = decodeRoots(v.Get("roots"), baseDir, p)
+	switch {
+	case c.Roots == nil && !p.has("roots"):
+		c.Roots = []Root{{Name: DefaultRootName, Path: c.Root, key: "root"}}
+	case v.InConfig("root") || envOverride("root") != "":
+		p.addf("roots", "root and roots are exclusive: name the one root in roots, or use root alone")
+	case len(c.Roots) == 1:
+		c.Root = c.Roots[0].Path
+	default:
+		c.Root = ""
+	}
 	c.Targets = decodeTargets(v.Get("targets"), baseDir, p, c)
 	c.ConfdDir, c.ConfdPrefix = resolvePath(baseDir, d.string("confd_dir")), d.string("confd_prefix")
 	if c.ConfdDir != "" && !p.has("confd_dir") {
@@ -122,7 +135,8 @@ func parseLevel(s string) (slog.Level, bool) {
 func checkUnknownKeys(keys []string, p *problems) {
 	slices.Sort(keys)
 	for _, k := range keys {
-		if slices.Contains(topKeys, k) || strings.HasPrefix(k, "labels.") {
+		// A root's keys are checked by decodeRoots.
+		if slices.Contains(topKeys, k) || strings.HasPrefix(k, "labels.") || strings.HasPrefix(k, "roots.") {
 			continue
 		}
 		if slices.Contains(sections, k) {
@@ -453,6 +467,8 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 			Syntax:        d.string("syntax"),
 			Prefix:        d.string("prefix"),
 			Keys:          d.stringList("keys"),
+			Root:          d.string("root"),
+			Roots:         d.stringList("roots"),
 		}
 		// A dir target's src is the directory of the items it takes (an
 		// item path prefix), a template target's its template file.
@@ -485,6 +501,45 @@ func decodeTargets(raw any, baseDir string, p *problems, c *Config) []Target {
 		targets = append(targets, t)
 	}
 	return targets
+}
+
+// decodeRoots decodes the key roots: a mapping of name → ZooKeeper path,
+// or name → {path, auth_file}. Nil when the key is not set.
+func decodeRoots(raw any, baseDir string, p *problems) []Root {
+	if raw == nil {
+		return nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		p.addf("roots", "must be a mapping of root names to ZooKeeper paths, got %s", kind(raw))
+		return nil
+	}
+	if len(m) == 0 {
+		p.addf("roots", "names no root: omit the key for the one root of key root")
+		return nil
+	}
+	roots := make([]Root, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		key := "roots." + name
+		r := Root{Name: name, key: key + ".path"}
+		switch e := m[name].(type) {
+		case string:
+			r.Path, r.key = e, key
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(e)) {
+				if !slices.Contains(rootKeys, k) {
+					p.add(key+"."+k, unknownKey(k, rootKeys))
+				}
+			}
+			d := decoder{m: e, prefix: key + ".", p: p}
+			r.Path, r.AuthFile = d.string("path"), resolvePath(baseDir, d.string("auth_file"))
+		default:
+			r.key = key
+			p.addf(key, "must be a ZooKeeper path or a mapping {path, auth_file}, got %s", kind(e))
+		}
+		roots = append(roots, r)
+	}
+	return roots
 }
 
 // resolvePath makes a relative path relative to the config file's

@@ -21,6 +21,7 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
 			Grace: t.GracePeriod, MissingKey: t.MissingKey, Prefix: t.SrcDir, DirMode: t.DirMode,
 			RenderTimeout: t.RenderTimeout, RenderSteps: t.RenderSteps,
+			Root: t.Root, Roots: t.Roots,
 		}
 		if t.Type == TargetTemplate {
 			b, err := os.ReadFile(t.Src)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,19 +46,11 @@ func (c *Config) validate(p *problems) {
 	c.validateZooKeeper(p)
 	c.validateQuiesce(p)
 	c.validateExec(p)
-	for _, k := range []struct {
-		key string
-		val *string
-	}{{"root", &c.Root}, {"meta", &c.Meta}} {
-		if p.has(k.key) {
-			continue
+	c.validateRoots(p)
+	if !p.has("meta") {
+		if err := checkZKPath(c.Meta); err != nil {
+			p.add("meta", err)
 		}
-		if err := checkZKPath(*k.val); err != nil {
-			p.add(k.key, err)
-		}
-	}
-	if !p.has("root") && !p.has("meta") && zkOverlap(c.Root, c.Meta) {
-		p.addf("meta", "%q overlaps root %q: zkconf's bookkeeping must live outside the published config tree", c.Meta, c.Root)
 	}
 	if !p.has("state_dir") {
 		if err := checkAbsPath(c.StateDir); err != nil {
@@ -114,6 +107,107 @@ func (c *Config) validate(p *problems) {
 		}
 	}
 	c.validateTargets(p, true)
+}
+
+// rootName is what a root may be called (cache.NewGroup's rule): it names
+// the root's state directory and its metrics.
+var rootNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// validateRoots checks every root: its name, its path (a ZooKeeper path
+// that overlaps neither meta nor another root), its auth_file. A Config
+// built in code without Roots follows Root, named DefaultRootName.
+func (c *Config) validateRoots(p *problems) {
+	if c.Roots == nil && !p.has("roots") {
+		c.Roots = []Root{{Name: DefaultRootName, Path: c.Root, key: "root"}}
+	}
+	for i := range c.Roots {
+		r := &c.Roots[i]
+		if r.key == "" {
+			r.key = "roots." + r.Name
+		}
+		if !rootNameRE.MatchString(r.Name) {
+			p.addf("roots."+r.Name, "root name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", r.Name)
+		}
+		if p.has(r.key) {
+			continue
+		}
+		if err := checkZKPath(r.Path); err != nil {
+			p.add(r.key, err)
+			continue
+		}
+		if checkZKPath(c.Meta) == nil && !p.has("meta") && zkOverlap(r.Path, c.Meta) {
+			p.addf("meta", "%q overlaps root %q: zkconf's bookkeeping must live outside the published config tree", c.Meta, r.Path)
+		}
+		for _, o := range c.Roots[:i] {
+			if o.Path != "" && zkOverlap(r.Path, o.Path) {
+				p.addf(r.key, "%q overlaps root %s (%q): each root is followed once, and no root may hold another", r.Path, o.Name, o.Path)
+			}
+		}
+		if r.AuthFile != "" && !p.has("roots."+r.Name+".auth_file") {
+			if err := checkAuthFile(r.AuthFile); err != nil {
+				p.add("roots."+r.Name+".auth_file", err)
+			}
+		}
+	}
+}
+
+// rootNames are the names of the configured roots.
+func (c *Config) rootNames() []string {
+	out := make([]string, len(c.Roots))
+	for i, r := range c.Roots {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// validateTargetRoots checks which roots t reads: root names a configured
+// root (required with several), roots (template targets only) names
+// others, and every root the template's helpers name as a literal is one
+// of them. It fills in Root when there is one root.
+func (c *Config) validateTargetRoots(prefix string, t *Target, p *problems) {
+	k := func(key string) string { return prefix + "." + key }
+	names := c.rootNames()
+	known := func(key, name string) bool {
+		if slices.Contains(names, name) {
+			return true
+		}
+		p.addf(key, "unknown root %q (roots: %s)", name, strings.Join(names, ", "))
+		return false
+	}
+	switch {
+	case p.has(k("root")) || len(names) == 0:
+	case t.Root == "" && len(names) == 1:
+		t.Root = names[0]
+	case t.Root == "":
+		p.addf(k("root"), "required with several roots: one of %s", strings.Join(names, ", "))
+	default:
+		known(k("root"), t.Root)
+	}
+	if len(t.Roots) > 0 && t.Type != TargetTemplate && t.Type != "" && !p.has(k("roots")) {
+		p.addf(k("roots"), "only valid for type template (this target is %s): the other roots its template reads", t.Type)
+	}
+	if t.Syntax == SyntaxConfd && len(names) > 1 && !p.has(k("syntax")) {
+		p.addf(k(t.fieldName("syntax")), "syntax confd reads one root: not valid in a configuration with several roots (yet)")
+	}
+	for i, r := range t.Roots {
+		key := fmt.Sprintf("%s[%d]", k("roots"), i)
+		switch {
+		case r == t.Root:
+			p.addf(key, "%q is the target's own root (key root): list only the other roots it reads", r)
+		case slices.Contains(t.Roots[:i], r):
+			p.addf(key, "%q is listed twice", r)
+		default:
+			known(key, r)
+		}
+	}
+	if t.Template == nil || p.has(k("src")) {
+		return
+	}
+	for _, r := range t.Template.RootRefs() {
+		if r != t.Root && !slices.Contains(t.Roots, r) {
+			p.addf(k("src"), "the template reads root %q, which the target does not list in roots (roots: [%s])", r, r)
+		}
+	}
 }
 
 func (c *Config) validateZooKeeper(p *problems) {
@@ -176,6 +270,7 @@ func (c *Config) validateTargets(p *problems, onHost bool) {
 		}
 		validateTarget(prefix, t, p, onHost)
 		c.validateSyntax(prefix, t, p)
+		c.validateTargetRoots(prefix, t, p)
 		key := prefix + ".name"
 		if j, dup := names[t.Name]; dup && t.Name != "" && !p.has(key) {
 			p.addf(key, "duplicate name %q (also %s)", t.Name, c.targetKey(j))
@@ -235,6 +330,9 @@ func (c *Config) protected(p *problems) []protectedPath {
 	add("state_dir", "state_dir", c.StateDir)
 	add("", "the configuration file", c.File)
 	add("zookeeper.auth_file", "zookeeper.auth_file", c.ZooKeeper.AuthFile)
+	for _, r := range c.Roots {
+		add("roots."+r.Name+".auth_file", "roots."+r.Name+".auth_file", r.AuthFile)
+	}
 	add("zookeeper.tls", "zookeeper.tls.ca_file", c.ZooKeeper.TLS.CAFile)
 	add("zookeeper.tls", "zookeeper.tls.cert_file", c.ZooKeeper.TLS.CertFile)
 	add("zookeeper.tls", "zookeeper.tls.key_file", c.ZooKeeper.TLS.KeyFile)
