@@ -769,3 +769,15 @@ func lastBytes(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// specs returns every target's spec (destination, kind, options); it waits
+// for an apply in progress.
+func (r *Renderer) specs() []TargetSpec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]TargetSpec, len(r.targets))
+	for i, t := range r.targets {
+		out[i] = t.spec
+	}
+	return out
+}

@@ -687,7 +687,7 @@ func rootAbsent(err error, root string) string {
 // complete reports whether snap has what every target reads: with several
 // roots, a snapshot of each and a cut when a template reads several.
 func (d *Daemon) complete(snap Snapshot) bool {
-	for _, spec := range d.r.Specs() {
+	for _, spec := range d.r.specs() {
 		if _, err := viewFor(snap, spec); err != nil {
 			return false
 		}

@@ -24,17 +24,8 @@ func (d *Daemon) SetLookupEnv(f func(string) (string, bool)) {
 // DriftDirs returns the directories the drift watcher is made to watch.
 func (d *Daemon) DriftDirs() []string { return d.r.driftDirs() }
 
-// Specs returns every target's spec (destination, kind, options); it waits
-// for an apply in progress.
-func (r *Renderer) Specs() []TargetSpec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]TargetSpec, len(r.targets))
-	for i, t := range r.targets {
-		out[i] = t.spec
-	}
-	return out
-}
+// Specs is specs.
+func (r *Renderer) Specs() []TargetSpec { return r.specs() }
 
 // Configure is configure: replaces the targets of a renderer.
 func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {

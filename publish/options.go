@@ -90,6 +90,16 @@ func withMultiBudget(bytes int) Option { return func(c *config) { c.multiBudget 
 // withMaxSetSize bounds the total size of a set. Default 64 MiB.
 func withMaxSetSize(bytes int64) Option { return func(c *config) { c.maxSet = bytes } }
 
+// WithACL sets the ACL of the nodes a publisher creates where the live
+// tree gives none. A publisher copies the ACLs of the live tree (as
+// `confpush init` set them, read again whenever their ACL version
+// changes): items, the marker and the root get the root's ACL, history
+// entries, blobs, liveness nodes and missing metadata parents the history
+// parent's; acl is used only where those nodes do not exist yet (a tree
+// without `confpush init`, such as an application's own root under its
+// digest identity). Default zk.WorldACL(zk.PermAll).
+func WithACL(acl []zk.ACL) Option { return func(c *config) { c.acl = acl } }
+
 func (c *config) validate() error {
 	if err := layout.ValidateRoot(c.meta); err != nil {
 		return fmt.Errorf("meta path: %w", err)
