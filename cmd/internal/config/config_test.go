@@ -984,7 +984,7 @@ targets:
 // TestExampleRoots keeps examples/roots loadable: two roots, a target of
 // the shared one and a template over both.
 func TestExampleRoots(t *testing.T) {
-	c, err := Load("../../examples/roots/confagent.yaml")
+	c, err := Load("../../../examples/roots/confagent.yaml")
 	if err != nil {
 		t.Fatalf("examples/roots does not load: %v", err)
 	}
