@@ -97,7 +97,10 @@ func plainProbe(ctx context.Context, addr string) error {
 		return nil // it took one connection: what follows is not a TLS question
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(2 * time.Second)
+	// The caller's deadline bounds the handshake, not a shorter one of its
+	// own: a loaded server takes seconds to answer a TLS handshake, and a
+	// probe that gives up first calls a TLS port a plain one.
+	deadline := time.Now().Add(5 * time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

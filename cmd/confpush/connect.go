@@ -84,10 +84,11 @@ func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zkclient.Clie
 	return nil, a.unreachable(ctx, cfg, timeout, err)
 }
 
-// unreachable probes every server, for at most a few seconds beyond the
-// connect timeout already spent.
+// unreachable probes every server, for at most 5 seconds beyond the
+// connect timeout already spent (not less with a short connect timeout: a
+// loaded server takes seconds to answer the TLS probe).
 func (a *app) unreachable(ctx context.Context, cfg zkclient.Config, waited time.Duration, cause error) error {
-	pctx, cancel := context.WithTimeout(ctx, min(a.v.GetDuration("connect-timeout"), 5*time.Second))
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return unreachableError{timeout: waited, servers: zkclient.Diagnose(pctx, cfg), cause: cause}
 }
