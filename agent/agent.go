@@ -397,7 +397,7 @@ func (a *applyRun) stage(rctx context.Context, ts []*target) {
 // staged output.
 func (a *applyRun) check(ctx context.Context) {
 	for _, s := range a.staged {
-		if err := s.check(ctx, a.gen); err != nil {
+		if err := s.check(ctx, targetGeneration(a.snap, s.t.spec, a.gen)); err != nil {
 			a.fail(s.t, "check", err)
 		}
 	}
@@ -520,7 +520,11 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 			g = t.applied.Generation()
 		}
 		retry := !changed[t]
-		output, err := t.reload(ctx, g)
+		cg := g
+		if t.applied != nil {
+			cg = targetGeneration(t.applied, t.spec, g)
+		}
+		output, err := t.reload(ctx, cg)
 		if err != nil {
 			errs = append(errs, r.failTarget(t, g, RetryReload, err))
 			continue

@@ -463,3 +463,16 @@ func (d *Daemon) rootMetrics() {
 		d.metrics.setRoot(name, applied, st.Generation, st.State == cache.StateLive)
 	}
 }
+
+// targetGeneration is the generation a target's check and reload commands
+// are told (ZKCONF_GENERATION): with several roots, the target's own
+// root's, not the combined sequence the renderer counts in.
+func targetGeneration(snap Snapshot, spec TargetSpec, combined int64) int64 {
+	if _, ok := snap.(*rootsSnapshot); !ok {
+		return combined
+	}
+	if v, err := viewFor(snap, spec); err == nil {
+		return v.Generation()
+	}
+	return combined
+}

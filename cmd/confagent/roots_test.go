@@ -187,8 +187,8 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
     roots: [common]
     src: %s
     dest: %s
-    reload: cat %s >> %s && echo >> %s
-%s`, tmpl, filepath.Join(e.out, "both.conf"), filepath.Join(e.out, "both.conf"), seen, seen, e.vTargets("")))
+    reload: printf '%%s ' "$ZKCONF_GENERATION" >> %s && cat %s >> %s && echo >> %s
+%s`, tmpl, filepath.Join(e.out, "both.conf"), seen, filepath.Join(e.out, "both.conf"), seen, seen, e.vTargets("")))
 	p := e.start(t)
 	waitRootStatus(t, c, rootPaths["web"], func(s agent.Status) bool { return s.Generation >= 1 })
 
@@ -221,7 +221,7 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
 	deadline := time.After(2 * time.Minute)
 	for {
 		b, _ := os.ReadFile(seen)
-		if strings.Contains(string(b), want+"\n") {
+		if strings.Contains(string(b), " "+want+"\n") {
 			break
 		}
 		select {
@@ -243,9 +243,14 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
 	prev := map[string]int64{}
 	for i, l := range lines {
 		f := strings.Fields(l)
-		if len(f) != 6 || f[0] != "common" || f[3] != "web" {
+		if len(f) != 7 || f[1] != "common" || f[4] != "web" {
 			t.Fatalf("rendered line %d %q", i, l)
 		}
+		// The reload is told its own root's generation, not a combination.
+		if f[0] != f[5] {
+			t.Errorf("rendered combination %d: reload got ZKCONF_GENERATION=%s, web's generation is %s", i, f[0], f[5])
+		}
+		f = f[1:]
 		gc, _ := strconv.ParseInt(f[1], 10, 64)
 		gw, _ := strconv.ParseInt(f[4], 10, 64)
 		gens := map[string]int64{"common": gc, "web": gw}
