@@ -653,7 +653,14 @@ func (d *Daemon) waitLive(ctx context.Context) (Snapshot, error) {
 		}
 		select {
 		case <-ctx.Done():
-			waited := time.Since(start).Round(100 * time.Millisecond)
+			// The wait the caller gave (its deadline), not the elapsed time:
+			// on a busy host this goroutine wakes late, and "after waiting
+			// 3.1s" for --timeout 3s reads like a miscounted timeout.
+			waited := time.Since(start)
+			if dl, ok := ctx.Deadline(); ok && dl.After(start) {
+				waited = dl.Sub(start)
+			}
+			waited = waited.Round(100 * time.Millisecond)
 			if why := rootAbsent(st.Err, d.opts.Root); why != "" {
 				return nil, fmt.Errorf("%s: no generation to apply after waiting %v: %w", why, waited, ctx.Err())
 			}
