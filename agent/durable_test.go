@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,7 +139,8 @@ func TestCommitWaitsForDurableState(t *testing.T) {
 	g3 := newHeld(3, gen(3))
 	g3.release <- errState
 	o = r.Apply(ctx, g3)
-	if !errors.Is(o.Err, errState) || o.Rejected || !o.Retry || len(o.Changed) != 0 {
+	if !errors.Is(o.Err, errState) || !strings.Contains(o.Err.Error(), "generation 3 not applied yet, retried: its state is not durable") ||
+		o.Rejected || !o.Retry || len(o.Changed) != 0 {
 		t.Fatalf("generation 3, state not durable: %+v", o)
 	}
 	if err := shows(2); err != nil {

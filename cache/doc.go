@@ -353,8 +353,10 @@
 //
 // # State file
 //
-// WithStateFile persists every applied snapshot before it is handed out,
-// incrementally: the item contents go to the directory beside the state
+// WithStateFile persists every applied snapshot before it is handed out
+// (with WithDurableBarrier: while it is handed out, and Snapshot.Durable
+// returns once it is persisted, so that a consumer prepares its effect
+// meanwhile and shows it only after), incrementally: the item contents go to the directory beside the state
 // file (path + ".d"), one file per distinct content named by its sha256,
 // written (temporary file, fsync, rename, one directory fsync) only when
 // the content is new; then the state file itself, the commit point, is
