@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,13 +354,16 @@ func TestDurableBarrier(t *testing.T) {
 
 	// (2) The write fails, the retraction works: durable (no state).
 	errCut := errors.New("write failed")
-	failWrite := func(step string) error {
-		if step == stepSynced {
-			return errCut
+	failAt := func(steps ...string) *func(string) error {
+		hook := func(step string) error {
+			if slices.Contains(steps, step) {
+				return errCut
+			}
+			return nil
 		}
-		return nil
+		return &hook
 	}
-	c.store.crashAt.Store(&failWrite)
+	c.store.crashAt.Store(failAt(stepSynced))
 	v = withItem(v, "item01", "v3")
 	g3, _ := pub.publish(v)
 	s = waitGen(t, c, g3, v)
@@ -377,13 +381,7 @@ func TestDurableBarrier(t *testing.T) {
 	if err := waitGen(t, c, g4, v).Durable(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	failBoth := func(step string) error {
-		if step == stepSynced || step == stepRetract {
-			return errCut
-		}
-		return nil
-	}
-	c.store.crashAt.Store(&failBoth)
+	c.store.crashAt.Store(failAt(stepSynced, stepRetract))
 	v = withItem(v, "item01", "v5")
 	g5, _ := pub.publish(v)
 	s = waitGen(t, c, g5, v)

@@ -179,89 +179,77 @@ func imageState(t *testing.T, path string) string {
 // is until the directory's fsync) restarts into one complete generation.
 func TestStateCrashPowerCut(t *testing.T) {
 	errCut := errors.New("power cut")
-	for _, c := range crashCases() {
-		for i, cs := range crashSteps {
-			for _, apply := range []bool{false, true} {
-				if cs.applyOnly && !apply {
-					continue
-				}
-				name := c.name + "/" + cs.step
-				if apply {
-					name += "/apply"
-				}
-				t.Run(name, func(t *testing.T) {
-					path := filepath.Join(t.TempDir(), "state", "snapshot.state")
-					st, next := c.prepare(t, path)
-					images, outImages := map[string]string{}, map[string]string{}
-					var ca *crashApply
-					if apply {
-						ca = newCrashApply(t, path, c.prev)
-					}
-					hook := func(step string) error {
-						if step == stepRetract {
-							return nil // after the cut: no longer the disk's state
-						}
-						if ca != nil {
-							<-ca.staged
-							if step == stepSwept {
-								// Past the durable point the renderer
-								// swaps meanwhile: imaged once it has
-								// (a copy cannot race its removals).
-								<-ca.finished
-							}
-							outImages[step] = ca.image(t)
-						}
-						images[step] = imageState(t, path)
-						if step == cs.step {
-							return errCut
-						}
-						return nil
-					}
-					st.crashAt.Store(&hook)
-					switch {
-					case ca == nil:
-						if err := st.write(next); !errors.Is(err, errCut) {
-							t.Fatalf("write: %v, want the cut at %s", err, cs.step)
-						}
-					case cs.step == stepShown:
-						st.crashAt.Store(nil)
-						ca.run(t, st, next)
-						if err := <-ca.shown; err != nil {
-							t.Fatal(err)
-						}
-						outImages[stepShown], images[stepShown] = ca.image(t), imageState(t, path)
-					default:
-						ca.run(t, st, next)
-						<-ca.shown
-					}
-					if !cs.applyOnly && len(images) != i+1 {
-						t.Fatalf("steps run: %v", images)
-					}
-					if cs.step == stepRenamed {
-						// The rename is not durable before the directory's
-						// fsync: the disk may keep the previous commit file
-						// beside the new bytes.
-						lost := imageState(t, images[stepRenamed])
-						b, err := os.ReadFile(filepath.Join(filepath.Dir(images[stepSynced]), filepath.Base(path)))
-						if err != nil {
-							t.Fatal(err)
-						}
-						if err := os.WriteFile(lost, b, 0o600); err != nil {
-							t.Fatal(err)
-						}
-						if ca != nil {
-							checkOutputRestart(t, c, lost, outImages[stepRenamed])
-						}
-						checkRestart(t, c, lost, false)
-					}
-					if ca != nil {
-						checkOutputRestart(t, c, images[cs.step], outImages[cs.step])
-					}
-					checkRestart(t, c, images[cs.step], cs.committed)
-				})
-			}
+	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
+		cs := crashSteps[i]
+		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+		st, next := c.prepare(t, path)
+		images, outImages := map[string]string{}, map[string]string{}
+		var ca *crashApply
+		if apply {
+			ca = newCrashApply(t, path, c.prev)
 		}
-	}
+		hook := func(step string) error {
+			if step == stepRetract {
+				return nil // after the cut: no longer the disk's state
+			}
+			if ca != nil {
+				<-ca.staged
+				if step == stepSwept {
+					// Past the durable point the renderer
+					// swaps meanwhile: imaged once it has
+					// (a copy cannot race its removals).
+					<-ca.finished
+				}
+				outImages[step] = ca.image(t)
+			}
+			images[step] = imageState(t, path)
+			if step == cs.step {
+				return errCut
+			}
+			return nil
+		}
+		st.crashAt.Store(&hook)
+		switch {
+		case ca == nil:
+			if err := st.write(next); !errors.Is(err, errCut) {
+				t.Fatalf("write: %v, want the cut at %s", err, cs.step)
+			}
+		case cs.step == stepShown:
+			st.crashAt.Store(nil)
+			ca.run(t, st, next)
+			if err := <-ca.shown; err != nil {
+				t.Fatal(err)
+			}
+			outImages[stepShown], images[stepShown] = ca.image(t), imageState(t, path)
+		default:
+			ca.run(t, st, next)
+			<-ca.shown
+		}
+		if !cs.applyOnly && len(images) != i+1 {
+			t.Fatalf("steps run: %v", images)
+		}
+		if cs.step == stepRenamed {
+			// The rename is not durable before the directory's
+			// fsync: the disk may keep the previous commit file
+			// beside the new bytes.
+			lost := imageState(t, images[stepRenamed])
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(images[stepSynced]), filepath.Base(path)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(lost, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if ca != nil {
+				checkOutputRestart(t, c, lost, outImages[stepRenamed])
+			}
+			checkRestart(t, c, lost, false)
+		}
+		if ca != nil {
+			checkOutputRestart(t, c, images[cs.step], outImages[cs.step])
+		}
+		checkRestart(t, c, images[cs.step], cs.committed)
+	})
 }
 
 // crashApply is the apply's ordering around a write (persist ∥ stage): a
@@ -279,6 +267,26 @@ type crashApply struct {
 }
 
 var crashOutputOpts = render.FileOptions{Mode: 0o600, UID: -1, GID: -1}
+
+// runCrashes runs crash(t, case, step index, apply) as a subtest for
+// every crash case and step, alone and in the apply's ordering (a step
+// marked applyOnly in that only).
+func runCrashes(t *testing.T, crash func(t *testing.T, c crashCase, step int, apply bool)) {
+	for _, c := range crashCases() {
+		for i, cs := range crashSteps {
+			for _, apply := range []bool{false, true} {
+				if cs.applyOnly && !apply {
+					continue
+				}
+				name := c.name + "/" + cs.step
+				if apply {
+					name += "/apply"
+				}
+				t.Run(name, func(t *testing.T) { crash(t, c, i, apply) })
+			}
+		}
+	}
+}
 
 // crashOutputDir is where the apply variants render, beside the state
 // directory of path.
@@ -386,52 +394,40 @@ const crashChildEnv = "ZKCONF_STATE_CRASH"
 // write (append, new pack, conversion of the old layout), alone and in the
 // apply's ordering, restarts into one complete generation.
 func TestStateCrashSIGKILL(t *testing.T) {
-	for _, c := range crashCases() {
-		for _, cs := range crashSteps {
-			for _, apply := range []bool{false, true} {
-				if cs.applyOnly && !apply {
-					continue
-				}
-				name := c.name + "/" + cs.step
-				if apply {
-					name += "/apply"
-				}
-				t.Run(name, func(t *testing.T) {
-					path := filepath.Join(t.TempDir(), "state", "snapshot.state")
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-					defer cancel()
-					cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStateCrashChild$", "-test.count=1")
-					cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %v", crashChildEnv, c.name, cs.step, path, apply))
-					cmd.Stderr = os.Stderr
-					out, err := cmd.StdoutPipe()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					sc := bufio.NewScanner(out)
-					reached := false
-					for sc.Scan() {
-						if sc.Text() == "crash point "+cs.step {
-							reached = true
-							break
-						}
-					}
-					// SIGKILL, whatever the child was doing.
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-					if !reached {
-						t.Fatalf("the child never reached step %s (%v)", cs.step, sc.Err())
-					}
-					if apply {
-						checkOutputRestart(t, c, path, crashOutputDir(path))
-					}
-					checkRestart(t, c, path, cs.committed)
-				})
+	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
+		cs := crashSteps[i]
+		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStateCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %v", crashChildEnv, c.name, cs.step, path, apply))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		reached := false
+		for sc.Scan() {
+			if sc.Text() == "crash point "+cs.step {
+				reached = true
+				break
 			}
 		}
-	}
+		// SIGKILL, whatever the child was doing.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if !reached {
+			t.Fatalf("the child never reached step %s (%v)", cs.step, sc.Err())
+		}
+		if apply {
+			checkOutputRestart(t, c, path, crashOutputDir(path))
+		}
+		checkRestart(t, c, path, cs.committed)
+	})
 }
 
 // TestStateCrashChild is the process TestStateCrashSIGKILL kills: it
