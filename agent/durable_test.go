@@ -97,7 +97,6 @@ func TestCommitWaitsForDurableState(t *testing.T) {
 	if err := shows(1); err != nil {
 		t.Fatal(err)
 	}
-	before := entries()
 
 	// Generation 2: its state is held.
 	g2 := newHeld(2, gen(2))
@@ -132,7 +131,7 @@ func TestCommitWaitsForDurableState(t *testing.T) {
 	if err := shows(2); err != nil {
 		t.Fatal(err)
 	}
-	before = entries()
+	before := entries()
 
 	// Generation 3: its state cannot be made durable.
 	errState := errors.New("state not durable")
