@@ -60,6 +60,10 @@ import (
 // it, and nothing it names is removed or overwritten after it (the pack
 // is only appended to, and a new pack has a new name).
 //
+// The write's durability (Snapshot.Durable, what a consumer with
+// WithDurableBarrier waits for before it shows the generation) is
+// reached once the rename is durable, before the older pack's removal.
+//
 // A crash before the commit point leaves the previous commit file and the
 // pack it names, whose referenced bytes are untouched (an append writes
 // past them); a crash after it leaves the new generation and perhaps an
