@@ -313,9 +313,12 @@ func (r *Renderer) allApplied(snap Snapshot) bool {
 //  2. check: run every staged target's check command; any failure of
 //     either phase aborts every staged output (abort) and nothing of the
 //     generation is in place;
-//  3. commit: persist the pending reloads, then swap each staged output
-//     in with one rename (the commit point of each target), and record
-//     what each target now holds;
+//  3. commit: wait until the snapshot's state is durable (the barrier:
+//     the cache writes it while this unit stages and checks; a state
+//     that cannot be made durable aborts as in 2, retried), persist the
+//     pending reloads, then swap each staged output in with one rename
+//     (the commit point of each target), and record what each target now
+//     holds;
 //  4. reload: run the reload of every target whose output changed (and
 //     of every one whose reload is pending).
 func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*target, out *Outcome) {
@@ -331,12 +334,18 @@ func (r *Renderer) applyTargets(ctx, rctx context.Context, snap Snapshot, ts []*
 		a.check(ctx)
 	}
 	phaseStart = r.phases.lap(&r.phases.check, phaseStart)
+
+	// (3) Commit, once no restart can start from an older generation
+	// than the one about to show.
+	if len(a.errs) == 0 {
+		a.durable(ctx)
+	}
+	phaseStart = r.phases.lap(&r.phases.durable, phaseStart)
 	if len(a.errs) > 0 {
 		a.abort(ctx, ts, out)
 		return
 	}
 
-	// (3) Commit.
 	changed := a.commit(out)
 	r.phases.lap(&r.phases.swap, phaseStart)
 	a.record()

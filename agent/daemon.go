@@ -224,7 +224,9 @@ func NewDaemon(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.zk = client
 	meta := cmp.Or(opts.Meta, layout.DefaultMeta)
-	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation)}
+	// The renderer stages a snapshot while its state is written and
+	// waits for it (Snapshot.Durable) before anything shows it.
+	copts := []cache.Option{cache.WithClient(client), cache.WithLogger(log), cache.WithIncarnationPolicy(opts.Incarnation), cache.WithDurableBarrier()}
 	if opts.Meta != "" {
 		copts = append(copts, cache.WithMeta(opts.Meta))
 	}

@@ -9,11 +9,12 @@ import (
 )
 
 // applyPhases is how long one Apply spent staging (render and write the
-// staged output, every target), running check commands, and swapping
-// (the pending-reload file and the commits), summed over targets. A few
-// clock reads per apply: always on.
+// staged output, every target), running check commands, waiting for the
+// snapshot's state to be durable (what of the cache's persist staging and
+// checking did not cover), and swapping (the pending-reload file and the
+// commits), summed over targets. A few clock reads per apply: always on.
 type applyPhases struct {
-	stage, check, swap time.Duration
+	stage, check, durable, swap time.Duration
 }
 
 // lap adds the time since start to *d and returns now.
@@ -42,5 +43,5 @@ func (d *Daemon) logTimings(ctx context.Context, s Snapshot, applied time.Time) 
 	d.log.Debug("apply timings", "generation", snap.Generation(),
 		"cycle_start", ft.Started, "applied", applied, "items_read", ft.Read,
 		"fetch", ft.Fetched, "verify", ft.Verify, "persist", ft.Persist,
-		"stage", p.stage, "check", p.check, "swap", p.swap)
+		"stage", p.stage, "check", p.check, "durable_wait", p.durable, "swap", p.swap)
 }

@@ -303,32 +303,67 @@ func (c *Cache) convertState(s *Snapshot) {
 }
 
 // apply hands out s: it becomes Snapshot(), wakes Wait, replaces the
-// pending Updates value and feeds OnUpdate, after persisting it.
+// pending Updates value and feeds OnUpdate, after persisting it; with
+// WithDurableBarrier, while persisting it (Snapshot.Durable waits for the
+// write).
 func (c *Cache) apply(s *Snapshot) {
-	// Persist before anyone can see the snapshot: a consumer (confagent)
-	// may act on it at once, and a crash right after must not restart
-	// from an older state file and act on that (never backwards; found by
-	// the chaos suite killing an agent just after an apply).
-	if c.store != nil {
-		persistStart := time.Now()
-		err := c.store.write(s)
-		s.timings.Persist = time.Since(persistStart)
-		if err != nil {
-			c.stats.persistErrors.Add(1)
-			// A full disk (or any write error) must not leave an older
-			// generation behind as the restart state: a crash after this
-			// hand-out would restart from it and act on it (backwards).
-			// Without a state file a restart waits for ZooKeeper instead.
-			// Removing a file works on a full disk.
-			if rerr := c.store.retract(); rerr != nil {
-				c.log.Error("could not persist the snapshot nor remove the older persisted one: a restart before the next successful write would start from an older generation",
-					"path", c.opts.stateFile, "generation", s.Generation(), "err", err, "remove_err", rerr)
-			} else {
-				c.log.Warn("could not persist the snapshot; removed the older persisted one (a restart before the next successful write waits for ZooKeeper)",
-					"path", c.opts.stateFile, "generation", s.Generation(), "err", err)
-			}
+	if c.store == nil {
+		c.handOutNew(s)
+		return
+	}
+	// Persisted before anyone can see the snapshot, or before Durable
+	// lets anyone show it: a consumer (confagent) may act on it at once,
+	// and a crash right after must not restart from an older state file
+	// and act on that (never backwards; found by the chaos suite killing
+	// an agent just after an apply).
+	s.durable = newDurability()
+	if c.opts.durableBarrier {
+		c.handOutNew(s)
+	}
+	committed := c.persist(s)
+	if !c.opts.durableBarrier {
+		c.handOutNew(s)
+	}
+	if committed {
+		if err := c.store.cleanup(); err != nil {
+			c.log.Debug("state file cleanup stopped", "err", err)
 		}
 	}
+}
+
+// persist writes s's state up to its commit point and finishes s's
+// durability: nil once the state holds s, or once the older state is
+// removed after a failed write. It reports whether the write committed
+// (the store's cleanup is then due).
+func (c *Cache) persist(s *Snapshot) bool {
+	persistStart := time.Now()
+	err := c.store.commit(s)
+	if err == nil {
+		s.durable.finish(nil, time.Since(persistStart))
+		return true
+	}
+	c.stats.persistErrors.Add(1)
+	// A full disk (or any write error) must not leave an older generation
+	// behind as the restart state: a crash after this hand-out would
+	// restart from it and act on it (backwards). Without a state file a
+	// restart waits for ZooKeeper instead. Removing a file works on a
+	// full disk.
+	var derr error
+	if rerr := c.store.retract(); rerr != nil {
+		c.log.Error("could not persist the snapshot nor remove the older persisted one: a restart before the next successful write would start from an older generation",
+			"path", c.opts.stateFile, "generation", s.Generation(), "err", err, "remove_err", rerr)
+		derr = fmt.Errorf("%w: generation %d: %w; removing the older state: %w", ErrNotPersisted, s.Generation(), err, rerr)
+	} else {
+		c.log.Warn("could not persist the snapshot; removed the older persisted one (a restart before the next successful write waits for ZooKeeper)",
+			"path", c.opts.stateFile, "generation", s.Generation(), "err", err)
+	}
+	s.durable.finish(derr, time.Since(persistStart))
+	return false
+}
+
+// handOutNew makes s the newest snapshot: Snapshot(), Wait, Updates and
+// OnUpdate.
+func (c *Cache) handOutNew(s *Snapshot) {
 	c.stats.applied.Add(1)
 	c.stats.lastApply.Store(time.Now().UnixNano())
 	// Stored and offered under c.mu, which Wait holds to take the

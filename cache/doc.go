@@ -353,23 +353,27 @@
 //
 // # State file
 //
-// WithStateFile persists every applied snapshot before it is handed out,
-// incrementally: the item contents go to the directory beside the state
-// file (path + ".d"), one file per distinct content named by its sha256,
-// written (temporary file, fsync, rename, one directory fsync) only when
-// the content is new; then the state file itself, the commit point, is
-// replaced atomically (temporary file, fsync, rename, directory fsync). It
-// is small: a kind, a format, and a sha256 checksum over the exact bytes of
-// its body (root, zxid, manifest). Item files no manifest references any
-// more are removed after the commit. An apply that changes one item of
-// 100 × 4 KiB writes that item and a ~10 KiB state file. New loads the
-// state before contacting ZooKeeper, so Snapshot is available at once
+// WithStateFile persists every applied snapshot before it is handed out
+// (with WithDurableBarrier: while it is handed out, and Snapshot.Durable
+// returns once it is persisted, so that a consumer prepares its effect
+// meanwhile and shows it only after), incrementally: the contents the
+// current pack does not hold are appended to one append-only pack in the
+// directory beside the state file (path + ".d"), then the state file
+// itself, the commit point (a kind, a format, a sha256 checksum over the
+// exact bytes of its body: root, zxid, manifest, the pack's name and each
+// content's offset), is replaced atomically; the pack's bytes and the
+// state file's temporary are fsynced together, then the rename and the
+// directory's fsync. A pack grown past twice the live contents plus 1 MiB
+// is replaced by a new one after the commit point (statefile.go gives the
+// layout and the crash analysis). An apply that changes one item of
+// 100 × 4 KiB appends that item and writes a ~10 KiB state file. New loads
+// the state before contacting ZooKeeper, so Snapshot is available at once
 // (state Stale, ErrNotSynced, until the first sync). A corrupt, truncated
-// or foreign (other root) state file, or a missing, truncated or corrupt
-// item file (each is checked against the manifest), makes the whole state
-// ignored with a warning: the cache starts without a snapshot and reads
-// ZooKeeper's in full, never serving a partial one. A crash before the
-// commit point leaves the previous generation loadable. The previous
-// single-file format (items inline) is read once and replaced by the first
-// apply; an older zkconf ignores the new format (and re-reads ZooKeeper).
+// or foreign (other root) state file, or a pack whose contents do not
+// match the manifest, makes the whole state ignored with a warning: the
+// cache starts without a snapshot and reads ZooKeeper's in full, never
+// serving a partial one. A crash before the commit point leaves the
+// previous generation loadable. The previous layouts (a file per content,
+// items inline) are read and converted by New; an older zkconf ignores the
+// new format (and re-reads ZooKeeper).
 package cache

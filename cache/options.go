@@ -32,16 +32,19 @@ const (
 type Option func(*options) error
 
 type options struct {
-	cfg         *zkclient.Config
-	client      *zkclient.Client
-	meta        string
-	stateFile   string
-	log         *slog.Logger
-	resync      time.Duration
-	jitter      time.Duration
-	concurrency int
-	onUpdate    func(*Snapshot)
-	incarnation IncarnationPolicy
+	cfg       *zkclient.Config
+	client    *zkclient.Client
+	meta      string
+	stateFile string
+	// durableBarrier: hand a snapshot out while its state is written
+	// (WithDurableBarrier).
+	durableBarrier bool
+	log            *slog.Logger
+	resync         time.Duration
+	jitter         time.Duration
+	concurrency    int
+	onUpdate       func(*Snapshot)
+	incarnation    IncarnationPolicy
 	// id and labels: the member identity matched against a canary's
 	// selection (WithLabels); id "" follows the stable generation.
 	id     string
@@ -142,8 +145,8 @@ func WithMeta(meta string) Option {
 	}
 }
 
-// WithStateFile persists every applied snapshot, before it is handed out,
-// at path and makes New start from it, so that a process restarted while
+// WithStateFile persists every applied snapshot, before it is handed out
+// (or, with WithDurableBarrier, before Snapshot.Durable returns), at path and makes New start from it, so that a process restarted while
 // ZooKeeper is down serves its last good config. path is a small commit
 // file naming the generation; the items' contents are kept beside it in
 // one append-only pack in the directory path + ".d", so an apply appends
@@ -152,14 +155,32 @@ func WithMeta(meta string) Option {
 // ignored as a whole (logged); the previous layouts (a file per content,
 // or a single file) are read and converted by New. A write that fails (a full disk) is logged
 // and counted (Stats.PersistErrors), and the older state is removed before
-// the snapshot is handed out, so a restart never starts from a generation
-// older than one already handed out; it waits for ZooKeeper instead.
+// the snapshot is handed out (before Durable returns), so a restart never
+// starts from a generation older than one already handed out; it waits
+// for ZooKeeper instead. Only when that removal fails too does Durable
+// return an error (ErrNotPersisted).
 func WithStateFile(path string) Option {
 	return func(o *options) error {
 		if path == "" {
 			return errors.New("cache: empty state file path")
 		}
 		o.stateFile = path
+		return nil
+	}
+}
+
+// WithDurableBarrier makes a cache with a state file (WithStateFile) hand
+// each snapshot out while its state is still being written, instead of
+// after: a consumer can prepare its effect of the snapshot (render and
+// stage files, say) while the state is made durable, and must call
+// Snapshot.Durable before anything it does with the snapshot becomes
+// visible, and not act on it when Durable fails. What a restart starts
+// from is then never older than what any consumer showed, as without the
+// option, with the persist off the consumer's critical path. Without a
+// state file the option changes nothing.
+func WithDurableBarrier() Option {
+	return func(o *options) error {
+		o.durableBarrier = true
 		return nil
 	}
 }

@@ -2,10 +2,12 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +198,20 @@ func TestPersistedNewerNotReplaced(t *testing.T) {
 // one, complete: a process that acts on a snapshot and crashes right after
 // restarts from at least that generation (never backwards).
 func TestPersistedBeforeHandout(t *testing.T) {
+	testPersistedBefore(t, false)
+}
+
+// TestPersistedBeforeDurable is TestPersistedBeforeHandout with
+// WithDurableBarrier: a snapshot is handed out while its state is written,
+// and whenever its Durable has returned nil, the persisted state holds it
+// or a newer one, complete: a process that shows a snapshot only after
+// Durable (confagent) and crashes right after restarts from at least that
+// generation.
+func TestPersistedBeforeDurable(t *testing.T) {
+	testPersistedBefore(t, true)
+}
+
+func testPersistedBefore(t *testing.T, barrier bool) {
 	zkc := sharedZooKeeper.For(t)
 	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	log, _ := testLogger(t)
@@ -208,6 +224,11 @@ func TestPersistedBeforeHandout(t *testing.T) {
 	// commit file changed under it read a moving state, and is read
 	// again; one that fails on an unchanged commit file is a real failure.
 	check := func(who string, s *Snapshot) error {
+		if barrier {
+			if err := s.Durable(context.Background()); err != nil {
+				return fmt.Errorf("%s: generation %d: %v", who, s.Generation(), err)
+			}
+		}
 		for {
 			before, _ := os.ReadFile(path)
 			p, err := loadState(path, "/config")
@@ -224,12 +245,16 @@ func TestPersistedBeforeHandout(t *testing.T) {
 		}
 	}
 	errs := make(chan error, 1000)
-	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path),
+	opts := []Option{WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path),
 		WithOnUpdate(func(s *Snapshot) {
 			if err := check("OnUpdate", s); err != nil {
 				errs <- err
 			}
-		}))
+		})}
+	if barrier {
+		opts = append(opts, WithDurableBarrier())
+	}
+	c := newCache(t, "/config", opts...)
 	var last int64
 	for i := range 30 {
 		v = withItem(v, fmt.Sprintf("item%02d", i%6), fmt.Sprintf("g%d", i))
@@ -253,4 +278,120 @@ func TestPersistedBeforeHandout(t *testing.T) {
 		t.Fatalf("final state %v %v, want generation %d", p, err, last)
 	}
 	checkItems(t, p, v)
+}
+
+// TestDurableBarrier: with WithDurableBarrier the snapshot is handed out
+// while its state is written (here held at the point where the pack and
+// the commit file's temporary are durable, before the commit point), and
+// its Durable returns only once the write committed: until then the
+// persisted state is the previous generation. A write that fails is
+// retracted (the older state removed): Durable returns nil, since a
+// restart then waits for ZooKeeper; a write that fails and whose
+// retraction fails too leaves the older state as the restart state:
+// Durable returns ErrNotPersisted, and the consumer must not show it.
+func TestDurableBarrier(t *testing.T) {
+	zkc := sharedZooKeeper.For(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
+	log, _ := testLogger(t)
+	path := filepath.Join(t.TempDir(), "state")
+	v := set(4, "v1")
+	g1, _ := pub.publish(v)
+	c := newCache(t, "/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(path), WithDurableBarrier())
+	waitGen(t, c, g1, v)
+	if err := c.Snapshot().Durable(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	persisted := func() int64 {
+		t.Helper()
+		p, err := loadState(path, "/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			return 0
+		}
+		return p.Generation()
+	}
+	if g := persisted(); g != g1 {
+		t.Fatalf("persisted generation %d, want %d", g, g1)
+	}
+	done := func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+
+	// (1) The write held before its commit point.
+	reached, release := make(chan struct{}), make(chan struct{})
+	hold := func(step string) error {
+		if step == stepSynced {
+			close(reached)
+			<-release
+		}
+		return nil
+	}
+	c.store.crashAt.Store(&hold)
+	v = withItem(v, "item01", "v2")
+	g2, _ := pub.publish(v)
+	s := waitGen(t, c, g2, v) // handed out while the write is held
+	<-reached
+	if err := s.Durable(done); err == nil || errors.Is(err, ErrNotPersisted) {
+		t.Fatalf("generation %d durable while its write is held: %v", g2, err)
+	}
+	if g := persisted(); g != g1 {
+		t.Fatalf("persisted generation %d while the write is held, want %d", g, g1)
+	}
+	close(release)
+	if err := s.Durable(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if g := persisted(); g != g2 {
+		t.Fatalf("persisted generation %d once durable, want %d", g, g2)
+	}
+	if s.Timings().Persist <= 0 {
+		t.Fatalf("timings %+v: no persist", s.Timings())
+	}
+
+	// (2) The write fails, the retraction works: durable (no state).
+	errCut := errors.New("write failed")
+	failAt := func(steps ...string) *func(string) error {
+		hook := func(step string) error {
+			if slices.Contains(steps, step) {
+				return errCut
+			}
+			return nil
+		}
+		return &hook
+	}
+	c.store.crashAt.Store(failAt(stepSynced))
+	v = withItem(v, "item01", "v3")
+	g3, _ := pub.publish(v)
+	s = waitGen(t, c, g3, v)
+	if err := s.Durable(testCtx(t)); err != nil {
+		t.Fatalf("generation %d, write failed and older state removed: %v", g3, err)
+	}
+	if g := persisted(); g != 0 {
+		t.Fatalf("persisted generation %d after a failed write, want none", g)
+	}
+
+	// (3) A good write, then one that fails with its retraction.
+	c.store.crashAt.Store(nil)
+	v = withItem(v, "item01", "v4")
+	g4, _ := pub.publish(v)
+	if err := waitGen(t, c, g4, v).Durable(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c.store.crashAt.Store(failAt(stepSynced, stepRetract))
+	v = withItem(v, "item01", "v5")
+	g5, _ := pub.publish(v)
+	s = waitGen(t, c, g5, v)
+	if err := s.Durable(testCtx(t)); !errors.Is(err, ErrNotPersisted) || !errors.Is(err, errCut) {
+		t.Fatalf("generation %d, neither written nor the older state removed: Durable %v, want ErrNotPersisted", g5, err)
+	}
+	if g := persisted(); g != g4 {
+		t.Fatalf("persisted generation %d, want the older %d left", g, g4)
+	}
+	if c.Stats().PersistErrors != 2 {
+		t.Fatalf("persist errors %d, want 2", c.Stats().PersistErrors)
+	}
 }

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -26,6 +29,61 @@ type Snapshot struct {
 	// read: when the root read it comes from was sent and answered, on
 	// a Group's clock (zero outside a Group, and from the state file).
 	read witness
+	// durable is the write of its state (nil: nothing to wait for, no
+	// state file or loaded from it). Set before the snapshot is handed
+	// out; the write it stands for may still be running then
+	// (WithDurableBarrier).
+	durable *durability
+}
+
+// ErrNotPersisted is what Snapshot.Durable returns (wrapped, with the
+// write's and the removal's errors) when the cache could neither write
+// the snapshot's state nor remove the older state it replaces: a restart
+// could start from a generation older than this one, so nothing may show
+// it.
+var ErrNotPersisted = errors.New("cache: the snapshot's state could not be written nor the older state removed (a restart could start from an older generation)")
+
+// durability is the write of one snapshot's state: done is closed when it
+// ended, err (set before) is nil when a restart can no longer start from
+// an older generation, and persist is how long the write took.
+type durability struct {
+	done    chan struct{}
+	err     error
+	persist time.Duration
+}
+
+func newDurability() *durability { return &durability{done: make(chan struct{})} }
+
+// finish records the write's outcome and releases every waiter.
+func (d *durability) finish(err error, took time.Duration) {
+	d.err, d.persist = err, took
+	close(d.done)
+}
+
+// Durable waits until the cache's state file (WithStateFile) holds s or a
+// newer generation of the same root, durably, or the older state was
+// removed after a failed write (a restart then waits for ZooKeeper): from
+// then on, no restart starts from a generation older than s. It returns at
+// once for a snapshot handed out after its write (the default) or without
+// a state file. A consumer of a cache with WithDurableBarrier calls it
+// before any effect of s becomes visible; an error (ErrNotPersisted, or
+// ctx's) means it must not show s. The write itself is the cache's and
+// goes on when ctx ends.
+func (s *Snapshot) Durable(ctx context.Context) error {
+	if s == nil || s.durable == nil {
+		return nil
+	}
+	select {
+	case <-s.durable.done:
+		return s.durable.err
+	default:
+	}
+	select {
+	case <-s.durable.done:
+		return s.durable.err
+	case <-ctx.Done():
+		return fmt.Errorf("cache: waiting for generation %d's state to be durable: %w", s.Generation(), ctx.Err())
+	}
 }
 
 // newSnapshot builds a snapshot. items must hold exactly m's items, each

@@ -60,6 +60,10 @@ import (
 // it, and nothing it names is removed or overwritten after it (the pack
 // is only appended to, and a new pack has a new name).
 //
+// The write's durability (Snapshot.Durable, what a consumer with
+// WithDurableBarrier waits for before it shows the generation) is
+// reached once the rename is durable, before the older pack's removal.
+//
 // A crash before the commit point leaves the previous commit file and the
 // pack it names, whose referenced bytes are untouched (an append writes
 // past them); a crash after it leaves the new generation and perhaps an
@@ -313,6 +317,9 @@ const (
 	stepRenamed   = "renamed"
 	stepCommitted = "committed"
 	stepSwept     = "swept"
+	// stepRetract runs before retract removes the commit file (an error
+	// there fails the removal).
+	stepRetract = "retract"
 )
 
 // writeReport counts what one write did.
@@ -491,7 +498,16 @@ func (st *stateStore) step(name string) error {
 // (or every content to a new pack), then the commit file (the commit
 // point), then an older pack removed. When it returns nil, s is durable.
 // The directories are created with mode 0700 and every file is 0600.
-func (st *stateStore) write(s *Snapshot) (err error) {
+func (st *stateStore) write(s *Snapshot) error {
+	if err := st.commit(s); err != nil {
+		return err
+	}
+	return st.cleanup()
+}
+
+// commit is write up to its commit point's durability: when it returns
+// nil, s is durable, and what is left (cleanup) only frees space.
+func (st *stateStore) commit(s *Snapshot) (err error) {
 	st.last = writeReport{}
 	defer func() {
 		if err != nil {
@@ -574,9 +590,12 @@ func (st *stateStore) write(s *Snapshot) (err error) {
 
 	// Committed. What follows only frees space.
 	st.pack, st.have, st.legacy = packName, at, false
-	if err := st.step(stepCommitted); err != nil {
-		return err
-	}
+	return st.step(stepCommitted)
+}
+
+// cleanup ends a write that committed: the files of older states (an older
+// pack, a conversion's item files, what a failed write left) are removed.
+func (st *stateStore) cleanup() error {
 	if !st.swept || st.last.newPack {
 		st.swept = true
 		st.sweep()
@@ -687,6 +706,9 @@ func writeAll(f *os.File, data []byte) error {
 // state it names is older than the snapshot being handed out. The pack
 // stays (the next successful write starts a new one and sweeps it).
 func (st *stateStore) retract() error {
+	if err := st.step(stepRetract); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
 	if err := os.Remove(st.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state file: %w", err)
 	}

@@ -2,9 +2,11 @@ package cache
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/render"
 )
 
 // The crash tests of the packed state: a write is stopped at each of its
@@ -23,18 +27,36 @@ import (
 // never a mix, and never older than what the write's caller could have
 // handed out, which it does only after the write returns) and its first
 // write must leave one pack and nothing else.
+//
+// Each case and step also runs in the apply's ordering (the "apply"
+// variants, persist ∥ stage): the cache (WithDurableBarrier) hands the
+// snapshot out before its write, a renderer of a dir target stages it
+// beside the output, which shows the previous generation, and swaps it in
+// only once Snapshot.Durable returned; the crash comes at each step of the
+// write with the new generation staged, and once more after the output
+// showed it (stepShown). The output directory is imaged (or left by the
+// killed process) with the state, and the restart must find the output
+// showing one complete generation, never newer than the state it loads,
+// and render the loaded generation there completely.
 
 // crashSteps are the points at which a write is crashed, in order, and
-// whether the new generation is committed there.
+// whether the new generation is committed there; applyOnly marks a point
+// of the apply's ordering only.
 var crashSteps = []struct {
 	step      string
 	committed bool
+	applyOnly bool
 }{
-	{stepSynced, false},
-	{stepRenamed, true},
-	{stepCommitted, true},
-	{stepSwept, true},
+	{stepSynced, false, false},
+	{stepRenamed, true, false},
+	{stepCommitted, true, false},
+	{stepSwept, true, false},
+	{stepShown, true, true},
 }
+
+// stepShown is the point, in the apply's ordering, after the output
+// showed the new generation.
+const stepShown = "shown"
 
 // crashCase is a write a crash interrupts. prepare leaves generation
 // prevGen (prev) committed at path and returns the store as the process
@@ -151,49 +173,216 @@ func imageState(t *testing.T, path string) string {
 }
 
 // TestStateCrashPowerCut: a power cut at every step of a write (append,
-// new pack, conversion of the old layout): the state directory as the
-// disk keeps it (imaged at that point; at the rename, also with the
-// rename lost, as it is until the directory's fsync) restarts into one
-// complete generation.
+// new pack, conversion of the old layout), alone and in the apply's
+// ordering: the state directory (and the output) as the disk keeps it
+// (imaged at that point; at the rename, also with the rename lost, as it
+// is until the directory's fsync) restarts into one complete generation.
 func TestStateCrashPowerCut(t *testing.T) {
 	errCut := errors.New("power cut")
+	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
+		cs := crashSteps[i]
+		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+		st, next := c.prepare(t, path)
+		images, outImages := map[string]string{}, map[string]string{}
+		var ca *crashApply
+		if apply {
+			ca = newCrashApply(t, path, c.prev)
+		}
+		hook := func(step string) error {
+			if step == stepRetract {
+				return nil // after the cut: no longer the disk's state
+			}
+			if ca != nil {
+				<-ca.staged
+				if step == stepSwept {
+					// Past the durable point the renderer
+					// swaps meanwhile: imaged once it has
+					// (a copy cannot race its removals).
+					<-ca.finished
+				}
+				outImages[step] = ca.image(t)
+			}
+			images[step] = imageState(t, path)
+			if step == cs.step {
+				return errCut
+			}
+			return nil
+		}
+		st.crashAt.Store(&hook)
+		switch {
+		case ca == nil:
+			if err := st.write(next); !errors.Is(err, errCut) {
+				t.Fatalf("write: %v, want the cut at %s", err, cs.step)
+			}
+		case cs.step == stepShown:
+			st.crashAt.Store(nil)
+			ca.run(t, st, next)
+			if err := <-ca.shown; err != nil {
+				t.Fatal(err)
+			}
+			outImages[stepShown], images[stepShown] = ca.image(t), imageState(t, path)
+		default:
+			ca.run(t, st, next)
+			<-ca.shown
+		}
+		if !cs.applyOnly && len(images) != i+1 {
+			t.Fatalf("steps run: %v", images)
+		}
+		if cs.step == stepRenamed {
+			// The rename is not durable before the directory's
+			// fsync: the disk may keep the previous commit file
+			// beside the new bytes.
+			lost := imageState(t, images[stepRenamed])
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(images[stepSynced]), filepath.Base(path)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(lost, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if ca != nil {
+				checkOutputRestart(t, c, lost, outImages[stepRenamed])
+			}
+			checkRestart(t, c, lost, false)
+		}
+		if ca != nil {
+			checkOutputRestart(t, c, images[cs.step], outImages[cs.step])
+		}
+		checkRestart(t, c, images[cs.step], cs.committed)
+	})
+}
+
+// crashApply is the apply's ordering around a write (persist ∥ stage): a
+// cache with WithDurableBarrier hands the snapshot out and writes it, and
+// a renderer of a dir target at out, following the agent's protocol
+// (stage, Snapshot.Durable, commit), stages it and shows it only after
+// Durable returned.
+type crashApply struct {
+	out    string
+	w      *render.DirWriter
+	staged chan struct{} // closed once the new generation is staged
+	shown  chan error    // the renderer's end: nil once it showed it
+	// finished is closed once the renderer sent on shown.
+	finished chan struct{}
+}
+
+var crashOutputOpts = render.FileOptions{Mode: 0o600, UID: -1, GID: -1}
+
+// runCrashes runs crash(t, case, step index, apply) as a subtest for
+// every crash case and step, alone and in the apply's ordering (a step
+// marked applyOnly in that only).
+func runCrashes(t *testing.T, crash func(t *testing.T, c crashCase, step int, apply bool)) {
 	for _, c := range crashCases() {
 		for i, cs := range crashSteps {
-			t.Run(c.name+"/"+cs.step, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "state", "snapshot.state")
-				st, next := c.prepare(t, path)
-				images := map[string]string{}
-				hook := func(step string) error {
-					images[step] = imageState(t, path)
-					if step == cs.step {
-						return errCut
-					}
-					return nil
+			for _, apply := range []bool{false, true} {
+				if cs.applyOnly && !apply {
+					continue
 				}
-				st.crashAt.Store(&hook)
-				if err := st.write(next); !errors.Is(err, errCut) {
-					t.Fatalf("write: %v, want the cut at %s", err, cs.step)
+				name := c.name + "/" + cs.step
+				if apply {
+					name += "/apply"
 				}
-				if len(images) != i+1 {
-					t.Fatalf("steps run: %v", images)
-				}
-				if cs.step == stepRenamed {
-					// The rename is not durable before the directory's
-					// fsync: the disk may keep the previous commit file
-					// beside the new bytes.
-					lost := imageState(t, images[stepRenamed])
-					b, err := os.ReadFile(filepath.Join(filepath.Dir(images[stepSynced]), filepath.Base(path)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(lost, b, 0o600); err != nil {
-						t.Fatal(err)
-					}
-					checkRestart(t, c, lost, false)
-				}
-				checkRestart(t, c, images[cs.step], cs.committed)
-			})
+				t.Run(name, func(t *testing.T) { crash(t, c, i, apply) })
+			}
 		}
+	}
+}
+
+// crashOutputDir is where the apply variants render, beside the state
+// directory of path.
+func crashOutputDir(path string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(path)), "out")
+}
+
+// newCrashApply makes the output at crashOutputDir(path) show prev.
+func newCrashApply(t *testing.T, path string, prev map[string][]byte) *crashApply {
+	t.Helper()
+	ca := &crashApply{out: crashOutputDir(path), staged: make(chan struct{}), shown: make(chan error, 1), finished: make(chan struct{})}
+	ca.w = render.NewDirWriter(ca.out)
+	if _, err := ca.w.Write(prev, crashOutputOpts); err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// run applies next through a cache holding st, the renderer receiving it
+// on its own goroutine, and returns when the cache's write returned (the
+// renderer may still be swapping: wait for shown).
+func (ca *crashApply) run(t *testing.T, st *stateStore, next *Snapshot) {
+	c := &Cache{store: st, opts: options{durableBarrier: true, stateFile: st.path}, log: slog.New(slog.DiscardHandler),
+		updates: make(chan *Snapshot, 1), snapWake: make(chan struct{})}
+	go func() {
+		defer close(ca.finished)
+		s := <-c.updates
+		files := make(map[string][]byte, s.Len())
+		for _, name := range s.names {
+			files[name] = s.items[name]
+		}
+		staged, err := ca.w.Stage(files, crashOutputOpts)
+		close(ca.staged)
+		if err != nil {
+			ca.shown <- err
+			return
+		}
+		if err := s.Durable(context.Background()); err != nil {
+			staged.Abort()
+			ca.shown <- err
+			return
+		}
+		_, err = staged.Commit()
+		ca.shown <- err
+	}()
+	c.apply(next)
+}
+
+// image copies the output directory (a power cut's view of it) and
+// returns the copy.
+func (ca *crashApply) image(t *testing.T) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "out")
+	if out, err := exec.Command("cp", "-a", ca.out, img).CombinedOutput(); err != nil {
+		t.Fatalf("image the output: %v: %s", err, out)
+	}
+	return img
+}
+
+// checkOutputRestart is the renderer's restart after a crash of c's write
+// in the apply's ordering: the output at out shows one complete
+// generation, the previous or the new one, never newer than the state at
+// path loads (nothing showed a generation before it was durable); the
+// restart renders the loaded generation there, completely.
+func checkOutputRestart(t *testing.T, c crashCase, path, out string) {
+	t.Helper()
+	shown, err := render.ReadCurrent(out)
+	if err != nil {
+		t.Fatalf("output before the restart: %v", err)
+	}
+	var shownGen int64
+	switch {
+	case maps.EqualFunc(shown, c.prev, bytes.Equal):
+		shownGen = c.prevGen
+	case maps.EqualFunc(shown, c.next, bytes.Equal):
+		shownGen = c.nextGen
+	default:
+		t.Fatalf("the output shows neither generation %d nor %d whole: %d files", c.prevGen, c.nextGen, len(shown))
+	}
+	s, err := loadState(path, "/r")
+	if err != nil || s == nil {
+		t.Fatalf("restart: %v %v", s, err)
+	}
+	if s.Generation() < shownGen {
+		t.Fatalf("restart: the state holds generation %d, the output showed %d before the crash (backwards)", s.Generation(), shownGen)
+	}
+	files := make(map[string][]byte, s.Len())
+	for _, name := range s.names {
+		files[name] = s.items[name]
+	}
+	if _, err := render.NewDirWriter(out).Write(files, crashOutputOpts); err != nil {
+		t.Fatalf("restart: render: %v", err)
+	}
+	got, err := render.ReadCurrent(out)
+	if err != nil || !maps.EqualFunc(got, files, bytes.Equal) {
+		t.Fatalf("restart: the output does not show generation %d whole: %v", s.Generation(), err)
 	}
 }
 
@@ -202,70 +391,91 @@ func TestStateCrashPowerCut(t *testing.T) {
 const crashChildEnv = "ZKCONF_STATE_CRASH"
 
 // TestStateCrashSIGKILL: a process killed (SIGKILL) at every step of a
-// write (append, new pack, conversion of the old layout) restarts into
-// one complete generation.
+// write (append, new pack, conversion of the old layout), alone and in the
+// apply's ordering, restarts into one complete generation.
 func TestStateCrashSIGKILL(t *testing.T) {
-	for _, c := range crashCases() {
-		for _, cs := range crashSteps {
-			t.Run(c.name+"/"+cs.step, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "state", "snapshot.state")
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStateCrashChild$", "-test.count=1")
-				cmd.Env = append(os.Environ(), crashChildEnv+"="+c.name+" "+cs.step+" "+path)
-				cmd.Stderr = os.Stderr
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				sc := bufio.NewScanner(out)
-				reached := false
-				for sc.Scan() {
-					if sc.Text() == "crash point "+cs.step {
-						reached = true
-						break
-					}
-				}
-				// SIGKILL, whatever the child was doing.
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				if !reached {
-					t.Fatalf("the child never reached step %s (%v)", cs.step, sc.Err())
-				}
-				checkRestart(t, c, path, cs.committed)
-			})
+	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
+		cs := crashSteps[i]
+		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStateCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %v", crashChildEnv, c.name, cs.step, path, apply))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		reached := false
+		for sc.Scan() {
+			if sc.Text() == "crash point "+cs.step {
+				reached = true
+				break
+			}
+		}
+		// SIGKILL, whatever the child was doing.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if !reached {
+			t.Fatalf("the child never reached step %s (%v)", cs.step, sc.Err())
+		}
+		if apply {
+			checkOutputRestart(t, c, path, crashOutputDir(path))
+		}
+		checkRestart(t, c, path, cs.committed)
+	})
 }
 
 // TestStateCrashChild is the process TestStateCrashSIGKILL kills: it
-// prepares a crash case, starts its write and, at the step named in
-// crashChildEnv, says so and waits to be killed.
+// prepares a crash case, starts its write (alone, or in the apply's
+// ordering) and, at the step named in crashChildEnv, says so and waits to
+// be killed.
 func TestStateCrashChild(t *testing.T) {
 	arg := os.Getenv(crashChildEnv)
 	if arg == "" {
 		t.Skip("the process TestStateCrashSIGKILL starts and kills")
 	}
 	f := strings.Fields(arg)
-	name, at, path := f[0], f[1], f[2]
+	name, at, path, apply := f[0], f[1], f[2], f[3] == "true"
+	crash := func(step string) {
+		fmt.Println("crash point " + step)
+		// Killed here: what it left is what the parent loads.
+		time.Sleep(10 * time.Minute)
+	}
 	for _, c := range crashCases() {
 		if c.name != name {
 			continue
 		}
 		st, next := c.prepare(t, path)
+		var ca *crashApply
+		if apply {
+			ca = newCrashApply(t, path, c.prev)
+		}
 		hook := func(step string) error {
 			if step == at {
-				fmt.Println("crash point " + step)
-				// Killed here: what it left is what the parent loads.
-				time.Sleep(10 * time.Minute)
+				if ca != nil {
+					<-ca.staged
+				}
+				crash(step)
 			}
 			return nil
 		}
 		st.crashAt.Store(&hook)
-		_ = st.write(next)
+		if ca == nil {
+			_ = st.write(next)
+		} else {
+			ca.run(t, st, next)
+			if err := <-ca.shown; err != nil {
+				t.Fatal(err)
+			}
+			if at == stepShown {
+				crash(at)
+			}
+		}
 		t.Fatalf("not killed at step %s", at)
 	}
 	t.Fatalf("no crash case %q", name)

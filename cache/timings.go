@@ -20,7 +20,8 @@ type FetchTimings struct {
 	// Verify is the time spent checking items against the manifest,
 	// summed over the reads (they overlap when several are in flight).
 	Verify time.Duration
-	// Persist is the time the state file write took (zero without one).
+	// Persist is the time the state file write took (zero without one,
+	// and while it runs: see Snapshot.Durable).
 	Persist time.Duration
 }
 
@@ -29,5 +30,13 @@ func (s *Snapshot) Timings() FetchTimings {
 	if s == nil {
 		return FetchTimings{}
 	}
-	return s.timings
+	t := s.timings
+	if s.durable != nil {
+		select {
+		case <-s.durable.done:
+			t.Persist = s.durable.persist
+		default:
+		}
+	}
+	return t
 }
