@@ -88,13 +88,16 @@ type workload struct {
 	timeout time.Duration
 
 	// The gate pauses the publisher between two publishes (see hold).
-	gateMu    sync.Mutex
-	gate      *sync.Cond
-	holds     int
-	busy      bool
-	started   time.Time     // when run started
-	heldSince time.Time     // when the current pause began
-	heldTotal time.Duration // pauses so far
+	gateMu sync.Mutex
+	gate   *sync.Cond
+	holds  int
+	busy   bool
+	// commonBusy: the common root's publisher (roots.go) is publishing;
+	// a hold waits for it too.
+	commonBusy bool
+	started    time.Time     // when run started
+	heldSince  time.Time     // when the current pause began
+	heldTotal  time.Duration // pauses so far
 
 	mu      sync.Mutex
 	inc     int
@@ -189,7 +192,7 @@ func (w *workload) holdLocked() (release func()) {
 	if w.holds == 1 {
 		w.heldSince = time.Now()
 	}
-	for w.busy {
+	for w.busy || w.commonBusy {
 		w.gate.Wait()
 	}
 	var once sync.Once
