@@ -111,7 +111,7 @@ func (cw *commonWork) run(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case <-time.After(time.Duration(50+cw.rng.IntN(600)) * time.Millisecond):
+		case <-time.After(time.Duration(20+cw.rng.IntN(400)) * time.Millisecond):
 		}
 		w.gateMu.Lock()
 		for w.holds > 0 {
