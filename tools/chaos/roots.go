@@ -113,17 +113,7 @@ func (cw *commonWork) run(stop <-chan struct{}) {
 			return
 		case <-time.After(time.Duration(20+cw.rng.IntN(400)) * time.Millisecond):
 		}
-		w.gateMu.Lock()
-		for w.holds > 0 {
-			w.gate.Wait()
-		}
-		w.commonBusy = true
-		w.gateMu.Unlock()
-		cw.publish()
-		w.gateMu.Lock()
-		w.commonBusy = false
-		w.gate.Broadcast()
-		w.gateMu.Unlock()
+		w.gated(&w.commonBusy, func() { cw.publish() })
 	}
 }
 

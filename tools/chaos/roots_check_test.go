@@ -185,3 +185,41 @@ func TestCheckerCommonDir(t *testing.T) {
 		t.Fatalf("want R1-torn (mixed) and R2-backwards (3 then 2), got:\n%s", got)
 	}
 }
+
+// TestHoldWaitsForCommonPublish: a hold waits for common's publish in
+// progress too (the disk-full, reload and wipe faults heal with both
+// publishers paused), and common's publisher does not start one while a
+// hold is on.
+func TestHoldWaitsForCommonPublish(t *testing.T) {
+	w := newWorkload(1, nil, nil)
+	started, finish := make(chan struct{}), make(chan struct{})
+	go w.gated(&w.commonBusy, func() { close(started); <-finish })
+	<-started
+	held := make(chan func())
+	go func() { held <- w.hold() }()
+	select {
+	case <-held:
+		t.Fatal("the hold did not wait for common's publish in progress")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(finish)
+	var release func()
+	select {
+	case release = <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hold never returned after common's publish ended")
+	}
+	ran := make(chan struct{})
+	go w.gated(&w.commonBusy, func() { close(ran) })
+	select {
+	case <-ran:
+		t.Fatal("common's publisher published during a hold")
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("common's publisher never resumed after the hold")
+	}
+}

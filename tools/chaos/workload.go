@@ -152,18 +152,24 @@ func (w *workload) run(stop <-chan struct{}) {
 			return
 		case <-time.After(time.Duration(100+w.rng.IntN(900)) * time.Millisecond):
 		}
-		w.gateMu.Lock()
-		for w.holds > 0 {
-			w.gate.Wait()
-		}
-		w.busy = true
-		w.gateMu.Unlock()
-		w.step()
-		w.gateMu.Lock()
-		w.busy = false
-		w.gate.Broadcast()
-		w.gateMu.Unlock()
+		w.gated(&w.busy, w.step)
 	}
+}
+
+// gated runs fn once no fault holds the publishers, with *busy (a field
+// guarded by gateMu) set meanwhile so that a hold waits for it to end.
+func (w *workload) gated(busy *bool, fn func()) {
+	w.gateMu.Lock()
+	for w.holds > 0 {
+		w.gate.Wait()
+	}
+	*busy = true
+	w.gateMu.Unlock()
+	fn()
+	w.gateMu.Lock()
+	*busy = false
+	w.gate.Broadcast()
+	w.gateMu.Unlock()
 }
 
 // hold stops the publisher after the publish in progress, until the
