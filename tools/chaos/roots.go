@@ -163,15 +163,8 @@ func (cw *commonWork) publish() *commonRecord {
 	res, err := pub.Publish(ctx, publish.Request{Items: items, Mode: mode, OverrideMarker: cw.busy})
 	rec.End = time.Now()
 	cancel()
-	switch {
-	case err == nil && res != nil && !res.Unchanged:
-		rec.Outcome, rec.Gen = outAcked, res.Generation
-	case err == nil:
-		rec.Outcome, rec.Err = outFailed, "unchanged (nothing published)"
-	case errors.Is(err, publish.ErrOutcomeUnknown):
-		rec.Outcome, rec.Err = outUnknown, err.Error()
-	default:
-		rec.Outcome, rec.Err = outFailed, err.Error()
+	if rec.Outcome, rec.Err = outcomeOf(res, err); rec.Outcome == outAcked {
+		rec.Gen = res.Generation
 	}
 	cw.busy = err != nil && errors.Is(err, publish.ErrMarkerBusy)
 	cw.mu.Lock()

@@ -386,15 +386,8 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	rec.End = time.Now()
 	cancel()
 	rec.err = err
-	switch {
-	case err == nil && res != nil && !res.Unchanged:
-		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, string(res.Mode), res.Recovered
-	case err == nil:
-		rec.Outcome, rec.Err = outFailed, "unchanged (nothing published)"
-	case errors.Is(err, publish.ErrOutcomeUnknown):
-		rec.Outcome, rec.Err = outUnknown, err.Error()
-	default:
-		rec.Outcome, rec.Err = outFailed, err.Error()
+	if rec.Outcome, rec.Err = outcomeOf(res, err); rec.Outcome == outAcked {
+		rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = res.Generation, res.PublishID, string(res.Mode), res.Recovered
 	}
 	if err != nil && errors.Is(err, publish.ErrMarkerBusy) {
 		w.busyCount++
@@ -427,6 +420,21 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	default:
 		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items%s) -> %s after %v: %s", rec.Seq, what, rec.Mode,
 			len(rec.Items), poisonNote(rec.Poison), rec.Outcome, rec.End.Sub(rec.Start).Round(time.Millisecond), oneLine(rec.Err))
+	}
+}
+
+// outcomeOf is what the publisher was told of an attempt, and the error
+// recorded with it.
+func outcomeOf(res *publish.Result, err error) (outcome, errText string) {
+	switch {
+	case err == nil && res != nil && !res.Unchanged:
+		return outAcked, ""
+	case err == nil:
+		return outFailed, "unchanged (nothing published)"
+	case errors.Is(err, publish.ErrOutcomeUnknown):
+		return outUnknown, err.Error()
+	default:
+		return outFailed, err.Error()
 	}
 }
 
