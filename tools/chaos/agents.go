@@ -48,16 +48,23 @@ type agentProc struct {
 	tmpl       string
 	dirOut     string // dir target
 	tmplOut    string // template target
-	state      string
-	authFile   string // its identity's credentials (agent-N:password)
-	picky      bool   // its dir target's check rejects PoisonToken
-	proxies    []*faultproxy.Proxy
-	bin        string
-	sess       time.Duration
-	jitter     time.Duration
-	resync     time.Duration
-	log        *eventLog
-	onExit     func(a *agentProc, code int, tail string) // unexpected exits
+	// twoRoots: the agent follows commonRoot beside chaosRoot (roots:
+	// main and common), with a dir target of common and a template
+	// target over both (roots.go).
+	twoRoots  bool
+	commonOut string // dir target of common
+	cutTmpl   string
+	cutOut    string // template target over both roots
+	state     string
+	authFile  string // its identity's credentials (agent-N:password)
+	picky     bool   // its dir target's check rejects PoisonToken
+	proxies   []*faultproxy.Proxy
+	bin       string
+	sess      time.Duration
+	jitter    time.Duration
+	resync    time.Duration
+	log       *eventLog
+	onExit    func(a *agentProc, code int, tail string) // unexpected exits
 
 	// extraConfig is appended to the valid configuration (see
 	// incarnationConfig).
@@ -89,6 +96,10 @@ func newAgent(idx int, base string, proxies []*faultproxy.Proxy, cfg *Config, lo
 	a.dirOut = filepath.Join(a.dir, "out", "files")
 	a.tmplOut = filepath.Join(a.dir, "out", "summary.txt")
 	a.state = filepath.Join(a.dir, "state")
+	a.twoRoots = twoRootsAgent(idx)
+	a.commonOut = filepath.Join(a.dir, "out", "common")
+	a.cutTmpl = filepath.Join(a.dir, "etc", "cut.tmpl")
+	a.cutOut = filepath.Join(a.dir, "out", "cut.txt")
 	a.authFile = filepath.Join(a.dir, "etc", "zk-auth")
 	if err := os.MkdirAll(filepath.Dir(a.cfgPath), 0o755); err != nil {
 		return nil, err
@@ -97,6 +108,9 @@ func newAgent(idx int, base string, proxies []*faultproxy.Proxy, cfg *Config, lo
 		return nil, err
 	}
 	if err := os.WriteFile(a.tmpl, []byte(summaryTemplate), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(a.cutTmpl, []byte(cutTemplate), 0o644); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(a.dir, "confagent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -124,17 +138,30 @@ func (a *agentProc) validConfig() string {
 	q := strconv.Quote
 	var b strings.Builder
 	fmt.Fprintf(&b, "zookeeper:\n  servers: [%s]\n  session_timeout: %s\n  auth_file: %s\n", strings.Join(quoteAll(a.servers()), ", "), a.sess, q(a.authFile))
-	fmt.Fprintf(&b, "root: %s\nmeta: \"/zkconf\"\nstate_dir: %s\nagent_id: %s\n", q(chaosRoot), q(a.state), q(a.id))
+	rootOf := ""
+	if a.twoRoots {
+		fmt.Fprintf(&b, "roots:\n  main: %s\n  common: %s\n", q(chaosRoot), q(commonRoot))
+		rootOf = "    root: main\n"
+	} else {
+		fmt.Fprintf(&b, "root: %s\n", q(chaosRoot))
+	}
+	fmt.Fprintf(&b, "meta: \"/zkconf\"\nstate_dir: %s\nagent_id: %s\n", q(a.state), q(a.id))
 	fmt.Fprintf(&b, "labels:\n  %s: %s\n", zoneLabel, q(a.labels()[zoneLabel]))
 	fmt.Fprintf(&b, "http:\n  listen: \"\"\nlog:\n  level: info\n  format: text\napply: all\nstale_after: 60s\n")
 	fmt.Fprintf(&b, "resync_interval: %s\nresync_jitter: %s\n", a.resync, a.jitter)
 	fmt.Fprintf(&b, "targets:\n  - name: files\n    type: dir\n    dest: %s\n    mode: \"0644\"\n", q(a.dirOut))
+	b.WriteString(rootOf)
 	if a.picky {
 		fmt.Fprintf(&b, "    check: %s\n", q("if grep -rqF "+PoisonToken+" {{.src}}; then echo rejected >&2; exit 1; fi"))
 		fmt.Fprintf(&b, "    timeout: 20s\n")
 	}
 	fmt.Fprintf(&b, "  - name: summary\n    type: template\n    src: %s\n    dest: %s\n    mode: \"0644\"\n", q(a.tmpl), q(a.tmplOut))
 	fmt.Fprintf(&b, "    reload: %s\n", q(a.reloadCommand()))
+	b.WriteString(rootOf)
+	if a.twoRoots {
+		fmt.Fprintf(&b, "  - name: common-files\n    type: dir\n    root: common\n    dest: %s\n    mode: \"0644\"\n", q(a.commonOut))
+		fmt.Fprintf(&b, "  - name: cut\n    type: template\n    root: common\n    roots: [main]\n    src: %s\n    dest: %s\n    mode: \"0644\"\n", q(a.cutTmpl), q(a.cutOut))
+	}
 	b.WriteString(a.extraConfig)
 	return b.String()
 }

@@ -61,6 +61,13 @@ func TestChaos(t *testing.T) {
 		t.Errorf("the run took no canary rollout (closing canary %v, %d started, %d of %d agents checked by selection, relabelled %v)",
 			sum.ClosingCanary, sum.Rollouts.Started, sum.FinalSelections, sum.Agents, sum.Relabelled)
 	}
+	// Two roots are part of every run: agents following /common beside
+	// /chaos, whose template over both rendered combinations the checker
+	// proved cuts.
+	if r := sum.Roots; r.Agents == 0 || r.Acked == 0 || r.CutStates == 0 || r.DirStates == 0 {
+		t.Errorf("the run exercised no second root (%d agents on it, %d publishes to it acknowledged, %d combinations, %d dir states checked)",
+			r.Agents, r.Acked, r.CutStates, r.DirStates)
+	}
 	if sum.HostileSteps == 0 {
 		t.Errorf("no hostile-agent step was checked (%d skipped)", sum.HostileSkipped)
 	}

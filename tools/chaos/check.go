@@ -22,7 +22,9 @@ type Violation struct {
 	// Property: P1-torn, P2-backwards, P3-partial, P4-publish,
 	// P5-convergence, P6-rejected-content, recovery, agent-exit,
 	// config-reload, reload-retry, forged-status, incarnation,
-	// P7-rollout-refusal, P8-selection, hostile-agent.
+	// P7-rollout-refusal, P8-selection, hostile-agent; for the two
+	// roots (roots_check.go) R1-torn, R2-backwards, R3-lost, R4-cut,
+	// R5-common-publish.
 	Property string
 	Agent    int // -1 when not one agent's
 	At       time.Time

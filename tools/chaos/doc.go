@@ -28,6 +28,20 @@
 // format 1 again), in every mode. Every attempt is recorded with the
 // signature of every item, keyed by path.
 //
+// # Two roots
+//
+// All agents but agent-1 follow two roots in one process (roots: main,
+// chaosRoot, and common, commonRoot; roots.go): besides their targets of
+// main, a dir target of common and a template target of common that reads
+// main too (cutTemplate: main's generation and request nonce, common's
+// generation, nonce and items). A second publisher commits to common
+// beside the main one, concurrently, through the publisher's proxies (so
+// publisher faults reach it, with outcomes it may not learn), held with
+// it, started over on a wiped tree: small config trees (a pool of paths up
+// to three components, items added, changed, removed and so moved between
+// directories, a nonce item that makes every set its attempt's own), now
+// and then in marker mode. agent-1 keeps the single-root configuration.
+//
 // # Canary rollouts
 //
 // Agents carry labels: zone=a (even index) or zone=b (odd), besides their
@@ -134,6 +148,31 @@
 //     generation), the stable generation for the others; without a rollout,
 //     the live generation. The checker evaluates selectors and buckets
 //     itself, from the design (check_rollout.go).
+//
+// For common and the template over both roots (roots_check.go):
+//
+//   - R1-torn: every common dir set is one generation of common's history,
+//     every file read through a link a whole item of one; the template's
+//     common part is exactly the generation it names, its main part names a
+//     generation of main's history with its own request nonce;
+//   - R2-backwards: per agent, common's dir target, and each root in the
+//     template's combinations, never decrease;
+//   - R3-lost: after the final publishes (main's, then common's), every
+//     two-root agent shows common's final generation in its dir target and
+//     the combination of both final generations in the template, within
+//     Config.Bound;
+//   - R4-cut: every combination the template rendered was live at one
+//     moment, decided by commit zxids, not clocks: a generation is live from
+//     the Czxid of its history entry (created by the commit's own Multi)
+//     until that of the entry that ended it (a candidate: the next
+//     generation; any other: the next generation that is no candidate), and
+//     the two intervals must meet. A publish of uncertain outcome needs no
+//     special care: what landed is in the history with its zxid, what did
+//     not is not. Generations of two incarnations are never a cut;
+//   - R5-common-publish: common's history against its publisher's log, as
+//     property 4 (acknowledged at its generation with its items, failed
+//     never landed, unknown resolved, every generation an attempt's, the
+//     format its paths need, the final publish live, no marker left).
 //
 // and besides: the picky agent never renders content its check rejects;
 // after a healed reload failure a reload succeeds within the bound with

@@ -119,11 +119,16 @@ type aclReport struct {
 // flags and returns its report. Exit 7 (differences remain) is a report,
 // not an error: the caller judges what remains.
 func (p *policy) run(ctx context.Context, servers []string, command string, extra ...string) (aclReport, error) {
+	return p.runOn(ctx, chaosRoot, servers, command, extra...)
+}
+
+// runOn is run on another root.
+func (p *policy) runOn(ctx context.Context, root string, servers []string, command string, extra ...string) (aclReport, error) {
 	flags, err := p.policyFlags()
 	if err != nil {
 		return aclReport{}, err
 	}
-	args := append([]string{command, chaosRoot, "--zk", strings.Join(servers, ","), "--timeout", "60s", "--json"}, flags...)
+	args := append([]string{command, root, "--zk", strings.Join(servers, ","), "--timeout", "60s", "--json"}, flags...)
 	cmd := exec.CommandContext(ctx, p.bin, append(args, extra...)...)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "ZKCONF_AUTH=") })
 	var stdout, stderr bytes.Buffer
@@ -154,6 +159,10 @@ func (r *runner) initTree(servers []string) error {
 		if strings.Contains(m, "does not enforce quotas") {
 			return fmt.Errorf("the ensemble does not enforce quotas: %s", m)
 		}
+	}
+	// The shared root the two-root agents follow, with the same policy.
+	if _, err := r.policy.runOn(ctx, commonRoot, servers, "init"); err != nil {
+		return fmt.Errorf("%s: %w", commonRoot, err)
 	}
 	r.log.add("run", "tree initialised (confpush init): %d actions, %d agent identities with quotas", len(rep.Actions), len(r.ids.agents)+1)
 	return nil

@@ -695,6 +695,12 @@ func dialDirect(addrs []string, sess time.Duration, creds string) (*zk.Conn, err
 
 // newPublisher dials the publisher's session through its proxies.
 func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
+	return r.newPublisherAt(chaosRoot, "chaos@publisher")
+}
+
+// newPublisherAt dials a publisher session for root through the
+// publisher's proxies.
+func (r *runner) newPublisherAt(root, name string) (*zk.Conn, *publish.Publisher, error) {
 	// Its credentials need a server to answer: a publisher fault (a
 	// partition of its proxies) may be under way, and lasts seconds.
 	var conn *zk.Conn
@@ -711,7 +717,7 @@ func (r *runner) newPublisher() (*zk.Conn, *publish.Publisher, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pub, err := publish.New(zkclient.Fixed(conn, sess), chaosRoot, publish.WithRetention(1<<30), publish.WithPublisherName("chaos@publisher"), publish.WithLogger(r.pubLogger))
+	pub, err := publish.New(zkclient.Fixed(conn, sess), root, publish.WithRetention(1<<30), publish.WithPublisherName(name), publish.WithLogger(r.pubLogger))
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -750,10 +756,16 @@ func (r *runner) beforeWipe() error {
 	if err != nil {
 		return err
 	}
+	cv, err := r.readCommon()
+	if err != nil {
+		return fmt.Errorf("%s: %w", commonRoot, err)
+	}
 	r.zkMu.Lock()
 	defer r.zkMu.Unlock()
 	v.inc = len(r.preViews)
 	r.preViews = append(r.preViews, v)
+	cv.inc = v.inc
+	r.commonPre = append(r.commonPre, cv)
 	r.log.add("run", "before the wipe: incarnation %d (%q) holds %d generations, live %d", v.inc, v.live.IncID, len(v.history), v.live.Gen)
 	return nil
 }
@@ -776,13 +788,21 @@ func (r *runner) afterWipe() error {
 		check.Close()
 		return fmt.Errorf("publisher session: %w", err)
 	}
+	cconn, cpub, err := r.newPublisherAt(commonRoot, "chaos@common")
+	if err != nil {
+		check.Close()
+		conn.Close()
+		return fmt.Errorf("%s publisher session: %w", commonRoot, err)
+	}
 	r.zkMu.Lock()
-	oldCheck, oldPub := r.checkZK, r.pubConn
-	r.checkZK, r.pubConn = check, conn
+	oldCheck, oldPub, oldCommon := r.checkZK, r.pubConn, r.commonConn
+	r.checkZK, r.pubConn, r.commonConn = check, conn, cconn
 	r.zkMu.Unlock()
 	oldCheck.Close()
 	oldPub.Close()
+	oldCommon.Close()
 	r.work.newIncarnation(pub)
+	r.common.newIncarnation(cpub, r.work.incarnation())
 	r.log.add("run", "after the wipe: new sessions; the publisher starts incarnation %d", r.work.incarnation())
 	return nil
 }

@@ -43,6 +43,8 @@ type obsState struct {
 	Gen         int64  // template: the generation it names
 	Nonce       string // template: app.json's request, through the json helper
 	Assigned    int64  // dir: the generation the checker matched it to
+	MainGen     int64  // the template over both roots: main's generation
+	MainNonce   string // and its request nonce
 	key         string
 }
 

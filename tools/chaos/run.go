@@ -79,6 +79,18 @@ type runner struct {
 	pubConn  *zk.Conn  // the publisher's session
 	preViews []*zkView // the history of every incarnation before a wipe
 
+	// Several roots (roots.go): common's publisher and its session,
+	// common's history before every wipe and at the end, the
+	// observations of every two-root agent's common outputs (nil for the
+	// others), the final publish to common and when each agent showed it.
+	common      *commonWork
+	commonConn  *zk.Conn
+	commonPre   []*zkView
+	commonView  *zkView
+	cobs        []*agentObs
+	commonFinal *commonRecord
+	commonConv  map[int]time.Duration
+
 	mu         sync.Mutex
 	violations []Violation
 	exits      []faultRec // unexpected agent exits, as disruption windows
@@ -149,6 +161,14 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		r.pubConn.Close()
 	}()
 	r.work = newWorkload(cfg.Seed, pub, r.log)
+	if err := r.startCommon(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		r.zkMu.Lock()
+		defer r.zkMu.Unlock()
+		r.commonConn.Close()
+	}()
 	ictx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	first, err := r.work.final(ictx, kindInitial) // retried until acknowledged
 	cancel()
@@ -178,6 +198,12 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		o := newAgentObs(i)
 		o.onNew = r.logState(a)
 		r.obs = append(r.obs, o)
+		var co *agentObs
+		if a.twoRoots {
+			co = newAgentObs(i)
+			co.onNew = r.logCommonState(a)
+		}
+		r.cobs = append(r.cobs, co)
 	}
 	defer r.stopAgents(false)
 	for _, a := range r.agents {
@@ -211,8 +237,10 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	stopPub := make(chan struct{})
 	pubDone := make(chan struct{})
 	go func() { defer close(pubDone); r.work.run(stopPub) }()
+	commonDone := make(chan struct{})
+	go func() { defer close(commonDone); r.common.run(stopPub) }()
 	var stopOnce sync.Once
-	stopPublisher := func() { stopOnce.Do(func() { close(stopPub); <-pubDone }) }
+	stopPublisher := func() { stopOnce.Do(func() { close(stopPub); <-pubDone; <-commonDone }) }
 	defer stopPublisher()
 	r.nem = &nemesis{cluster: r.cluster, agents: r.agents, pubProxies: pubProxies, log: r.log, violate: r.violate, grace: cfg.Slack,
 		work: r.work, bound: cfg.Bound(), sess: cfg.SessionTimeout, shows: r.shows,
@@ -266,6 +294,9 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 				Msg: fmt.Sprintf("%s converged to the final generation %d after %v, beyond the bound %v", a.id, final.Gen, d.Round(time.Millisecond), cfg.Bound())})
 		}
 	}
+	if err := r.finalCommon(ctx, final); err != nil {
+		return nil, err
+	}
 	r.closing = r.closingCanary(ctx)
 	close(stopObs)
 	obsWG.Wait()
@@ -283,6 +314,9 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the history: %w", err)
+	}
+	if r.commonView, err = r.readCommon(); err != nil {
+		return nil, fmt.Errorf("read the history of %s: %w", commonRoot, err)
 	}
 	return r.verify(view, final, conv), nil
 }
@@ -352,6 +386,10 @@ func (r *runner) observe(stop <-chan struct{}, a *agentProc, o *agentObs) {
 		}
 		o.pollDir(a.dirOut, time.Now())
 		o.pollTemplate(a.tmplOut, time.Now())
+		if co := r.cobs[a.idx]; co != nil {
+			co.pollDir(a.commonOut, time.Now())
+			co.pollCut(a.cutOut, time.Now())
+		}
 	}
 }
 
@@ -502,6 +540,7 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 	for i, o := range r.obs {
 		c.checkAgent(o, r.agents[i].picky)
 	}
+	roots := r.checkRoots(c)
 	faults := r.nem.snapshot()
 	r.mu.Lock()
 	faults = append(faults, r.exits...)
@@ -540,7 +579,7 @@ func (r *runner) verify(view *zkView, final *pubRecord, conv map[int]time.Durati
 		HistoryFile: filepath.Join(cfg.WorkDir, "history.log"), StatesChecked: c.states, LinkPairs: c.linkPairs,
 		HistoryVerified: view.historyRead, WorstConvergenceAgent: -1,
 		Rollouts: rollouts, Trees: trees, TreeStates: c.treeStates, TreeLinkPaths: c.treeLinkPaths, FinalSelections: len(r.agents), ClosingCanary: r.closing != nil, Relabelled: r.relabelledIDs(),
-		ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
+		Roots: roots, ReloadRetries: len(heals), FleetReadings: len(fleetSamples), SquatReadings: len(squats), Incarnations: len(views),
 	}
 	for _, v := range views[:len(views)-1] {
 		s.HistoryVerified += v.historyRead

@@ -65,6 +65,7 @@ type Summary struct {
 	// whether the run ended on an open rollout (the closing canary).
 	Rollouts        rolloutStats
 	Trees           treeSummary
+	Roots           rootsSummary
 	FinalSelections int
 	ClosingCanary   bool
 	Relabelled      []string
@@ -149,6 +150,14 @@ func (s *Summary) Text() string {
 		t.Attempted, t.Acked, t.AckedMulti, t.AckedMarker, t.MaxDepth, t.Moves, t.DirsRemoved, t.Flattened)
 	p("                        %d generations in the history are trees; %d distinct dir target states verified were trees; %d paths below a top-level directory read through its link",
 		t.HistoryTrees, s.TreeStates, s.TreeLinkPaths)
+	rs := s.Roots
+	p("  two roots:            %d of %d agents follow %s beside %s (a dir target of it, a template over both); %d publishes to %s attempted, %d acknowledged, %d reported failed, %d outcome unknown (%d landed, %d did not); final generation %d",
+		rs.Agents, s.Agents, commonRoot, chaosRoot, rs.Attempted, commonRoot, rs.Acked, rs.Failed, rs.Unknown, rs.Landed, rs.NotLanded, rs.FinalGeneration)
+	p("                        %d generations of %s verified (%d trees); %d distinct dir target states (%d trees) and %d link contents verified; %d distinct combinations rendered over both roots, each proved live at one moment by commit zxids; %d reads",
+		rs.HistoryVerified, commonRoot, rs.HistoryTrees, rs.DirStates, rs.TreeStates, rs.LinkPairs, rs.CutStates, rs.Reads)
+	if rs.WorstAgent >= 0 {
+		p("                        final convergence on both roots: worst %v (agent-%d)", rs.WorstConvergence.Round(time.Millisecond), rs.WorstAgent)
+	}
 	p("  convergence bound:    %s", s.BoundExpr)
 	if s.WorstConvergenceAgent >= 0 {
 		var per []string

@@ -88,13 +88,16 @@ type workload struct {
 	timeout time.Duration
 
 	// The gate pauses the publisher between two publishes (see hold).
-	gateMu    sync.Mutex
-	gate      *sync.Cond
-	holds     int
-	busy      bool
-	started   time.Time     // when run started
-	heldSince time.Time     // when the current pause began
-	heldTotal time.Duration // pauses so far
+	gateMu sync.Mutex
+	gate   *sync.Cond
+	holds  int
+	busy   bool
+	// commonBusy: the common root's publisher (roots.go) is publishing;
+	// a hold waits for it too.
+	commonBusy bool
+	started    time.Time     // when run started
+	heldSince  time.Time     // when the current pause began
+	heldTotal  time.Duration // pauses so far
 
 	mu      sync.Mutex
 	inc     int
@@ -149,18 +152,24 @@ func (w *workload) run(stop <-chan struct{}) {
 			return
 		case <-time.After(time.Duration(100+w.rng.IntN(900)) * time.Millisecond):
 		}
-		w.gateMu.Lock()
-		for w.holds > 0 {
-			w.gate.Wait()
-		}
-		w.busy = true
-		w.gateMu.Unlock()
-		w.step()
-		w.gateMu.Lock()
-		w.busy = false
-		w.gate.Broadcast()
-		w.gateMu.Unlock()
+		w.gated(&w.busy, w.step)
 	}
+}
+
+// gated runs fn once no fault holds the publishers, with *busy (a field
+// guarded by gateMu) set meanwhile so that a hold waits for it to end.
+func (w *workload) gated(busy *bool, fn func()) {
+	w.gateMu.Lock()
+	for w.holds > 0 {
+		w.gate.Wait()
+	}
+	*busy = true
+	w.gateMu.Unlock()
+	fn()
+	w.gateMu.Lock()
+	*busy = false
+	w.gate.Broadcast()
+	w.gateMu.Unlock()
 }
 
 // hold stops the publisher after the publish in progress, until the
@@ -189,7 +198,7 @@ func (w *workload) holdLocked() (release func()) {
 	if w.holds == 1 {
 		w.heldSince = time.Now()
 	}
-	for w.busy {
+	for w.busy || w.commonBusy {
 		w.gate.Wait()
 	}
 	var once sync.Once
@@ -377,15 +386,8 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	rec.End = time.Now()
 	cancel()
 	rec.err = err
-	switch {
-	case err == nil && res != nil && !res.Unchanged:
-		rec.Outcome, rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = outAcked, res.Generation, res.PublishID, string(res.Mode), res.Recovered
-	case err == nil:
-		rec.Outcome, rec.Err = outFailed, "unchanged (nothing published)"
-	case errors.Is(err, publish.ErrOutcomeUnknown):
-		rec.Outcome, rec.Err = outUnknown, err.Error()
-	default:
-		rec.Outcome, rec.Err = outFailed, err.Error()
+	if rec.Outcome, rec.Err = outcomeOf(res, err); rec.Outcome == outAcked {
+		rec.Gen, rec.PublishID, rec.ResMode, rec.Recovered = res.Generation, res.PublishID, string(res.Mode), res.Recovered
 	}
 	if err != nil && errors.Is(err, publish.ErrMarkerBusy) {
 		w.busyCount++
@@ -418,6 +420,21 @@ func (w *workload) do(rec *pubRecord, items map[string][]byte, fn func(context.C
 	default:
 		w.log.addAt(rec.End, "publish", "#%d %s (%s, %d items%s) -> %s after %v: %s", rec.Seq, what, rec.Mode,
 			len(rec.Items), poisonNote(rec.Poison), rec.Outcome, rec.End.Sub(rec.Start).Round(time.Millisecond), oneLine(rec.Err))
+	}
+}
+
+// outcomeOf is what the publisher was told of an attempt, and the error
+// recorded with it.
+func outcomeOf(res *publish.Result, err error) (outcome, errText string) {
+	switch {
+	case err == nil && res != nil && !res.Unchanged:
+		return outAcked, ""
+	case err == nil:
+		return outFailed, "unchanged (nothing published)"
+	case errors.Is(err, publish.ErrOutcomeUnknown):
+		return outUnknown, err.Error()
+	default:
+		return outFailed, err.Error()
 	}
 }
 
