@@ -476,7 +476,7 @@ func (a *applyRun) record() {
 		if a.failed[s.t] {
 			continue
 		}
-		s.t.applied, s.t.out, s.t.files = a.snap, s.out, s.files
+		s.t.applied, s.t.out, s.t.files, s.t.waiting = a.snap, s.out, s.files, s.waiting
 		s.t.result.Generation, s.t.result.OK, s.t.result.LastError = a.gen, true, ""
 		s.t.result.LastAttempt, s.t.result.UpdatedAt = a.gen, time.Now()
 		if s.t.result.Retrying != RetryReload {

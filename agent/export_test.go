@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"time"
+
+	"github.com/zkconf/zkconf/cache"
+)
 
 // SetWedgeTimings sets how long a render may run past its time budget
 // before it counts as wedged, and how long a stopping daemon waits for a
@@ -30,4 +34,10 @@ func (r *Renderer) Specs() []TargetSpec { return r.specs() }
 // Configure is configure: replaces the targets of a renderer.
 func (r *Renderer) Configure(specs []TargetSpec, mode ApplyMode) error {
 	return r.configure(specs, mode)
+}
+
+// NewLiveRootsSnapshot is newRootsSnapshot: what a daemon on several roots
+// hands its renderer (each root's latest snapshot, and the last cut).
+func NewLiveRootsSnapshot(names []string, latest map[string]*cache.Snapshot, cut cache.Cut) Snapshot {
+	return newRootsSnapshot(names, latest, cut)
 }
