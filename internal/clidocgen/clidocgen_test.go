@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/clidoc"
 )
 
 func tree() *cobra.Command {
@@ -57,5 +59,18 @@ func TestStale(t *testing.T) {
 	}
 	if stale, err := Stale(tree(), md, man); err != nil || len(stale) != 0 {
 		t.Fatalf("after regenerating: %v %v", stale, err)
+	}
+}
+
+// TestExamples tests package clidoc, which the binaries link, on the
+// same command tree (clidoc has no test of its own).
+func TestExamples(t *testing.T) {
+	root := tree()
+	unknown := clidoc.SetExamples(root, map[string]string{"": "  tool get x", "gone": "  tool gone"})
+	if strings.Join(unknown, ",") != "gone" {
+		t.Errorf("unknown keys: %q", unknown)
+	}
+	if missing := clidoc.MissingExamples(root); strings.Join(missing, ",") != `"get"` {
+		t.Errorf("missing: %q (the hidden command needs none)", missing)
 	}
 }
