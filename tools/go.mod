@@ -61,3 +61,7 @@ replace github.com/zkconf/zkconf => ../
 // The patched go-zookeeper the zkconf module builds with (its go.mod says
 // why; a replace reaches no other module, so this one repeats it).
 replace github.com/go-zookeeper/zk => ../third_party/go-zookeeper-zk
+
+// The semver copy whose regular expressions compile at first use (the
+// zkconf module's go.mod says why).
+replace github.com/Masterminds/semver/v3 => ../third_party/semver

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/internal/clidocgen"
 )
 
 // examples returns every command's Examples section, by command path without
@@ -44,5 +45,5 @@ func conventions(root *cobra.Command, stdout io.Writer) {
 	root.SetOut(stdout)
 	root.InitDefaultCompletionCmd()
 	clidoc.SetExamples(root, examples())
-	root.AddCommand(clidoc.Command(examples()))
+	root.AddCommand(clidocgen.Command(examples()))
 }

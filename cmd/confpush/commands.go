@@ -108,6 +108,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			if err := errlist.Join(msgErr, err, renderErr, canaryErr, waitErr, planErr); err != nil {
 				return err
 			}
+			relaxGCForPublish(items)
 			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err

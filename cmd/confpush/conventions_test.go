@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/internal/clidocgen"
 )
 
 func newRoot() *app {
@@ -79,11 +80,11 @@ func TestCLIExitCodesOnce(t *testing.T) {
 func TestCLIDocs(t *testing.T) {
 	root := newRoot().rootCommand()
 	if os.Getenv(clidoc.UpdateEnv) == "1" {
-		if err := clidoc.Generate(root, "../../docs/cli", "../../docs/man"); err != nil {
+		if err := clidocgen.Generate(root, "../../docs/cli", "../../docs/man"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stale, err := clidoc.Stale(newRoot().rootCommand(), "../../docs/cli", "../../docs/man")
+	stale, err := clidocgen.Stale(newRoot().rootCommand(), "../../docs/cli", "../../docs/man")
 	if err != nil {
 		t.Fatal(err)
 	}

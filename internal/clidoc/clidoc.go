@@ -1,20 +1,15 @@
 // Package clidoc keeps the command-line reference of zkconf's binaries in
-// step with their commands: it generates the markdown (docs/cli) and man
-// pages (docs/man) from the cobra command tree, compares committed copies
-// with a fresh generation, and sets and checks every command's examples.
+// step with their commands: it sets and checks every command's examples.
+// Package clidocgen generates the reference itself (docs/cli, docs/man)
+// and compares committed copies with a fresh generation.
 package clidoc
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
 
 // Regenerate is the one command that rewrites docs/cli and docs/man from
@@ -24,120 +19,6 @@ const Regenerate = "make docs"
 // UpdateEnv, set to 1, makes the staleness tests rewrite the committed
 // reference instead of comparing it (what `make docs` does).
 const UpdateEnv = "ZKCONF_UPDATE_DOCS"
-
-// manDate is the date every man page carries: fixed, so that regenerating
-// changes nothing unless the commands changed.
-var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// Generate writes root's markdown reference into mdDir and its man pages
-// (section 1) into manDir, one file per command, replacing the files of
-// root's binary there (those of a removed command go).
-func Generate(root *cobra.Command, mdDir, manDir string) error {
-	root.DisableAutoGenTag = true
-	for _, d := range []string{mdDir, manDir} {
-		if err := os.MkdirAll(d, 0o750); err != nil {
-			return fmt.Errorf("clidoc: %w", err)
-		}
-		old, err := readDir(d, root.Name())
-		if err != nil {
-			return err
-		}
-		for name := range old {
-			if err := os.Remove(filepath.Join(d, name)); err != nil {
-				return fmt.Errorf("clidoc: %w", err)
-			}
-		}
-	}
-	if err := doc.GenMarkdownTree(root, mdDir); err != nil {
-		return fmt.Errorf("clidoc: markdown: %w", err)
-	}
-	date := manDate
-	header := &doc.GenManHeader{Section: "1", Source: "zkconf", Manual: "zkconf manual", Date: &date}
-	if err := doc.GenManTree(root, header, manDir); err != nil {
-		return fmt.Errorf("clidoc: man pages: %w", err)
-	}
-	return nil
-}
-
-// Stale generates root's reference into a temporary directory and lists
-// every difference from the committed files in mdDir and manDir (only the
-// files of root's binary, named after it): files that differ, are missing
-// or are no longer generated.
-func Stale(root *cobra.Command, mdDir, manDir string) ([]string, error) {
-	tmp, err := os.MkdirTemp("", "clidoc")
-	if err != nil {
-		return nil, fmt.Errorf("clidoc: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	genMD, genMan := filepath.Join(tmp, "cli"), filepath.Join(tmp, "man")
-	if err := Generate(root, genMD, genMan); err != nil {
-		return nil, err
-	}
-	var diffs []string
-	for _, pair := range [][2]string{{genMD, mdDir}, {genMan, manDir}} {
-		d, err := compareDir(pair[0], pair[1], root.Name())
-		if err != nil {
-			return nil, err
-		}
-		diffs = append(diffs, d...)
-	}
-	return diffs, nil
-}
-
-func compareDir(generated, committed, prefix string) ([]string, error) {
-	want, err := readDir(generated, prefix)
-	if err != nil {
-		return nil, err
-	}
-	have, err := readDir(committed, prefix)
-	if err != nil {
-		return nil, err
-	}
-	var diffs []string
-	for name, data := range want {
-		path := filepath.Join(committed, name)
-		old, ok := have[name]
-		switch {
-		case !ok:
-			diffs = append(diffs, path+": missing")
-		case !bytes.Equal(old, data):
-			diffs = append(diffs, path+": differs from the commands")
-		}
-	}
-	for name := range have {
-		if _, ok := want[name]; !ok {
-			diffs = append(diffs, filepath.Join(committed, name)+": no such command any more")
-		}
-	}
-	slices.Sort(diffs)
-	return diffs, nil
-}
-
-// readDir reads the files of dir whose names start with prefix followed by
-// "." or "_" (confpush.md, confpush_get.md, confpush-get.1), so that two
-// binaries share a directory.
-func readDir(dir, prefix string) (map[string][]byte, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return map[string][]byte{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("clidoc: %w", err)
-	}
-	out := map[string][]byte{}
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || !strings.HasPrefix(n, prefix) || len(n) == len(prefix) || !strings.ContainsRune("._-", rune(n[len(prefix)])) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return nil, fmt.Errorf("clidoc: %w", err)
-		}
-		out[n] = data
-	}
-	return out, nil
-}
 
 // SetExamples sets each command's Example from examples, keyed by command
 // path without the binary's name ("" for the root, "rollback", "completion
@@ -188,55 +69,6 @@ func Walk(root *cobra.Command, fn func(*cobra.Command)) {
 // Key is a command's path without the binary's name.
 func Key(c *cobra.Command) string {
 	return strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), c.Root().Name()), " ")
-}
-
-// Command is a hidden command ("__clidoc") for binaries whose command tree
-// is built inside their run function: it checks (or, with --write,
-// regenerates) the reference of the tree it is part of and checks that
-// every command has an example in examples. Every problem is printed, one
-// a line; any makes it fail.
-func Command(examples map[string]string) *cobra.Command {
-	var mdDir, manDir string
-	var write bool
-	cmd := &cobra.Command{
-		Use:    "__clidoc",
-		Short:  "Check or regenerate the CLI reference",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			root := cmd.Root()
-			if write {
-				if err := Generate(root, mdDir, manDir); err != nil {
-					return err
-				}
-			}
-			stale, err := Stale(root, mdDir, manDir)
-			if err != nil {
-				return err
-			}
-			var problems []string
-			for _, s := range stale {
-				problems = append(problems, "stale: "+s)
-			}
-			for _, m := range MissingExamples(root) {
-				problems = append(problems, "no example: "+m)
-			}
-			for _, u := range SetExamples(root, examples) {
-				problems = append(problems, fmt.Sprintf("example for no command: %q", u))
-			}
-			for _, p := range problems {
-				_, _ = fmt.Fprintln(cmd.OutOrStdout(), p)
-			}
-			if len(problems) > 0 {
-				return fmt.Errorf("%d problem(s) with the CLI reference", len(problems))
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&mdDir, "md", "docs/cli", "markdown directory")
-	cmd.Flags().StringVar(&manDir, "man", "docs/man", "man page directory")
-	cmd.Flags().BoolVar(&write, "write", false, "regenerate the reference first")
-	return cmd
 }
 
 // WithCompletionExamples adds the examples of cobra's completion command

@@ -37,8 +37,10 @@ import (
 // size) is published first by an in-process publisher, whose commit
 // acknowledgement the benchmark sees on the wire (commit-ack → rendered),
 // then by `confpush publish` processes (process start → rendered, end to
-// end), each followed by its floor: a raw go-zookeeper process (zkraw
-// multi) that connects, sends one Multi of the same writes and closes.
+// end), each followed by its floor: a raw go-zookeeper process (zkfloor)
+// that connects, sends one Multi of the same writes and closes, timing
+// each of the three inside; then `confpush --version` and `zkfloor start`,
+// the start-up of each program alone.
 // Rendered means the benchmark's inotify watch saw the destination
 // swapped in with the generation's content.
 
@@ -94,8 +96,9 @@ type LatencyConfig struct {
 	// MemoryPublishes measured publishes.
 	Memory          LatencySet
 	MemoryPublishes int
-	// ConfAgentBin, ConfPushBin and ZkrawBin: empty builds them.
-	ConfAgentBin, ConfPushBin, ZkrawBin string
+	// ConfAgentBin, ConfPushBin, ZkrawBin and ZkfloorBin: empty builds
+	// them.
+	ConfAgentBin, ConfPushBin, ZkrawBin, ZkfloorBin string
 	// ConfAgentEnv adds KEY=VALUE settings to the agent's environment
 	// (GOMEMLIMIT=off, GOGC=200: what the runtime's settings cost).
 	ConfAgentEnv []string
@@ -217,16 +220,26 @@ type LatencySetResult struct {
 	ConfdRSS Memory `json:"confd_memory"`
 	// Publish is the in-process publish call → commit acknowledged;
 	// ConfPush is `confpush publish` process start → exit (its ack is its
-	// last request: exit follows it); Floor is the raw floor's (zkraw
-	// multi: connect, one Multi, close) start → exit, run right after
-	// each confpush; FloorItems is the number of items its Multi writes
-	// (the changed items, as many as fit a Multi); FloorRatio is
-	// ConfPush.P50 / Floor.P50.
+	// last request: exit follows it); Floor is the raw floor's (zkfloor:
+	// connect, one Multi, close) start → exit, run right after each
+	// confpush; FloorItems is the number of items its Multi writes (the
+	// changed items, as many as fit a Multi); FloorRatio is ConfPush.P50 /
+	// Floor.P50.
 	Publish    Pct     `json:"publish_call_to_ack"`
 	ConfPush   Pct     `json:"confpush_start_to_exit"`
 	Floor      Pct     `json:"floor_start_to_exit"`
 	FloorItems int     `json:"floor_items"`
 	FloorRatio float64 `json:"confpush_floor_ratio"`
+	// FloorSession, FloorMulti and FloorClose are the floor's three server
+	// writes, timed inside its process: zk.Connect → session established,
+	// the Multi, the close. ConfPushStart and FloorStart are the start-up
+	// alone (`confpush --version`, `zkfloor start`: process start → exit),
+	// run after each floor.
+	FloorSession  Pct `json:"floor_session"`
+	FloorMulti    Pct `json:"floor_multi"`
+	FloorClose    Pct `json:"floor_close"`
+	ConfPushStart Pct `json:"confpush_version_start_to_exit"`
+	FloorStart    Pct `json:"floor_start_start_to_exit"`
 	// Fsync is a 4 KiB write and fsync of a new file, then an fsync of
 	// its directory, in the agent's state directory, measured between the
 	// two publishers' runs: what one durable step costs on the disk at
@@ -315,7 +328,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bins := latencyBins{agent: lc.ConfAgentBin, push: lc.ConfPushBin, zkraw: lc.ZkrawBin}
+	bins := latencyBins{agent: lc.ConfAgentBin, push: lc.ConfPushBin, zkraw: lc.ZkrawBin, zkfloor: lc.ZkfloorBin}
 	for _, b := range []struct {
 		name  string
 		dst   *string
@@ -324,6 +337,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 		{"confagent", &bins.agent, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confagent", out) }},
 		{"confpush", &bins.push, func(ctx context.Context, out string) error { return confagentbin.BuildCommand(ctx, "confpush", out) }},
 		{"zkraw", &bins.zkraw, func(ctx context.Context, out string) error { return confagentbin.BuildTool(ctx, "zkraw", out) }},
+		{"zkfloor", &bins.zkfloor, func(ctx context.Context, out string) error { return confagentbin.BuildTool(ctx, "zkfloor", out) }},
 	} {
 		if *b.dst == "" {
 			*b.dst = filepath.Join(dir, b.name)
@@ -356,7 +370,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 
 // latencyBins are the programs a latency run starts.
 type latencyBins struct {
-	agent, push, zkraw string
+	agent, push, zkraw, zkfloor string
 }
 
 // latencyAgent is the confagent process of one set.
@@ -682,7 +696,8 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 
 // measureConfPush publishes t's next generations with `confpush publish`
 // processes (start → exit, start → rendered), each followed by the raw
-// floor's process (start → exit).
+// floor's process (start → exit, and its three server writes), then by
+// the start-up alone of each program.
 func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, res *LatencySetResult, rec *recorder, followers []string, bins latencyBins, base string, conn *zk.Conn) error {
 	fl, err := e.newFloor(conn, t, base)
 	if err != nil {
@@ -694,7 +709,8 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 		return err
 	}
 	endToEnd := make([][]int64, len(followers))
-	var pushTimes, floorTimes []int64
+	var pushTimes, floorTimes, pushStarts, floorStarts []int64
+	var floorSession, floorMulti, floorClose []int64
 	for r := range lc.Warmup + lc.Publishes {
 		g := t.gen + 1
 		for n, b := range t.sched.set(g) {
@@ -711,13 +727,23 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
 			return fmt.Errorf("generation %d (confpush): %w", g, err)
 		}
-		floorTook, err := fl.run(ctx, bins.zkraw, e.srv.addrs)
+		floorTook, ft, err := fl.run(ctx, bins.zkfloor, e.srv.addrs)
+		if err != nil {
+			return err
+		}
+		_, pushStart, err := timedRun(exec.CommandContext(ctx, bins.push, "--version"))
+		if err != nil {
+			return err
+		}
+		_, floorStart, err := timedRun(exec.CommandContext(ctx, bins.zkfloor, "start"))
 		if err != nil {
 			return err
 		}
 		if r >= lc.Warmup {
 			pushTimes = append(pushTimes, took)
 			floorTimes = append(floorTimes, floorTook)
+			floorSession, floorMulti, floorClose = append(floorSession, ft.Session), append(floorMulti, ft.Multi), append(floorClose, ft.Close)
+			pushStarts, floorStarts = append(pushStarts, pushStart), append(floorStarts, floorStart)
 			for i := range followers {
 				endToEnd[i] = append(endToEnd[i], ar.at[i]-start)
 			}
@@ -727,6 +753,8 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 		}
 	}
 	res.ConfPush, res.Floor = pct(pushTimes), pct(floorTimes)
+	res.FloorSession, res.FloorMulti, res.FloorClose = pct(floorSession), pct(floorMulti), pct(floorClose)
+	res.ConfPushStart, res.FloorStart = pct(pushStarts), pct(floorStarts)
 	res.FloorRatio = finite(ratio(res.ConfPush.P50, res.Floor.P50))
 	for i, f := range followers {
 		res.Rows = append(res.Rows, LatencyRow{Items: len(t.sched.names), Changed: t.sched.changed, Size: t.sched.size, Follower: f, Publisher: "confpush",
@@ -811,10 +839,14 @@ func runConfPush(ctx context.Context, bin string, servers []string, root, meta, 
 }
 
 // timedRun runs cmd and returns when it started (unix ns) and how long it
-// ran (ns); its output goes into the error.
+// ran (ns); its output goes into the error (its standard output only
+// when cmd.Stdout is not set).
 func timedRun(cmd *exec.Cmd) (int64, int64, error) {
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &out
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +22,7 @@ import (
 
 // The processes of the latency benchmark besides confagent and confpush:
 // the raw go-zookeeper programs of tools/cmd/zkraw (the confd-style
-// follower, the floor of a publish) and perf.
+// follower) and tools/cmd/zkfloor (the floor of a publish), and perf.
 
 // confdProc is the confd-style follower's process (zkraw follow).
 type confdProc struct {
@@ -75,7 +76,7 @@ func (c *confdProc) logTail() string {
 }
 
 // floor is the raw floor of `confpush publish` for one set: a root of its
-// own, written by `zkraw multi` processes with the operations of the
+// own, written by zkfloor processes with the operations of the
 // set's commit: the root's data (a manifest's size), the changed items
 // (as many as fit a Multi), a Check of each one's departing content's
 // blob, and a history entry.
@@ -109,15 +110,33 @@ func (e *env) newFloor(conn *zk.Conn, t *target, base string) (*floor, error) {
 	return f, nil
 }
 
-// run runs one `zkraw multi` and returns how long the process took.
-func (f *floor) run(ctx context.Context, bin string, servers []string) (int64, error) {
+// floorTimings are what zkfloor prints: nanoseconds of its three server
+// writes.
+type floorTimings struct {
+	Session int64 `json:"session_ns"`
+	Multi   int64 `json:"multi_ns"`
+	Close   int64 `json:"close_ns"`
+}
+
+// run runs one zkfloor and returns how long the process took and its
+// own timings.
+func (f *floor) run(ctx context.Context, bin string, servers []string) (int64, floorTimings, error) {
 	f.n++
-	cmd := exec.CommandContext(ctx, bin, "multi", "--zk", strings.Join(servers, ","), "--root", f.root,
+	var ft floorTimings
+	cmd := exec.CommandContext(ctx, bin, "--zk", strings.Join(servers, ","), "--root", f.root,
 		"--items", strings.Join(f.items, ","), "--checks", strings.Join(f.checks, ","),
 		"--create", fmt.Sprintf("%s/g-%019d", f.history, f.n),
 		"--root-bytes", strconv.Itoa(f.rootBytes), "--item-bytes", strconv.Itoa(f.itemBytes))
+	var out bytes.Buffer
+	cmd.Stdout = &out
 	_, took, err := timedRun(cmd)
-	return took, err
+	if err != nil {
+		return 0, ft, err
+	}
+	if err := json.Unmarshal(out.Bytes(), &ft); err != nil {
+		return 0, ft, fmt.Errorf("zkfloor's timings %q: %w", out.Bytes(), err)
+	}
+	return took, ft, nil
 }
 
 // taskCPU is the CPU time of every live thread of pid, from

@@ -28,8 +28,8 @@ const (
 
 // Verdict statuses.
 const (
-	statusPass     = "PASS"
-	statusMiss     = "MISS"
+	statusPass     = "MET"
+	statusMiss     = "NOT MET"
 	statusReported = "REPORTED"
 	statusMissing  = "NOT MEASURED"
 )
@@ -42,7 +42,7 @@ type Verdict struct {
 	Measured string `json:"measured"`
 	Bound    string `json:"bound"`
 	Ratio    string `json:"ratio"`
-	// Status is PASS, MISS, REPORTED (no bound) or NOT MEASURED.
+	// Status is MET, NOT MET, REPORTED (no bound) or NOT MEASURED.
 	Status string `json:"status"`
 }
 
@@ -156,7 +156,31 @@ func (r *LatencyReport) Targets() []Verdict {
 	}
 	out = append(out, Verdict{Target: "changed-item sizes 4 KiB and 64 KiB, and a sprig template target, measured",
 		Measured: fmt.Sprintf("sizes %s; template target %v", strings.Join(names, ", "), tmpl), Bound: "all three", Ratio: "–", Status: passIf(cover)})
-	return out
+	return append(out, r.conditions()...)
+}
+
+// conditions are the run's conditions the targets were measured under,
+// reported beside them: the durable-step probe and the load average.
+func (r *LatencyReport) conditions() []Verdict {
+	var p50s, p90s, loads []float64
+	for _, s := range r.allSets() {
+		if s.Fsync.N > 0 {
+			p50s, p90s = append(p50s, s.Fsync.P50), append(p90s, s.Fsync.P90)
+		}
+		loads = append(loads, s.LoadStart, s.LoadEnd)
+	}
+	probe := Verdict{Target: "durable-step probe: 4 KiB file written and fsynced, then its directory (per set, in the agent's state directory)",
+		Measured: "–", Bound: "say what it is", Ratio: "–", Status: statusMissing}
+	if len(p50s) > 0 {
+		probe.Measured = fmt.Sprintf("p50 %.2f–%.2f ms, p90 up to %.2f ms (%d sets)", slices.Min(p50s), slices.Max(p50s), slices.Max(p90s), len(p50s))
+		probe.Status = statusReported
+	}
+	load := Verdict{Target: "load average (1 minute) of the machine", Measured: fmt.Sprintf("%.2f at the start, %.2f at the end", r.Env.LoadStart, r.Env.LoadEnd),
+		Bound: "say what it is", Ratio: "–", Status: statusReported}
+	if len(loads) > 0 {
+		load.Measured += fmt.Sprintf("; %.2f–%.2f during the sets", slices.Min(loads), slices.Max(loads))
+	}
+	return []Verdict{probe, load}
 }
 
 // FleetTargets are the fleet benchmark's (`confbench --agents …`) figures
@@ -312,10 +336,11 @@ func (r *LatencyReport) Markdown() string {
 	}
 
 	w("\n## `confpush publish` against its floor (ms)\n\n")
-	w("Process start → exit. The floor is a raw go-zookeeper program (`zkraw multi`, built by the benchmark) that connects, sends one Multi of the commit's operations (the root's data of the manifest's size, the changed items' data — as many as fit one Multi —, a Check per item, a history entry's Create) and closes; it runs right after each confpush.\n\n")
-	w("| set | confpush p50 | p90 | floor p50 | p90 | floor items | ratio p50 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	w("Process start → exit. The floor is a raw go-zookeeper program (`zkfloor`, built by the benchmark; go-zookeeper and the standard library only) that connects, sends one Multi of the commit's operations (the root's data of the manifest's size, the changed items' data — as many as fit one Multi —, a Check per item, a history entry's Create) and closes: three server writes, each a transaction-log fsync. It runs right after each confpush, and times its three writes inside the process (session: zk.Connect → session established). Then each program's start-up alone: `confpush --version` and `zkfloor start` (process start, runtime and package initialisation, exit).\n\n")
+	w("| set | confpush p50 | p90 | floor p50 | p90 | floor items | ratio p50 | floor session · Multi · close p50 | start-up p50: confpush · floor |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, s := range r.Sets {
-		w("| %s | %.2f | %.2f | %.2f | %.2f | %d | %s |\n", s.set(), s.ConfPush.P50, s.ConfPush.P90, s.Floor.P50, s.Floor.P90, s.FloorItems, ratioStr(s.FloorRatio))
+		w("| %s | %.2f | %.2f | %.2f | %.2f | %d | %s | %.2f · %.2f · %.2f | %.2f · %.2f |\n", s.set(), s.ConfPush.P50, s.ConfPush.P90, s.Floor.P50, s.Floor.P90, s.FloorItems, ratioStr(s.FloorRatio),
+			s.FloorSession.P50, s.FloorMulti.P50, s.FloorClose.P50, s.ConfPushStart.P50, s.FloorStart.P50)
 	}
 
 	if f := r.Fleet; f != nil {

@@ -23,15 +23,16 @@ func latSet(items, changed, size int, mode manifest.Mode, dir, tmpl float64) Lat
 // sets reported rather than judged against one Multi, the fleet's targets
 // from a fleet report, and what was not measured said so.
 func TestLatencyTargets(t *testing.T) {
-	a := latSet(20, 1, 1024, "multi", 14, 16) // dir 1.4× PASS, template 1.6× MISS
+	a := latSet(20, 1, 1024, "multi", 14, 16) // dir 1.4× met, template 1.6× not
 	a.AgentCPU, a.ConfdCPU, a.CPURatio = 4, 2.5, 1.6
 	a.ConfPush, a.Floor, a.FloorRatio, a.FloorItems = Pct{N: 1, P50: 30}, Pct{N: 1, P50: 20}, 1.5, 1
 	a.AgentRSS = Memory{Steady: 20, Max: 21, Peak: 26}
+	a.Fsync, a.LoadStart, a.LoadEnd = Pct{N: 20, P50: 0.6, P90: 1.1}, 2.5, 3.5
 	b := latSet(20, 20, 64<<10, "marker", 30, 30)
 	b.AgentCPU, b.ConfdCPU, b.CPURatio = 30, 10, 3
 	b.ConfPush, b.Floor, b.FloorRatio, b.FloorItems = Pct{N: 1, P50: 300}, Pct{N: 1, P50: 100}, 3, 14
 	b.AgentRSS = Memory{Steady: 20, Max: 21, Peak: 24}
-	c := latSet(100, 100, 1024, "multi", 19, 21) // bound 2: PASS, MISS
+	c := latSet(100, 100, 1024, "multi", 19, 21) // bound 2: met, not
 	d := latSet(100, 1, 1024, "multi", 50, 50)   // no bound: reported
 	d.AgentCPU, d.ConfdCPU, d.CPURatio = 6, 4, 1.5
 
@@ -53,7 +54,11 @@ func TestLatencyTargets(t *testing.T) {
 	for _, v := range r.Targets() {
 		got[v.Target+" @ "+v.Set] = v.Status
 	}
+	probe := "durable-step probe: 4 KiB file written and fsynced, then its directory (per set, in the agent's state directory) @ "
+	load := "load average (1 minute) of the machine @ "
 	want := map[string]string{
+		probe: statusReported,
+		load:  statusReported,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 20/1 × 1 KiB":                      statusPass,
 		"commit-ack → rendered p50, confagent template ÷ confd-style template @ 20/1 × 1 KiB":        statusMiss,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 100/100 × 1 KiB":                   statusPass,
@@ -78,13 +83,23 @@ func TestLatencyTargets(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], w)
 		}
 	}
+	for _, v := range r.Targets() {
+		if v.Target+" @ " == probe && v.Measured != "p50 0.60–0.60 ms, p90 up to 1.10 ms (1 sets)" {
+			t.Errorf("probe: %q, want the one set that ran it", v.Measured)
+		}
+		if v.Target+" @ " == load && !strings.HasSuffix(v.Measured, "; 0.00–3.50 during the sets") {
+			t.Errorf("load: %q, want the sets' range", v.Measured)
+		}
+	}
 	if _, ok := got["agent CPU per publish, one item of a 20-item set @ 100/1 × 1 KiB"]; ok {
 		t.Error("the 5 ms bound was applied to a 100-item set")
 	}
 
 	// Without a fleet report the cache targets are listed, not measured;
-	// with 4 KiB measured too, the coverage target passes.
+	// with 4 KiB measured too, the coverage target passes; with no set
+	// that ran the durable-step probe, it is not measured either.
 	e := latSet(20, 1, 4096, "multi", 10, 10)
+	a.Fsync = Pct{}
 	r = &LatencyReport{Sets: []LatencySetResult{a, b, e}}
 	n := 0
 	for _, v := range r.Targets() {
@@ -95,8 +110,8 @@ func TestLatencyTargets(t *testing.T) {
 			t.Errorf("coverage: %s (%s)", v.Status, v.Measured)
 		}
 	}
-	if n != 4 { // three cache targets and the large set
-		t.Errorf("%d targets not measured, want 4", n)
+	if n != 5 { // three cache targets, the large set, the probe
+		t.Errorf("%d targets not measured, want 5", n)
 	}
 	if _, err := json.Marshal(r); err != nil {
 		t.Errorf("the report does not encode: %v", err)

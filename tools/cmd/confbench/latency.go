@@ -33,7 +33,8 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		agentBin  = fs.String("confagent-bin", "", "confagent binary (default: go build ./cmd/confagent)")
 		pushBin   = fs.String("confpush-bin", "", "confpush binary (default: go build ./cmd/confpush)")
 		agentEnv  = fs.String("confagent-env", "", "KEY=VALUE,... added to the agent's environment (e.g. GOMEMLIMIT=off)")
-		zkrawBin  = fs.String("zkraw-bin", "", "zkraw binary, the raw go-zookeeper follower and floor (default: go build ./cmd/zkraw in the tools module)")
+		zkrawBin  = fs.String("zkraw-bin", "", "zkraw binary, the raw go-zookeeper follower (default: go build ./cmd/zkraw in the tools module)")
+		floorBin  = fs.String("zkfloor-bin", "", "zkfloor binary, confpush's raw go-zookeeper floor (default: go build ./cmd/zkfloor in the tools module)")
 		perfDir   = fs.String("perf", "", "directory for perf profiles of the agent, one per set (perf record -g over the measured publishes: perf.data and report text; a separate run: perf costs CPU)")
 		fleetPath = fs.String("fleet-results", "", "results.json of a fleet run (confbench --agents 1000) whose cache targets join the summary (default: OUT/results.json when it exists; none: leave them out)")
 		out       = fs.String("out", "docs/bench", "directory for latency-results.md and latency-results.json")
@@ -100,7 +101,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *zk != "" {
 		cfg.ZK = strings.Split(*zk, ",")
 	}
-	cfg.ConfAgentBin, cfg.ConfPushBin, cfg.ZkrawBin, cfg.PerfDir = *agentBin, *pushBin, *zkrawBin, *perfDir
+	cfg.ConfAgentBin, cfg.ConfPushBin, cfg.ZkrawBin, cfg.ZkfloorBin, cfg.PerfDir = *agentBin, *pushBin, *zkrawBin, *floorBin, *perfDir
 	if *agentEnv != "" {
 		cfg.ConfAgentEnv = strings.Split(*agentEnv, ",")
 	}

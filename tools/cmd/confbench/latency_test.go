@@ -18,7 +18,9 @@ import (
 // every set has a row per follower and publisher with every measured
 // publish, every phase of the agent has its samples (the agent's "apply
 // timings" lines were found for every publish), CPU and memory were read
-// for both processes, the floor ran beside every confpush, the 20 × 64 KiB
+// for both processes, the floor (zkfloor) ran beside every confpush and
+// timed its three server writes, the start-up of both programs was
+// measured, the durable-step probe and the load are in the summary, the 20 × 64 KiB
 // set went through marker mode (its commit found by the tap), and the
 // report and its summary are written.
 func TestLatencySmoke(t *testing.T) {
@@ -39,6 +41,12 @@ func TestLatencySmoke(t *testing.T) {
 			t.Errorf("%s: %d fsync probes, %d publish, %d confpush and %d floor samples (%d items), ratio %.2f; want %d each", name,
 				s.Fsync.N, s.Publish.N, s.ConfPush.N, s.Floor.N, s.FloorItems, s.FloorRatio, n)
 		}
+		for what, p := range map[string]bench.Pct{"floor session": s.FloorSession, "floor Multi": s.FloorMulti, "floor close": s.FloorClose,
+			"confpush --version": s.ConfPushStart, "zkfloor start": s.FloorStart} {
+			if p.N != n || p.P50 <= 0 {
+				t.Errorf("%s: %s: %+v, want %d positive samples", name, what, p, n)
+			}
+		}
 		want := manifest.ModeMulti
 		if s.Size == 64<<10 {
 			want = manifest.ModeMarker // 20 × 64 KiB does not fit a Multi
@@ -58,16 +66,23 @@ func TestLatencySmoke(t *testing.T) {
 	if len(rep.Summary) == 0 {
 		t.Fatal("no summary")
 	}
+	conditions := 0
 	for _, v := range rep.Summary {
 		if v.Status == "NOT MEASURED" && !strings.HasPrefix(v.Target, "cache as a library") {
 			t.Errorf("summary: %q not measured", v.Target)
 		}
+		if strings.HasPrefix(v.Target, "durable-step probe") || strings.HasPrefix(v.Target, "load average") {
+			conditions++
+		}
+	}
+	if conditions != 2 {
+		t.Errorf("summary: %d of the durable-step probe and load average rows, want both", conditions)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "latency-results.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "| 20/20 × 64 KiB | marker |"} {
+	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("latency-results.md lacks %q", want)
 		}

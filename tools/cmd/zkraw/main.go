@@ -1,9 +1,8 @@
-// Command zkraw holds the raw go-zookeeper programs `confbench latency`
-// compares zkconf's commands with, each a process of its own so that its
-// start-up, CPU and memory are measured as the commands' are:
+// Command zkraw is the raw go-zookeeper follower `confbench latency`
+// compares confagent with, a process of its own so that its CPU and memory
+// are measured as the agent's are:
 //
 //	zkraw follow --zk HOSTS --root PATH --out FILE --template TMPL --template-out FILE
-//	zkraw multi --zk HOSTS --root PATH --items P1,P2 --checks P1,P2 --create PATH --root-bytes N --item-bytes N
 //
 // follow is the confd-style follower: GetW on the root, decode the
 // manifest, Get every item (all in flight at once on the one connection,
@@ -13,10 +12,8 @@
 // --template-out, each by write and rename: no verification, no fsync,
 // no state. It runs until SIGTERM.
 //
-// multi is the floor of `confpush publish`: connect, send one Multi (the
-// operations of a publish's commit: the root's data, the changed items'
-// data, a Check of each departing content's blob, the history entry's
-// Create) and close.
+// The floor of `confpush publish` is tools/cmd/zkfloor, a program of its
+// own that links no template engine.
 package main
 
 import (
@@ -50,17 +47,15 @@ func main() {
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: zkraw follow|multi [flags]")
+		fmt.Fprintln(stderr, "usage: zkraw follow [flags]")
 		return 2
 	}
 	var err error
 	switch args[0] {
 	case "follow":
 		err = follow(ctx, args[1:], stderr)
-	case "multi":
-		err = multi(args[1:], stderr)
 	default:
-		fmt.Fprintf(stderr, "zkraw: unknown command %q (follow, multi)\n", args[0])
+		fmt.Fprintf(stderr, "zkraw: unknown command %q (follow)\n", args[0])
 		return 2
 	}
 	if err != nil {
@@ -201,44 +196,4 @@ func replace(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// multi connects, sends one Multi and closes.
-func multi(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("zkraw multi", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		servers   = fs.String("zk", "", "ZooKeeper servers")
-		root      = fs.String("root", "", "node whose data is set (the root)")
-		items     = fs.String("items", "", "nodes whose data is set (the changed items), comma-separated")
-		checks    = fs.String("checks", "", "nodes checked to exist (the departing contents' blobs), comma-separated")
-		create    = fs.String("create", "", "node created (a history entry)")
-		rootBytes = fs.Int("root-bytes", 2048, "bytes written to the root and the created node (a manifest)")
-		itemBytes = fs.Int("item-bytes", 1024, "bytes written to each item")
-	)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *servers == "" || *root == "" || *items == "" || *create == "" {
-		return errors.New("--zk, --root, --items and --create are required")
-	}
-	manifestData := bytes.Repeat([]byte("m"), *rootBytes)
-	ops := []any{&zk.SetDataRequest{Path: *root, Data: manifestData, Version: -1}}
-	item := bytes.Repeat([]byte("i"), *itemBytes)
-	for _, p := range strings.Split(*items, ",") {
-		ops = append(ops, &zk.SetDataRequest{Path: p, Data: item, Version: -1})
-	}
-	if *checks != "" {
-		for _, p := range strings.Split(*checks, ",") {
-			ops = append(ops, &zk.CheckVersionRequest{Path: p, Version: -1})
-		}
-	}
-	ops = append(ops, &zk.CreateRequest{Path: *create, Data: manifestData, Acl: zk.WorldACL(zk.PermAll)})
-	conn, err := connect(*servers)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_, err = conn.Multi(ops...)
-	return err
 }

@@ -1,4 +1,4 @@
-package clidoc
+package clidocgen
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zkconf/zkconf/internal/clidoc"
 )
 
 func tree() *cobra.Command {
@@ -60,13 +62,15 @@ func TestStale(t *testing.T) {
 	}
 }
 
+// TestExamples tests package clidoc, which the binaries link, on the
+// same command tree (clidoc has no test of its own).
 func TestExamples(t *testing.T) {
 	root := tree()
-	unknown := SetExamples(root, map[string]string{"": "  tool get x", "gone": "  tool gone"})
+	unknown := clidoc.SetExamples(root, map[string]string{"": "  tool get x", "gone": "  tool gone"})
 	if strings.Join(unknown, ",") != "gone" {
 		t.Errorf("unknown keys: %q", unknown)
 	}
-	if missing := MissingExamples(root); strings.Join(missing, ",") != `"get"` {
+	if missing := clidoc.MissingExamples(root); strings.Join(missing, ",") != `"get"` {
 		t.Errorf("missing: %q (the hidden command needs none)", missing)
 	}
 }
