@@ -211,6 +211,11 @@ type staged struct {
 	// out or files is the output, recorded in the target once applied.
 	out   []byte
 	files map[string][]byte
+	// waiting: nothing to render yet (see target.waiting), recorded with
+	// the output: a stage that fails later must leave the target's
+	// waiting as the last recorded apply left it, or drift repair would
+	// write an output that was never recorded.
+	waiting bool
 }
 
 func unchanged(t *target, out []byte, files map[string][]byte) *staged {
@@ -224,9 +229,10 @@ func unchanged(t *target, out []byte, files map[string][]byte) *staged {
 func (t *target) stage(ctx context.Context, snap Snapshot) (*staged, error) {
 	// With several roots, a target whose root has no snapshot yet, or a
 	// template with no cut yet, keeps what is in place.
-	_, err := viewFor(snap, t.spec)
-	if t.waiting = err != nil; t.waiting {
-		return unchanged(t, t.out, t.files), nil
+	if _, err := viewFor(snap, t.spec); err != nil {
+		s := unchanged(t, t.out, t.files)
+		s.waiting = true
+		return s, nil
 	}
 	if t.spec.Kind == KindDir {
 		files := t.selected(snap)
