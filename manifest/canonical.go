@@ -25,6 +25,15 @@ import (
 // strconv.ParseInt returns; published_at is parsed by the same
 // time.Time.UnmarshalJSON, with the same bytes, that encoding/json calls.
 func decodeCanonical(data []byte) (*Manifest, bool) {
+	// Every accepted string's bytes are its value, so every string field
+	// is a substring of one copy of data: one allocation, not one per name
+	// and hash.
+	return decodeCanonicalIn(data, string(data))
+}
+
+// decodeCanonicalIn is decodeCanonical with all, a string holding data's
+// bytes, whose substrings become the manifest's strings.
+func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
 	format := FormatVersion
 	switch {
 	case bytes.HasPrefix(data, []byte(`{"format":1,"generation":`)):
@@ -33,10 +42,6 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	default:
 		return nil, false
 	}
-	// Every accepted string's bytes are its value, so every string field
-	// is a substring of one copy of data: one allocation, not one per name
-	// and hash.
-	all := string(data)
 	p := canon{b: data, i: len(`{"format":1,"generation":`)}
 	m := &Manifest{Format: format}
 	var ok bool
@@ -81,7 +86,9 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 		if !p.lit(`{`) {
 			return nil, false
 		}
-		m.Items = make(map[string]Item, bytes.Count(data[p.i:], []byte(`,"size":`)))
+		// Every item's entry opens one brace (a name may hold more: a
+		// hint only); a one-byte count is a vector loop, a string's is not.
+		m.Items = make(map[string]Item, bytes.Count(data[p.i:], []byte{'{'}))
 		if !p.lit(`}`) {
 			prev := ""
 			for {

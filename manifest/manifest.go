@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // FormatVersion is the manifest format of a set whose item paths are all
@@ -210,6 +211,20 @@ func Decode(data []byte) (*Manifest, error) {
 	// The common case, the exact form Encode writes, without reflection.
 	if m, ok := decodeCanonical(data); ok {
 		return m, nil
+	}
+	return decodeJSON(data)
+}
+
+// DecodeOwned is Decode for a caller that hands data over: the manifest's
+// strings may share data's memory instead of a copy of it, so data must
+// never be modified afterwards (the buffer a ZooKeeper read returned, say).
+// A cache decodes its root at every publish; the copy was a third of the
+// bytes it allocated per publish.
+func DecodeOwned(data []byte) (*Manifest, error) {
+	if len(data) > 0 {
+		if m, ok := decodeCanonicalIn(data, unsafe.String(&data[0], len(data))); ok {
+			return m, nil
+		}
 	}
 	return decodeJSON(data)
 }
