@@ -177,7 +177,15 @@ func (m *Manifest) Names() []string { return slices.Sorted(maps.Keys(m.Items)) }
 // Matches reports whether data is the content the manifest records for name.
 func (m *Manifest) Matches(name string, data []byte) bool {
 	it, ok := m.Items[name]
-	return ok && it.Size == int64(len(data)) && it.SHA256 == Hash(data)
+	if !ok || it.Size != int64(len(data)) || len(it.SHA256) != 2*sha256.Size {
+		return false
+	}
+	// Hash's form without its string: a cache verifies every item it
+	// reads, and the comparison needs no copy.
+	sum := sha256.Sum256(data)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) == it.SHA256
 }
 
 // SameContent reports whether two manifests describe the same item set.
