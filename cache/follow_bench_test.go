@@ -56,7 +56,7 @@ func benchFollowCycle(b *testing.B, n int) {
 		fs[i] = f
 	}
 	b.ReportAllocs()
-	cpu0 := threadCPU()
+	cpu0 := processCPU()
 	i := 0
 	for b.Loop() {
 		f := fs[i%n]
@@ -78,12 +78,12 @@ func benchFollowCycle(b *testing.B, n int) {
 		s.left = f.held.nextLeft(s.Incarnation())
 		f.held = s
 	}
-	b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
-// threadCPU is the process's CPU time in nanoseconds (wall time is
+// processCPU is the process's CPU time in nanoseconds (wall time is
 // meaningless on a shared machine).
-func threadCPU() int64 {
+func processCPU() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
