@@ -45,7 +45,15 @@ type Cache struct {
 	states  chan StateInfo // 1 slot, latest value
 	notify  chan *Snapshot // 1 slot, latest value, feeds OnUpdate
 	adopt   chan string    // 1 slot, latest value: Adopt's requests
-	stats   counters
+	// poke wakes the sync loop (1 slot): Close, Adopt and the resync
+	// timer each leave their reason where the loop looks (ctx, adopt,
+	// resyncDue) and poke, so that the loop waits on one channel for all
+	// three instead of three: a select's cost grows with its channels,
+	// and a fleet of caches in one process waits once per publish each.
+	poke      chan struct{}
+	resyncDue atomic.Bool  // the safety-net resync's period ran out
+	resyncAt  atomic.Int64 // when it runs out (unix ns), restarted by every cycle
+	stats     counters
 
 	mu       sync.Mutex
 	state    StateInfo
@@ -100,6 +108,7 @@ func start(root string, o options) (*Cache, error) {
 		states:   make(chan StateInfo, 1),
 		notify:   make(chan *Snapshot, 1),
 		adopt:    make(chan string, 1),
+		poke:     make(chan struct{}, 1),
 		snapWake: make(chan struct{}),
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -141,7 +150,10 @@ func start(root string, o options) (*Cache, error) {
 	c.conn, c.sess = c.client.Conn(), c.client.Session()
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+	c.cancel = func() {
+		cancel()
+		c.pokeLoop() // the loop waits on poke, not on runCtx
+	}
 	go c.run(runCtx)
 	if o.onUpdate != nil {
 		if s := c.snap.Load(); s != nil {
@@ -255,7 +267,17 @@ func (c *Cache) Adopt(inc string) error {
 	default:
 	}
 	c.adopt <- inc
+	c.pokeLoop()
 	return nil
+}
+
+// pokeLoop wakes the sync loop, which then looks at what changed (see
+// poke). It never blocks: a pending poke already wakes it.
+func (c *Cache) pokeLoop() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops the cache; no goroutine of it outlives Close. A connection the

@@ -32,7 +32,7 @@ var errAborted = errors.New("item read abandoned")
 // manifest alone.
 func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Snapshot, error) {
 	m, zxid := root.m, root.stat.Mzxid
-	items, todo, names := reuseHeld(m, held)
+	names, items, todo := reuseHeld(m, held)
 	path := c.itemSource(root)
 	c.verifyNanos.Store(0)
 	var err error
@@ -40,15 +40,14 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 	case 0:
 	case 1:
 		// One item (the common case): read it here, not on a worker.
-		err = c.fetchOne(ctx, m, todo[0], path, items)
+		err = c.fetchOne(ctx, m, names, todo[0], path, items)
 	default:
-		err = c.fetchMany(ctx, m, todo, path, items)
+		err = c.fetchMany(ctx, m, names, todo, path, items)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := newSnapshotNames(m, zxid, items, names, false)
-	s.read = root.read
+	s := &Snapshot{m: m, zxid: zxid, names: names, items: items, read: root.read}
 	s.timings = FetchTimings{Started: c.cycleStarted, Fetched: time.Since(c.cycleStarted), Read: len(todo),
 		Verify: time.Duration(c.verifyNanos.Load())}
 	return s, nil
@@ -76,29 +75,53 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 	}
 }
 
-// reuseHeld returns the items of m that the held snapshot has with the
-// same sha256, the names of those to read, and, when the set of names is
-// the held one's (the common case: contents changed, no item added or
-// removed), the held snapshot's sorted names.
-func reuseHeld(m *manifest.Manifest, held *Snapshot) (items map[string][]byte, todo, names []string) {
-	items = make(map[string][]byte, len(m.Items))
-	heldNames := 0 // names of m the held snapshot has too
-	for name, it := range m.Items {
-		if held != nil {
-			if heldItem, ok := held.m.Items[name]; ok {
-				heldNames++
-				if heldItem == it {
-					items[name] = held.items[name]
-					continue
-				}
+// reuseHeld returns m's item names, sorted, and their entries, with the
+// content of every item the held snapshot has with the same sha256 and
+// size; todo are the positions of the others, to read. When the set of
+// names is the held one's (the common case: contents changed, no item
+// added or removed), names are the held snapshot's and the held entries
+// are compared in order: no sort, no map built, one lookup per item in
+// m's map.
+func reuseHeld(m *manifest.Manifest, held *Snapshot) (names []string, items []entry, todo []int) {
+	if held != nil && len(held.names) == len(m.Items) {
+		items = make([]entry, len(held.names))
+		same := true
+		for i, name := range held.names {
+			it, ok := m.Items[name]
+			if !ok {
+				same = false
+				break
+			}
+			items[i].meta = it
+			if h := held.items[i]; h.meta == it {
+				items[i].data = h.data
+			} else {
+				todo = append(todo, i)
 			}
 		}
-		todo = append(todo, name)
+		if same {
+			return held.names, items, todo
+		}
+		todo = todo[:0]
 	}
-	if held != nil && heldNames == len(m.Items) && len(held.m.Items) == len(m.Items) {
-		names = held.names
+	names = m.Names()
+	if len(items) != len(names) {
+		items = make([]entry, len(names))
+	} else {
+		clear(items)
 	}
-	return items, todo, names
+	for i, name := range names {
+		it := m.Items[name]
+		items[i].meta = it
+		if held != nil {
+			if j, ok := held.index(name); ok && held.items[j].meta == it {
+				items[i].data = held.items[j].data
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	return names, items, todo
 }
 
 // readItem reads item name from its node (path) and verifies it against m
@@ -131,34 +154,34 @@ func itemError(m *manifest.Manifest, name string, err error) error {
 	return fmt.Errorf("read item %s: %w", name, err)
 }
 
-// fetchOne reads one item into items on the loop's goroutine.
-func (c *Cache) fetchOne(ctx context.Context, m *manifest.Manifest, name string, path func(string) string, items map[string][]byte) error {
+// fetchOne reads item names[i] into items[i] on the loop's goroutine.
+func (c *Cache) fetchOne(ctx context.Context, m *manifest.Manifest, names []string, i int, path func(string) string, items []entry) error {
 	var data []byte
-	err := c.call(ctx, func() (err error) { data, err = c.readItem(m, name, path); return err })
+	err := c.call(ctx, func() (err error) { data, err = c.readItem(m, names[i], path); return err })
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		return itemError(m, name, err)
+		return itemError(m, names[i], err)
 	}
-	items[name] = data
+	items[i].data = data
 	return nil
 }
 
-// itemResult is one worker's read of an item.
+// itemResult is one worker's read of an item (names[i]).
 type itemResult struct {
-	name string
+	i    int
 	data []byte
 	err  error
 }
 
-// fetchMany reads the items todo into items, WithFetchConcurrency reads in
-// flight; the first failure makes the remaining reads skip (errAborted). A
-// read error wins over a torn item; of several torn items the one named
-// first in sort order is reported, the same one each time when it is the
-// only one.
-func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []string, path func(string) string, items map[string][]byte) error {
-	results := c.startReaders(ctx, m, todo, path)
+// fetchMany reads the items at the positions todo of names into items,
+// WithFetchConcurrency reads in flight; the first failure makes the
+// remaining reads skip (errAborted). A read error wins over a torn item;
+// of several torn items the one named first in sort order is reported,
+// the same one each time when it is the only one.
+func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []string, todo []int, path func(string) string, items []entry) error {
+	results := c.startReaders(ctx, m, names, todo, path)
 	var torn *manifest.ItemMismatchError
 	var tornErr, firstErr error
 	for range todo {
@@ -168,10 +191,10 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []stri
 		case r := <-results:
 			switch {
 			case r.err == nil:
-				items[r.name] = r.data
+				items[r.i].data = r.data
 			case errors.Is(r.err, errAborted):
 			default:
-				err := itemError(m, r.name, r.err)
+				err := itemError(m, names[r.i], r.err)
 				var mismatch *manifest.ItemMismatchError
 				if !errors.As(err, &mismatch) {
 					if firstErr == nil {
@@ -192,10 +215,11 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, todo []stri
 	return nil
 }
 
-// startReaders starts the workers that read todo and returns the channel
-// that receives exactly one result per item; it never blocks a worker.
-// Close waits for the workers (c.inflight).
-func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, todo []string, path func(string) string) <-chan itemResult {
+// startReaders starts the workers that read the items at the positions
+// todo of names and returns the channel that receives exactly one result
+// per item; it never blocks a worker. Close waits for the workers
+// (c.inflight).
+func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, names []string, todo []int, path func(string) string) <-chan itemResult {
 	results := make(chan itemResult, len(todo))
 	var next atomic.Int64
 	var abort atomic.Bool
@@ -205,20 +229,20 @@ func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, todo []s
 		go func() {
 			defer c.inflight.Done()
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(todo) {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) {
 					return
 				}
-				name := todo[i]
+				i := todo[k]
 				if abort.Load() || ctx.Err() != nil {
-					results <- itemResult{name: name, err: errAborted}
+					results <- itemResult{i: i, err: errAborted}
 					continue
 				}
-				data, err := c.readItem(m, name, path)
+				data, err := c.readItem(m, names[i], path)
 				if err != nil {
 					abort.Store(true)
 				}
-				results <- itemResult{name: name, data: data, err: err}
+				results <- itemResult{i: i, data: data, err: err}
 			}
 		}()
 	}

@@ -128,7 +128,7 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error
 	}
 	loop.watches.root = rw
 
-	m, err := manifest.Decode(data)
+	m, err := manifest.DecodeOwned(data) // the client's own buffer, read once
 	if err != nil {
 		loop.settle()
 		if errors.Is(err, manifest.ErrEmpty) {

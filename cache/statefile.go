@@ -551,7 +551,7 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 			continue
 		}
 		at[h] = end + int64(len(buf))
-		buf = append(buf, s.items[name]...)
+		buf = append(buf, s.content(name)...)
 		st.last.itemFiles++
 	}
 	st.last.itemBytes = int64(len(buf))

@@ -73,7 +73,7 @@ func packOf(items map[string][]byte) ([]byte, map[string]int64) {
 // contents in a pack named fzPack as packOf lays it out.
 func encodeTestState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
 	tb.Helper()
-	_, at := packOf(s.items)
+	_, at := packOf(s.itemMap())
 	b, err := encodeState(root, s, fzPack, at, now)
 	if err != nil {
 		tb.Fatal(err)
@@ -85,7 +85,7 @@ func encodeTestState(tb testing.TB, root string, s *Snapshot, now time.Time) []b
 // zkconf wrote it before the item directory.
 func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
 	tb.Helper()
-	return encodeOldState(tb, stateFormatV1, stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Items: s.items})
+	return encodeOldState(tb, stateFormatV1, stateBody{Root: root, Zxid: s.zxid, SavedAt: now.UTC(), Manifest: s.m.Encode(), Items: s.itemMap()})
 }
 
 // encodeV2State is the format 2 commit file (contents in one file per

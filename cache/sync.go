@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -98,8 +99,9 @@ type loopState struct {
 	// retry is the pending retry or jitter delay (nil: none): a due cycle
 	// waits for it.
 	retry *time.Timer
-	// resync is the safety-net resync's timer (nil: disabled), restarted
-	// after every cycle.
+	// resync is the safety-net resync's timer (nil: disabled): it fires
+	// at c.resyncAt, which every cycle moves (restartResync), and pokes
+	// the loop.
 	resync *time.Timer
 }
 
@@ -133,8 +135,13 @@ func (c *Cache) run(ctx context.Context) {
 	loop := &loopState{due: true, needSync: true, full: true, markerAbsentCversion: -1,
 		expiries: initial.Expiries, replaced: initial.Replaced}
 	if c.opts.resync > 0 {
-		loop.resync = time.NewTimer(jittered(c.opts.resync))
-		defer loop.resync.Stop()
+		c.restartResync(loop)
+		// Created stopped and started once the callback can see it.
+		var t *time.Timer
+		t = time.AfterFunc(time.Duration(math.MaxInt64), func() { c.onResyncTimer(t) })
+		t.Reset(jittered(c.opts.resync))
+		loop.resync = t
+		defer t.Stop()
 	}
 	defer loop.clearRetry()
 
@@ -168,22 +175,36 @@ func (c *Cache) run(ctx context.Context) {
 
 // wait blocks until something may change what the loop does: the context
 // ends, the session changes, or a watch fires; with a session also the
-// retry timer, an Adopt request or the safety-net resync.
+// retry timer, an Adopt request or the safety-net resync. The last two,
+// and Close, come through c.poke; what they ask is taken here, at the next
+// wait with a session (so an Adopt while disconnected waits for one).
 func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct{}, connected bool) {
-	var retryC, resyncC <-chan time.Time
-	var adoptC <-chan string
+	var retryC <-chan time.Time
 	if connected {
+		select {
+		case inc := <-c.adopt:
+			c.onAdopt(loop, inc)
+			loop.full, loop.due = true, true
+			return
+		default:
+		}
+		if c.resyncDue.Swap(false) {
+			c.stats.resyncs.Add(1)
+			loop.full, loop.due = true, true
+			c.restartResync(loop)
+			loop.resync.Reset(jittered(c.opts.resync))
+			return
+		}
 		if loop.retry != nil {
 			retryC = loop.retry.C
 		}
-		if loop.resync != nil {
-			resyncC = loop.resync.C
-		}
-		adoptC = c.adopt
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	select {
-	case <-ctx.Done():
 	case <-changed:
+	case <-c.poke:
 	case ev, ok := <-loop.watches.root:
 		loop.watches.root = nil
 		c.onWatch(loop, ev, ok)
@@ -195,14 +216,24 @@ func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct
 		c.onWatch(loop, ev, ok)
 	case <-retryC:
 		loop.retry = nil
-	case inc := <-adoptC:
-		c.onAdopt(loop, inc)
-		loop.full, loop.due = true, true
-	case <-resyncC:
-		c.stats.resyncs.Add(1)
-		loop.full, loop.due = true, true
-		c.restartResync(loop)
 	}
+}
+
+// onResyncTimer runs on the resync timer's goroutine when it fires: it
+// re-arms the timer when a cycle moved the period's end since, and
+// otherwise marks the resync due and wakes the loop.
+func (c *Cache) onResyncTimer(t *time.Timer) {
+	select {
+	case <-c.done:
+		return // closed: nothing re-arms
+	default:
+	}
+	if d := time.Until(time.Unix(0, c.resyncAt.Load())); d > 0 {
+		t.Reset(d)
+		return
+	}
+	c.resyncDue.Store(true)
+	c.pokeLoop()
 }
 
 // step runs one cycle and schedules what follows it: a retry after a torn
@@ -258,9 +289,12 @@ func (c *Cache) onCycleError(loop *loopState, err error) {
 	}
 }
 
-func (c *Cache) restartResync(loop *loopState) {
-	if loop.resync != nil {
-		loop.resync.Reset(jittered(c.opts.resync))
+// restartResync starts the safety-net resync's period over: the timer
+// is not reset at every cycle (a reset costs more than a store), it finds
+// the new end when it fires.
+func (c *Cache) restartResync(_ *loopState) {
+	if c.opts.resync > 0 {
+		c.resyncAt.Store(time.Now().Add(jittered(c.opts.resync)).UnixNano())
 	}
 }
 

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +118,80 @@ func TestOfferLatestValue(t *testing.T) {
 	case v := <-ch:
 		t.Fatalf("backlog %d", v)
 	default:
+	}
+}
+
+// itemMap returns s's contents by name.
+func (s *Snapshot) itemMap() map[string][]byte {
+	m := make(map[string][]byte, len(s.names))
+	for i, name := range s.names {
+		m[name] = s.items[i].data
+	}
+	return m
+}
+
+// TestReuseHeld checks how a cycle assembles a generation from the held
+// snapshot: an item whose manifest entry is unchanged takes the held
+// content, every other one is to be read, and the positions, names and
+// entries stay aligned whether the set of names is the held one's (the
+// held names are shared) or not (added, removed and renamed items).
+func TestReuseHeld(t *testing.T) {
+	held := newTestSnapshot(t, 1, map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")})
+	cases := []struct {
+		name      string
+		items     map[string][]byte
+		wantRead  []string
+		sharesSet bool
+	}{
+		{"one changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B2"), "c": []byte("C1")}, []string{"b"}, true},
+		{"none changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")}, nil, true},
+		{"all changed", map[string][]byte{"a": []byte("A2"), "b": []byte("B2"), "c": []byte("C2")}, []string{"a", "b", "c"}, true},
+		{"renamed", map[string][]byte{"a": []byte("A1"), "bb": []byte("B1"), "c": []byte("C1")}, []string{"bb"}, false},
+		{"added", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1"), "d": []byte("D1")}, []string{"d"}, false},
+		{"removed, one changed", map[string][]byte{"a": []byte("A2"), "c": []byte("C1")}, []string{"a"}, false},
+		{"content moved to another name", map[string][]byte{"a": []byte("B1"), "b": []byte("A1"), "c": []byte("C1")}, []string{"a", "b"}, true},
+	}
+	for _, tc := range cases {
+		next := newTestSnapshot(t, 2, tc.items)
+		for _, h := range []*Snapshot{held, nil} {
+			names, items, todo := reuseHeld(next.m, h)
+			if !equalStrings(names, next.names) {
+				t.Fatalf("%s: names %q, want %q", tc.name, names, next.names)
+			}
+			if h != nil && tc.sharesSet != (len(names) > 0 && &names[0] == &h.names[0]) {
+				t.Errorf("%s: names shared with the held snapshot: %v, want %v", tc.name, !tc.sharesSet, tc.sharesSet)
+			}
+			var read []string
+			for _, i := range todo {
+				read = append(read, names[i])
+			}
+			want := tc.wantRead
+			if h == nil {
+				want = next.names
+			}
+			if !equalStrings(read, want) {
+				t.Errorf("%s (held %v): reads %q, want %q", tc.name, h != nil, read, want)
+			}
+			for i, name := range names {
+				if items[i].meta != next.m.Items[name] {
+					t.Errorf("%s: entry %d (%s) is %v, want %v", tc.name, i, name, items[i].meta, next.m.Items[name])
+				}
+				if slices.Contains(todo, i) {
+					if items[i].data != nil {
+						t.Errorf("%s: item %s to read already has content %q", tc.name, name, items[i].data)
+					}
+				} else if string(items[i].data) != string(tc.items[name]) {
+					t.Errorf("%s: item %s reused %q, want %q", tc.name, name, items[i].data, tc.items[name])
+				}
+			}
+		}
+	}
+	if b, ok := held.Get("bb"); ok || b != nil {
+		t.Errorf("Get of a missing item: %q, %v", b, ok)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if b, ok := held.Get(name); !ok || string(b) != strings.ToUpper(name)+"1" {
+			t.Errorf("Get(%s) = %q, %v", name, b, ok)
+		}
 	}
 }

@@ -63,10 +63,17 @@ func checkCanonical(t *testing.T, data []byte) (accepted bool) {
 		if m1 != nil || m2 != nil {
 			t.Fatal("manifest returned with an error")
 		}
+		if m3, err3 := DecodeOwned(bytes.Clone(data)); m3 != nil || err3 == nil || err3.Error() != err1.Error() {
+			t.Fatalf("Decode and DecodeOwned differ on %q: %v / %v", data, err1, err3)
+		}
 		return ok
 	}
 	if !reflect.DeepEqual(m1, m2) {
 		t.Fatalf("Decode and decodeJSON differ on %q:\n%#v\n%#v", data, m1, m2)
+	}
+	// DecodeOwned is Decode without the copy: the same manifest.
+	if m3, err3 := DecodeOwned(bytes.Clone(data)); err3 != nil || !reflect.DeepEqual(m1, m3) {
+		t.Fatalf("Decode and DecodeOwned differ on %q:\n%#v\n%#v (%v)", data, m1, m3, err3)
 	}
 	// What the fast path is for: Encode's own output, when it has no
 	// escapes (names with <, >, & or U+2028/9 are escaped, and declined).
