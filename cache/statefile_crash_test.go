@@ -314,11 +314,7 @@ func (ca *crashApply) run(t *testing.T, st *stateStore, next *Snapshot) {
 	go func() {
 		defer close(ca.finished)
 		s := <-c.updates
-		files := make(map[string][]byte, s.Len())
-		for _, name := range s.names {
-			files[name] = s.items[name]
-		}
-		staged, err := ca.w.Stage(files, crashOutputOpts)
+		staged, err := ca.w.Stage(s.itemMap(), crashOutputOpts)
 		close(ca.staged)
 		if err != nil {
 			ca.shown <- err
@@ -373,10 +369,7 @@ func checkOutputRestart(t *testing.T, c crashCase, path, out string) {
 	if s.Generation() < shownGen {
 		t.Fatalf("restart: the state holds generation %d, the output showed %d before the crash (backwards)", s.Generation(), shownGen)
 	}
-	files := make(map[string][]byte, s.Len())
-	for _, name := range s.names {
-		files[name] = s.items[name]
-	}
+	files := s.itemMap()
 	if _, err := render.NewDirWriter(out).Write(files, crashOutputOpts); err != nil {
 		t.Fatalf("restart: render: %v", err)
 	}
