@@ -135,6 +135,8 @@ type Daemon struct {
 	// rootApplied is, with several roots, the snapshot of each root whose
 	// targets all applied it (guarded by mu).
 	rootApplied map[string]*cache.Snapshot
+	// rootAttempted is each root's generation last attempted.
+	rootAttempted map[string]int64
 	r           *Renderer
 	metrics     *Metrics
 	reconf      chan Options

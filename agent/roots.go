@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/template"
 )
 
@@ -364,32 +365,62 @@ type rootStatusNode struct {
 	node *statusNode
 }
 
-// rootStatus is s as root r's status node reports it: r's path, state
-// and generations, and the targets that read r.
+// RootStatus is one root's part of the /status of a daemon that follows
+// several roots (Status.Roots).
+type RootStatus = fleet.RootStatus
+
+// rootStatuses returns each root's status, by name: its path, its cache's
+// state and newest generation, and the generation applied to every
+// target of that root.
+func (d *Daemon) rootStatuses() []RootStatus {
+	states := d.multi.g.States()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]RootStatus, 0, len(d.multi.names))
+	for _, name := range d.multi.names {
+		st := states[name]
+		rs := RootStatus{Name: name, Root: d.multi.paths[name], CacheGeneration: st.Generation, Attempted: d.rootAttempted[name],
+			State: st.State.String(), Since: st.Since, Incarnation: st.Incarnation, IncarnationSwitches: st.IncarnationSwitches}
+		if st.State != cache.StateLive && st.Err != nil {
+			rs.Error = st.Err.Error()
+		}
+		var ierr *cache.IncarnationError
+		if errors.As(st.Err, &ierr) {
+			rs.IncarnationRefused = ierr.SeenIncarnation
+		}
+		if l := d.rootApplied[name]; l != nil {
+			rs.Generation, rs.Zxid, rs.PublishID, rs.Candidate = l.Generation(), l.Zxid(), l.PublishID(), l.Candidate()
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// hostStatus clears, on the status of a daemon that follows several
+// roots, the fields that describe one root: each root's are in s.Roots.
+func hostStatus(s *Status) {
+	s.Root, s.Generation, s.Zxid, s.PublishID, s.Candidate = "", 0, 0, "", false
+	s.CacheGeneration, s.Attempted, s.Incarnation, s.IncarnationRefused = 0, 0, "", ""
+}
+
+// rootStatus is the host's status s as root r's status node reports it:
+// r's own part of s.Roots, and the targets that read r.
 func (d *Daemon) rootStatus(s Status, r RootSpec) Status {
 	d.mu.Lock()
 	specs := d.opts.Targets
 	d.mu.Unlock()
-	st := d.multi.g.States()[r.Name]
-	s.Root, s.CacheGeneration, s.State, s.Since = r.Path, st.Generation, st.State.String(), st.Since
-	combined := s.Generation
-	s.Generation, s.Zxid, s.PublishID, s.Candidate = 0, 0, "", false
-	d.mu.Lock()
-	l := d.rootApplied[r.Name]
-	d.mu.Unlock()
-	if l != nil {
-		s.Generation, s.Zxid, s.PublishID, s.Candidate = l.Generation(), l.Zxid(), l.PublishID(), l.Candidate()
+	if i := slices.IndexFunc(s.Roots, func(rs RootStatus) bool { return rs.Name == r.Name }); i >= 0 {
+		rs := s.Roots[i]
+		s.Root, s.Generation, s.Zxid, s.PublishID, s.Candidate = rs.Root, rs.Generation, rs.Zxid, rs.PublishID, rs.Candidate
+		s.CacheGeneration, s.Attempted, s.State, s.Since = rs.CacheGeneration, rs.Attempted, rs.State, rs.Since
+		s.Incarnation, s.IncarnationRefused, s.IncarnationSwitches = rs.Incarnation, rs.IncarnationRefused, rs.IncarnationSwitches
 	}
+	s.Roots = nil
 	var ts []TargetResult
 	for _, t := range s.Targets {
 		i := slices.IndexFunc(specs, func(sp TargetSpec) bool { return sp.Name == t.Name })
 		if i < 0 || (specs[i].Root != r.Name && !slices.Contains(specs[i].Roots, r.Name)) {
 			continue
-		}
-		// A result's generation is the combination's: the root's own is
-		// what confpush compares with the root's publishes.
-		if t.Generation == combined && combined != 0 {
-			t.Generation = s.Generation
 		}
 		ts = append(ts, t)
 	}
@@ -434,11 +465,15 @@ func (d *Daemon) noteRootsApplied(snap Snapshot) {
 	if d.rootApplied == nil {
 		d.rootApplied = map[string]*cache.Snapshot{}
 	}
+	if d.rootAttempted == nil {
+		d.rootAttempted = map[string]int64{}
+	}
 	for name, l := range rs.latest {
+		d.rootAttempted[name] = l.Generation()
 		all := true
 		for _, res := range results {
 			i := slices.IndexFunc(specs, func(sp TargetSpec) bool { return sp.Name == res.Name })
-			if i >= 0 && specs[i].Root == name && len(specs[i].Roots) == 0 && (!res.OK || res.Generation != rs.Generation()) {
+			if i >= 0 && specs[i].Root == name && len(specs[i].Roots) == 0 && (!res.OK || res.Generation != l.Generation()) {
 				all = false
 			}
 		}
