@@ -137,10 +137,10 @@ type Daemon struct {
 	rootApplied map[string]*cache.Snapshot
 	// rootAttempted is each root's generation last attempted.
 	rootAttempted map[string]int64
-	r           *Renderer
-	metrics     *Metrics
-	reconf      chan Options
-	mem         *memLimiter
+	r             *Renderer
+	metrics       *Metrics
+	reconf        chan Options
+	mem           *memLimiter
 
 	mu        sync.Mutex
 	opts      Options
