@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"
 )
@@ -185,4 +190,179 @@ func TestTwoRootsWipedZooKeeper(t *testing.T) {
 	}
 	checkNeverBack(t, "both.conf's common", commons)
 	checkNeverBack(t, "both.conf's web", webs)
+}
+
+// roleHost is one confagent following /config/common and its role's root.
+type roleHost struct {
+	id, role, zone string
+	dir, out       string
+	p              *proc
+}
+
+// startRoleHost starts agent id following common and role's root, with
+// labels role and zone; item v of each root goes to out/common.v and
+// out/role.v.
+func startRoleHost(t *testing.T, c *zktest.Cluster, id, role, zone string) *roleHost {
+	t.Helper()
+	h := &roleHost{id: id, role: role, zone: zone, dir: t.TempDir()}
+	h.out = filepath.Join(h.dir, "out")
+	cfg := filepath.Join(h.dir, "confagent.yaml")
+	writeAtomic(t, cfg, fmt.Sprintf(`zookeeper:
+  servers: [%s]
+  session_timeout: 4s
+roots:
+  common: /config/common
+  %s: /config/%s
+state_dir: %s
+agent_id: %s
+http: {listen: ""}
+labels: {role: %s, zone: %s}
+targets:
+  - {name: common-v, type: file, root: common, item: v, dest: %s}
+  - {name: role-v, type: file, root: %s, item: v, dest: %s}
+`, strings.Join(c.Addrs(), ", "), role, role, filepath.Join(h.dir, "state"), id, role, zone,
+		filepath.Join(h.out, "common.v"), role, filepath.Join(h.out, "role.v")))
+	h.p = (&env{cfgPath: cfg}).start(t)
+	return h
+}
+
+// waitStatus waits for h's status node on root to satisfy ok.
+func (h *roleHost) waitStatus(t *testing.T, c *zktest.Cluster, root string, ok func(agent.Status) bool) agent.Status {
+	t.Helper()
+	return waitStatusNode(t, c, layout.New(root, layout.DefaultMeta).StatusNode(h.id), ok)
+}
+
+func (h *roleHost) file(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.out, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCanaryOnSharedRootAcrossRoles: three agents, two of role web and
+// one of role db, each following /config/common beside its role's root.
+// A canary on common selected by a label (zone=a) reaches one agent of
+// each role and only them: they apply the candidate of common (status
+// node: candidate), the third stays on common's stable generation, and no
+// role root moves. confpush status and rollout status on common list the
+// agents of both roles; promote reaches all three.
+func TestCanaryOnSharedRootAcrossRoles(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	confpush := filepath.Join(t.TempDir(), "confpush")
+	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
+		t.Fatalf("build confpush: %v\n%s", err, out)
+	}
+	cp := func(args ...string) (string, error) {
+		out, err := exec.Command(confpush, append([]string{"--zk", c.ConnString(), "--root", "/config/common", "--timeout", "60s"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	setDir := func(v string) string {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, "v"), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, root := range []string{"common", "web", "db"} {
+		if out, err := cp("--root", "/config/"+root, "publish", setDir(root+"-1")); err != nil {
+			t.Fatalf("publish %s: %v\n%s", root, err, out)
+		}
+	}
+	hosts := []*roleHost{
+		startRoleHost(t, c, "web-a", "web", "a"),
+		startRoleHost(t, c, "web-b", "web", "b"),
+		startRoleHost(t, c, "db-a", "db", "a"),
+	}
+	for _, h := range hosts {
+		for _, root := range []string{"/config/common", "/config/" + h.role} {
+			h.waitStatus(t, c, root, func(s agent.Status) bool { return s.Generation == 1 })
+		}
+	}
+
+	out, err := cp("publish", "--canary", "zone=a", setDir("common-2"))
+	if err != nil {
+		t.Fatalf("publish --canary: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`candidate generation (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("publish --canary said: %s", out)
+	}
+	cand, _ := strconv.ParseInt(m[1], 10, 64)
+	selected := map[string]bool{"web-a": true, "web-b": false, "db-a": true}
+	for _, h := range hosts {
+		if !selected[h.id] {
+			continue
+		}
+		st := h.waitStatus(t, c, "/config/common", func(s agent.Status) bool { return s.Generation == cand })
+		if !st.Candidate {
+			t.Errorf("%s: common's status node at the candidate does not say candidate: %+v", h.id, st)
+		}
+		if got := h.file(t, "common.v"); got != "common-2" {
+			t.Errorf("%s (selected): common.v = %q", h.id, got)
+		}
+	}
+	// The agents of both roles are in the rollout, and only zone a is
+	// selected.
+	out, err = cp("--json", "rollout", "status")
+	if err != nil {
+		t.Fatalf("rollout status: %v\n%s", err, out)
+	}
+	var rs struct {
+		Agents []struct {
+			ID       string `json:"id"`
+			Selected bool   `json:"selected"`
+			State    string `json:"state"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("rollout status --json: %v\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for _, a := range rs.Agents {
+		got[a.ID] = a.Selected
+		if want := map[bool]string{true: "applied", false: "stable"}[selected[a.ID]]; a.State != want {
+			t.Errorf("rollout status: agent %s is %s, want %s", a.ID, a.State, want)
+		}
+	}
+	if !maps.Equal(got, selected) {
+		t.Errorf("rollout status selects %v, want %v", got, selected)
+	}
+	// The host left out renders nothing new, on either root; no role root
+	// moved on any host.
+	if got := hosts[1].file(t, "common.v"); got != "common-1" {
+		t.Errorf("web-b (not selected): common.v = %q", got)
+	}
+	for _, h := range hosts {
+		if got := h.file(t, "role.v"); got != h.role+"-1" {
+			t.Errorf("%s: role.v = %q during a canary on common", h.id, got)
+		}
+	}
+	// confpush status on common lists every agent of both roles.
+	out, err = cp("status")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	for _, h := range hosts {
+		if !regexp.MustCompile(`(?m)^` + h.id + `\s.*role=` + h.role).MatchString(out) {
+			t.Errorf("confpush status on common does not list %s with role=%s:\n%s", h.id, h.role, out)
+		}
+	}
+
+	if out, err := cp("rollout", "promote"); err != nil {
+		t.Fatalf("rollout promote: %v\n%s", err, out)
+	}
+	for _, h := range hosts {
+		st := h.waitStatus(t, c, "/config/common", func(s agent.Status) bool { return s.Generation == cand+1 })
+		if st.Candidate {
+			t.Errorf("%s after the promote: still a candidate: %+v", h.id, st)
+		}
+		if got := h.file(t, "common.v"); got != "common-2" {
+			t.Errorf("%s after the promote: common.v = %q", h.id, got)
+		}
+		if st := h.waitStatus(t, c, "/config/"+h.role, func(agent.Status) bool { return true }); st.Generation != 1 || st.Candidate {
+			t.Errorf("%s: its role root's status moved with common's rollout: %+v", h.id, st)
+		}
+	}
 }
