@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -364,5 +365,99 @@ func TestCanaryOnSharedRootAcrossRoles(t *testing.T) {
 		if st := h.waitStatus(t, c, "/config/"+h.role, func(agent.Status) bool { return true }); st.Generation != 1 || st.Candidate {
 			t.Errorf("%s: its role root's status moved with common's rollout: %+v", h.id, st)
 		}
+	}
+}
+
+// getStatus returns the agent's /status, decoded and raw.
+func getStatus(t *testing.T, addr string) (agent.Status, map[string]any) {
+	t.Helper()
+	code, body := httpGet(t, "http://"+addr+"/status")
+	if code != http.StatusOK {
+		t.Fatalf("/status: %d %s", code, body)
+	}
+	var s agent.Status
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	return s, raw
+}
+
+// TestTwoRootsStatusPerRoot: an agent on common (generation 2) and web
+// (generation 5) reports each root in /status's roots (name, path,
+// generation, cache generation, state, incarnation), not their sum (7) as
+// the host's generation, and every target's generation is its own root's;
+// /readyz names each root's generation; each root's status node is that
+// root's alone (no roots list). A single-root agent's /status has no
+// roots and its generation as before.
+func TestTwoRootsStatusPerRoot(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	e := newRootsEnv(t, dialRoots(t, c, ""))
+	for i := 1; i <= 2; i++ {
+		e.publish(t, "common", fmt.Sprintf("common-%d", i))
+	}
+	for i := 1; i <= 5; i++ {
+		e.publish(t, "web", fmt.Sprintf("web-%d", i))
+	}
+	tmpl := filepath.Join(e.dir, "both.tmpl")
+	if err := os.WriteFile(tmpl, []byte(`{{ item "common" "v" }} {{ item "v" }}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.config(t, c, "", fmt.Sprintf("  - {name: both, type: template, root: web, roots: [common], src: %s, dest: %s}\n%s",
+		tmpl, filepath.Join(e.out, "both.conf"), e.vTargets("")))
+	cfg, _ := os.ReadFile(e.cfg)
+	writeAtomic(t, e.cfg, strings.Replace(string(cfg), `listen: ""`, `listen: "127.0.0.1:0"`, 1))
+	p, addr := (&env{cfgPath: e.cfg}).startWithHTTP(t)
+	want := map[string]int64{"common": 2, "web": 5}
+	for name, g := range want {
+		st := waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == g && s.Ready })
+		if st.Roots != nil || st.Root != rootPaths[name] || st.CacheGeneration != g {
+			t.Errorf("root %s's status node: %+v", name, st)
+		}
+	}
+	waitFileContent(t, filepath.Join(e.out, "both.conf"), "common-2 web-5")
+
+	s, raw := getStatus(t, addr)
+	if s.Generation != 0 || s.CacheGeneration != 0 || s.Root != "" {
+		t.Errorf("/status: host generation %d, cache generation %d, root %q: want none (each root's is in roots)", s.Generation, s.CacheGeneration, s.Root)
+	}
+	if _, ok := raw["roots"]; !ok || len(s.Roots) != 2 {
+		t.Fatalf("/status has no roots list of two: %v", raw["roots"])
+	}
+	for i, name := range []string{"common", "web"} {
+		r := s.Roots[i]
+		if r.Name != name || r.Root != rootPaths[name] || r.Generation != want[name] || r.CacheGeneration != want[name] ||
+			r.State != "live" || r.Incarnation == "" || r.PublishID == "" || r.Zxid == 0 {
+			t.Errorf("/status roots[%d] = %+v, want %s at %s, generation %d, live", i, r, name, rootPaths[name], want[name])
+		}
+	}
+	for _, tr := range s.Targets {
+		g := map[string]int64{"common-v": 2, "web-v": 5, "both": 5}[tr.Name]
+		if tr.Generation != g || tr.LastAttempt != g {
+			t.Errorf("/status target %s: generation %d (last attempt %d), want its root's %d", tr.Name, tr.Generation, tr.LastAttempt, g)
+		}
+	}
+	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK || body != "ready: common generation 2, web generation 5\n" {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	p.kill()
+
+	// One root: as before.
+	one := newEnv(t)
+	cfg, _ = os.ReadFile(one.cfgPath)
+	writeAtomic(t, one.cfgPath, strings.Replace(string(cfg), `listen: ""`, `listen: "127.0.0.1:0"`, 1))
+	one.publish(t, set(1, 2))
+	g := one.publish(t, set(2, 2))
+	_, addr = one.startWithHTTP(t)
+	one.waitApplied(t, "agent-under-test", g)
+	s, raw = getStatus(t, addr)
+	if _, ok := raw["roots"]; ok || s.Generation != g || s.CacheGeneration != g || s.Root != testRoot {
+		t.Errorf("single-root /status: %v", raw)
+	}
+	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK || body != fmt.Sprintf("ready: generation %d\n", g) {
+		t.Errorf("single-root /readyz: %d %q", code, body)
 	}
 }
