@@ -298,6 +298,9 @@ var errNoView = errors.New("no snapshot of its roots yet")
 // it is a rootsSnapshot; errNoView when that has nothing for it yet (the
 // target keeps its output).
 func viewFor(snap Snapshot, spec TargetSpec) (Snapshot, error) {
+	if sr, ok := snap.(staticRoots); ok {
+		return sr.view(spec)
+	}
 	rs, ok := snap.(*rootsSnapshot)
 	if !ok {
 		return snap, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -459,5 +460,86 @@ func TestTwoRootsStatusPerRoot(t *testing.T) {
 	}
 	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK || body != fmt.Sprintf("ready: generation %d\n", g) {
 		t.Errorf("single-root /readyz: %d %q", code, body)
+	}
+}
+
+// TestRenderFromRoots: confagent render with a configuration on two
+// roots takes one set per root (--from ROOT=DIR): each target renders its
+// own root's set and the template over both reads both. A plain --from DIR
+// (which rendered every target from the one set, common's file target
+// from web's items), a root without a set that a rendered target reads, a
+// root the configuration does not have, and a root given twice are bad
+// input (exit 2, every problem at once), rendering nothing.
+func TestRenderFromRoots(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common, web := filepath.Join(dir, "common"), filepath.Join(dir, "web")
+	write(filepath.Join(common, "v"), "C")
+	write(filepath.Join(web, "v"), "W")
+	write(filepath.Join(web, "conf.d", "site.conf"), "site")
+	tmpl := filepath.Join(dir, "both.tmpl")
+	write(tmpl, `{{ item "common" "v" }} {{ item "v" }} {{ names "common" }}`)
+	cfg := filepath.Join(dir, "confagent.yaml")
+	write(cfg, fmt.Sprintf(`zookeeper: {servers: ["127.0.0.1:2181"]}
+roots: {common: /config/common, web: /config/web}
+state_dir: %s
+targets:
+  - {name: common-v, type: file, root: common, item: v, dest: /etc/app/common.v}
+  - {name: site, type: dir, root: web, src: conf.d/, dest: /etc/app/conf.d}
+  - {name: both, type: template, root: web, roots: [common], src: %s, dest: /etc/app/both.conf}
+`, filepath.Join(dir, "state"), tmpl))
+	render := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--config", cfg, "render"}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := render("--from", "common="+common, "--from", "web="+web, "--out", out)
+	if code != exitOK {
+		t.Fatalf("render with a set per root: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for path, want := range map[string]string{"common-v/common.v": "C", "site/site.conf": "site", "both/both.conf": "C W [v]"} {
+		if b, err := os.ReadFile(filepath.Join(out, path)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", path, b, err, want)
+		}
+	}
+
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--from", web}, []string{"--from " + web + ": the configuration follows several roots (common, web): give each one's set as --from ROOT=DIR",
+			"no set of root(s) common, web"}},
+		{[]string{"--from", "web=" + web}, []string{"--from: no set of root(s) common, which the targets rendered read"}},
+		{[]string{"--from", "web=" + web, "--from", "db=" + common, "--from", "web=" + web, "--from", "common=" + filepath.Join(dir, "nope")},
+			[]string{`--from db=` + common + `: no root "db" in the configuration (roots: common, web)`, "root web given twice",
+				"root common: " + filepath.Join(dir, "nope") + ": does not exist"}},
+	} {
+		o := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := render(append(c.args, "--out", o)...)
+		if code != exitUsage {
+			t.Errorf("render %v: exit %d, want %d\n%s%s", c.args, code, exitUsage, stdout, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("render %v: stderr lacks %q:\n%s", c.args, w, stderr)
+			}
+		}
+		if _, err := os.Stat(o); err == nil {
+			t.Errorf("render %v created --out", c.args)
+		}
+	}
+	// Only the targets rendered need their roots' sets.
+	code, stdout, stderr = render("--from", "common="+common, "--target", "common-v", "--out", filepath.Join(dir, "one"))
+	if code != exitOK || !strings.Contains(stdout, "target common-v: ") {
+		t.Errorf("render --target common-v with common's set: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
