@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,10 +254,7 @@ func (h *roleHost) file(t *testing.T, name string) string {
 // agents of both roles; promote reaches all three.
 func TestCanaryOnSharedRootAcrossRoles(t *testing.T) {
 	c := sharedZooKeeper.For(t)
-	confpush := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
-		t.Fatalf("build confpush: %v\n%s", err, out)
-	}
+	confpush := buildConfpush(t)
 	cp := func(args ...string) (string, error) {
 		out, err := exec.Command(confpush, append([]string{"--zk", c.ConnString(), "--root", "/config/common", "--timeout", "60s"}, args...)...).CombinedOutput()
 		return string(out), err
@@ -444,6 +443,14 @@ func TestTwoRootsStatusPerRoot(t *testing.T) {
 	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK || body != "ready: common generation 2, web generation 5\n" {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
+	// The dashboard shows the agent on both roots, each at its own
+	// generation.
+	base := startDashboard(t, c)
+	for name, g := range want {
+		dashboardAgent(t, base, rootPaths[name], "two-roots", func(a map[string]any) bool {
+			return a["generation"] == float64(g) && a["state"] == "ok"
+		})
+	}
 	p.kill()
 
 	// One root: as before.
@@ -541,5 +548,81 @@ targets:
 	code, stdout, stderr = render("--from", "common="+common, "--target", "common-v", "--out", filepath.Join(dir, "one"))
 	if code != exitOK || !strings.Contains(stdout, "target common-v: ") {
 		t.Errorf("render --target common-v with common's set: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// buildConfpush builds the confpush binary for the test.
+func buildConfpush(t *testing.T) string {
+	t.Helper()
+	confpush := filepath.Join(t.TempDir(), "confpush")
+	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
+		t.Fatalf("build confpush: %v\n%s", err, out)
+	}
+	return confpush
+}
+
+// startDashboard starts confpush serve on c and returns its base URL.
+func startDashboard(t *testing.T, c *zktest.Cluster) string {
+	t.Helper()
+	cmd := exec.Command(buildConfpush(t), "--zk", c.ConnString(), "serve", "--listen", "127.0.0.1:0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	urls := make(chan string, 1)
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, u, ok := strings.Cut(sc.Text(), "dashboard on "); ok {
+				select {
+				case urls <- strings.TrimSuffix(strings.TrimSpace(u), "/"):
+				default:
+				}
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	select {
+	case u := <-urls:
+		return u
+	case <-done:
+		t.Fatal("confpush serve exited")
+	case <-time.After(60 * time.Second):
+		t.Fatal("confpush serve never said where it listens")
+	}
+	return ""
+}
+
+// dashboardAgent polls the dashboard's fleet table of root until agent id
+// satisfies ok (the dashboard follows status nodes with watches of its
+// own; its HTTP API offers nothing to wait on but its event stream).
+func dashboardAgent(t *testing.T, base, root, id string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for {
+		code, body := httpGet(t, base+"/api/root/agents?root="+root)
+		last = body
+		var page struct {
+			Agents []map[string]any `json:"agents"`
+		}
+		if code == http.StatusOK && json.Unmarshal([]byte(body), &page) == nil {
+			for _, a := range page.Agents {
+				if a["id"] == id && ok(a) {
+					return a
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dashboard never showed agent %s as awaited on %s: %d %s", id, root, code, last)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
