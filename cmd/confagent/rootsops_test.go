@@ -626,3 +626,16 @@ func dashboardAgent(t *testing.T, base, root, id string, ok func(map[string]any)
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRenderFromOnceWithOneRoot: a configuration with one root takes one
+// --from (a second one was silently ignored: the last won).
+func TestRenderFromOnceWithOneRoot(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "confagent.yaml")
+	writeAtomic(t, cfg, fmt.Sprintf("zookeeper: {servers: [\"127.0.0.1:2181\"]}\nstate_dir: %s\ntargets:\n  - {name: d, type: dir, dest: /etc/app/d}\n", filepath.Join(dir, "state")))
+	var out, errb bytes.Buffer
+	code := run([]string{"--config", cfg, "render", "--from", dir, "--from", dir}, &out, &errb)
+	if code != exitUsage || errb.String() != "confagent render: --from: give one directory (--from ROOT=DIR once per root only for a configuration with several roots)\n" {
+		t.Errorf("two --from with one root: exit %d %q", code, errb.String())
+	}
+}
