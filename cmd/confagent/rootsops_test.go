@@ -639,3 +639,14 @@ func TestRenderFromOnceWithOneRoot(t *testing.T) {
 		t.Errorf("two --from with one root: exit %d %q", code, errb.String())
 	}
 }
+
+// TestExampleRootsRenders: the command examples/roots/README.md shows
+// renders both of its targets from the example's two sets.
+func TestExampleRootsRenders(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"--config", "../../examples/roots/confagent.yaml", "render", "--from", "common=../../examples/roots/common",
+		"--from", "web=../../examples/roots/web", "--out", filepath.Join(t.TempDir(), "out")}, &out, &errb)
+	if code != exitOK || !strings.Contains(out.String(), "target db: ") || !strings.Contains(out.String(), "target app: ") {
+		t.Errorf("render of examples/roots: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
