@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,15 +93,7 @@ func TestTwoRootsWipedZooKeeper(t *testing.T) {
 	c := zktest.Start(t)
 	// The old generations' zxids, and the zxid the agent has seen, stay
 	// above what the wiped server reaches in the test (as in production).
-	conn := c.Connect(t, 4*time.Second)
-	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	for range 200 {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bumpZxids(t, c)
 	e := newRootsEnv(t, dialRoots(t, c, ""))
 	for i := 1; i <= 3; i++ {
 		e.publish(t, "common", fmt.Sprintf("old-%d", i))
@@ -564,40 +554,8 @@ func buildConfpush(t *testing.T) string {
 // startDashboard starts confpush serve on c and returns its base URL.
 func startDashboard(t *testing.T, c *zktest.Cluster) string {
 	t.Helper()
-	cmd := exec.Command(buildConfpush(t), "--zk", c.ConnString(), "serve", "--listen", "127.0.0.1:0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	urls := make(chan string, 1)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if _, u, ok := strings.Cut(sc.Text(), "dashboard on "); ok {
-				select {
-				case urls <- strings.TrimSuffix(strings.TrimSpace(u), "/"):
-				default:
-				}
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	select {
-	case u := <-urls:
-		return u
-	case <-done:
-		t.Fatal("confpush serve exited")
-	case <-time.After(60 * time.Second):
-		t.Fatal("confpush serve never said where it listens")
-	}
-	return ""
+	p := startBinary(t, buildConfpush(t), "--zk", c.ConnString(), "serve", "--listen", "127.0.0.1:0")
+	return p.waitText(t, regexp.MustCompile(`dashboard on (http://[^/\s]+)`))[1]
 }
 
 // dashboardAgent polls the dashboard's fleet table of root until agent id
@@ -648,5 +606,22 @@ func TestExampleRootsRenders(t *testing.T) {
 		"--from", "web=../../examples/roots/web", "--out", filepath.Join(t.TempDir(), "out")}, &out, &errb)
 	if code != exitOK || !strings.Contains(out.String(), "target db: ") || !strings.Contains(out.String(), "target app: ") {
 		t.Errorf("render of examples/roots: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// bumpZxids runs 200 transactions on c, so that the zxids of what is
+// published next, and the zxid its clients have seen, stay above what the
+// server reaches in a test once wiped (as in production, where the old
+// ensemble had a long history).
+func bumpZxids(t *testing.T, c *zktest.Cluster) {
+	t.Helper()
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if _, err := conn.Set("/bump", nil, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
