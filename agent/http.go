@@ -96,8 +96,15 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 	case s.StatusNodeConflict != "":
 		return false, s.StatusNodeConflict
 	case s.IncarnationRefused != "":
-		return false, fmt.Sprintf("refusing the root's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
-			s.IncarnationRefused, s.Generation, s.Incarnation)
+		whose, refused, gen, inc := "the root's", s.IncarnationRefused, s.Generation, s.Incarnation
+		for _, rs := range s.Roots {
+			if rs.IncarnationRefused != "" {
+				whose, refused, gen, inc = "root "+rs.Name+"'s", rs.IncarnationRefused, rs.Generation, rs.Incarnation
+				break
+			}
+		}
+		return false, fmt.Sprintf("refusing %s new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
+			whose, refused, gen, inc)
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)%s", s.StaleSeconds, staleAfter, why)
 	}

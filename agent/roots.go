@@ -151,6 +151,21 @@ func (m *multiRoots) State() cache.StateInfo {
 	return out
 }
 
+// stateKey is what of every root's state its status node must show
+// when it changes: state, reason and incarnation, root by root.
+func (m *multiRoots) stateKey() string {
+	states := m.g.States()
+	var b strings.Builder
+	for _, name := range m.names {
+		st := states[name]
+		fmt.Fprintf(&b, ";%s=%s%s", name, st.State, incarnationKey(st))
+		if st.State != cache.StateLive && st.Err != nil {
+			b.WriteString("|" + st.Err.Error())
+		}
+	}
+	return b.String()
+}
+
 // RootError is why one root of several is not live: its error, naming the
 // root.
 type RootError struct {

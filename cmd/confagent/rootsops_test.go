@@ -625,3 +625,68 @@ func bumpZxids(t *testing.T, c *zktest.Cluster) {
 		}
 	}
 }
+
+// TestTwoRootsRefusedIncarnationAdopt: with incarnation: refuse, an agent
+// on two roots whose ZooKeeper is wiped and both roots republished keeps
+// both roots' outputs, each root's status node names that root's refused
+// incarnation, readiness names the root and its own generation (it said
+// "the root's" and the roots' sum); one confagent adopt adopts on both
+// roots, and no output goes back.
+func TestTwoRootsRefusedIncarnationAdopt(t *testing.T) {
+	c := zktest.Start(t)
+	bumpZxids(t, c)
+	e := newRootsEnv(t, dialRoots(t, c, ""))
+	for i := 1; i <= 3; i++ {
+		e.publish(t, "common", fmt.Sprintf("old-%d", i))
+		e.publish(t, "web", fmt.Sprintf("old-%d", i))
+	}
+	e.config(t, c, "incarnation: refuse", e.loggedVTargets(t))
+	p := e.start(t)
+	oldInc := map[string]string{}
+	for _, name := range []string{"common", "web"} {
+		oldInc[name] = waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 3 }).Incarnation
+	}
+	c.Wipe(0)
+	p.waitLog(t, "replaced it with a fresh client")
+	cl := dialRoots(t, c, "")
+	for name, path := range rootPaths {
+		pub, err := publish.New(cl, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.pubs[name] = pub
+	}
+	e.publish(t, "common", "new-1")
+	e.publish(t, "web", "new-1")
+	gWeb := e.publish(t, "web", "new-2")
+	refused := map[string]string{}
+	for _, name := range []string{"common", "web"} {
+		st := waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.IncarnationRefused != "" })
+		if st.Generation != 3 || st.Incarnation != oldInc[name] || st.IncarnationRefused == oldInc[name] || st.Ready {
+			t.Errorf("root %s's status node while refusing: %+v", name, st)
+		}
+		refused[name] = st.IncarnationRefused
+		if b, _ := os.ReadFile(filepath.Join(e.out, name+".v")); string(b) != "old-3" {
+			t.Errorf("%s.v = %q while refusing, want old-3", name, b)
+		}
+	}
+	st := waitRootStatus(t, c, rootPaths["web"], func(agent.Status) bool { return true })
+	if want := fmt.Sprintf("refusing root common's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation 3 of incarnation %s",
+		refused["common"], oldInc["common"]); !strings.Contains(st.NotReadyReason, want) {
+		t.Errorf("not ready reason %q, want %q", st.NotReadyReason, want)
+	}
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"adopt", "--config", e.cfg}, &out, &errb); code != exitOK {
+		t.Fatalf("adopt: exit %d: %s", code, errb.String())
+	}
+	for name, g := range map[string]int64{"common": 1, "web": gWeb} {
+		waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool {
+			return s.Generation == g && s.Incarnation == refused[name] && s.IncarnationRefused == ""
+		})
+	}
+	waitFileContent(t, filepath.Join(e.out, "both.conf"), "common new-1 web new-2")
+	for _, name := range []string{"common", "web"} {
+		checkNeverBack(t, name+".v", e.loaded(t, name))
+	}
+}
