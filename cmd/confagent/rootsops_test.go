@@ -81,6 +81,52 @@ func checkNeverBack(t *testing.T, what string, seq []string) {
 	}
 }
 
+// oldTwoRoots starts an agent (extra: more configuration) on a server of
+// the test's own, common and web at generations 3 ("old-1".."old-3") with
+// loggedVTargets, and returns once both roots' status nodes report
+// generation 3, with each root's incarnation.
+func oldTwoRoots(t *testing.T, extra string) (*zktest.Cluster, *rootsEnv, *proc, map[string]string) {
+	t.Helper()
+	c := zktest.Start(t)
+	// The old generations' zxids, and the zxid the agent has seen, stay
+	// above what the wiped server reaches in the test (as in production).
+	bumpZxids(t, c)
+	e := newRootsEnv(t, dialRoots(t, c, ""))
+	for i := 1; i <= 3; i++ {
+		e.publish(t, "common", fmt.Sprintf("old-%d", i))
+		e.publish(t, "web", fmt.Sprintf("old-%d", i))
+	}
+	e.config(t, c, extra, e.loggedVTargets(t))
+	p := e.start(t)
+	oldInc := map[string]string{}
+	for _, name := range []string{"common", "web"} {
+		st := waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 3 })
+		if st.Incarnation == "" {
+			t.Errorf("root %s's status node names no incarnation: %+v", name, st)
+		}
+		oldInc[name] = st.Incarnation
+	}
+	return c, e, p, oldInc
+}
+
+// wipe wipes c once the agent p follows it, waits until the agent has
+// replaced its refused session, and points e's publishers at the wiped
+// server (a fresh client, as an operator's confpush).
+func (e *rootsEnv) wipe(t *testing.T, c *zktest.Cluster, p *proc) {
+	t.Helper()
+	c.Wipe(0)
+	p.waitLog(t, "replaced it with a fresh client")
+	cl := dialRoots(t, c, "")
+	for name, path := range rootPaths {
+		pub, err := publish.New(cl, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.pubs[name] = pub
+		e.log.gens[name] = map[int64]rootsPub{}
+	}
+}
+
 // TestTwoRootsWipedZooKeeper: an agent follows common and web, and its
 // ZooKeeper is wiped (the recovery of docs/confagent.md, "A ZooKeeper
 // wiped or rebuilt", with two roots). The agent replaces its refused
@@ -91,25 +137,7 @@ func checkNeverBack(t *testing.T, what string, seq []string) {
 // root, nor the template over both, ever goes back (each reload logs
 // what it loaded).
 func TestTwoRootsWipedZooKeeper(t *testing.T) {
-	c := zktest.Start(t)
-	// The old generations' zxids, and the zxid the agent has seen, stay
-	// above what the wiped server reaches in the test (as in production).
-	bumpZxids(t, c)
-	e := newRootsEnv(t, dialRoots(t, c, ""))
-	for i := 1; i <= 3; i++ {
-		e.publish(t, "common", fmt.Sprintf("old-%d", i))
-		e.publish(t, "web", fmt.Sprintf("old-%d", i))
-	}
-	e.config(t, c, "", e.loggedVTargets(t))
-	p := e.start(t)
-	oldInc := map[string]string{}
-	for _, name := range []string{"common", "web"} {
-		st := waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 3 })
-		if st.Incarnation == "" {
-			t.Errorf("root %s's status node names no incarnation: %+v", name, st)
-		}
-		oldInc[name] = st.Incarnation
-	}
+	c, e, p, oldInc := oldTwoRoots(t, "")
 	if oldInc["common"] == oldInc["web"] {
 		t.Errorf("both roots' status nodes report incarnation %s: each root has its own", oldInc["common"])
 	}
@@ -127,19 +155,9 @@ func TestTwoRootsWipedZooKeeper(t *testing.T) {
 	}
 	before := outputs()
 
-	c.Wipe(0)
 	// The wiped server refuses the agent's session; the agent replaces it
 	// and resyncs against a server where neither root exists.
-	p.waitLog(t, "replaced it with a fresh client")
-	cl := dialRoots(t, c, "")
-	for name, path := range rootPaths {
-		pub, err := publish.New(cl, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.pubs[name] = pub
-		e.log.gens[name] = map[int64]rootsPub{}
-	}
+	e.wipe(t, c, p)
 	// common first, to fewer generations than it had: the new
 	// incarnation is followed although its generation is lower.
 	e.publish(t, "common", "new-1")
@@ -634,29 +652,8 @@ func bumpZxids(t *testing.T, c *zktest.Cluster) {
 // "the root's" and the roots' sum); one confagent adopt adopts on both
 // roots, and no output goes back.
 func TestTwoRootsRefusedIncarnationAdopt(t *testing.T) {
-	c := zktest.Start(t)
-	bumpZxids(t, c)
-	e := newRootsEnv(t, dialRoots(t, c, ""))
-	for i := 1; i <= 3; i++ {
-		e.publish(t, "common", fmt.Sprintf("old-%d", i))
-		e.publish(t, "web", fmt.Sprintf("old-%d", i))
-	}
-	e.config(t, c, "incarnation: refuse", e.loggedVTargets(t))
-	p := e.start(t)
-	oldInc := map[string]string{}
-	for _, name := range []string{"common", "web"} {
-		oldInc[name] = waitRootStatus(t, c, rootPaths[name], func(s agent.Status) bool { return s.Generation == 3 }).Incarnation
-	}
-	c.Wipe(0)
-	p.waitLog(t, "replaced it with a fresh client")
-	cl := dialRoots(t, c, "")
-	for name, path := range rootPaths {
-		pub, err := publish.New(cl, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.pubs[name] = pub
-	}
+	c, e, p, oldInc := oldTwoRoots(t, "incarnation: refuse")
+	e.wipe(t, c, p)
 	e.publish(t, "common", "new-1")
 	e.publish(t, "web", "new-1")
 	gWeb := e.publish(t, "web", "new-2")
