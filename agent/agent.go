@@ -376,17 +376,18 @@ type applyRun struct {
 // fault; every other failure but a write rejects the generation.
 func (a *applyRun) fail(t *target, kind string, err error) {
 	a.failed[t] = true
+	gen := targetGeneration(a.snap, t.spec, a.gen)
 	if errors.Is(err, template.ErrInterrupted) {
 		// Nothing of the generation is in place yet.
-		a.errs = append(a.errs, fmt.Errorf("generation %d not applied: target %q: %w", a.gen, t.spec.Name, err))
+		a.errs = append(a.errs, fmt.Errorf("generation %d not applied: target %q: %w", gen, t.spec.Name, err))
 		return
 	}
 	if render.IsTransient(err) {
-		a.errs = append(a.errs, a.r.failTarget(t, a.gen, RetryTransient, err))
+		a.errs = append(a.errs, a.r.failTarget(t, gen, RetryTransient, err))
 		return
 	}
 	a.rejecting = a.rejecting || kind != "write"
-	a.errs = append(a.errs, a.r.failTarget(t, a.gen, kind, err))
+	a.errs = append(a.errs, a.r.failTarget(t, gen, kind, err))
 }
 
 // stage is phase 1: every target of ts rendered and written beside its
@@ -420,7 +421,7 @@ func (a *applyRun) abort(ctx context.Context, ts []*target, out *Outcome) {
 		s.abort()
 	}
 	for _, t := range ts {
-		t.result.LastAttempt, t.result.UpdatedAt = a.gen, time.Now()
+		t.result.LastAttempt, t.result.UpdatedAt = targetGeneration(a.snap, t.spec, a.gen), time.Now()
 	}
 	if a.rejecting {
 		// Not retried in a loop: only a newer generation, or a new
@@ -477,8 +478,11 @@ func (a *applyRun) record() {
 			continue
 		}
 		s.t.applied, s.t.out, s.t.files, s.t.waiting = a.snap, s.out, s.files, s.waiting
-		s.t.result.Generation, s.t.result.OK, s.t.result.LastError = a.gen, true, ""
-		s.t.result.LastAttempt, s.t.result.UpdatedAt = a.gen, time.Now()
+		// With several roots a result reports the target's own root's
+		// generation, not the renderer's combined sequence.
+		g := targetGeneration(a.snap, s.t.spec, a.gen)
+		s.t.result.Generation, s.t.result.OK, s.t.result.LastError = g, true, ""
+		s.t.result.LastAttempt, s.t.result.UpdatedAt = g, time.Now()
 		if s.t.result.Retrying != RetryReload {
 			s.t.result.Retrying, s.t.result.Retries = "", 0
 		}
@@ -535,7 +539,7 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 		}
 		output, err := t.reload(ctx, cg)
 		if err != nil {
-			errs = append(errs, r.failTarget(t, g, RetryReload, err))
+			errs = append(errs, r.failTarget(t, cg, RetryReload, err))
 			continue
 		}
 		t.reloadPending, t.result.ReloadPending = false, false
@@ -548,9 +552,9 @@ func (r *Renderer) runReloads(ctx context.Context, ts []*target, changed map[*ta
 		t.result.Reloads++
 		r.metrics.reloaded(t.spec.Name)
 		if retry {
-			r.log.Info("reloaded after a pending reload", "target", t.spec.Name, "generation", g, "output", lastBytes(output, 512))
+			r.log.Info("reloaded after a pending reload", "target", t.spec.Name, "generation", cg, "output", lastBytes(output, 512))
 		} else {
-			r.log.Info("reloaded", "target", t.spec.Name, "generation", g, "output", lastBytes(output, 512))
+			r.log.Info("reloaded", "target", t.spec.Name, "generation", cg, "output", lastBytes(output, 512))
 		}
 	}
 	r.savePending()

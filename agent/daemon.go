@@ -135,10 +135,12 @@ type Daemon struct {
 	// rootApplied is, with several roots, the snapshot of each root whose
 	// targets all applied it (guarded by mu).
 	rootApplied map[string]*cache.Snapshot
-	r           *Renderer
-	metrics     *Metrics
-	reconf      chan Options
-	mem         *memLimiter
+	// rootAttempted is each root's generation last attempted.
+	rootAttempted map[string]int64
+	r             *Renderer
+	metrics       *Metrics
+	reconf        chan Options
+	mem           *memLimiter
 
 	mu        sync.Mutex
 	opts      Options
@@ -575,6 +577,11 @@ func (d *Daemon) onState(st cache.StateInfo) {
 	// A refused incarnation or session is reported at once, even when the
 	// state's name (stale) does not change; so is a new reason.
 	key := name + incarnationKey(st)
+	if d.multi != nil {
+		// The combined state names one root only: a change of another
+		// root's is a change of that root's status node.
+		key += d.multi.stateKey()
+	}
 	changed := key != d.lastState || why != d.lastWhy
 	d.lastState, d.lastWhy = key, why
 	d.mu.Unlock()

@@ -51,6 +51,13 @@ func (r *Renderer) CheckPlan(ctx context.Context, snap Snapshot, changes []Chang
 // check command examines: the file (named like the destination) or, for a
 // dir target, the directory holding the files.
 func (t *target) writeForCheck(snap Snapshot, dir string) (string, error) {
+	if sr, ok := snap.(staticRoots); ok {
+		// A set missing is an error here, not a target waiting for its
+		// root as in the daemon (selected would render nothing).
+		if _, err := sr.view(t.spec); err != nil {
+			return "", err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -39,10 +40,18 @@ func (d *Daemon) Status() Status {
 			s.Candidate = c.Candidate()
 		}
 		for _, t := range s.Targets {
-			if t.UpdatedAt.After(s.AppliedAt) && t.Generation == a.Generation() {
+			if !t.UpdatedAt.After(s.AppliedAt) {
+				continue
+			}
+			// A target's result is its own root's generation.
+			i := slices.IndexFunc(opts.Targets, func(sp TargetSpec) bool { return sp.Name == t.Name })
+			if i >= 0 && t.Generation == targetGeneration(a, opts.Targets[i], a.Generation()) {
 				s.AppliedAt = t.UpdatedAt
 			}
 		}
+	}
+	if d.multi != nil {
+		s.Roots = d.rootStatuses()
 	}
 	if err := v.lastErr; err != nil {
 		s.LastError = err.Error()
@@ -53,6 +62,9 @@ func (d *Daemon) Status() Status {
 		s.ZooKeeperUnreachable, _ = d.unreachableNow()
 	}
 	s.Ready, s.NotReadyReason = d.ready(st, s, opts.StaleAfter)
+	if d.multi != nil {
+		hostStatus(&s)
+	}
 	return s
 }
 
@@ -84,8 +96,15 @@ func (d *Daemon) ready(st cache.StateInfo, s Status, staleAfter time.Duration) (
 	case s.StatusNodeConflict != "":
 		return false, s.StatusNodeConflict
 	case s.IncarnationRefused != "":
-		return false, fmt.Sprintf("refusing the root's new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
-			s.IncarnationRefused, s.Generation, s.Incarnation)
+		whose, refused, gen, inc := "the root's", s.IncarnationRefused, s.Generation, s.Incarnation
+		for _, rs := range s.Roots {
+			if rs.IncarnationRefused != "" {
+				whose, refused, gen, inc = "root "+rs.Name+"'s", rs.IncarnationRefused, rs.Generation, rs.Incarnation
+				break
+			}
+		}
+		return false, fmt.Sprintf("refusing %s new incarnation %s (incarnation: refuse; ZooKeeper wiped or rebuilt?): serving generation %d of incarnation %s until `confagent adopt`",
+			whose, refused, gen, inc)
 	case st.State != cache.StateLive && s.StaleSeconds > staleAfter.Seconds():
 		return false, fmt.Sprintf("no live ZooKeeper view for %.0fs (limit %v)%s", s.StaleSeconds, staleAfter, why)
 	}
@@ -130,7 +149,15 @@ func (d *Daemon) Handler() http.Handler {
 			http.Error(w, "not ready: "+s.NotReadyReason, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "ready: generation %d\n", s.Generation)
+		if len(s.Roots) == 0 {
+			fmt.Fprintf(w, "ready: generation %d\n", s.Generation)
+			return
+		}
+		var gens []string
+		for _, rs := range s.Roots {
+			gens = append(gens, fmt.Sprintf("%s generation %d", rs.Name, rs.Generation))
+		}
+		fmt.Fprintf(w, "ready: %s\n", strings.Join(gens, ", "))
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		s := d.Status()

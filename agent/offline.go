@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/template"
 )
 
 // Rendered is one target rendered by RenderTo.
@@ -106,3 +108,75 @@ func (s staticSnapshot) Get(name string) ([]byte, bool) {
 func (s staticSnapshot) Zxid() int64            { return 0 }
 func (s staticSnapshot) PublishID() string      { return "" }
 func (s staticSnapshot) PublishedAt() time.Time { return time.Time{} }
+
+// NewRootsSnapshot returns the sets of several roots (root name → items)
+// as one Snapshot of generation generation, for RenderTo with a
+// configuration that follows several roots: each target renders its own
+// root's set (TargetSpec.Root), and a template that reads other roots
+// (TargetSpec.Roots) reads theirs. A target one of whose roots has no set
+// fails to render, naming the root (*MissingRootError). The maps are not
+// copied: do not change them afterwards.
+func NewRootsSnapshot(generation int64, roots map[string]map[string][]byte) Snapshot {
+	s := staticRoots{gen: generation, roots: make(map[string]staticSnapshot, len(roots))}
+	for name, items := range roots {
+		s.roots[name] = staticSnapshot{gen: generation, items: items}
+	}
+	return s
+}
+
+// MissingRootError is a target's render from NewRootsSnapshot sets that
+// lack one of the target's roots.
+type MissingRootError struct {
+	Target, Root string
+}
+
+func (e *MissingRootError) Error() string {
+	return fmt.Sprintf("target %q reads root %q, and no set of that root was given", e.Target, e.Root)
+}
+
+// staticRoots is NewRootsSnapshot's: it reads no root itself, every
+// target reads its view (viewFor).
+type staticRoots struct {
+	gen   int64
+	roots map[string]staticSnapshot
+}
+
+func (s staticRoots) Generation() int64         { return s.gen }
+func (s staticRoots) Names() []string           { return nil }
+func (s staticRoots) Get(string) ([]byte, bool) { return nil, false }
+func (s staticRoots) Zxid() int64               { return 0 }
+func (s staticRoots) PublishID() string         { return "" }
+func (s staticRoots) PublishedAt() time.Time    { return time.Time{} }
+
+// Root returns the set of a root the target lists.
+func (v staticRootsView) Root(name string) (template.Snapshot, bool) {
+	o, ok := v.others[name]
+	return o, ok
+}
+
+// staticRootsView is what a template that reads several roots renders of
+// NewRootsSnapshot's sets: its own root's, and the others it lists.
+type staticRootsView struct {
+	staticSnapshot
+	others map[string]template.Snapshot
+}
+
+// view returns what target spec renders of s.
+func (s staticRoots) view(spec TargetSpec) (Snapshot, error) {
+	own, ok := s.roots[spec.Root]
+	if !ok {
+		return nil, &MissingRootError{Target: spec.Name, Root: spec.Root}
+	}
+	if len(spec.Roots) == 0 {
+		return own, nil
+	}
+	v := staticRootsView{staticSnapshot: own, others: make(map[string]template.Snapshot, len(spec.Roots))}
+	for _, r := range spec.Roots {
+		o, ok := s.roots[r]
+		if !ok {
+			return nil, &MissingRootError{Target: spec.Name, Root: r}
+		}
+		v.others[r] = o
+	}
+	return v, nil
+}

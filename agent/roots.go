@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/template"
 )
 
@@ -148,6 +149,21 @@ func (m *multiRoots) State() cache.StateInfo {
 		}
 	}
 	return out
+}
+
+// stateKey is what of every root's state its status node must show
+// when it changes: state, reason and incarnation, root by root.
+func (m *multiRoots) stateKey() string {
+	states := m.g.States()
+	var b strings.Builder
+	for _, name := range m.names {
+		st := states[name]
+		fmt.Fprintf(&b, ";%s=%s%s", name, st.State, incarnationKey(st))
+		if st.State != cache.StateLive && st.Err != nil {
+			b.WriteString("|" + st.Err.Error())
+		}
+	}
+	return b.String()
 }
 
 // RootError is why one root of several is not live: its error, naming the
@@ -297,6 +313,9 @@ var errNoView = errors.New("no snapshot of its roots yet")
 // it is a rootsSnapshot; errNoView when that has nothing for it yet (the
 // target keeps its output).
 func viewFor(snap Snapshot, spec TargetSpec) (Snapshot, error) {
+	if sr, ok := snap.(staticRoots); ok {
+		return sr.view(spec)
+	}
 	rs, ok := snap.(*rootsSnapshot)
 	if !ok {
 		return snap, nil
@@ -364,32 +383,62 @@ type rootStatusNode struct {
 	node *statusNode
 }
 
-// rootStatus is s as root r's status node reports it: r's path, state
-// and generations, and the targets that read r.
+// RootStatus is one root's part of the /status of a daemon that follows
+// several roots (Status.Roots).
+type RootStatus = fleet.RootStatus
+
+// rootStatuses returns each root's status, by name: its path, its cache's
+// state and newest generation, and the generation applied to every
+// target of that root.
+func (d *Daemon) rootStatuses() []RootStatus {
+	states := d.multi.g.States()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]RootStatus, 0, len(d.multi.names))
+	for _, name := range d.multi.names {
+		st := states[name]
+		rs := RootStatus{Name: name, Root: d.multi.paths[name], CacheGeneration: st.Generation, Attempted: d.rootAttempted[name],
+			State: st.State.String(), Since: st.Since, Incarnation: st.Incarnation, IncarnationSwitches: st.IncarnationSwitches}
+		if st.State != cache.StateLive && st.Err != nil {
+			rs.Error = st.Err.Error()
+		}
+		var ierr *cache.IncarnationError
+		if errors.As(st.Err, &ierr) {
+			rs.IncarnationRefused = ierr.SeenIncarnation
+		}
+		if l := d.rootApplied[name]; l != nil {
+			rs.Generation, rs.Zxid, rs.PublishID, rs.Candidate = l.Generation(), l.Zxid(), l.PublishID(), l.Candidate()
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// hostStatus clears, on the status of a daemon that follows several
+// roots, the fields that describe one root: each root's are in s.Roots.
+func hostStatus(s *Status) {
+	s.Root, s.Generation, s.Zxid, s.PublishID, s.Candidate = "", 0, 0, "", false
+	s.CacheGeneration, s.Attempted, s.Incarnation, s.IncarnationRefused = 0, 0, "", ""
+}
+
+// rootStatus is the host's status s as root r's status node reports it:
+// r's own part of s.Roots, and the targets that read r.
 func (d *Daemon) rootStatus(s Status, r RootSpec) Status {
 	d.mu.Lock()
 	specs := d.opts.Targets
 	d.mu.Unlock()
-	st := d.multi.g.States()[r.Name]
-	s.Root, s.CacheGeneration, s.State, s.Since = r.Path, st.Generation, st.State.String(), st.Since
-	combined := s.Generation
-	s.Generation, s.Zxid, s.PublishID, s.Candidate = 0, 0, "", false
-	d.mu.Lock()
-	l := d.rootApplied[r.Name]
-	d.mu.Unlock()
-	if l != nil {
-		s.Generation, s.Zxid, s.PublishID, s.Candidate = l.Generation(), l.Zxid(), l.PublishID(), l.Candidate()
+	if i := slices.IndexFunc(s.Roots, func(rs RootStatus) bool { return rs.Name == r.Name }); i >= 0 {
+		rs := s.Roots[i]
+		s.Root, s.Generation, s.Zxid, s.PublishID, s.Candidate = rs.Root, rs.Generation, rs.Zxid, rs.PublishID, rs.Candidate
+		s.CacheGeneration, s.Attempted, s.State, s.Since = rs.CacheGeneration, rs.Attempted, rs.State, rs.Since
+		s.Incarnation, s.IncarnationRefused, s.IncarnationSwitches = rs.Incarnation, rs.IncarnationRefused, rs.IncarnationSwitches
 	}
+	s.Roots = nil
 	var ts []TargetResult
 	for _, t := range s.Targets {
 		i := slices.IndexFunc(specs, func(sp TargetSpec) bool { return sp.Name == t.Name })
 		if i < 0 || (specs[i].Root != r.Name && !slices.Contains(specs[i].Roots, r.Name)) {
 			continue
-		}
-		// A result's generation is the combination's: the root's own is
-		// what confpush compares with the root's publishes.
-		if t.Generation == combined && combined != 0 {
-			t.Generation = s.Generation
 		}
 		ts = append(ts, t)
 	}
@@ -434,11 +483,15 @@ func (d *Daemon) noteRootsApplied(snap Snapshot) {
 	if d.rootApplied == nil {
 		d.rootApplied = map[string]*cache.Snapshot{}
 	}
+	if d.rootAttempted == nil {
+		d.rootAttempted = map[string]int64{}
+	}
 	for name, l := range rs.latest {
+		d.rootAttempted[name] = l.Generation()
 		all := true
 		for _, res := range results {
 			i := slices.IndexFunc(specs, func(sp TargetSpec) bool { return sp.Name == res.Name })
-			if i >= 0 && specs[i].Root == name && len(specs[i].Roots) == 0 && (!res.OK || res.Generation != rs.Generation()) {
+			if i >= 0 && specs[i].Root == name && len(specs[i].Roots) == 0 && (!res.OK || res.Generation != l.Generation()) {
 				all = false
 			}
 		}

@@ -171,6 +171,36 @@ type Status struct {
 	// connection refused; zk2:2181: lookup zk2: no such host"); only
 	// /status can show it.
 	ZooKeeperUnreachable string `json:"zk_unreachable,omitempty"`
+
+	// Roots, on the /status of an agent that follows several roots, is
+	// each root's own status (by name); the fields above that describe one
+	// root (Root, Generation, Zxid, PublishID, Candidate, CacheGeneration,
+	// Attempted, Incarnation, IncarnationRefused) are then zero, since no
+	// one number stands for several roots. Absent for one root, and in
+	// status nodes: each root's node is that root's status.
+	Roots []RootStatus `json:"roots,omitempty"`
+}
+
+// RootStatus is one root's part of an agent's status when it follows
+// several roots (Status.Roots): the fields of Status of the same names,
+// for that root.
+type RootStatus struct {
+	// Name is the root's name in the agent's configuration (roots:).
+	Name            string    `json:"name"`
+	Root            string    `json:"root"`
+	Generation      int64     `json:"generation"`
+	Zxid            int64     `json:"zxid"`
+	PublishID       string    `json:"publish_id,omitempty"`
+	Candidate       bool      `json:"candidate,omitempty"`
+	CacheGeneration int64     `json:"cache_generation"`
+	Attempted       int64     `json:"attempted"`
+	State           string    `json:"state"`
+	Since           time.Time `json:"since"`
+	// Error is why the root's view is not live (its cache's error).
+	Error               string `json:"error,omitempty"`
+	Incarnation         string `json:"incarnation,omitempty"`
+	IncarnationRefused  string `json:"incarnation_refused,omitempty"`
+	IncarnationSwitches uint64 `json:"incarnation_switches,omitempty"`
 }
 
 // Registration is an agent's registry node

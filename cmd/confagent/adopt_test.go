@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
@@ -22,17 +20,7 @@ import (
 func TestAdoptAfterWipe(t *testing.T) {
 	e := newEnvOwnServer(t)
 	e.writeConfig(t, "incarnation: refuse\n")
-	// Zxids (old generations', clients') above what the wiped server
-	// reaches in the test.
-	conn := e.c.Connect(t, 4*time.Second)
-	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	for range 200 {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bumpZxids(t, e.c)
 	for g := 1; g <= 3; g++ {
 		e.publish(t, set(g, 3))
 	}

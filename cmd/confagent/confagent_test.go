@@ -150,7 +150,14 @@ type proc struct {
 
 func (e *env) start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"--config", e.cfgPath}, args...)...)
+	return startBinary(t, binary, append([]string{"--config", e.cfgPath}, args...)...)
+}
+
+// startBinary starts bin with args, its stderr collected line by line
+// (proc), killed at the end of the test.
+func startBinary(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -6,17 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/internal/offline"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/publish"
 )
 
 type renderFlags struct {
-	from    string
+	from    []string
 	out     string
 	targets []string
 	check   bool
@@ -27,7 +29,7 @@ type renderFlags struct {
 func renderCommand(f *flags, stdout, stderr io.Writer, code *int) *cobra.Command {
 	var rf renderFlags
 	cmd := &cobra.Command{
-		Use:   "render --from DIR",
+		Use:   "render --from DIR | --from ROOT=DIR ...",
 		Short: "Render every target from a local directory of items, as if it were a generation (no ZooKeeper)",
 		Long: `render reads DIR as confpush publish would (the same names, sizes and
 syntax checks) and renders the configuration's targets from it as the agent
@@ -40,6 +42,10 @@ generation 0, this machine's hostname and environment and the configuration's
 labels. Owners, credentials and other host settings are not checked (use
 check-config on the host).
 
+A configuration that follows several roots (roots:) takes one set per root,
+--from ROOT=DIR for each root the rendered targets read: each target renders
+its own root's set, and a template that reads other roots reads theirs.
+
 Exit codes: 0 every target rendered (and passed its check), 1 a target
 failed (each is named), 2 bad input (DIR, --out, --target), 3 invalid
 configuration.`,
@@ -50,7 +56,7 @@ configuration.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&rf.from, "from", "", "directory of items to render (read as confpush publish reads it)")
+	fl.StringArrayVar(&rf.from, "from", nil, "directory of items to render (read as confpush publish reads it); with several roots ROOT=DIR, once per root")
 	fl.StringVar(&rf.out, "out", "", "directory for the outputs, new or empty (default: a new temporary directory)")
 	fl.StringArrayVar(&rf.targets, "target", nil, "render only this target (repeatable)")
 	fl.BoolVar(&rf.check, "check", false, "run each rendered target's check command against its output")
@@ -60,24 +66,90 @@ configuration.`,
 }
 
 func renderOffline(ctx context.Context, f *flags, rf renderFlags, stdout, stderr io.Writer) int {
-	items, err := publish.LoadDir(rf.from, publish.LoadOptions{Flatten: rf.flatten})
+	r, cfgErr := offline.Load(f.config)
+	if cfgErr == nil && r.Several() {
+		return renderRoots(ctx, r, rf, stdout, stderr)
+	}
+	if len(rf.from) != 1 {
+		fmt.Fprintf(stderr, "confagent render: --from: give one directory (--from ROOT=DIR once per root only for a configuration with several roots)\n")
+		return exitUsage
+	}
+	items, err := publish.LoadDir(rf.from[0], publish.LoadOptions{Flatten: rf.flatten})
 	vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: true, Syntax: true})
 	if err := errlist.Join(err, vErr); err != nil {
 		// LoadDir's problems name the path, Validate's the item.
 		fmt.Fprintf(stderr, "confagent render: %v\n", err)
 		return exitUsage
 	}
-	r, err := offline.Load(f.config)
-	if err != nil {
-		printConfigErr(stderr, f.config, err)
+	if cfgErr != nil {
+		printConfigErr(stderr, f.config, cfgErr)
 		return exitConfig
 	}
+	return renderInto(rf, len(items), rf.from[0], stdout, stderr,
+		func(out string) ([]agent.Rendered, error) { return r.Render(ctx, items, out, rf.targets, rf.check) })
+}
+
+// renderRoots renders a configuration that follows several roots: one
+// --from ROOT=DIR per root its (selected) targets read. Every problem of
+// the flags and the sets is reported at once, before anything renders.
+func renderRoots(ctx context.Context, r *offline.Renderer, rf renderFlags, stdout, stderr io.Writer) int {
+	var errs []error
+	known := make([]string, 0, len(r.Config.Roots))
+	for _, root := range r.Config.Roots {
+		known = append(known, root.Name)
+	}
+	sets := map[string]map[string][]byte{}
+	total := 0
+	for _, v := range rf.from {
+		name, dir, ok := strings.Cut(v, "=")
+		name = strings.ToLower(name)
+		switch {
+		case !ok || name == "" || dir == "":
+			errs = append(errs, fmt.Errorf("--from %s: the configuration follows several roots (%s): give each one's set as --from ROOT=DIR", v, strings.Join(known, ", ")))
+			continue
+		case !slices.Contains(known, name):
+			errs = append(errs, fmt.Errorf("--from %s: no root %q in the configuration (roots: %s)", v, name, strings.Join(known, ", ")))
+			continue
+		case sets[name] != nil:
+			errs = append(errs, fmt.Errorf("--from %s: root %s given twice", v, name))
+			continue
+		}
+		items, err := publish.LoadDir(dir, publish.LoadOptions{Flatten: rf.flatten})
+		vErr := publish.Validate(items, publish.ValidateOptions{AllowEmpty: true, Syntax: true})
+		if err := errlist.Join(err, vErr); err != nil {
+			errs = append(errs, fmt.Errorf("root %s: %w", name, err))
+			continue
+		}
+		sets[name] = items
+		total += len(items)
+	}
+	var missing []string
+	for _, name := range r.RootsNeeded(rf.targets) {
+		if _, ok := sets[name]; !ok && !slices.ContainsFunc(rf.from, func(v string) bool { return strings.HasPrefix(strings.ToLower(v), name+"=") }) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("--from: no set of root(s) %s, which the targets rendered read: add --from ROOT=DIR for each (or render fewer with --target)", strings.Join(missing, ", ")))
+	}
+	if err := errlist.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "confagent render: %v\n", err)
+		return exitUsage
+	}
+	return renderInto(rf, total, strings.Join(rf.from, " "), stdout, stderr,
+		func(out string) ([]agent.Rendered, error) { return r.RenderRoots(ctx, sets, out, rf.targets, rf.check) })
+}
+
+// renderInto renders (through render) into --out and reports every
+// target; from names what was read.
+func renderInto(rf renderFlags, n int, from string, stdout, stderr io.Writer,
+	render func(out string) ([]agent.Rendered, error)) int {
 	out, err := renderDir(rf.out)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent render: --out: %v\n", err)
 		return exitUsage
 	}
-	results, err := r.Render(ctx, items, out, rf.targets, rf.check)
+	results, err := render(out)
 	if err != nil {
 		if rf.out == "" {
 			_ = os.RemoveAll(out) // nothing was rendered into it
@@ -85,7 +157,7 @@ func renderOffline(ctx context.Context, f *flags, rf renderFlags, stdout, stderr
 		fmt.Fprintf(stderr, "confagent render: --target: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "rendered %d item(s) from %s as generation %d into %s (no destination was written)\n", len(items), rf.from, offline.Generation, out)
+	fmt.Fprintf(stdout, "rendered %d item(s) from %s as generation %d into %s (no destination was written)\n", n, from, offline.Generation, out)
 	var failed []string
 	for _, res := range results {
 		switch {

@@ -10,6 +10,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/internal/config"
@@ -25,6 +26,7 @@ type Renderer struct {
 	// Config is the configuration, as config.LoadForRender read it.
 	Config *config.Config
 	r      *agent.Renderer
+	specs  []agent.TargetSpec
 }
 
 // Load reads the agent configuration at path (config.LoadForRender: the
@@ -44,7 +46,7 @@ func Load(path string) (*Renderer, error) {
 		return nil, err
 	}
 	r.SetLabels(agent.HostLabels(cfg.Labels))
-	return &Renderer{Config: cfg, r: r}, nil
+	return &Renderer{Config: cfg, r: r, specs: specs}, nil
 }
 
 // Render renders items for the targets named (all when names is empty)
@@ -53,6 +55,34 @@ func Load(path string) (*Renderer, error) {
 // agent.Renderer.RenderTo.
 func (r *Renderer) Render(ctx context.Context, items map[string][]byte, dir string, names []string, check bool) ([]agent.Rendered, error) {
 	return r.r.RenderTo(ctx, agent.NewSnapshot(Generation, items), dir, names, check)
+}
+
+// Several reports whether the configuration follows several roots (each
+// target renders its own root's set: RenderRoots).
+func (r *Renderer) Several() bool { return len(r.Config.Roots) > 1 }
+
+// RootsNeeded returns the roots the targets named (all when names is
+// empty) read, their own and those a template lists, sorted.
+func (r *Renderer) RootsNeeded(names []string) []string {
+	var out []string
+	for _, s := range r.specs {
+		if len(names) > 0 && !slices.Contains(names, s.Name) {
+			continue
+		}
+		for _, root := range append([]string{s.Root}, s.Roots...) {
+			if !slices.Contains(out, root) {
+				out = append(out, root)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RenderRoots is Render for a configuration that follows several roots:
+// roots holds each root's set by name (agent.NewRootsSnapshot).
+func (r *Renderer) RenderRoots(ctx context.Context, roots map[string]map[string][]byte, dir string, names []string, check bool) ([]agent.Rendered, error) {
+	return r.r.RenderTo(ctx, agent.NewRootsSnapshot(Generation, roots), dir, names, check)
 }
 
 // Failures returns one error per target of results that did not render,
