@@ -230,6 +230,7 @@ func Decode(data []byte) (*Manifest, error) {
 // bytes it allocated per publish.
 func DecodeOwned(data []byte) (*Manifest, error) {
 	if len(data) > 0 {
+		// #nosec G103 -- the caller hands data over (this function's contract); its one caller passes the buffer go-zookeeper allocated for that read alone.
 		if m, ok := decodeCanonicalIn(data, unsafe.String(&data[0], len(data))); ok {
 			return m, nil
 		}
