@@ -34,18 +34,7 @@ type wipeFixture struct {
 func newWipeFixture(t *testing.T) *wipeFixture {
 	t.Helper()
 	c := zktest.Start(t)
-	// Transactions first: the old generations' zxids, and the zxid every
-	// client has seen, stay above what the wiped server reaches in the
-	// test (as in production, where the old ensemble had a long history).
-	conn := c.Connect(t, 4*time.Second)
-	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	for range 200 {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.BumpZxid(t, 200) // the old history's zxids stay above the wiped server's
 	p := publisher(t, c)
 	res := mustPublish(t, p, map[string]string{"app.conf": "old 1"})
 	mustPublish(t, p, map[string]string{"app.conf": "old 2"})

@@ -20,7 +20,7 @@ import (
 func TestAdoptAfterWipe(t *testing.T) {
 	e := newEnvOwnServer(t)
 	e.writeConfig(t, "incarnation: refuse\n")
-	bumpZxids(t, e.c)
+	e.c.BumpZxid(t, 200)
 	for g := 1; g <= 3; g++ {
 		e.publish(t, set(g, 3))
 	}

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/zktest"
@@ -90,7 +88,7 @@ func oldTwoRoots(t *testing.T, extra string) (*zktest.Cluster, *rootsEnv, *proc,
 	c := zktest.Start(t)
 	// The old generations' zxids, and the zxid the agent has seen, stay
 	// above what the wiped server reaches in the test (as in production).
-	bumpZxids(t, c)
+	c.BumpZxid(t, 200)
 	e := newRootsEnv(t, dialRoots(t, c, ""))
 	for i := 1; i <= 3; i++ {
 		e.publish(t, "common", fmt.Sprintf("old-%d", i))
@@ -625,23 +623,6 @@ func TestExampleRootsRenders(t *testing.T) {
 		"--from", "web=../../examples/roots/web", "--out", filepath.Join(t.TempDir(), "out")}, &out, &errb)
 	if code != exitOK || !strings.Contains(out.String(), "target db: ") || !strings.Contains(out.String(), "target app: ") {
 		t.Errorf("render of examples/roots: exit %d\n%s%s", code, out.String(), errb.String())
-	}
-}
-
-// bumpZxids runs 200 transactions on c, so that the zxids of what is
-// published next, and the zxid its clients have seen, stay above what the
-// server reaches in a test once wiped (as in production, where the old
-// ensemble had a long history).
-func bumpZxids(t *testing.T, c *zktest.Cluster) {
-	t.Helper()
-	conn := c.Connect(t, 4*time.Second)
-	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	for range 200 {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -600,6 +600,23 @@ func (c *Cluster) Mntr(i int) (map[string]string, error) {
 	return m, nil
 }
 
+// BumpZxid runs n transactions on the cluster (a node /bump, set n
+// times), so that what a test publishes next, and the zxid its clients
+// have seen, stay above what the server reaches once wiped: as in
+// production, where the old ensemble had a long history.
+func (c *Cluster) BumpZxid(t TB, n int) {
+	t.Helper()
+	conn := c.Connect(t, 4*time.Second)
+	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("zktest: bump zxid: %v", err)
+	}
+	for range n {
+		if _, err := conn.Set("/bump", nil, -1); err != nil {
+			t.Fatalf("zktest: bump zxid: %v", err)
+		}
+	}
+}
+
 // Connect opens a client session to the whole cluster (or to addrs, when
 // given), waits until it has a session and closes it in t.Cleanup.
 func (c *Cluster) Connect(t TB, sessionTimeout time.Duration, addrs ...string) *zk.Conn {
