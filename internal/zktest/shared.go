@@ -20,6 +20,14 @@ import (
 // with the process too (PR_SET_PDEATHSIG), but stop should be called.
 func Launch(opts Options) (c *Cluster, stop func(), err error) {
 	p := &process{}
+	if c, err = launch(p, opts, classArchive()); err != nil {
+		return nil, nil, err
+	}
+	return c, p.stop, nil
+}
+
+// launch starts a cluster for p, as Launch does, the way java says.
+func launch(p *process, opts Options, java serverJava) (c *Cluster, err error) {
 	defer func() {
 		r := recover()
 		if r == nil {
@@ -30,10 +38,9 @@ func Launch(opts Options) (c *Cluster, stop func(), err error) {
 			panic(r)
 		}
 		p.stop()
-		c, stop, err = nil, nil, fmt.Errorf("zktest: %s", f.msg)
+		c, err = nil, fmt.Errorf("zktest: %s", f.msg)
 	}()
-	c = StartWith(p, opts)
-	return c, p.stop, nil
+	return startWith(p, opts, java), nil
 }
 
 // Shared is one standalone server for a test binary: the tests that only
