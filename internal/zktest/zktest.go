@@ -13,9 +13,25 @@
 // CPU than most such tests, and the suite runs on a busy machine.
 //
 // The server is found through $ZOOKEEPER_CLASSPATH, or else the Debian
-// package's /etc/zookeeper/conf:/usr/share/java/zookeeper.jar, which
-// scripts/ensure-zookeeper.sh installs. A missing server is a test failure,
-// never a skip.
+// package's /usr/share/java/zookeeper.jar (with /etc/zookeeper/conf after
+// the jars), which scripts/ensure-zookeeper.sh installs. A missing server
+// is a test failure, never a skip.
+//
+// A JVM start is mostly class loading, so servers start from an AppCDS
+// archive of the leading jars of the classpath: the first start with no
+// archive runs a training server (-XX:ArchiveClassesAtExit, a session
+// through the requests tests make, SIGTERM) under a flock and renames the
+// archive into place once the JVM has exited by itself; later servers map
+// it (-XX:SharedArchiveFile, -XX:+VerifySharedSpaces). It lives in the
+// user's cache directory (or a private directory under $TMPDIR) under a
+// name hashed from the java binary, the JDK's files, the flags and the
+// jars (with those their manifests name), so a new JDK or ZooKeeper gets
+// a new one. A start never waits for another binary's training, and never
+// fails because of the archive: missing, stale or being made means a plain
+// start, and an archived start that dies before serving is retried plainly
+// and the archive marked failed (a cut archive crashes the JVM rather than
+// being refused). The archive saves about a third of a start's CPU
+// (0.3-0.4 s of 0.9-1.2 s on the 2-core test machine).
 package zktest
 
 import (
