@@ -8,9 +8,10 @@ import (
 )
 
 // TestClassArchive: the first start creates the class archive in the
-// user's cache directory and servers map it; a damaged archive (cut
-// short, which makes the JVM crash rather than refuse it) costs a plain
-// start, never a failed test, and is not used again.
+// user's cache directory and servers map it; a damaged archive is not
+// handed out, and a server started from one anyway (cut short, which
+// makes the JVM crash rather than refuse it) costs a plain start, never a
+// failed test, and the archive is not used again.
 func TestClassArchive(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	java := classArchive()
@@ -36,6 +37,9 @@ func TestClassArchive(t *testing.T) {
 	}
 	if err := os.Rename(cut, java.archive); err != nil {
 		t.Fatal(err)
+	}
+	if usableArchive(java.archive) {
+		t.Fatal("a cut archive passes as usable")
 	}
 	c = startWith(t, Options{Size: 1}, java)
 	if m, err := c.Mode(0); err != nil || m != "standalone" {
