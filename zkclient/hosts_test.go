@@ -5,8 +5,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestLazyResolveKeepsUnresolvableServer: by default one name that does not
@@ -15,7 +13,7 @@ import (
 // session from the server whose name does resolve, the other staying in
 // the list (its name is looked up again at every attempt).
 func TestLazyResolveKeepsUnresolvableServer(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	servers := []string{"zk-nonexistent.invalid:2181", c.Addrs()[0]}
 	if cl, err := Dial(Config{Servers: servers, SessionTimeout: 4 * time.Second}); err == nil {
 		cl.Close()
@@ -67,7 +65,7 @@ func TestSessionCountsAttempts(t *testing.T) {
 			t.Fatalf("attempts never counted: %+v", s.Status())
 		}
 	}
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	cl2, err := Dial(Config{Servers: c.Addrs(), SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)

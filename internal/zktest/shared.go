@@ -20,6 +20,14 @@ import (
 // with the process too (PR_SET_PDEATHSIG), but stop should be called.
 func Launch(opts Options) (c *Cluster, stop func(), err error) {
 	p := &process{}
+	if c, err = launch(p, opts, classArchive()); err != nil {
+		return nil, nil, err
+	}
+	return c, p.stop, nil
+}
+
+// launch starts a cluster for p, as Launch does, the way java says.
+func launch(p *process, opts Options, java serverJava) (c *Cluster, err error) {
 	defer func() {
 		r := recover()
 		if r == nil {
@@ -30,10 +38,9 @@ func Launch(opts Options) (c *Cluster, stop func(), err error) {
 			panic(r)
 		}
 		p.stop()
-		c, stop, err = nil, nil, fmt.Errorf("zktest: %s", f.msg)
+		c, err = nil, fmt.Errorf("zktest: %s", f.msg)
 	}()
-	c = StartWith(p, opts)
-	return c, p.stop, nil
+	return startWith(p, opts, java), nil
 }
 
 // Shared is one standalone server for a test binary: the tests that only
@@ -41,15 +48,11 @@ func Launch(opts Options) (c *Cluster, stop func(), err error) {
 // proxy in front of its only address, nor count its server-wide requests,
 // sessions or watches) take it with For, and the examples, which get no
 // *testing.T, with Addrs. It starts on first use and stays up for the
-// binary's other tests; TestMain stops it after m.Run:
+// binary's other tests; TestMain stops it after m.Run (Main does):
 //
 //	var zooKeeper zktest.Shared
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		zooKeeper.Stop()
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { zooKeeper.Main(m) }
 //
 // A binary whose run selects no test that uses it starts no server. One
 // JVM per binary instead of one per test is most of the suite's CPU.
@@ -163,6 +166,17 @@ func (s *Shared) startLocked() error {
 	}
 	s.c, s.stop = c, stop
 	return nil
+}
+
+// Main runs a test binary's tests (m is its *testing.M), stops the
+// server and exits with the tests' code: a TestMain that needs nothing
+// else is
+//
+//	func TestMain(m *testing.M) { zooKeeper.Main(m) }
+func (s *Shared) Main(m interface{ Run() int }) {
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
 }
 
 // Stop kills the server, if it was started, and removes its data.

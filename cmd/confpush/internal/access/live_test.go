@@ -109,7 +109,7 @@ func startSecureAgent(t *testing.T, servers []string, id string) *agent.Daemon {
 // a --all wait does not succeed (both policy agents are gone). On the
 // code before the quotas the foreign name was created.
 func TestForgedStatusNotCounted(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := fleettest.PublishConf(t, p, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -179,7 +179,7 @@ func TestForgedStatusNotCounted(t *testing.T) {
 // other agent applied, and names it gone. On the old code only the
 // running agent was needed.
 func TestPolicyAgentExpected(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-1")
@@ -207,7 +207,7 @@ func TestPolicyAgentExpected(t *testing.T) {
 // creates its own node at once, trusted. On the old code web-2 wrote its
 // status into the squatted node.
 func TestSquattedStatusNodeNotWritten(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := fleettest.PublishConf(t, p, "v1")
 	squatter := rawSession(t, c, "web-1")
@@ -278,7 +278,7 @@ func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
 // registration of its own under any name), and reports its labels in its
 // status node.
 func TestRegistryNode(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := fleettest.PublishConf(t, p, "v1")
 	dir := t.TempDir()
@@ -363,7 +363,7 @@ func startLogged(t *testing.T, c *zktest.Cluster, id, user string) *syncbuf.Buff
 // and the agent logs the classified error (nobody could tell its node
 // from another identity's squat).
 func TestAgentIDMustBeUser(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1")
 	fleettest.PublishConf(t, p, "v1")
 	logs := startLogged(t, c, "host-x", "web-1")
@@ -393,7 +393,7 @@ func TestAgentIDMustBeUser(t *testing.T) {
 // registry missing, acl --repair creates it and the agent's node in it,
 // and the agent registers on its next status write.
 func TestRegistryMissingOnOldTree(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1")
 	for _, n := range []string{paths.AgentNode("web-1"), paths.Agents()} {
 		if err := conn.Delete(n, -1); err != nil {
@@ -446,7 +446,7 @@ func ownStatus(t *testing.T, id string, g int64) []byte {
 // writes landed, the 256 MB test server ran out of heap, and the
 // registrations that landed blocked the wait.
 func TestAgentIdentityFloodRefused(t *testing.T) {
-	c := zktest.Start(t)
+	c := zktest.Start(t) // its own server: the test reads server-wide counters (mntr)
 	p, conn := securedTree(t, c, "web-1", "web-2")
 	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-2")
@@ -533,7 +533,7 @@ func TestAgentIdentityFloodRefused(t *testing.T) {
 // confpush acl --repair deletes them. On the old code each was an
 // expected, gone agent and the wait could not complete.
 func TestForeignRegistrationsNeverExpected(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	p, conn := securedTree(t, c, "web-1")
 	g := fleettest.PublishConf(t, p, "v1")
 	startSecureAgent(t, c.Addrs(), "web-1")
@@ -586,7 +586,7 @@ func TestForeignRegistrationsNeverExpected(t *testing.T) {
 // confpush acl reports and --repair restores, deleting the node.
 func TestOversizedNodesSkipped(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
-		c := zktest.Start(t)
+		c := sharedZooKeeper.For(t)
 		p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 		g := fleettest.PublishConf(t, p, "v1")
 		for _, n := range []string{paths.Status(), paths.Agents()} {
@@ -624,7 +624,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 		}
 	})
 	t.Run("policy", func(t *testing.T) {
-		c := zktest.Start(t)
+		c := sharedZooKeeper.For(t)
 		p, conn := securedTree(t, c, "web-1")
 		g := fleettest.PublishConf(t, p, "v1")
 		pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []aclmodel.Identity{ident(t, "web-1")}}
@@ -680,7 +680,7 @@ func TestOversizedNodesSkipped(t *testing.T) {
 // TestPublishInheritsACLs and TestCanaryLeftoverAndACL test the copying
 // itself.)
 func TestPublishOnInitTree(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	p, conn := securedTree(t, c, "web-1")
 	pol := access.Policy{Publisher: ident(t, "publisher"), Agents: []aclmodel.Identity{ident(t, "web-1")}}

@@ -48,7 +48,7 @@ func setQuota(t *testing.T, conn *zk.Conn, p string, count, bytes int) {
 // only; the refusal is QuotaExceeded, which go-zookeeper does not name
 // and zkconf classifies by code; a byte limit of 0 refuses any data.
 func TestQuotaServerFacts(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	conn := c.Connect(t, 4*time.Second)
 	setQuota(t, conn, "/q", 1, 0)       // the parent: itself alone, no data
 	setQuota(t, conn, "/q/own", 1, 100) // a name of its own: one node, 100 bytes
@@ -114,7 +114,7 @@ func fixesOf(t *testing.T, ctx context.Context, conn *zk.Conn, paths layout.Path
 // session.
 func initTwo(t *testing.T) (*zktest.Cluster, *zk.Conn, access.Policy) {
 	t.Helper()
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1"), mustID(t, "web2")}}
 	pub := connectAs(t, c, "publisher")
 	if _, err := access.Init(ctxT(t), pub, layout.New("/cfg", "/meta"), pol); err != nil {

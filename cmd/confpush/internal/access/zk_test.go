@@ -111,7 +111,7 @@ func aclOf(t *testing.T, conn *zk.Conn, p string) []zk.ACL {
 // status node, a stranger can read nothing, and the publisher works as
 // before, its new items carrying the root's ACL.
 func TestModel(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	pubID, webID, dbID := mustID(t, "publisher"), mustID(t, "web1"), mustID(t, "db1")
 	pol := access.Policy{Publisher: pubID, Agents: []aclmodel.Identity{webID, dbID}}
@@ -366,7 +366,7 @@ func TestModel(t *testing.T) {
 // TestWorldReadable: the option lets anonymous sessions read the root and
 // its items, and nothing else.
 func TestWorldReadable(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}, WorldReadable: true}
 	// A root under a parent Init creates: no advisory about "/" then.
@@ -407,7 +407,7 @@ func TestWorldReadable(t *testing.T) {
 // TestCheckRepair loosens ACLs the way mistakes and old versions do and
 // checks that Check reports each one and Repair restores the policy.
 func TestCheckRepair(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	pubID, webID := mustID(t, "publisher"), mustID(t, "web1")
 	pol := access.Policy{Publisher: pubID, Agents: []aclmodel.Identity{webID}}
@@ -576,7 +576,7 @@ func TestCheckRepair(t *testing.T) {
 // SetACL makes the SetACL fail with BadVersion; Repair reads again and
 // still ends with the policy's ACL.
 func TestRepairCompareAndSwap(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	pol := access.Policy{Publisher: mustID(t, "publisher"), Agents: []aclmodel.Identity{mustID(t, "web1")}}
 	paths := layout.New("/config", layout.DefaultMeta)
@@ -615,7 +615,7 @@ func TestRepairCompareAndSwap(t *testing.T) {
 // TestInitLocksDownAnOpenTree: a tree published before ACLs (everything
 // world-writable) is locked down by Init.
 func TestInitLocksDownAnOpenTree(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	paths := layout.New("/config", layout.DefaultMeta)
 	old := connectAs(t, c, "")
@@ -659,7 +659,7 @@ func TestInitLocksDownAnOpenTree(t *testing.T) {
 // TestInitRefusals: a root squatted by someone else, and a root that does
 // not exist for Check and Repair.
 func TestInitRefusals(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	ctx := ctxT(t)
 	pol := access.Policy{Publisher: mustID(t, "publisher")}
 	pub := connectAs(t, c, "publisher")
@@ -699,7 +699,7 @@ func TestInitRefusals(t *testing.T) {
 // password. The server drops the connection; the client reconnects to the
 // same session without those credentials.
 func TestAuthFailed(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	conn, events, err := zk.Connect(c.Addrs(), 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		t.Fatal(err)

@@ -42,10 +42,16 @@ func start(t *testing.T, showContent bool) *env {
 	return startWith(t, dashboard.Options{ShowContent: showContent})
 }
 
-// startWith is start with the dashboard's options o (its Client is set here).
+// startWith is start with the dashboard's options o (its Client is set
+// here), on the test binary's shared server.
 func startWith(t *testing.T, o dashboard.Options) *env {
 	t.Helper()
-	c := zktest.Start(t)
+	return startOn(t, sharedZooKeeper.For(t), o)
+}
+
+// startOn is startWith on server c.
+func startOn(t *testing.T, c *zktest.Cluster, o dashboard.Options) *env {
+	t.Helper()
 	conn := dial(t, c)
 	p, err := publish.New(zkclient.Fixed(conn, nil), root)
 	if err != nil {
@@ -364,7 +370,7 @@ func TestNotFound(t *testing.T) {
 // and after a publish; it says when ZooKeeper is gone, and after ZooKeeper
 // restarts the live view follows the next publish again.
 func TestEventsAndRestart(t *testing.T) {
-	e := start(t, false)
+	e := startOn(t, zktest.Start(t), dashboard.Options{}) // its own server: the test stops it
 	e.waitFleet("both agents at generation 1", allAt(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
