@@ -173,7 +173,8 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 
 // TestFixedClientReportsRefusedSession: a cache on the application's
 // connection cannot replace it; it says so (ErrRefused) instead of "no
-// session" forever.
+// session" forever. It says so after 2 s of refused handshakes here, not
+// the 10 s a cache waits out of tests.
 func TestFixedClientReportsRefusedSession(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
@@ -183,7 +184,7 @@ func TestFixedClientReportsRefusedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log))
+	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log), withRefusedReport(2*time.Second))
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })
@@ -232,4 +233,10 @@ func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
 		var b *BackwardsError
 		return errors.As(st.Err, &b) && b.SeenGeneration == 3 && b.HeldGeneration == 3
 	})
+}
+
+// withRefusedReport sets how long handshakes must have failed before the
+// cache's state says ErrRefused (refusedReport by default).
+func withRefusedReport(d time.Duration) Option {
+	return func(o *options) error { o.refusedReport = d; return nil }
 }
