@@ -172,7 +172,7 @@ test: zookeeper prometheus chromium packaging-tools fmt-check
 		[ $$main -eq 0 ] && [ $$toolsrc -eq 0 ] && [ $$lintrc -eq 0 ] && [ $$debrc -eq 0 ]
 	@$(MAKE) --no-print-directory check-leftovers
 
-# stress: the cache's torn-read stress test at length (make test runs 400
+# stress: the cache's torn-read stress test at length (make test runs 100
 # generations through package publish).
 stress: zookeeper
 	ZKCONF_STRESS_GENERATIONS=5000 $(GO) test -race -count=1 -timeout 30m -run '^TestTornReadStress$$' ./cache/

@@ -12,22 +12,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkconf/zkconf/cache"
-	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
-// zooKeeper is the throw-away server the examples run against; an
-// application passes the addresses of its own ensemble instead.
-var zooKeeper zktest.Shared
+// zooKeeper is the throw-away server the examples run against (the one
+// the package's tests share); an application passes the addresses of its
+// own ensemble instead.
+var zooKeeper = cache.SharedZooKeeper()
 
 // TestMain stops the examples' server after the run and then checks that
 // no test left a goroutine behind (every cache's Close stops its own).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	zooKeeper.Stop()
-	cache.StopSharedZooKeeper()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)

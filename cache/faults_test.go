@@ -54,17 +54,19 @@ func TestChangeWhileCutOff(t *testing.T) {
 // session timeout, so the server expires the cache's session; a change is
 // published meanwhile. The cache reports Expired, then resyncs on the new
 // session and picks the change up. Run with the cache's own connection and
-// with the application's (which the cache must not close or replace).
+// with the application's (which the cache must not close or replace), on
+// one server (its own: a fault proxy in front of it), each on its root.
 func TestChangeAcrossSessionExpiry(t *testing.T) {
+	zkc := zktest.Start(t)
 	for _, own := range []bool{true, false} {
 		name := "app-conn"
 		if own {
 			name = "own-conn"
 		}
 		t.Run(name, func(t *testing.T) {
-			zkc := zktest.Start(t)
+			root := "/config-" + name
 			direct := zkc.Connect(t, 4*time.Second)
-			pub := newRawPublisher(t, direct, "/config")
+			pub := newRawPublisher(t, direct, root)
 			proxy := faultproxy.Start(t, zkc.Addrs()[0])
 			log, _ := testLogger(t)
 
@@ -83,7 +85,7 @@ func TestChangeAcrossSessionExpiry(t *testing.T) {
 				appConn = conn
 				opts = append(opts, WithClient(zkclient.Fixed(conn, sess)))
 			}
-			c := newCache(t, "/config", opts...)
+			c := newCache(t, root, opts...)
 			waitGen(t, c, 1, v1)
 			waitState(t, c, "live", isLive)
 
@@ -123,7 +125,7 @@ func TestChangeAcrossSessionExpiry(t *testing.T) {
 			}
 			if !own {
 				// The application's connection carries on, on its new session.
-				if _, _, err := appConn.Get("/config"); err != nil {
+				if _, _, err := appConn.Get(root); err != nil {
 					t.Fatalf("application connection after expiry: %v", err)
 				}
 			}

@@ -631,7 +631,7 @@ func TestGroupWaitUnknownRoot(t *testing.T) {
 // be handed out, yet a's generations arrive (every value holding every
 // root, b nil) and StateChanges says b is not live.
 func TestGroupRootUpdates(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := sharedZooKeeper.For(t)
 	conn := zkc.Connect(t, 10*time.Second)
 	pa := newRawPublisher(t, conn, "/ru/a")
 	va := set(2, "a1")

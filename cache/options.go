@@ -57,13 +57,17 @@ type options struct {
 	groupOwned bool
 	// rootOpts: a Group's options for one of its roots (WithRootOptions).
 	rootOpts map[string][]Option
+	// refusedReport: how long handshakes must have failed before the state
+	// says ErrRefused (refusedReport; tests shorten it).
+	refusedReport time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		meta:        layout.DefaultMeta,
-		resync:      DefaultResyncInterval,
-		concurrency: DefaultFetchConcurrency,
+		meta:          layout.DefaultMeta,
+		resync:        DefaultResyncInterval,
+		concurrency:   DefaultFetchConcurrency,
+		refusedReport: refusedReport,
 	}
 }
 

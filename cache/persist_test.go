@@ -136,14 +136,15 @@ func TestCorruptStateFileIgnored(t *testing.T) {
 }
 
 // TestPersistedNewerNotReplaced: a cache persisted generation 5 from one
-// ensemble; started against a fresh ensemble at generation 2 it keeps
-// generation 5, refuses the older data (logged, counted, Stale with
-// ErrBackwards) and never overwrites the state file with it.
+// ensemble (the shared server); started against a fresh ensemble at
+// generation 2 it keeps generation 5, refuses the older data (logged,
+// counted, Stale with ErrBackwards) and never overwrites the state file
+// with it.
 func TestPersistedNewerNotReplaced(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	log, buf := testLogger(t)
 
-	a := zktest.Start(t)
+	a := sharedZooKeeper.For(t)
 	pubA := newRawPublisher(t, a.Connect(t, 4*time.Second), "/config")
 	var v5 map[string][]byte
 	for g := range 5 {

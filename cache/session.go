@@ -108,7 +108,7 @@ func (c *Cache) onDisconnected(loop *loopState, st zkclient.Status) {
 	if st.State == zk.StateAuthFailed {
 		err = fmt.Errorf("%w: %w", ErrDisconnected, zkclient.ErrAuthFailed)
 	}
-	if st.Refused(2, refusedReport) {
+	if st.Refused(2, c.opts.refusedReport) {
 		// A Client replaces the connection itself (its bound is the
 		// session timeout); a Fixed client's owner has to.
 		err = fmt.Errorf("%w (%d handshakes closed in %v)", ErrRefused, st.HandshakeFailures, time.Since(st.FailingSince).Round(time.Second))

@@ -8,6 +8,9 @@ import "github.com/zkconf/zkconf/internal/zktest"
 // their own.
 var sharedZooKeeper zktest.Shared
 
-// StopSharedZooKeeper stops sharedZooKeeper; TestMain (example_test.go,
-// package cache_test, which cannot name it) calls it after m.Run.
-func StopSharedZooKeeper() { sharedZooKeeper.Stop() }
+// SharedZooKeeper hands sharedZooKeeper to the examples (package
+// cache_test, which cannot name it): they run after every test, when For's
+// cleanups have left the server empty, and use roots of their own, so the
+// binary starts one JVM rather than a second for them. TestMain stops it
+// after m.Run.
+func SharedZooKeeper() *zktest.Shared { return &sharedZooKeeper }

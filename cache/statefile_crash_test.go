@@ -270,7 +270,9 @@ var crashOutputOpts = render.FileOptions{Mode: 0o600, UID: -1, GID: -1}
 
 // runCrashes runs crash(t, case, step index, apply) as a subtest for
 // every crash case and step, alone and in the apply's ordering (a step
-// marked applyOnly in that only).
+// marked applyOnly in that only). The subtests run in parallel: each has
+// its own directories and store, and most of their time is waiting (on
+// fsyncs, on the killed child's start), not CPU.
 func runCrashes(t *testing.T, crash func(t *testing.T, c crashCase, step int, apply bool)) {
 	for _, c := range crashCases() {
 		for i, cs := range crashSteps {
@@ -282,7 +284,10 @@ func runCrashes(t *testing.T, crash func(t *testing.T, c crashCase, step int, ap
 				if apply {
 					name += "/apply"
 				}
-				t.Run(name, func(t *testing.T) { crash(t, c, i, apply) })
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					crash(t, c, i, apply)
+				})
 			}
 		}
 	}

@@ -31,13 +31,12 @@ type wipeScenario struct {
 func startWipeScenario(t *testing.T) *wipeScenario {
 	t.Helper()
 	w := &wipeScenario{zk: zktest.Start(t), oldInc: manifest.NewIncarnation(), newInc: manifest.NewIncarnation()}
-	conn := w.zk.Connect(t, 10*time.Second)
 	// History before the publishes: the old generations' zxids, and those
 	// clients have seen, stay above what the wiped server reaches in the
 	// test, so it keeps refusing their sessions and its generations look
 	// older by zxid too (as after wiping a long-lived ensemble).
-	bumpZxid(t, conn, 200)
-	rp := newRawPublisher(t, conn, "/config")
+	w.zk.BumpZxid(t, 200)
+	rp := newRawPublisher(t, w.zk.Connect(t, 10*time.Second), "/config")
 	rp.inc = w.oldInc
 	for i := range 3 {
 		rp.publish(set(3, "old"+string(rune('a'+i))))
@@ -50,28 +49,22 @@ func startWipeScenario(t *testing.T) *wipeScenario {
 	return w
 }
 
+// dial is the option of the scenario's caches that dial themselves: a 4 s
+// session, and a refusal bound of 2 s (a Client's least) rather than the
+// session timeout, which the tests would wait out after every wipe.
+func (w *wipeScenario) dial() Option {
+	return WithConfig(zkclient.Config{Servers: w.zk.Addrs(), SessionTimeout: 4 * time.Second, RedialAfter: 2 * time.Second})
+}
+
 // cacheWithState starts a cache of the scenario's root that persists to
 // a state file in a temporary directory, and waits for it to hold the old
 // incarnation's generation 3.
 func (w *wipeScenario) cacheWithState(t *testing.T, log *slog.Logger) (*Cache, string) {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
-	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state))
+	c := newCache(t, "/config", w.dial(), WithLogger(log), WithStateFile(state))
 	waitGen(t, c, 3, nil)
 	return c, state
-}
-
-// bumpZxid makes n transactions.
-func bumpZxid(t *testing.T, conn *zk.Conn, n int) {
-	t.Helper()
-	if _, err := conn.Create("/bump", nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // wipeAndRepublish wipes the server and publishes 4 generations of the
@@ -106,7 +99,7 @@ func setRoot(t *testing.T, c *zktest.Cluster, m *manifest.Manifest) {
 func TestCacheFollowsWipedZooKeeper(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
-	c := newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log))
+	c := newCache(t, "/config", w.dial(), WithLogger(log))
 	waitGen(t, c, 3, nil)
 	heldZxid := c.Snapshot().Zxid()
 
@@ -152,7 +145,7 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 	_ = c.Close()
 
 	w.wipeAndRepublish(t)
-	c = newCache(t, "/config", WithServers(w.zk.Addrs(), 4*time.Second), WithLogger(log), WithStateFile(state),
+	c = newCache(t, "/config", w.dial(), WithLogger(log), WithStateFile(state),
 		WithIncarnationPolicy(IncarnationRefuse))
 	st := waitState(t, c, "the new incarnation refused", func(st StateInfo) bool {
 		return errors.Is(st.Err, ErrIncarnationRefused)
@@ -180,7 +173,8 @@ func TestCacheRefusesNewIncarnationUntilAdopted(t *testing.T) {
 
 // TestFixedClientReportsRefusedSession: a cache on the application's
 // connection cannot replace it; it says so (ErrRefused) instead of "no
-// session" forever.
+// session" forever. It says so after 2 s of refused handshakes here, not
+// the 10 s a cache waits out of tests.
 func TestFixedClientReportsRefusedSession(t *testing.T) {
 	w := startWipeScenario(t)
 	log, _ := testLogger(t)
@@ -190,7 +184,7 @@ func TestFixedClientReportsRefusedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log))
+	c := newCache(t, "/config", WithClient(zkclient.Fixed(conn, sess)), WithLogger(log), withRefusedReport(2*time.Second))
 	waitGen(t, c, 3, nil)
 	w.wipeAndRepublish(t)
 	waitState(t, c, "ErrRefused", func(st StateInfo) bool { return errors.Is(st.Err, ErrRefused) })
@@ -239,4 +233,10 @@ func TestSwitchPastAbandonedMarkerRemembersLeftIncarnation(t *testing.T) {
 		var b *BackwardsError
 		return errors.As(st.Err, &b) && b.SeenGeneration == 3 && b.HeldGeneration == 3
 	})
+}
+
+// withRefusedReport sets how long handshakes must have failed before the
+// cache's state says ErrRefused (refusedReport by default).
+func withRefusedReport(d time.Duration) Option {
+	return func(o *options) error { o.refusedReport = d; return nil }
 }
