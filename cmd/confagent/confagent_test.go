@@ -29,6 +29,17 @@ import (
 // binary is the confagent binary built once for the subprocess tests.
 var binary string
 
+// confpushBinary builds the confpush binary once per test binary, on
+// first use, beside confagent's (TestMain removes both): a link is seconds
+// of CPU, and three tests run it.
+var confpushBinary = sync.OnceValues(func() (string, error) {
+	confpush := filepath.Join(filepath.Dir(binary), "confpush")
+	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, out)
+	}
+	return confpush, nil
+})
+
 // sharedZooKeeper is the server of the tests that need only "a
 // ZooKeeper" (newEnv): each gets it emptied through For. The tests that
 // stop, kill or wipe a server start their own (newEnvOwnServer).

@@ -558,12 +558,12 @@ targets:
 	}
 }
 
-// buildConfpush builds the confpush binary for the test.
+// buildConfpush returns the confpush binary (confpushBinary).
 func buildConfpush(t *testing.T) string {
 	t.Helper()
-	confpush := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
-		t.Fatalf("build confpush: %v\n%s", err, out)
+	confpush, err := confpushBinary()
+	if err != nil {
+		t.Fatalf("build confpush: %v", err)
 	}
 	return confpush
 }
