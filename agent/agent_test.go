@@ -255,6 +255,7 @@ func oneGeneration(files map[string][]byte) int {
 // ZooKeeper is down renders its persisted generation at once; a file
 // deleted by hand is restored.
 func TestRestartWithZooKeeperDownServesPersisted(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	p := publisher(t, c)
 	out, state := t.TempDir(), t.TempDir()
