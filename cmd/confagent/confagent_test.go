@@ -42,7 +42,11 @@ var confpushBinary = sync.OnceValues(func() (string, error) {
 
 // sharedZooKeeper is the server of the tests that need only "a
 // ZooKeeper" (newEnv): each gets it emptied through For. The tests that
-// stop, kill or wipe a server start their own (newEnvOwnServer).
+// stop, kill or wipe a server start their own (newEnvOwnServer), and
+// those that set no environment variable (t.Setenv) call t.Parallel: they
+// share nothing with each other and mostly wait (for a server to come
+// back, a session to be replaced), and Go runs parallel tests only after
+// all the serial ones, so they never overlap the tests on this server.
 var sharedZooKeeper zktest.Shared
 
 func TestMain(m *testing.M) {

@@ -424,6 +424,7 @@ targets:
 // not known to be a cut), and renders it again at the first cut once
 // ZooKeeper is back.
 func TestTwoRootsRestart(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)

@@ -85,6 +85,7 @@ func checkNeverBack(t *testing.T, what string, seq []string) {
 // generation 3, with each root's incarnation.
 func oldTwoRoots(t *testing.T, extra string) (*zktest.Cluster, *rootsEnv, *proc, map[string]string) {
 	t.Helper()
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	// The old generations' zxids, and the zxid the agent has seen, stay
 	// above what the wiped server reaches in the test (as in production).
