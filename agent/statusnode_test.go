@@ -23,6 +23,7 @@ import (
 // session's node; once that session expires, it creates its own. On the
 // old code the new process overwrote the old session's node at once.
 func TestFastRestartWaitsForOldSession(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	// The old session lives long enough (15 s) for the new process to
 	// find its node on a loaded machine.
 	c := zktest.StartWith(t, zktest.Options{Size: 1, MaxSessionTimeout: 30 * time.Second})
@@ -79,6 +80,7 @@ func startVersioned(t *testing.T, servers []string, id, version string, timeout 
 // (cache.DefaultResyncInterval) that could otherwise re-create the node,
 // and nothing is asserted about how long it took.
 func TestStatusNodeRecreatedAfterExpiry(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	p, conn := fleettest.NewPublisher(t, c.Addrs(), root)
 	fleettest.PublishConf(t, p, "v1")

@@ -33,6 +33,7 @@ type wipeFixture struct {
 
 func newWipeFixture(t *testing.T) *wipeFixture {
 	t.Helper()
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	c.BumpZxid(t, 200) // the old history's zxids stay above the wiped server's
 	p := publisher(t, c)

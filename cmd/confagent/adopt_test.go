@@ -18,6 +18,7 @@ import (
 // refused incarnation in its status node; `confagent adopt` (what an
 // operator runs next to the systemd service) makes it follow.
 func TestAdoptAfterWipe(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	e := newEnvOwnServer(t)
 	e.writeConfig(t, "incarnation: refuse\n")
 	e.c.BumpZxid(t, 200)

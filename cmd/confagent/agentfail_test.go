@@ -209,6 +209,7 @@ func TestReloadAppliesLogAndHTTPListen(t *testing.T) {
 // agent logs a WARN naming the server and the cause, and an INFO when the
 // connection is back.
 func TestLostZooKeeperConnectionLogged(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	e := newEnvOwnServer(t)
 	e.publish(t, set(1, 2))
 	e.writeAgentConfig(t, "json", "info", "")

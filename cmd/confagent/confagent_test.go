@@ -29,9 +29,24 @@ import (
 // binary is the confagent binary built once for the subprocess tests.
 var binary string
 
+// confpushBinary builds the confpush binary once per test binary, on
+// first use, beside confagent's (TestMain removes both): a link is seconds
+// of CPU, and three tests run it.
+var confpushBinary = sync.OnceValues(func() (string, error) {
+	confpush := filepath.Join(filepath.Dir(binary), "confpush")
+	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, out)
+	}
+	return confpush, nil
+})
+
 // sharedZooKeeper is the server of the tests that need only "a
 // ZooKeeper" (newEnv): each gets it emptied through For. The tests that
-// stop, kill or wipe a server start their own (newEnvOwnServer).
+// stop, kill or wipe a server start their own (newEnvOwnServer), and
+// those that set no environment variable (t.Setenv) call t.Parallel: they
+// share nothing with each other and mostly wait (for a server to come
+// back, a session to be replaced), and Go runs parallel tests only after
+// all the serial ones, so they never overlap the tests on this server.
 var sharedZooKeeper zktest.Shared
 
 func TestMain(m *testing.M) {

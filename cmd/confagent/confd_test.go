@@ -53,11 +53,7 @@ func copyConfdDir(t *testing.T, src, dir, out string) string {
 // nothing and runs neither.
 func TestConfdDirectoryRendersAsConfd(t *testing.T) {
 	c := sharedZooKeeper.For(t)
-	confpush := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
-		t.Fatalf("build confpush: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(confpush, "--zk", c.ConnString(), "--root", "/myapp", "publish", filepath.Join(confdCase, "items")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(buildConfpush(t), "--zk", c.ConnString(), "--root", "/myapp", "publish", filepath.Join(confdCase, "items")).CombinedOutput(); err != nil {
 		t.Fatalf("confpush publish: %v\n%s", err, out)
 	}
 	t.Setenv("APP_REGION", "eu-west-1")

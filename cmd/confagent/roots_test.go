@@ -171,7 +171,7 @@ func dialRoots(t *testing.T, c *zktest.Cluster, creds string) *zkclient.Client {
 // back. The targets of one root follow it too, and the last publishes
 // of both end up rendered.
 func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)
 	e.publish(t, "common", "common-0")
@@ -275,7 +275,7 @@ func TestTwoRootsTemplateRendersOnlyCuts(t *testing.T) {
 // web's generation, and common's next publish is still applied (its
 // status node says so) while web's output stays as it was.
 func TestTwoRootsIndependent(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)
 	e.publish(t, "common", "common-1")
@@ -310,7 +310,7 @@ func TestTwoRootsIndependent(t *testing.T) {
 // auth_file) and applies both roots, while either identity alone is
 // refused the other root.
 func TestTwoRootsACLPerRoot(t *testing.T) {
-	c := zktest.Start(t)
+	c := sharedZooKeeper.For(t)
 	dir := t.TempDir()
 	creds := map[string]string{"common": "common:pw-c", "web": "web:pw-w"}
 	files := map[string]string{}
@@ -424,6 +424,7 @@ targets:
 // not known to be a cut), and renders it again at the first cut once
 // ZooKeeper is back.
 func TestTwoRootsRestart(t *testing.T) {
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	cl := dialRoots(t, c, "")
 	e := newRootsEnv(t, cl)

@@ -85,6 +85,7 @@ func checkNeverBack(t *testing.T, what string, seq []string) {
 // generation 3, with each root's incarnation.
 func oldTwoRoots(t *testing.T, extra string) (*zktest.Cluster, *rootsEnv, *proc, map[string]string) {
 	t.Helper()
+	t.Parallel() // a server of its own (sharedZooKeeper)
 	c := zktest.Start(t)
 	// The old generations' zxids, and the zxid the agent has seen, stay
 	// above what the wiped server reaches in the test (as in production).
@@ -558,12 +559,12 @@ targets:
 	}
 }
 
-// buildConfpush builds the confpush binary for the test.
+// buildConfpush returns the confpush binary (confpushBinary).
 func buildConfpush(t *testing.T) string {
 	t.Helper()
-	confpush := filepath.Join(t.TempDir(), "confpush")
-	if out, err := exec.Command("go", "build", "-o", confpush, "../confpush").CombinedOutput(); err != nil {
-		t.Fatalf("build confpush: %v\n%s", err, out)
+	confpush, err := confpushBinary()
+	if err != nil {
+		t.Fatalf("build confpush: %v", err)
 	}
 	return confpush
 }
