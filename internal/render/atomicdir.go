@@ -229,8 +229,24 @@ func (w *DirWriter) refreshCurrent(root *os.Root, current string) {
 	if w.rec == nil || w.rec.name != current {
 		return
 	}
-	for name, fr := range w.rec.files {
-		w.rec.files[name] = refresh(fr, root, path.Join(current, name))
+	refreshIn(root, current, w.rec.files, nil)
+}
+
+// refreshIn refreshes the records recs of the files of generation
+// directory gen of root (only those also in only, unless only is nil),
+// with gen opened once: one lstat per file rather than an open of gen,
+// an lstat and a close.
+func refreshIn(root *os.Root, gen string, recs, only map[string]fileRecord) {
+	groot, err := root.OpenRoot(gen)
+	if err != nil {
+		clear(recs) // untrusted: every file is read at the next comparison
+		return
+	}
+	defer groot.Close()
+	for name, fr := range recs {
+		if _, ok := only[name]; ok || only == nil {
+			recs[name] = refresh(fr, groot, name)
+		}
 	}
 }
 
@@ -278,6 +294,14 @@ func refresh(fr fileRecord, root *os.Root, name string) fileRecord {
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return fileRecord{}
+	}
+	return refreshed(fr, fi)
+}
+
+// refreshed is refresh with the file's lstat already taken.
+func refreshed(fr fileRecord, fi fs.FileInfo) fileRecord {
+	if !fr.trusted {
+		return fr
 	}
 	id, ok := idOf(fi)
 	if !ok {
@@ -469,12 +493,8 @@ func (s *StagedDir) Abort() {
 	_ = s.root.RemoveAll(s.name) // best effort: an orphan is removed by the next write
 	// Removing the links changed the ctime of the current files linked
 	// into the staged set.
-	if rec := s.w.rec; rec != nil {
-		for name, fr := range rec.files {
-			if _, linked := s.recs[name]; linked {
-				rec.files[name] = refresh(fr, s.root, path.Join(rec.name, name))
-			}
-		}
+	if rec := s.w.rec; rec != nil && len(s.recs) > 0 {
+		refreshIn(s.root, rec.name, rec.files, s.recs)
 	}
 }
 
@@ -540,12 +560,12 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	if _, err := w.finish(root, s.files, s.name, current); err != nil {
 		return true, err
 	}
-	if current != "" {
+	if current != "" && w.grace == 0 {
 		// Removing the previous set changed the ctime of every file
-		// linked from it.
-		for name, fr := range s.recs {
-			s.recs[name] = refresh(fr, root, path.Join(s.name, name))
-		}
+		// linked from it. A set kept for its grace period still holds
+		// its links: the ctimes change when Sweep (or a later write)
+		// removes it, and that refreshes the record then.
+		refreshIn(root, s.name, s.recs, nil)
 	}
 	return true, nil
 }
@@ -902,13 +922,16 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	}
 	recs := make(map[string]fileRecord, len(files))
 	var write []string // the files not linked from the current set
+	ln := newLinker(root, p.current, name, len(p.keep) > 0)
+	defer ln.close()
 	for _, f := range slices.Sorted(maps.Keys(files)) {
 		rel := path.Join(name, f)
 		if fr, ok := p.keep[f]; ok {
 			// The current set is immutable: share its inode. Any error
 			// (EXDEV, EPERM, no hard links here) just means writing.
-			if root.Link(path.Join(p.current, f), rel) == nil {
-				if !sameInode(root, rel, fr) {
+			if ln.link(f) == nil {
+				fi, err := ln.lstat(f)
+				if err != nil || !sameInode(fi, fr) {
 					// Not the inode compared (a sub-directory of the
 					// current set changed meanwhile): write it instead.
 					if err := root.Remove(rel); err != nil {
@@ -919,7 +942,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 				}
 				// The link changed the inode's ctime; both names are
 				// the same inode.
-				fr = refresh(fr, root, rel)
+				fr = refreshed(fr, fi)
 				recs[f] = fr
 				if w.rec != nil && w.rec.name == p.current {
 					w.rec.files[f] = fr
@@ -979,18 +1002,79 @@ func (w *DirWriter) finishSubdirs(root *os.Root, name string, subdirs []string, 
 	return errors.Join(errs...)
 }
 
-// sameInode reports whether the file name of root is the inode of the
-// record fr (a record without an identity vouches for nothing: true).
-func sameInode(root *os.Root, name string, fr fileRecord) bool {
+// sameInode reports whether fi (an lstat) is the inode of the record fr
+// (a record without an identity vouches for nothing: true).
+func sameInode(fi fs.FileInfo, fr fileRecord) bool {
 	if fr.id == (fileID{}) {
 		return true
 	}
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return false
-	}
 	id, ok := idOf(fi)
 	return !ok || (id.dev == fr.id.dev && id.ino == fr.id.ino)
+}
+
+// linker hard-links files of generation directory from into generation
+// directory to, both in root. With both directories open, a flat name is
+// one linkat and one lstat (rather than opening each directory around
+// every link and every lstat: eleven system calls a file); a path in a
+// tree, or a platform without linkat, goes through root.
+type linker struct {
+	root           *os.Root
+	from, to       string
+	fromDir, toDir *os.File // nil: link through root
+	toRoot         *os.Root // nil: lstat through root
+}
+
+// newLinker opens what it can of from and to; with links false it opens
+// nothing (nothing will be linked).
+func newLinker(root *os.Root, from, to string, links bool) *linker {
+	l := &linker{root: root, from: from, to: to}
+	if !links {
+		return l
+	}
+	if r, err := root.OpenRoot(to); err == nil {
+		l.toRoot = r
+	}
+	fd, err1 := root.Open(from)
+	td, err2 := root.Open(to)
+	if err1 == nil && err2 == nil {
+		l.fromDir, l.toDir = fd, td
+		return l
+	}
+	for _, f := range []*os.File{fd, td} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	return l
+}
+
+// link links name of from to name of to.
+func (l *linker) link(name string) error {
+	if l.fromDir != nil && !strings.Contains(name, "/") {
+		if err := linkAt(l.fromDir, l.toDir, name); !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	return l.root.Link(path.Join(l.from, name), path.Join(l.to, name))
+}
+
+// lstat lstats name of to.
+func (l *linker) lstat(name string) (fs.FileInfo, error) {
+	if l.toRoot != nil {
+		return l.toRoot.Lstat(name)
+	}
+	return l.root.Lstat(path.Join(l.to, name))
+}
+
+func (l *linker) close() {
+	for _, f := range []*os.File{l.fromDir, l.toDir} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	if l.toRoot != nil {
+		_ = l.toRoot.Close()
+	}
 }
 
 // mkdirTemp creates a directory named prefix and random digits in root
