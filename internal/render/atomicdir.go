@@ -110,7 +110,8 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //  9. Create missing top-level links name -> ..data/name (only after the
 //     swap, so that they never dangle) and remove top-level links to
 //     ..data/<name> whose name is no longer in the payload; fsync dir if
-//     anything changed.
+//     anything changed. Skipped when step 3 found every link in place and
+//     none extra.
 //  10. Retire the previous timestamped directory. With no grace period
 //     (SetGrace, the default) remove it now; otherwise keep it, noting
 //     the time of the swap, and remove it once the grace period has passed:
@@ -366,7 +367,7 @@ func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bo
 	}
 	if p.same {
 		defer p.root.Close()
-		return w.finish(p.root, files, p.current, "")
+		return w.finish(p.root, files, p.current, "", p.linksOK)
 	}
 	s, err := w.stage(files, opts, p)
 	if err != nil {
@@ -423,6 +424,9 @@ type StagedDir struct {
 	recs    map[string]fileRecord
 	changed bool
 	done    bool
+	// linksOK: Stage found every top-level link in place and none extra
+	// (Commit then leaves them alone, see finish).
+	linksOK bool
 }
 
 // Stage runs steps 1-6 of Write: it writes the complete new set into a new
@@ -531,7 +535,7 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 			return false, err
 		}
 		if same {
-			changed, err := w.finish(root, s.files, current, "")
+			changed, err := w.finish(root, s.files, current, "", s.linksOK)
 			s.Abort()
 			return changed, err
 		}
@@ -557,7 +561,7 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	if err := syncDirIn(root, ".", w.dir); err != nil {
 		return true, err
 	}
-	if _, err := w.finish(root, s.files, s.name, current); err != nil {
+	if _, err := w.finish(root, s.files, s.name, current, s.linksOK); err != nil {
 		return true, err
 	}
 	if current != "" && w.grace == 0 {
@@ -975,7 +979,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 			return nil, err
 		}
 	}
-	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true}, nil
+	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true, linksOK: p.linksOK}, nil
 }
 
 // finishSubdirs gives the sub-directories of the staged generation name
@@ -1093,8 +1097,34 @@ func mkdirTemp(root *os.Root, prefix string) (string, error) {
 }
 
 // finish runs steps 9-10: reconcile top-level links with the payload, then
-// remove the previous generation directory (old, may be "").
-func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old string) (changed bool, err error) {
+// remove the previous generation directory (old, may be ""). linksOK says
+// that the listing of this write (prepare) found every link in place and
+// none extra: the links are then left as they are, which spares a
+// readlink of every one of them. A link changed since that listing is a
+// change made during the write, no different from one made just after it
+// (drift, for the caller to repair).
+func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old string, linksOK bool) (changed bool, err error) {
+	if !linksOK {
+		if changed, err = w.reconcileLinks(root, files); err != nil {
+			return changed, err
+		}
+	}
+	if old != "" && old != current {
+		if w.grace > 0 {
+			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
+			return changed, nil
+		}
+		if err := root.RemoveAll(old); err != nil {
+			return changed, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, old), err))
+		}
+	}
+	return changed, nil
+}
+
+// reconcileLinks is step 9: the top-level links made to match the
+// payload (created where missing, ours for names not in it removed),
+// then the directory fsynced if anything changed.
+func (w *DirWriter) reconcileLinks(root *os.Root, files map[string][]byte) (changed bool, err error) {
 	entries, err := readDirIn(root, ".")
 	if err != nil {
 		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
@@ -1127,15 +1157,6 @@ func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old 
 	if changed {
 		if err := syncDirIn(root, ".", w.dir); err != nil {
 			return changed, err
-		}
-	}
-	if old != "" && old != current {
-		if w.grace > 0 {
-			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
-			return changed, nil
-		}
-		if err := root.RemoveAll(old); err != nil {
-			return changed, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, old), err))
 		}
 	}
 	return changed, nil
