@@ -31,7 +31,11 @@ func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 8192)
+	// Room for about 50 entries of a set's names per call; a listing
+	// that does not fit takes more calls, not a bigger buffer per
+	// listing (six listings of a publish would be 48 KiB of garbage at
+	// os's 8 KiB).
+	buf := make([]byte, 2048)
 	var out []fs.DirEntry
 	for {
 		var n int

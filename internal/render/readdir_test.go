@@ -20,7 +20,7 @@ func TestReadDirInTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 300 {
-		// Long names: 300 of them are more than one 8 KiB listing.
+		// Long names: 300 of them are several listings' worth.
 		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("file-%03d-%s", i, "padding-padding-padding")), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
