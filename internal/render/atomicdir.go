@@ -966,7 +966,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	flat := len(subdirs) == 0
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
+		if err := writeBatch(root, ln.toRoot, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
@@ -1028,15 +1028,15 @@ type linker struct {
 	toRoot         *os.Root // nil: lstat through root
 }
 
-// newLinker opens what it can of from and to; with links false it opens
-// nothing (nothing will be linked).
+// newLinker opens what it can of from and to (with links false, to
+// only: nothing will be linked, and the files written go into to).
 func newLinker(root *os.Root, from, to string, links bool) *linker {
 	l := &linker{root: root, from: from, to: to}
-	if !links {
-		return l
-	}
 	if r, err := root.OpenRoot(to); err == nil {
 		l.toRoot = r
+	}
+	if !links {
+		return l
 	}
 	fd, err1 := root.Open(from)
 	td, err2 := root.Open(to)
@@ -1257,8 +1257,10 @@ func isOwnLink(root *os.Root, name string) bool {
 // writeBatch creates the files names in the directory dir of root (their
 // content in files, with owner and mode), fsyncs them together, with dir
 // itself when withDir (every entry of dir exists by then), closes them and
-// records them in recs. On an error the caller removes dir.
-func writeBatch(root *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+// records them in recs. in, when not nil, is dir opened: each file is
+// then created by its name in it, without an open of dir around it. On
+// an error the caller removes dir.
+func writeBatch(root, in *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
@@ -1270,7 +1272,12 @@ func writeBatch(root *os.Root, dir string, names []string, files map[string][]by
 		}
 	}()
 	for i, name := range names {
-		if open[i], err = createNew(root, path.Join(dir, name), files[name], opts); err != nil {
+		if in != nil {
+			open[i], err = createNew(in, name, files[name], opts)
+		} else {
+			open[i], err = createNew(root, path.Join(dir, name), files[name], opts)
+		}
+		if err != nil {
 			return err
 		}
 	}
