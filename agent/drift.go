@@ -26,7 +26,9 @@ type driftWatcher struct {
 	log     *slog.Logger
 	watched map[string]bool
 	out     chan struct{}
-	done    chan struct{}
+	// armed is watch's request for a pass, debounced with the events.
+	armed chan struct{}
+	done  chan struct{}
 }
 
 func newDriftWatcher(log *slog.Logger) (*driftWatcher, error) {
@@ -35,7 +37,7 @@ func newDriftWatcher(log *slog.Logger) (*driftWatcher, error) {
 		return nil, err
 	}
 	d := &driftWatcher{w: w, log: log, watched: map[string]bool{},
-		out: make(chan struct{}, 1), done: make(chan struct{})}
+		out: make(chan struct{}, 1), armed: make(chan struct{}, 1), done: make(chan struct{})}
 	go d.loop()
 	return d, nil
 }
@@ -45,7 +47,11 @@ func (d *driftWatcher) events() <-chan struct{} { return d.out }
 // watch makes the watch set match dirs (Renderer.driftDirs). Called from
 // the daemon's goroutine only. When it arms a new watch it also asks for
 // one repair pass: a change made between the write and the watch would
-// otherwise go unseen.
+// otherwise go unseen. The request is debounced like an event: an apply
+// arms the watch of its new generation directory and its own writes
+// (a template target's rename) are events too, and one pass covers both
+// (each pass lists and lstats every output: most of what an apply of a
+// small change cost).
 func (d *driftWatcher) watch(dirs []string) {
 	want := make(map[string]bool, len(dirs))
 	for _, dir := range dirs {
@@ -54,7 +60,10 @@ func (d *driftWatcher) watch(dirs []string) {
 	if watchdirs.Sync(d.w, d.watched, want, func(p string, err error) {
 		d.log.Warn("drift watch not set", "path", p, "error", err)
 	}) {
-		d.signal()
+		select {
+		case d.armed <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -80,6 +89,11 @@ func (d *driftWatcher) loop() {
 		select {
 		case <-d.done:
 			return
+		case <-d.armed:
+			if timer == nil {
+				timer = time.NewTimer(driftDebounce)
+				fire = timer.C
+			}
 		case ev, ok := <-d.w.Events:
 			if !ok {
 				return

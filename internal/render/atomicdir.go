@@ -110,7 +110,8 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //  9. Create missing top-level links name -> ..data/name (only after the
 //     swap, so that they never dangle) and remove top-level links to
 //     ..data/<name> whose name is no longer in the payload; fsync dir if
-//     anything changed.
+//     anything changed. Skipped when step 3 found every link in place and
+//     none extra.
 //  10. Retire the previous timestamped directory. With no grace period
 //     (SetGrace, the default) remove it now; otherwise keep it, noting
 //     the time of the swap, and remove it once the grace period has passed:
@@ -229,8 +230,24 @@ func (w *DirWriter) refreshCurrent(root *os.Root, current string) {
 	if w.rec == nil || w.rec.name != current {
 		return
 	}
-	for name, fr := range w.rec.files {
-		w.rec.files[name] = refresh(fr, root, path.Join(current, name))
+	refreshIn(root, current, w.rec.files, nil)
+}
+
+// refreshIn refreshes the records recs of the files of generation
+// directory gen of root (only those also in only, unless only is nil),
+// with gen opened once: one lstat per file rather than an open of gen,
+// an lstat and a close.
+func refreshIn(root *os.Root, gen string, recs, only map[string]fileRecord) {
+	groot, err := root.OpenRoot(gen)
+	if err != nil {
+		clear(recs) // untrusted: every file is read at the next comparison
+		return
+	}
+	defer groot.Close()
+	for name, fr := range recs {
+		if _, ok := only[name]; ok || only == nil {
+			recs[name] = refresh(fr, groot, name)
+		}
 	}
 }
 
@@ -278,6 +295,14 @@ func refresh(fr fileRecord, root *os.Root, name string) fileRecord {
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return fileRecord{}
+	}
+	return refreshed(fr, fi)
+}
+
+// refreshed is refresh with the file's lstat already taken.
+func refreshed(fr fileRecord, fi fs.FileInfo) fileRecord {
+	if !fr.trusted {
+		return fr
 	}
 	id, ok := idOf(fi)
 	if !ok {
@@ -342,7 +367,7 @@ func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bo
 	}
 	if p.same {
 		defer p.root.Close()
-		return w.finish(p.root, files, p.current, "")
+		return w.finish(p.root, files, p.current, "", p.linksOK)
 	}
 	s, err := w.stage(files, opts, p)
 	if err != nil {
@@ -399,6 +424,9 @@ type StagedDir struct {
 	recs    map[string]fileRecord
 	changed bool
 	done    bool
+	// linksOK: Stage found every top-level link in place and none extra
+	// (Commit then leaves them alone, see finish).
+	linksOK bool
 }
 
 // Stage runs steps 1-6 of Write: it writes the complete new set into a new
@@ -469,12 +497,8 @@ func (s *StagedDir) Abort() {
 	_ = s.root.RemoveAll(s.name) // best effort: an orphan is removed by the next write
 	// Removing the links changed the ctime of the current files linked
 	// into the staged set.
-	if rec := s.w.rec; rec != nil {
-		for name, fr := range rec.files {
-			if _, linked := s.recs[name]; linked {
-				rec.files[name] = refresh(fr, s.root, path.Join(rec.name, name))
-			}
-		}
+	if rec := s.w.rec; rec != nil && len(s.recs) > 0 {
+		refreshIn(s.root, rec.name, rec.files, s.recs)
 	}
 }
 
@@ -511,7 +535,7 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 			return false, err
 		}
 		if same {
-			changed, err := w.finish(root, s.files, current, "")
+			changed, err := w.finish(root, s.files, current, "", s.linksOK)
 			s.Abort()
 			return changed, err
 		}
@@ -537,15 +561,15 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	if err := syncDirIn(root, ".", w.dir); err != nil {
 		return true, err
 	}
-	if _, err := w.finish(root, s.files, s.name, current); err != nil {
+	if _, err := w.finish(root, s.files, s.name, current, s.linksOK); err != nil {
 		return true, err
 	}
-	if current != "" {
+	if current != "" && w.grace == 0 {
 		// Removing the previous set changed the ctime of every file
-		// linked from it.
-		for name, fr := range s.recs {
-			s.recs[name] = refresh(fr, root, path.Join(s.name, name))
-		}
+		// linked from it. A set kept for its grace period still holds
+		// its links: the ctimes change when Sweep (or a later write)
+		// removes it, and that refreshes the record then.
+		refreshIn(root, s.name, s.recs, nil)
 	}
 	return true, nil
 }
@@ -902,13 +926,16 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	}
 	recs := make(map[string]fileRecord, len(files))
 	var write []string // the files not linked from the current set
+	ln := newLinker(root, p.current, name, len(p.keep) > 0)
+	defer ln.close()
 	for _, f := range slices.Sorted(maps.Keys(files)) {
 		rel := path.Join(name, f)
 		if fr, ok := p.keep[f]; ok {
 			// The current set is immutable: share its inode. Any error
 			// (EXDEV, EPERM, no hard links here) just means writing.
-			if root.Link(path.Join(p.current, f), rel) == nil {
-				if !sameInode(root, rel, fr) {
+			if ln.link(f) == nil {
+				fi, err := ln.lstat(f)
+				if err != nil || !sameInode(fi, fr) {
 					// Not the inode compared (a sub-directory of the
 					// current set changed meanwhile): write it instead.
 					if err := root.Remove(rel); err != nil {
@@ -919,7 +946,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 				}
 				// The link changed the inode's ctime; both names are
 				// the same inode.
-				fr = refresh(fr, root, rel)
+				fr = refreshed(fr, fi)
 				recs[f] = fr
 				if w.rec != nil && w.rec.name == p.current {
 					w.rec.files[f] = fr
@@ -939,7 +966,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	flat := len(subdirs) == 0
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
+		if err := writeBatch(root, ln.toRoot, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
@@ -952,7 +979,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 			return nil, err
 		}
 	}
-	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true}, nil
+	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true, linksOK: p.linksOK}, nil
 }
 
 // finishSubdirs gives the sub-directories of the staged generation name
@@ -979,18 +1006,79 @@ func (w *DirWriter) finishSubdirs(root *os.Root, name string, subdirs []string, 
 	return errors.Join(errs...)
 }
 
-// sameInode reports whether the file name of root is the inode of the
-// record fr (a record without an identity vouches for nothing: true).
-func sameInode(root *os.Root, name string, fr fileRecord) bool {
+// sameInode reports whether fi (an lstat) is the inode of the record fr
+// (a record without an identity vouches for nothing: true).
+func sameInode(fi fs.FileInfo, fr fileRecord) bool {
 	if fr.id == (fileID{}) {
 		return true
 	}
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return false
-	}
 	id, ok := idOf(fi)
 	return !ok || (id.dev == fr.id.dev && id.ino == fr.id.ino)
+}
+
+// linker hard-links files of generation directory from into generation
+// directory to, both in root. With both directories open, a flat name is
+// one linkat and one lstat (rather than opening each directory around
+// every link and every lstat: eleven system calls a file); a path in a
+// tree, or a platform without linkat, goes through root.
+type linker struct {
+	root           *os.Root
+	from, to       string
+	fromDir, toDir *os.File // nil: link through root
+	toRoot         *os.Root // nil: lstat through root
+}
+
+// newLinker opens what it can of from and to (with links false, to
+// only: nothing will be linked, and the files written go into to).
+func newLinker(root *os.Root, from, to string, links bool) *linker {
+	l := &linker{root: root, from: from, to: to}
+	if r, err := root.OpenRoot(to); err == nil {
+		l.toRoot = r
+	}
+	if !links {
+		return l
+	}
+	fd, err1 := root.Open(from)
+	td, err2 := root.Open(to)
+	if err1 == nil && err2 == nil {
+		l.fromDir, l.toDir = fd, td
+		return l
+	}
+	for _, f := range []*os.File{fd, td} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	return l
+}
+
+// link links name of from to name of to.
+func (l *linker) link(name string) error {
+	if l.fromDir != nil && !strings.Contains(name, "/") {
+		if err := linkAt(l.fromDir, l.toDir, name); !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	return l.root.Link(path.Join(l.from, name), path.Join(l.to, name))
+}
+
+// lstat lstats name of to.
+func (l *linker) lstat(name string) (fs.FileInfo, error) {
+	if l.toRoot != nil {
+		return l.toRoot.Lstat(name)
+	}
+	return l.root.Lstat(path.Join(l.to, name))
+}
+
+func (l *linker) close() {
+	for _, f := range []*os.File{l.fromDir, l.toDir} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	if l.toRoot != nil {
+		_ = l.toRoot.Close()
+	}
 }
 
 // mkdirTemp creates a directory named prefix and random digits in root
@@ -1009,8 +1097,34 @@ func mkdirTemp(root *os.Root, prefix string) (string, error) {
 }
 
 // finish runs steps 9-10: reconcile top-level links with the payload, then
-// remove the previous generation directory (old, may be "").
-func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old string) (changed bool, err error) {
+// remove the previous generation directory (old, may be ""). linksOK says
+// that the listing of this write (prepare) found every link in place and
+// none extra: the links are then left as they are, which spares a
+// readlink of every one of them. A link changed since that listing is a
+// change made during the write, no different from one made just after it
+// (drift, for the caller to repair).
+func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old string, linksOK bool) (changed bool, err error) {
+	if !linksOK {
+		if changed, err = w.reconcileLinks(root, files); err != nil {
+			return changed, err
+		}
+	}
+	if old != "" && old != current {
+		if w.grace > 0 {
+			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
+			return changed, nil
+		}
+		if err := root.RemoveAll(old); err != nil {
+			return changed, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, old), err))
+		}
+	}
+	return changed, nil
+}
+
+// reconcileLinks is step 9: the top-level links made to match the
+// payload (created where missing, ours for names not in it removed),
+// then the directory fsynced if anything changed.
+func (w *DirWriter) reconcileLinks(root *os.Root, files map[string][]byte) (changed bool, err error) {
 	entries, err := readDirIn(root, ".")
 	if err != nil {
 		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
@@ -1043,15 +1157,6 @@ func (w *DirWriter) finish(root *os.Root, files map[string][]byte, current, old 
 	if changed {
 		if err := syncDirIn(root, ".", w.dir); err != nil {
 			return changed, err
-		}
-	}
-	if old != "" && old != current {
-		if w.grace > 0 {
-			w.retired = append(w.retired, retiredDir{name: old, at: time.Now()})
-			return changed, nil
-		}
-		if err := root.RemoveAll(old); err != nil {
-			return changed, fmt.Errorf("render: remove previous generation: %w", pathError("remove", filepath.Join(w.dir, old), err))
 		}
 	}
 	return changed, nil
@@ -1152,8 +1257,10 @@ func isOwnLink(root *os.Root, name string) bool {
 // writeBatch creates the files names in the directory dir of root (their
 // content in files, with owner and mode), fsyncs them together, with dir
 // itself when withDir (every entry of dir exists by then), closes them and
-// records them in recs. On an error the caller removes dir.
-func writeBatch(root *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+// records them in recs. in, when not nil, is dir opened: each file is
+// then created by its name in it, without an open of dir around it. On
+// an error the caller removes dir.
+func writeBatch(root, in *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
@@ -1165,7 +1272,12 @@ func writeBatch(root *os.Root, dir string, names []string, files map[string][]by
 		}
 	}()
 	for i, name := range names {
-		if open[i], err = createNew(root, path.Join(dir, name), files[name], opts); err != nil {
+		if in != nil {
+			open[i], err = createNew(in, name, files[name], opts)
+		} else {
+			open[i], err = createNew(root, path.Join(dir, name), files[name], opts)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -407,11 +407,6 @@ func RemoveStaleTemps(path string, followSymlink bool) (removed int, err error) 
 	return removed, errlist.Join(errs...)
 }
 
-// readDirIn lists the directory name of root, sorted by name.
-func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
-	return fs.ReadDir(root.FS(), name)
-}
-
 func tempPrefix(base string) string {
 	if len(base) > maxTempBase {
 		base = base[:maxTempBase]
