@@ -81,7 +81,11 @@ func TestRestartWithZooKeeperDown(t *testing.T) {
 	if st := c2.Stats(); st.ItemsFetched != 0 {
 		t.Fatalf("re-read %d items of a generation already held", st.ItemsFetched)
 	}
-	// And it follows from there.
+	// And it follows from there. The publisher dials afresh: its old
+	// connection may still be between dial attempts, and go-zookeeper fails
+	// a request queued across a pass over its server list with ErrNoServer
+	// (seen under load: "zk: could not connect to a server").
+	pub = newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/config")
 	v3 := withItem(v2, "item00", "third")
 	g3, _ := pub.publish(v3)
 	waitGen(t, c2, g3, v3)
