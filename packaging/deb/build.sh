@@ -61,5 +61,8 @@ chmod 0644 "$stage/DEBIAN/md5sums"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$size|" "$here/control.in" >"$stage/DEBIAN/control"
 deb="$outdir/zkconf_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+# DEB_XZ_LEVEL: xz's preset, 6 (dpkg-deb's default) unless set. make
+# deb-test builds with 0: the same format and contents, in 4 CPU-seconds
+# instead of 32 (measured), and the package 17 % larger.
+dpkg-deb --root-owner-group -Zxz -z"${DEB_XZ_LEVEL:-6}" --build "$stage" "$deb" >/dev/null
 echo "$deb"
