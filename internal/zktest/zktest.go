@@ -101,6 +101,10 @@ type Options struct {
 	// Config adds or overrides lines of every server's zoo.cfg.
 	Config map[string]string
 	// JVMFlags are extra java flags (system properties for TLS, say).
+	// They follow the test defaults (C1 only, one compiler thread), so a
+	// later flag wins; a caller that turns C2 back on
+	// (-XX:TieredStopAtLevel=4) must also give -XX:CICompilerCount=2,
+	// or the JVM refuses to start.
 	JVMFlags []string
 	// SecureClient makes each server also listen on a secureClientPort,
 	// reported by Server.SecurePort, with a certificate for localhost and
