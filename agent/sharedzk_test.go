@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/zkconf/zkconf/internal/zktest"
@@ -16,8 +15,4 @@ import (
 var sharedZooKeeper zktest.Shared
 
 // TestMain stops the shared server after the run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sharedZooKeeper.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sharedZooKeeper.Main(m) }

@@ -25,11 +25,7 @@ import (
 var zooKeeper zktest.Shared
 
 // TestMain stops the examples' server after the run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	zooKeeper.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { zooKeeper.Main(m) }
 
 // exampleAgent runs a real agent (what confagent runs on every host) that
 // renders item app.conf to a file and refuses, with its check command, any

@@ -24,11 +24,7 @@ import (
 var zooKeeper zktest.Shared
 
 // TestMain stops the examples' server after the run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	zooKeeper.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { zooKeeper.Main(m) }
 
 // exampleAgent runs a real agent labelled zone=zone that renders item
 // app.conf to a file. The returned function stops it.
