@@ -329,7 +329,7 @@ func TestDurableBarrier(t *testing.T) {
 	// (1) The write held before its commit point.
 	reached, release := make(chan struct{}), make(chan struct{})
 	hold := func(step string) error {
-		if step == stepSynced {
+		if step == stepAppended {
 			close(reached)
 			<-release
 		}
@@ -368,7 +368,7 @@ func TestDurableBarrier(t *testing.T) {
 		}
 		return &hook
 	}
-	c.store.crashAt.Store(failAt(stepSynced))
+	c.store.crashAt.Store(failAt(stepAppended))
 	v = withItem(v, "item01", "v3")
 	g3, _ := pub.publish(v)
 	s = waitGen(t, c, g3, v)
@@ -386,7 +386,7 @@ func TestDurableBarrier(t *testing.T) {
 	if err := waitGen(t, c, g4, v).Durable(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	c.store.crashAt.Store(failAt(stepSynced, stepRetract))
+	c.store.crashAt.Store(failAt(stepAppended, stepRetract))
 	v = withItem(v, "item01", "v5")
 	g5, _ := pub.publish(v)
 	s = waitGen(t, c, g5, v)
