@@ -286,8 +286,8 @@ func testPersistedBefore(t *testing.T, barrier bool) {
 }
 
 // TestDurableBarrier: with WithDurableBarrier the snapshot is handed out
-// while its state is written (here held at the point where the pack and
-// the commit file's temporary are durable, before the commit point), and
+// while its state is written (here held at the point where the new
+// contents are appended to the pack, before the commit record), and
 // its Durable returns only once the write committed: until then the
 // persisted state is the previous generation. A write that fails is
 // retracted (the older state removed): Durable returns nil, since a
