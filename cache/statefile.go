@@ -143,8 +143,10 @@ const (
 	trailerMagic    = "zkcommit"
 	trailerEnd      = "zkc-end\n"
 	// packScanChunk is how much of the pack the loader reads at once
-	// when it looks for the last commit record.
-	packScanChunk = 64 << 10
+	// when it looks for the last commit record, and maxScanCandidates
+	// how many places holding trailerMagic it checks at most.
+	packScanChunk     = 64 << 10
+	maxScanCandidates = 1024
 )
 
 type stateHeader struct {
@@ -567,6 +569,7 @@ func (st *stateStore) loadFrames(pack string) (*stateCommit, map[string][]byte, 
 func lastRecord(f *os.File, key []byte, limit int64) (frameStart, bodyStart, end int64, body []byte, err error) {
 	// hi is the highest trailer start not yet looked at.
 	hi := limit - packTrailerSize
+	checked := 0
 	for hi >= int64(packHeaderSize) {
 		lo := max(int64(packHeaderSize), hi-packScanChunk+1)
 		buf := make([]byte, hi-lo+int64(len(trailerMagic)))
@@ -579,6 +582,13 @@ func lastRecord(f *os.File, key []byte, limit int64) (frameStart, bodyStart, end
 				break
 			}
 			n = i + len(trailerMagic) - 1
+			if checked++; checked > maxScanCandidates {
+				// A tail crafted full of magic (a published
+				// content torn in its append) costs a read
+				// each: the state is given up (ZooKeeper's
+				// is read) rather than the start delayed.
+				return 0, 0, 0, nil, fmt.Errorf("no intact commit record among the last %d candidates", maxScanCandidates)
+			}
 			at := lo + int64(i)
 			fs, bs, b, ok := checkTrailer(f, key, at)
 			if ok {
@@ -599,7 +609,7 @@ func checkTrailer(f *os.File, key []byte, off int64) (frameStart, bodyStart int6
 		return 0, 0, nil, false
 	}
 	fs, bl := binary.BigEndian.Uint64(t[8:]), binary.BigEndian.Uint64(t[16:])
-	if bl > maxStateFile || int64(bl) > off || fs < uint64(packHeaderSize) || int64(fs) > off-int64(bl) {
+	if bl > maxStateFile || bl > uint64(off) || fs < uint64(packHeaderSize) || fs > uint64(off)-bl {
 		return 0, 0, nil, false
 	}
 	bodyStart = off - int64(bl)

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -307,4 +308,89 @@ func fzCheckState(t *testing.T, path string, data []byte, root string) {
 		!maps.EqualFunc(got, items, bytes.Equal) {
 		t.Fatalf("write/read changed the snapshot")
 	}
+}
+
+// FuzzStatePackTail feeds the loader a framed pack (fzFramed: two
+// generations) cut short by cut bytes and followed by an arbitrary tail,
+// as a crash in the middle of an append or a disk's garbage leaves it: it
+// never panics, it loads one of the pack's generations whole (never an
+// error: the first frame is intact, and nothing in a tail passes for a
+// commit record without the pack's key), and the next write cuts the tail
+// off and appends a frame that loads.
+func FuzzStatePackTail(f *testing.F) {
+	f.Add([]byte{}, uint16(0))
+	f.Add([]byte{}, uint16(10))
+	f.Add(make([]byte, 4096), uint16(0))
+	f.Add([]byte(trailerMagic+"\x00\x00\x00\x00\x00\x00\x00\x20\x00\x00\x00\x00\x00\x00\x00\x02{}"), uint16(3))
+	f.Add(bytes.Repeat([]byte(trailerMagic), 20), uint16(64))
+	path := fzStore(f)
+	src, err := os.ReadFile(filepath.Join(path+itemDirSuffix, fzFramed))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, tail []byte, cut uint16) {
+		dir := filepath.Join(filepath.Dir(path), "tail")
+		defer os.RemoveAll(dir)
+		state := filepath.Join(dir, "state")
+		if err := os.MkdirAll(state+itemDirSuffix, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		n := max(len(src)-int(cut), 0)
+		pack := append(bytes.Clone(src[:n]), tail...)
+		if err := os.WriteFile(filepath.Join(state+itemDirSuffix, fzFramed), pack, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(state, fzPointer(t, fzRoots[0], fzFramed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st := newStateStore(state, fzRoots[0])
+		s, err := st.load()
+		if n < packHeaderSize {
+			if err == nil {
+				t.Fatalf("a pack without its header loaded")
+			}
+			return
+		}
+		if err != nil || s == nil || s.Generation() < 1 || s.Generation() > int64(len(fzFramedGens)) {
+			// A cut into the first frame leaves no commit.
+			if first := fzFirstFrameEnd(t, src); n < first && err != nil && errors.Is(err, errStateFile) {
+				return
+			}
+			// A tail flooded with trailer magic: given up on.
+			if bytes.Count(pack, []byte(trailerMagic)) > maxScanCandidates && errors.Is(err, errStateFile) {
+				return
+			}
+			t.Fatalf("loaded generation %d, %v", genOf(s), err)
+		}
+		want := fzFramedGens[s.Generation()-1]
+		got := s.itemMap()
+		if !maps.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("generation %d loaded with other items", s.Generation())
+		}
+		end := st.end
+		next := fzSnapshot(9, map[string][]byte{"app.json": fzItems["app.json"], "new": []byte("new")})
+		if err := st.write(next); err != nil {
+			t.Fatalf("write after the tail: %v", err)
+		}
+		if !st.last.newPack {
+			b, _ := os.ReadFile(filepath.Join(state+itemDirSuffix, fzFramed))
+			if fs := int64(binary.BigEndian.Uint64(b[len(b)-packTrailerSize+8:])); fs != end {
+				t.Fatalf("the new frame starts at %d, want %d", fs, end)
+			}
+		}
+		s2, err := loadState(state, fzRoots[0])
+		if err != nil || s2.Generation() != 9 {
+			t.Fatalf("after the write: generation %d, %v", genOf(s2), err)
+		}
+	})
+}
+
+// fzFirstFrameEnd is where the first frame of the framed pack src ends.
+func fzFirstFrameEnd(t *testing.T, src []byte) int {
+	t.Helper()
+	i := bytes.Index(src, []byte(trailerEnd))
+	if i < 0 {
+		t.Fatal("no trailer in the framed pack")
+	}
+	return i + len(trailerEnd)
 }

@@ -390,6 +390,40 @@ func TestStateItemFileCorrupt(t *testing.T) {
 	}
 }
 
+// TestStateTailFloodedWithMagic: a torn tail holding the trailer's magic
+// over and over (a published content that says it, torn in its append)
+// passes for no commit record (the checksum is keyed), and the loader
+// gives up after maxScanCandidates of them rather than read on: the state
+// is unusable (ZooKeeper's is read), never a forged generation.
+func TestStateTailFloodedWithMagic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	items := map[string][]byte{"a": []byte("alpha")}
+	if err := writeState(path, "/r", newTestSnapshot(t, 1, items)); err != nil {
+		t.Fatal(err)
+	}
+	pack := onlyPack(t, path)
+	intact, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		copies int
+		ok     bool
+	}{{maxScanCandidates / 2, true}, {maxScanCandidates + 1, false}} {
+		b := append(bytes.Clone(intact), bytes.Repeat([]byte(trailerMagic), tc.copies)...)
+		if err := os.WriteFile(pack, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := loadState(path, "/r")
+		if tc.ok && (err != nil || s.Generation() != 1) {
+			t.Fatalf("%d copies: %v %v, want generation 1", tc.copies, genOf(s), err)
+		}
+		if !tc.ok && (s != nil || !errors.Is(err, errStateFile)) {
+			t.Fatalf("%d copies: generation %d, %v; want errStateFile", tc.copies, genOf(s), err)
+		}
+	}
+}
+
 // TestStateOrphanCleanup: the first write of a process removes packs,
 // item files and temporaries nothing references, and nothing that is not
 // its own.
