@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -57,10 +58,15 @@ func TestStateAppendSyncsOnce(t *testing.T) {
 	if err := writeState(path, "/r", newTestSnapshot(t, 1, items)); err != nil {
 		t.Fatal(err)
 	}
-	var synced []string
+	var (
+		mu     sync.Mutex // the two directories are synced at once
+		synced []string
+	)
 	st := newStateStore(path, "/r")
 	st.fsyncDir = func(d *os.File) error {
+		mu.Lock()
 		synced = append(synced, d.Name())
+		mu.Unlock()
 		return d.Sync()
 	}
 	if s, err := st.load(); err != nil || s.Generation() != 1 {

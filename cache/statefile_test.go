@@ -409,7 +409,7 @@ func TestStateTailFloodedWithMagic(t *testing.T) {
 	for _, tc := range []struct {
 		copies int
 		ok     bool
-	}{{maxScanCandidates / 2, true}, {maxScanCandidates + 1, false}} {
+	}{{maxScanCandidates / 2, true}, {maxScanCandidates + packTrailerSize/len(trailerMagic), false}} {
 		b := append(bytes.Clone(intact), bytes.Repeat([]byte(trailerMagic), tc.copies)...)
 		if err := os.WriteFile(pack, b, 0o600); err != nil {
 			t.Fatal(err)
