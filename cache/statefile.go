@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -546,7 +547,7 @@ func (st *stateStore) loadFrames(pack string) (*stateCommit, map[string][]byte, 
 			// Keyed: written by this store, so not a torn write.
 			return nil, nil, fmt.Errorf("pack %s, commit record at %d: %w", pack, bodyStart, err)
 		}
-		items, tornErr, err := readContents(f, c, pack, frameStart, bodyStart)
+		items, tornErr, err := readContents(f, c, pack, packHeaderSize, frameStart, bodyStart)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -624,10 +625,11 @@ func checkTrailer(f *os.File, key []byte, off int64) (frameStart, bodyStart int6
 }
 
 // readContents reads and checks every content of the commit record c of
-// a frame whose contents are [frameStart, bodyStart) of the pack f. A
-// content of the frame itself that does not match is a torn append
-// (torn says which); one of an earlier frame, corruption (an error).
-func readContents(f *os.File, c *stateCommit, pack string, frameStart, bodyStart int64) (items map[string][]byte, torn, err error) {
+// a frame whose contents are [frameStart, bodyStart) of the pack f, whose
+// contents start at lo. A content of the frame itself that does not match
+// is a torn append (torn says which); one of an earlier frame, corruption
+// (an error).
+func readContents(f *os.File, c *stateCommit, pack string, lo, frameStart, bodyStart int64) (items map[string][]byte, torn, err error) {
 	items = make(map[string][]byte, len(c.m.Items))
 	byHash := make(map[string][]byte, len(c.at))
 	for _, name := range c.m.Names() {
@@ -637,8 +639,8 @@ func readContents(f *os.File, c *stateCommit, pack string, frameStart, bodyStart
 			continue
 		}
 		off := c.at[it.SHA256]
-		if off < int64(packHeaderSize) || off+it.Size > bodyStart {
-			return nil, nil, fmt.Errorf("%w: item %q: offset %d outside the pack's contents before its commit record (%d)", errStateFile, name, off, bodyStart)
+		if off < lo || off+it.Size > bodyStart {
+			return nil, nil, fmt.Errorf("%w: item %q: pack %s: offset %d and size %d outside its contents [%d, %d)", errStateFile, name, pack, off, it.Size, lo, bodyStart)
 		}
 		b := make([]byte, it.Size)
 		if _, err := f.ReadAt(b, off); err != nil {
@@ -669,29 +671,10 @@ func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
 	}
-	items := make(map[string][]byte, len(c.m.Items))
-	byHash := make(map[string][]byte, len(c.at))
-	for _, name := range c.m.Names() {
-		it := c.m.Items[name]
-		if b, ok := byHash[it.SHA256]; ok {
-			items[name] = b
-			continue
-		}
-		off := c.at[it.SHA256]
-		if off+it.Size > fi.Size() {
-			return nil, fmt.Errorf("%w: item %q: pack %s ends at %d, before the item's end %d", errStateFile, name, c.pack, fi.Size(), off+it.Size)
-		}
-		b := make([]byte, it.Size)
-		if _, err := f.ReadAt(b, off); err != nil {
-			return nil, fmt.Errorf("%w: item %q: pack %s: %w", errStateFile, name, c.pack, err)
-		}
-		if !c.m.Matches(name, b) {
-			return nil, fmt.Errorf("%w: item %q: its bytes in pack %s do not match the manifest (corrupted)", errStateFile, name, c.pack)
-		}
-		byHash[it.SHA256] = b
-		items[name] = b
-	}
-	return items, nil
+	// One frame of the whole file that is never torn: a mismatch is
+	// corruption.
+	items, _, err := readContents(f, c, c.pack, 0, math.MaxInt64, fi.Size())
+	return items, err
 }
 
 // loadItemFiles reads and checks every content of a format 2 commit from

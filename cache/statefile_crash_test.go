@@ -170,26 +170,28 @@ func crashCases() []crashCase {
 		name: "convert", prevGen: 4, prev: v1, nextGen: 4, next: v1, prevFormat: stateFormatV3, steps: newPackSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			writeV3State(t, path, "/r", newTestSnapshot(t, 4, v1))
-			st := newStateStore(path, "/r")
-			s, err := st.load()
-			if err != nil || !st.legacy {
-				t.Fatalf("load the old layout: %v (legacy %v)", err, st.legacy)
-			}
-			return st, s
+			return loadLegacy(t, path)
 		},
 	}, {
 		// The conversion of format 2 (a file per item).
 		name: "convert-v2", prevGen: 4, prev: v1, nextGen: 4, next: v1, prevFormat: stateFormatV2, steps: newPackSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			writeV2State(t, path, "/r", newTestSnapshot(t, 4, v1))
-			st := newStateStore(path, "/r")
-			s, err := st.load()
-			if err != nil || !st.legacy {
-				t.Fatalf("load the old layout: %v (legacy %v)", err, st.legacy)
-			}
-			return st, s
+			return loadLegacy(t, path)
 		},
 	}}
+}
+
+// loadLegacy loads the state of an older layout at path, as the process
+// that converts it does.
+func loadLegacy(t *testing.T, path string) (*stateStore, *Snapshot) {
+	t.Helper()
+	st := newStateStore(path, "/r")
+	s, err := st.load()
+	if err != nil || !st.legacy {
+		t.Fatalf("load the old layout: %v (legacy %v)", err, st.legacy)
+	}
+	return st, s
 }
 
 // checkRestart is the restart after a crash of c's write at a step: the
