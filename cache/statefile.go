@@ -198,8 +198,9 @@ type stateCommit struct {
 }
 
 // encodeRecordBody returns the body of s's commit record, whose contents
-// are at the offsets at (by hex sha256) of the pack.
-func encodeRecordBody(root string, s *Snapshot, at map[string]int64, now time.Time) ([]byte, error) {
+// are at the offsets at (by hex sha256) of the pack; menc is s's manifest,
+// encoded.
+func encodeRecordBody(root string, s *Snapshot, menc []byte, at map[string]int64, now time.Time) ([]byte, error) {
 	offsets := make([]int64, 0, len(at))
 	seen := make(map[string]struct{}, len(at))
 	for _, name := range s.names {
@@ -214,7 +215,7 @@ func encodeRecordBody(root string, s *Snapshot, at map[string]int64, now time.Ti
 		Root:     root,
 		Zxid:     s.zxid,
 		SavedAt:  &saved,
-		Manifest: s.m.Encode(),
+		Manifest: menc,
 		Left:     s.left,
 		At:       offsets,
 	})
@@ -793,7 +794,8 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 	}
 	// The commit record's size is close to the manifest's (its offsets
 	// and fields add little): live bytes too, as is one record.
-	record := int64(len(s.m.Encode())+24*len(order)+256) + packTrailerSize
+	menc := s.m.Encode()
+	record := int64(len(menc)+24*len(order)+256) + packTrailerSize
 	pack, err := st.openPack(live+record, fresh+record)
 	if err != nil {
 		return err
@@ -821,7 +823,7 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 		st.last.itemFiles++
 		st.last.itemBytes += s.m.Items[name].Size
 	}
-	body, err := encodeRecordBody(st.root, s, at, time.Now())
+	body, err := encodeRecordBody(st.root, s, menc, at, time.Now())
 	if err != nil {
 		_ = pack.Close()
 		return err
