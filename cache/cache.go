@@ -311,11 +311,11 @@ func (c *Cache) Close() error {
 	return nil
 }
 
-// convertState writes s, loaded from a state in an older layout (a file
-// per item, or items inline), in the packed layout, and removes the old
-// files. A failure is logged: the old state stays as it was until a write
-// succeeds (a crash before the new commit point leaves it, after it the
-// new one).
+// convertState writes s, loaded from a state in an older layout (a commit
+// file naming a pack of bare contents, a file per item, or items inline),
+// to a framed pack, and removes the old files. A failure is logged: the
+// old state stays as it was until a write succeeds (a crash before the
+// new commit point leaves it, after it the new one).
 func (c *Cache) convertState(s *Snapshot) {
 	if err := c.store.write(s); err != nil {
 		c.log.Warn("could not convert the state file to the packed layout; the next write retries", "path", c.opts.stateFile, "err", err)

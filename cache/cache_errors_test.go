@@ -79,7 +79,7 @@ func TestCacheErrorMessages(t *testing.T) {
 func TestCacheStateFileErrorMessages(t *testing.T) {
 	items := map[string][]byte{"a": []byte("alpha")}
 	good, h := encodedState(t, items)
-	h.Format = 4
+	h.Format = stateFormat + 1
 	future, _ := json.Marshal(h)
 	for _, tc := range []struct {
 		name, root string
@@ -88,7 +88,7 @@ func TestCacheStateFileErrorMessages(t *testing.T) {
 	}{
 		{"BitFlip", "/r", bytes.Replace(good, []byte(`"generation":2`), []byte(`"generation":3`), 1), "unusable state file: checksum mismatch (file corrupted)"},
 		{"OtherRoot", "/other", good, `unusable state file: it holds root "/r", not "/other"`},
-		{"FutureFormat", "/r", future, "unusable state file: format 4, this zkconf reads 3"},
+		{"FutureFormat", "/r", future, "unusable state file: format 5, this zkconf reads 4"},
 		{"NotJSON", "/r", []byte("{"), "unusable state file: not JSON"},
 		{"WrongKind", "/r", []byte(`{"kind":"x","format":1}`), `unusable state file: kind "x" is not`},
 	} {

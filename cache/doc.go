@@ -357,23 +357,26 @@
 // (with WithDurableBarrier: while it is handed out, and Snapshot.Durable
 // returns once it is persisted, so that a consumer prepares its effect
 // meanwhile and shows it only after), incrementally: the contents the
-// current pack does not hold are appended to one append-only pack in the
-// directory beside the state file (path + ".d"), then the state file
-// itself, the commit point (a kind, a format, a sha256 checksum over the
-// exact bytes of its body: root, zxid, manifest, the pack's name and each
-// content's offset), is replaced atomically; the pack's bytes and the
-// state file's temporary are fsynced together, then the rename and the
-// directory's fsync. A pack grown past twice the live contents plus 1 MiB
-// is replaced by a new one after the commit point (statefile.go gives the
+// current pack does not hold and a commit record (root, zxid, manifest,
+// each content's offset, with a fixed-size trailer: its length and a
+// sha256 checksum keyed by the pack's random key) are appended to one
+// append-only pack in the directory beside the state file (path + ".d"),
+// and the pack is synced once: that sync is the commit point, with no
+// rename and no directory sync. The state file itself is a pointer naming
+// the pack; it is replaced atomically (rename, directory sync) only when
+// a write starts a new pack: the first, one after a failed write, or when
+// the pack has grown past twice the live contents plus 1 MiB (the older
+// pack is removed after that commit point; statefile.go gives the
 // layout and the crash analysis). An apply that changes one item of
-// 100 × 4 KiB appends that item and writes a ~10 KiB state file. New loads
+// 100 × 4 KiB appends that item and a ~10 KiB commit record. New loads
 // the state before contacting ZooKeeper, so Snapshot is available at once
 // (state Stale, ErrNotSynced, until the first sync). A corrupt, truncated
 // or foreign (other root) state file, or a pack whose contents do not
 // match the manifest, makes the whole state ignored with a warning: the
 // cache starts without a snapshot and reads ZooKeeper's in full, never
 // serving a partial one. A crash before the commit point leaves the
-// previous generation loadable. The previous layouts (a file per content,
-// items inline) are read and converted by New; an older zkconf ignores the
+// previous generation loadable. The previous layouts (a commit file naming
+// a pack of bare contents, a file per content, items inline) are read and
+// converted by New; an older zkconf ignores the
 // new format (and re-reads ZooKeeper).
 package cache

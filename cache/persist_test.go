@@ -286,8 +286,8 @@ func testPersistedBefore(t *testing.T, barrier bool) {
 }
 
 // TestDurableBarrier: with WithDurableBarrier the snapshot is handed out
-// while its state is written (here held at the point where the pack and
-// the commit file's temporary are durable, before the commit point), and
+// while its state is written (here held at the point where the new
+// contents are appended to the pack, before the commit record), and
 // its Durable returns only once the write committed: until then the
 // persisted state is the previous generation. A write that fails is
 // retracted (the older state removed): Durable returns nil, since a
@@ -329,7 +329,7 @@ func TestDurableBarrier(t *testing.T) {
 	// (1) The write held before its commit point.
 	reached, release := make(chan struct{}), make(chan struct{})
 	hold := func(step string) error {
-		if step == stepSynced {
+		if step == stepAppended {
 			close(reached)
 			<-release
 		}
@@ -368,7 +368,7 @@ func TestDurableBarrier(t *testing.T) {
 		}
 		return &hook
 	}
-	c.store.crashAt.Store(failAt(stepSynced))
+	c.store.crashAt.Store(failAt(stepAppended))
 	v = withItem(v, "item01", "v3")
 	g3, _ := pub.publish(v)
 	s = waitGen(t, c, g3, v)
@@ -386,7 +386,7 @@ func TestDurableBarrier(t *testing.T) {
 	if err := waitGen(t, c, g4, v).Durable(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	c.store.crashAt.Store(failAt(stepSynced, stepRetract))
+	c.store.crashAt.Store(failAt(stepAppended, stepRetract))
 	v = withItem(v, "item01", "v5")
 	g5, _ := pub.publish(v)
 	s = waitGen(t, c, g5, v)

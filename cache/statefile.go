@@ -2,12 +2,15 @@ package cache
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,75 +22,100 @@ import (
 )
 
 // The persisted state (WithStateFile) of a cache with state file path is
-// one pack of item contents and one small commit file, so that an apply
-// writes the changed items' bytes and one commit file, and creates no
-// inode in the common case.
+// one append-only pack in the item directory path.d, holding the item
+// contents and, after each write's contents, that write's commit record;
+// path itself is a small pointer naming the pack. An apply appends its
+// new contents and its commit record to the pack and syncs the pack once:
+// that sync is the commit point, one disk wait per state write. No file
+// is created, renamed or removed, and no directory is synced, in the
+// common case.
 //
-// The pack is a file of the item directory path.d named "pack-" and
-// digits: the contents of the items (each distinct content once, keyed by
-// its hex sha256) one after the other, nothing else. It is append-only:
-// an apply appends the contents that the current pack does not hold yet
-// (an existing file: no new inode, no directory entry) and fsyncs it. When
-// the pack has grown past twice the bytes the new generation references
-// plus packSlack (the contents of older generations), the apply writes a
-// new pack instead, holding only the new generation's contents (created,
-// written and fsynced with the item directory); the older pack is removed
-// after the commit point. Bytes a commit file does not reference (an
-// append a crash or an error cut short, older generations' contents) are
-// never read.
+// The pack, path.d/pack-<digits>, is:
 //
-// The commit file, path itself, is one small JSON document naming the
-// generation and where its contents are:
+//	header   "zkconf-state-pk4" and 16 random bytes (the pack's key)
+//	frame    contents... | body | trailer
+//	frame    ...
 //
-//	{
-//	  "kind":     "zkconf-cache-state",
-//	  "format":   3,
-//	  "checksum": "<hex sha256 of the exact bytes of body>",
-//	  "body": {
-//	    "root":     "/config",
-//	    "zxid":     4294967321,
-//	    "saved_at": "2025-01-02T03:04:05Z",
-//	    "manifest": { ...the generation's manifest, as published... },
-//	    "pack":     "pack-123456789",
-//	    "at":       [ <offset in the pack of each distinct content>, ... ]
-//	  }
-//	}
+// A frame is one write: the contents the pack does not hold yet (each
+// distinct content once, keyed by its hex sha256, raw, one after the
+// other), then the commit record: body, the JSON of the generation (root,
+// zxid, saved_at, manifest, left incarnations, and "at", the offset in the
+// pack of each distinct content, which may be in this frame or an earlier
+// one), then a fixed-size trailer of packTrailerSize bytes:
 //
-// Its content is written to a temporary file of its directory and fsynced
-// together with the pack (and, for a new pack, the item directory); then
-// the temporary file is renamed over path and the directory fsynced. The
-// rename is the commit point: the pack bytes it names are durable before
-// it, and nothing it names is removed or overwritten after it (the pack
-// is only appended to, and a new pack has a new name).
+//	"zkcommit" | frame start (u64) | body length (u64) |
+//	sha256(key | the 24 bytes before | body) | "zkc-end\n"
 //
-// The write's durability (Snapshot.Durable, what a consumer with
-// WithDurableBarrier waits for before it shows the generation) is
-// reached once the rename is durable, before the older pack's removal.
+// (integers big-endian). The frame start is where the frame's contents
+// begin: the end of the previous frame. The checksum is keyed with the
+// pack's random key, which only the state directory's owner can read, so
+// that a published item's content cannot pass for a commit record when
+// the loader scans for one (below).
 //
-// A crash before the commit point leaves the previous commit file and the
-// pack it names, whose referenced bytes are untouched (an append writes
-// past them); a crash after it leaves the new generation and perhaps an
-// older pack, which the next process's first write removes. On load the
-// commit file's checksum, the root and the manifest are checked, and every
-// item's bytes are read from the pack and checked (size and sha256)
-// against the manifest; a state that fails any check (torn, missing or
-// corrupt) is not used at all (the cache logs why and starts without a
+// The pointer, path, is checksummed JSON like the older commit files:
+//
+//	{"kind": "zkconf-cache-state", "format": 4, "checksum": "<hex sha256 of body>",
+//	 "body": {"root": "/config", "pack": "pack-123456789"}}
+//
+// It changes only when a write starts a new pack: the first write, a
+// write after a failed one (retract), a compaction (the pack holds more
+// than twice the live bytes plus packSlack; the new pack holds the live
+// contents only), the conversion of an older layout. Such a write creates
+// the pack, writes it whole and syncs it together with the item
+// directory (the pack's entry) and a temporary holding the new pointer,
+// then renames the temporary over path and syncs path's directory: that
+// rename is its commit point. The older pack is removed after it
+// (cleanup), never before the new pointer's entry is durable.
+//
+// An append write syncs the pack with fdatasync(2): it flushes the
+// appended bytes and the metadata needed to read them back, the file's
+// new size among them (what an append changes; the mtime it does not
+// flush is never read). It also truncates the pack to the end of the last
+// commit it knows, first, when the pack is longer (a torn append, or one
+// a full disk cut short): a frame is only ever appended right after an
+// intact one, so the pack is intact frames and then at most one torn tail.
+// The first write of a process also syncs both directories, so that a
+// pointer or pack entry an earlier process renamed or created but did not
+// make durable (killed before its directory sync) is durable before this
+// process's first commit counts.
+//
+// The loader reads the pointer, the pack's header and the last frame:
+// it reads the pack's end backwards (in chunks) for a trailer whose magic,
+// lengths and keyed checksum hold, and takes the frame it ends. In the
+// common case that is the pack's last packTrailerSize bytes, and start-up
+// reads the trailer, the body and the live contents, never older frames.
+// A torn tail (a crash in the middle of an append: a partial frame, zeros,
+// a trailer that does not check) is skipped by the backward scan, as is a
+// frame whose commit record landed but one of whose own contents did not
+// (the disk writes back pages in any order before the sync): a content
+// of the frame that does not match its hash sends the loader to the
+// frame before. A content of an earlier frame that does not match is
+// corruption (those bytes were durable when the frame was written): the
+// state is not used at all (the cache logs why and starts without a
 // persisted snapshot), never served partly.
 //
-// Older layouts are still read: format 2 (the commit file without pack
-// and offsets, one file per distinct content in path.d named by its hex
-// sha256) and format 1 (every item inline, base64, in the body's
-// "items"). The cache converts them when it loads them (New writes the
-// loaded generation in format 3, then removes the old item files).
+// Snapshot.Durable (WithDurableBarrier) returns once the commit point is
+// durable: the append's fdatasync, or the pointer's rename and its
+// directory's sync.
+//
+// Older layouts are still read: format 3 (the commit file at path naming
+// a pack of bare contents and their offsets), format 2 (the commit file,
+// and one file per distinct content in path.d named by its hex sha256) and
+// format 1 (every item inline, base64, in the body's "items"). The cache
+// converts them when it loads them (New writes the loaded generation in
+// format 4, a new pack, then removes the old files).
 //
 // One cache owns a state file path. In path.d it only ever removes files
 // whose names it could have written (packs, 64 hex digits, or its
 // temporaries), nothing else.
 const (
 	stateKind = "zkconf-cache-state"
-	// stateFormat is the format written; stateFormatV2 (a file per item)
-	// and stateFormatV1 (items inline) are still read.
-	stateFormat   = 3
+	// stateFormat is the format written (the pointer's; its pack is
+	// framed); stateFormatV3 (a commit file and a pack of bare contents),
+	// stateFormatV2 (a file per item) and stateFormatV1 (items inline)
+	// are still read.
+	stateFormat   = 4
+	stateFormatV3 = 3
 	stateFormatV2 = 2
 	stateFormatV1 = 1
 	// maxStateFile bounds what New reads (the commit file, and the items
@@ -100,11 +128,26 @@ const (
 	tmpMarker = ".tmp-"
 	// packPrefix starts every pack's name (digits follow).
 	packPrefix = "pack-"
-	// packSlack is how many bytes of older generations' contents a pack
-	// may hold beyond the live ones before a write starts a new pack: a
-	// new pack costs an inode and a directory fsync, a grown one only
-	// disk space.
+	// packSlack is how many bytes of older generations' contents and
+	// commit records a pack may hold beyond the live ones before a write
+	// starts a new pack: a new pack costs an inode, a rename and two
+	// directory syncs, a grown one only disk space.
 	packSlack = 1 << 20
+	// packMagic starts a framed pack (format 4), packKeySize random bytes
+	// follow.
+	packMagic      = "zkconf-state-pk4"
+	packKeySize    = 16
+	packHeaderSize = 32 // len(packMagic) + packKeySize
+	// packTrailerSize is the size of a commit record's trailer, which
+	// starts with trailerMagic and ends with trailerEnd.
+	packTrailerSize = 64
+	trailerMagic    = "zkcommit"
+	trailerEnd      = "zkc-end\n"
+	// packScanChunk is how much of the pack the loader reads at once
+	// when it looks for the last commit record, and maxScanCandidates
+	// how many places holding trailerMagic it checks at most.
+	packScanChunk     = 64 << 10
+	maxScanCandidates = 1024
 )
 
 type stateHeader struct {
@@ -114,43 +157,50 @@ type stateHeader struct {
 	Body     json.RawMessage `json:"body"`
 }
 
+// stateBody is the body of a commit record (format 4, in the pack), of a
+// commit file (formats 1 to 3), and of the pointer (format 4: Root and
+// Pack only).
 type stateBody struct {
 	Root     string          `json:"root"`
-	Zxid     int64           `json:"zxid"`
-	SavedAt  time.Time       `json:"saved_at"`
-	Manifest json.RawMessage `json:"manifest"`
+	Zxid     int64           `json:"zxid,omitempty"`
+	SavedAt  *time.Time      `json:"saved_at,omitempty"`
+	Manifest json.RawMessage `json:"manifest,omitempty"`
 	// Left is the incarnations held before (Snapshot.LeftIncarnations).
 	Left []IncarnationMark `json:"left_incarnations,omitempty"`
 	// Items holds every item's content in format 1 only.
 	Items map[string][]byte `json:"items,omitempty"`
-	// Pack names the pack in the item directory (format 3), and At is
-	// the offset in it of each distinct content, in the order in which
-	// the manifest's sorted item names first name each (a list, not a
-	// map by hash: half the bytes, and no hash to encode and decode).
-	Pack string  `json:"pack,omitempty"`
-	At   []int64 `json:"at,omitempty"`
+	// Pack names the pack in the item directory (the pointer of format
+	// 4, the commit file of format 3).
+	Pack string `json:"pack,omitempty"`
+	// At is the offset in the pack of each distinct content (format 4's
+	// commit record, format 3's commit file), in the order in which the
+	// manifest's sorted item names first name each (a list, not a map by
+	// hash: half the bytes, and no hash to encode and decode).
+	At []int64 `json:"at,omitempty"`
 }
 
 // errStateFile marks a persisted state that exists but cannot be used.
 var errStateFile = errors.New("unusable state file")
 
-// stateCommit is a decoded, checked commit file.
+// stateCommit is a decoded, checked commit file, pointer or commit record.
 type stateCommit struct {
 	format int
 	m      *manifest.Manifest
 	zxid   int64
 	left   []IncarnationMark
 	// items is every item's content (format 1), already checked against
-	// m; nil in formats 2 and 3, whose items are in the item directory.
+	// m; nil in formats 2 to 4, whose items are in the item directory.
 	items map[string][]byte
-	// pack and at locate the contents in format 3 (stateBody).
+	// pack names the pack (the pointer of format 4, format 3); at
+	// locates the contents in it (format 4's commit record, format 3).
 	pack string
 	at   map[string]int64
 }
 
-// encodeState returns the commit file bytes of s, whose contents are at
-// the offsets at (by hex sha256) in the pack named pack.
-func encodeState(root string, s *Snapshot, pack string, at map[string]int64, now time.Time) ([]byte, error) {
+// encodeRecordBody returns the body of s's commit record, whose contents
+// are at the offsets at (by hex sha256) of the pack; menc is s's manifest,
+// encoded.
+func encodeRecordBody(root string, s *Snapshot, menc []byte, at map[string]int64, now time.Time) ([]byte, error) {
 	offsets := make([]int64, 0, len(at))
 	seen := make(map[string]struct{}, len(at))
 	for _, name := range s.names {
@@ -160,15 +210,24 @@ func encodeState(root string, s *Snapshot, pack string, at map[string]int64, now
 			offsets = append(offsets, at[h])
 		}
 	}
+	saved := now.UTC()
 	body, err := json.Marshal(stateBody{
 		Root:     root,
 		Zxid:     s.zxid,
-		SavedAt:  now.UTC(),
-		Manifest: s.m.Encode(),
+		SavedAt:  &saved,
+		Manifest: menc,
 		Left:     s.left,
-		Pack:     pack,
 		At:       offsets,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return body, nil
+}
+
+// encodePointer returns the pointer naming pack for root.
+func encodePointer(root, pack string) ([]byte, error) {
+	body, err := json.Marshal(stateBody{Root: root, Pack: pack})
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
@@ -180,8 +239,9 @@ func encodeState(root string, s *Snapshot, pack string, at map[string]int64, now
 	return append(out, '\n'), nil
 }
 
-// decodeState checks and parses a commit file for root. Every failure wraps
-// errStateFile.
+// decodeState checks and parses what is at the state file's path for
+// root: a pointer (format 4: the pack's name only) or a commit file of an
+// older format. Every failure wraps errStateFile.
 func decodeState(root string, data []byte) (*stateCommit, error) {
 	var h stateHeader
 	if err := json.Unmarshal(data, &h); err != nil {
@@ -190,15 +250,44 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 	if h.Kind != stateKind {
 		return nil, fmt.Errorf("%w: kind %q is not %q", errStateFile, h.Kind, stateKind)
 	}
-	if h.Format != stateFormat && h.Format != stateFormatV2 && h.Format != stateFormatV1 {
+	if h.Format < stateFormatV1 || h.Format > stateFormat {
 		return nil, fmt.Errorf("%w: format %d, this zkconf reads %d", errStateFile, h.Format, stateFormat)
 	}
 	sum := sha256.Sum256(h.Body)
 	if hex.EncodeToString(sum[:]) != h.Checksum {
 		return nil, fmt.Errorf("%w: checksum mismatch (file corrupted)", errStateFile)
 	}
+	if h.Format == stateFormat {
+		return decodePointer(root, h.Body)
+	}
+	return decodeBody(root, h.Format, h.Body)
+}
+
+// decodePointer checks and parses the body of a format 4 pointer.
+func decodePointer(root string, body []byte) (*stateCommit, error) {
 	var b stateBody
-	if err := json.Unmarshal(h.Body, &b); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("%w: body: %v", errStateFile, err)
+	}
+	if b.Root != root {
+		return nil, fmt.Errorf("%w: it holds root %q, not %q", errStateFile, b.Root, root)
+	}
+	if b.Zxid != 0 || b.SavedAt != nil || b.Manifest != nil || b.Left != nil || b.Items != nil || b.At != nil {
+		return nil, fmt.Errorf("%w: format %d: the pointer holds only the pack's name", errStateFile, stateFormat)
+	}
+	if !validPackName(b.Pack) {
+		return nil, fmt.Errorf("%w: pack name %q", errStateFile, b.Pack)
+	}
+	return &stateCommit{format: stateFormat, pack: b.Pack}, nil
+}
+
+// decodeBody checks and parses the body of a commit record (format 4) or
+// of a commit file (formats 1 to 3).
+func decodeBody(root string, format int, body []byte) (*stateCommit, error) {
+	var b stateBody
+	if err := json.Unmarshal(body, &b); err != nil {
 		return nil, fmt.Errorf("%w: body: %v", errStateFile, err)
 	}
 	if b.Root != root {
@@ -219,13 +308,16 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 			return nil, fmt.Errorf("%w: bad left incarnation %q", errStateFile, l.Incarnation)
 		}
 	}
-	c := &stateCommit{format: h.Format, m: m, zxid: b.Zxid, left: b.Left}
-	if h.Format != stateFormatV1 && b.Items != nil {
-		return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, h.Format)
+	c := &stateCommit{format: format, m: m, zxid: b.Zxid, left: b.Left}
+	if format != stateFormatV1 && b.Items != nil {
+		return nil, fmt.Errorf("%w: format %d holds no items inline", errStateFile, format)
 	}
-	switch h.Format {
-	case stateFormat:
-		if !validPackName(b.Pack) {
+	switch format {
+	case stateFormat, stateFormatV3:
+		if format == stateFormat && b.Pack != "" {
+			return nil, fmt.Errorf("%w: a commit record names no pack", errStateFile)
+		}
+		if format == stateFormatV3 && !validPackName(b.Pack) {
 			return nil, fmt.Errorf("%w: pack name %q", errStateFile, b.Pack)
 		}
 		at := make(map[string]int64, len(b.At))
@@ -250,12 +342,12 @@ func decodeState(root string, data []byte) (*stateCommit, error) {
 		return c, nil
 	case stateFormatV2:
 		if b.Pack != "" || b.At != nil {
-			return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, h.Format)
+			return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, format)
 		}
 		return c, nil
 	}
 	if b.Pack != "" || b.At != nil {
-		return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, h.Format)
+		return nil, fmt.Errorf("%w: format %d has no pack", errStateFile, format)
 	}
 	if len(b.Items) != len(m.Items) {
 		return nil, fmt.Errorf("%w: %d items for a manifest of %d", errStateFile, len(b.Items), len(m.Items))
@@ -279,15 +371,41 @@ func validPackName(name string) bool {
 	return ok && len(digits) >= 1 && len(digits) <= 20 && strings.Trim(digits, "0123456789") == ""
 }
 
+// trailer returns the commit record trailer of a frame starting at
+// frameStart whose body is body, in a pack keyed key.
+func trailer(key []byte, frameStart int64, body []byte) []byte {
+	t := make([]byte, packTrailerSize)
+	copy(t, trailerMagic)
+	binary.BigEndian.PutUint64(t[8:], uint64(frameStart))
+	binary.BigEndian.PutUint64(t[16:], uint64(len(body)))
+	copy(t[24:56], trailerSum(key, t[:24], body))
+	copy(t[56:], trailerEnd)
+	return t
+}
+
+// trailerSum is the keyed checksum of a commit record.
+func trailerSum(key, fields, body []byte) []byte {
+	h := sha256.New()
+	h.Write(key)
+	h.Write(fields)
+	h.Write(body)
+	return h.Sum(nil)
+}
+
 // stateStore is a cache's persisted state. Only the cache's sync loop (and
 // New, before it starts) uses it.
 type stateStore struct {
 	path, dir, root string
-	// pack is the pack the last commit file written or loaded by this
-	// store names ("" when there is none: the next write starts a pack),
-	// and have the offset in it of each content that commit references.
+	// pack is the pack the pointer names after the last write or load
+	// of this store ("" when there is none, or when it is not one this
+	// store appends to: the next write starts a pack), have the offset in
+	// it of each content the last commit references, key its key, and
+	// end the end of the last commit record (where the next frame
+	// starts).
 	pack string
 	have map[string]int64
+	key  []byte
+	end  int64
 	// slack is packSlack (tests lower it).
 	slack int64
 	// legacy: the state loaded is in an older format (converted by the
@@ -297,9 +415,11 @@ type stateStore struct {
 	swept bool
 	// dirReady: the item directory exists and its entry is durable.
 	dirReady bool
+	// dirsSynced: both directories were synced by this process (its
+	// first write does it).
+	dirsSynced bool
 	// crashAt, when set (tests), runs at each step of a write (the
-	// writeStep constants); an error stops the write there, as a crash
-	// would.
+	// step constants); an error stops the write there, as a crash would.
 	crashAt atomic.Pointer[func(step string) error]
 	// fsyncDir, when set (tests, before the store is used), stands in for
 	// the fsync(2) of the state's directories.
@@ -308,16 +428,24 @@ type stateStore struct {
 	last writeReport
 }
 
-// The steps of a write at which crashAt runs, in their order: the pack
-// bytes and the commit file's temporary are durable (and a new pack's
-// entry); the commit file is renamed into place; the rename is durable
-// (the write's result); an older pack is removed.
+// The steps of a write at which crashAt runs. An append: stepTruncated
+// (only when the pack had a torn tail: cut to the last commit's end, not
+// synced), stepAppended (the new contents written, not synced),
+// stepRecorded (the commit record written, not synced), stepCommitted
+// (the pack synced: the commit point), stepSwept. A write that starts a
+// pack: stepAppended, stepRecorded, stepSynced (the pack, its entry and
+// the pointer's temporary durable), stepRenamed (the pointer renamed into
+// place), stepCommitted (its directory synced: the commit point),
+// stepSwept (the older pack removed).
 const (
+	stepTruncated = "truncated"
+	stepAppended  = "appended"
+	stepRecorded  = "recorded"
 	stepSynced    = "synced"
 	stepRenamed   = "renamed"
 	stepCommitted = "committed"
 	stepSwept     = "swept"
-	// stepRetract runs before retract removes the commit file (an error
+	// stepRetract runs before retract removes the pointer (an error
 	// there fails the removal).
 	stepRetract = "retract"
 )
@@ -326,8 +454,9 @@ const (
 type writeReport struct {
 	itemFiles    int   // distinct contents written to the pack
 	itemBytes    int64 // bytes of them
-	commitBytes  int64 // bytes of the commit file
+	commitBytes  int64 // bytes of the commit record (body and trailer)
 	newPack      bool  // a new pack was started
+	truncated    int64 // bytes of a torn tail cut off before the append
 	removedFiles int   // files of older states removed
 }
 
@@ -347,8 +476,9 @@ func writeState(path, root string, s *Snapshot) error {
 	return newStateStore(path, root).write(s)
 }
 
-// load reads the persisted state. A missing commit file is (nil, nil);
-// every other failure wraps errStateFile and means "no persisted state".
+// load reads the persisted state. A missing pointer (or commit file) is
+// (nil, nil); every other failure wraps errStateFile and means "no
+// persisted state".
 func (st *stateStore) load() (*Snapshot, error) {
 	data, err := readBounded(st.path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -367,6 +497,8 @@ func (st *stateStore) load() (*Snapshot, error) {
 	var items map[string][]byte
 	switch c.format {
 	case stateFormat:
+		c, items, err = st.loadFrames(c.pack)
+	case stateFormatV3:
 		items, err = st.loadPack(c)
 	case stateFormatV2:
 		items, err = st.loadItemFiles(c)
@@ -383,8 +515,153 @@ func (st *stateStore) load() (*Snapshot, error) {
 	return s, nil
 }
 
+// loadFrames reads the last intact commit record of the framed pack
+// pack, and every content it references, and makes the pack the store's.
+func (st *stateStore) loadFrames(pack string) (*stateCommit, map[string][]byte, error) {
+	f, err := os.Open(filepath.Join(st.dir, pack))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
+	}
+	size := fi.Size()
+	hdr := make([]byte, packHeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr[:len(packMagic)]) != packMagic {
+		return nil, nil, fmt.Errorf("%w: pack %s: no pack header (%d bytes)", errStateFile, pack, size)
+	}
+	key := hdr[len(packMagic):]
+	limit := size
+	var torn error // why the loader went back past a frame
+	for {
+		frameStart, bodyStart, end, body, err := lastRecord(f, key, limit)
+		if err != nil {
+			if torn != nil {
+				return nil, nil, fmt.Errorf("%w: pack %s: %w, and no commit record before it", errStateFile, pack, torn)
+			}
+			return nil, nil, fmt.Errorf("%w: pack %s: %w", errStateFile, pack, err)
+		}
+		c, err := decodeBody(st.root, stateFormat, body)
+		if err != nil {
+			// Keyed: written by this store, so not a torn write.
+			return nil, nil, fmt.Errorf("pack %s, commit record at %d: %w", pack, bodyStart, err)
+		}
+		items, tornErr, err := readContents(f, c, pack, packHeaderSize, frameStart, bodyStart)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tornErr != nil {
+			// Its record landed, one of its contents did not: the
+			// frame before.
+			torn, limit = tornErr, frameStart
+			continue
+		}
+		st.pack, st.have, st.key, st.end = pack, c.at, bytes.Clone(key), end
+		return c, items, nil
+	}
+}
+
+// lastRecord finds the last intact commit record of the framed pack f
+// (keyed key) that ends at or before limit: it reads backwards from limit
+// for the trailer magic and returns the first trailer whose fields and
+// keyed checksum hold, with the start of its frame, of its body, its end
+// and its body.
+func lastRecord(f *os.File, key []byte, limit int64) (frameStart, bodyStart, end int64, body []byte, err error) {
+	// hi is the highest trailer start not yet looked at.
+	hi := limit - packTrailerSize
+	checked := 0
+	for hi >= int64(packHeaderSize) {
+		lo := max(int64(packHeaderSize), hi-packScanChunk+1)
+		buf := make([]byte, hi-lo+int64(len(trailerMagic)))
+		if _, err := f.ReadAt(buf, lo); err != nil {
+			return 0, 0, 0, nil, fmt.Errorf("read: %w", err)
+		}
+		for n := len(buf); ; {
+			i := bytes.LastIndex(buf[:n], []byte(trailerMagic))
+			if i < 0 {
+				break
+			}
+			n = i + len(trailerMagic) - 1
+			if checked++; checked > maxScanCandidates {
+				// A tail crafted full of magic (a published
+				// content torn in its append) costs a read
+				// each: the state is given up (ZooKeeper's
+				// is read) rather than the start delayed.
+				return 0, 0, 0, nil, fmt.Errorf("no intact commit record among the last %d candidates", maxScanCandidates)
+			}
+			at := lo + int64(i)
+			fs, bs, b, ok := checkTrailer(f, key, at)
+			if ok {
+				return fs, bs, at + packTrailerSize, b, nil
+			}
+		}
+		hi = lo - 1
+	}
+	return 0, 0, 0, nil, errors.New("no intact commit record")
+}
+
+// checkTrailer reports whether a trailer at off in f holds (magic,
+// lengths, keyed checksum), and returns its frame's start, its body's
+// start and its body.
+func checkTrailer(f *os.File, key []byte, off int64) (frameStart, bodyStart int64, body []byte, ok bool) {
+	t := make([]byte, packTrailerSize)
+	if _, err := f.ReadAt(t, off); err != nil || string(t[:8]) != trailerMagic || string(t[56:]) != trailerEnd {
+		return 0, 0, nil, false
+	}
+	fs, bl := binary.BigEndian.Uint64(t[8:]), binary.BigEndian.Uint64(t[16:])
+	if bl > maxStateFile || bl > uint64(off) || fs < uint64(packHeaderSize) || fs > uint64(off)-bl {
+		return 0, 0, nil, false
+	}
+	bodyStart = off - int64(bl)
+	body = make([]byte, bl)
+	if _, err := f.ReadAt(body, bodyStart); err != nil {
+		return 0, 0, nil, false
+	}
+	if !bytes.Equal(t[24:56], trailerSum(key, t[:24], body)) {
+		return 0, 0, nil, false
+	}
+	return int64(fs), bodyStart, body, true
+}
+
+// readContents reads and checks every content of the commit record c of
+// a frame whose contents are [frameStart, bodyStart) of the pack f, whose
+// contents start at lo. A content of the frame itself that does not match
+// is a torn append (torn says which); one of an earlier frame, corruption
+// (an error).
+func readContents(f *os.File, c *stateCommit, pack string, lo, frameStart, bodyStart int64) (items map[string][]byte, torn, err error) {
+	items = make(map[string][]byte, len(c.m.Items))
+	byHash := make(map[string][]byte, len(c.at))
+	for _, name := range c.m.Names() {
+		it := c.m.Items[name]
+		if b, ok := byHash[it.SHA256]; ok {
+			items[name] = b
+			continue
+		}
+		off := c.at[it.SHA256]
+		if off < lo || off+it.Size > bodyStart {
+			return nil, nil, fmt.Errorf("%w: item %q: pack %s: offset %d and size %d outside its contents [%d, %d)", errStateFile, name, pack, off, it.Size, lo, bodyStart)
+		}
+		b := make([]byte, it.Size)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return nil, nil, fmt.Errorf("%w: item %q: pack %s: %w", errStateFile, name, pack, err)
+		}
+		if !c.m.Matches(name, b) {
+			if off >= frameStart {
+				return nil, fmt.Errorf("item %q: its bytes in the last commit's frame at %d do not match the manifest (a torn append, or corrupted)", name, frameStart), nil
+			}
+			return nil, nil, fmt.Errorf("%w: item %q: its bytes in pack %s do not match the manifest (corrupted)", errStateFile, name, pack)
+		}
+		byHash[it.SHA256] = b
+		items[name] = b
+	}
+	return items, nil, nil
+}
+
 // loadPack reads and checks every content of a format 3 commit from its
-// pack, and makes it the store's.
+// pack of bare contents. The store does not append to it: the next write
+// starts a framed pack.
 func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
 	f, err := os.Open(filepath.Join(st.dir, c.pack))
 	if err != nil {
@@ -395,30 +672,10 @@ func (st *stateStore) loadPack(c *stateCommit) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: pack: %w", errStateFile, err)
 	}
-	items := make(map[string][]byte, len(c.m.Items))
-	byHash := make(map[string][]byte, len(c.at))
-	for _, name := range c.m.Names() {
-		it := c.m.Items[name]
-		if b, ok := byHash[it.SHA256]; ok {
-			items[name] = b
-			continue
-		}
-		off := c.at[it.SHA256]
-		if off+it.Size > fi.Size() {
-			return nil, fmt.Errorf("%w: item %q: pack %s ends at %d, before the item's end %d", errStateFile, name, c.pack, fi.Size(), off+it.Size)
-		}
-		b := make([]byte, it.Size)
-		if _, err := f.ReadAt(b, off); err != nil {
-			return nil, fmt.Errorf("%w: item %q: pack %s: %w", errStateFile, name, c.pack, err)
-		}
-		if !c.m.Matches(name, b) {
-			return nil, fmt.Errorf("%w: item %q: its bytes in pack %s do not match the manifest (corrupted)", errStateFile, name, c.pack)
-		}
-		byHash[it.SHA256] = b
-		items[name] = b
-	}
-	st.pack, st.have = c.pack, c.at
-	return items, nil
+	// One frame of the whole file that is never torn: a mismatch is
+	// corruption.
+	items, _, err := readContents(f, c, c.pack, 0, math.MaxInt64, fi.Size())
+	return items, err
 }
 
 // loadItemFiles reads and checks every content of a format 2 commit from
@@ -461,9 +718,9 @@ func readBounded(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// sweep removes every file of the item directory the current commit does
-// not reference (older packs, item files of format 2, orphans of a crash
-// or of a failed write, temporaries) and the commit file's temporaries.
+// sweep removes every file of the item directory the current pointer does
+// not name (older packs, item files of format 2, orphans of a crash or of
+// a failed write, temporaries) and the pointer's temporaries.
 func (st *stateStore) sweep() {
 	if ents, err := os.ReadDir(st.dir); err == nil {
 		for _, e := range ents {
@@ -494,10 +751,10 @@ func (st *stateStore) step(name string) error {
 	return nil
 }
 
-// write persists s: the contents the pack does not hold yet appended to it
-// (or every content to a new pack), then the commit file (the commit
-// point), then an older pack removed. When it returns nil, s is durable.
-// The directories are created with mode 0700 and every file is 0600.
+// write persists s: its new contents and its commit record appended to
+// the pack (or everything to a new pack, then the pointer), then an older
+// pack removed. When it returns nil, s is durable. The directories are
+// created with mode 0700 and every file is 0600.
 func (st *stateStore) write(s *Snapshot) error {
 	if err := st.commit(s); err != nil {
 		return err
@@ -535,62 +792,164 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 			fresh += it.Size
 		}
 	}
-	pack, end, err := st.openPack(live, fresh)
+	// The commit record's size is close to the manifest's (its offsets
+	// and fields add little): live bytes too, as is one record.
+	menc := s.m.Encode()
+	record := int64(len(menc)+24*len(order)+256) + packTrailerSize
+	pack, err := st.openPack(live+record, fresh+record)
 	if err != nil {
 		return err
 	}
-	st.last.newPack = end < 0
-	end = max(end, 0)
-	packName := filepath.Base(pack.Name())
-	at := make(map[string]int64, len(order))
+	newPack := st.last.newPack
+	// The frame starts at frameStart (after the header in a new pack);
+	// buf, written at writeAt, is a new pack's header and the new
+	// contents.
+	key, frameStart, writeAt := st.key, st.end, st.end
 	var buf []byte
+	if newPack {
+		key, frameStart, writeAt = make([]byte, packKeySize), int64(packHeaderSize), 0
+		_, _ = rand.Read(key)
+		buf = append(append(buf, packMagic...), key...)
+	}
+	at := make(map[string]int64, len(order))
 	for _, name := range order {
 		h := s.m.Items[name].SHA256
-		if off, ok := st.have[h]; ok && !st.last.newPack {
+		if off, ok := st.have[h]; ok && !newPack {
 			at[h] = off
 			continue
 		}
-		at[h] = end + int64(len(buf))
+		at[h] = writeAt + int64(len(buf))
 		buf = append(buf, s.content(name)...)
 		st.last.itemFiles++
+		st.last.itemBytes += s.m.Items[name].Size
 	}
-	st.last.itemBytes = int64(len(buf))
-	data, err := encodeState(st.root, s, packName, at, time.Now())
+	body, err := encodeRecordBody(st.root, s, menc, at, time.Now())
 	if err != nil {
 		_ = pack.Close()
 		return err
 	}
-	tmp, err := st.writeDurable(pack, buf, data)
-	if err == nil {
-		err = st.step(stepSynced)
-	}
-	if err == nil {
-		// The commit point: the commit file names the new bytes only now.
-		if err = os.Rename(tmp, st.path); err != nil {
-			err = fmt.Errorf("state file: rename into place: %w", err)
-		}
+	renamed := false
+	recEnd, err := st.appendFrame(pack, buf, writeAt, frameStart, body, key)
+	switch {
+	case err != nil:
+		_ = pack.Close()
+	case newPack:
+		st.last.commitBytes = int64(len(body)) + packTrailerSize
+		renamed, err = st.commitNewPack(pack)
+	default:
+		st.last.commitBytes = int64(len(body)) + packTrailerSize
+		err = st.commitAppend(pack)
 	}
 	if err != nil {
-		if tmp != "" {
-			_ = os.Remove(tmp)
-		}
-		if st.last.newPack {
+		if newPack && !renamed {
 			// Nothing names it.
 			_ = os.Remove(pack.Name())
 		}
 		return err
 	}
-	st.last.commitBytes = int64(len(data))
-	if err := st.step(stepRenamed); err != nil {
-		return err
-	}
-	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
 
 	// Committed. What follows only frees space.
-	st.pack, st.have, st.legacy = packName, at, false
+	st.pack, st.have, st.key, st.end, st.legacy = filepath.Base(pack.Name()), at, key, recEnd, false
+	st.dirsSynced = true
 	return st.step(stepCommitted)
+}
+
+// appendFrame writes a frame to pack: buf (a new pack's header and the
+// new contents) at writeAt, then the commit record of body for a frame
+// starting at frameStart, keyed key. It returns where the frame ends.
+// Nothing is synced.
+func (st *stateStore) appendFrame(pack *os.File, buf []byte, writeAt, frameStart int64, body, key []byte) (int64, error) {
+	if len(buf) > 0 {
+		if _, err := pack.WriteAt(buf, writeAt); err != nil {
+			return 0, fmt.Errorf("state file: pack: write %s: %w", pack.Name(), err)
+		}
+	}
+	if err := st.step(stepAppended); err != nil {
+		return 0, err
+	}
+	recAt := writeAt + int64(len(buf))
+	rec := append(bytes.Clone(body), trailer(key, frameStart, body)...)
+	if _, err := pack.WriteAt(rec, recAt); err != nil {
+		return 0, fmt.Errorf("state file: pack: write %s: %w", pack.Name(), err)
+	}
+	if err := st.step(stepRecorded); err != nil {
+		return 0, err
+	}
+	return recAt + int64(len(rec)), nil
+}
+
+// commitAppend makes an append durable: the pack's fdatasync (which
+// closes it) is the commit point. The first write of a process syncs both
+// directories beside it.
+func (st *stateStore) commitAppend(pack *os.File) error {
+	var dirErr chan error
+	if !st.dirsSynced {
+		dirErr = make(chan error, 2)
+		go func() { dirErr <- st.syncDir(st.dir) }()
+		go func() { dirErr <- st.syncDir(filepath.Dir(st.path)) }()
+	}
+	err := datasyncClose(pack)
+	if dirErr != nil {
+		err = errors.Join(err, <-dirErr, <-dirErr)
+	}
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
+
+// commitNewPack makes a new pack durable with its directory entry and a
+// temporary holding the pointer to it, then renames the pointer into place
+// and syncs its directory (the commit point). renamed says whether the
+// pointer names the new pack (then it must stay, even on an error).
+func (st *stateStore) commitNewPack(pack *os.File) (renamed bool, err error) {
+	ptr, err := encodePointer(st.root, filepath.Base(pack.Name()))
+	if err != nil {
+		_ = pack.Close()
+		return false, err
+	}
+	files := []*os.File{pack}
+	tmp := ""
+	f, err := createFile(os.CreateTemp(filepath.Dir(st.path), "."+filepath.Base(st.path)+tmpMarker+"*"))
+	if err == nil {
+		tmp = f.Name()
+		files = append(files, f)
+		err = writeAll(f, ptr)
+	}
+	if err != nil {
+		for _, f := range files {
+			_ = f.Close()
+		}
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
+		return false, fmt.Errorf("state file: %w", err)
+	}
+	// The fsyncs are issued together, so that they wait for the disk
+	// once, not once each.
+	dirErr := make(chan error, 1)
+	go func() { dirErr <- st.syncDir(st.dir) }()
+	errs := durable.SyncClose(files)
+	errs = append(errs, <-dirErr)
+	if err := errors.Join(errs...); err != nil {
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("state file: %w", err)
+	}
+	if err := st.step(stepSynced); err != nil {
+		_ = os.Remove(tmp)
+		return false, err
+	}
+	if err := os.Rename(tmp, st.path); err != nil {
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("state file: rename into place: %w", err)
+	}
+	if err := st.step(stepRenamed); err != nil {
+		return true, err
+	}
+	if err := st.syncDir(filepath.Dir(st.path)); err != nil {
+		return true, fmt.Errorf("state file: %w", err)
+	}
+	return true, nil
 }
 
 // cleanup ends a write that committed: the files of older states (an older
@@ -603,82 +962,51 @@ func (st *stateStore) cleanup() error {
 	return st.step(stepSwept)
 }
 
-// openPack opens the pack a write of a generation of live bytes, fresh of
-// them not in the current pack, writes to, and returns it with the offset
-// at which the write appends: the current pack when there is one and it
-// stays under twice live plus packSlack, else a new pack (offset -1: the
-// write starts at 0).
-func (st *stateStore) openPack(live, fresh int64) (*os.File, int64, error) {
-	if st.pack != "" {
-		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY|os.O_APPEND, 0)
-		if err == nil {
-			end, serr := f.Seek(0, io.SeekEnd)
-			if serr == nil && end+fresh <= 2*live+st.slack {
-				return f, end, nil
-			}
-			_ = f.Close()
-			if serr != nil {
-				return nil, 0, fmt.Errorf("state file: pack: %w", serr)
-			}
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, 0, fmt.Errorf("state file: pack: %w", err)
+// openPack opens the pack a write of a generation of live bytes (contents
+// and commit record), fresh of them not in the current pack, writes to:
+// the current pack when there is one and it stays under twice live plus
+// the slack, cut back to its last commit's end if it is longer (a torn
+// tail), else a new pack (st.last.newPack).
+func (st *stateStore) openPack(live, fresh int64) (*os.File, error) {
+	if st.pack != "" && st.end+fresh <= 2*live+st.slack {
+		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY, 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("state file: pack: %w", err)
 		}
-		// Grown past its bound, or gone: a new pack.
+		if err == nil {
+			fi, err := f.Stat()
+			switch {
+			case err != nil:
+				_ = f.Close()
+				return nil, fmt.Errorf("state file: pack: %w", err)
+			case fi.Size() == st.end:
+				return f, nil
+			case fi.Size() > st.end:
+				// A torn tail: a frame is only ever appended right
+				// after an intact one (synced with the append).
+				if err := f.Truncate(st.end); err != nil {
+					_ = f.Close()
+					return nil, fmt.Errorf("state file: pack: cut its torn tail: %w", err)
+				}
+				st.last.truncated = fi.Size() - st.end
+				if err := st.step(stepTruncated); err != nil {
+					_ = f.Close()
+					return nil, err
+				}
+				return f, nil
+			}
+			// Shorter than what it committed (cut by someone
+			// else): a new pack.
+			_ = f.Close()
+		}
+		// Gone: a new pack.
 	}
 	f, err := createFile(os.CreateTemp(st.dir, packPrefix+"*"))
 	if err != nil {
-		return nil, 0, fmt.Errorf("state file: new pack: %w", err)
+		return nil, fmt.Errorf("state file: new pack: %w", err)
 	}
-	return f, -1, nil
-}
-
-// writeDurable makes durable, before the commit point, everything the
-// commit file will name: buf appended to pack (which it closes), a new
-// pack's directory entry, and the commit file's content in a temporary
-// file of the state file's directory, whose path it returns. The fsyncs
-// are issued together, so that they wait for the disk once, not once
-// each. The caller renames the temporary file (the commit point).
-func (st *stateStore) writeDurable(pack *os.File, buf, commit []byte) (tmp string, err error) {
-	files := []*os.File{pack}
-	closeAll := func() {
-		for _, f := range files {
-			_ = f.Close() // may be closed already; irrelevant then
-		}
-	}
-	if len(buf) > 0 {
-		if err := writeAll(pack, buf); err != nil {
-			closeAll()
-			return "", fmt.Errorf("state file: pack: %w", err)
-		}
-	}
-	f, err := createFile(os.CreateTemp(filepath.Dir(st.path), "."+filepath.Base(st.path)+tmpMarker+"*"))
-	if err == nil {
-		tmp = f.Name()
-		files = append(files, f)
-		err = writeAll(f, commit)
-	}
-	if err != nil {
-		closeAll()
-		if tmp != "" {
-			_ = os.Remove(tmp)
-		}
-		return "", fmt.Errorf("state file: %w", err)
-	}
-	var dirErr chan error
-	if st.last.newPack {
-		// The new pack's entry, beside the files' own fsyncs.
-		dirErr = make(chan error, 1)
-		go func() { dirErr <- st.syncDir(st.dir) }()
-	}
-	errs := durable.SyncClose(files)
-	if dirErr != nil {
-		errs = append(errs, <-dirErr)
-	}
-	if err := errors.Join(errs...); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("state file: %w", err)
-	}
-	return tmp, nil
+	st.last.newPack = true
+	return f, nil
 }
 
 // createFile passes on what os.OpenFile or os.CreateTemp returned, and
@@ -702,9 +1030,9 @@ func writeAll(f *os.File, data []byte) error {
 	return nil
 }
 
-// retract removes the commit file, durably, after a failed write: the
-// state it names is older than the snapshot being handed out. The pack
-// stays (the next successful write starts a new one and sweeps it).
+// retract removes the pointer, durably, after a failed write: the state
+// it names is older than the snapshot being handed out. The pack stays
+// (the next successful write starts a new one and sweeps it).
 func (st *stateStore) retract() error {
 	if err := st.step(stepRetract); err != nil {
 		return fmt.Errorf("state file: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,14 @@ import (
 // The crash tests of the packed state: a write is stopped at each of its
 // steps (between every pair of durable steps) by SIGKILL of a real process
 // or by a simulated power cut (the state directory imaged at that point,
-// and, where the last step's effect is not durable yet, imaged as the
-// disk may keep it), then a restarted store must load one complete
-// generation (the previous before the commit point, the new one after it:
-// never a mix, and never older than what the write's caller could have
-// handed out, which it does only after the write returns) and its first
-// write must leave one pack and nothing else.
+// and, where the last steps' effects are not durable yet, imaged as the
+// disk may keep them: a rename lost, a truncation lost, an append torn in
+// every length class), then a restarted store must load one complete
+// generation (the previous before the commit point, the new one after it,
+// either one in between where the new commit record is written but not
+// synced: never a mix, and never older than what the write's caller could
+// have handed out, which it does only after the write returns) and its
+// first write must leave one pack and nothing else.
 //
 // Each case and step also runs in the apply's ordering (the "apply"
 // variants, persist ∥ stage): the cache (WithDurableBarrier) hands the
@@ -39,20 +43,40 @@ import (
 // showing one complete generation, never newer than the state it loads,
 // and render the loaded generation there completely.
 
-// crashSteps are the points at which a write is crashed, in order, and
-// whether the new generation is committed there; applyOnly marks a point
-// of the apply's ordering only.
-var crashSteps = []struct {
+// crashStep is a point at which a write is crashed: whether the state as
+// the process left it (its page cache) loads as the new generation
+// (committed), whether the write's effects up to there may still be lost
+// or torn by a power cut (volatile: the pack's unsynced tail), and
+// whether it is a point of the apply's ordering only.
+type crashStep struct {
 	step      string
 	committed bool
+	volatile  bool
 	applyOnly bool
-}{
-	{stepSynced, false, false},
-	{stepRenamed, true, false},
-	{stepCommitted, true, false},
-	{stepSwept, true, false},
-	{stepShown, true, true},
 }
+
+// appendSteps are the steps of a write that appends to the pack (after
+// a torn tail: truncated first), newPackSteps those of one that starts
+// a pack (the first write, a compaction, a conversion).
+var (
+	appendSteps = []crashStep{
+		{step: stepAppended, volatile: true},
+		{step: stepRecorded, committed: true, volatile: true},
+		{step: stepCommitted, committed: true},
+		{step: stepSwept, committed: true},
+		{step: stepShown, committed: true, applyOnly: true},
+	}
+	truncateSteps = append([]crashStep{{step: stepTruncated, volatile: true}}, appendSteps...)
+	newPackSteps  = []crashStep{
+		{step: stepAppended},
+		{step: stepRecorded},
+		{step: stepSynced},
+		{step: stepRenamed, committed: true},
+		{step: stepCommitted, committed: true},
+		{step: stepSwept, committed: true},
+		{step: stepShown, committed: true, applyOnly: true},
+	}
+)
 
 // stepShown is the point, in the apply's ordering, after the output
 // showed the new generation.
@@ -66,8 +90,9 @@ type crashCase struct {
 	name             string
 	prevGen, nextGen int64
 	prev, next       map[string][]byte
-	// prevFormat is the commit file's format before the write.
+	// prevFormat is the state's format before the write.
 	prevFormat int
+	steps      []crashStep
 	prepare    func(t *testing.T, path string) (*stateStore, *Snapshot)
 }
 
@@ -75,6 +100,8 @@ func crashCases() []crashCase {
 	v1 := bigSet(20, 512, "v1")
 	v2 := maps.Clone(v1)
 	v2["item005"] = []byte("changed")
+	v3 := maps.Clone(v2)
+	v3["item006"] = []byte("changed again")
 	all2, all3 := bigSet(20, 512, "all2"), bigSet(20, 512, "all3")
 	write := func(t *testing.T, st *stateStore, gen int64, items map[string][]byte) {
 		t.Helper()
@@ -83,17 +110,51 @@ func crashCases() []crashCase {
 		}
 	}
 	return []crashCase{{
-		// One item changed: appended to the pack.
-		name: "append", prevGen: 1, prev: v1, nextGen: 2, next: v2, prevFormat: stateFormat,
+		// One item changed: appended to the pack with its commit
+		// record.
+		name: "append", prevGen: 1, prev: v1, nextGen: 2, next: v2, prevFormat: stateFormat, steps: appendSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			st := newStateStore(path, "/r")
 			write(t, st, 1, v1)
 			return st, newTestSnapshot(t, 2, v2)
 		},
 	}, {
+		// The restarted process's first write after a torn append
+		// (a crash in the middle of generation 2's commit record):
+		// the torn tail cut off, then the append.
+		name: "torn-tail", prevGen: 1, prev: v1, nextGen: 3, next: v3, prevFormat: stateFormat, steps: truncateSteps,
+		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
+			st := newStateStore(path, "/r")
+			write(t, st, 1, v1)
+			cut := errors.New("crash")
+			hook := func(step string) error {
+				if step == stepRecorded {
+					return cut
+				}
+				return nil
+			}
+			st.crashAt.Store(&hook)
+			if err := st.write(newTestSnapshot(t, 2, v2)); !errors.Is(err, cut) {
+				t.Fatalf("the torn write: %v", err)
+			}
+			pack := filepath.Join(st.dir, st.pack)
+			fi, err := os.Stat(pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(pack, fi.Size()-packTrailerSize/2); err != nil {
+				t.Fatal(err)
+			}
+			st = newStateStore(path, "/r")
+			if s, err := st.load(); err != nil || s.Generation() != 1 {
+				t.Fatalf("load after the torn append: %v %v", s, err)
+			}
+			return st, newTestSnapshot(t, 3, v3)
+		},
+	}, {
 		// The pack is full: a new pack, the older removed after the
 		// commit point.
-		name: "new-pack", prevGen: 2, prev: all2, nextGen: 3, next: all3, prevFormat: stateFormat,
+		name: "new-pack", prevGen: 2, prev: all2, nextGen: 3, next: all3, prevFormat: stateFormat, steps: newPackSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			st := newStateStore(path, "/r")
 			st.slack = 0
@@ -102,20 +163,35 @@ func crashCases() []crashCase {
 			return st, newTestSnapshot(t, 3, all3)
 		},
 	}, {
-		// The conversion of the previous layout (a file per item): the
-		// loaded generation written again, packed; the item files
-		// removed after the commit point.
-		name: "convert", prevGen: 4, prev: v1, nextGen: 4, next: v1, prevFormat: stateFormatV2,
+		// The conversion of the previous layout (format 3: a commit
+		// file and a pack of bare contents): the loaded generation
+		// written again to a framed pack; the older pack removed
+		// after the commit point.
+		name: "convert", prevGen: 4, prev: v1, nextGen: 4, next: v1, prevFormat: stateFormatV3, steps: newPackSteps,
+		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
+			writeV3State(t, path, "/r", newTestSnapshot(t, 4, v1))
+			return loadLegacy(t, path)
+		},
+	}, {
+		// The conversion of format 2 (a file per item).
+		name: "convert-v2", prevGen: 4, prev: v1, nextGen: 4, next: v1, prevFormat: stateFormatV2, steps: newPackSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			writeV2State(t, path, "/r", newTestSnapshot(t, 4, v1))
-			st := newStateStore(path, "/r")
-			s, err := st.load()
-			if err != nil || !st.legacy {
-				t.Fatalf("load the old layout: %v (legacy %v)", err, st.legacy)
-			}
-			return st, s
+			return loadLegacy(t, path)
 		},
 	}}
+}
+
+// loadLegacy loads the state of an older layout at path, as the process
+// that converts it does.
+func loadLegacy(t *testing.T, path string) (*stateStore, *Snapshot) {
+	t.Helper()
+	st := newStateStore(path, "/r")
+	s, err := st.load()
+	if err != nil || !st.legacy {
+		t.Fatalf("load the old layout: %v (legacy %v)", err, st.legacy)
+	}
+	return st, s
 }
 
 // checkRestart is the restart after a crash of c's write at a step: the
@@ -153,6 +229,16 @@ func checkRestart(t *testing.T, c crashCase, path string, committed bool) {
 		t.Fatalf("after the restart's write: %v %v", s, err)
 	}
 	checkItems(t, s, after)
+	// And once more: the restart's append after its first write (the
+	// frame chain stays intact after a truncation).
+	last := withItem(after, "after-restart", "y")
+	if err := st.write(newTestSnapshot(t, c.nextGen+2, last)); err != nil {
+		t.Fatalf("second write after the restart: %v", err)
+	}
+	if s, err = loadState(path, "/r"); err != nil || s.Generation() != c.nextGen+2 {
+		t.Fatalf("after the restart's second write: %v %v", s, err)
+	}
+	checkItems(t, s, last)
 }
 
 // committed2format is the format of the commit file at path.
@@ -173,16 +259,21 @@ func imageState(t *testing.T, path string) string {
 }
 
 // TestStateCrashPowerCut: a power cut at every step of a write (append,
-// new pack, conversion of the old layout), alone and in the apply's
-// ordering: the state directory (and the output) as the disk keeps it
-// (imaged at that point; at the rename, also with the rename lost, as it
-// is until the directory's fsync) restarts into one complete generation.
+// append after a torn tail, new pack, conversions of the old layouts),
+// alone and in the apply's ordering: the state directory (and the output)
+// as the disk keeps it restarts into one complete generation. The disk
+// keeps what the process wrote (imaged at that point), or less of what is
+// not durable yet: at the rename, the rename lost (until the directory's
+// sync); at a truncation, the truncation lost; in an unsynced append, the
+// append torn in every length class (TestStateTornTails).
 func TestStateCrashPowerCut(t *testing.T) {
 	errCut := errors.New("power cut")
 	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
-		cs := crashSteps[i]
+		cs := c.steps[i]
 		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
 		st, next := c.prepare(t, path)
+		before := imageState(t, path)
+		prevPack, prevEnd := st.pack, st.end
 		images, outImages := map[string]string{}, map[string]string{}
 		var ca *crashApply
 		if apply {
@@ -228,28 +319,176 @@ func TestStateCrashPowerCut(t *testing.T) {
 		if !cs.applyOnly && len(images) != i+1 {
 			t.Fatalf("steps run: %v", images)
 		}
-		if cs.step == stepRenamed {
+		// What the disk may have kept instead, each of which must
+		// load as the previous generation.
+		var lost []string
+		switch cs.step {
+		case stepRenamed:
 			// The rename is not durable before the directory's
-			// fsync: the disk may keep the previous commit file
-			// beside the new bytes.
-			lost := imageState(t, images[stepRenamed])
-			b, err := os.ReadFile(filepath.Join(filepath.Dir(images[stepSynced]), filepath.Base(path)))
+			// sync: the previous pointer beside the new pack.
+			img := imageState(t, images[stepRenamed])
+			b, err := os.ReadFile(before)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(lost, b, 0o600); err != nil {
+			if err := os.WriteFile(img, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if ca != nil {
-				checkOutputRestart(t, c, lost, outImages[stepRenamed])
+			lost = append(lost, img)
+		case stepTruncated:
+			// The truncation lost: the torn tail as it was.
+			lost = append(lost, before)
+		}
+		if cs.volatile && cs.step != stepTruncated {
+			for _, torn := range tornTails(t, images[cs.step], prevPack, prevEnd) {
+				lost = append(lost, torn.path)
 			}
-			checkRestart(t, c, lost, false)
+		}
+		for _, img := range lost {
+			if ca != nil {
+				checkOutputRestart(t, c, img, outImages[cs.step])
+			}
+			checkRestart(t, c, img, false)
 		}
 		if ca != nil {
 			checkOutputRestart(t, c, images[cs.step], outImages[cs.step])
 		}
 		checkRestart(t, c, images[cs.step], cs.committed)
 	})
+}
+
+// tornImage is an image of a state directory whose pack's tail is torn.
+type tornImage struct {
+	class, path string
+}
+
+// tornTails returns images of the state directory at img whose pack
+// (pack, of which the bytes up to end are intact and synced) holds the
+// bytes past end torn in every way a power cut can tear an unsynced
+// append: cut short inside the new contents, inside the commit record's
+// body, inside its trailer; zeroed (the size made durable, the data
+// not); the record landed but not the contents; a byte of the record
+// flipped (its checksum no longer holds); garbage. Classes that need a
+// commit record are left out when the append has none yet.
+func tornTails(t *testing.T, img, pack string, end int64) []tornImage {
+	t.Helper()
+	packPath := filepath.Join(img+itemDirSuffix, pack)
+	b, err := os.ReadFile(packPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(b))
+	if size <= end {
+		t.Fatalf("pack %s: %d bytes, nothing appended past %d", pack, size, end)
+	}
+	bodyStart := size // no record yet: all of it contents
+	if size-end > packTrailerSize && string(b[size-packTrailerSize:][:8]) == trailerMagic {
+		bodyStart = size - packTrailerSize - int64(binary.BigEndian.Uint64(b[size-packTrailerSize+16:]))
+	}
+	mangle := map[string]func(b []byte) []byte{
+		"contents-cut": func(b []byte) []byte { return b[:end+(bodyStart-end)/2] },
+		"zeros": func(b []byte) []byte {
+			clear(b[end:])
+			return b
+		},
+		"garbage": func(b []byte) []byte {
+			for i := end; i < size; i++ {
+				b[i] = byte(i*7 + 3)
+			}
+			return b
+		},
+	}
+	if bodyStart < size {
+		mangle["body-cut"] = func(b []byte) []byte { return b[:bodyStart+(size-packTrailerSize-bodyStart)/2] }
+		mangle["trailer-cut"] = func(b []byte) []byte { return b[:size-packTrailerSize/2] }
+		mangle["trailer-only-missing"] = func(b []byte) []byte { return b[:size-packTrailerSize] }
+		mangle["record-without-contents"] = func(b []byte) []byte {
+			clear(b[end:bodyStart])
+			return b
+		}
+		mangle["bad-checksum"] = func(b []byte) []byte {
+			b[bodyStart+(size-packTrailerSize-bodyStart)/2] ^= 0x20
+			return b
+		}
+	}
+	var out []tornImage
+	for _, class := range slices.Sorted(maps.Keys(mangle)) {
+		cp := imageState(t, img)
+		if err := os.WriteFile(filepath.Join(cp+itemDirSuffix, pack), mangle[class](bytes.Clone(b)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tornImage{class, cp})
+	}
+	return out
+}
+
+// genOf is s's generation, 0 for none.
+func genOf(s *Snapshot) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.Generation()
+}
+
+// TestStateTornTails: an append torn by a power cut in any length class
+// (see tornTails) loads as the previous generation, complete; the next
+// write cuts the torn tail off before it appends, so that no loader ever
+// reads its bytes as part of a frame, and its commit loads.
+func TestStateTornTails(t *testing.T) {
+	v1 := bigSet(20, 512, "v1")
+	// The torn append is longer than the one that follows it: an append
+	// written over a torn tail instead of after cutting it off would
+	// leave the torn frame's commit record in place.
+	v2 := withItem(v1, "item003", strings.Repeat("second", 2000))
+	v3 := withItem(v1, "item004", "third")
+	for _, at := range []string{stepAppended, stepRecorded} {
+		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+		st := newStateStore(path, "/r")
+		if err := st.write(newTestSnapshot(t, 1, v1)); err != nil {
+			t.Fatal(err)
+		}
+		pack, end := st.pack, st.end
+		var img string
+		hook := func(step string) error {
+			if step == at {
+				img = imageState(t, path)
+				return errors.New("power cut")
+			}
+			return nil
+		}
+		st.crashAt.Store(&hook)
+		if err := st.write(newTestSnapshot(t, 2, v2)); err == nil {
+			t.Fatal("the cut write succeeded")
+		}
+		for _, torn := range tornTails(t, img, pack, end) {
+			t.Run(at+"/"+torn.class, func(t *testing.T) {
+				st := newStateStore(torn.path, "/r")
+				s, err := st.load()
+				if err != nil || s.Generation() != 1 {
+					t.Fatalf("load: generation %d, %v; want 1", genOf(s), err)
+				}
+				checkItems(t, s, v1)
+				fi, err := os.Stat(filepath.Join(torn.path+itemDirSuffix, pack))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.write(newTestSnapshot(t, 3, v3)); err != nil {
+					t.Fatal(err)
+				}
+				if st.last.newPack || st.last.truncated != fi.Size()-end {
+					t.Fatalf("write after the torn tail: %+v, want %d bytes cut off and an append", st.last, fi.Size()-end)
+				}
+				if fs, _, _ := lastFrame(t, filepath.Join(torn.path+itemDirSuffix, pack)); fs != end {
+					t.Fatalf("the new frame starts at %d, want %d: right after generation 1's", fs, end)
+				}
+				s, err = loadState(torn.path, "/r")
+				if err != nil || s.Generation() != 3 {
+					t.Fatalf("after the write: generation %d, %v; want 3", genOf(s), err)
+				}
+				checkItems(t, s, v3)
+			})
+		}
+	}
 }
 
 // crashApply is the apply's ordering around a write (persist ∥ stage): a
@@ -275,7 +514,7 @@ var crashOutputOpts = render.FileOptions{Mode: 0o600, UID: -1, GID: -1}
 // fsyncs, on the killed child's start), not CPU.
 func runCrashes(t *testing.T, crash func(t *testing.T, c crashCase, step int, apply bool)) {
 	for _, c := range crashCases() {
-		for i, cs := range crashSteps {
+		for i, cs := range c.steps {
 			for _, apply := range []bool{false, true} {
 				if cs.applyOnly && !apply {
 					continue
@@ -389,11 +628,14 @@ func checkOutputRestart(t *testing.T, c crashCase, path, out string) {
 const crashChildEnv = "ZKCONF_STATE_CRASH"
 
 // TestStateCrashSIGKILL: a process killed (SIGKILL) at every step of a
-// write (append, new pack, conversion of the old layout), alone and in the
-// apply's ordering, restarts into one complete generation.
+// write (append, append after a torn tail, new pack, conversions of the
+// old layouts), alone and in the apply's ordering, restarts into one
+// complete generation: the previous one until the commit record is
+// written (an append) or the pointer renamed (a new pack), the new one
+// after.
 func TestStateCrashSIGKILL(t *testing.T) {
 	runCrashes(t, func(t *testing.T, c crashCase, i int, apply bool) {
-		cs := crashSteps[i]
+		cs := c.steps[i]
 		path := filepath.Join(t.TempDir(), "state", "snapshot.state")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -42,4 +44,56 @@ func TestStatePersistsWhenDirFsyncSaysEINVAL(t *testing.T) {
 		t.Fatalf("restarted from %v, want generation 4 from the state file", got)
 	}
 	checkItems(t, got, v2)
+}
+
+// TestStateAppendSyncsOnce: an append syncs the pack and nothing else (no
+// directory, no rename: the pointer stays the same file), except the first
+// write of a process that loaded the state, which syncs both directories
+// too, so that a pointer or pack an earlier process renamed or created
+// without syncing its directory (killed in between) is durable before
+// this process's first commit counts.
+func TestStateAppendSyncsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "snapshot.state")
+	items := map[string][]byte{"a": []byte("alpha"), "b": []byte("beta")}
+	if err := writeState(path, "/r", newTestSnapshot(t, 1, items)); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex // the two directories are synced at once
+		synced []string
+	)
+	st := newStateStore(path, "/r")
+	st.fsyncDir = func(d *os.File) error {
+		mu.Lock()
+		synced = append(synced, d.Name())
+		mu.Unlock()
+		return d.Sync()
+	}
+	if s, err := st.load(); err != nil || s.Generation() != 1 {
+		t.Fatalf("load: %v %v", s, err)
+	}
+	ptr, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gen := int64(2); gen <= 4; gen++ {
+		synced = nil
+		items = withItem(items, "b", fmt.Sprint("beta ", gen))
+		if err := st.write(newTestSnapshot(t, gen, items)); err != nil {
+			t.Fatal(err)
+		}
+		if st.last.newPack {
+			t.Fatalf("generation %d: a new pack", gen)
+		}
+		want := 0
+		if gen == 2 {
+			want = 2 // the process's first write
+		}
+		if len(synced) != want {
+			t.Fatalf("generation %d: directories synced %v, want %d", gen, synced, want)
+		}
+		if now, err := os.Stat(path); err != nil || !os.SameFile(ptr, now) {
+			t.Fatalf("generation %d: the pointer was replaced (%v)", gen, err)
+		}
+	}
 }

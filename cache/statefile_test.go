@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +66,32 @@ func committed(t *testing.T, path, root string) *stateCommit {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.format == stateFormat {
+		// The pointer: the offsets are in the pack's last commit.
+		st := newStateStore(path, root)
+		if _, err := st.load(); err != nil {
+			t.Fatal(err)
+		}
+		c.at = st.have
+	}
 	return c
+}
+
+// lastFrame reads the trailer at the end of the framed pack at pack and
+// returns where its frame starts, where its body starts and its size.
+func lastFrame(t *testing.T, pack string) (frameStart, bodyStart, size int64) {
+	t.Helper()
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < packHeaderSize+packTrailerSize || string(b[len(b)-packTrailerSize:][:8]) != trailerMagic {
+		t.Fatalf("pack %s of %d bytes does not end with a commit record", pack, len(b))
+	}
+	tr := b[len(b)-packTrailerSize:]
+	size = int64(len(b))
+	bodyStart = size - packTrailerSize - int64(binary.BigEndian.Uint64(tr[16:]))
+	return int64(binary.BigEndian.Uint64(tr[8:])), bodyStart, size
 }
 
 // hashesOf is the sorted distinct hashes of items.
@@ -95,9 +121,9 @@ func TestStateFileRoundTrip(t *testing.T) {
 			t.Fatalf("%s: dir mode %o", p, m)
 		}
 	}
-	// Equal contents are packed once.
-	if fi, err := os.Stat(pack); err != nil || fi.Size() != int64(len("alpha")+4) {
-		t.Fatalf("pack of %v bytes (%v), want each distinct content once", fi.Size(), err)
+	// Equal contents are packed once, in one frame after the header.
+	if fs, bs, _ := lastFrame(t, pack); fs != packHeaderSize || bs-fs != int64(len("alpha")+4) {
+		t.Fatalf("frame of contents [%d, %d), want each distinct content once after the header", fs, bs)
 	}
 	if c := committed(t, path, "/r"); c.format != stateFormat || !slices.Equal(slices.Sorted(maps.Keys(c.at)), hashesOf(items)) {
 		t.Fatalf("commit file format %d, offsets %v", c.format, c.at)
@@ -168,8 +194,11 @@ func TestStateIncrementalWrite(t *testing.T) {
 		t.Fatalf("pack %s replaced by %s", pack, p)
 	}
 	after, err := os.Stat(pack)
-	if err != nil || !os.SameFile(before, after) || after.Size() != before.Size()+4096 {
+	if err != nil || !os.SameFile(before, after) || after.Size() != before.Size()+4096+st.last.commitBytes {
 		t.Fatalf("pack not appended to: %v", err)
+	}
+	if fs, bs, _ := lastFrame(t, pack); fs != before.Size() || bs != fs+4096 {
+		t.Fatalf("the last frame holds [%d, %d), want the one content appended at %d", fs, bs, before.Size())
 	}
 	if now, _ := os.ReadFile(pack); !bytes.Equal(now[:len(head)], head) {
 		t.Fatal("the pack's earlier bytes changed")
@@ -208,18 +237,20 @@ func TestStatePackBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if live := int64(20 * 1024); fi.Size() > 2*live+st.slack {
+		// The commit records count as live bytes too (about the
+		// manifest's size each).
+		if live := int64(20*1024) + st.last.commitBytes; fi.Size() > 2*live+st.slack {
 			t.Fatalf("generation %d: pack of %d bytes for %d live", gen, fi.Size(), live)
 		}
 		if st.last.newPack {
 			newPacks++
-			if gen > 1 && (fi.Size() != 20*1024 || st.last.removedFiles != 1) {
+			if gen > 1 && (fi.Size() != packHeaderSize+20*1024+st.last.commitBytes || st.last.removedFiles != 1) {
 				t.Fatalf("generation %d: new pack of %d bytes, %d files removed", gen, fi.Size(), st.last.removedFiles)
 			}
 		}
 	}
-	// 20 KiB live, 8 KiB slack: a pack takes two generations' appends
-	// after the one that starts it.
+	// 20 KiB live (and ~2.5 KiB of commit record), 8 KiB slack: a pack
+	// takes about two generations' appends after the one that starts it.
 	if newPacks < 10 {
 		t.Fatalf("%d new packs in 40 generations", newPacks)
 	}
@@ -231,9 +262,9 @@ func TestStatePackBounded(t *testing.T) {
 }
 
 // TestStateCrashBeforeCommit: a write that stops after the pack's new
-// bytes are durable and before the commit file is replaced leaves the
-// previous generation, complete; the next process's first write removes
-// what the failed one left.
+// contents are written and before its commit record leaves the previous
+// generation, complete; the next process's first write cuts the torn tail
+// off before it appends, and removes what the failed one left.
 func TestStateCrashBeforeCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	st := newStateStore(path, "/r")
@@ -241,10 +272,11 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 	if err := st.write(newTestSnapshot(t, 1, v1)); err != nil {
 		t.Fatal(err)
 	}
+	_, _, end1 := lastFrame(t, onlyPack(t, path))
 	v2 := bigSet(10, 100, "v2") // every item changes
 	crash := errors.New("crash")
 	hook := func(step string) error {
-		if step == stepSynced {
+		if step == stepAppended {
 			return crash
 		}
 		return nil
@@ -253,8 +285,8 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 	if err := st.write(newTestSnapshot(t, 2, v2)); !errors.Is(err, crash) {
 		t.Fatalf("write: %v", err)
 	}
-	if fi, err := os.Stat(onlyPack(t, path)); err != nil || fi.Size() != 2000 {
-		t.Fatalf("pack: %v %v, want both generations' bytes", fi, err)
+	if fi, err := os.Stat(onlyPack(t, path)); err != nil || fi.Size() != end1+1000 {
+		t.Fatalf("pack: %v %v, want generation 1 and the new contents", fi, err)
 	}
 	// The "restarted process".
 	st2 := newStateStore(path, "/r")
@@ -268,10 +300,15 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 	if err := st2.write(newTestSnapshot(t, 3, v3)); err != nil {
 		t.Fatal(err)
 	}
-	if st2.last.itemFiles != 1 {
-		t.Fatalf("write after the crash: %+v, want 1 content appended", st2.last)
+	if st2.last.itemFiles != 1 || st2.last.truncated != 1000 || st2.last.newPack {
+		t.Fatalf("write after the crash: %+v, want the 1000 torn bytes cut off and 1 content appended", st2.last)
 	}
-	onlyPack(t, path)
+	if fs, _, _ := lastFrame(t, onlyPack(t, path)); fs != end1 {
+		t.Fatalf("the frame after the crash starts at %d, want %d (right after generation 1's)", fs, end1)
+	}
+	if s, err := loadState(path, "/r"); err != nil || s.Generation() != 3 {
+		t.Fatalf("after the write: %v %v", s, err)
+	}
 
 	// A crash in the middle of starting a pack leaves a pack nothing
 	// names: ignored, and removed by the next process's first write.
@@ -296,7 +333,7 @@ func TestStateCrashBeforeCommit(t *testing.T) {
 
 // TestStateItemFileCorrupt: a corrupted, truncated, missing or emptied
 // pack makes the whole state unusable (errStateFile), never a snapshot
-// with one bad item; bytes appended past what the commit names (an append
+// with one bad item; bytes appended past the last commit record (an append
 // a crash cut short) do not matter.
 func TestStateItemFileCorrupt(t *testing.T) {
 	items := map[string][]byte{"a": []byte("alpha"), "b": []byte("beta-beta")}
@@ -313,7 +350,15 @@ func TestStateItemFileCorrupt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state")
-			if err := writeState(path, "/r", newTestSnapshot(t, 4, items)); err != nil {
+			st := newStateStore(path, "/r")
+			if err := st.write(newTestSnapshot(t, 3, items)); err != nil {
+				t.Fatal(err)
+			}
+			// Generation 4 appends c: a and b are in an earlier
+			// frame than the last commit's, where a mismatch is
+			// corruption (not a torn append).
+			items := withItem(items, "c", "gamma")
+			if err := st.write(newTestSnapshot(t, 4, items)); err != nil {
 				t.Fatal(err)
 			}
 			pack := onlyPack(t, path)
@@ -337,11 +382,45 @@ func TestStateItemFileCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, err := loadState(path, "/r")
-			if s != nil || !errors.Is(err, errStateFile) || (name != "missing" && !strings.Contains(err.Error(), `item "`)) {
+			if s != nil || !errors.Is(err, errStateFile) || (name == "bit flip" && !strings.Contains(err.Error(), `item "b"`)) {
 				t.Fatalf("loaded %v, %v; want errStateFile naming an item", s, err)
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestStateTailFloodedWithMagic: a torn tail holding the trailer's magic
+// over and over (a published content that says it, torn in its append)
+// passes for no commit record (the checksum is keyed), and the loader
+// gives up after maxScanCandidates of them rather than read on: the state
+// is unusable (ZooKeeper's is read), never a forged generation.
+func TestStateTailFloodedWithMagic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	items := map[string][]byte{"a": []byte("alpha")}
+	if err := writeState(path, "/r", newTestSnapshot(t, 1, items)); err != nil {
+		t.Fatal(err)
+	}
+	pack := onlyPack(t, path)
+	intact, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		copies int
+		ok     bool
+	}{{maxScanCandidates / 2, true}, {maxScanCandidates + packTrailerSize/len(trailerMagic), false}} {
+		b := append(bytes.Clone(intact), bytes.Repeat([]byte(trailerMagic), tc.copies)...)
+		if err := os.WriteFile(pack, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := loadState(path, "/r")
+		if tc.ok && (err != nil || s.Generation() != 1) {
+			t.Fatalf("%d copies: %v %v, want generation 1", tc.copies, genOf(s), err)
+		}
+		if !tc.ok && (s != nil || !errors.Is(err, errStateFile)) {
+			t.Fatalf("%d copies: generation %d, %v; want errStateFile", tc.copies, genOf(s), err)
+		}
 	}
 }
 
@@ -434,6 +513,64 @@ func writeV2State(t *testing.T, path, root string, s *Snapshot) {
 	}
 }
 
+// writeV3State lays out the format 3 state of s at path, as zkconf wrote
+// it before the commit record moved into the pack: a pack of the bare
+// contents, and a commit file naming it and each content's offset.
+func writeV3State(t *testing.T, path, root string, s *Snapshot) {
+	t.Helper()
+	if err := os.MkdirAll(path+itemDirSuffix, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pack, at := packOf(s.itemMap())
+	if err := os.WriteFile(filepath.Join(path+itemDirSuffix, packPrefix+"3333"), pack, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, encodeV3State(t, root, s, packPrefix+"3333", at, time.Now()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStateV3Layout: a format 3 state (a commit file naming a pack of
+// bare contents) loads, and the first write converts it: a new, framed
+// pack and a pointer, the older pack removed after the commit point, and
+// the next write an append to the new pack.
+func TestStateV3Layout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	items := bigSet(20, 100, "v3")
+	items["dup"] = items["item003"]
+	writeV3State(t, path, "/r", newTestSnapshot(t, 7, items))
+	st := newStateStore(path, "/r")
+	s, err := st.load()
+	if err != nil || s.Generation() != 7 || !st.legacy {
+		t.Fatalf("format 3 load: %v %v (legacy %v)", s, err, st.legacy)
+	}
+	checkItems(t, s, items)
+	if err := st.write(s); err != nil {
+		t.Fatal(err)
+	}
+	if st.last.itemFiles != 20 || !st.last.newPack || st.last.removedFiles != 1 || st.legacy {
+		t.Fatalf("conversion: %+v, want 20 contents in a new pack and the old pack removed", st.last)
+	}
+	if p := onlyPack(t, path); filepath.Base(p) == packPrefix+"3333" {
+		t.Fatal("the bare pack was kept")
+	}
+	if c := committed(t, path, "/r"); c.format != stateFormat {
+		t.Fatalf("format %d after the conversion", c.format)
+	}
+	items8 := withItem(items, "item001", "eight")
+	if err := st.write(newTestSnapshot(t, 8, items8)); err != nil {
+		t.Fatal(err)
+	}
+	if st.last.newPack || st.last.itemFiles != 1 {
+		t.Fatalf("the write after the conversion: %+v, want an append", st.last)
+	}
+	s, err = loadState(path, "/r")
+	if err != nil || s.Generation() != 8 {
+		t.Fatalf("after the conversion: %v %v", s, err)
+	}
+	checkItems(t, s, items8)
+}
+
 // TestStateV2Layout: a format 2 state (a file per item) loads, and the
 // first write converts it: the generation packed, the item files removed
 // after the commit point.
@@ -502,6 +639,12 @@ func TestStateFileRejects(t *testing.T) {
 	h2 := h
 	h2.Format = stateFormatV2
 	v2Pack := reseal(t, h2, good3)
+	// Format 4: a pointer holding more than the pack's name, or a pack
+	// name that is a path.
+	hp := h
+	hp.Format = stateFormat
+	fatPointer := reseal(t, hp, good3)
+	badPointer := reseal(t, hp, stateBody{Root: "/r", Pack: "../pack-1"})
 
 	for name, data := range map[string][]byte{
 		"other root":     good,
@@ -515,6 +658,8 @@ func TestStateFileRejects(t *testing.T) {
 		"extra offset":   extraOffset,
 		"negative":       negative,
 		"v2 with pack":   v2Pack,
+		"fat pointer":    fatPointer,
+		"pointer path":   badPointer,
 		"not json":       []byte("{"),
 		"wrong kind":     []byte(`{"kind":"x","format":1}`),
 		"truncated":      good[:40],
@@ -547,9 +692,10 @@ func reseal(t *testing.T, h stateHeader, b stateBody) []byte {
 }
 
 // TestCacheStateIncremental follows publishes with a real ZooKeeper: each
-// apply appends exactly the changed item's bytes to the one pack; a crash
-// between the pack's append and the commit point (the hook fails the write
-// there) restarts from the previous generation; a corrupt pack makes the
+// apply appends exactly the changed item's bytes (and its commit record)
+// to the one pack; a crash between the contents' append and the commit
+// record (the hook fails the write there) restarts from the previous
+// generation; a corrupt pack makes the
 // restarted cache start from nothing and re-read everything.
 func TestCacheStateIncremental(t *testing.T) {
 	zkc := zktest.Start(t)
@@ -570,24 +716,28 @@ func TestCacheStateIncremental(t *testing.T) {
 	v2["item007"] = []byte("second")
 	g2, _ := pub.publish(v2)
 	waitGen(t, c, g2, v2)
-	if after, err := os.Stat(onlyPack(t, path)); err != nil || !os.SameFile(before, after) || after.Size() != before.Size()+int64(len("second")) {
-		t.Fatalf("pack not appended to with the changed item only: %v", err)
+	after, err := os.Stat(onlyPack(t, path))
+	if err != nil || !os.SameFile(before, after) {
+		t.Fatalf("pack not appended to: %v", err)
+	}
+	if fs, bs, _ := lastFrame(t, pack); fs != before.Size() || bs != fs+int64(len("second")) {
+		t.Fatalf("the apply's frame holds [%d, %d), want the changed item only, appended at %d", fs, bs, before.Size())
 	}
 
-	// The crash: the next apply stops just before its commit point.
+	// The crash: the next apply stops before its commit record.
 	c.Close()
 	c = start()
 	waitGen(t, c, g2, v2)
 	// The hook takes an image of the state as a crash at this point
-	// leaves it (the pack's new bytes durable, the commit file still the
-	// previous one); the write then fails, and the cache, which lives on,
+	// leaves it (the pack's new contents written, no commit record for
+	// them); the write then fails, and the cache, which lives on,
 	// removes the older commit file (TestStateNotLeftBehindOnFullDisk).
 	// The restart below starts from the image: what the dead process
 	// left.
 	crashed := make(chan struct{}, 1)
 	image := t.TempDir()
 	hook := func(step string) error {
-		if step != stepSynced {
+		if step != stepAppended {
 			return nil
 		}
 		select {
@@ -652,37 +802,57 @@ func TestCacheStateIncremental(t *testing.T) {
 	}
 }
 
-// TestCacheConvertsOldLayout: a cache started on a state directory of the
-// previous layout (format 2: a file per item) serves its generation at
-// once, before ZooKeeper answers, and converts the directory to the
-// packed layout: one pack, no item file left, the same generation.
+// TestCacheConvertsOldLayout: a cache started on a state directory of an
+// older layout (format 3: a commit file and a pack of bare contents;
+// format 2: a file per item; format 1: items inline) serves its generation
+// at once, before ZooKeeper answers, and converts the directory to the
+// framed pack: one pack, no older file left, the same generation.
 func TestCacheConvertsOldLayout(t *testing.T) {
 	zkc := zktest.Start(t)
 	addrs := zkc.Addrs()
-	zkc.Stop(0) // the restart below serves from the state file alone
-	log, buf := testLogger(t)
-	path := filepath.Join(t.TempDir(), "state")
-	items := bigSet(20, 1024, "old")
-	writeV2State(t, path, "/config", newTestSnapshot(t, 12, items))
-	c := newCache(t, "/config", WithServers(addrs, 4*time.Second), WithLogger(log), WithStateFile(path))
-	s := c.Snapshot()
-	if s == nil || s.Generation() != 12 || !s.FromStateFile() {
-		t.Fatalf("served %v, want generation 12 from the old layout", s)
+	zkc.Stop(0) // the restarts below serve from the state file alone
+	for _, tc := range []struct {
+		name   string
+		format int
+		lay    func(t *testing.T, path string, s *Snapshot)
+	}{
+		{"v3", stateFormatV3, func(t *testing.T, path string, s *Snapshot) { writeV3State(t, path, "/config", s) }},
+		{"v2", stateFormatV2, func(t *testing.T, path string, s *Snapshot) { writeV2State(t, path, "/config", s) }},
+		{"v1", stateFormatV1, func(t *testing.T, path string, s *Snapshot) {
+			if err := os.WriteFile(path, encodeLegacyState(t, "/config", s, time.Now()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, buf := testLogger(t)
+			path := filepath.Join(t.TempDir(), "state")
+			items := bigSet(20, 1024, "old")
+			tc.lay(t, path, newTestSnapshot(t, 12, items))
+			if c := committed(t, path, "/config"); c.format != tc.format {
+				t.Fatalf("laid out format %d", c.format)
+			}
+			c := newCache(t, "/config", WithServers(addrs, 4*time.Second), WithLogger(log), WithStateFile(path))
+			s := c.Snapshot()
+			if s == nil || s.Generation() != 12 || !s.FromStateFile() {
+				t.Fatalf("served %v, want generation 12 from the old layout", s)
+			}
+			checkItems(t, s, items)
+			onlyPack(t, path)
+			if cm := committed(t, path, "/config"); cm.format != stateFormat {
+				t.Fatalf("format %d after the start", cm.format)
+			}
+			if !strings.Contains(buf.String(), "converted the state file to the packed layout") {
+				t.Fatalf("conversion not logged:\n%s", buf.String())
+			}
+			c.Close()
+			got, err := loadState(path, "/config")
+			if err != nil || got.Generation() != 12 {
+				t.Fatalf("after the conversion: %v %v", got, err)
+			}
+			checkItems(t, got, items)
+		})
 	}
-	checkItems(t, s, items)
-	onlyPack(t, path)
-	if cm := committed(t, path, "/config"); cm.format != stateFormat {
-		t.Fatalf("format %d after the start", cm.format)
-	}
-	if !strings.Contains(buf.String(), "converted the state file to the packed layout") {
-		t.Fatalf("conversion not logged:\n%s", buf.String())
-	}
-	c.Close()
-	got, err := loadState(path, "/config")
-	if err != nil || got.Generation() != 12 {
-		t.Fatalf("after the conversion: %v %v", got, err)
-	}
-	checkItems(t, got, items)
 }
 
 // encodedState is a valid state file of generation 2 for root "/r" holding

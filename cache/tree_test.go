@@ -100,9 +100,12 @@ func TestStateFileTree(t *testing.T) {
 	}
 	checkItems(t, s, items)
 	pack := onlyPack(t, path)
+	if fs, bs, _ := lastFrame(t, pack); bs-fs != 3 {
+		t.Fatalf("frame of %d bytes of contents (want 3 contents, each once)", bs-fs)
+	}
 	b, err := os.ReadFile(pack)
-	if err != nil || len(b) != 3 {
-		t.Fatalf("pack of %d bytes, %v (want 3 contents, each once)", len(b), err)
+	if err != nil {
+		t.Fatal(err)
 	}
 	// A nested item's content corrupted: refused whole.
 	b[committed(t, path, "/r").at[m.Items["conf.d/sub/y"].SHA256]] = 'Y'
