@@ -89,15 +89,7 @@ func TestCarriedBlobStoredMeanwhile(t *testing.T) {
 			}
 		}
 	}))
-	res := mustPublish(t, p, Request{Items: g2})
-	if res.Generation != 2 || res.CommitAttempts != 2 {
-		t.Fatalf("generation %d after %d commit attempts, want 2 after 2", res.Generation, res.CommitAttempts)
-	}
-	if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, []int64{1, 2}) {
-		t.Fatalf("history %v, want [1 2]: the publish landed more than once or not at all", h)
-	}
-	checkLive(t, p, 2, g2)
-	checkInvariant(t, p)
+	checkSecondLandedOnce(t, p, mustPublish(t, p, Request{Items: g2}), 2, g2)
 }
 
 // TestPrefetchThenPublish: a publish takes the reads Prefetch sent as its
