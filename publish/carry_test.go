@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -133,4 +134,20 @@ func TestPrefetchThenPublish(t *testing.T) {
 	}
 	checkLive(t, p, 3, g4)
 	checkInvariant(t, p)
+
+	// A publish whose context ended fails with its error; reads that
+	// failed so (Prefetch's) are sent again by the publish that takes
+	// them.
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	g5 := clone(g4)
+	g5["item-00.conf"] = content(100, "g5")
+	if _, err := p.Publish(dead, Request{Items: g5}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("publish with an ended context: %v, want context.Canceled", err)
+	}
+	p.Prefetch(dead, g5)
+	if res := mustPublish(t, p, Request{Items: g5}); res.Generation != 4 {
+		t.Fatalf("publish after a failed prefetch: generation %d, want 4", res.Generation)
+	}
+	checkLive(t, p, 4, g5)
 }

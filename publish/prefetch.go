@@ -91,7 +91,7 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	n := fixed + len(sp.names) + len(sp.shas)
 	go func() {
 		defer close(r.done)
-		_ = work.Parallel(ctx, n, n, func(ctx context.Context, i int) error {
+		err := work.Parallel(ctx, n, n, func(ctx context.Context, i int) error {
 			switch {
 			case i == 0:
 				r.st, r.stErr = p.readState(ctx)
@@ -125,6 +125,14 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 			}
 			return nil
 		})
+		// A context that ended before a read started leaves it undone
+		// without an error of its own.
+		if err != nil && r.st == nil && r.stErr == nil {
+			r.stErr = err
+		}
+		if err != nil && readACL && r.acl == nil && r.aclErr == nil {
+			r.aclErr = err
+		}
 	}()
 	return r
 }

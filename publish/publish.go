@@ -72,13 +72,8 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 	defer cancel()
 	cached := p.cachedACLs()
 	rd := p.takePrefetch()
-	if rd != nil {
-		<-rd.done
-		if rd.stErr != nil || rd.aclErr != nil || (rd.acl == nil && cached == nil) {
-			rd = nil
-		}
-	}
-	if rd == nil {
+	prefetched := rd != nil
+	if !prefetched {
 		rd = p.startStepTwo(rctx, speculate(req.Items))
 	}
 	hashed, err := p.checkRequest(req)
@@ -88,6 +83,10 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		return nil, nil, acl, err
 	}
 	<-rd.done
+	if prefetched && (rd.stErr != nil || rd.aclErr != nil || (rd.acl == nil && cached == nil)) {
+		rd = p.startStepTwo(rctx, speculate(req.Items))
+		<-rd.done
+	}
 	if rd.acl != nil {
 		if rd.aclErr != nil {
 			return nil, nil, acl, rd.aclErr
