@@ -84,8 +84,10 @@ type delivery struct {
 }
 
 // rootName is what a group's root may be called: it appears in logs,
-// metrics labels and configuration keys.
-var rootName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// metrics labels and configuration keys. Compiled at first use: the
+// expression is large ({0,63}) and package initialisation runs at every
+// start of every program linking the package (confpush among them).
+var rootName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 // NewGroup starts a group following roots (name → root path), one cache
 // per root, all on one ZooKeeper session: the Client given with WithClient,
@@ -105,7 +107,7 @@ func NewGroup(ctx context.Context, roots map[string]string, opts ...Option) (*Gr
 	byPath := make(map[string]string, len(roots))
 	for _, name := range names {
 		path := roots[name]
-		if !rootName.MatchString(name) {
+		if !rootName().MatchString(name) {
 			errs = append(errs, fmt.Errorf("cache: group root name %q: want 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit", name))
 		}
 		if err := layout.ValidateRoot(path); err != nil {

@@ -209,7 +209,7 @@ func (p *Publisher) buildCanary(ctx context.Context, st *state, req Request, has
 	sel := *req.Canary
 	cand := &manifest.Manifest{
 		Format: manifest.FormatFor(hashed), Generation: gen, PublishID: newPublishID(),
-		PublishedAt: now, Publisher: p.cfg.name, Mode: manifest.ModeMulti,
+		PublishedAt: now, Publisher: p.name(), Mode: manifest.ModeMulti,
 		Incarnation: stable.Incarnation, Message: req.Message, Items: hashed, Candidate: &sel,
 	}
 	if stable.SameContent(cand) && !req.Force {
@@ -222,15 +222,15 @@ func (p *Publisher) buildCanary(ctx context.Context, st *state, req Request, has
 	candBytes := cand.Encode()
 	canary := &manifest.Canary{
 		Generation: gen, ManifestSHA256: manifest.ItemOf(candBytes).SHA256, Selection: sel,
-		RolloutID: newPublishID()[:16], StartedAt: now, Publisher: p.cfg.name,
+		RolloutID: newPublishID()[:16], StartedAt: now, Publisher: p.name(),
 	}
 	withCanary := stable
 	withCanary.Canary = canary
 	rootBytes := withCanary.Encode()
 	newRec := &RolloutRecord{
 		RolloutID: canary.RolloutID, Candidate: gen, Stable: stable.Generation, Selection: sel,
-		StartedAt: now, Publisher: p.cfg.name, Message: req.Message,
-		Events: []RolloutEvent{{At: now, Kind: EventStart, Selection: &sel, Generation: gen, By: p.cfg.name, Message: req.Message}},
+		StartedAt: now, Publisher: p.name(), Message: req.Message,
+		Events: []RolloutEvent{{At: now, Kind: EventStart, Selection: &sel, Generation: gen, By: p.name(), Message: req.Message}},
 	}
 	if pl := req.RolloutPlan; pl != nil {
 		newRec.Steps, newRec.Auto = pl.Steps, pl.Auto

@@ -72,6 +72,17 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 			continue
 		}
 		var br *blobRaceError
+		if errors.As(err, &br) && pl.carried[br.sha] && round < maxBlobRaces {
+			// A blob the commit creates for an entering content was
+			// stored since it was read missing (or its parent is gone):
+			// nothing was applied; send the commit again without it, and
+			// leave it to the store after the acknowledgement.
+			round++
+			p.log.Info("entering content stored meanwhile; sending the commit again without its blob", "reason", br.Error(), "round", round)
+			delete(pl.carried, br.sha)
+			ops, kinds = p.multiOps(st, pl)
+			continue
+		}
 		if !errors.As(err, &br) || br.sha == "" || round >= maxBlobRaces {
 			return err
 		}

@@ -27,9 +27,12 @@
 //     problem: nothing is written.
 //  2. Read: the root (manifest M at data version V, or absent, or empty),
 //     its children, the marker if any (and whether its publish's liveness
-//     node exists) and the history list; alongside, the ACLs to copy. The
-//     blob store is not listed. A root with data that is not a manifest
-//     is refused.
+//     node exists) and the history list; alongside, the ACLs to copy,
+//     whether a candidate node exists and, for a small set (at most 64
+//     items, 256 KiB), the live nodes at the new set's paths and whether
+//     the blob of each of its contents exists (Publisher.Prefetch sends
+//     these reads early). The blob store is not listed. A root with data
+//     that is not a manifest is refused.
 //  3. Check: the fence node of Request.Fence exists (else ErrFenced);
 //     ExpectGeneration (mismatch: ConflictError). A root with children
 //     but no manifest and no marker is refused. A live marker:
@@ -46,9 +49,9 @@
 //     Without a marker, every directory of M and of the new set is listed
 //     (one round, pipelined; nothing for a flat set), and every live item
 //     the plan would leave alone (same path and hash in M and the new set)
-//     is read and verified against M: an item changed outside confpush is
-//     rewritten in the commit (Result.Repaired) instead of being skipped
-//     as unchanged.
+//     is read (in step 2 for a small set) and verified against M: an item
+//     changed outside confpush is rewritten in the commit
+//     (Result.Repaired) instead of being skipped as unchanged.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
 //     With NoRemove, a plan that removes live items is refused
@@ -66,8 +69,9 @@
 //     mode (one transaction) or in marker mode (steps 6a to 6f), both
 //     below.
 //  7. After the acknowledgement: store the blobs of the contents that
-//     entered the live set (multi mode) and run the GC, side by side
-//     (History and garbage collection, below).
+//     entered the live set and that the commit did not create (multi
+//     mode), remove a candidate node step 2 found, and run the GC, side by
+//     side (History and garbage collection, below).
 //
 // Multi mode (step 6) is one transaction:
 //
@@ -80,6 +84,8 @@
 //	Delete(-1)                          -- removed items
 //	Delete(dir, -1)                     -- directories left without items, children first
 //	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
+//	Create(blobs/<sha>, content)        -- entering contents (in N, not in M) whose blob step 2
+//	                                       read missing, up to 64 KiB (small sets only)
 //	Create(history/g-N, manifest N)     -- history lands with the commit
 //	Check(fence, -1)                    -- with Request.Fence
 //
@@ -98,12 +104,16 @@
 // written) and sends the commit again under the same compare-and-swap
 // with Create(blobs/<sha>, content) in place of those Checks (NodeExists
 // on such a Create, someone having stored it meanwhile, turns it back
-// into a Check). The commit carries no blob of its new contents (they are
-// live items once it lands): in step 7 they are created, pipelined
-// (NodeExists is fine), best effort, while GC runs beside them (GC never
-// deletes a blob the new generation references, so neither waits for the
-// other). A publisher that dies before storing them leaves them to the
-// next commit's departing Checks above.
+// into a Check). The commit creates the blobs of entering contents step
+// 2 read missing, for a small set and up to 64 KiB of them: NodeExists on
+// one (stored by someone else since) fails the commit with nothing
+// applied, and it is sent again without that Create. The other entering
+// contents' blobs (they are live items once the commit lands) are
+// created in step 7, pipelined (NodeExists is fine), best effort, while
+// GC runs beside them (GC never deletes a blob the new generation
+// references, so neither waits for the other). A publisher that dies
+// before storing them leaves them to the next commit's departing Checks
+// above.
 //
 // Marker mode (step 6):
 //
@@ -207,7 +217,8 @@
 // when some fall out, list the history again (the state's list was read
 // beside the root, so a commit landing between the two can be missing from
 // it; listed after our commit, every entry committed before ours is
-// there) and the blob store, and delete those entries and
+// there) and the blob store, and read the retained manifests, all at once
+// (one round trip), and delete those entries and
 // every blob no kept generation references, in transactions that start
 // with Check(root, version after our commit): if anything touched the root
 // since, the GC stops and the next publisher's GC does the work (why that

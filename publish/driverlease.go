@@ -32,7 +32,7 @@ func (p *Publisher) HoldDriver(ctx context.Context, rolloutID string) (*DriverLe
 		return nil, err
 	}
 	l := &DriverLease{p: p, node: p.paths.RolloutDriver() + "/" + rolloutID, acl: acl}
-	return l, p.createLiveness(ctx, l.node, []byte(p.cfg.name), acl)
+	return l, p.createLiveness(ctx, l.node, []byte(p.name()), acl)
 }
 
 // Keep creates the node again when it is gone (an expired session takes
@@ -40,7 +40,7 @@ func (p *Publisher) HoldDriver(ctx context.Context, rolloutID string) (*DriverLe
 // a failure is logged.
 func (l *DriverLease) Keep(ctx context.Context) {
 	if st, err := l.p.exists(ctx, l.node); err == nil && st == nil {
-		if err := l.p.createLiveness(ctx, l.node, []byte(l.p.cfg.name), l.acl); err != nil {
+		if err := l.p.createLiveness(ctx, l.node, []byte(l.p.name()), l.acl); err != nil {
 			l.p.log.Warn("could not recreate the rollout driver node", "path", l.node, "error", err)
 		}
 	}

@@ -31,3 +31,9 @@ func withAfterCommit(fn func() (stop bool)) Option {
 // errSimulatedCrash is what a withMarkerWrite hook returns when it stops
 // a marker-mode publish dead.
 var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")
+
+// withoutCarry keeps the new contents' blobs out of multi-mode commits
+// (testHooks.noCarry).
+func withoutCarry() Option {
+	return func(c *config) { c.hooks.noCarry = true }
+}

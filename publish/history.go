@@ -210,9 +210,12 @@ func (p *Publisher) storeEntering(ctx context.Context, pl *plan) {
 	start := time.Now()
 	blobs := make(map[string][]byte, len(pl.entering))
 	for _, sha := range pl.entering {
-		if _, done := pl.backfill[sha]; !done {
+		if _, done := pl.backfill[sha]; !done && !pl.carried[sha] && !pl.stored[sha] {
 			blobs[sha] = pl.blobData[sha]
 		}
+	}
+	if len(blobs) == 0 {
+		return
 	}
 	// One transaction of creates (a few fsyncs instead of one per blob);
 	// if it fails (a blob already stored, say a content coming back, or
@@ -309,4 +312,45 @@ func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan
 		}
 	}
 	return p.backfill(ctx, st, shas, rootVersion, pl.acl.Meta)
+}
+
+// carryBytes bounds the contents a multi-mode commit carries as blobs
+// (plan.carried), beside the multi budget.
+const carryBytes = 64 << 10
+
+// carry chooses, for a multi-mode commit, the entering contents whose
+// blobs the commit creates (pl.carried: those read missing beside the
+// state, while they total at most carryBytes) and those whose blobs need
+// no store (pl.stored: read present; a blob the GC deleted since leaves a
+// content that is a live item once the commit lands, which the history
+// invariant allows, as when a publisher stops before storing its blobs).
+// It reports whether any is carried.
+func (p *Publisher) carry(st *state, pl *plan) bool {
+	if p.cfg.hooks.noCarry {
+		return false
+	}
+	total := 0
+	for _, sha := range pl.entering {
+		exists, read := st.blobExists[sha]
+		if _, done := pl.backfill[sha]; !read || done {
+			continue
+		}
+		if exists {
+			if pl.stored == nil {
+				pl.stored = map[string]bool{}
+			}
+			pl.stored[sha] = true
+			continue
+		}
+		size := len(pl.blobData[sha])
+		if total+size > carryBytes {
+			continue
+		}
+		total += size
+		if pl.carried == nil {
+			pl.carried = map[string]bool{}
+		}
+		pl.carried[sha] = true
+	}
+	return len(pl.carried) > 0
 }

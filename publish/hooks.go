@@ -19,6 +19,12 @@ type testHooks struct {
 	// landed), before the new contents' blobs are stored and before GC.
 	// Returning true makes Publish return there.
 	afterAck func() (stop bool)
+	// noCarry keeps the entering contents' blobs out of the multi-mode
+	// commit (plan.carried), as a publisher before the commit carried
+	// them, or one of a set beyond carryBytes, commits: what a publisher
+	// dying after its acknowledgement then leaves missing is what the
+	// next commit's departing Checks find.
+	noCarry bool
 }
 
 func (h *testHooks) commitSending(stage string) {

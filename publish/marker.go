@@ -23,7 +23,7 @@ import (
 func (p *Publisher) publishMarker(ctx context.Context, st *state, pl *plan, res *Result) error {
 	id := pl.next.PublishID
 	info := (&manifest.Marker{
-		PublishID: id, Publisher: p.cfg.name, StartedAt: time.Now().UTC(),
+		PublishID: id, Publisher: p.name(), StartedAt: time.Now().UTC(),
 		BaseGeneration: st.liveGen(), Generation: pl.gen,
 	}).Encode()
 

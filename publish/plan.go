@@ -45,8 +45,13 @@ type plan struct {
 	// backfill holds departing contents whose blob is missing, read from
 	// the live items and verified: the commit creates those blobs instead
 	// of checking them.
-	backfill  map[string][]byte
-	unchanged bool
+	backfill map[string][]byte
+	// carried are entering contents whose blobs the multi-mode commit
+	// creates (their blobs were read missing, and they are small: carry);
+	// stored those whose blobs were read present. storeEntering skips
+	// both after the acknowledgement.
+	carried, stored map[string]bool
+	unchanged       bool
 	// rootVersion is the root's data version right after our commit, -1
 	// when unknown (the commit's outcome was found by reading).
 	rootVersion int32
@@ -67,7 +72,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	}
 	next := &manifest.Manifest{
 		Format: manifest.FormatFor(hashed), Generation: gen, PublishID: newPublishID(),
-		PublishedAt: time.Now().UTC(), Publisher: p.cfg.name, Mode: manifest.ModeMulti,
+		PublishedAt: time.Now().UTC(), Publisher: p.name(), Mode: manifest.ModeMulti,
 		RollbackOf: req.RollbackOf, Incarnation: inc, Message: req.Message, Items: hashed,
 		PromoteOf: req.promoteOf, AbortOf: req.abortOf,
 	}
@@ -168,6 +173,9 @@ func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
 		} else {
 			add(opKind{"blob", sha}, &zk.CheckVersionRequest{Path: p.paths.Blob(sha), Version: -1})
 		}
+	}
+	for _, sha := range slices.Sorted(maps.Keys(pl.carried)) {
+		add(opKind{"blob", sha}, &zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: pl.acl.Meta})
 	}
 	add(opKind{"history", ""}, &zk.CreateRequest{Path: p.paths.HistoryNode(pl.gen), Data: pl.nextBytes, Acl: pl.acl.Meta})
 	if pl.fence != "" {

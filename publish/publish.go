@@ -62,59 +62,44 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (*Result, error) {
 // the request is validated and hashed while they are in flight: reading
 // changes nothing, and hashing a large set costs about as much as a round
 // trip. A bad request still gets its error at once: the reads are
-// cancelled.
+// cancelled. Beside them go, for a small set, the reads of the live items
+// at the request's paths and of whether its contents' blobs exist
+// (speculate, stepTwo). Reads Prefetch sent are taken
+// instead, when there are some; if they failed, they are sent again.
 func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]manifest.Item, *state, inherited, error) {
 	var acl inherited
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type stateRead struct {
-		st  *state
-		err error
-	}
-	type aclRead struct {
-		in  inherited
-		err error
-	}
-	stc := make(chan stateRead, 1)
-	go func() {
-		st, err := p.readState(rctx)
-		stc <- stateRead{st, err}
-	}()
-	// The inherited ACLs are read once and reused while the root and the
-	// history parent show the same ACL versions (readState reads their
-	// stats anyway); the first publish reads them beside the state.
-	var aclc chan aclRead
 	cached := p.cachedACLs()
-	if cached == nil {
-		aclc = make(chan aclRead, 1)
-		go func() {
-			in, err := p.readACLs(rctx)
-			aclc <- aclRead{in, err}
-		}()
+	rd := p.takePrefetch()
+	prefetched := rd != nil
+	if !prefetched {
+		rd = p.startStepTwo(rctx, speculate(req.Items))
 	}
 	hashed, err := p.checkRequest(req)
 	if err != nil {
 		cancel()
-		<-stc
-		if aclc != nil {
-			<-aclc
-		}
+		<-rd.done
 		return nil, nil, acl, err
 	}
-	sr := <-stc
-	if aclc != nil {
-		ar := <-aclc
-		if ar.err != nil {
-			return nil, nil, acl, ar.err
+	<-rd.done
+	if prefetched && (rd.stErr != nil || rd.aclErr != nil || (rd.acl == nil && cached == nil)) {
+		rd = p.startStepTwo(rctx, speculate(req.Items))
+		<-rd.done
+	}
+	if rd.acl != nil {
+		if rd.aclErr != nil {
+			return nil, nil, acl, rd.aclErr
 		}
-		acl = ar.in
+		acl = *rd.acl
 	} else {
 		acl = *cached
 	}
-	if sr.err != nil {
-		return nil, nil, acl, sr.err
+	if rd.stErr != nil {
+		return nil, nil, acl, rd.stErr
 	}
-	st := sr.st
+	st := rd.st
+	st.prefetched, st.blobExists, st.candidate = rd.items, rd.blobs, rd.candidate
 	if acl.ItemFrom != aclVersionOf(st.rootStat) || acl.MetaFrom != aclVersionOf(st.histStat) {
 		if acl, err = p.readACLs(ctx); err != nil {
 			return nil, nil, acl, err
@@ -167,7 +152,7 @@ func (p *Publisher) manifestCheck(req Request, hashed map[string]manifest.Item, 
 	if req.Fence != "" {
 		budget -= opSize(&zk.CheckVersionRequest{Path: req.Fence})
 	}
-	return manifestProblem(hashed, p.cfg.name, req.RollbackOf, req.Message, p.paths, acl, budget)
+	return manifestProblem(hashed, p.name(), req.RollbackOf, req.Message, p.paths, acl, budget)
 }
 
 // publishOnce runs steps 3 to 7 of a publish (doc.go) on the state st
@@ -201,13 +186,19 @@ func (p *Publisher) publishOnce(ctx context.Context, req Request, hashed map[str
 	if res.DryRun {
 		return res, nil
 	}
+	var early *gcEarly
+	if !cm.marker {
+		early = p.startGCReads(ctx, st, pl)
+	}
 	if err := p.commitNext(ctx, st, pl, cm, res); err != nil {
+		_, _, _ = early.wait()
 		return nil, err
 	}
 	if p.cfg.hooks.stopAfterAck() {
+		_, _, _ = early.wait()
 		return res, nil
 	}
-	p.afterCommit(ctx, st, req, pl, cm.marker, res)
+	p.afterCommit(ctx, st, req, pl, cm.marker, res, early)
 	return res, nil
 }
 
@@ -270,6 +261,14 @@ func (p *Publisher) chooseMode(st *state, req Request, pl *plan, res *Result) (c
 		pl.next.Mode = manifest.ModeMarker
 		pl.nextBytes = pl.next.Encode()
 	}
+	if !cm.marker && !req.DryRun && p.carry(st, pl) {
+		cm.ops, cm.kinds = p.multiOps(st, pl)
+		if cm.size = multiSize(cm.ops); cm.size > p.cfg.multiBudget {
+			pl.carried = nil
+			cm.ops, cm.kinds = p.multiOps(st, pl)
+			cm.size = multiSize(cm.ops)
+		}
+	}
 	res.Strays = pl.strays
 	if req.DryRun {
 		res.DryRun = true
@@ -318,17 +317,24 @@ func (p *Publisher) commitNext(ctx context.Context, st *state, pl *plan, cm comm
 // entries (every candidate content is a blob of its own), and its check
 // is one round trip the publisher's exit no longer waits for after the
 // others.
-func (p *Publisher) afterCommit(ctx context.Context, st *state, req Request, pl *plan, marker bool, res *Result) {
+func (p *Publisher) afterCommit(ctx context.Context, st *state, req Request, pl *plan, marker bool, res *Result, early *gcEarly) {
 	var wg sync.WaitGroup
 	if !marker {
 		wg.Go(func() { p.storeEntering(ctx, pl) })
 	}
-	wg.Go(func() { p.cleanupCandidate(ctx) })
-	p.gc(ctx, st, pl)
+	// A candidate node read absent beside the state is not looked for
+	// again: one that appeared since belongs to a canary committed after
+	// ours, or to a canary publisher still before its commit (which ours
+	// makes fail); one left by such a publisher that dies goes at the
+	// next publish, as one it leaves after this check always did.
+	if st.candidate == nil || *st.candidate {
+		wg.Go(func() { p.cleanupCandidate(ctx) })
+	}
+	p.gc(ctx, st, pl, early)
 	wg.Wait()
 	if st.live != nil && st.live.Canary != nil && req.rolloutID == "" {
 		p.appendEvent(ctx, st.live.Canary.RolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventSuperseded,
-			Generation: res.Generation, By: p.cfg.name, Message: req.Message})
+			Generation: res.Generation, By: p.name(), Message: req.Message})
 	}
 }
 

@@ -159,6 +159,8 @@ type Publisher struct {
 	paths layout.Paths
 	cfg   config
 	log   *slog.Logger
+	// name is the publisher's name (WithName, else user@host).
+	name func() string
 
 	metaReady atomic.Bool // the liveness nodes' parent exists
 
@@ -166,6 +168,7 @@ type Publisher struct {
 	cacheRoot  int64 // root Czxid the cache belongs to
 	historyMan map[int64]*manifest.Manifest
 	acls       *inherited // the last ACLs read, reused while their versions hold
+	prefetched *stepTwo   // reads Prefetch sent, for the next publish
 }
 
 // New returns a Publisher for root on cl: a Client from zkclient.Dial, or
@@ -189,8 +192,14 @@ func New(cl *zkclient.Client, root string, opts ...Option) (*Publisher, error) {
 	if within(root, cfg.meta) || within(cfg.meta, root) {
 		return nil, fmt.Errorf("publish: root %s and meta %s must not contain one another", root, cfg.meta)
 	}
+	name := func() string { return cfg.name }
 	if cfg.name == "" {
-		cfg.name = defaultPublisherName()
+		// The user's lookup (the passwd database, the host name) takes a
+		// millisecond or more: it runs while the first requests are in
+		// flight, and the first use of the name waits for it.
+		c := make(chan string, 1)
+		go func() { c <- defaultPublisherName() }()
+		name = sync.OnceValue(func() string { return <-c })
 	}
 	log := cfg.log
 	if log == nil {
@@ -200,6 +209,7 @@ func New(cl *zkclient.Client, root string, opts ...Option) (*Publisher, error) {
 		cl:         cl,
 		paths:      layout.New(root, cfg.meta),
 		cfg:        cfg,
+		name:       name,
 		log:        log.With("root", root),
 		historyMan: map[int64]*manifest.Manifest{},
 	}, nil

@@ -63,7 +63,7 @@ func (p *Publisher) Widen(ctx context.Context, rolloutID string, next manifest.S
 		}
 		return nil, p.conflict(ctx, m.Generation, "the root changed since it was read")
 	}
-	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventWiden, Selection: &next, Generation: c.Generation, By: p.cfg.name, Message: message})
+	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: EventWiden, Selection: &next, Generation: c.Generation, By: p.name(), Message: message})
 	return &Result{Generation: c.Generation, Mode: manifest.ModeMulti, Manifest: &nm}, nil
 }
 
@@ -117,6 +117,6 @@ func (p *Publisher) endRollout(ctx context.Context, rolloutID, kind string, req 
 	if err != nil || res.DryRun {
 		return res, err
 	}
-	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.cfg.name, Message: req.Message})
+	p.appendEvent(ctx, rolloutID, RolloutEvent{At: time.Now().UTC(), Kind: kind, Generation: res.Generation, By: p.name(), Message: req.Message})
 	return res, nil
 }

@@ -38,6 +38,13 @@ type state struct {
 	// tampered are live items whose content does not match the live
 	// manifest (changed outside confpush): the plan rewrites them.
 	tampered map[string]bool
+	// prefetched are live items read beside the state (stepTwo), for
+	// verifyUnchanged; blobExists says for contents of the new set read
+	// then whether their blob exists (plan.carried); candidate whether a
+	// candidate node exists (nil: not read), for afterCommit.
+	prefetched map[string]liveItem
+	blobExists map[string]bool
+	candidate  *bool
 }
 
 func (s *state) liveGen() int64 {
@@ -251,7 +258,17 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 	// Up to 64 reads in flight (8 before): the items a publish leaves alone
 	// of a set of 20 or 64 in one round trip instead of three or eight;
 	// each read's data is dropped once hashed.
+	// Those read beside the state (a small set, stepTwo) are not read
+	// again. Read in the root's round trip rather than after it, an item
+	// can be a commit older or newer than the manifest read, as a read
+	// after the root's can be newer: either way it fails to match and
+	// is rewritten with the content the plan keeps (the commit's
+	// compare-and-swap is on the manifest read), as before.
 	err := work.Parallel(ctx, len(names), 64, func(ctx context.Context, i int) error {
+		if it, ok := st.prefetched[names[i]]; ok {
+			bad[i] = !it.exists || !st.live.Matches(names[i], it.data)
+			return nil
+		}
 		d, s, err := p.get(ctx, p.paths.Item(names[i]))
 		if err != nil {
 			return err

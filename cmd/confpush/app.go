@@ -89,6 +89,10 @@ type app struct {
 	// emptyDirs lists the sub-directories of the directory read that
 	// hold no item.
 	emptyDirs []string
+	// prefetch, when not nil, is the set the command publishes: connect
+	// sends the publish's first reads with the access probe's
+	// (Publisher.Prefetch).
+	prefetch map[string][]byte
 }
 
 // run executes confpush with args and returns the exit code.
@@ -292,17 +296,24 @@ func (a *app) connect(ctx context.Context, warnOpen bool) (*publish.Publisher, *
 	if warnOpen {
 		warning = a.checkOpenRoot(cl.Conn())
 	}
-	err = access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+	probe := make(chan error, 1)
+	go func() { probe <- access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher) }()
+	// The publish's first reads (Publisher.Prefetch) go out with the
+	// probe's: reads only, and the publish starts (and writes) only once
+	// the probe passed.
+	p, perr := a.publisher(cl)
+	if perr == nil && a.prefetch != nil {
+		p.Prefetch(ctx, a.prefetch)
+	}
+	err = <-probe
 	if warning != nil {
 		if w := <-warning; err == nil {
 			a.printOpenRoot(w)
 		}
 	}
-	if err != nil {
-		cl.Conn().Close()
-		return nil, nil, err
+	if err == nil {
+		err = perr
 	}
-	p, err := a.publisher(cl)
 	if err != nil {
 		cl.Conn().Close()
 		return nil, nil, err

@@ -109,6 +109,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return err
 			}
 			relaxGCForPublish(items)
+			a.prefetch = items
 			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {
 				return err

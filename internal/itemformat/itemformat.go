@@ -39,6 +39,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 	"gopkg.in/yaml.v3"
@@ -200,8 +201,9 @@ func jsonAt(data []byte, offset int64, detail string) *Error {
 	return &Error{Format: JSON, Line: line, Column: col, Err: ErrSyntax, detail: detail}
 }
 
-// yamlLine finds "line N" in a yaml.v3 error.
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+// yamlLine finds "line N" in a yaml.v3 error. It and quoted compile at
+// first use (a bad item): initialisation runs at every confpush start.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // parseYAML decodes the first document of data or, with all, every
 // document, returning the first one's value.
@@ -216,7 +218,7 @@ func parseYAML(data []byte, maxDepth int, all bool) (any, error) {
 		}
 		if err != nil {
 			e := &Error{Format: YAML, Document: doc, Err: ErrSyntax, detail: strings.TrimPrefix(redact(err.Error()), "yaml: ")}
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 				e.Line, _ = strconv.Atoi(m[1])
 				e.detail = strings.TrimPrefix(e.detail, "line "+m[1]+": ")
 			}
@@ -279,12 +281,14 @@ func lineCol(data []byte, offset int64) (line, col int) {
 
 // quoted matches the quoted fragments parsers put in their messages, which
 // may be pieces of the content (a secret, say).
-var quoted = regexp.MustCompile("'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"|`[^`]*`")
+var quoted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"|`[^`]*`")
+})
 
 // redact removes quoted fragments from a parser message, keeping only a
 // quoted single punctuation character (the grammar's "expected ':'").
 func redact(msg string) string {
-	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+	return quoted().ReplaceAllStringFunc(msg, func(q string) string {
 		inner := q[1 : len(q)-1]
 		if len(inner) == 1 && strings.ContainsAny(inner, ":,;{}[]()=<>#&*!|-?\\") {
 			return q

@@ -19,26 +19,30 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Label syntax, as Kubernetes defines it: a key is an optional DNS
 // subdomain prefix and "/", then a name of at most 63 characters; a value
-// is empty or a name.
+// is empty or a name. Compiled at first use: initialisation runs at
+// every confpush start.
 var (
-	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	labelName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`) })
+	labelPrefix = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
 )
 
 // CheckKey reports why k is not a valid label key.
 func CheckKey(k string) error {
 	name := k
 	if prefix, rest, ok := strings.Cut(k, "/"); ok {
-		if len(prefix) > 253 || !labelPrefix.MatchString(prefix) {
+		if len(prefix) > 253 || !labelPrefix().MatchString(prefix) {
 			return fmt.Errorf("key %q: the prefix before '/' must be a DNS subdomain (lowercase, at most 253 characters)", k)
 		}
 		name = rest
 	}
-	if len(name) > 63 || !labelName.MatchString(name) {
+	if len(name) > 63 || !labelName().MatchString(name) {
 		return fmt.Errorf("key %q: the name must be 1-63 characters [A-Za-z0-9-_.], starting and ending alphanumeric", k)
 	}
 	return nil
@@ -46,7 +50,7 @@ func CheckKey(k string) error {
 
 // CheckValue reports why v is not a valid value of label k.
 func CheckValue(k, v string) error {
-	if v != "" && (len(v) > 63 || !labelName.MatchString(v)) {
+	if v != "" && (len(v) > 63 || !labelName().MatchString(v)) {
 		return fmt.Errorf("value of %q: %q must be empty or 1-63 characters [A-Za-z0-9-_.], starting and ending alphanumeric", k, v)
 	}
 	return nil

@@ -73,7 +73,7 @@ func (f *Foreign) sanitize(err error) error {
 	if f.safe != nil && errors.As(err, &ee) {
 		msg := ee.Err.Error()
 		_, tail, ok := strings.Cut(msg, ">: ")
-		m := errorCallingRE.FindString(tail)
+		m := errorCallingRE().FindString(tail)
 		if cause := errors.Unwrap(ee.Err); cause != nil && ok && m != "" && strings.HasPrefix(msg, "template: ") &&
 			tail[len(m):] == cause.Error() && f.safe(cause, func(s string) bool { return f.literals[s] }) {
 			return &Error{Template: f.Name(), Msg: msg, Err: cause}

@@ -637,7 +637,10 @@ var safeTailsExpr = `^(?:` + strings.Join([]string{
 	}, "|") + `)`,
 }, "|") + `)$`
 
-var errorCallingRE = regexp.MustCompile(`^error calling ([\pL\pN_]+): `)
+// errorCallingRE compiles at first use (a failed execution), as safeTails:
+// its Unicode classes are costly and initialisation runs at every start
+// of confpush and confagent.
+var errorCallingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^error calling ([\pL\pN_]+): `) })
 
 // sanitizeExecError turns an error from text/template's Execute into an
 // *Error whose message cannot contain item content.
@@ -667,7 +670,7 @@ func sanitizeExecError(name string, err error) error {
 	var he *helperError
 	if errors.As(err, &he) {
 		// Our helpers' messages are built from names and positions only.
-		if m := errorCallingRE.FindString(tail); m != "" && strings.TrimPrefix(tail, m) == he.Error() {
+		if m := errorCallingRE().FindString(tail); m != "" && strings.TrimPrefix(tail, m) == he.Error() {
 			return &Error{Template: name, Msg: head + ": " + tail, Err: he}
 		}
 		return &Error{Template: name, Msg: head + ": " + he.Error(), Err: he}
@@ -684,7 +687,7 @@ func safeTail(tail string) string {
 	if safeTails().MatchString(tail) {
 		return tail
 	}
-	if m := errorCallingRE.FindStringSubmatch(tail); m != nil {
+	if m := errorCallingRE().FindStringSubmatch(tail); m != nil {
 		if strings.HasPrefix(tail[len(m[0]):], "non-comparable type") {
 			// eq and friends print the compared values in this message.
 			return "error calling " + m[1] + ": non-comparable types"

@@ -316,7 +316,7 @@ func (c *Config) importResource(file, rel string, p *problems) (t Target, warnin
 	if t.Keys == nil {
 		t.Keys = []string{}
 	}
-	if !targetNameRE.MatchString(name) {
+	if !targetNameRE().MatchString(name) {
 		p.addf(k("name"), "its target name %q (the file's name without toml) is not usable: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit; rename the file", name)
 	}
 	if tr.Src == "" {

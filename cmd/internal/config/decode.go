@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/viper"
@@ -381,7 +382,9 @@ func (d decoder) stringList(key string) []string {
 	}
 }
 
-var modeRE = regexp.MustCompile(`^(?:0o)?[0-7]{3,4}$`)
+// modeRE and the name expressions (validate.go) compile at first use:
+// confpush links this package, and initialisation runs at every start.
+var modeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:0o)?[0-7]{3,4}$`) })
 
 // mode accepts only quoted octal strings: YAML reads an unquoted 0640 as
 // octal 416 under YAML 1.1 rules but as decimal 640 under YAML 1.2 rules,
@@ -392,7 +395,7 @@ func (d decoder) mode(key string, def os.FileMode) os.FileMode {
 		return def
 	case string:
 		s := strings.TrimSpace(t)
-		if !modeRE.MatchString(s) {
+		if !modeRE().MatchString(s) {
 			d.p.addf(d.full(key), "invalid mode %q: want an octal string like \"0640\"", t)
 			return def
 		}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -28,8 +29,9 @@ import (
 const maxTemplateSize = 1 << 20
 
 // targetNameRE keeps target names usable as file names in state_dir and
-// as metric label values without escaping.
-var targetNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// as metric label values without escaping. Compiled at first use, as
+// modeRE.
+var targetNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // Validate checks c and reports every problem at once (a
 // *multierror.Error of *FieldError, see FieldError). It also completes c: it cleans target
@@ -111,7 +113,7 @@ func (c *Config) validate(p *problems) {
 
 // rootName is what a root may be called (cache.NewGroup's rule): it names
 // the root's state directory and its metrics.
-var rootNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var rootNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 // validateRoots checks every root: its name, its path (a ZooKeeper path
 // that overlaps neither meta nor another root), its auth_file. A Config
@@ -125,7 +127,7 @@ func (c *Config) validateRoots(p *problems) {
 		if r.key == "" {
 			r.key = "roots." + r.Name
 		}
-		if !rootNameRE.MatchString(r.Name) {
+		if !rootNameRE().MatchString(r.Name) {
 			p.addf("roots."+r.Name, "root name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", r.Name)
 		}
 		if p.has(r.key) {
@@ -405,7 +407,7 @@ func validateTarget(prefix string, t *Target, p *problems, onHost bool) {
 	case p.has(k("name")):
 	case t.Name == "":
 		p.add(k("name"), errRequired)
-	case !targetNameRE.MatchString(t.Name):
+	case !targetNameRE().MatchString(t.Name):
 		p.addf(k("name"), "%q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", t.Name)
 	}
 	switch t.Type {

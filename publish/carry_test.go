@@ -1,0 +1,153 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/manifest"
+)
+
+// TestCommitCarriesNewBlobs: the blobs of a small publish's new contents
+// are created by its commit, so a publisher that dies right after its
+// acknowledgement leaves none missing; a content beyond carryBytes is
+// left to the store after the acknowledgement (missing here), and a
+// content whose blob exists (a rollback's) costs no second commit.
+func TestCommitCarriesNewBlobs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/carry"
+	dying := newPub(t, c, root, withAfterCommit(func() bool { return true }))
+	g1 := items(4, 500, "g1")
+	mustPublish(t, dying, Request{Items: g1})
+	for n, d := range g1 {
+		if !blobExists(t, dying, d) {
+			t.Fatalf("content of %s is not stored: the commit did not carry it", n)
+		}
+	}
+	checkInvariant(t, dying)
+
+	g2 := clone(g1)
+	g2["item-00.conf"] = content(400, "g2")
+	res := mustPublish(t, dying, Request{Items: g2})
+	if res.Generation != 2 || res.CommitAttempts != 1 || !blobExists(t, dying, g2["item-00.conf"]) {
+		t.Fatalf("generation %d after %d attempts, want 2 after 1, its new content stored", res.Generation, res.CommitAttempts)
+	}
+	checkInvariant(t, dying)
+
+	// Back to generation 1's content: its blob exists already, so the
+	// commit carries none (it would fail on NodeExists and be sent again).
+	good := newPub(t, c, root)
+	rb, err := good.Rollback(ctx, 1, Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Generation != 3 || rb.CommitAttempts != 1 {
+		t.Fatalf("rollback: generation %d after %d commit attempts, want 3 after 1", rb.Generation, rb.CommitAttempts)
+	}
+	checkLive(t, good, 3, g1)
+	checkInvariant(t, good)
+
+	// A small new content beside one beyond carryBytes: the small one is
+	// carried, the large one left to the store after the acknowledgement.
+	g4 := clone(g1)
+	g4["item-02.conf"] = content(300, "g4/small")
+	g4["big.conf"] = content(carryBytes+1, "g4/big")
+	if res := mustPublish(t, dying, Request{Items: g4}); res.Generation != 4 {
+		t.Fatalf("generation %d, want 4", res.Generation)
+	}
+	if !blobExists(t, dying, g4["item-02.conf"]) {
+		t.Fatal("the small new content is not stored: the commit did not carry it")
+	}
+	if blobExists(t, dying, g4["big.conf"]) {
+		t.Fatal("a content beyond carryBytes was carried by the commit")
+	}
+	checkInvariant(t, dying)
+}
+
+// TestCarriedBlobStoredMeanwhile: a blob the commit is about to create is
+// stored by someone else after the publish read it missing; the commit
+// fails on NodeExists with nothing applied, is sent again without that
+// blob, and lands exactly once.
+func TestCarriedBlobStoredMeanwhile(t *testing.T) {
+	c := startZK(t)
+	const root = "/carryrace"
+	g1 := items(3, 100, "g1")
+	mustPublish(t, newPub(t, c, root), Request{Items: g1})
+	g2 := clone(g1)
+	g2["item-01.conf"] = content(100, "g2")
+	var sends atomic.Int64
+	var p *Publisher
+	p = newPub(t, c, root, withBeforeCommit(func(string) {
+		if sends.Add(1) == 1 {
+			d := g2["item-01.conf"]
+			if _, err := p.conn().Create(p.paths.Blob(manifest.Hash(d)), d, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Errorf("store the blob behind the publisher's back: %v", err)
+			}
+		}
+	}))
+	checkSecondLandedOnce(t, p, mustPublish(t, p, Request{Items: g2}), 2, g2)
+}
+
+// TestPrefetchThenPublish: a publish takes the reads Prefetch sent as its
+// own; a commit landing between the two makes its compare-and-swap fail
+// (a conflict, nothing applied), and a tampered item is found from the
+// prefetched read as from its own.
+func TestPrefetchThenPublish(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/prefetch"
+	p := newPub(t, c, root)
+	other := newPub(t, c, root)
+	g1 := items(5, 100, "g1")
+	mustPublish(t, p, Request{Items: g1})
+
+	g2 := clone(g1)
+	g2["item-00.conf"] = content(100, "g2")
+	p.Prefetch(ctx, g2)
+	<-p.prefetched.done // answered: the commit below lands after these reads
+	g3 := clone(g1)
+	g3["item-01.conf"] = content(100, "g3")
+	mustPublish(t, other, Request{Items: g3})
+	_, err := p.Publish(ctx, Request{Items: g2})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Actual != 2 {
+		t.Fatalf("publish on reads from before a commit: %v, want a conflict with generation 2", err)
+	}
+	checkLive(t, p, 2, g3)
+
+	// A plain write behind confpush's back, then a prefetched publish
+	// that leaves that item alone: it is found and rewritten.
+	if _, err := p.conn().Set(p.paths.Item("item-03.conf"), []byte("tampered"), -1); err != nil {
+		t.Fatal(err)
+	}
+	g4 := clone(g3)
+	g4["item-00.conf"] = content(100, "g4")
+	p.Prefetch(ctx, g4)
+	res := mustPublish(t, p, Request{Items: g4})
+	if !slices.Equal(res.Repaired, []string{"item-03.conf"}) {
+		t.Fatalf("repaired %v, want [item-03.conf]", res.Repaired)
+	}
+	checkLive(t, p, 3, g4)
+	checkInvariant(t, p)
+
+	// A publish whose context ended fails with its error; reads that
+	// failed so (Prefetch's) are sent again by the publish that takes
+	// them.
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	g5 := clone(g4)
+	g5["item-00.conf"] = content(100, "g5")
+	if _, err := p.Publish(dead, Request{Items: g5}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("publish with an ended context: %v, want context.Canceled", err)
+	}
+	p.Prefetch(dead, g5)
+	if res := mustPublish(t, p, Request{Items: g5}); res.Generation != 4 {
+		t.Fatalf("publish after a failed prefetch: generation %d, want 4", res.Generation)
+	}
+	checkLive(t, p, 4, g5)
+}

@@ -1,0 +1,166 @@
+package publish
+
+import (
+	"context"
+	"sync"
+
+	"github.com/zkconf/zkconf/internal/work"
+)
+
+// Bounds of the speculative reads a publish sends beside its state,
+// before it knows which items it leaves alone and which contents enter
+// the live set: a set of at most speculateItems items of at most
+// speculateBytes in all (the new set's sizes standing for the live
+// ones'). A larger set reads after the state, as it did.
+const (
+	speculateItems = 64
+	speculateBytes = 256 << 10
+)
+
+// stepTwo is step 2's reads in flight: the state, the ACLs to copy (when
+// none are cached) and, for a small set (speculate), the live nodes at
+// the request's item paths, which step 3's check of the items a publish
+// leaves alone uses instead of reading them again (verifyUnchanged),
+// whether the blob of each of the set's contents exists (plan: the
+// commit creates the missing blobs of the contents entering the live
+// set), and whether a candidate node exists (afterCommit removes it).
+// All go out at once: the client pipelines them on its one connection,
+// so they cost one round trip where the state and then the unchanged
+// items cost two, and the blobs and the candidate one more after the
+// acknowledgement.
+type stepTwo struct {
+	done   chan struct{}
+	st     *state
+	stErr  error
+	acl    *inherited // nil: not read (cachedACLs held them)
+	aclErr error
+	// items, blobs and candidate are what was read; a failed read leaves
+	// its entry out (candidate nil), and the publish does without it what
+	// it did before.
+	items     map[string]liveItem
+	blobs     map[string]bool // sha256 → its blob exists
+	candidate *bool
+}
+
+// liveItem is a live node's data as read beside the state; exists is
+// false when there was no node.
+type liveItem struct {
+	data   []byte
+	exists bool
+}
+
+// speculation is what a publish reads beside step 2's reads: the item
+// paths and the distinct contents' sha256 of a small set.
+type speculation struct {
+	names, shas []string
+}
+
+// speculate returns what a publish of items reads beside its state: for
+// a set of at most speculateItems items and speculateBytes, its paths and
+// its contents' sha256; nothing for a larger one.
+func speculate(items map[string][]byte) speculation {
+	if len(items) > speculateItems {
+		return speculation{}
+	}
+	total := 0
+	for _, b := range items {
+		if total += len(b); total > speculateBytes {
+			return speculation{}
+		}
+	}
+	var sp speculation
+	seen := map[string]bool{}
+	for n, it := range hashItems(items) {
+		sp.names = append(sp.names, n)
+		if !seen[it.SHA256] {
+			seen[it.SHA256] = true
+			sp.shas = append(sp.shas, it.SHA256)
+		}
+	}
+	return sp
+}
+
+// startStepTwo sends step 2's reads, and those of sp, and returns at
+// once; done is closed when all have answered.
+func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
+	r := &stepTwo{done: make(chan struct{}), items: make(map[string]liveItem, len(sp.names)),
+		blobs: make(map[string]bool, len(sp.shas))}
+	readACL := p.cachedACLs() == nil
+	var mu sync.Mutex
+	const fixed = 3 // the state, the ACLs, the candidate
+	n := fixed + len(sp.names) + len(sp.shas)
+	go func() {
+		defer close(r.done)
+		err := work.Parallel(ctx, n, n, func(ctx context.Context, i int) error {
+			switch {
+			case i == 0:
+				r.st, r.stErr = p.readState(ctx)
+			case i == 1:
+				if readACL {
+					in, err := p.readACLs(ctx)
+					r.acl, r.aclErr = &in, err
+				}
+			case i == 2:
+				if s, err := p.exists(ctx, p.paths.Candidate()); err == nil {
+					found := s != nil
+					mu.Lock()
+					r.candidate = &found
+					mu.Unlock()
+				}
+			case i < fixed+len(sp.names):
+				name := sp.names[i-fixed]
+				d, s, err := p.get(ctx, p.paths.Item(name))
+				if err == nil {
+					mu.Lock()
+					r.items[name] = liveItem{data: d, exists: s != nil}
+					mu.Unlock()
+				}
+			default:
+				sha := sp.shas[i-fixed-len(sp.names)]
+				if s, err := p.exists(ctx, p.paths.Blob(sha)); err == nil {
+					mu.Lock()
+					r.blobs[sha] = s != nil
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
+		// A context that ended before a read started leaves it undone
+		// without an error of its own.
+		if err != nil && r.st == nil && r.stErr == nil {
+			r.stErr = err
+		}
+		if err != nil && readACL && r.acl == nil && r.aclErr == nil {
+			r.aclErr = err
+		}
+	}()
+	return r
+}
+
+// Prefetch sends the reads the next Publish (or Rollback, Edit, rollout
+// step) of p starts with — the root, its children, the history list, the
+// ACLs to copy and, for a small set of items (the set about to be
+// published), the live items at its paths and whether its contents'
+// blobs exist — and returns at once, so that they are in flight while
+// the caller does other work on the same connection (confpush checks the
+// session's credentials meanwhile). The next publish of p takes them as
+// its own first reads: as though it had started when Prefetch was
+// called, so call it right before; its compare-and-swap refuses a plan
+// that a commit landing since made stale, as for any read. A Prefetch
+// replaces an earlier one not yet taken. Its errors are not reported:
+// the publish reads again what failed.
+func (p *Publisher) Prefetch(ctx context.Context, items map[string][]byte) {
+	r := p.startStepTwo(ctx, speculate(items))
+	p.mu.Lock()
+	p.prefetched = r
+	p.mu.Unlock()
+}
+
+// takePrefetch returns the reads Prefetch sent, once, or nil.
+func (p *Publisher) takePrefetch() *stepTwo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.prefetched
+	p.prefetched = nil
+	return r
+}
