@@ -154,3 +154,39 @@ func TestGenerationsOnlyGoUp(t *testing.T) {
 	}
 	checkLive(t, p, 3, items(2, 10, "c"))
 }
+
+// TestHistoryDeletesInBatches checks the GC's batching: with a retention
+// of 8 the history grows to 8 + 2 generations without a deletion, the
+// publish that would make it 11 deletes down to 8, and every retained
+// generation stays readable.
+func TestHistoryDeletesInBatches(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const retention = 8
+	p := newPub(t, c, "/batches", WithRetention(retention))
+	want := func(from, to int64) []int64 {
+		var gens []int64
+		for g := from; g <= to; g++ {
+			gens = append(gens, g)
+		}
+		return gens
+	}
+	for g := int64(1); g <= retention+retention/4; g++ {
+		mustPublish(t, p, Request{Items: items(2, 100, fmt.Sprintf("g%d", g))})
+		if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, want(1, g)) {
+			t.Fatalf("after generation %d: history %v, want every generation (no deletion before %d + %d)", g, h, retention, retention/4)
+		}
+	}
+	res := mustPublish(t, p, Request{Items: items(2, 100, "last")})
+	if h := historyList(t, p.conn(), p.paths); !slices.Equal(h, want(res.Generation-retention+1, res.Generation)) {
+		t.Fatalf("after generation %d: history %v, want the last %d", res.Generation, h, retention)
+	}
+	for _, g := range want(res.Generation-retention+1, res.Generation) {
+		if _, _, err := p.Read(ctx, g); err != nil {
+			t.Fatalf("retained generation %d unreadable: %v", g, err)
+		}
+	}
+	if _, _, err := p.Read(ctx, 1); !errors.Is(err, ErrGenerationNotFound) {
+		t.Fatalf("generation 1 read after the batch: %v, want ErrGenerationNotFound", err)
+	}
+}

@@ -71,7 +71,9 @@ func WithReaders(readers func(ctx context.Context, format int) ([]OldAgent, erro
 func WithMeta(path string) Option { return func(c *config) { c.meta = path } }
 
 // WithRetention sets how many generations the history keeps (at least 1;
-// the live generation is always kept). Default 20.
+// the live generation is always kept). Default 20. Older generations are
+// deleted in batches: the history may hold up to a quarter more before a
+// publish deletes down to n (docs/design.md, "History and GC").
 func WithRetention(n int) Option { return func(c *config) { c.retention = n } }
 
 // WithLogger sets the logger. Item contents are never logged.
