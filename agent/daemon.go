@@ -448,9 +448,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if !out.Skipped {
 			d.noteRootsApplied(snap)
 			if rs, ok := snap.(*rootsSnapshot); ok {
-				d.mem.observe(rs.bytes())
+				d.mem.observe(rs.bytes(), d.r.renderBytes())
 			} else {
-				d.mem.observe(snapshotBytes(snap))
+				d.mem.observe(snapshotBytes(snap), d.r.renderBytes())
 			}
 			d.publishStatus()
 			d.logTimings(ctx, snap, applied)
