@@ -743,6 +743,19 @@ func (r *Renderer) Attempted() int64 { return r.view.Load().attempted }
 // LastError returns the last Apply's error, nil after a success.
 func (r *Renderer) LastError() error { return r.view.Load().lastErr }
 
+// renderBytes is what the template targets' last renders allocated, all
+// together (they run side by side): the heap the next apply's renders may
+// need, which the automatic memory limit leaves room for (memlimit.go).
+func (r *Renderer) renderBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, t := range r.targets {
+		n += t.renderAlloc
+	}
+	return n
+}
+
 // driftDirs are the directories the drift watcher watches: the one
 // holding each file or template output; for a dir target its directory,
 // its current generation directory and every sub-directory of the tree

@@ -41,22 +41,38 @@ const (
 // run back to back (thrash), and for large sets the limit is above GOGC's
 // own target and changes nothing. For 100 × 4 KiB items: 18.3 MiB; for a
 // 50 MiB set: 316 MiB.
+//
+// On top comes what the template targets' last renders allocated
+// (renderBytes): a render's garbage is the template's, not the set's (a
+// template that base64-encodes, indents and JSON-encodes every item of 20
+// × 64 KiB allocated 45 MB for a 1.3 MB set), and a limit below the heap
+// a render needs makes the collector run back to back for the whole
+// render and the scavenger return memory that the next render faults
+// back in: with the limit at 16 MiB + 6 × the set, that set's publish cost
+// the agent 289 ms of CPU against 59 ms with no limit, and its render 329
+// ms against 38 (docs/bench/latency-manyitems-2026-11-27). What a render
+// allocated bounds what it holds alive at once, so the limit never binds
+// during a render that allocates as much as the last one: GOGC paces the
+// collector then, and the limit still caps the steady state of small
+// templates (a few hundred KiB for 20 × 1 KiB items).
 const (
 	memLimitBase    = 16 << 20
 	memLimitPerByte = 6
 )
 
 // autoMemoryLimit is the soft memory limit (debug.SetMemoryLimit) the
-// agent sets for a snapshot of dataBytes bytes of items with
-// MemoryLimitAuto.
-func autoMemoryLimit(dataBytes int64) int64 {
-	if dataBytes < 0 {
-		dataBytes = 0
-	}
+// agent sets for a snapshot of dataBytes bytes of items, whose template
+// targets' last renders allocated renderBytes, with MemoryLimitAuto.
+func autoMemoryLimit(dataBytes, renderBytes int64) int64 {
+	dataBytes, renderBytes = max(dataBytes, 0), max(renderBytes, 0)
 	if dataBytes > (math.MaxInt64-memLimitBase)/memLimitPerByte {
 		return math.MaxInt64
 	}
-	return memLimitBase + memLimitPerByte*dataBytes
+	limit := memLimitBase + memLimitPerByte*dataBytes
+	if renderBytes > math.MaxInt64-limit {
+		return math.MaxInt64
+	}
+	return limit + renderBytes
 }
 
 // memLimiter applies Options.MemoryLimit. GOMEMLIMIT in the environment,
@@ -68,6 +84,7 @@ type memLimiter struct {
 	setting  int64 // Options.MemoryLimit
 	set      int64 // limit last set, 0 if none
 	data     int64 // snapshot size the automatic limit was computed for
+	render   int64 // and the renders' allocation (autoMemoryLimit)
 	setLimit func(int64) int64
 }
 
@@ -99,7 +116,7 @@ func (m *memLimiter) configure(setting int64) {
 		m.apply(setting)
 	case setting == MemoryLimitAuto:
 		if m.data >= 0 {
-			m.apply(autoMemoryLimit(m.data))
+			m.apply(autoMemoryLimit(m.data, m.render))
 		}
 	default: // off
 		if old != MemoryLimitOff && m.set != 0 {
@@ -108,15 +125,16 @@ func (m *memLimiter) configure(setting int64) {
 	}
 }
 
-// observe recomputes the automatic limit for a snapshot of dataBytes.
-func (m *memLimiter) observe(dataBytes int64) {
-	m.data = dataBytes
+// observe recomputes the automatic limit for a snapshot of dataBytes
+// whose renders allocated renderBytes.
+func (m *memLimiter) observe(dataBytes, renderBytes int64) {
+	m.data, m.render = dataBytes, renderBytes
 	if !m.env && m.setting == MemoryLimitAuto {
-		m.apply(autoMemoryLimit(dataBytes))
+		m.apply(autoMemoryLimit(dataBytes, renderBytes))
 	}
 	if m.log.Enabled(context.Background(), slog.LevelDebug) {
 		st := readMemStats()
-		m.log.Debug("memory", "limit", m.set, "snapshot_bytes", m.data, "heap_live", st.heapLive,
+		m.log.Debug("memory", "limit", m.set, "snapshot_bytes", m.data, "render_bytes", m.render, "heap_live", st.heapLive,
 			"heap_objects", st.heapObjects, "non_heap", st.nonHeap, "heap_free", st.heapFree)
 	}
 }
@@ -153,6 +171,18 @@ func readMemStats() memStats {
 	}
 	return memStats{heapLive: v(0), heapObjects: v(1), heapFree: v(3),
 		nonHeap: v(2) - v(1) - v(3) - v(4) - v(5)}
+}
+
+// heapAllocs is how many bytes the process has allocated on the heap
+// since it started (runtime/metrics: no stop of the world, unlike
+// runtime.ReadMemStats).
+func heapAllocs() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(min(s[0].Value.Uint64(), math.MaxInt64)) // #nosec G115 -- clamped
 }
 
 // snapshotBytes is the total size of snap's items.

@@ -100,6 +100,10 @@ type target struct {
 	out     []byte
 	files   map[string][]byte
 	result  TargetResult
+	// renderAlloc is what the last render of a template target allocated
+	// on the heap, the process's other goroutines' allocations meanwhile
+	// included (Renderer.renderBytes).
+	renderAlloc int64
 
 	// reloadPending is set (and persisted) before a changed output is
 	// committed and cleared by the reload that succeeds after it: a reload
@@ -195,7 +199,10 @@ func (t *target) output(ctx context.Context, snap Snapshot) ([]byte, error) {
 		return b, nil
 	case KindTemplate:
 		defer t.renders.begin(t, snap.Generation())()
-		return t.tmpl.ExecuteContext(ctx, snap, t.hostFacts())
+		before := heapAllocs()
+		out, err := t.tmpl.ExecuteContext(ctx, snap, t.hostFacts())
+		t.renderAlloc = max(heapAllocs()-before, 0)
+		return out, err
 	}
 	return nil, fmt.Errorf("target %q renders no single file", t.spec.Name)
 }

@@ -73,3 +73,29 @@ func BenchmarkExecute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExecuteLargeItems renders the helpers of confbench latency's
+// sprig template (tools/bench/latency.go: every item base64-encoded and
+// indented, the whole set as JSON, hashed) over 20 items of 64 KiB: a
+// render whose garbage (tens of MB: 25 MB for these items, 45 MB for
+// random bytes, which JSON escapes) is many times the set's 1.3 MB, which
+// the agent's automatic memory limit makes room for (agent/memlimit.go).
+func BenchmarkExecuteLargeItems(b *testing.B) {
+	const text = `{{ $all := dict }}{{ range $n := names | sortAlpha }}{{ $v := item $n }}{{ $_ := set $all $n $v }}{{ $n }}:{{ $v | b64enc | nindent 2 }}
+{{ end }}{{ names | toJson }} {{ $all | toJson | sha256sum }}`
+	items := map[string]string{}
+	for i := range 20 {
+		items[fmt.Sprintf("item%03d.conf", i)] = strings.Repeat(fmt.Sprintf("line %d of a 64 KiB item\n", i), 64<<10/24)
+	}
+	tm, err := Parse("latency-sprig", text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := mapSnap{gen: 7, items: items}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tm.Execute(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -212,3 +212,32 @@ func TestListHelpersBounded(t *testing.T) {
 		t.Fatalf("got %q %v", got, err)
 	}
 }
+
+// TestOutputSizedAsLast: an execution's buffer starts at the size of the
+// template's last output (capped by the output limit), so a large output
+// is not built by doubling; outputs that shrink or grow stay exact.
+func TestOutputSizedAsLast(t *testing.T) {
+	tm, err := ParseWithLimits("t", `{{ range names }}{{ item . }}{{ end }}`, Limits{MaxOutputBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tm.lastSize.buffer(1<<20, &budget{}).buf.Cap(); c != 0 {
+		t.Fatalf("before any execution: buffer of %d bytes", c)
+	}
+	for _, n := range []int{100 << 10, 10, 300 << 10} {
+		snap := mapSnap{gen: 1, items: map[string]string{"a": strings.Repeat("a", n/2), "b": strings.Repeat("b", n-n/2)}}
+		out, err := tm.Execute(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != n || out[0] != 'a' || out[n-1] != 'b' {
+			t.Fatalf("output of %d bytes, want %d", len(out), n)
+		}
+		if c := tm.lastSize.buffer(1<<20, &budget{}).buf.Cap(); c < n {
+			t.Fatalf("after an output of %d bytes the next buffer starts at %d", n, c)
+		}
+	}
+	if c := tm.lastSize.buffer(1000, &budget{}).buf.Cap(); c > 1<<10 {
+		t.Fatalf("buffer of %d bytes for an output limit of 1000", c)
+	}
+}

@@ -24,6 +24,7 @@ type Foreign struct {
 	limits   Limits
 	literals map[string]bool
 	safe     func(cause error, literal func(string) bool) bool
+	lastSize outputSize
 }
 
 // NewForeign takes t over (it must not be executed or changed by anyone
@@ -61,7 +62,7 @@ func (f *Foreign) ExecuteContext(ctx context.Context, funcs texttemplate.FuncMap
 	}
 	tmpl.Funcs(funcs)
 	var b budget
-	return execute(ctx, tmpl, data, f.limits, &b, f.sanitize)
+	return execute(ctx, tmpl, data, f.limits, &b, &f.lastSize, f.sanitize)
 }
 
 // sanitize keeps text/template's message of a function's failure when

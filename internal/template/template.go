@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	texttemplate "text/template"
 	"text/template/parse"
 	"time"
@@ -143,6 +144,24 @@ type Template struct {
 	// name is one of them is named in the error (template text is not
 	// secret); any other name argument may be item content and is not.
 	literals map[string]bool
+	// lastSize is the size of the last output (outputSize).
+	lastSize outputSize
+}
+
+// outputSize is the size of a template's last output: the next
+// execution's buffer starts at that size instead of growing to it by
+// doubling, which for a 2 MB output allocated and copied 4 MB more and
+// was a fifth of the render's CPU (docs/bench/latency-manyitems-2026-11-27).
+// Executions may run side by side: the last one to finish wins.
+type outputSize struct{ n atomic.Int64 }
+
+// buffer returns an output buffer for an execution limited to max bytes.
+func (s *outputSize) buffer(max int64, b *budget) *limitedBuffer {
+	out := &limitedBuffer{max: max, budget: b}
+	if n := min(s.n.Load(), max); n > 0 {
+		out.buf.Grow(int(n))
+	}
+	return out
 }
 
 // Parse parses a template with the helpers below and default Limits.
@@ -297,15 +316,15 @@ func (t *Template) ExecuteContext(ctx context.Context, snap Snapshot, host Host)
 		return nil, &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: clone failed", t.Name())}
 	}
 	tmpl.Funcs(st.funcs())
-	return execute(ctx, tmpl, nil, st.limits, &st.budget, func(err error) error { return sanitizeExecError(t.Name(), err) })
+	return execute(ctx, tmpl, nil, st.limits, &st.budget, &t.lastSize, func(err error) error { return sanitizeExecError(t.Name(), err) })
 }
 
 // execute runs tmpl (a clone with its functions bound) on data into a
-// buffer bounded by limits, counting its steps in b and stopping it when
-// the time budget is spent or ctx ends. sanitize turns any other failure
-// into an *Error.
-func execute(ctx context.Context, tmpl *texttemplate.Template, data any, limits Limits, b *budget, sanitize func(error) error) ([]byte, error) {
-	out := &limitedBuffer{max: limits.MaxOutputBytes, budget: b}
+// buffer bounded by limits (sized as the last output, size), counting its
+// steps in b and stopping it when the time budget is spent or ctx ends.
+// sanitize turns any other failure into an *Error.
+func execute(ctx context.Context, tmpl *texttemplate.Template, data any, limits Limits, b *budget, size *outputSize, sanitize func(error) error) ([]byte, error) {
+	out := size.buffer(limits.MaxOutputBytes, b)
 	defer b.start(ctx, limits)()
 	if err := tmpl.Execute(out, data); err != nil {
 		if be := (*budgetError)(nil); errors.As(err, &be) {
@@ -313,6 +332,7 @@ func execute(ctx context.Context, tmpl *texttemplate.Template, data any, limits 
 		}
 		return nil, sanitize(err)
 	}
+	size.n.Store(int64(out.buf.Len()))
 	return out.buf.Bytes(), nil
 }
 
