@@ -71,11 +71,13 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 		}
 	}
 	s, err := c.fetch(ctx, root, held)
-	if errors.As(err, new(*manifest.ItemMismatchError)) {
-		c.onTorn(loop, err)
-		return nil
-	}
 	if err != nil {
+		// Inside the branch: errors.As's target escapes, and a cycle
+		// that fetched allocates nothing for it.
+		if errors.As(err, new(*manifest.ItemMismatchError)) {
+			c.onTorn(loop, err)
+			return nil
+		}
 		return err
 	}
 	loop.full, loop.torn = false, 0
@@ -265,13 +267,12 @@ func (c *Cache) onTorn(loop *loopState, mismatch error) {
 	}
 }
 
-// install hands out s, the root's generation, verified, which v (fetchNewer
+// install hands out s, the root's generation, verified (fetch built it
+// from held, with the incarnations left carried over), which v (fetchNewer
 // or fetchSwitch) says is newer than held or of another incarnation. It is
-// the only way a cycle applies a snapshot: the incarnations left are
-// carried over and a switch is counted, whether a marker was on the root
-// or not.
+// the only way a cycle applies a snapshot: a switch is counted, whether a
+// marker was on the root or not.
 func (c *Cache) install(ctx context.Context, loop *loopState, s, held *Snapshot, v verdict) {
-	s.left = held.nextLeft(s.Incarnation())
 	loop.adoptAny, loop.refused = false, ""
 	if v == fetchSwitch {
 		c.stats.incarnationSwitches.Add(1)
