@@ -70,8 +70,9 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 			bySHA[it.SHA256] = name // the same one each time
 		}
 	}
+	m := root.m // not root: the cycle's root read stays on its stack
 	return func(name string) string {
-		sha := root.m.Items[name].SHA256
+		sha := m.Items[name].SHA256
 		if stable, ok := bySHA[sha]; ok {
 			return c.paths.Item(stable)
 		}
