@@ -36,6 +36,9 @@ type Cache struct {
 	// the time its item reads spent verifying (FetchTimings).
 	cycleStarted time.Time
 	verifyNanos  atomic.Int64
+	// itemPath is paths.Item, made once: a method value of a struct
+	// allocates where it is taken.
+	itemPath func(name string) string
 	// beforeItemRead, when set (tests only), runs before every item read,
 	// on the goroutine that reads.
 	beforeItemRead atomic.Pointer[func()]
@@ -57,7 +60,7 @@ type Cache struct {
 
 	mu       sync.Mutex
 	state    StateInfo
-	snapWake chan struct{} // closed and replaced on every applied snapshot
+	snapWake chan struct{} // closed at the next applied snapshot; nil while no one waits (appliedWake)
 
 	cancel    context.CancelFunc
 	done      chan struct{} // closed by Close
@@ -109,10 +112,10 @@ func start(root string, o options) (*Cache, error) {
 		notify:   make(chan *Snapshot, 1),
 		adopt:    make(chan string, 1),
 		poke:     make(chan struct{}, 1),
-		snapWake: make(chan struct{}),
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
+	c.itemPath = c.paths.Item
 	c.state = StateInfo{State: StateStarting, Since: time.Now(), Err: ErrDisconnected}
 	if o.stateFile != "" {
 		c.store = newStateStore(o.stateFile, root)
@@ -233,7 +236,7 @@ func (c *Cache) Stats() Stats { return c.stats.snapshot() }
 func (c *Cache) Wait(ctx context.Context, minGeneration int64) (*Snapshot, error) {
 	for {
 		c.mu.Lock()
-		wake := c.snapWake
+		wake := c.appliedWake()
 		if s := c.snap.Load(); s != nil && s.Generation() >= minGeneration {
 			s = c.handOut()
 			c.mu.Unlock()
@@ -383,6 +386,17 @@ func (c *Cache) persist(s *Snapshot) bool {
 	return false
 }
 
+// appliedWake returns a channel closed when the next snapshot is applied.
+// c.mu is held. It is made here, for a waiter, not at every apply: a
+// cache without waiters (most of them, most of the time) then makes and
+// closes no channel per publish.
+func (c *Cache) appliedWake() <-chan struct{} {
+	if c.snapWake == nil {
+		c.snapWake = make(chan struct{})
+	}
+	return c.snapWake
+}
+
 // handOutNew makes s the newest snapshot: Snapshot(), Wait, Updates and
 // OnUpdate.
 func (c *Cache) handOutNew(s *Snapshot) {
@@ -393,8 +407,10 @@ func (c *Cache) handOutNew(s *Snapshot) {
 	c.mu.Lock()
 	c.snap.Store(s)
 	c.state.Generation, c.state.Incarnation = s.Generation(), s.Incarnation()
-	close(c.snapWake)
-	c.snapWake = make(chan struct{})
+	if c.snapWake != nil {
+		close(c.snapWake)
+		c.snapWake = nil
+	}
 	offer(c.updates, s)
 	c.mu.Unlock()
 	if c.opts.onUpdate != nil {

@@ -33,6 +33,10 @@ var errAborted = errors.New("item read abandoned")
 func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Snapshot, error) {
 	m, zxid := root.m, root.stat.Mzxid
 	names, items, todo := reuseHeld(m, held)
+	// The incarnations left, carried over (install hands s out with
+	// them): taken here, while the held snapshot is in the CPU's cache,
+	// not after the reads (a fleet of caches in one process ran meanwhile).
+	left := held.nextLeft(m.Incarnation)
 	path := c.itemSource(root)
 	c.verifyNanos.Store(0)
 	var err error
@@ -47,7 +51,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{m: m, zxid: zxid, names: names, items: items, read: root.read}
+	s := &Snapshot{m: m, zxid: zxid, names: names, items: items, left: left, read: root.read}
 	s.timings = FetchTimings{Started: c.cycleStarted, Fetched: time.Since(c.cycleStarted), Read: len(todo),
 		Verify: time.Duration(c.verifyNanos.Load())}
 	return s, nil
@@ -58,7 +62,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 // item with the same content, else the candidate content node.
 func (c *Cache) itemSource(root *rootRead) func(name string) string {
 	if root.stable == nil {
-		return c.paths.Item
+		return c.itemPath
 	}
 	bySHA := make(map[string]string, len(root.stable.Items))
 	for name, it := range root.stable.Items {
@@ -66,8 +70,9 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 			bySHA[it.SHA256] = name // the same one each time
 		}
 	}
+	m := root.m // not root: the cycle's root read stays on its stack
 	return func(name string) string {
-		sha := root.m.Items[name].SHA256
+		sha := m.Items[name].SHA256
 		if stable, ok := bySHA[sha]; ok {
 			return c.paths.Item(stable)
 		}
@@ -127,6 +132,14 @@ func reuseHeld(m *manifest.Manifest, held *Snapshot) (names []string, items []en
 // readItem reads item name from its node (path) and verifies it against m
 // (errMismatch).
 func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) string) ([]byte, error) {
+	return c.readItemAs(m.Items[name], name, path)
+}
+
+// readItemAs reads item name from its node (path) and verifies it against
+// it, its entry in the manifest (errMismatch; the zero Item matches
+// nothing). The entry is taken before the read: after it, the manifest's
+// map is cold again (a fleet of caches in one process ran meanwhile).
+func (c *Cache) readItemAs(it manifest.Item, name string, path func(string) string) ([]byte, error) {
 	if hook := c.beforeItemRead.Load(); hook != nil {
 		(*hook)()
 	}
@@ -135,7 +148,7 @@ func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) st
 	c.stats.itemsFetched.Add(1)
 	if err == nil {
 		start := time.Now()
-		if !m.Matches(name, data) {
+		if !it.Matches(data) {
 			err = errMismatch
 		}
 		c.verifyNanos.Add(int64(time.Since(start)))
@@ -157,7 +170,7 @@ func itemError(m *manifest.Manifest, name string, err error) error {
 // fetchOne reads item names[i] into items[i] on the loop's goroutine.
 func (c *Cache) fetchOne(ctx context.Context, m *manifest.Manifest, names []string, i int, path func(string) string, items []entry) error {
 	var data []byte
-	err := c.call(ctx, func() (err error) { data, err = c.readItem(m, names[i], path); return err })
+	err := c.call(ctx, func() (err error) { data, err = c.readItemAs(items[i].meta, names[i], path); return err })
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

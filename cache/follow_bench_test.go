@@ -67,15 +67,15 @@ func benchFollowCycle(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		names, items, todo := reuseHeld(m, f.held)
+		left := f.held.nextLeft(m.Incarnation)
 		for _, j := range todo {
 			data := bytes.Clone(f.item[g]) // the client's fresh copy
-			if !m.Matches(names[j], data) {
+			if !items[j].meta.Matches(data) {
 				b.Fatal("mismatch")
 			}
 			items[j].data = data
 		}
-		s := &Snapshot{m: m, zxid: int64(g + 1), names: names, items: items}
-		s.left = f.held.nextLeft(s.Incarnation())
+		s := &Snapshot{m: m, zxid: int64(g + 1), names: names, items: items, left: left}
 		f.held = s
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")

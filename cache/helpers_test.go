@@ -105,7 +105,7 @@ func waitState(t *testing.T, c *Cache, what string, cond func(StateInfo) bool) S
 	ctx := testCtx(t)
 	for {
 		c.mu.Lock()
-		applied := c.snapWake
+		applied := c.appliedWake()
 		c.mu.Unlock()
 		if st := c.State(); cond(st) {
 			return st

@@ -53,10 +53,12 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 	if err := c.syncRoot(ctx, loop); err != nil {
 		return err
 	}
-	root, err := c.readRoot(ctx, loop)
-	if root == nil || err != nil {
+	var read rootRead // on the stack: nothing allocated for it per publish
+	if ok, err := c.readRoot(ctx, loop, &read); !ok || err != nil {
 		return err
 	}
+	root := &read
+	var err error
 	held := c.snap.Load()
 	if root, err = c.followed(ctx, loop, root, held); root == nil || err != nil {
 		return err
@@ -71,11 +73,13 @@ func (c *Cache) cycle(ctx context.Context, loop *loopState) error {
 		}
 	}
 	s, err := c.fetch(ctx, root, held)
-	if errors.As(err, new(*manifest.ItemMismatchError)) {
-		c.onTorn(loop, err)
-		return nil
-	}
 	if err != nil {
+		// Inside the branch: errors.As's target escapes, and a cycle
+		// that fetched allocates nothing for it.
+		if errors.As(err, new(*manifest.ItemMismatchError)) {
+			c.onTorn(loop, err)
+			return nil
+		}
 		return err
 	}
 	loop.full, loop.torn = false, 0
@@ -102,10 +106,11 @@ func (c *Cache) syncRoot(ctx context.Context, loop *loopState) error {
 	return nil
 }
 
-// readRoot reads the root's manifest and arms the root's watch. It returns
-// nil and no error when the root holds nothing to follow (missing, never
-// published, or not a manifest this cache reads): the state says which.
-func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error) {
+// readRoot reads the root's manifest into read and arms the root's watch.
+// It returns false and no error when the root holds nothing to follow
+// (missing, never published, or not a manifest this cache reads): the
+// state says which.
+func (c *Cache) readRoot(ctx context.Context, loop *loopState, read *rootRead) (bool, error) {
 	var (
 		data []byte
 		stat *zk.Stat
@@ -121,10 +126,10 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error
 	c.stats.requests.Add(1)
 	c.stats.rootReads.Add(1)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, c.watchMissingRoot(ctx, loop)
+		return false, c.watchMissingRoot(ctx, loop)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", c.root, err)
+		return false, fmt.Errorf("read %s: %w", c.root, err)
 	}
 	loop.watches.root = rw
 
@@ -133,16 +138,17 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState) (*rootRead, error
 		loop.settle()
 		if errors.Is(err, manifest.ErrEmpty) {
 			c.waiting(loop, ErrNotPublished)
-			return nil, nil
+			return false, nil
 		}
 		err = fmt.Errorf("cache: root %s: %w", c.root, err)
 		if loop.lastWait != err.Error() {
 			c.log.Error("the root does not hold a manifest this zkconf can read; keeping the held snapshot", "err", err)
 		}
 		c.waiting(loop, err)
-		return nil, nil
+		return false, nil
 	}
-	return &rootRead{m: m, stat: stat, read: w}, nil
+	*read = rootRead{m: m, stat: stat, read: w}
+	return true, nil
 }
 
 // watchMissingRoot arms an exists watch on a root that is not there, the
@@ -265,13 +271,12 @@ func (c *Cache) onTorn(loop *loopState, mismatch error) {
 	}
 }
 
-// install hands out s, the root's generation, verified, which v (fetchNewer
+// install hands out s, the root's generation, verified (fetch built it
+// from held, with the incarnations left carried over), which v (fetchNewer
 // or fetchSwitch) says is newer than held or of another incarnation. It is
-// the only way a cycle applies a snapshot: the incarnations left are
-// carried over and a switch is counted, whether a marker was on the root
-// or not.
+// the only way a cycle applies a snapshot: a switch is counted, whether a
+// marker was on the root or not.
 func (c *Cache) install(ctx context.Context, loop *loopState, s, held *Snapshot, v verdict) {
-	s.left = held.nextLeft(s.Incarnation())
 	loop.adoptAny, loop.refused = false, ""
 	if v == fetchSwitch {
 		c.stats.incarnationSwitches.Add(1)

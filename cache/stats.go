@@ -56,12 +56,17 @@ type Stats struct {
 	LastApply time.Time
 }
 
+// counters are a cache's Stats. The ones every publish moves come first,
+// in one cache line: a fleet of caches in one process finds them cold at
+// every publish.
 type counters struct {
-	requests, rootReads, markerChecks, syncs, itemsFetched, applied atomic.Uint64
-	resyncs, reconnects, expiries, tornRetries, backwardsRejected   atomic.Uint64
-	markerWaits, errors, persistErrors                              atomic.Uint64
-	incarnationSwitches, incarnationsRefused, candidateReads        atomic.Uint64
-	lastApply                                                       atomic.Int64 // unix nanoseconds
+	requests, rootReads, itemsFetched, applied atomic.Uint64
+	lastApply                                  atomic.Int64 // unix nanoseconds
+	markerChecks, syncs                        atomic.Uint64
+	resyncs, reconnects, expiries, tornRetries atomic.Uint64
+	backwardsRejected, markerWaits, errors     atomic.Uint64
+	persistErrors, incarnationSwitches         atomic.Uint64
+	incarnationsRefused, candidateReads        atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {

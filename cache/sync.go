@@ -166,7 +166,15 @@ func (c *Cache) run(ctx context.Context) {
 			}
 			if loop.due && loop.retry == nil {
 				c.step(ctx, loop)
-				continue
+				if loop.due {
+					continue
+				}
+				// Nothing due: wait at once, without taking the
+				// session's status again (once per publish). The
+				// session was connected when this turn began; a
+				// change since closed changed, taken before the
+				// cycle, so the wait returns at once and the next
+				// turn sees it.
 			}
 		}
 		c.wait(ctx, loop, changed, st.Connected)
@@ -188,7 +196,8 @@ func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct
 			return
 		default:
 		}
-		if c.resyncDue.Swap(false) {
+		// Loaded first: a swap writes the cache line at every wait.
+		if c.resyncDue.Load() && c.resyncDue.Swap(false) {
 			c.stats.resyncs.Add(1)
 			loop.full, loop.due = true, true
 			c.restartResync(loop)

@@ -108,8 +108,9 @@ func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
 				}
 				// Validated here, while its bytes are in the CPU's cache
 				// (validate would walk the map again); an invalid item
-				// declines, and encoding/json's path reports it.
-				if validateItem(format, name, it) != nil {
+				// declines, and encoding/json's path reports it. The
+				// hash is valid (sha read it): validateItem's rest.
+				if validateName(format, name) != nil || it.Size < 0 {
 					return nil, false
 				}
 				m.Items[name] = it

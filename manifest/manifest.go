@@ -177,7 +177,15 @@ func (m *Manifest) Names() []string { return slices.Sorted(maps.Keys(m.Items)) }
 // Matches reports whether data is the content the manifest records for name.
 func (m *Manifest) Matches(name string, data []byte) bool {
 	it, ok := m.Items[name]
-	if !ok || it.Size != int64(len(data)) || len(it.SHA256) != 2*sha256.Size {
+	return ok && it.Matches(data)
+}
+
+// Matches reports whether data is the content the entry describes (its
+// size and sha256). The zero Item matches nothing. A reader that holds the
+// entry already (a cache, after the read) verifies with it instead of
+// looking the name up in the manifest again.
+func (it Item) Matches(data []byte) bool {
+	if it.Size != int64(len(data)) || len(it.SHA256) != 2*sha256.Size {
 		return false
 	}
 	// Hash's form without its string: a cache verifies every item it
@@ -320,11 +328,7 @@ func (m *Manifest) validate() error {
 // format 1 (a "/" there is refused: a reader before config trees would
 // take it for a name it cannot render), a path in FormatTree.
 func validateItem(format int, name string, it Item) error {
-	check := ValidateName
-	if format == FormatTree {
-		check = ValidatePath
-	}
-	if err := check(name); err != nil {
+	if err := validateName(format, name); err != nil {
 		return err
 	}
 	if !isSHA256Hex(it.SHA256) {
@@ -334,6 +338,15 @@ func validateItem(format int, name string, it Item) error {
 		return fmt.Errorf("item %q: negative size", name)
 	}
 	return nil
+}
+
+// validateName checks an item name of a manifest in format: a path in
+// FormatTree, a flat name before.
+func validateName(format int, name string) error {
+	if format == FormatTree {
+		return ValidatePath(name)
+	}
+	return ValidateName(name)
 }
 
 // isSHA256Hex reports whether s is 64 lower-case hex digits.
@@ -367,6 +380,14 @@ const MaxNameLen = 255
 // file (no path separators, no leading dot pair, no control characters).
 // ValidatePath checks item paths.
 func ValidateName(name string) error {
+	if plainName(name) {
+		return nil // the common case, in one pass
+	}
+	return checkName(name)
+}
+
+// checkName is ValidateName's checks, one by one.
+func checkName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("item name is empty")
@@ -394,6 +415,33 @@ func ValidateName(name string) error {
 	}
 	return nil
 }
+
+// plainName reports whether name is valid by the common case's rules
+// alone: 1 to MaxNameLen bytes of printable ASCII other than '/', not
+// starting with '.', not reserved. Every such name passes ValidateName's
+// checks (none of them refuses printable ASCII but '/' and the reserved
+// names); any other name takes them one by one, with their messages.
+func plainName(name string) bool {
+	if len(name) == 0 || len(name) > MaxNameLen || name[0] == '.' || name == MarkerName || name == "zookeeper" {
+		return false
+	}
+	var bad byte // no branch per byte: every cache validates every name of every root it reads
+	for i := 0; i < len(name); i++ {
+		bad |= notPlainName[name[i]]
+	}
+	return bad == 0
+}
+
+// notPlainName[c] is 1 for the bytes plainName leaves to ValidateName's
+// checks: control characters, '/', DEL and every non-ASCII byte.
+var notPlainName = func() (t [256]byte) {
+	for c := range 256 {
+		if c < 0x20 || c == '/' || c >= 0x7f {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // zkRefuses reports whether ZooKeeper refuses r in a node name. The rule is
 // the server's PathUtils.validatePath: U+0000-U+001F, U+007F-U+009F,

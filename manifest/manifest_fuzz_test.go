@@ -98,6 +98,9 @@ func FuzzValidateName(f *testing.F) {
 		if err2 := ValidateName(name); (err == nil) != (err2 == nil) {
 			t.Fatalf("ValidateName(%q) is not deterministic", name)
 		}
+		if cerr := checkName(name); (err == nil) != (cerr == nil) || (err != nil && err.Error() != cerr.Error()) {
+			t.Fatalf("ValidateName(%q) = %v, its checks one by one %v", name, err, cerr)
+		}
 		rerr := render.ValidateName(name)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {

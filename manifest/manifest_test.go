@@ -153,3 +153,30 @@ func TestMessageField(t *testing.T) {
 		t.Fatalf("old-style decode: %+v, %v", before, err)
 	}
 }
+
+// TestPlainNameAgreesWithChecks runs ValidateName's one-pass case against
+// its checks one by one over every name of up to two bytes and a few
+// longer ones: the fast case accepts only what the checks accept.
+func TestPlainNameAgreesWithChecks(t *testing.T) {
+	names := []string{"app.json", "invalid", "zookeeper", "zookeeper2", ".x", "..x", "a..b", "x.", strings.Repeat("a", MaxNameLen),
+		strings.Repeat("a", MaxNameLen+1), "ü", "a\x7f", "with space", "~"}
+	for a := range 256 {
+		names = append(names, string([]byte{byte(a)}))
+		for b := range 256 {
+			names = append(names, string([]byte{byte(a), byte(b)}))
+		}
+	}
+	fast := 0
+	for _, n := range names {
+		if !plainName(n) {
+			continue
+		}
+		fast++
+		if err := checkName(n); err != nil {
+			t.Fatalf("plainName accepts %q, which the checks refuse: %v", n, err)
+		}
+	}
+	if fast < 90*90 {
+		t.Fatalf("plainName accepted %d of the names, want the printable ASCII ones", fast)
+	}
+}
