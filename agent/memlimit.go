@@ -182,7 +182,7 @@ func heapAllocs() int64 {
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return int64(min(s[0].Value.Uint64(), math.MaxInt64)) // #nosec G115 -- clamped
+	return int64(min(s[0].Value.Uint64(), math.MaxInt64)) // #nosec G115 G602 -- clamped; s has one sample
 }
 
 // snapshotBytes is the total size of snap's items.

@@ -376,7 +376,7 @@ func validPackName(name string) bool {
 func trailer(key []byte, frameStart int64, body []byte) []byte {
 	t := make([]byte, packTrailerSize)
 	copy(t, trailerMagic)
-	binary.BigEndian.PutUint64(t[8:], uint64(frameStart))
+	binary.BigEndian.PutUint64(t[8:], uint64(frameStart)) // #nosec G115 -- a file offset, never negative
 	binary.BigEndian.PutUint64(t[16:], uint64(len(body)))
 	copy(t[24:56], trailerSum(key, t[:24], body))
 	copy(t[56:], trailerEnd)
@@ -611,7 +611,8 @@ func checkTrailer(f *os.File, key []byte, off int64) (frameStart, bodyStart int6
 		return 0, 0, nil, false
 	}
 	fs, bl := binary.BigEndian.Uint64(t[8:]), binary.BigEndian.Uint64(t[16:])
-	if bl > maxStateFile || bl > uint64(off) || fs < uint64(packHeaderSize) || fs > uint64(off)-bl {
+	uoff := uint64(off) // #nosec G115 -- a file offset, never negative
+	if bl > maxStateFile || bl > uoff || fs < uint64(packHeaderSize) || fs > uoff-bl {
 		return 0, 0, nil, false
 	}
 	bodyStart = off - int64(bl)
@@ -622,7 +623,7 @@ func checkTrailer(f *os.File, key []byte, off int64) (frameStart, bodyStart int6
 	if !bytes.Equal(t[24:56], trailerSum(key, t[:24], body)) {
 		return 0, 0, nil, false
 	}
-	return int64(fs), bodyStart, body, true
+	return int64(fs), bodyStart, body, true // #nosec G115 -- fs <= off, checked above
 }
 
 // readContents reads and checks every content of the commit record c of
