@@ -51,7 +51,9 @@ func phaseOf(sym string) string {
 	}
 	s := sym[strings.Index(sym, zkconf)+len(zkconf):]
 	switch {
-	case strings.HasPrefix(s, "cache.(*stateStore)"), strings.HasPrefix(s, "cache.writeState"), strings.HasPrefix(s, "cache.encodeState"),
+	case strings.HasPrefix(s, "cache.(*stateStore)"), strings.HasPrefix(s, "cache.writeState"),
+		strings.HasPrefix(s, "cache.encodeRecordBody"), strings.HasPrefix(s, "cache.encodePointer"),
+		strings.HasPrefix(s, "cache.trailer"), strings.HasPrefix(s, "cache.writeAll"), strings.HasPrefix(s, "cache.createFile"),
 		strings.HasPrefix(s, "internal/durable."):
 		return cpuPersist
 	case strings.HasPrefix(s, "internal/template."):
