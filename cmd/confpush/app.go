@@ -93,6 +93,9 @@ type app struct {
 	// sends the publish's first reads with the access probe's
 	// (Publisher.Prefetch).
 	prefetch map[string][]byte
+	// early, when not nil, is the session startDial began dialing:
+	// session (through connect) takes it instead of dialing.
+	early *earlyDial
 }
 
 // run executes confpush with args and returns the exit code.
@@ -271,8 +274,22 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 // are not the Publisher's: the fleet, the raw history), and one function
 // releasing them.
 func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, *zkclient.Client, func(), error) {
-	ctx, cancel := a.context(cmd)
-	p, cl, err := a.connect(ctx, publishes(cmd))
+	var ctx context.Context
+	var cancel context.CancelFunc
+	var dialed *zkclient.Client
+	var dialErr error
+	if a.early != nil {
+		ctx, cancel, dialed, dialErr = a.early.take()
+		a.early = nil
+	} else {
+		ctx, cancel = a.context(cmd)
+		dialed, dialErr = a.dial(ctx)
+	}
+	if dialErr != nil {
+		cancel()
+		return nil, nil, nil, nil, dialErr
+	}
+	p, cl, err := a.connectOn(ctx, dialed, publishes(cmd))
 	if err != nil {
 		cancel()
 		return nil, nil, nil, nil, err
@@ -292,6 +309,13 @@ func (a *app) connect(ctx context.Context, warnOpen bool) (*publish.Publisher, *
 	if err != nil {
 		return nil, nil, err
 	}
+	return a.connectOn(ctx, cl, warnOpen)
+}
+
+// connectOn is connect on a client already dialed (a.dial, startDial): it
+// closes cl when it fails.
+func (a *app) connectOn(ctx context.Context, cl *zkclient.Client, warnOpen bool) (*publish.Publisher, *zkclient.Client, error) {
+	var err error
 	var warning <-chan string
 	if warnOpen {
 		warning = a.checkOpenRoot(cl.Conn())

@@ -91,6 +91,9 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 			if a.v.GetInt64("expect-generation") < 0 {
 				return usagef("--expect-generation must not be negative")
 			}
+			// The session is established while the input is read and
+			// checked; it is used only once the input passed.
+			a.startDial(cmd)
 			msg, msgErr := a.message()
 			items, ignored, emptyDirs, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
 			a.ignored, a.emptyDirs = ignored, emptyDirs
@@ -106,6 +109,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				canary, rp, planErr = a.driverPlan(canary)
 			}
 			if err := errlist.Join(msgErr, err, renderErr, canaryErr, waitErr, planErr); err != nil {
+				a.early.abandon()
 				return err
 			}
 			relaxGCForPublish(items)
