@@ -41,7 +41,10 @@ type Snapshot interface {
 	Generation() int64
 	// Names returns the item names in the set, in any order.
 	Names() []string
-	// Get returns an item's content and whether the item exists.
+	// Get returns an item's content and whether the item exists. The
+	// bytes must never be modified, neither by the caller nor by the
+	// implementation, for as long as they are reachable: helpers hand
+	// them to the template as strings without copying them (item).
 	Get(name string) ([]byte, bool)
 }
 
@@ -472,12 +475,17 @@ func (st *execState) get(helper string, args []string) ([]byte, error) {
 	return data, nil
 }
 
+// item returns the item's bytes as a string without copying them: a
+// snapshot's bytes are never modified (Snapshot), so the string is as
+// immutable as Go requires, and a render of a large set no longer copies
+// every item it reads (1.3 MB of the 18 MB a render of confbench
+// latency's template over 20 × 64 KiB allocated).
 func (st *execState) item(args ...string) (string, error) {
 	data, err := st.get("item", args)
 	if err != nil {
 		return "", err
 	}
-	return string(data), nil
+	return frozenString(data), nil
 }
 
 // cached parses an item once per format within one execution, so that a
@@ -569,15 +577,46 @@ func isEmpty(v any) bool {
 }
 
 func (st *execState) indent(n int, s string) (string, error) {
+	return st.indented("indent: ", "", n, s)
+}
+
+// indented is head followed by s with every line prefixed by n spaces
+// (indent, and nindent with head "\n"), built in one allocation of the
+// exact size: the result of pad + strings.ReplaceAll(...) and then "\n" +
+// that copied an item base64-encoded and indented three times.
+func (st *execState) indented(what, head string, n int, s string) (string, error) {
 	if n < 0 {
-		return "", helperErrorf(ErrBadArgument, "indent: negative width %d", n)
+		return "", helperErrorf(ErrBadArgument, "%snegative width %d", what, n)
 	}
 	lines := int64(strings.Count(s, "\n") + 1)
-	if int64(len(s))+int64(n)*lines > st.limits.MaxOutputBytes {
-		return "", helperErrorf(ErrOutputTooLarge, "indent: result exceeds %d bytes", st.limits.MaxOutputBytes)
+	size := int64(len(head)) + int64(len(s)) + int64(n)*lines
+	if size-int64(len(head)) > st.limits.MaxOutputBytes {
+		return "", helperErrorf(ErrOutputTooLarge, "%sresult exceeds %d bytes", what, st.limits.MaxOutputBytes)
 	}
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(s, "\n", "\n"+pad), nil
+	var b strings.Builder
+	b.Grow(int(size))
+	b.WriteString(head)
+	for {
+		writeSpaces(&b, n)
+		line, rest, more := strings.Cut(s, "\n")
+		b.WriteString(line)
+		if !more {
+			break
+		}
+		b.WriteByte('\n')
+		s = rest
+	}
+	return b.String(), nil
+}
+
+// writeSpaces writes n spaces to b.
+func writeSpaces(b *strings.Builder, n int) {
+	const spaces = "                                                                "
+	for n > len(spaces) {
+		b.WriteString(spaces)
+		n -= len(spaces)
+	}
+	b.WriteString(spaces[:n])
 }
 
 func (st *execState) toJSON(v any) (string, error) {

@@ -1,0 +1,122 @@
+package template
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+// nocopyInputs are strings the helpers of nocopy.go and indent are
+// checked on: empty, white space and line ends in every position,
+// multi-byte and invalid UTF-8, JSON's escapes, and large.
+var nocopyInputs = []string{
+	"", "a", "\n", "\n\n", "a\n", "\na", "a\nb\nc", " x \r\n y ",
+	"héllo wörld ✓", "\xff\xfe\x00bin", `<&>"'\`, "\u2028\u2029",
+	strings.Repeat("line of text\n", 5000), strings.Repeat("x", 64<<10),
+}
+
+// TestNoCopyHelpersMatchSprig: b64enc, sha256sum and toJson return what
+// sprig's functions of the same name return, byte for byte, and indent and
+// nindent what sprig's do (zkconf's add only limits).
+func TestNoCopyHelpersMatchSprig(t *testing.T) {
+	sp := sprig.HermeticTxtFuncMap()
+	lib := libraryFuncs()
+	st := &execState{limits: Limits{}.withDefaults()}
+	for _, in := range nocopyInputs {
+		for _, name := range []string{"b64enc", "sha256sum"} {
+			want := sp[name].(func(string) string)(in)
+			if got := lib[name].(func(string) string)(in); got != want {
+				t.Errorf("%s(%.20q): got %.40q, sprig's %.40q", name, in, got, want)
+			}
+		}
+		for _, v := range []any{in, []any{in, 1, true, nil}, map[string]any{in: in, "n": 2.5}, map[string]string{"k": in}} {
+			want := sp["toJson"].(func(any) string)(v)
+			if got := lib["toJson"].(func(any) string)(v); got != want {
+				t.Errorf("toJson(%.20v): got %.40q, sprig's %.40q", v, got, want)
+			}
+		}
+		for _, n := range []int{0, 1, 2, 7, 64, 65, 200} {
+			want := sp["indent"].(func(int, string) string)(n, in)
+			if got, err := st.indent(n, in); err != nil || got != want {
+				t.Errorf("indent %d %.20q: got %.40q, %v; sprig's %.40q", n, in, got, err, want)
+			}
+			want = sp["nindent"].(func(int, string) string)(n, in)
+			if got, err := st.nindent(n, in); err != nil || got != want {
+				t.Errorf("nindent %d %.20q: got %.40q, %v; sprig's %.40q", n, in, got, err, want)
+			}
+		}
+	}
+	// Values json cannot encode: "" as sprig's.
+	for _, v := range []any{make(chan int), func() {}} {
+		if got, want := lib["toJson"].(func(any) string)(v), sp["toJson"].(func(any) string)(v); got != want {
+			t.Errorf("toJson(%T): got %q, sprig's %q", v, got, want)
+		}
+	}
+}
+
+// TestIndentLimitsUnchanged: indent and nindent keep their errors (width,
+// size) and the message each gives.
+func TestIndentLimitsUnchanged(t *testing.T) {
+	st := &execState{limits: Limits{MaxOutputBytes: 10}.withDefaults()}
+	for _, c := range []struct {
+		f       func(int, string) (string, error)
+		n       int
+		s, want string
+		kind    error
+	}{
+		{st.indent, -1, "a", "indent: negative width -1", ErrBadArgument},
+		{st.nindent, -1, "a", "negative width -1", ErrBadArgument},
+		{st.indent, 2, "abc\ndef", "indent: result exceeds 10 bytes", ErrOutputTooLarge},
+		{st.nindent, 2, "abc\ndef", "result exceeds 10 bytes", ErrOutputTooLarge},
+	} {
+		_, err := c.f(c.n, c.s)
+		if err == nil || err.Error() != c.want || !errors.Is(err, c.kind) {
+			t.Errorf("got %v, want %q (%v)", err, c.want, c.kind)
+		}
+	}
+	// At the limit exactly: allowed (nindent's leading line end is not
+	// counted, as before).
+	for _, f := range []func(int, string) (string, error){st.indent, st.nindent} {
+		if _, err := f(2, "abc\ndef\n"); err == nil {
+			t.Errorf("14 bytes passed a 10-byte limit")
+		}
+		if _, err := f(1, "abc\nde\n"); err != nil {
+			t.Errorf("10 bytes: %v", err)
+		}
+	}
+}
+
+// TestRenderAllocationsBounded: a render of confbench latency's template
+// over 20 items of 64 KiB allocates at most 10 times the set (1.3 MB),
+// output included. Each item used to be copied by item, three times by
+// b64enc, twice by nindent, and the set's JSON twice by toJson and
+// sha256sum: 18 MB, 14 times the set. The agent's memory limit makes room
+// for what a render allocates (agent/memlimit.go).
+func TestRenderAllocationsBounded(t *testing.T) {
+	s := latencySnap(20, 64<<10)
+	var set int
+	for _, b := range s.items {
+		set += len(b)
+	}
+	tm, err := Parse("latency", latencyTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	least := uint64(1 << 62)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := tm.Execute(s); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("a render allocated %d bytes for a set of %d (%.1f×)", least, set, float64(least)/float64(set))
+	if least > 10*uint64(set) {
+		t.Errorf("a render allocated %d bytes, more than 10 times the set's %d", least, set)
+	}
+}
