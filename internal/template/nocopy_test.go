@@ -1,10 +1,13 @@
 package template
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 )
@@ -119,4 +122,65 @@ func TestRenderAllocationsBounded(t *testing.T) {
 	if least > 10*uint64(set) {
 		t.Errorf("a render allocated %d bytes, more than 10 times the set's %d", least, set)
 	}
+}
+
+// jsonValues are values a template passes to toJson: what sprig's dict,
+// list and our json, yaml and toml helpers make, and what json.Marshal
+// alone handles (floats, numbers, times, structs) or refuses.
+func jsonValues() []any {
+	cyclic := map[string]any{"a": 1}
+	cyclic["self"] = cyclic
+	deep := any("leaf")
+	for range 150 {
+		deep = []any{deep}
+	}
+	var ascii strings.Builder
+	for b := range 128 {
+		ascii.WriteByte(byte(b))
+	}
+	vals := []any{
+		nil, "", true, false, 0, -7, int64(1) << 62, 1.5, 1e21, 1e-7, float32(0.1), json.Number("12345678901234567890"),
+		[]string(nil), []string{}, []string{"b", "a<>&"}, []any(nil), []any{}, []any{1, "x", nil, []any{true}},
+		map[string]any(nil), map[string]any{}, map[string]any{"z": 1, "a": []string{"q"}, "m": map[string]any{"k": "v\u2028"}},
+		map[string]string{"b": "1", "a": "2"}, map[int]string{2: "x", 1: "y"}, struct{ A int }{3},
+		time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC), deep,
+		ascii.String(), "\xff\xfe", "a\xc3", "\u2028\u2029", "é✓😀", "\x7f\x00",
+		make(chan int), func() {}, math.NaN(), cyclic, []any{1, make(chan int)},
+		map[string]any{"bad": math.Inf(1)},
+	}
+	for _, in := range nocopyInputs {
+		vals = append(vals, in, []any{in}, map[string]any{in: in})
+	}
+	return vals
+}
+
+// TestToJSONMatchesSprig: toJson gives sprig's result (json.Marshal's
+// encoding, "" on error) byte for byte, through its own encoder or
+// json.Marshal.
+func TestToJSONMatchesSprig(t *testing.T) {
+	sp := sprig.HermeticTxtFuncMap()["toJson"].(func(any) string)
+	for _, v := range jsonValues() {
+		if got, want := toJSONString(v), sp(v); got != want {
+			t.Errorf("toJson(%T %.30v): got %.60q, sprig's %.60q", v, v, got, want)
+		}
+	}
+}
+
+// FuzzToJSONString: any string, alone, as a key and in a list, is
+// encoded as json.Marshal encodes it.
+func FuzzToJSONString(f *testing.F) {
+	for _, in := range nocopyInputs {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, v := range []any{s, map[string]any{s: []any{s, 1}}, []string{s, s}} {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := toJSONString(v); got != string(want) {
+				t.Fatalf("toJSONString(%q) = %q, json.Marshal %q", v, got, want)
+			}
+		}
+	})
 }
