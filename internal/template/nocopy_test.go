@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/Masterminds/sprig/v3"
 )
@@ -183,4 +184,73 @@ func FuzzToJSONString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ptrSnap is a Snapshot behind a pointer, so that a test can tell when
+// nothing references it any more.
+type ptrSnap struct{ bytesSnap }
+
+// TestExecutionKeepsNoSnapshot: the clones a Template keeps for its next
+// executions hold nothing of the last one (its snapshot, and with it
+// every item, can be collected), and the next execution sees its own
+// snapshot and host.
+func TestExecutionKeepsNoSnapshot(t *testing.T) {
+	tm, err := Parse("t", `{{ generation }} {{ hostname }} {{ range names }}{{ item . }}{{ end }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ptrSnap{latencySnap(2, 16)}
+	if _, err := tm.ExecuteWith(s, Host{Hostname: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	w := weak.Make(s)
+	s = nil
+	runtime.GC()
+	if w.Value() != nil {
+		t.Errorf("the snapshot of an execution that ended is still referenced")
+	}
+	next := bytesSnap{gen: 9, items: map[string][]byte{"a": []byte("x")}}
+	out, err := tm.ExecuteWith(next, Host{Hostname: "h2"})
+	if err != nil || string(out) != "9 h2 x" {
+		t.Errorf("next execution: %q, %v; want %q", out, err, "9 h2 x")
+	}
+	// And with no host: nothing of h2 stays.
+	if out, err := tm.Execute(next); err != nil || string(out) != "9  x" {
+		t.Errorf("execution without host: %q, %v", out, err)
+	}
+}
+
+// TestExecutionsReuseClones: after its first execution a template's
+// executions allocate at least 30 % less than the first, which clones
+// the template and binds its helpers (half of a render of 20 × 1 KiB:
+// about 93 of 170 KB on Go 1.26). Every execution used to do that.
+func TestExecutionsReuseClones(t *testing.T) {
+	s := latencySnap(20, 1<<10)
+	allocs := func(tm *Template) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := tm.Execute(s); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	warm, err := Parse("latency", latencyTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs(warm) // what any first execution in a process initialises
+	tm, err := Parse("latency", latencyTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := allocs(tm)
+	least := uint64(1 << 62)
+	for range 5 {
+		least = min(least, allocs(tm))
+	}
+	t.Logf("a render of 20 × 1 KiB allocated %d bytes, the first %d", least, first)
+	if least*10 > first*7 {
+		t.Errorf("executions after the first allocated %d bytes, the first %d: not 30 %% less", least, first)
+	}
 }
