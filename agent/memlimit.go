@@ -54,7 +54,15 @@ const (
 // allocated bounds what it holds alive at once, so the limit never binds
 // during a render that allocates as much as the last one: GOGC paces the
 // collector then, and the limit still caps the steady state of small
-// templates (a few hundred KiB for 20 × 1 KiB items).
+// templates (a few hundred KiB for 20 × 1 KiB items). The term follows
+// the template's own allocations, so it shrank by itself when the
+// template helpers stopped copying their arguments and results
+// (internal/template, nocopy.go: confbench latency's template over 20 × 64
+// KiB allocates 6.5 times the set per render where it allocated 12.3,
+// docs/bench/latency-tmplmem-2026-11-27). A limit below GOGC's goal costs
+// the CPU that branch manyitems won: with the smaller renders, GOMEMLIMIT
+// at 26 MiB put the RSS of that set at 34 MiB and cost 63 ms of CPU per
+// one-item publish against 35-39 ms with this formula (loads 5-16).
 const (
 	memLimitBase    = 16 << 20
 	memLimitPerByte = 6

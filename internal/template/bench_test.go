@@ -2,6 +2,8 @@ package template
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,5 +99,76 @@ func BenchmarkExecuteLargeItems(b *testing.B) {
 		if _, err := tm.Execute(s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// bytesSnap is a Snapshot that hands out the same slices to every reader,
+// as cache.Snapshot does (mapSnap copies on every Get, which a benchmark
+// of allocations would count against the template).
+type bytesSnap struct {
+	gen   int64
+	items map[string][]byte
+}
+
+func (s bytesSnap) Generation() int64 { return s.gen }
+func (s bytesSnap) Names() []string {
+	return slices.Sorted(maps.Keys(s.items))
+}
+func (s bytesSnap) Get(name string) ([]byte, bool) {
+	v, ok := s.items[name]
+	return v, ok
+}
+
+// latencyTemplate is confbench latency's template (tools/bench/latency.go),
+// which the agent's template target and the confd-style follower render.
+const latencyTemplate = `gen={{ printf "%08d" generation }}
+{{- $all := dict }}
+{{- $sorted := names | sortAlpha }}
+names: {{ $sorted | toJson }}
+{{- range $n := $sorted }}
+{{- $v := item $n }}
+{{- $_ := set $all $n $v }}
+{{ $n }}: {{ len $v }}{{ $v | b64enc | nindent 2 }}
+{{- end }}
+set: {{ $all | toJson | sha256sum }}
+`
+
+// latencySnap is n items of size bytes shaped as confbench latency's
+// (tools/bench/schedule.go: a header line, then one line of letters).
+func latencySnap(n, size int) bytesSnap {
+	s := bytesSnap{gen: 7, items: map[string][]byte{}}
+	for i := range n {
+		name := fmt.Sprintf("item-%03d", i)
+		head := fmt.Sprintf("bench %s gen=%08d\n", name, 7)
+		b := make([]byte, max(size, len(head)))
+		copy(b, head)
+		for j := len(head); j < len(b); j++ {
+			b[j] = 'a' + byte((j+i+7)%26)
+		}
+		b[len(b)-1] = '\n'
+		s.items[name] = b
+	}
+	return s
+}
+
+// BenchmarkExecuteLatency renders confbench latency's template over its
+// sets' items (20 of 1 and 64 KiB): what one render of the template target
+// allocates is what the agent's memory limit makes room for
+// (agent/memlimit.go), so B/op here is the number to keep down.
+func BenchmarkExecuteLatency(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		s := latencySnap(20, size)
+		tm, err := Parse("latency", latencyTemplate)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("20x%dKiB", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tm.Execute(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -132,8 +132,12 @@ func (b *budget) check(p []byte) error {
 }
 
 // stopped returns the error that ends the execution once the time budget
-// is spent or the context ended, nil before.
+// is spent or the context ended, nil before; nil for no budget (a helper
+// called outside an execution).
 func (b *budget) stopped() error {
+	if b == nil {
+		return nil
+	}
 	switch b.halt.Load() {
 	case haltTimeout:
 		return &budgetError{kind: ErrBudgetExceeded,

@@ -49,6 +49,11 @@ func libraryFuncs() texttemplate.FuncMap {
 	for _, name := range nondeterministic {
 		delete(m, name)
 	}
+	// The same functions without sprig's copies of their arguments and
+	// results (nocopy.go).
+	m["b64enc"] = b64enc
+	m["sha256sum"] = sha256sum
+	m["toJson"] = toJSONString
 	return m
 }
 
@@ -251,18 +256,7 @@ func (st *execState) seq(params ...int) (string, error) {
 }
 
 func (st *execState) nindent(n int, s string) (string, error) {
-	out, err := st.indent(n, s)
-	if err != nil {
-		return "", helperErrorf(errorsKind(err), "%s", strings.TrimPrefix(err.Error(), "indent: "))
-	}
-	return "\n" + out, nil
-}
-
-func errorsKind(err error) error {
-	if he, ok := err.(*helperError); ok {
-		return he.err
-	}
-	return ErrBadArgument
+	return st.indented("", "\n", n, s)
 }
 
 // uniq is sprig's uniq (and mustUniq): the list's elements without
