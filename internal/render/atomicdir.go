@@ -164,9 +164,6 @@ type DirWriter struct {
 	// directories kept, with the time they were replaced.
 	grace   time.Duration
 	retired []retiredDir
-
-	// freeSync: whether the files written here get markFreeSync.
-	freeSync freeSyncMemo
 }
 
 // retiredDir is a previous generation directory kept for its grace period.
@@ -969,7 +966,7 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	flat := len(subdirs) == 0
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, ln.toRoot, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat, w.freeSyncMemo()); err != nil {
+		if err := writeBatch(root, ln.toRoot, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
@@ -983,19 +980,6 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		}
 	}
 	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true, linksOK: p.linksOK}, nil
-}
-
-// freeSyncMemo returns what writeBatch needs to mark the files it
-// creates (markFreeSync), or nil when they are not to be marked: without
-// a grace period the previous generation is removed as soon as the swap
-// is durable, within the write, where the removal's synchronous inode
-// writes would lengthen every write; with one, Sweep removes it later,
-// between writes.
-func (w *DirWriter) freeSyncMemo() *freeSyncMemo {
-	if w.grace == 0 {
-		return nil
-	}
-	return &w.freeSync
 }
 
 // finishSubdirs gives the sub-directories of the staged generation name
@@ -1275,9 +1259,8 @@ func isOwnLink(root *os.Root, name string) bool {
 // itself when withDir (every entry of dir exists by then), closes them and
 // records them in recs. in, when not nil, is dir opened: each file is
 // then created by its name in it, without an open of dir around it. On
-// ext4 without a journal each file is marked to be written back when it
-// is freed (memo, freeSync). On an error the caller removes dir.
-func writeBatch(root, in *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool, memo *freeSyncMemo) (err error) {
+// an error the caller removes dir.
+func writeBatch(root, in *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
@@ -1296,12 +1279,6 @@ func writeBatch(root, in *os.Root, dir string, names []string, files map[string]
 		}
 		if err != nil {
 			return err
-		}
-	}
-	if len(open) > 0 && memo != nil && memo.freeSync(open[0]) {
-		// Before the identities are taken: the mark changes the ctime.
-		for _, f := range open {
-			markFreeSync(f)
 		}
 	}
 	ids := make([]fileID, len(names))
