@@ -131,6 +131,10 @@ type Renderer struct {
 	stop        <-chan struct{}
 	// phases is how long the last Apply spent in each phase (timings.go).
 	phases applyPhases
+	// expect, when set (Daemon.Run: the drift watcher's), is told each
+	// file or template output just before it is renamed into place, so
+	// that the rename's event is known as ours (drift.go).
+	expect func(path string, data []byte, opts render.FileOptions)
 	// cmdOut remembers command failures, to withhold their output from
 	// the status node (cmdoutput.go).
 	cmdOut commandOutputs
@@ -451,6 +455,9 @@ func (a *applyRun) commit(out *Outcome) map[*target]bool {
 		}
 	}
 	a.r.savePending()
+	for _, s := range a.staged {
+		a.r.expectCommit(s)
+	}
 	changed := map[*target]bool{}
 	commitErrs := commitAll(a.staged)
 	for i, s := range a.staged {
@@ -675,6 +682,7 @@ func (r *Renderer) Repair() []string {
 		if !s.changed {
 			continue
 		}
+		r.expectCommit(s)
 		if _, err := s.commit(); err != nil {
 			r.log.Warn("drift repair failed", "target", t.spec.Name, "error", err)
 			continue
@@ -686,6 +694,23 @@ func (r *Renderer) Repair() []string {
 		fixed = append(fixed, t.spec.Name)
 	}
 	return fixed
+}
+
+// setExpect sets what is told of each file or template output before its
+// rename (nil: nothing).
+func (r *Renderer) setExpect(fn func(path string, data []byte, opts render.FileOptions)) {
+	r.mu.Lock()
+	r.expect = fn
+	r.mu.Unlock()
+}
+
+// expectCommit tells r.expect of s's output when s is a changed file or
+// template output about to be committed. Called with r.mu held.
+func (r *Renderer) expectCommit(s *staged) {
+	if r.expect == nil || !s.changed || s.t.spec.Kind == KindDir {
+		return
+	}
+	r.expect(s.t.spec.Dest, s.out, s.t.fileOptions())
 }
 
 // sweepRetired removes the previous generation directories of dir targets

@@ -383,6 +383,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if drift != nil {
 		defer drift.close()
+		d.r.setExpect(drift.expect)
+		defer d.r.setExpect(nil)
 	}
 	for _, n := range d.statuses {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -397,13 +399,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// reload command.
 	retry := backoff.NewTimer(backoff.Policy{Base: time.Second, Max: 30 * time.Second})
 	// Previous generation directories of dir targets are removed when
-	// their grace period ends.
+	// their grace period ends: by every apply (rearmSweep follows it) and
+	// by this timer, which waits sweepSlack more, so that while publishes
+	// keep coming the applies remove the directories in their own
+	// wake-ups, and the timer, re-armed by each, fires only once they
+	// stop (a timer of its own woke the whole process between two
+	// publishes: half as much CPU again as the sweep's unlinks).
 	sweep := time.NewTimer(time.Hour)
 	sweep.Stop()
 	defer sweep.Stop()
 	rearmSweep := func() {
 		if next := d.r.sweepRetired(); next > 0 {
-			sweep.Reset(next)
+			sweep.Reset(next + sweepSlack)
+		}
+	}
+	// repairPass repairs what drifted, and asks for one more pass
+	// (debounced) when the repair armed a new watch.
+	repairPass := func() {
+		if fixed := d.r.Repair(); len(fixed) > 0 {
+			rearmSweep()
+			d.publishStatus()
+		}
+		if drift.watch(d.r.driftDirs()) {
+			drift.arm()
 		}
 	}
 	// The watchdog is pinged from this loop, and while it waits for an
@@ -442,8 +460,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		} else {
 			retry.Reset()
 		}
-		if drift != nil {
-			drift.watch(d.r.driftDirs())
+		// A new watch (a dir target's new generation directory) needs a
+		// pass for what changed between the write and the watch: run now,
+		// in the apply's wake-up, rather than a debounce later.
+		if drift != nil && drift.watch(d.r.driftDirs()) {
+			repairPass()
 		}
 		rearmSweep()
 		if !out.Skipped {
@@ -538,11 +559,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return nil
 			}
 		case <-driftC:
-			if fixed := d.r.Repair(); len(fixed) > 0 {
-				rearmSweep()
-				d.publishStatus()
-			}
-			drift.watch(d.r.driftDirs())
+			repairPass()
 		case <-sweep.C:
 			rearmSweep()
 		case <-heartbeat:
@@ -557,6 +574,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// sweepSlack is how long after a retired generation directory's grace
+// period the sweep timer fires: the grace period is a minimum, and an apply
+// within it removes the directory first.
+const sweepSlack = time.Second
 
 // adoptPoll is how often the daemon looks for an adopt request.
 const adoptPoll = 2 * time.Second
