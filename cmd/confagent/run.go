@@ -302,12 +302,13 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 }
 
 // agentProcs is the GOMAXPROCS an agent runs with unless the environment
-// sets one. An apply waits for ZooKeeper and the disk far longer than it
-// computes, and with a second processor every one of its waits (an
-// fsync, a read) let the runtime hand the processor over to another thread
-// and kept its monitor polling every 20 µs: a fifth of the agent's CPU per
-// one-item publish (docs/bench/latency-idlecpu-2026-11-27), rendering no
-// sooner.
+// sets one. An apply is a chain of short computations between waits for
+// ZooKeeper and the disk, spread over a dozen goroutines; with a second
+// processor the runtime woke a second thread to look for work at nearly
+// every hand-over between them, and that spinning cost a fifth of the
+// agent's CPU per one-item publish (docs/bench/latency-idlecpu-2026-11-27),
+// rendering no sooner: the waits still overlap, a goroutine in a system
+// call leaves the processor to the others.
 const agentProcs = 1
 
 // limitProcs sets GOMAXPROCS to agentProcs unless GOMAXPROCS is in the
