@@ -278,6 +278,10 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 			r.applyTargets(ctx, rctx, snap, ts, &out)
 		}
 	}
+	// The previous generation directories whose grace period has passed
+	// go now, after the swap (the dir targets leave them to the sweep):
+	// in this apply's wake-up, not in the next one's stage.
+	r.sweepLocked()
 	r.lastErr = out.Err
 	if out.Err == nil {
 		r.applied = snap
@@ -719,6 +723,11 @@ func (r *Renderer) expectCommit(s *staged) {
 func (r *Renderer) sweepRetired() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.sweepLocked()
+}
+
+// sweepLocked is sweepRetired with r.mu held.
+func (r *Renderer) sweepLocked() time.Duration {
 	var next time.Duration
 	for _, t := range r.targets {
 		if t.dir == nil {

@@ -398,17 +398,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// the agent to notice within seconds; a retry costs one stage or one
 	// reload command.
 	retry := backoff.NewTimer(backoff.Policy{Base: time.Second, Max: 30 * time.Second})
-	// Previous generation directories of dir targets are removed when
-	// their grace period ends. On its own timer, not by the next apply:
-	// a directory left to the next write is removed in its stage, before
-	// the swap (measured: a third of the stage's CPU, with a timer that
-	// waited a second longer).
+	// Previous generation directories of dir targets are removed once
+	// their grace period has passed: by every apply, after its swap
+	// (Renderer.Apply), and by this timer, which waits sweepSlack longer,
+	// so that while publishes keep coming each apply removes them in its
+	// own wake-up, and the timer, re-armed by each, fires only once they
+	// stop (at its exact end it woke the whole agent between two
+	// publishes).
 	sweep := time.NewTimer(time.Hour)
 	sweep.Stop()
 	defer sweep.Stop()
 	rearmSweep := func() {
 		if next := d.r.sweepRetired(); next > 0 {
-			sweep.Reset(next)
+			sweep.Reset(next + sweepSlack)
 		}
 	}
 	// repairPass repairs what drifted, and asks for one more pass
@@ -572,6 +574,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// sweepSlack is how long past a retired generation directory's grace
+// period the sweep timer waits: the period is a minimum, and an apply
+// within the slack removes the directory first.
+const sweepSlack = time.Second
 
 // adoptPoll is how often the daemon looks for an adopt request.
 const adoptPoll = 2 * time.Second
