@@ -133,8 +133,9 @@ type Renderer struct {
 	phases applyPhases
 	// expect, when set (Daemon.Run: the drift watcher's), is told each
 	// file or template output just before it is renamed into place, so
-	// that the rename's event is known as ours (drift.go).
-	expect func(path string, data []byte, opts render.FileOptions)
+	// that the rename's event is known as ours (drift.go). Not guarded by
+	// mu: Run clears it on its way out while a wedged apply holds mu.
+	expect atomic.Pointer[expectFunc]
 	// cmdOut remembers command failures, to withhold their output from
 	// the status node (cmdoutput.go).
 	cmdOut commandOutputs
@@ -700,21 +701,28 @@ func (r *Renderer) Repair() []string {
 	return fixed
 }
 
+// expectFunc is told of a file or template output about to be renamed
+// into place at path.
+type expectFunc func(path string, data []byte, opts render.FileOptions)
+
 // setExpect sets what is told of each file or template output before its
 // rename (nil: nothing).
-func (r *Renderer) setExpect(fn func(path string, data []byte, opts render.FileOptions)) {
-	r.mu.Lock()
-	r.expect = fn
-	r.mu.Unlock()
+func (r *Renderer) setExpect(fn expectFunc) {
+	if fn == nil {
+		r.expect.Store(nil)
+		return
+	}
+	r.expect.Store(&fn)
 }
 
 // expectCommit tells r.expect of s's output when s is a changed file or
-// template output about to be committed. Called with r.mu held.
+// template output about to be committed.
 func (r *Renderer) expectCommit(s *staged) {
-	if r.expect == nil || !s.changed || s.t.spec.Kind == KindDir {
+	fn := r.expect.Load()
+	if fn == nil || !s.changed || s.t.spec.Kind == KindDir {
 		return
 	}
-	r.expect(s.t.spec.Dest, s.out, s.t.fileOptions())
+	(*fn)(s.t.spec.Dest, s.out, s.t.fileOptions())
 }
 
 // sweepRetired removes the previous generation directories of dir targets
