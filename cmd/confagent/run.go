@@ -305,10 +305,11 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 // sets one. An apply is a chain of short computations between waits for
 // ZooKeeper and the disk, spread over a dozen goroutines; with a second
 // processor the runtime woke a second thread to look for work at nearly
-// every hand-over between them, and that spinning cost a fifth of the
-// agent's CPU per one-item publish (docs/bench/latency-idlecpu-2026-11-27),
-// rendering no sooner: the waits still overlap, a goroutine in a system
-// call leaves the processor to the others.
+// every hand-over between them, and on a loaded host that cost 16-28 %
+// of the agent's CPU per one-item publish
+// (docs/bench/latency-idlecpu-2026-11-27), rendering no sooner: the waits
+// still overlap, a goroutine in a system call leaves the processor to the
+// others.
 const agentProcs = 1
 
 // limitProcs sets GOMAXPROCS to agentProcs unless GOMAXPROCS is in the
