@@ -461,11 +461,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset()
 		}
 		// A new watch (a dir target's new generation directory) needs a
-		// pass for what changed between the write and the watch: run now,
-		// in the apply's wake-up, rather than a debounce later.
-		if drift != nil && drift.watch(d.r.driftDirs()) {
-			repairPass()
-		}
+		// pass for what changed between the write and the watch: run in
+		// the apply's wake-up, rather than a debounce later, once the
+		// status and OnApply have been told.
+		armed := drift != nil && drift.watch(d.r.driftDirs())
 		rearmSweep()
 		if !out.Skipped {
 			d.noteRootsApplied(snap)
@@ -479,6 +478,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if d.opts.OnApply != nil {
 				d.opts.OnApply(out)
 			}
+		}
+		if armed {
+			repairPass()
 		}
 		return true
 	}

@@ -45,7 +45,7 @@ type driftWatcher struct {
 	mu       sync.Mutex
 	expected map[string]expectedFile
 	// passed, when set (tests), is told the name of every event that
-	// asks for a pass.
+	// starts a (debounced) pass.
 	passed func(name string)
 }
 
@@ -159,16 +159,16 @@ func (d *driftWatcher) loop() {
 			// Any other change in a watched directory starts a repair
 			// pass: the pass compares content and is a no-op for
 			// unrelated files, which keeps this loop free of shared state.
-			if ownName(ev.Name) || d.ours(ev.Name) {
+			// With a pass already due there is nothing to tell apart
+			// (nor a file to read per event of a burst).
+			if timer != nil || ownName(ev.Name) || d.ours(ev.Name) {
 				continue
 			}
 			if d.passed != nil {
 				d.passed(ev.Name)
 			}
-			if timer == nil {
-				timer = time.NewTimer(driftDebounce)
-				fire = timer.C
-			}
+			timer = time.NewTimer(driftDebounce)
+			fire = timer.C
 		case err, ok := <-d.w.Errors:
 			if !ok {
 				return
