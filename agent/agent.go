@@ -131,6 +131,11 @@ type Renderer struct {
 	stop        <-chan struct{}
 	// phases is how long the last Apply spent in each phase (timings.go).
 	phases applyPhases
+	// expect, when set (Daemon.Run: the drift watcher's), is told each
+	// file or template output just before it is renamed into place, so
+	// that the rename's event is known as ours (drift.go). Not guarded by
+	// mu: Run clears it on its way out while a wedged apply holds mu.
+	expect atomic.Pointer[expectFunc]
 	// cmdOut remembers command failures, to withhold their output from
 	// the status node (cmdoutput.go).
 	cmdOut commandOutputs
@@ -274,6 +279,10 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 			r.applyTargets(ctx, rctx, snap, ts, &out)
 		}
 	}
+	// The previous generation directories whose grace period has passed
+	// go now, after the swap (the dir targets leave them to the sweep):
+	// in this apply's wake-up, not in the next one's stage.
+	r.sweepLocked()
 	r.lastErr = out.Err
 	if out.Err == nil {
 		r.applied = snap
@@ -451,6 +460,9 @@ func (a *applyRun) commit(out *Outcome) map[*target]bool {
 		}
 	}
 	a.r.savePending()
+	for _, s := range a.staged {
+		a.r.expectCommit(s)
+	}
 	changed := map[*target]bool{}
 	commitErrs := commitAll(a.staged)
 	for i, s := range a.staged {
@@ -675,6 +687,7 @@ func (r *Renderer) Repair() []string {
 		if !s.changed {
 			continue
 		}
+		r.expectCommit(s)
 		if _, err := s.commit(); err != nil {
 			r.log.Warn("drift repair failed", "target", t.spec.Name, "error", err)
 			continue
@@ -688,12 +701,41 @@ func (r *Renderer) Repair() []string {
 	return fixed
 }
 
+// expectFunc is told of a file or template output about to be renamed
+// into place at path.
+type expectFunc func(path string, data []byte, opts render.FileOptions)
+
+// setExpect sets what is told of each file or template output before its
+// rename (nil: nothing).
+func (r *Renderer) setExpect(fn expectFunc) {
+	if fn == nil {
+		r.expect.Store(nil)
+		return
+	}
+	r.expect.Store(&fn)
+}
+
+// expectCommit tells r.expect of s's output when s is a changed file or
+// template output about to be committed.
+func (r *Renderer) expectCommit(s *staged) {
+	fn := r.expect.Load()
+	if fn == nil || !s.changed || s.t.spec.Kind == KindDir {
+		return
+	}
+	(*fn)(s.t.spec.Dest, s.out, s.t.fileOptions())
+}
+
 // sweepRetired removes the previous generation directories of dir targets
 // whose grace period has passed, and returns how long until the next one's
 // ends (0: none is kept).
 func (r *Renderer) sweepRetired() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.sweepLocked()
+}
+
+// sweepLocked is sweepRetired with r.mu held.
+func (r *Renderer) sweepLocked() time.Duration {
 	var next time.Duration
 	for _, t := range r.targets {
 		if t.dir == nil {

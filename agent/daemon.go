@@ -383,6 +383,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if drift != nil {
 		defer drift.close()
+		d.r.setExpect(drift.expect)
+		defer d.r.setExpect(nil)
 	}
 	for _, n := range d.statuses {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -396,14 +398,30 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// the agent to notice within seconds; a retry costs one stage or one
 	// reload command.
 	retry := backoff.NewTimer(backoff.Policy{Base: time.Second, Max: 30 * time.Second})
-	// Previous generation directories of dir targets are removed when
-	// their grace period ends.
+	// Previous generation directories of dir targets are removed once
+	// their grace period has passed: by every apply, after its swap
+	// (Renderer.Apply), and by this timer, which waits sweepSlack longer,
+	// so that while publishes keep coming each apply removes them in its
+	// own wake-up, and the timer, re-armed by each, fires only once they
+	// stop (at its exact end it woke the whole agent between two
+	// publishes).
 	sweep := time.NewTimer(time.Hour)
 	sweep.Stop()
 	defer sweep.Stop()
 	rearmSweep := func() {
 		if next := d.r.sweepRetired(); next > 0 {
-			sweep.Reset(next)
+			sweep.Reset(next + sweepSlack)
+		}
+	}
+	// repairPass repairs what drifted, and asks for one more pass
+	// (debounced) when the repair armed a new watch.
+	repairPass := func() {
+		if fixed := d.r.Repair(); len(fixed) > 0 {
+			rearmSweep()
+			d.publishStatus()
+		}
+		if drift.watch(d.r.driftDirs()) {
+			drift.arm()
 		}
 	}
 	// The watchdog is pinged from this loop, and while it waits for an
@@ -442,9 +460,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		} else {
 			retry.Reset()
 		}
-		if drift != nil {
-			drift.watch(d.r.driftDirs())
-		}
+		// A new watch (a dir target's new generation directory) needs a
+		// pass for what changed between the write and the watch: run in
+		// the apply's wake-up, rather than a debounce later, once the
+		// status and OnApply have been told.
+		armed := drift != nil && drift.watch(d.r.driftDirs())
 		rearmSweep()
 		if !out.Skipped {
 			d.noteRootsApplied(snap)
@@ -458,6 +478,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if d.opts.OnApply != nil {
 				d.opts.OnApply(out)
 			}
+		}
+		if armed {
+			repairPass()
 		}
 		return true
 	}
@@ -538,11 +561,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return nil
 			}
 		case <-driftC:
-			if fixed := d.r.Repair(); len(fixed) > 0 {
-				rearmSweep()
-				d.publishStatus()
-			}
-			drift.watch(d.r.driftDirs())
+			repairPass()
 		case <-sweep.C:
 			rearmSweep()
 		case <-heartbeat:
@@ -557,6 +576,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// sweepSlack is how long past a retired generation directory's grace
+// period the sweep timer waits: the period is a minimum, and an apply
+// within the slack removes the directory first.
+const sweepSlack = time.Second
 
 // adoptPoll is how often the daemon looks for an adopt request.
 const adoptPoll = 2 * time.Second

@@ -142,6 +142,9 @@ func compile(spec TargetSpec) (*target, error) {
 	case KindDir:
 		t.dir = render.NewDirWriter(spec.Dest)
 		t.dir.SetGrace(spec.Grace)
+		// The renderer sweeps after every apply (Renderer.Apply), after
+		// the swap: what expired is not removed in the next stage.
+		t.dir.SetOwnerSweeps(true)
 	case KindFile:
 	default:
 		return nil, fmt.Errorf("target %q: unknown type %q", spec.Name, spec.Kind)

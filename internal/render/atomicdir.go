@@ -164,6 +164,9 @@ type DirWriter struct {
 	// directories kept, with the time they were replaced.
 	grace   time.Duration
 	retired []retiredDir
+	// ownerSweeps: the directories this DirWriter retired are removed by
+	// Sweep only, never by a write's step 2 (SetOwnerSweeps).
+	ownerSweeps bool
 }
 
 // retiredDir is a previous generation directory kept for its grace period.
@@ -177,6 +180,13 @@ type retiredDir struct {
 // still find every file of the set they resolved (see DirWriter). 0, the
 // default, removes it at once; a negative d counts as 0.
 func (w *DirWriter) SetGrace(d time.Duration) { w.grace = max(d, 0) }
+
+// SetOwnerSweeps, on, leaves the retired directories whose grace period
+// has passed to Sweep: a write's step 2 then removes only what this
+// DirWriter did not retire itself (and nothing it knows of). An owner that
+// calls Sweep right after every write removes them after the swap rather
+// than before it, off the path of the next set to readers.
+func (w *DirWriter) SetOwnerSweeps(on bool) { w.ownerSweeps = on }
 
 // Sweep removes the retired generation directories whose grace period has
 // passed and returns how long until the next one's ends (0 when no
@@ -1218,6 +1228,9 @@ func (w *DirWriter) removeStale(root *os.Root, entries []fs.DirEntry, current st
 		}
 		if w.grace > 0 {
 			at, known := w.retiredAt(name)
+			if known && w.ownerSweeps {
+				continue // Sweep's, after the swap
+			}
 			if !known && !swapped.IsZero() {
 				// Not retired by this DirWriter (an earlier process's,
 				// or a crash's): at most as old as the last swap.
