@@ -37,9 +37,10 @@ func TestStepTwoEndsWithItsContext(t *testing.T) {
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	before := blockedRequests()
 	r := p.startStepTwo(rctx, speculate(items(5, 100, "g2")))
 	// Wait until the reads are blocked in the client, unanswered.
-	for blockedRequests() < 3 {
+	for blockedRequests() < before+3 {
 		select {
 		case <-r.done:
 			t.Fatalf("step 2 ended with the server stopped: %v", r.stErr)
