@@ -81,17 +81,41 @@ func speculate(items map[string][]byte) speculation {
 }
 
 // startStepTwo sends step 2's reads, and those of sp, and returns at
-// once; done is closed when all have answered.
+// once; done is closed when all have answered, or when ctx ends first.
+//
+// Each read is one goroutine that makes the blocking call itself
+// (inlineReads), not a worker waiting on zkclient.Call's goroutine: half
+// the goroutines to start and grow at a publish's first batch. The reads
+// fill a copy of the result that r takes once all have answered; if ctx
+// ends first, r reports ctx's error and the reads still in flight finish
+// into the abandoned copy when the client answers or gives up, as a call
+// zkclient.Call abandons does.
 func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
-	r := &stepTwo{done: make(chan struct{}), items: make(map[string]liveItem, len(sp.names)),
-		blobs: make(map[string]bool, len(sp.shas))}
+	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
+	w := &stepTwo{items: make(map[string]liveItem, len(sp.names)), blobs: make(map[string]bool, len(sp.shas))}
 	readACL := p.cachedACLs() == nil
 	var mu sync.Mutex
 	const fixed = 3 // the state, the ACLs, the candidate
 	n := fixed + len(sp.names) + len(sp.shas)
+	all := make(chan struct{})
 	go func() {
 		defer close(r.done)
-		err := work.Parallel(ctx, n, n, func(ctx context.Context, i int) error {
+		select {
+		case <-all:
+			// Field by field: done is read by the waiters meanwhile.
+			r.st, r.stErr, r.acl, r.aclErr = w.st, w.stErr, w.acl, w.aclErr
+			r.items, r.blobs, r.candidate = w.items, w.blobs, w.candidate
+		case <-ctx.Done():
+			r.stErr = ctx.Err()
+			if readACL {
+				r.acl, r.aclErr = &inherited{}, ctx.Err()
+			}
+		}
+	}()
+	go func() {
+		defer close(all)
+		r := w
+		err := work.Parallel(inlineReads(ctx), n, n, func(ctx context.Context, i int) error {
 			switch {
 			case i == 0:
 				r.st, r.stErr = p.readState(ctx)
@@ -131,7 +155,9 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 			r.stErr = err
 		}
 		if err != nil && readACL && r.acl == nil && r.aclErr == nil {
-			r.aclErr = err
+			// An ACL read that failed is reported with r.acl set (checkAndRead
+			// falls back to the cached ACLs only when none were read).
+			r.acl, r.aclErr = &inherited{}, err
 		}
 	}()
 	return r

@@ -112,32 +112,39 @@ func hashItems(items map[string][]byte) map[string]manifest.Item {
 // marker-mode final commit that carries it twice with a Check per blob.
 // hashed is the set's manifest entries (hashItems).
 func manifestProblem(hashed map[string]manifest.Item, publisher string, rollbackOf int64, message string, l layout.Paths, acl []zk.ACL, budget int) error {
-	m := &manifest.Manifest{
-		Format: manifest.FormatFor(hashed), Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
-		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
-		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Message: message, Items: hashed,
-	}
-	mb := m.Encode()
+	m := worstCase(hashed, publisher, rollbackOf, message)
+	size := encodedSize(m)
 	hint := "publish fewer items (or shorter names)"
-	if len(mb) > ItemLimit {
-		return &TooLargeError{What: "manifest", Size: int64(len(mb)), Limit: ItemLimit, Hint: hint}
+	if size > ItemLimit {
+		return &TooLargeError{What: "manifest", Size: int64(size), Limit: ItemLimit, Hint: hint}
 	}
-	ops := []any{
-		&zk.SetDataRequest{Path: l.Root, Data: mb},
-		&zk.DeleteRequest{Path: l.Marker()},
-		&zk.CreateRequest{Path: l.HistoryNode(m.Generation), Data: mb, Acl: acl},
-	}
+	// The final commit: the root's data, the marker's delete, the history
+	// entry (the manifest twice) and a Check per distinct blob.
+	total := frameOverhead + 2*size +
+		opSize(&zk.SetDataRequest{Path: l.Root}) +
+		opSize(&zk.DeleteRequest{Path: l.Marker()}) +
+		opSize(&zk.CreateRequest{Path: l.HistoryNode(m.Generation), Acl: acl})
 	seen := map[string]bool{}
 	for _, it := range m.Items {
 		if !seen[it.SHA256] {
 			seen[it.SHA256] = true
-			ops = append(ops, &zk.CheckVersionRequest{Path: l.Blob(it.SHA256)})
+			total += opSize(&zk.CheckVersionRequest{Path: l.Blob(it.SHA256)})
 		}
 	}
-	if size := multiSize(ops); size > budget {
-		return &TooLargeError{What: "manifest", Size: int64(size), Limit: int64(budget), Hint: hint}
+	if total > budget {
+		return &TooLargeError{What: "manifest", Size: int64(total), Limit: int64(budget), Hint: hint}
 	}
 	return nil
+}
+
+// worstCase is the largest manifest a publish of hashed can commit: the
+// longest generation, ids and rollback field, marker mode.
+func worstCase(hashed map[string]manifest.Item, publisher string, rollbackOf int64, message string) *manifest.Manifest {
+	return &manifest.Manifest{
+		Format: manifest.FormatFor(hashed), Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
+		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
+		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Message: message, Items: hashed,
+	}
 }
 
 // checkSyntax parses data by the extension of name, as the agents'

@@ -22,8 +22,12 @@ func readRetry() backoff.Policy {
 // and session expiry (zkclient.IsUncertain: the client opens a new session)
 // until it succeeds, fails for another reason, or ctx ends.
 func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	call := zkclient.Call[T]
+	if ctx.Value(inlineKey{}) != nil {
+		call = callInline[T]
+	}
 	for attempt := 0; ; attempt++ {
-		v, err := zkclient.Call(ctx, fn)
+		v, err := call(ctx, fn)
 		if err == nil || !zkclient.IsUncertain(err) || ctx.Err() != nil {
 			return v, err
 		}
@@ -31,6 +35,28 @@ func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 			return v, fmt.Errorf("%w (last error: %v)", werr, err)
 		}
 	}
+}
+
+// inlineKey marks a context whose reads (read) make the blocking call in
+// the calling goroutine instead of through zkclient.Call's own: for
+// goroutines that exist only to make one read and whose waiter stops
+// waiting when the context ends (startStepTwo), so that the end of the
+// context need not interrupt the call itself.
+type inlineKey struct{}
+
+// inlineReads returns ctx marked for inline reads (inlineKey).
+func inlineReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inlineKey{}, true)
+}
+
+// callInline is zkclient.Call without its goroutine: fn runs to its end
+// whatever ctx does.
+func callInline[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return fn()
 }
 
 // get reads a node; NoNode is reported as (nil, nil, nil).
