@@ -486,7 +486,7 @@ func resolveDest(path string, opts FileOptions) (destFile, error) {
 // it does not exist). A missing file is simply "not the same". The file is
 // opened without blocking: a named pipe swapped in is not waited on.
 func sameFileInfo(root *os.Root, name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|durable.NoPoll, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"os"
+	"path/filepath"
 	"syscall"
 	"unsafe"
 )
@@ -65,4 +66,40 @@ func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return st, ok
+}
+
+// stillLeadsTo reports whether dir, opened again without following any
+// symbolic link (openat2 RESOLVE_NO_SYMLINKS), is the directory root holds
+// open: a Commit's check that no link was swapped into dir's path since
+// Stage, in four system calls rather than openDir's and sameDir's nine.
+// known is false when this cannot tell (a link on the way, which openDir
+// must judge; a kernel without openat2): the caller opens dir then.
+func stillLeadsTo(dir string, root *os.Root) (same, known bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, false
+	}
+	p, err := syscall.BytePtrFromString(abs)
+	if err != nil {
+		return false, false
+	}
+	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
+	cwd := atFDCWD
+	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
+	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	if errno != 0 {
+		return false, false
+	}
+	fd := int(r)
+	defer func() { _ = syscall.Close(fd) }()
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return false, false
+	}
+	fi, err := root.Stat(".")
+	rst, isStat := sysStat(fi)
+	if err != nil || !isStat {
+		return false, false
+	}
+	return rst.Dev == st.Dev && rst.Ino == st.Ino, true
 }
