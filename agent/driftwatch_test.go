@@ -41,6 +41,37 @@ func TestDriftBeforeWatchRepaired(t *testing.T) {
 	}
 }
 
+// TestDriftOutsideNewWatchesRepaired: the pass after an apply checks only
+// the directories the apply's new watches cover (a dir target's new
+// generation directory); a change the apply's window saw elsewhere, here
+// a dir target's top-level link removed and a template output replaced by
+// the reload command, both in directories watched throughout, is still
+// repaired: their events ask for a pass of their own.
+func TestDriftOutsideNewWatchesRepaired(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	p := publisher(t, c)
+	out := t.TempDir()
+	d, tmpl := join(out, "d"), join(out, "t.conf")
+	dir := dirSpec(d)
+	dir.Reload = fmt.Sprintf("rm %s && printf edited > %s.new && mv %s.new %s", join(d, "b"), tmpl, tmpl, tmpl)
+	specs := []agent.TargetSpec{dir,
+		{Name: "tmpl", Kind: agent.KindTemplate, Template: `{{ item "b" }}`, Dest: tmpl, Mode: 0o640, UID: -1, GID: -1}}
+	r := startDaemon(t, c.Addrs(), t.TempDir(), specs)
+	for g := int64(1); g <= 3; g++ {
+		a, b := fmt.Sprintf("a%d", g), fmt.Sprintf("b%d", g)
+		mustPublish(t, p, map[string]string{"a": a, "b": b})
+		r.waitGeneration(t, g)
+		r.waitFor(t, fmt.Sprintf("repaired generation %d's link and template", g), func(agent.Status) bool {
+			got, err := readFileErr(join(d, "b"))
+			if err != nil || got != b {
+				return false
+			}
+			got, err = readFileErr(tmpl)
+			return err == nil && got == b
+		})
+	}
+}
+
 func readFileErr(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
