@@ -196,6 +196,13 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if len(w.retired) == 0 {
 		return 0, nil
 	}
+	now := time.Now()
+	if next, due := w.nextDue(now); !due {
+		// Nothing to remove yet: the directory is not opened (a sweep
+		// follows every apply, while the generation just retired has
+		// its whole grace period ahead).
+		return next, nil
+	}
 	root, err := w.open(false)
 	if err != nil {
 		return 0, err
@@ -205,7 +212,6 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if err != nil {
 		return 0, err
 	}
-	now := time.Now()
 	var keep []retiredDir
 	var errs []error
 	removed := false
@@ -262,6 +268,21 @@ func refreshIn(root *os.Root, gen string, recs, only map[string]fileRecord) {
 }
 
 // retiredAt returns when DirWriter retired the directory name.
+// nextDue reports whether a retired directory's grace period has passed
+// at now, and otherwise how long until the first one's does.
+func (w *DirWriter) nextDue(now time.Time) (next time.Duration, due bool) {
+	for _, r := range w.retired {
+		d := r.at.Add(w.grace).Sub(now)
+		if d <= 0 {
+			return 0, true
+		}
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	return next, false
+}
+
 func (w *DirWriter) retiredAt(name string) (time.Time, bool) {
 	for _, r := range w.retired {
 		if r.name == name {
