@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/publish"
 )
 
 // TestDriftBeforeWatchRepaired: a change made to a new generation
@@ -17,15 +18,9 @@ import (
 // right after the apply, in the apply's own wake-up; it must still see
 // every such change.
 func TestDriftBeforeWatchRepaired(t *testing.T) {
-	c := sharedZooKeeper.For(t)
-	p := publisher(t, c)
-	out := t.TempDir()
-	d, tmpl := join(out, "d"), join(out, "t.conf")
-	dir := dirSpec(d)
-	dir.Reload = fmt.Sprintf("printf edited > %s && printf edited > %s", join(d, "a"), tmpl)
-	specs := []agent.TargetSpec{dir,
-		{Name: "tmpl", Kind: agent.KindTemplate, Template: `{{ item "b" }}`, Dest: tmpl, Mode: 0o640, UID: -1, GID: -1}}
-	r := startDaemon(t, c.Addrs(), t.TempDir(), specs)
+	p, d, tmpl, r := startDirAndTemplate(t, func(d, tmpl string) string {
+		return fmt.Sprintf("printf edited > %s && printf edited > %s", join(d, "a"), tmpl)
+	})
 	for g := int64(1); g <= 3; g++ {
 		a, b := fmt.Sprintf("a%d", g), fmt.Sprintf("b%d", g)
 		mustPublish(t, p, map[string]string{"a": a, "b": b})
@@ -48,15 +43,9 @@ func TestDriftBeforeWatchRepaired(t *testing.T) {
 // the reload command, both in directories watched throughout, is still
 // repaired: their events ask for a pass of their own.
 func TestDriftOutsideNewWatchesRepaired(t *testing.T) {
-	c := sharedZooKeeper.For(t)
-	p := publisher(t, c)
-	out := t.TempDir()
-	d, tmpl := join(out, "d"), join(out, "t.conf")
-	dir := dirSpec(d)
-	dir.Reload = fmt.Sprintf("rm %s && printf edited > %s.new && mv %s.new %s", join(d, "b"), tmpl, tmpl, tmpl)
-	specs := []agent.TargetSpec{dir,
-		{Name: "tmpl", Kind: agent.KindTemplate, Template: `{{ item "b" }}`, Dest: tmpl, Mode: 0o640, UID: -1, GID: -1}}
-	r := startDaemon(t, c.Addrs(), t.TempDir(), specs)
+	p, d, tmpl, r := startDirAndTemplate(t, func(d, tmpl string) string {
+		return fmt.Sprintf("rm %s && printf edited > %s.new && mv %s.new %s", join(d, "b"), tmpl, tmpl, tmpl)
+	})
 	for g := int64(1); g <= 3; g++ {
 		a, b := fmt.Sprintf("a%d", g), fmt.Sprintf("b%d", g)
 		mustPublish(t, p, map[string]string{"a": a, "b": b})
@@ -70,6 +59,21 @@ func TestDriftOutsideNewWatchesRepaired(t *testing.T) {
 			return err == nil && got == b
 		})
 	}
+}
+
+// startDirAndTemplate starts a daemon with a dir target d, whose reload
+// command is reload(d, tmpl), and a template target tmpl of item "b".
+func startDirAndTemplate(t *testing.T, reload func(d, tmpl string) string) (*publish.Publisher, string, string, *running) {
+	t.Helper()
+	c := sharedZooKeeper.For(t)
+	p := publisher(t, c)
+	out := t.TempDir()
+	d, tmpl := join(out, "d"), join(out, "t.conf")
+	dir := dirSpec(d)
+	dir.Reload = reload(d, tmpl)
+	specs := []agent.TargetSpec{dir,
+		{Name: "tmpl", Kind: agent.KindTemplate, Template: `{{ item "b" }}`, Dest: tmpl, Mode: 0o640, UID: -1, GID: -1}}
+	return p, d, tmpl, startDaemon(t, c.Addrs(), t.TempDir(), specs)
 }
 
 func readFileErr(p string) (string, error) {

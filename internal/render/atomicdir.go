@@ -413,6 +413,21 @@ func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bo
 // crash are left for the next write) and reads only files whose identity
 // changed since this DirWriter last wrote or verified them.
 func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, error) {
+	return w.matches(files, opts, true)
+}
+
+// MatchesCurrent is Matches for the current generation directory alone:
+// it reports whether the directory "..data" points to holds exactly files
+// with opts' mode and owner, and leaves the top-level links and the rest
+// of the managed directory unchecked. It is the check for a caller that
+// has watched the managed directory all along but not the generation
+// directory a write just made (see agent's post-apply drift pass).
+func (w *DirWriter) MatchesCurrent(files map[string][]byte, opts FileOptions) (bool, error) {
+	return w.matches(files, opts, false)
+}
+
+// matches is Matches, with the top-level links checked only with links.
+func (w *DirWriter) matches(files map[string][]byte, opts FileOptions, links bool) (bool, error) {
 	if err := w.validate(files, opts); err != nil {
 		return false, err
 	}
@@ -424,41 +439,22 @@ func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, er
 		return false, err
 	}
 	defer root.Close()
-	entries, err := readDirIn(root, ".")
-	if err != nil {
-		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
+	var entries []fs.DirEntry
+	if links {
+		if entries, err = readDirIn(root, "."); err != nil {
+			return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
+		}
 	}
 	current, err := w.readLink(root)
 	if err != nil || current == "" {
 		return false, err
 	}
-	linksOK, err := w.checkLinks(root, entries, files)
-	if err != nil || !linksOK {
-		// A foreign entry in a payload slot is drift too; Write reports it.
-		return false, nil
-	}
-	same, _, err := w.matchSet(root, current, files, opts, true)
-	return same, err
-}
-
-// MatchesCurrent is Matches for the current generation directory alone:
-// it reports whether the directory "..data" points to holds exactly files
-// with opts' mode and owner, and leaves the top-level links and the rest
-// of the managed directory unchecked. It is the check for a caller that
-// has watched the managed directory all along but not the generation
-// directory a write just made (see agent's post-apply drift pass).
-func (w *DirWriter) MatchesCurrent(files map[string][]byte, opts FileOptions) (bool, error) {
-	root, err := w.open(false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer root.Close()
-	current, err := w.readLink(root)
-	if err != nil || current == "" {
-		return false, err
+	if links {
+		linksOK, err := w.checkLinks(root, entries, files)
+		if err != nil || !linksOK {
+			// A foreign entry in a payload slot is drift too; Write reports it.
+			return false, nil
+		}
 	}
 	same, _, err := w.matchSet(root, current, files, opts, true)
 	return same, err

@@ -30,24 +30,11 @@ type openHow struct {
 // apply (a link on the way, a missing component, a kernel before 5.6, a
 // race): openDir walks then.
 func openDirFast(dir string) (root *os.Root, ok bool) {
-	p, err := syscall.BytePtrFromString(dir)
-	if err != nil {
+	st, ok := statNoLinks(dir)
+	if !ok {
 		return nil, false
 	}
-	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
-	cwd := atFDCWD
-	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
-	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
-	if errno != 0 {
-		return nil, false
-	}
-	fd := int(r)
-	defer func() { _ = syscall.Close(fd) }()
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil {
-		return nil, false
-	}
-	root, err = os.OpenRoot(dir)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, false
 	}
@@ -57,6 +44,27 @@ func openDirFast(dir string) (root *os.Root, ok bool) {
 		return nil, false
 	}
 	return root, true
+}
+
+// statNoLinks is fstat of dir (absolute and clean) opened with
+// openat2(RESOLVE_NO_SYMLINKS): what dir leads to through no symbolic
+// link. ok is false when that fails (a link on the way, a missing
+// component, a kernel before 5.6).
+func statNoLinks(dir string) (st syscall.Stat_t, ok bool) {
+	p, err := syscall.BytePtrFromString(dir)
+	if err != nil {
+		return st, false
+	}
+	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
+	cwd := atFDCWD
+	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
+	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	if errno != 0 {
+		return st, false
+	}
+	fd := int(r)
+	defer func() { _ = syscall.Close(fd) }()
+	return st, syscall.Fstat(fd, &st) == nil
 }
 
 // sysStat is fi's stat_t.
@@ -79,21 +87,8 @@ func stillLeadsTo(dir string, root *os.Root) (same, known bool) {
 	if err != nil {
 		return false, false
 	}
-	p, err := syscall.BytePtrFromString(abs)
-	if err != nil {
-		return false, false
-	}
-	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
-	cwd := atFDCWD
-	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
-	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
-	if errno != 0 {
-		return false, false
-	}
-	fd := int(r)
-	defer func() { _ = syscall.Close(fd) }()
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil {
+	st, ok := statNoLinks(abs)
+	if !ok {
 		return false, false
 	}
 	fi, err := root.Stat(".")
