@@ -209,6 +209,9 @@ type StagedFile struct {
 	// differs is the identity of the destination Stage found different
 	// from data (zero: none, or not known).
 	differs fileID
+	// seen is what Commit's lstat of the destination found (stillInPlace),
+	// nil if it did not look.
+	seen fs.FileInfo
 }
 
 // destFile is the file a write replaces: name in the directory root
@@ -336,6 +339,13 @@ func (s *StagedFile) Commit() (changed bool, err error) {
 	if s.done {
 		return false, ErrAlreadyDone
 	}
+	if ok, err := s.stillInPlace(); ok || err != nil {
+		if err != nil {
+			s.Abort()
+			return false, err
+		}
+		return s.commit(true)
+	}
 	opts := s.opts
 	opts.CreateDirs = false
 	dest, err := resolveDest(s.path, opts)
@@ -380,6 +390,36 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 	return true, nil
 }
 
+// stillInPlace is Commit's check of the destination in four system calls
+// rather than a second resolveDest, for a destination Stage reached
+// without a symbolic link: ok when its directory is still the one staged
+// into (reached again without following any link) and the destination is
+// a regular file or missing; an error (ErrSymlinkDest, ErrNotRegular)
+// when the destination is not that by now. Neither (false, nil) when this
+// cannot tell: Commit resolves the destination again then.
+func (s *StagedFile) stillInPlace() (ok bool, err error) {
+	abs, err := filepath.Abs(s.path)
+	if err != nil || s.opts.FollowSymlink || s.dest.path() != abs {
+		return false, nil
+	}
+	if same, known := stillLeadsTo(filepath.Dir(abs), s.dest.root); !known || !same {
+		return false, nil
+	}
+	fi, err := s.dest.root.Lstat(s.dest.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, nil
+	case fi.Mode()&os.ModeSymlink != 0:
+		return false, &os.PathError{Op: "write", Path: s.path, Err: ErrSymlinkDest}
+	case !fi.Mode().IsRegular():
+		return false, &os.PathError{Op: "write", Path: s.dest.path(), Err: ErrNotRegular}
+	}
+	s.seen = fi
+	return true, nil
+}
+
 // stillDiffers reports whether the destination is still the very file
 // (inode, size, mode, owner, mtime and ctime) that Stage found different
 // from the staged data: Commit then need not read it again. A change too
@@ -390,9 +430,12 @@ func (s *StagedFile) stillDiffers() bool {
 	if s.differs == (fileID{}) {
 		return false
 	}
-	fi, err := s.dest.root.Lstat(s.dest.name)
-	if err != nil {
-		return false
+	fi := s.seen
+	if fi == nil {
+		var err error
+		if fi, err = s.dest.root.Lstat(s.dest.name); err != nil {
+			return false
+		}
 	}
 	id, ok := idOf(fi)
 	return ok && id == s.differs
