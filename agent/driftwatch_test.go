@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/render"
@@ -33,6 +34,42 @@ func TestDriftBeforeWatchRepaired(t *testing.T) {
 			got, err := readFileErr(tmpl)
 			return err == nil && got == b
 		})
+	}
+}
+
+// TestDriftNewGenerationRepaired: a dir target's file changed in its new
+// generation directory before that directory is watched (here by the
+// check command, in the staged directory the swap then makes current),
+// with no event in any directory watched before, is repaired by the check
+// that follows the new watch: the one place where that check must still
+// look. The first publish is left alone, so that no pass is due from an
+// earlier repair when the second is applied.
+func TestDriftNewGenerationRepaired(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	p := publisher(t, c)
+	out := t.TempDir()
+	d, marker := join(out, "d"), join(out, "edit")
+	dir := dirSpec(d)
+	dir.Check = fmt.Sprintf("if [ -e %s ]; then rm %s && printf edited > {{.src}}/a; fi", marker, marker)
+	// The previous generation is kept (its removal, in a watched
+	// directory, would be an event and a pass of its own).
+	dir.Grace = time.Hour
+	r := startDaemon(t, c.Addrs(), t.TempDir(), []agent.TargetSpec{dir})
+	mustPublish(t, p, map[string]string{"a": "a1", "b": "b1"})
+	r.waitGeneration(t, 1)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every item changes: no file is linked from the previous generation
+	// (whose watched directory would see the link).
+	mustPublish(t, p, map[string]string{"a": "a2", "b": "b2"})
+	r.waitGeneration(t, 2)
+	r.waitFor(t, "the edited file repaired", func(agent.Status) bool {
+		files, err := render.ReadCurrent(d)
+		return err == nil && string(files["a"]) == "a2"
+	})
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the check command did not edit the staged set: %v", err)
 	}
 }
 
