@@ -668,6 +668,12 @@ func (r *Renderer) savePending() {
 // target, it reads only files whose inode, size, mode, owner, mtime or
 // ctime changed), and nothing is rendered again.
 func (r *Renderer) Repair() []string {
+	return r.repairIn(nil)
+}
+
+// repairIn is Repair with each target's check limited to what scope's
+// directories hold (target.matchesIn; nil: everything).
+func (r *Renderer) repairIn(scope map[string]bool) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.publish()
@@ -676,7 +682,7 @@ func (r *Renderer) Repair() []string {
 		if t.applied == nil || t.waiting {
 			continue
 		}
-		if ok, err := t.matches(); err == nil && ok {
+		if ok, err := t.matchesIn(scope); err == nil && ok {
 			continue
 		}
 		s, err := t.repairStage()

@@ -420,7 +420,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			rearmSweep()
 			d.publishStatus()
 		}
-		if drift.watch(d.r.driftDirs()) {
+		if added, _ := drift.watch(d.r.driftDirs()); added {
 			drift.arm()
 		}
 	}
@@ -464,7 +464,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// pass for what changed between the write and the watch: run in
 		// the apply's wake-up, rather than a debounce later, once the
 		// status and OnApply have been told.
-		armed := drift != nil && drift.watch(d.r.driftDirs())
+		var armed bool
+		var unseen map[string]bool
+		if drift != nil {
+			armed, unseen = drift.watch(d.r.driftDirs())
+		}
 		rearmSweep()
 		if !out.Skipped {
 			d.noteRootsApplied(snap)
@@ -480,7 +484,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 		if armed {
-			repairPass()
+			// Only what the new watches did not see: the rest was
+			// watched throughout, and its changes are events.
+			if fixed := d.r.repairIn(unseen); len(fixed) > 0 {
+				rearmSweep()
+				d.publishStatus()
+			}
+			if added, _ := drift.watch(d.r.driftDirs()); added {
+				drift.arm()
+			}
 		}
 		return true
 	}

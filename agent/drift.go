@@ -103,18 +103,26 @@ func (d *driftWatcher) ours(name string) bool {
 func (d *driftWatcher) events() <-chan struct{} { return d.out }
 
 // watch makes the watch set match dirs (Renderer.driftDirs) and reports
-// whether it armed a new watch. Called from the daemon's goroutine only.
-// After a new watch the caller runs one repair pass (at once after an
-// apply, in the apply's own wake-up; arm after a repair): a change made
-// between the write and the watch would otherwise go unseen.
-func (d *driftWatcher) watch(dirs []string) bool {
+// whether it armed a new watch, and which directories of dirs were not
+// watched before (fresh: those it watches now and those it failed to).
+// Called from the daemon's goroutine only. After a new watch the caller
+// runs one repair pass (at once after an apply, in the apply's own
+// wake-up; arm after a repair): a change made between the write and the
+// watch would otherwise go unseen. Only fresh directories can hold such a
+// change: one watched before reported it as an event.
+func (d *driftWatcher) watch(dirs []string) (added bool, fresh map[string]bool) {
 	want := make(map[string]bool, len(dirs))
+	fresh = map[string]bool{}
 	for _, dir := range dirs {
 		want[dir] = true
+		if !d.watched[dir] {
+			fresh[dir] = true
+		}
 	}
-	return watchdirs.Sync(d.w, d.watched, want, func(p string, err error) {
+	added = watchdirs.Sync(d.w, d.watched, want, func(p string, err error) {
 		d.log.Warn("drift watch not set", "path", p, "error", err)
 	})
+	return added, fresh
 }
 
 // arm asks for a repair pass, debounced like an event.

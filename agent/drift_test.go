@@ -33,10 +33,10 @@ func TestDriftOwnRenameIsNoDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	if !d.watch([]string{dir}) {
+	if added, fresh := d.watch([]string{dir}); !added || !fresh[dir] {
 		t.Fatal("a new watch was not reported")
 	}
-	if d.watch([]string{dir}) {
+	if added, fresh := d.watch([]string{dir}); added || len(fresh) != 0 {
 		t.Fatal("an unchanged watch set was reported as new")
 	}
 	// waitPass waits for the pass that a change of marker asks for:

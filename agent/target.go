@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -287,6 +288,35 @@ func (t *target) matches() (bool, error) {
 		return t.dir.Matches(t.files, t.fileOptions())
 	}
 	return render.Matches(t.spec.Dest, t.out, t.fileOptions())
+}
+
+// matchesIn is matches for a pass that needs to look only at what the
+// drift watcher could not see: scope holds the directories just added to
+// the watch set (nil: look at everything). A file or template target whose
+// directory was watched before is not read (any change to it since was an
+// event, which asks for a pass of its own); a dir target whose directory
+// was watched before has only its current generation directory checked
+// (the new one an apply made, whose writes no watch saw).
+func (t *target) matchesIn(scope map[string]bool) (bool, error) {
+	if scope == nil {
+		return t.matches()
+	}
+	if t.spec.Kind != KindDir {
+		if !scope[filepath.Dir(t.spec.Dest)] {
+			return true, nil
+		}
+		return t.matches()
+	}
+	if scope[t.spec.Dest] {
+		return t.matches()
+	}
+	under := filepath.Clean(t.spec.Dest) + string(filepath.Separator)
+	for dir := range scope {
+		if strings.HasPrefix(dir, under) {
+			return t.dir.MatchesCurrent(t.files, t.fileOptions())
+		}
+	}
+	return true, nil
 }
 
 // repairStage stages the applied output again, for drift repair.

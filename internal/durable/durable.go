@@ -63,7 +63,7 @@ func WriteTempIn(root *os.Root, dir, prefix string, data []byte, prepare func(*o
 	var name string
 	for try := 0; ; try++ {
 		name = prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoPoll, 0o600)
 		if errors.Is(err, fs.ErrExist) && try < 10000 {
 			continue
 		}
@@ -125,7 +125,7 @@ func SyncDir(dir string) error {
 // a filesystem that refuses directory fsyncs; the tolerance policy applies
 // to what fsync returns.
 func SyncDirWith(dir string, fsync func(*os.File) error) error {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|NoPoll, 0)
 	if err != nil {
 		return fmt.Errorf("open directory for fsync: %w", err)
 	}
@@ -135,7 +135,7 @@ func SyncDirWith(dir string, fsync func(*os.File) error) error {
 // SyncDirIn is SyncDir for the directory name inside root ("." for root
 // itself), opened without leaving root; dir names it in messages.
 func SyncDirIn(root *os.Root, name, dir string) error {
-	d, err := root.Open(name)
+	d, err := root.OpenFile(name, os.O_RDONLY|NoPoll, 0)
 	if err != nil {
 		return fmt.Errorf("open directory for fsync: %w", err)
 	}

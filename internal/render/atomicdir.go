@@ -196,6 +196,13 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if len(w.retired) == 0 {
 		return 0, nil
 	}
+	now := time.Now()
+	if next, due := w.nextDue(now); !due {
+		// Nothing to remove yet: the directory is not opened (a sweep
+		// follows every apply, while the generation just retired has
+		// its whole grace period ahead).
+		return next, nil
+	}
 	root, err := w.open(false)
 	if err != nil {
 		return 0, err
@@ -205,7 +212,6 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	if err != nil {
 		return 0, err
 	}
-	now := time.Now()
 	var keep []retiredDir
 	var errs []error
 	removed := false
@@ -262,6 +268,21 @@ func refreshIn(root *os.Root, gen string, recs, only map[string]fileRecord) {
 }
 
 // retiredAt returns when DirWriter retired the directory name.
+// nextDue reports whether a retired directory's grace period has passed
+// at now, and otherwise how long until the first one's does.
+func (w *DirWriter) nextDue(now time.Time) (next time.Duration, due bool) {
+	for _, r := range w.retired {
+		d := r.at.Add(w.grace).Sub(now)
+		if d <= 0 {
+			return 0, true
+		}
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	return next, false
+}
+
 func (w *DirWriter) retiredAt(name string) (time.Time, bool) {
 	for _, r := range w.retired {
 		if r.name == name {
@@ -392,6 +413,21 @@ func (w *DirWriter) Write(files map[string][]byte, opts FileOptions) (changed bo
 // crash are left for the next write) and reads only files whose identity
 // changed since this DirWriter last wrote or verified them.
 func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, error) {
+	return w.matches(files, opts, true)
+}
+
+// MatchesCurrent is Matches for the current generation directory alone:
+// it reports whether the directory "..data" points to holds exactly files
+// with opts' mode and owner, and leaves the top-level links and the rest
+// of the managed directory unchecked. It is the check for a caller that
+// has watched the managed directory all along but not the generation
+// directory a write just made (see agent's post-apply drift pass).
+func (w *DirWriter) MatchesCurrent(files map[string][]byte, opts FileOptions) (bool, error) {
+	return w.matches(files, opts, false)
+}
+
+// matches is Matches, with the top-level links checked only with links.
+func (w *DirWriter) matches(files map[string][]byte, opts FileOptions, links bool) (bool, error) {
 	if err := w.validate(files, opts); err != nil {
 		return false, err
 	}
@@ -403,18 +439,22 @@ func (w *DirWriter) Matches(files map[string][]byte, opts FileOptions) (bool, er
 		return false, err
 	}
 	defer root.Close()
-	entries, err := readDirIn(root, ".")
-	if err != nil {
-		return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
+	var entries []fs.DirEntry
+	if links {
+		if entries, err = readDirIn(root, "."); err != nil {
+			return false, fmt.Errorf("render: %w", pathError("open", w.dir, err))
+		}
 	}
 	current, err := w.readLink(root)
 	if err != nil || current == "" {
 		return false, err
 	}
-	linksOK, err := w.checkLinks(root, entries, files)
-	if err != nil || !linksOK {
-		// A foreign entry in a payload slot is drift too; Write reports it.
-		return false, nil
+	if links {
+		linksOK, err := w.checkLinks(root, entries, files)
+		if err != nil || !linksOK {
+			// A foreign entry in a payload slot is drift too; Write reports it.
+			return false, nil
+		}
 	}
 	same, _, err := w.matchSet(root, current, files, opts, true)
 	return same, err
@@ -437,6 +477,10 @@ type StagedDir struct {
 	// linksOK: Stage found every top-level link in place and none extra
 	// (Commit then leaves them alone, see finish).
 	linksOK bool
+	// base is the generation directory current when staging, and
+	// baseDiffers tells that it did not hold the payload then.
+	base        string
+	baseDiffers bool
 }
 
 // Stage runs steps 1-6 of Write: it writes the complete new set into a new
@@ -521,13 +565,16 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 		// The directory must still be the one staged into: a link
 		// swapped into its path since then is refused, not written
 		// through.
-		now, err := w.open(false)
-		if err != nil {
-			s.Abort()
-			return false, err
+		same, known := stillLeadsTo(w.dir, root)
+		if !known {
+			now, err := w.open(false)
+			if err != nil {
+				s.Abort()
+				return false, err
+			}
+			same = sameDir(now, root)
+			_ = now.Close()
 		}
-		same := sameDir(now, root)
-		_ = now.Close()
 		if !same {
 			s.Abort()
 			return false, fmt.Errorf("render: %s now leads to another directory than the one staged into: nothing swapped", w.dir)
@@ -538,7 +585,11 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 		s.Abort()
 		return false, err
 	}
-	if recheck && current != "" {
+	// The set current when staging, found different then and current
+	// still, could only have become the payload by edits in place of a
+	// generation directory; the swap then puts identical content in its
+	// place (consumers reload for nothing). Not walked again.
+	if recheck && current != "" && (current != s.base || !s.baseDiffers) {
 		same, _, err := w.matchSet(root, current, s.files, s.opts, true)
 		if err != nil {
 			s.Abort()
@@ -989,7 +1040,8 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 			return nil, err
 		}
 	}
-	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true, linksOK: p.linksOK}, nil
+	return &StagedDir{w: w, files: files, opts: opts, root: root, name: name, path: filepath.Join(p.real, name), recs: recs, changed: true, linksOK: p.linksOK,
+		base: p.current, baseDiffers: p.current != "" && !p.same}, nil
 }
 
 // finishSubdirs gives the sub-directories of the staged generation name
@@ -1048,8 +1100,8 @@ func newLinker(root *os.Root, from, to string, links bool) *linker {
 	if !links {
 		return l
 	}
-	fd, err1 := root.Open(from)
-	td, err2 := root.Open(to)
+	fd, err1 := root.OpenFile(from, os.O_RDONLY|durable.NoPoll, 0)
+	td, err2 := root.OpenFile(to, os.O_RDONLY|durable.NoPoll, 0)
 	if err1 == nil && err2 == nil {
 		l.fromDir, l.toDir = fd, td
 		return l
@@ -1327,7 +1379,7 @@ func writeBatch(root, in *os.Root, dir string, names []string, files map[string]
 // is left open (the file itself is removed with its directory by the
 // caller).
 func createNew(root *os.Root, name string, data []byte, opts FileOptions) (_ *os.File, err error) {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoPoll, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}

@@ -278,3 +278,54 @@ func TestRacyWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestDirMatchesCurrent: MatchesCurrent catches a file of the current
+// generation changed in place (through its top-level link, as an operator
+// would edit it), in a sub-directory too, and a file added to it; it
+// leaves the top-level links alone (the caller watched the managed
+// directory all along), which Matches does not.
+func TestDirMatchesCurrent(t *testing.T) {
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	files := payload("a", "1", "b", "2", "sub/c", "3")
+	if _, err := w.Write(files, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, want bool) {
+		t.Helper()
+		if ok, err := w.MatchesCurrent(files, opts(0o640)); err != nil || ok != want {
+			t.Fatalf("%s: MatchesCurrent = %v, %v; want %v", what, ok, err, want)
+		}
+	}
+	check("as written", true)
+	for _, name := range []string{"a", "sub/c"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.WriteFile(p, []byte("x"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		check(name+" edited in place", false)
+		if err := os.WriteFile(p, files[name], 0o640); err != nil {
+			t.Fatal(err)
+		}
+		check(name+" restored", true)
+	}
+	cur, err := CurrentPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := filepath.Join(cur, "extra")
+	if err := os.WriteFile(extra, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	check("a file added to the generation", false)
+	if err := os.Remove(extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	check("a top-level link removed", true)
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches after a link removed = %v, %v; want false", ok, err)
+	}
+}

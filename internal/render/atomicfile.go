@@ -206,6 +206,12 @@ type StagedFile struct {
 	opts    FileOptions
 	changed bool
 	done    bool
+	// differs is the identity of the destination Stage found different
+	// from data (zero: none, or not known).
+	differs fileID
+	// seen is what Commit's lstat of the destination found (stillInPlace),
+	// nil if it did not look.
+	seen fs.FileInfo
 }
 
 // destFile is the file a write replaces: name in the directory root
@@ -233,7 +239,7 @@ func (d destFile) close() {
 // data must not be modified until Commit or Abort returns.
 func Stage(path string, data []byte, opts FileOptions) (_ *StagedFile, err error) {
 	defer func() { err = classify(err) }()
-	dest, same, err := compareDest(path, data, opts)
+	dest, same, differs, err := compareDest(path, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +247,7 @@ func Stage(path string, data []byte, opts FileOptions) (_ *StagedFile, err error
 	if err != nil {
 		return nil, err
 	}
-	s.changed = !same
+	s.changed, s.differs = !same, differs
 	return s, nil
 }
 
@@ -252,7 +258,7 @@ func Stage(path string, data []byte, opts FileOptions) (_ *StagedFile, err error
 // directory) is an error.
 func Matches(path string, data []byte, opts FileOptions) (bool, error) {
 	opts.CreateDirs = false // writes nothing
-	dest, same, err := compareDest(path, data, opts)
+	dest, same, _, err := compareDest(path, data, opts)
 	dest.close()
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // no directory yet: not in place
@@ -262,20 +268,24 @@ func Matches(path string, data []byte, opts FileOptions) (bool, error) {
 
 // compareDest validates opts, resolves path's destination as WriteFile
 // would and reports whether it already holds data with opts' mode and
-// owner. The caller closes dest (open unless err).
-func compareDest(path string, data []byte, opts FileOptions) (dest destFile, same bool, err error) {
+// owner, and when it does not, the identity of the file that differs
+// (zero if none). The caller closes dest (open unless err).
+func compareDest(path string, data []byte, opts FileOptions) (dest destFile, same bool, differs fileID, err error) {
 	if err := opts.validate(); err != nil {
-		return destFile{}, false, err
+		return destFile{}, false, fileID{}, err
 	}
 	if dest, err = resolveDest(path, opts); err != nil {
-		return destFile{}, false, err
+		return destFile{}, false, fileID{}, err
 	}
-	_, same, err = sameFileInfo(dest.root, dest.name, data, opts)
+	fi, same, err := sameFileInfo(dest.root, dest.name, data, opts)
 	if err != nil {
 		dest.close()
-		return destFile{}, false, err
+		return destFile{}, false, fileID{}, err
 	}
-	return dest, same, nil
+	if !same && fi != nil {
+		differs, _ = idOf(fi)
+	}
+	return dest, same, differs, nil
 }
 
 // StageIfChanged is Stage for callers that have nothing to check when the
@@ -283,12 +293,17 @@ func compareDest(path string, data []byte, opts FileOptions) (dest destFile, sam
 // in that case, and otherwise a staged file whose Changed is true.
 func StageIfChanged(path string, data []byte, opts FileOptions) (_ *StagedFile, err error) {
 	defer func() { err = classify(err) }()
-	dest, same, err := compareDest(path, data, opts)
+	dest, same, differs, err := compareDest(path, data, opts)
 	if err != nil || same {
 		dest.close()
 		return nil, err
 	}
-	return stage(path, dest, data, opts)
+	s, err := stage(path, dest, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.differs = differs
+	return s, nil
 }
 
 // stage writes the temporary file in dest's directory; the StagedFile
@@ -324,6 +339,13 @@ func (s *StagedFile) Commit() (changed bool, err error) {
 	if s.done {
 		return false, ErrAlreadyDone
 	}
+	if ok, err := s.stillInPlace(); ok || err != nil {
+		if err != nil {
+			s.Abort()
+			return false, err
+		}
+		return s.commit(true)
+	}
 	opts := s.opts
 	opts.CreateDirs = false
 	dest, err := resolveDest(s.path, opts)
@@ -343,7 +365,7 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 	if s.done {
 		return false, ErrAlreadyDone
 	}
-	if recheck {
+	if recheck && !s.stillDiffers() {
 		_, same, err := sameFileInfo(s.dest.root, s.dest.name, s.data, s.opts)
 		if err != nil {
 			s.Abort()
@@ -366,6 +388,57 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// stillInPlace is Commit's check of the destination in four system calls
+// rather than a second resolveDest, for a destination Stage reached
+// without a symbolic link: ok when its directory is still the one staged
+// into (reached again without following any link) and the destination is
+// a regular file or missing; an error (ErrSymlinkDest, ErrNotRegular)
+// when the destination is not that by now. Neither (false, nil) when this
+// cannot tell: Commit resolves the destination again then.
+func (s *StagedFile) stillInPlace() (ok bool, err error) {
+	abs, err := filepath.Abs(s.path)
+	if err != nil || s.opts.FollowSymlink || s.dest.path() != abs {
+		return false, nil
+	}
+	if same, known := stillLeadsTo(filepath.Dir(abs), s.dest.root); !known || !same {
+		return false, nil
+	}
+	fi, err := s.dest.root.Lstat(s.dest.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, nil
+	case fi.Mode()&os.ModeSymlink != 0:
+		return false, &os.PathError{Op: "write", Path: s.path, Err: ErrSymlinkDest}
+	case !fi.Mode().IsRegular():
+		return false, &os.PathError{Op: "write", Path: s.dest.path(), Err: ErrNotRegular}
+	}
+	s.seen = fi
+	return true, nil
+}
+
+// stillDiffers reports whether the destination is still the very file
+// (inode, size, mode, owner, mtime and ctime) that Stage found different
+// from the staged data: Commit then need not read it again. A change too
+// quick for the timestamps to show could only have made it identical by
+// chance, and the rename then puts identical content in its place (the
+// caller reloads for nothing).
+func (s *StagedFile) stillDiffers() bool {
+	if s.differs == (fileID{}) {
+		return false
+	}
+	fi := s.seen
+	if fi == nil {
+		var err error
+		if fi, err = s.dest.root.Lstat(s.dest.name); err != nil {
+			return false
+		}
+	}
+	id, ok := idOf(fi)
+	return ok && id == s.differs
 }
 
 // Abort removes the staged file. It is idempotent and a no-op after Commit.
@@ -486,7 +559,7 @@ func resolveDest(path string, opts FileOptions) (destFile, error) {
 // it does not exist). A missing file is simply "not the same". The file is
 // opened without blocking: a named pipe swapped in is not waited on.
 func sameFileInfo(root *os.Root, name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|durable.NoPoll, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -450,3 +450,46 @@ func TestRemoveStaleTemps(t *testing.T) {
 		}
 	}
 }
+
+// TestStageCommitAfterDestChanged: Commit skips its second read of a
+// destination only while it is the very file Stage found different. A
+// destination replaced since Stage by one that already holds the staged
+// content is left alone (changed false); one edited in place since Stage
+// is replaced by the staged content.
+func TestStageCommitAfterDestChanged(t *testing.T) {
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "app.conf")
+	mustWrite(t, dest, "old", 0o640)
+	s, err := Stage(dest, []byte("new"), opts(0o640))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	mustWrite(t, other, "new", 0o640)
+	if err := os.Rename(other, dest); err != nil {
+		t.Fatal(err)
+	}
+	ino, _ := inode(t, dest)
+	if changed, err := s.Commit(); err != nil || changed {
+		t.Fatalf("Commit over a destination replaced by the staged content = %v, %v; want false", changed, err)
+	}
+	if got, _ := inode(t, dest); got != ino {
+		t.Error("the replaced destination was replaced again")
+	}
+
+	mustWrite(t, dest, "old", 0o640)
+	s, err = Stage(dest, []byte("new"), opts(0o640))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(dest, past, past) // an edit in place: same inode, new ctime
+	if changed, err := s.Commit(); err != nil || !changed {
+		t.Fatalf("Commit over a destination edited in place = %v, %v; want true", changed, err)
+	}
+	if b, err := os.ReadFile(dest); err != nil || string(b) != "new" {
+		t.Fatalf("destination = %q, %v; want the staged content", b, err)
+	}
+	if left := tempFiles(t, dir); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

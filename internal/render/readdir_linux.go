@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/zkconf/zkconf/internal/durable"
 )
 
 // readDirIn lists the directory name of root, sorted by name.
@@ -22,7 +24,7 @@ import (
 // does not fill it in (DT_UNKNOWN) gets the lstat, in root, for that
 // entry only.
 func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|durable.NoPoll, 0)
 	if err != nil {
 		return nil, err
 	}

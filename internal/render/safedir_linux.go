@@ -2,6 +2,7 @@ package render
 
 import (
 	"os"
+	"path/filepath"
 	"syscall"
 	"unsafe"
 )
@@ -29,24 +30,11 @@ type openHow struct {
 // apply (a link on the way, a missing component, a kernel before 5.6, a
 // race): openDir walks then.
 func openDirFast(dir string) (root *os.Root, ok bool) {
-	p, err := syscall.BytePtrFromString(dir)
-	if err != nil {
+	st, ok := statNoLinks(dir)
+	if !ok {
 		return nil, false
 	}
-	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
-	cwd := atFDCWD
-	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
-	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
-	if errno != 0 {
-		return nil, false
-	}
-	fd := int(r)
-	defer func() { _ = syscall.Close(fd) }()
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil {
-		return nil, false
-	}
-	root, err = os.OpenRoot(dir)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, false
 	}
@@ -58,6 +46,27 @@ func openDirFast(dir string) (root *os.Root, ok bool) {
 	return root, true
 }
 
+// statNoLinks is fstat of dir (absolute and clean) opened with
+// openat2(RESOLVE_NO_SYMLINKS): what dir leads to through no symbolic
+// link. ok is false when that fails (a link on the way, a missing
+// component, a kernel before 5.6).
+func statNoLinks(dir string) (st syscall.Stat_t, ok bool) {
+	p, err := syscall.BytePtrFromString(dir)
+	if err != nil {
+		return st, false
+	}
+	how := openHow{flags: syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
+	cwd := atFDCWD
+	// #nosec G103 -- the path and struct open_how passed to openat2, which reads them during the call only
+	r, _, errno := syscall.Syscall6(sysOpenat2, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	if errno != 0 {
+		return st, false
+	}
+	fd := int(r)
+	defer func() { _ = syscall.Close(fd) }()
+	return st, syscall.Fstat(fd, &st) == nil
+}
+
 // sysStat is fi's stat_t.
 func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	if fi == nil {
@@ -65,4 +74,27 @@ func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return st, ok
+}
+
+// stillLeadsTo reports whether dir, opened again without following any
+// symbolic link (openat2 RESOLVE_NO_SYMLINKS), is the directory root holds
+// open: a Commit's check that no link was swapped into dir's path since
+// Stage, in four system calls rather than openDir's and sameDir's nine.
+// known is false when this cannot tell (a link on the way, which openDir
+// must judge; a kernel without openat2): the caller opens dir then.
+func stillLeadsTo(dir string, root *os.Root) (same, known bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, false
+	}
+	st, ok := statNoLinks(abs)
+	if !ok {
+		return false, false
+	}
+	fi, err := root.Stat(".")
+	rst, isStat := sysStat(fi)
+	if err != nil || !isStat {
+		return false, false
+	}
+	return rst.Dev == st.Dev && rst.Ino == st.Ino, true
 }
