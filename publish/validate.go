@@ -138,11 +138,13 @@ func manifestProblem(hashed map[string]manifest.Item, publisher string, rollback
 }
 
 // worstCase is the largest manifest a publish of hashed can commit: the
-// longest generation, ids and rollback field, marker mode.
+// longest generation, ids and rollback field, marker mode, and the longest
+// timestamp a commit writes (UTC, nine fractional digits): time.Now()
+// would encode one to nine digits, so the size would depend on the clock.
 func worstCase(hashed map[string]manifest.Item, publisher string, rollbackOf int64, message string) *manifest.Manifest {
 	return &manifest.Manifest{
 		Format: manifest.FormatFor(hashed), Generation: 1 << 62, PublishID: strings.Repeat("f", 32),
-		PublishedAt: time.Now(), Publisher: publisher, Mode: manifest.ModeMarker,
+		PublishedAt: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), Publisher: publisher, Mode: manifest.ModeMarker,
 		RollbackOf: max(rollbackOf, 1<<62), Incarnation: strings.Repeat("f", 32), Message: message, Items: hashed,
 	}
 }
