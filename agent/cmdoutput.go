@@ -3,12 +3,13 @@ package agent
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
 // Check and reload commands' output stays on the host by default: it is
@@ -138,21 +139,5 @@ func (d *Daemon) nodeStatus(s Status) Status {
 // message is the error's message, with the last line of the command's
 // output when withOutput is set (what Error returns).
 func (e *CommandError) message(withOutput bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s command of target %q ", e.Kind, e.Target)
-	switch {
-	case e.TimedOut:
-		b.WriteString("timed out")
-	case e.ExitCode >= 0:
-		fmt.Fprintf(&b, "exited with status %d", e.ExitCode)
-	default:
-		fmt.Fprintf(&b, "failed: %v", e.Err)
-	}
-	if out := strings.TrimSpace(e.Output); out != "" && withOutput {
-		if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-			out = out[i+1:]
-		}
-		fmt.Fprintf(&b, ": %s", out)
-	}
-	return b.String()
+	return (*targets.CommandError)(e).Message(withOutput)
 }

@@ -1,20 +1,10 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
-)
 
-// maxCommandOutput bounds how much of a command's output is kept for logs
-// and status: enough to explain a failure, not enough to flood either.
-const maxCommandOutput = 4096
+	"github.com/zkconf/zkconf/internal/targets"
+)
 
 // CommandError is a check or reload command that failed, timed out or could
 // not start.
@@ -31,82 +21,12 @@ func (e *CommandError) Error() string { return e.message(true) }
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// command describes one check or reload run.
-type command struct {
-	kind, target string
-	script       string
-	staged       string // the staged file or directory, for checks
-	dest         string
-	generation   int64
-	timeout      time.Duration
-}
-
-// run executes the command with /bin/sh -c. `{{.src}}` in the script is
-// replaced by the shell-quoted staged path (confd's convention); the same
-// path is in $ZKCONF_STAGED. The whole process group is killed on timeout so
-// a check that forks cannot outlive it.
-func (c command) run(ctx context.Context) (string, error) {
-	script := c.script
-	if c.staged != "" {
-		script = strings.ReplaceAll(script, "{{.src}}", shellQuote(c.staged))
+// runCommand runs c (targets.Command.Run) and returns its failure as a
+// *CommandError.
+func runCommand(ctx context.Context, c targets.Command) (string, error) {
+	out, err := c.Run(ctx)
+	if ce, ok := err.(*targets.CommandError); ok {
+		return out, (*CommandError)(ce)
 	}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// #nosec G204 -- running the operator's configured check/reload command is the point.
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
-	cmd.Env = append(os.Environ(),
-		"ZKCONF_TARGET="+c.target,
-		"ZKCONF_DEST="+c.dest,
-		"ZKCONF_GENERATION="+strconv.FormatInt(c.generation, 10),
-	)
-	if c.staged != "" {
-		cmd.Env = append(cmd.Env, "ZKCONF_STAGED="+c.staged)
-	}
-	var out tailBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
-	if err == nil {
-		return out.String(), nil
-	}
-	ce := &CommandError{Kind: c.kind, Target: c.target, ExitCode: -1, Output: out.String(), Err: err}
-	var ee *exec.ExitError
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		ce.TimedOut = true
-	} else if errors.As(err, &ee) && ee.Exited() {
-		ce.ExitCode = ee.ExitCode()
-	}
-	return out.String(), ce
-}
-
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// tailBuffer keeps the last maxCommandOutput bytes written to it.
-type tailBuffer struct{ b bytes.Buffer }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	t.b.Write(p)
-	if t.b.Len() > 2*maxCommandOutput {
-		keep := t.b.Bytes()[t.b.Len()-maxCommandOutput:]
-		t.b = *bytes.NewBuffer(append([]byte(nil), keep...))
-	}
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	b := t.b.Bytes()
-	if len(b) > maxCommandOutput {
-		b = b[len(b)-maxCommandOutput:]
-	}
-	return string(b)
+	return out, err
 }

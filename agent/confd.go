@@ -1,27 +1,22 @@
 package agent
 
 import (
-	"context"
-	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/zkconf/zkconf/internal/confd"
-	"github.com/zkconf/zkconf/internal/template"
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
 // Template syntaxes (TargetSpec.Syntax).
 const (
 	// SyntaxGo is zkconf's own: text/template with the helpers of
 	// package internal/template over the items (names, item, json, ...).
-	SyntaxGo = "go"
+	SyntaxGo = targets.SyntaxGo
 	// SyntaxConfd is confd's: its template functions (getv, gets, ls,
 	// lsdir, ...) over the items seen as confd's ZooKeeper backend sees
 	// the root's nodes, selected by a template resource's prefix and keys
 	// (ConfdResource), executed as confd executes them (nil data, so a
 	// missing map key prints "<no value>").
-	SyntaxConfd = "confd"
+	SyntaxConfd = targets.SyntaxConfd
 )
 
 // ConfdResource is the part of a confd template resource that decides
@@ -46,36 +41,6 @@ type ConfdResource struct {
 	Keys []string
 }
 
-// templateRenderer is a compiled template target: zkconf's templates
-// (*template.Template) and confd's (confdTemplate).
-type templateRenderer interface {
-	ExecuteContext(ctx context.Context, snap template.Snapshot, host template.Host) ([]byte, error)
-	Limits() template.Limits
-}
-
-// compileSyntax compiles a template target of a syntax other than zkconf's.
-func compileSyntax(spec TargetSpec) (templateRenderer, error) {
-	if spec.Syntax != SyntaxConfd {
-		return nil, fmt.Errorf("unknown template syntax %q: want %s or %s", spec.Syntax, SyntaxGo, SyntaxConfd)
-	}
-	// confd names a template after its src file: error messages say
-	// "template: nginx.conf.tmpl:3:9: ..." under both.
-	name := spec.Name
-	if spec.TemplatePath != "" {
-		name = filepath.Base(spec.TemplatePath)
-	}
-	t, err := confd.Parse(name, spec.Template, confd.FuncMap(confd.NewStore(nil), confd.Host{}))
-	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	limits := template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps}
-	return &confdTemplate{
-		res:  confd.Resource{Prefix: spec.Confd.Prefix, Keys: slices.Clone(spec.Confd.Keys)},
-		root: spec.Confd.Root,
-		tmpl: template.NewForeign(t, limits, confd.SafeError),
-	}, nil
-}
-
 // equalSyntax reports whether a and b render their items the same way as
 // far as the syntax goes.
 func equalSyntax(a, b TargetSpec) bool {
@@ -83,47 +48,15 @@ func equalSyntax(a, b TargetSpec) bool {
 		slices.Equal(a.Confd.Keys, b.Confd.Keys)
 }
 
-// confdTemplate renders a confd template: each render builds the key
-// tree from the snapshot, takes the resource's view of it, and executes
-// the template with confd's functions over that view under the render
-// budget.
-type confdTemplate struct {
-	res  confd.Resource
-	root string
-	tmpl *template.Foreign
-}
-
-func (c *confdTemplate) Limits() template.Limits { return c.tmpl.Limits() }
-
-// ExecuteContext renders the template from snap; host gives getenv its
-// variables (fileExists asks the file system: confd.StatExists).
-func (c *confdTemplate) ExecuteContext(ctx context.Context, snap template.Snapshot, host template.Host) ([]byte, error) {
-	view, err := c.res.View("", keyTree(snap, c.root))
-	if err != nil {
-		// The message names the resource's key and a path under the
-		// root: configuration, not content.
-		return nil, &template.Error{Template: c.tmpl.Name(), Msg: "template " + c.tmpl.Name() + ": " + err.Error(), Err: err}
+// internal is s as package targets compiles and renders it, field by
+// field (TargetSpec stays this package's own type: targets is internal).
+func (s TargetSpec) internal() targets.Spec {
+	return targets.Spec{
+		Name: s.Name, Kind: s.Kind, Dest: s.Dest, Item: s.Item, Items: s.Items, Prefix: s.Prefix,
+		DirMode: s.DirMode, Template: s.Template, TemplatePath: s.TemplatePath, MissingKey: s.MissingKey,
+		Mode: s.Mode, UID: s.UID, GID: s.GID, Check: s.Check, Reload: s.Reload, Timeout: s.Timeout,
+		FollowSymlink: s.FollowSymlink, Grace: s.Grace, RenderTimeout: s.RenderTimeout, RenderSteps: s.RenderSteps,
+		Syntax: s.Syntax, Confd: targets.Confd{Root: s.Confd.Root, Prefix: s.Confd.Prefix, Keys: s.Confd.Keys},
+		Root: s.Root, Roots: s.Roots,
 	}
-	h := confd.Host{FileExists: confd.StatExists}
-	if host.LookupEnv != nil {
-		h.Getenv = func(k string) string { v, _ := host.LookupEnv(k); return v }
-	}
-	return c.tmpl.ExecuteContext(ctx, confd.FuncMap(confd.NewStore(view), h), nil)
-}
-
-// keyTree returns snap as confd's ZooKeeper backend sees the root at
-// path root: every item at root + "/" + its name, with its content as
-// the value. An item name with slashes (a path in a config tree) is a
-// nested key: "database/host" is root + "/database/host", and
-// "/database" a directory that ls and lsdir list. Names are taken as they
-// are, never cleaned, so two items never share a key.
-func keyTree(snap template.Snapshot, root string) map[string]string {
-	base := strings.TrimSuffix(root, "/")
-	names := snap.Names()
-	tree := make(map[string]string, len(names))
-	for _, name := range names {
-		b, _ := snap.Get(name)
-		tree[base+"/"+name] = string(b)
-	}
-	return tree
 }

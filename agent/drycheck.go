@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -40,39 +39,17 @@ func (r *Renderer) CheckPlan(ctx context.Context, snap Snapshot, changes []Chang
 		if err != nil {
 			return results, fmt.Errorf("target %q: stage for its check: %w", t.spec.Name, err)
 		}
-		_, err = command{kind: "check", target: t.spec.Name, script: t.spec.Check, staged: path,
-			dest: t.spec.Dest, generation: snap.Generation(), timeout: t.spec.Timeout}.run(ctx)
+		_, err = runCommand(ctx, t.c.CheckCommand(path, snap.Generation()))
 		results = append(results, CheckResult{Target: t.spec.Name, Err: err})
 	}
 	return results, nil
 }
 
 // writeForCheck writes t's output for snap below dir and returns what a
-// check command examines: the file (named like the destination) or, for a
-// dir target, the directory holding the files.
+// check command examines (targets.Target.WriteForCheck), rendered as
+// Apply renders it.
 func (t *target) writeForCheck(snap Snapshot, dir string) (string, error) {
-	if sr, ok := snap.(staticRoots); ok {
-		// A set missing is an error here, not a target waiting for its
-		// root as in the daemon (selected would render nothing).
-		if _, err := sr.view(t.spec); err != nil {
-			return "", err
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	if t.spec.Kind == KindDir {
-		for name, b := range t.selected(snap) {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-				return "", err
-			}
-		}
-		return dir, nil
-	}
-	b, err := t.output(context.Background(), snap)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, filepath.Base(t.spec.Dest))
-	return path, os.WriteFile(path, b, 0o600)
+	path, err := t.c.WriteForCheck(snap, dir, func() map[string][]byte { return t.selected(snap) },
+		func() ([]byte, error) { return t.output(context.Background(), snap) })
+	return path, publicError(err)
 }

@@ -2,17 +2,14 @@ package agent
 
 import (
 	"maps"
-	"os"
 
+	"github.com/zkconf/zkconf/internal/targets"
 	"github.com/zkconf/zkconf/internal/template"
 )
 
 // localHost returns the facts template targets see about this host: its
 // name and its environment. Labels come from the daemon (setLabels).
-func localHost() template.Host {
-	h, _ := os.Hostname()
-	return template.Host{Hostname: h, LookupEnv: os.LookupEnv}
-}
+func localHost() template.Host { return targets.LocalHost() }
 
 // setLabels makes labels what the label and labels helpers report.
 func (r *Renderer) setLabels(labels map[string]string) {

@@ -3,14 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/zkconf/zkconf/internal/template"
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
 // Rendered is one target rendered by RenderTo.
@@ -40,32 +34,34 @@ type Rendered struct {
 func (r *Renderer) RenderTo(ctx context.Context, snap Snapshot, dir string, names []string, check bool) ([]Rendered, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var known []string
-	for _, t := range r.targets {
-		known = append(known, t.spec.Name)
+	cs := make([]*targets.Target, len(r.targets))
+	for i, t := range r.targets {
+		cs[i] = t.c
 	}
-	for _, n := range names {
-		if !slices.Contains(known, n) {
-			return nil, fmt.Errorf("no target named %q (targets: %s)", n, strings.Join(known, ", "))
-		}
+	res, err := targets.RenderTo(ctx, cs, snap, dir, names, check, func(i int, dir string) (string, error) {
+		return r.targets[i].writeForCheck(snap, dir)
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []Rendered
-	for _, t := range r.targets {
-		if len(names) > 0 && !slices.Contains(names, t.spec.Name) {
-			continue
-		}
-		res := Rendered{Target: t.spec.Name}
-		res.Path, res.Err = t.writeForCheck(snap, filepath.Join(dir, t.spec.Name))
-		if res.Err != nil {
-			res.Path = ""
-		} else if check && t.spec.Check != "" {
-			res.Checked = true
-			_, res.CheckErr = command{kind: "check", target: t.spec.Name, script: t.spec.Check, staged: res.Path,
-				dest: t.spec.Dest, generation: snap.Generation(), timeout: t.spec.Timeout}.run(ctx)
-		}
-		out = append(out, res)
+	for _, x := range res {
+		out = append(out, Rendered{Target: x.Target, Path: x.Path, Err: x.Err, Checked: x.Checked, CheckErr: publicError(x.CheckErr)})
 	}
 	return out, nil
+}
+
+// publicError is err with the failures package targets reports as its
+// own types (*targets.CommandError, *targets.MissingRootError, returned
+// as they are) converted to this package's.
+func publicError(err error) error {
+	switch e := err.(type) {
+	case *targets.CommandError:
+		return (*CommandError)(e)
+	case *targets.MissingRootError:
+		return (*MissingRootError)(e)
+	}
+	return err
 }
 
 // SetLabels makes labels what template targets' label and labels helpers
@@ -74,40 +70,14 @@ func (r *Renderer) SetLabels(labels map[string]string) { r.setLabels(labels) }
 
 // HostLabels returns labels plus "hostname" (this host's name) unless set:
 // the labels an agent reports and its templates read.
-func HostLabels(labels map[string]string) map[string]string {
-	out := maps.Clone(labels)
-	if out == nil {
-		out = map[string]string{}
-	}
-	if _, ok := out[HostnameLabel]; !ok {
-		if h, err := os.Hostname(); err == nil {
-			out[HostnameLabel] = h
-		}
-	}
-	return out
-}
+func HostLabels(labels map[string]string) map[string]string { return targets.HostLabels(labels) }
 
 // NewSnapshot returns a Snapshot of items as generation generation (no
 // zxid, publish id or publish time): a set that is not in ZooKeeper, for
 // RenderTo. The map is not copied: do not change it afterwards.
 func NewSnapshot(generation int64, items map[string][]byte) Snapshot {
-	return staticSnapshot{gen: generation, items: items}
+	return targets.NewSnapshot(generation, items)
 }
-
-type staticSnapshot struct {
-	gen   int64
-	items map[string][]byte
-}
-
-func (s staticSnapshot) Generation() int64 { return s.gen }
-func (s staticSnapshot) Names() []string   { return slices.Collect(maps.Keys(s.items)) }
-func (s staticSnapshot) Get(name string) ([]byte, bool) {
-	b, ok := s.items[name]
-	return b, ok
-}
-func (s staticSnapshot) Zxid() int64            { return 0 }
-func (s staticSnapshot) PublishID() string      { return "" }
-func (s staticSnapshot) PublishedAt() time.Time { return time.Time{} }
 
 // NewRootsSnapshot returns the sets of several roots (root name → items)
 // as one Snapshot of generation generation, for RenderTo with a
@@ -117,11 +87,7 @@ func (s staticSnapshot) PublishedAt() time.Time { return time.Time{} }
 // fails to render, naming the root (*MissingRootError). The maps are not
 // copied: do not change them afterwards.
 func NewRootsSnapshot(generation int64, roots map[string]map[string][]byte) Snapshot {
-	s := staticRoots{gen: generation, roots: make(map[string]staticSnapshot, len(roots))}
-	for name, items := range roots {
-		s.roots[name] = staticSnapshot{gen: generation, items: items}
-	}
-	return s
+	return targets.NewRootsSnapshot(generation, roots)
 }
 
 // MissingRootError is a target's render from NewRootsSnapshot sets that
@@ -132,51 +98,4 @@ type MissingRootError struct {
 
 func (e *MissingRootError) Error() string {
 	return fmt.Sprintf("target %q reads root %q, and no set of that root was given", e.Target, e.Root)
-}
-
-// staticRoots is NewRootsSnapshot's: it reads no root itself, every
-// target reads its view (viewFor).
-type staticRoots struct {
-	gen   int64
-	roots map[string]staticSnapshot
-}
-
-func (s staticRoots) Generation() int64         { return s.gen }
-func (s staticRoots) Names() []string           { return nil }
-func (s staticRoots) Get(string) ([]byte, bool) { return nil, false }
-func (s staticRoots) Zxid() int64               { return 0 }
-func (s staticRoots) PublishID() string         { return "" }
-func (s staticRoots) PublishedAt() time.Time    { return time.Time{} }
-
-// Root returns the set of a root the target lists.
-func (v staticRootsView) Root(name string) (template.Snapshot, bool) {
-	o, ok := v.others[name]
-	return o, ok
-}
-
-// staticRootsView is what a template that reads several roots renders of
-// NewRootsSnapshot's sets: its own root's, and the others it lists.
-type staticRootsView struct {
-	staticSnapshot
-	others map[string]template.Snapshot
-}
-
-// view returns what target spec renders of s.
-func (s staticRoots) view(spec TargetSpec) (Snapshot, error) {
-	own, ok := s.roots[spec.Root]
-	if !ok {
-		return nil, &MissingRootError{Target: spec.Name, Root: spec.Root}
-	}
-	if len(spec.Roots) == 0 {
-		return own, nil
-	}
-	v := staticRootsView{staticSnapshot: own, others: make(map[string]template.Snapshot, len(spec.Roots))}
-	for _, r := range spec.Roots {
-		o, ok := s.roots[r]
-		if !ok {
-			return nil, &MissingRootError{Target: spec.Name, Root: r}
-		}
-		v.others[r] = o
-	}
-	return v, nil
 }

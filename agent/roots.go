@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/targets"
 	"github.com/zkconf/zkconf/internal/template"
 )
 
@@ -313,12 +314,10 @@ var errNoView = errors.New("no snapshot of its roots yet")
 // it is a rootsSnapshot; errNoView when that has nothing for it yet (the
 // target keeps its output).
 func viewFor(snap Snapshot, spec TargetSpec) (Snapshot, error) {
-	if sr, ok := snap.(staticRoots); ok {
-		return sr.view(spec)
-	}
 	rs, ok := snap.(*rootsSnapshot)
 	if !ok {
-		return snap, nil
+		// NewRootsSnapshot's sets, or one snapshot.
+		return targets.View(snap, spec.Name, spec.Root, spec.Roots)
 	}
 	if len(spec.Roots) == 0 {
 		if l := rs.latest[spec.Root]; l != nil {

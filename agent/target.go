@@ -2,25 +2,23 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/render"
+	"github.com/zkconf/zkconf/internal/targets"
 	"github.com/zkconf/zkconf/internal/template"
 )
 
 // Target kinds.
 const (
-	KindFile     = "file"     // one item to one file
-	KindDir      = "dir"      // items (all, or those matching globs) to a directory, swapped as a whole
-	KindTemplate = "template" // a Go text/template rendered from the snapshot to one file
+	KindFile     = targets.KindFile     // one item to one file
+	KindDir      = targets.KindDir      // items (all, or those matching globs) to a directory, swapped as a whole
+	KindTemplate = targets.KindTemplate // a Go text/template rendered from the snapshot to one file
 )
 
 // TargetSpec is one output, as configured.
@@ -86,7 +84,10 @@ type TargetSpec struct {
 // target is a TargetSpec compiled for rendering, plus what it last applied.
 type target struct {
 	spec TargetSpec
-	tmpl templateRenderer
+	// c is spec compiled (package targets: what an offline render runs
+	// too), and tmpl its template (nil but for template targets).
+	c    *targets.Target
+	tmpl targets.TemplateRenderer
 	dir  *render.DirWriter
 	// host is the renderer's host facts, read under its lock.
 	host *template.Host
@@ -121,34 +122,18 @@ type target struct {
 type TargetResult = fleet.TargetResult
 
 func compile(spec TargetSpec) (*target, error) {
-	t := &target{spec: spec, result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
-	switch spec.Kind {
-	case KindTemplate:
-		if spec.Syntax != "" && spec.Syntax != SyntaxGo {
-			tm, err := compileSyntax(spec)
-			if err != nil {
-				return nil, fmt.Errorf("target %q: %w", spec.Name, err)
-			}
-			t.tmpl = tm
-			break
-		}
-		tm, err := template.ParseWith(spec.Name, spec.Template, template.Options{
-			Limits:     template.Limits{Timeout: spec.RenderTimeout, MaxSteps: spec.RenderSteps},
-			MissingKey: template.MissingKey(spec.MissingKey),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
-		}
-		t.tmpl = tm
-	case KindDir:
+	c, err := targets.Compile(spec.internal())
+	if err != nil {
+		return nil, err
+	}
+	t := &target{spec: spec, c: c, tmpl: c.Template,
+		result: TargetResult{Name: spec.Name, Kind: spec.Kind, Dest: spec.Dest, OK: true}}
+	if spec.Kind == KindDir {
 		t.dir = render.NewDirWriter(spec.Dest)
 		t.dir.SetGrace(spec.Grace)
 		// The renderer sweeps after every apply (Renderer.Apply), after
 		// the swap: what expired is not removed in the next stage.
 		t.dir.SetOwnerSweeps(true)
-	case KindFile:
-	default:
-		return nil, fmt.Errorf("target %q: unknown type %q", spec.Name, spec.Kind)
 	}
 	return t, nil
 }
@@ -165,50 +150,27 @@ func (t *target) fileOptions() render.FileOptions {
 // selected returns the files a dir target renders from snap: the items
 // below its Prefix, by their path below it, that its globs select.
 func (t *target) selected(snap Snapshot) map[string][]byte {
-	snap, err := viewFor(snap, t.spec)
+	view, err := viewFor(snap, t.spec)
 	if err != nil {
 		return nil
 	}
-	out := map[string][]byte{}
-	for _, name := range snap.Names() {
-		rel, ok := strings.CutPrefix(name, t.spec.Prefix)
-		if !ok {
-			continue
-		}
-		if len(t.spec.Items) > 0 && !slices.ContainsFunc(t.spec.Items, func(p string) bool {
-			ok, _ := path.Match(p, rel)
-			return ok
-		}) {
-			continue
-		}
-		b, _ := snap.Get(name)
-		out[rel] = b
-	}
-	return out
+	return t.c.Select(view)
 }
 
 // output renders the target's content for a file or template target. ctx
 // interrupts a template's render (template.ErrInterrupted).
 func (t *target) output(ctx context.Context, snap Snapshot) ([]byte, error) {
-	snap, err := viewFor(snap, t.spec)
+	view, err := viewFor(snap, t.spec)
 	if err != nil {
 		return nil, err
 	}
-	switch t.spec.Kind {
-	case KindFile:
-		b, ok := snap.Get(t.spec.Item)
-		if !ok {
-			return nil, fmt.Errorf("item %q is not in generation %d", t.spec.Item, snap.Generation())
-		}
-		return b, nil
-	case KindTemplate:
-		defer t.renders.begin(t, snap.Generation())()
+	return t.c.Output(ctx, view, func(ctx context.Context, view template.Snapshot) ([]byte, error) {
+		defer t.renders.begin(t, view.Generation())()
 		before := heapAllocs()
-		out, err := t.tmpl.ExecuteContext(ctx, snap, t.hostFacts())
+		out, err := t.tmpl.ExecuteContext(ctx, view, t.hostFacts())
 		t.renderAlloc = max(heapAllocs()-before, 0)
 		return out, err
-	}
-	return nil, fmt.Errorf("target %q renders no single file", t.spec.Name)
+	})
 }
 
 // staged is a target's output written beside its destination, not yet
@@ -332,8 +294,7 @@ func (s *staged) check(ctx context.Context, gen int64) error {
 	if s.t.spec.Check == "" || !s.changed {
 		return nil
 	}
-	_, err := command{kind: "check", target: s.t.spec.Name, script: s.t.spec.Check, staged: s.path,
-		dest: s.t.spec.Dest, generation: gen, timeout: s.t.spec.Timeout}.run(ctx)
+	_, err := runCommand(ctx, s.t.c.CheckCommand(s.path, gen))
 	return err
 }
 
@@ -342,8 +303,8 @@ func (t *target) reload(ctx context.Context, gen int64) (string, error) {
 	if t.spec.Reload == "" {
 		return "", nil
 	}
-	return command{kind: "reload", target: t.spec.Name, script: t.spec.Reload,
-		dest: t.spec.Dest, generation: gen, timeout: t.spec.Timeout}.run(ctx)
+	return runCommand(ctx, targets.Command{Kind: "reload", Target: t.spec.Name, Script: t.spec.Reload,
+		Dest: t.spec.Dest, Generation: gen, Timeout: t.spec.Timeout})
 }
 
 // stageAll stages snap for every target of ts, the targets side by side

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/fleet"
+	"github.com/zkconf/zkconf/internal/targets"
 	"github.com/zkconf/zkconf/manifest"
 )
 
 // HostnameLabel is the label every agent reports with its hostname, unless
 // the configuration sets it.
-const HostnameLabel = "hostname"
+const HostnameLabel = targets.HostnameLabel
 
 // labels are the configured labels plus the hostname.
 func (d *Daemon) labels(opts Options) map[string]string {

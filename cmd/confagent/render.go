@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/internal/offline"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/targets"
 	"github.com/zkconf/zkconf/publish"
 )
 
@@ -86,7 +86,7 @@ func renderOffline(ctx context.Context, f *flags, rf renderFlags, stdout, stderr
 		return exitConfig
 	}
 	return renderInto(rf, len(items), rf.from[0], stdout, stderr,
-		func(out string) ([]agent.Rendered, error) { return r.Render(ctx, items, out, rf.targets, rf.check) })
+		func(out string) ([]targets.Rendered, error) { return r.Render(ctx, items, out, rf.targets, rf.check) })
 }
 
 // renderRoots renders a configuration that follows several roots: one
@@ -137,13 +137,15 @@ func renderRoots(ctx context.Context, r *offline.Renderer, rf renderFlags, stdou
 		return exitUsage
 	}
 	return renderInto(rf, total, strings.Join(rf.from, " "), stdout, stderr,
-		func(out string) ([]agent.Rendered, error) { return r.RenderRoots(ctx, sets, out, rf.targets, rf.check) })
+		func(out string) ([]targets.Rendered, error) {
+			return r.RenderRoots(ctx, sets, out, rf.targets, rf.check)
+		})
 }
 
 // renderInto renders (through render) into --out and reports every
 // target; from names what was read.
 func renderInto(rf renderFlags, n int, from string, stdout, stderr io.Writer,
-	render func(out string) ([]agent.Rendered, error)) int {
+	render func(out string) ([]targets.Rendered, error)) int {
 	out, err := renderDir(rf.out)
 	if err != nil {
 		fmt.Fprintf(stderr, "confagent render: --out: %v\n", err)

@@ -214,7 +214,7 @@ func options(cfg *config.Config, log *slog.Logger) (agent.Options, error) {
 		Root: cfg.Root, Roots: roots, Meta: cfg.Meta, AgentID: cfg.AgentID, StateDir: cfg.StateDir,
 		ZK:         zc,
 		StaleAfter: cfg.StaleAfter, ResyncInterval: cfg.ResyncInterval, ResyncJitter: cfg.ResyncJitter,
-		Apply: cfg.Apply, Targets: specs, Logger: log, Version: buildinfo.Get().Version,
+		Apply: agent.ApplyMode(cfg.Apply), Targets: agentSpecs(specs), Logger: log, Version: buildinfo.Get().Version,
 		MemoryLimit: cfg.MemoryLimit, Labels: cfg.Labels, Incarnation: incarnationPolicy(cfg.Incarnation),
 		WaitMin: cfg.Wait.Min, WaitMax: cfg.Wait.Max, ReloadSplay: cfg.ReloadSplay,
 		StatusCommandOutput: cfg.Status.CommandOutput,

@@ -89,3 +89,36 @@ func TestToolsInternalImports(t *testing.T) {
 		t.Fatalf("no import of internal/ found under %s: is the tools module still there?", root)
 	}
 }
+
+// notInConfpush are packages confpush must not link, and why: its start
+// is part of every publish (issue 27: start → exit within 1.5× a raw
+// connect-Multi-close). What confpush needs of the agent's rendering
+// (publish --render-with, an agent configuration's keys) is in
+// internal/targets and cmd/internal/config, which do not import them.
+var notInConfpush = map[string]string{
+	module + "/agent": "the daemon, its metrics and the cache: --render-with renders through cmd/internal/offline and internal/targets",
+	module + "/cache": "the follower's cache, linked only through package agent",
+	"github.com/prometheus/client_golang/prometheus": "the agent's metrics: about a tenth of confpush's start in package init",
+	"google.golang.org/protobuf/proto":               "prometheus' wire format; its init reads the executable (detrand)",
+}
+
+// TestConfpushLinksNoAgent: confpush's dependency graph holds none of
+// notInConfpush.
+func TestConfpushLinksNoAgent(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/confpush").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+	if !deps[module+"/cmd/internal/offline"] {
+		t.Fatalf("confpush no longer links cmd/internal/offline: is this the right package list? (%d packages)", len(deps))
+	}
+	for p, why := range notInConfpush {
+		if deps[p] {
+			t.Errorf("confpush links %s (%s); find the import with: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/confpush | grep %s", p, why, p)
+		}
+	}
+}

@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-multierror"
-
-	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
 // confdDir writes a confd configuration directory: files maps a path
@@ -112,7 +111,7 @@ keys = ["/"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := specs[0]; s.Syntax != agent.SyntaxConfd || !reflect.DeepEqual(s.Confd, agent.ConfdResource{Root: "/myapp", Prefix: "/myapp", Keys: []string{"/upstream", "/nginx"}}) ||
+	if s := specs[0]; s.Syntax != targets.SyntaxConfd || !reflect.DeepEqual(s.Confd, targets.Confd{Root: "/myapp", Prefix: "/myapp", Keys: []string{"/upstream", "/nginx"}}) ||
 		s.TemplatePath != want[0].Src || s.Check != want[0].Check {
 		t.Fatalf("spec %+v", s)
 	}
@@ -315,7 +314,7 @@ targets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(specs[0].Confd, agent.ConfdResource{Root: "/myapp", Prefix: "/myapp", Keys: []string{"/"}}) || specs[1].Syntax != "" {
+	if !reflect.DeepEqual(specs[0].Confd, targets.Confd{Root: "/myapp", Prefix: "/myapp", Keys: []string{"/"}}) || specs[1].Syntax != "" {
 		t.Fatalf("specs %+v", specs)
 	}
 	_, err = Load(f.config(t, `

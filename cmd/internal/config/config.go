@@ -30,7 +30,6 @@ import (
 
 	"github.com/spf13/viper"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/errlist"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/template"
@@ -147,7 +146,7 @@ type Config struct {
 	Log     Log
 	// Apply is the cross-target apply policy (key apply: "all", the
 	// default, or "independent").
-	Apply agent.ApplyMode
+	Apply ApplyMode
 	// StaleAfter is how long the agent may be disconnected from ZooKeeper
 	// before /readyz fails.
 	StaleAfter time.Duration
@@ -162,8 +161,8 @@ type Config struct {
 	// adopt`).
 	Incarnation string
 	// MemoryLimit is the soft memory limit of the Go runtime: in bytes,
-	// or agent.MemoryLimitAuto (key memory_limit: "auto", the default:
-	// sized from the applied config set) or agent.MemoryLimitOff ("off").
+	// or MemoryLimitAuto (key memory_limit: "auto", the default: sized
+	// from the applied config set) or MemoryLimitOff ("off").
 	// GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
 	Targets     []Target
@@ -248,6 +247,24 @@ type Log struct {
 	Level  slog.Level
 	Format LogFormat
 }
+
+// ApplyMode is the cross-target apply policy: agent.ApplyMode's values,
+// which confagent converts it to (this package does not link the agent:
+// confpush reads agent configurations too).
+type ApplyMode string
+
+// Apply modes (agent.ApplyAll, agent.ApplyIndependent).
+const (
+	ApplyAll         ApplyMode = "all"
+	ApplyIndependent ApplyMode = "independent"
+)
+
+// Memory limit settings (Config.MemoryLimit): agent.MemoryLimitOff and
+// agent.MemoryLimitAuto's values.
+const (
+	MemoryLimitOff  int64 = 0
+	MemoryLimitAuto int64 = -1
+)
 
 // Target is one output of the agent.
 type Target struct {
@@ -532,7 +549,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("http.listen", DefaultHTTPListen)
 	v.SetDefault("log.level", "info")
 	v.SetDefault("log.format", string(LogText))
-	v.SetDefault("apply", string(agent.ApplyAll))
+	v.SetDefault("apply", string(ApplyAll))
 	v.SetDefault("stale_after", DefaultStaleAfter.String())
 	v.SetDefault("resync_interval", DefaultResyncInterval.String())
 	v.SetDefault("resync_jitter", DefaultResyncJitter.String())

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
-	"github.com/zkconf/zkconf/agent"
 )
 
 // fixture is a temporary directory with the files configs refer to.
@@ -76,8 +75,8 @@ func TestLoadMinimalDefaults(t *testing.T) {
 		AgentID:        host,
 		HTTP:           HTTP{Listen: "127.0.0.1:9464"},
 		Log:            Log{Level: slog.LevelInfo, Format: LogText},
-		Apply:          agent.ApplyAll,
-		MemoryLimit:    agent.MemoryLimitAuto,
+		Apply:          ApplyAll,
+		MemoryLimit:    MemoryLimitAuto,
 		StaleAfter:     60 * time.Second,
 		ResyncInterval: 10 * time.Minute,
 		ResyncJitter:   5 * time.Second,
@@ -173,8 +172,8 @@ targets:
 		HTTP:           HTTP{Listen: "", AllowedHosts: []string{"web-1.example.com", ".corp.example"}},
 		Status:         Status{CommandOutput: true},
 		Log:            Log{Level: slog.LevelDebug, Format: LogJSON},
-		Apply:          agent.ApplyIndependent,
-		MemoryLimit:    agent.MemoryLimitAuto,
+		Apply:          ApplyIndependent,
+		MemoryLimit:    MemoryLimitAuto,
 		StaleAfter:     2 * time.Minute,
 		ResyncInterval: time.Hour,
 		ResyncJitter:   0,
@@ -232,7 +231,7 @@ func TestLoadEnvOverride(t *testing.T) {
 		c.Log.Level != slog.LevelWarn ||
 		c.HTTP.Listen != "" ||
 		c.AgentID != "from-env" ||
-		c.Apply != agent.ApplyIndependent ||
+		c.Apply != ApplyIndependent ||
 		!reflect.DeepEqual(c.HTTP.AllowedHosts, []string{"a.example", ".b.example"}) || !c.Status.CommandOutput {
 		t.Errorf("environment not applied: %+v", c)
 	}
@@ -703,8 +702,8 @@ func TestValidateInCode(t *testing.T) {
 		StateDir:       "/var/lib/x",
 		AgentID:        "a",
 		Log:            Log{Format: LogText},
-		Apply:          agent.ApplyAll,
-		MemoryLimit:    agent.MemoryLimitAuto,
+		Apply:          ApplyAll,
+		MemoryLimit:    MemoryLimitAuto,
 		StaleAfter:     time.Minute,
 		ResyncInterval: time.Minute,
 		Targets: []Target{
@@ -820,9 +819,9 @@ func TestExampleConfig(t *testing.T) {
 func TestLoadMemoryLimit(t *testing.T) {
 	f := newFixture(t)
 	for in, want := range map[string]int64{
-		"":                       agent.MemoryLimitAuto,
-		"memory_limit: auto":     agent.MemoryLimitAuto,
-		"memory_limit: off":      agent.MemoryLimitOff,
+		"":                       MemoryLimitAuto,
+		"memory_limit: auto":     MemoryLimitAuto,
+		"memory_limit: off":      MemoryLimitOff,
 		"memory_limit: 64MiB":    64 << 20,
 		"memory_limit: 100MB":    100e6,
 		"memory_limit: 1GiB":     1 << 30,
@@ -838,7 +837,7 @@ func TestLoadMemoryLimit(t *testing.T) {
 	}
 	t.Setenv("CONFAGENT_MEMORY_LIMIT", "off")
 	c, err := Load(f.config(t, minimal+"\nmemory_limit: 64MiB\n"))
-	if err != nil || c.MemoryLimit != agent.MemoryLimitOff {
+	if err != nil || c.MemoryLimit != MemoryLimitOff {
 		t.Fatalf("environment override: %v, %v", c, err)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -67,7 +66,7 @@ func decode(v *viper.Viper, baseDir string, p *problems) *Config {
 		AgentID:        d.string("agent_id"),
 		HTTP:           HTTP{Listen: d.string("http.listen"), AllowedHosts: d.stringList("http.allowed_hosts")},
 		Status:         Status{CommandOutput: d.bool("status.command_output")},
-		Apply:          agent.ApplyMode(d.string("apply")),
+		Apply:          ApplyMode(d.string("apply")),
 		StaleAfter:     d.duration("stale_after"),
 		ResyncInterval: d.duration("resync_interval"),
 		ResyncJitter:   d.duration("resync_jitter"),
@@ -257,14 +256,14 @@ func (d decoder) memoryLimit(key string) int64 {
 	s := strings.TrimSpace(d.string(key))
 	switch strings.ToLower(s) {
 	case "", "auto":
-		return agent.MemoryLimitAuto
+		return MemoryLimitAuto
 	case "off":
-		return agent.MemoryLimitOff
+		return MemoryLimitOff
 	}
 	n, err := parseSize(s)
 	if err != nil {
 		d.p.addf(d.full(key), "invalid memory limit %q: want auto, off or a size like \"64MiB\"", s)
-		return agent.MemoryLimitAuto
+		return MemoryLimitAuto
 	}
 	return n
 }

@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
-// TargetSpecs turns the validated targets into the agent's target specs,
+// TargetSpecs turns the validated targets into target specs (confagent
+// converts them to agent.TargetSpec),
 // reading every template src (again: what the agent renders is the file
 // as it is now). Every problem is reported at once.
-func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
+func (c *Config) TargetSpecs() ([]targets.Spec, error) {
 	var errs []error
-	specs := make([]agent.TargetSpec, 0, len(c.Targets))
+	specs := make([]targets.Spec, 0, len(c.Targets))
 	for _, t := range c.Targets {
-		s := agent.TargetSpec{
+		s := targets.Spec{
 			Name: t.Name, Kind: string(t.Type), Dest: t.Dest, Item: t.Item, Items: t.Items,
 			Mode: t.Mode, UID: t.UID, GID: t.GID, Check: t.Check, Reload: t.Reload,
 			Timeout: t.Timeout, FollowSymlink: t.FollowSymlink,
@@ -32,8 +33,8 @@ func (c *Config) TargetSpecs() ([]agent.TargetSpec, error) {
 			s.Template, s.TemplatePath = string(b), t.Src
 		}
 		if t.Syntax == SyntaxConfd {
-			s.Syntax = agent.SyntaxConfd
-			s.Confd = agent.ConfdResource{Root: c.Root, Prefix: c.confdPrefix(&t), Keys: t.Keys}
+			s.Syntax = targets.SyntaxConfd
+			s.Confd = targets.Confd{Root: c.Root, Prefix: c.confdPrefix(&t), Keys: t.Keys}
 		}
 		// The agent replaces {{.src}} as it is spelt; {{ .src }} is the
 		// same placeholder to validation (a template with .src).

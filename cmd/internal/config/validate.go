@@ -17,7 +17,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/internal/httpguard"
 	"github.com/zkconf/zkconf/internal/template"
 	"github.com/zkconf/zkconf/manifest"
@@ -81,7 +80,7 @@ func (c *Config) validate(p *problems) {
 	if !p.has("log.format") && c.Log.Format != LogText && c.Log.Format != LogJSON {
 		p.addf("log.format", "unknown format %q: want text or json", c.Log.Format)
 	}
-	if !p.has("apply") && c.Apply != agent.ApplyAll && c.Apply != agent.ApplyIndependent {
+	if !p.has("apply") && c.Apply != ApplyAll && c.Apply != ApplyIndependent {
 		p.addf("apply", "unknown mode %q: want all or independent", c.Apply)
 	}
 	// "" is the zero value of a Config built in code: the default, follow.

@@ -1,10 +1,13 @@
 // Package offline renders the targets of an agent configuration from a
 // set of items on disk, as the agent renders a generation, without
 // ZooKeeper: confagent render and confpush publish --render-with. It uses
-// the agent's own rendering code (agent.Renderer.RenderTo): what renders
-// here renders on the host, and what fails here fails there, given the
-// same host facts (hostname, labels, environment: this machine's
-// hostname and environment, the configuration's labels).
+// the agent's own rendering code (package internal/targets, which the
+// agent's Renderer wraps: agent.Renderer.RenderTo runs the same code): what
+// renders here renders on the host, and what fails here fails there, given
+// the same host facts (hostname, labels, environment: this machine's
+// hostname and environment, the configuration's labels). It does not
+// import package agent, so confpush does not link the agent's daemon,
+// metrics and cache (internal/apicheck checks).
 package offline
 
 import (
@@ -12,8 +15,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/zkconf/zkconf/agent"
 	"github.com/zkconf/zkconf/cmd/internal/config"
+	"github.com/zkconf/zkconf/internal/targets"
 )
 
 // Generation is the generation number an offline render renders as (the
@@ -25,8 +28,8 @@ const Generation = 0
 type Renderer struct {
 	// Config is the configuration, as config.LoadForRender read it.
 	Config *config.Config
-	r      *agent.Renderer
-	specs  []agent.TargetSpec
+	r      *targets.Offline
+	specs  []targets.Spec
 }
 
 // Load reads the agent configuration at path (config.LoadForRender: the
@@ -41,11 +44,10 @@ func Load(path string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := agent.NewRenderer(specs, cfg.Apply, nil, nil)
+	r, err := targets.CompileOffline(specs, cfg.Labels)
 	if err != nil {
 		return nil, err
 	}
-	r.SetLabels(agent.HostLabels(cfg.Labels))
 	return &Renderer{Config: cfg, r: r, specs: specs}, nil
 }
 
@@ -53,8 +55,8 @@ func Load(path string) (*Renderer, error) {
 // below dir, one sub-directory per target, and with check runs each
 // rendered target's check command against its output; see
 // agent.Renderer.RenderTo.
-func (r *Renderer) Render(ctx context.Context, items map[string][]byte, dir string, names []string, check bool) ([]agent.Rendered, error) {
-	return r.r.RenderTo(ctx, agent.NewSnapshot(Generation, items), dir, names, check)
+func (r *Renderer) Render(ctx context.Context, items map[string][]byte, dir string, names []string, check bool) ([]targets.Rendered, error) {
+	return r.r.RenderTo(ctx, targets.NewSnapshot(Generation, items), dir, names, check)
 }
 
 // Several reports whether the configuration follows several roots (each
@@ -80,21 +82,21 @@ func (r *Renderer) RootsNeeded(names []string) []string {
 }
 
 // RenderRoots is Render for a configuration that follows several roots:
-// roots holds each root's set by name (agent.NewRootsSnapshot).
-func (r *Renderer) RenderRoots(ctx context.Context, roots map[string]map[string][]byte, dir string, names []string, check bool) ([]agent.Rendered, error) {
-	return r.r.RenderTo(ctx, agent.NewRootsSnapshot(Generation, roots), dir, names, check)
+// roots holds each root's set by name (targets.NewRootsSnapshot).
+func (r *Renderer) RenderRoots(ctx context.Context, roots map[string]map[string][]byte, dir string, names []string, check bool) ([]targets.Rendered, error) {
+	return r.r.RenderTo(ctx, targets.NewRootsSnapshot(Generation, roots), dir, names, check)
 }
 
 // Failures returns one error per target of results that did not render,
 // or whose check failed, each naming the target once.
-func Failures(results []agent.Rendered) []error {
+func Failures(results []targets.Rendered) []error {
 	var errs []error
 	for _, res := range results {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, fmt.Errorf("target %q: %w", res.Target, res.Err))
 		case res.CheckErr != nil:
-			// A *CommandError names the target already.
+			// A *targets.CommandError names the target already.
 			errs = append(errs, res.CheckErr)
 		}
 	}
