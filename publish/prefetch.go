@@ -3,8 +3,6 @@ package publish
 import (
 	"context"
 	"sync"
-
-	"github.com/zkconf/zkconf/internal/work"
 )
 
 // Bounds of the speculative reads a publish sends beside its state,
@@ -83,19 +81,21 @@ func speculate(items map[string][]byte) speculation {
 // startStepTwo sends step 2's reads, and those of sp, and returns at
 // once; done is closed when all have answered, or when ctx ends first.
 //
-// Each read is one goroutine that makes the blocking call itself
-// (inlineReads), not a worker waiting on zkclient.Call's goroutine: half
-// the goroutines to start and grow at a publish's first batch. The reads
-// fill a copy of the result that r takes once all have answered; if ctx
-// ends first, r reports ctx's error and the reads still in flight finish
-// into the abandoned copy when the client answers or gives up, as a call
+// Each read is one goroutine, started here, that makes the blocking call
+// itself (inlineReads): no worker, no goroutine of zkclient.Call's, and
+// no batch within the batch (the state's three reads are started here
+// too, not by readState), so that every read is one goroutine start away
+// from the wire while the caller hashes the set. The reads fill a copy of
+// the result that r takes once all have answered; if ctx ends first, r
+// reports ctx's error and the reads still in flight finish into the
+// abandoned copy when the client answers or gives up, as a call
 // zkclient.Call abandons does.
 func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
 	w := &stepTwo{items: make(map[string]liveItem, len(sp.names)), blobs: make(map[string]bool, len(sp.shas))}
 	readACL := p.cachedACLs() == nil
 	var mu sync.Mutex
-	const fixed = 3 // the state, the ACLs, the candidate
+	const fixed = stateReadCount + 2 // the state's reads, the ACLs, the candidate
 	n := fixed + len(sp.names) + len(sp.shas)
 	all := make(chan struct{})
 	go func() {
@@ -112,20 +112,23 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 			}
 		}
 	}()
-	go func() {
-		defer close(all)
-		r := w
-		err := work.Parallel(inlineReads(ctx), n, n, func(ctx context.Context, i int) error {
+	ictx := inlineReads(ctx)
+	var sr stateReads
+	var stErrs [stateReadCount]error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := w
 			switch {
-			case i == 0:
-				r.st, r.stErr = p.readState(ctx)
-			case i == 1:
+			case i < stateReadCount:
+				stErrs[i] = p.readStatePart(ictx, &sr, i)
+			case i == stateReadCount:
 				if readACL {
-					in, err := p.readACLs(ctx)
+					in, err := p.readACLs(ictx)
 					r.acl, r.aclErr = &in, err
 				}
-			case i == 2:
-				if s, err := p.exists(ctx, p.paths.Candidate()); err == nil {
+			case i == stateReadCount+1:
+				if s, err := p.exists(ictx, p.paths.Candidate()); err == nil {
 					found := s != nil
 					mu.Lock()
 					r.candidate = &found
@@ -133,7 +136,7 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 				}
 			case i < fixed+len(sp.names):
 				name := sp.names[i-fixed]
-				d, s, err := p.get(ctx, p.paths.Item(name))
+				d, s, err := p.get(ictx, p.paths.Item(name))
 				if err == nil {
 					mu.Lock()
 					r.items[name] = liveItem{data: d, exists: s != nil}
@@ -141,26 +144,36 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 				}
 			default:
 				sha := sp.shas[i-fixed-len(sp.names)]
-				if s, err := p.exists(ctx, p.paths.Blob(sha)); err == nil {
+				if s, err := p.exists(ictx, p.paths.Blob(sha)); err == nil {
 					mu.Lock()
 					r.blobs[sha] = s != nil
 					mu.Unlock()
 				}
 			}
-			return nil
 		})
-		// A context that ended before a read started leaves it undone
-		// without an error of its own.
-		if err != nil && r.st == nil && r.stErr == nil {
-			r.stErr = err
+	}
+	go func() {
+		defer close(all)
+		wg.Wait()
+		// A read that failed, or that the context's end kept from
+		// starting (callInline), fails the state with its error.
+		if err := firstError(stErrs[:]); err != nil {
+			w.stErr = err
+			return
 		}
-		if err != nil && readACL && r.acl == nil && r.aclErr == nil {
-			// An ACL read that failed is reported with r.acl set (checkAndRead
-			// falls back to the cached ACLs only when none were read).
-			r.acl, r.aclErr = &inherited{}, err
-		}
+		w.st, w.stErr = p.stateFrom(ictx, &sr)
 	}()
 	return r
+}
+
+// firstError returns the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Prefetch sends the reads the next Publish (or Rollback, Edit, rollout
