@@ -2,7 +2,9 @@ package publish
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Bounds of the speculative reads a publish sends beside its state,
@@ -85,10 +87,14 @@ func speculate(items map[string][]byte) speculation {
 // itself (inlineReads): no worker, no goroutine of zkclient.Call's, and
 // no batch within the batch (the state's three reads are started here
 // too, not by readState), so that every read is one goroutine start away
-// from the wire while the caller hashes the set. The reads fill a copy of
-// the result that r takes once all have answered; if ctx ends first, r
-// reports ctx's error and the reads still in flight finish into the
-// abandoned copy when the client answers or gives up, as a call
+// from the wire; and the caller yields once they are started, so that
+// they are sent before it goes on to hash the set (on a busy machine the
+// other processor may not run them for a while). The reads fill a copy
+// of the result that r takes once all have answered: the last read to
+// answer assembles the state and closes done itself, so the caller is
+// one wake-up from the last answer. If ctx ends first, r reports ctx's
+// error (context.AfterFunc) and the reads still in flight finish into
+// the abandoned copy when the client answers or gives up, as a call
 // zkclient.Call abandons does.
 func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
@@ -97,27 +103,46 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	var mu sync.Mutex
 	const fixed = stateReadCount + 2 // the state's reads, the ACLs, the candidate
 	n := fixed + len(sp.names) + len(sp.shas)
-	all := make(chan struct{})
-	go func() {
-		defer close(r.done)
-		select {
-		case <-all:
-			// Field by field: done is read by the waiters meanwhile.
-			r.st, r.stErr, r.acl, r.aclErr = w.st, w.stErr, w.acl, w.aclErr
-			r.items, r.blobs, r.candidate = w.items, w.blobs, w.candidate
-		case <-ctx.Done():
-			r.stErr = ctx.Err()
-			if readACL {
-				r.acl, r.aclErr = &inherited{}, ctx.Err()
+	// finish closes done once: with the reads' results (take) or with
+	// ctx's error, whichever comes first.
+	var once sync.Once
+	finish := func(take bool) {
+		once.Do(func() {
+			if take {
+				// Field by field: done is read by the waiters meanwhile.
+				r.st, r.stErr, r.acl, r.aclErr = w.st, w.stErr, w.acl, w.aclErr
+				r.items, r.blobs, r.candidate = w.items, w.blobs, w.candidate
+			} else {
+				r.stErr = ctx.Err()
+				if readACL {
+					r.acl, r.aclErr = &inherited{}, ctx.Err()
+				}
 			}
-		}
-	}()
+			close(r.done)
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { finish(false) })
 	ictx := inlineReads(ctx)
 	var sr stateReads
 	var stErrs [stateReadCount]error
-	var wg sync.WaitGroup
+	var left atomic.Int64
+	left.Store(int64(n))
 	for i := range n {
-		wg.Go(func() {
+		go func() {
+			defer func() {
+				if left.Add(-1) == 0 {
+					// The last answer: assemble the state here. A read
+					// that failed, or that the context's end kept from
+					// starting (callInline), fails it with its error.
+					if err := firstError(stErrs[:]); err != nil {
+						w.stErr = err
+					} else {
+						w.st, w.stErr = p.stateFrom(ictx, &sr)
+					}
+					stop()
+					finish(true)
+				}
+			}()
 			r := w
 			switch {
 			case i < stateReadCount:
@@ -150,19 +175,9 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 					mu.Unlock()
 				}
 			}
-		})
+		}()
 	}
-	go func() {
-		defer close(all)
-		wg.Wait()
-		// A read that failed, or that the context's end kept from
-		// starting (callInline), fails the state with its error.
-		if err := firstError(stErrs[:]); err != nil {
-			w.stErr = err
-			return
-		}
-		w.st, w.stErr = p.stateFrom(ictx, &sr)
-	}()
+	runtime.Gosched()
 	return r
 }
 
