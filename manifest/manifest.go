@@ -210,8 +210,11 @@ func (m *Manifest) TotalSize() int64 {
 	return n
 }
 
-// Encode returns the manifest's JSON.
+// Encode returns the manifest's JSON: encoding/json's encoding of m.
 func (m *Manifest) Encode() []byte {
+	if b, ok := encodeCanonical(m); ok {
+		return b
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		// Only plain strings, numbers and a time: cannot fail.

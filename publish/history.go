@@ -34,7 +34,7 @@ import (
 // it (their blobs must exist when it commits), by hash whatever the item
 // names, each list sorted.
 func contentFlow(live, next map[string]manifest.Item, items map[string][]byte, tampered map[string]bool) (blobData map[string][]byte, entering, departing []string) {
-	blobData = map[string][]byte{}
+	blobData = make(map[string][]byte, len(next))
 	liveSHA := make(map[string]bool, len(live))
 	for _, it := range live {
 		liveSHA[it.SHA256] = true

@@ -83,7 +83,9 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	if st.live != nil {
 		liveItems = st.live.Items
 	}
-	for _, n := range sortedNames(req.Items) {
+	// Sorted once each: this runs between the reads and the commit.
+	names, liveNames := sortedNames(req.Items), slices.Sorted(maps.Keys(liveItems))
+	for _, n := range names {
 		old, ok := liveItems[n]
 		switch {
 		case !ok:
@@ -92,7 +94,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			pl.changed = append(pl.changed, n)
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(liveItems)) {
+	for _, n := range liveNames {
 		if _, ok := req.Items[n]; !ok {
 			pl.removed = append(pl.removed, n)
 		}
@@ -104,20 +106,23 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 	// content); otherwise the live manifest's record (nodes the manifest
 	// does not know are left alone unless the new set has an item of that
 	// path).
-	base, baseDirs := liveItems, liveDirs(liveItems)
+	base, baseDirs, baseNames := liveItems, liveDirs(liveItems), liveNames
 	if st.marker != nil {
-		base, baseDirs = st.marker.actual.items, st.marker.actual.dirs
+		base, baseDirs, baseNames = st.marker.actual.items, st.marker.actual.dirs, nil
 	}
 	if st.adopted != nil {
 		// Only the set's own paths are the base: the nodes the set
 		// leaves out stay (unmanaged), so nothing is deleted.
-		base, baseDirs = adoptBase(st.adopted, hashed), st.adopted.dirs
+		base, baseDirs, baseNames = adoptBase(st.adopted, hashed), st.adopted.dirs, nil
+	}
+	if baseNames == nil {
+		baseNames = slices.Sorted(maps.Keys(base))
 	}
 	newDirs := map[string]bool{}
 	for _, d := range treeDirs(next.Items) {
 		newDirs[d] = true
 	}
-	for _, n := range sortedNames(req.Items) {
+	for _, n := range names {
 		cur, known := base[n]
 		switch {
 		case !st.tree.exists(n):
@@ -126,7 +131,7 @@ func (p *Publisher) plan(st *state, req Request, hashed map[string]manifest.Item
 			pl.sets = append(pl.sets, n)
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(base)) {
+	for _, n := range baseNames {
 		// An item whose path is a directory of the new set is emptied
 		// (planDirs), not deleted.
 		if _, keep := req.Items[n]; !keep && !newDirs[n] && st.tree.exists(n) {
@@ -155,8 +160,9 @@ type opKind struct {
 
 // multiOps builds the multi-mode commit.
 func (p *Publisher) multiOps(st *state, pl *plan) ([]any, []opKind) {
-	var ops []any
-	var kinds []opKind
+	n := 4 + len(pl.dirMakes) + len(pl.creates) + len(pl.sets) + len(pl.deletes) + len(pl.dirDeletes) +
+		len(pl.departing) + len(pl.carried)
+	ops, kinds := make([]any, 0, n), make([]opKind, 0, n)
 	add := func(k opKind, op any) { ops = append(ops, op); kinds = append(kinds, k) }
 	if st.rootStat == nil {
 		add(opKind{"root", ""}, &zk.CreateRequest{Path: p.paths.Root, Data: pl.nextBytes, Acl: pl.acl.Item})
@@ -207,7 +213,8 @@ type planWrites struct {
 // now), the item creates and sets, the item deletes, and the deletes of
 // the directories left without items.
 func (p *Publisher) writes(pl *plan) planWrites {
-	var w planWrites
+	w := planWrites{dirMakes: make([]kindOp, 0, len(pl.dirMakes)), items: make([]kindOp, 0, len(pl.creates)+len(pl.sets)),
+		deletes: make([]kindOp, 0, len(pl.deletes)), dirDeletes: make([]kindOp, 0, len(pl.dirDeletes))}
 	for _, d := range pl.dirMakes {
 		k := opKind{"dir", d.path}
 		if d.empty {

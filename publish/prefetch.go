@@ -2,9 +2,9 @@ package publish
 
 import (
 	"context"
+	"runtime"
 	"sync"
-
-	"github.com/zkconf/zkconf/internal/work"
+	"sync/atomic"
 )
 
 // Bounds of the speculative reads a publish sends beside its state,
@@ -83,49 +83,77 @@ func speculate(items map[string][]byte) speculation {
 // startStepTwo sends step 2's reads, and those of sp, and returns at
 // once; done is closed when all have answered, or when ctx ends first.
 //
-// Each read is one goroutine that makes the blocking call itself
-// (inlineReads), not a worker waiting on zkclient.Call's goroutine: half
-// the goroutines to start and grow at a publish's first batch. The reads
-// fill a copy of the result that r takes once all have answered; if ctx
-// ends first, r reports ctx's error and the reads still in flight finish
-// into the abandoned copy when the client answers or gives up, as a call
+// Each read is one goroutine, started here, that makes the blocking call
+// itself (inlineReads): no worker, no goroutine of zkclient.Call's, and
+// no batch within the batch (the state's three reads are started here
+// too, not by readState), so that every read is one goroutine start away
+// from the wire; and the caller yields once they are started, so that
+// they are sent before it goes on to hash the set (on a busy machine the
+// other processor may not run them for a while). The reads fill a copy
+// of the result that r takes once all have answered: the last read to
+// answer assembles the state and closes done itself, so the caller is
+// one wake-up from the last answer. If ctx ends first, r reports ctx's
+// error (context.AfterFunc) and the reads still in flight finish into
+// the abandoned copy when the client answers or gives up, as a call
 // zkclient.Call abandons does.
 func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
 	w := &stepTwo{items: make(map[string]liveItem, len(sp.names)), blobs: make(map[string]bool, len(sp.shas))}
 	readACL := p.cachedACLs() == nil
 	var mu sync.Mutex
-	const fixed = 3 // the state, the ACLs, the candidate
+	const fixed = stateReadCount + 2 // the state's reads, the ACLs, the candidate
 	n := fixed + len(sp.names) + len(sp.shas)
-	all := make(chan struct{})
-	go func() {
-		defer close(r.done)
-		select {
-		case <-all:
-			// Field by field: done is read by the waiters meanwhile.
-			r.st, r.stErr, r.acl, r.aclErr = w.st, w.stErr, w.acl, w.aclErr
-			r.items, r.blobs, r.candidate = w.items, w.blobs, w.candidate
-		case <-ctx.Done():
-			r.stErr = ctx.Err()
-			if readACL {
-				r.acl, r.aclErr = &inherited{}, ctx.Err()
-			}
-		}
-	}()
-	go func() {
-		defer close(all)
-		r := w
-		err := work.Parallel(inlineReads(ctx), n, n, func(ctx context.Context, i int) error {
-			switch {
-			case i == 0:
-				r.st, r.stErr = p.readState(ctx)
-			case i == 1:
+	// finish closes done once: with the reads' results (take) or with
+	// ctx's error, whichever comes first.
+	var once sync.Once
+	finish := func(take bool) {
+		once.Do(func() {
+			if take {
+				// Field by field: done is read by the waiters meanwhile.
+				r.st, r.stErr, r.acl, r.aclErr = w.st, w.stErr, w.acl, w.aclErr
+				r.items, r.blobs, r.candidate = w.items, w.blobs, w.candidate
+			} else {
+				r.stErr = ctx.Err()
 				if readACL {
-					in, err := p.readACLs(ctx)
+					r.acl, r.aclErr = &inherited{}, ctx.Err()
+				}
+			}
+			close(r.done)
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { finish(false) })
+	ictx := inlineReads(ctx)
+	var sr stateReads
+	var stErrs [stateReadCount]error
+	var left atomic.Int64
+	left.Store(int64(n))
+	for i := range n {
+		go func() {
+			defer func() {
+				if left.Add(-1) == 0 {
+					// The last answer: assemble the state here. A read
+					// that failed, or that the context's end kept from
+					// starting (callInline), fails it with its error.
+					if err := firstError(stErrs[:]); err != nil {
+						w.stErr = err
+					} else {
+						w.st, w.stErr = p.stateFrom(ictx, &sr)
+					}
+					stop()
+					finish(true)
+				}
+			}()
+			r := w
+			switch {
+			case i < stateReadCount:
+				stErrs[i] = p.readStatePart(ictx, &sr, i)
+			case i == stateReadCount:
+				if readACL {
+					in, err := p.readACLs(ictx)
 					r.acl, r.aclErr = &in, err
 				}
-			case i == 2:
-				if s, err := p.exists(ctx, p.paths.Candidate()); err == nil {
+			case i == stateReadCount+1:
+				if s, err := p.exists(ictx, p.paths.Candidate()); err == nil {
 					found := s != nil
 					mu.Lock()
 					r.candidate = &found
@@ -133,7 +161,7 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 				}
 			case i < fixed+len(sp.names):
 				name := sp.names[i-fixed]
-				d, s, err := p.get(ctx, p.paths.Item(name))
+				d, s, err := p.get(ictx, p.paths.Item(name))
 				if err == nil {
 					mu.Lock()
 					r.items[name] = liveItem{data: d, exists: s != nil}
@@ -141,26 +169,26 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 				}
 			default:
 				sha := sp.shas[i-fixed-len(sp.names)]
-				if s, err := p.exists(ctx, p.paths.Blob(sha)); err == nil {
+				if s, err := p.exists(ictx, p.paths.Blob(sha)); err == nil {
 					mu.Lock()
 					r.blobs[sha] = s != nil
 					mu.Unlock()
 				}
 			}
-			return nil
-		})
-		// A context that ended before a read started leaves it undone
-		// without an error of its own.
-		if err != nil && r.st == nil && r.stErr == nil {
-			r.stErr = err
-		}
-		if err != nil && readACL && r.acl == nil && r.aclErr == nil {
-			// An ACL read that failed is reported with r.acl set (checkAndRead
-			// falls back to the cached ACLs only when none were read).
-			r.acl, r.aclErr = &inherited{}, err
-		}
-	}()
+		}()
+	}
+	runtime.Gosched()
 	return r
+}
+
+// firstError returns the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Prefetch sends the reads the next Publish (or Rollback, Edit, rollout

@@ -86,54 +86,82 @@ type markerState struct {
 // listing's stat of the root is compared with the read's. The blob store is
 // not listed: the commit's Check ops say whether the blobs it needs exist.
 func (p *Publisher) readState(ctx context.Context) (*state, error) {
+	return p.stateFrom(ctx, nil)
+}
+
+// stateReads is one round of readState's reads: the root, its listing and
+// the history list; the root's manifest is decoded as soon as it is read,
+// while the other reads are still in flight.
+type stateReads struct {
+	data               []byte
+	rootStat, listStat *zk.Stat // the root's, as read and as listed
+	kids               []string
+	gens               []int64
+	histStat           *zk.Stat
+	live               *manifest.Manifest
+	liveErr            error
+}
+
+// stateReadCount is the number of reads of a stateReads round.
+const stateReadCount = 3
+
+// readStatePart makes read i (0 to stateReadCount-1) of a stateReads
+// round: each goes in its own goroutine, and no two write the same field.
+func (p *Publisher) readStatePart(ctx context.Context, r *stateReads, i int) error {
+	var err error
+	switch i {
+	case 0:
+		if r.data, r.rootStat, err = p.get(ctx, p.paths.Root); err == nil && r.rootStat != nil {
+			r.live, r.liveErr = manifest.Decode(r.data)
+		}
+	case 1:
+		r.kids, r.listStat, err = p.childrenStat(ctx, p.paths.Root)
+	case 2:
+		r.gens, r.histStat, err = p.historyList(ctx)
+	}
+	return err
+}
+
+// stateFrom is readState starting from first, a round of its reads
+// already answered (nil: read one).
+func (p *Publisher) stateFrom(ctx context.Context, first *stateReads) (*state, error) {
 	st := &state{}
+	var r *stateReads
 	for attempt := 0; ; attempt++ {
-		var (
-			data               []byte
-			rootStat, listStat *zk.Stat // the root's, as read and as listed
-			kids               []string
-			gens               []int64
-			histStat           *zk.Stat
-		)
-		err := work.Parallel(ctx, 3, 3, func(ctx context.Context, i int) error {
-			var err error
-			switch i {
-			case 0:
-				data, rootStat, err = p.get(ctx, p.paths.Root)
-			case 1:
-				kids, listStat, err = p.childrenStat(ctx, p.paths.Root)
-			case 2:
-				gens, histStat, err = p.historyList(ctx)
+		r, first = first, nil
+		if r == nil {
+			r = &stateReads{}
+			err := work.Parallel(ctx, stateReadCount, stateReadCount, func(ctx context.Context, i int) error {
+				return p.readStatePart(ctx, r, i)
+			})
+			if err != nil {
+				return nil, err
 			}
-			return err
-		})
-		if err != nil {
-			return nil, err
 		}
 		// The root and its children are read in the same round trip, in
 		// either order. A marker is created in one transaction with a
 		// write of the root's data, so if the listing's stat shows the
 		// same data version (and the same node) as the read, no marker
 		// appeared or went between the two; otherwise read again.
-		if (rootStat == nil) != (listStat == nil) || rootStat != nil && (rootStat.Czxid != listStat.Czxid || rootStat.Version != listStat.Version) {
+		if (r.rootStat == nil) != (r.listStat == nil) || r.rootStat != nil && (r.rootStat.Czxid != r.listStat.Czxid || r.rootStat.Version != r.listStat.Version) {
 			if err := readRetry().Sleep(ctx, attempt+1); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		st.rootStat, st.rootData = rootStat, data
-		st.children = slices.DeleteFunc(kids, func(n string) bool { return n == manifest.MarkerName })
-		if len(st.children) != len(kids) {
+		st.rootStat, st.rootData = r.rootStat, r.data
+		st.children = slices.DeleteFunc(r.kids, func(n string) bool { return n == manifest.MarkerName })
+		if len(st.children) != len(r.kids) {
 			st.marker = &markerState{}
 		}
 		st.tree = newTree(st.children)
-		st.history = gens
-		st.haveMeta, st.histStat = histStat != nil, histStat
+		st.history = r.gens
+		st.haveMeta, st.histStat = r.histStat != nil, r.histStat
 		break
 	}
 	if st.rootStat != nil {
 		p.resetCacheFor(st.rootStat.Czxid)
-		m, err := manifest.Decode(st.rootData)
+		m, err := r.live, r.liveErr
 		switch {
 		case err == nil:
 			st.live = m
