@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/timerslack"
 )
 
 // maxCommandOutput bounds how much of a command's output is kept for logs
@@ -71,7 +73,9 @@ func (c command) run(ctx context.Context) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	// The kernel's timer slack, not the agent's (a reload may start a
+	// daemon).
+	err := timerslack.Run(cmd)
 	if err == nil {
 		return out.String(), nil
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/zkconf/zkconf/cmd/internal/config"
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/timerslack"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -260,6 +261,9 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	if f.dryRun {
 		return dryRun(ctx, f, opts, stdout, stderr)
 	}
+	if err := timerslack.Raise(agentTimerSlack); err != nil {
+		log.Warn("timer slack not raised", "error", err)
+	}
 	limitProcs()
 	notifier := newSystemd(log)
 	opts.OnStatus, opts.OnStarted = notifier.status, notifier.started
@@ -291,7 +295,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", rootsLog(cfg), "agent_id", cfg.AgentID,
-		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","), "gomaxprocs", runtime.GOMAXPROCS(0))
+		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","), "gomaxprocs", runtime.GOMAXPROCS(0), "timer_slack", timerSlack())
 	if err := d.Run(ctx); err != nil {
 		log.Error("confagent stopped", "error", err)
 		return exitError
@@ -311,6 +315,24 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 // still overlap, a goroutine in a system call leaves the processor to the
 // others.
 const agentProcs = 1
+
+// agentTimerSlack is the timer slack an agent runs with unless it
+// inherited one other than the kernel's default (systemd's
+// TimerSlackNSec=): with the default 50 µs the runtime's monitor thread
+// polled every 20-70 µs through an apply, a fifth of the agent's CPU per
+// one-item publish (internal/timerslack,
+// docs/bench/latency-cpufive-2026-11-27). A millisecond late is nothing to
+// the agent's timers (debounces, retries and sweeps of 100 ms and more).
+const agentTimerSlack = time.Millisecond
+
+// timerSlack is the slack the agent's threads run with, for the log.
+func timerSlack() string {
+	d, err := timerslack.Current()
+	if err != nil {
+		return "unknown"
+	}
+	return d.String()
+}
 
 // limitProcs sets GOMAXPROCS to agentProcs unless GOMAXPROCS is in the
 // environment (the runtime has then read it).
