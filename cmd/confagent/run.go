@@ -44,15 +44,25 @@ type flags struct {
 	timeout   time.Duration
 	logLevel  string
 	logFormat string
+	// reexec: the daemon may execute the program again
+	// (timerslack.Raise); main's run only, not a flag.
+	reexec bool
 }
 
-// run is the whole program, callable from tests.
+// run is the whole program, callable from tests: it never executes the
+// program again (that would start the test binary over).
 func run(args []string, stdout, stderr io.Writer) int {
+	return runProgram(args, stdout, stderr, false)
+}
+
+// runProgram is the whole program; with reexec (main's) the daemon may
+// execute itself again at start to raise its timer slack.
+func runProgram(args []string, stdout, stderr io.Writer, reexec bool) int {
 	// The logger writes from the cache's and the daemon's goroutines while
 	// run prints from its own: serialise, since an io.Writer (a test's
 	// bytes.Buffer, say) need not be safe for concurrent use.
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
-	var f flags
+	f := flags{reexec: reexec}
 	code := exitOK
 	root := &cobra.Command{
 		Use:   "confagent",
@@ -254,6 +264,12 @@ func load(f flags, stderr io.Writer) (*config.Config, *slog.Logger, agent.Option
 }
 
 func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+	// First: the program may be executed again, and then starts over
+	// (the configuration read once, its warnings logged once).
+	var slackErr error
+	if f.reexec && !f.dryRun {
+		slackErr = timerslack.Raise(agentTimerSlack)
+	}
 	cfg, log, opts, code := load(f, stderr)
 	if cfg == nil {
 		return code
@@ -261,8 +277,8 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	if f.dryRun {
 		return dryRun(ctx, f, opts, stdout, stderr)
 	}
-	if err := timerslack.Raise(agentTimerSlack); err != nil {
-		log.Warn("timer slack not raised", "error", err)
+	if slackErr != nil {
+		log.Warn("timer slack not raised", "error", slackErr)
 	}
 	limitProcs()
 	notifier := newSystemd(log)
