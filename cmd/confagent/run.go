@@ -335,8 +335,8 @@ const agentProcs = 1
 // agentTimerSlack is the timer slack an agent runs with unless it
 // inherited one other than the kernel's default (systemd's
 // TimerSlackNSec=): with the default 50 µs the runtime's monitor thread
-// polled every 20-70 µs through an apply, a fifth of the agent's CPU per
-// one-item publish (internal/timerslack,
+// polled every 20-70 µs through an apply (17 % of the agent's CPU per
+// one-item publish on a loaded host; internal/timerslack,
 // docs/bench/latency-cpufive-2026-11-27). A millisecond late is nothing to
 // the agent's timers (debounces, retries and sweeps of 100 ms and more).
 const agentTimerSlack = time.Millisecond

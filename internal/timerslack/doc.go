@@ -8,10 +8,10 @@
 // and keeps that pace as long as it finds a processor held by a system
 // call to take back, which with one processor is every system call longer
 // than one poll: each fsync, and on a virtual machine many file system
-// calls. An agent's one-item publish was 200-270 of those sleeps, a fifth
-// of its CPU (docs/bench/latency-cpufive-2026-11-27). With a slack of a
-// millisecond the monitor polls about once a millisecond, and takes back
-// only a processor held for that long.
+// calls. An agent's one-item publish was 200-270 of those sleeps, 17 %
+// of its CPU on a loaded host (docs/bench/latency-cpufive-2026-11-27).
+// With a slack of a millisecond the monitor polls about once a
+// millisecond, and takes back only a processor held for that long.
 //
 // The monitor thread is started before any of the program's code runs,
 // with the slack the process inherited, and a thread can change only its
