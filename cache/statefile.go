@@ -970,7 +970,9 @@ func (st *stateStore) cleanup() error {
 // tail), else a new pack (st.last.newPack).
 func (st *stateStore) openPack(live, fresh int64) (*os.File, error) {
 	if st.pack != "" && st.end+fresh <= 2*live+st.slack {
-		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY, 0)
+		// Opened O_NONBLOCK (no effect on a regular file's I/O) so that
+		// os does not offer it to the poller: four fcntl fewer per write.
+		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY|durable.NoPoll, 0)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("state file: pack: %w", err)
 		}

@@ -133,7 +133,10 @@ func connect(cfg Config, callback func(zk.Event)) (*zk.Conn, error) {
 	if cfg.LazyResolve {
 		opts = append(opts, zk.WithHostProvider(&lazyHosts{}))
 	}
-	if cfg.TLS != nil {
+	if cfg.TLS == nil {
+		// TLS buffers its records itself.
+		opts = append(opts, zk.WithDialer(dialBuffered))
+	} else {
 		tcfg := cfg.TLS
 		names := serverNames(cfg.Servers)
 		// A wrong CA or server name would otherwise show only as a client

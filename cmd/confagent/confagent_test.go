@@ -49,7 +49,19 @@ var confpushBinary = sync.OnceValues(func() (string, error) {
 // all the serial ones, so they never overlap the tests on this server.
 var sharedZooKeeper zktest.Shared
 
+// reexecGuard is set in the environment of the test binary: an in-process
+// run that executed the program again (the daemon's timer slack, main's
+// only) would start this binary over, with it set.
+const reexecGuard = "CONFAGENT_TEST_BINARY_STARTED"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(reexecGuard) != "" {
+		fmt.Fprintln(os.Stderr, "the test binary was executed again: an in-process run re-executed the program")
+		os.Exit(1)
+	}
+	if err := os.Setenv(reexecGuard, "1"); err != nil {
+		panic(err)
+	}
 	dir, err := os.MkdirTemp("", "confagent-test")
 	if err != nil {
 		panic(err)

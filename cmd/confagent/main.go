@@ -9,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runProgram(os.Args[1:], os.Stdout, os.Stderr, true))
 }

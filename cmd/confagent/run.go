@@ -24,6 +24,7 @@ import (
 	"github.com/zkconf/zkconf/cmd/internal/config"
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/errlist"
+	"github.com/zkconf/zkconf/internal/timerslack"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -43,15 +44,25 @@ type flags struct {
 	timeout   time.Duration
 	logLevel  string
 	logFormat string
+	// reexec: the daemon may execute the program again
+	// (timerslack.Raise); main's run only, not a flag.
+	reexec bool
 }
 
-// run is the whole program, callable from tests.
+// run is the whole program, callable from tests: it never executes the
+// program again (that would start the test binary over).
 func run(args []string, stdout, stderr io.Writer) int {
+	return runProgram(args, stdout, stderr, false)
+}
+
+// runProgram is the whole program; with reexec (main's) the daemon may
+// execute itself again at start to raise its timer slack.
+func runProgram(args []string, stdout, stderr io.Writer, reexec bool) int {
 	// The logger writes from the cache's and the daemon's goroutines while
 	// run prints from its own: serialise, since an io.Writer (a test's
 	// bytes.Buffer, say) need not be safe for concurrent use.
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
-	var f flags
+	f := flags{reexec: reexec}
 	code := exitOK
 	root := &cobra.Command{
 		Use:   "confagent",
@@ -253,12 +264,21 @@ func load(f flags, stderr io.Writer) (*config.Config, *slog.Logger, agent.Option
 }
 
 func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
+	// First: the program may be executed again, and then starts over
+	// (the configuration read once, its warnings logged once).
+	var slackErr error
+	if f.reexec && !f.dryRun {
+		slackErr = timerslack.Raise(agentTimerSlack)
+	}
 	cfg, log, opts, code := load(f, stderr)
 	if cfg == nil {
 		return code
 	}
 	if f.dryRun {
 		return dryRun(ctx, f, opts, stdout, stderr)
+	}
+	if slackErr != nil {
+		log.Warn("timer slack not raised", "error", slackErr)
 	}
 	limitProcs()
 	notifier := newSystemd(log)
@@ -291,7 +311,7 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 	log.Info("confagent starting", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "root", rootsLog(cfg), "agent_id", cfg.AgentID,
-		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","), "gomaxprocs", runtime.GOMAXPROCS(0))
+		"targets", len(cfg.Targets), "zookeeper", strings.Join(cfg.ZooKeeper.Servers, ","), "gomaxprocs", runtime.GOMAXPROCS(0), "timer_slack", timerSlack())
 	if err := d.Run(ctx); err != nil {
 		log.Error("confagent stopped", "error", err)
 		return exitError
@@ -311,6 +331,24 @@ func serve(ctx context.Context, f flags, stdout, stderr io.Writer) int {
 // still overlap, a goroutine in a system call leaves the processor to the
 // others.
 const agentProcs = 1
+
+// agentTimerSlack is the timer slack an agent runs with unless it
+// inherited one other than the kernel's default (systemd's
+// TimerSlackNSec=): with the default 50 µs the runtime's monitor thread
+// polled every 20-70 µs through an apply (17 % of the agent's CPU per
+// one-item publish on a loaded host; internal/timerslack,
+// docs/bench/latency-cpufive-2026-11-27). A millisecond late is nothing to
+// the agent's timers (debounces, retries and sweeps of 100 ms and more).
+const agentTimerSlack = time.Millisecond
+
+// timerSlack is the slack the agent's threads run with, for the log.
+func timerSlack() string {
+	d, err := timerslack.Current()
+	if err != nil {
+		return "unknown"
+	}
+	return d.String()
+}
 
 // limitProcs sets GOMAXPROCS to agentProcs unless GOMAXPROCS is in the
 // environment (the runtime has then read it).

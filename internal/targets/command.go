@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/timerslack"
 )
 
 // maxCommandOutput bounds how much of a command's output is kept for logs
@@ -101,7 +103,9 @@ func (c Command) Run(ctx context.Context) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	// The kernel's timer slack, not the agent's (a reload may start a
+	// daemon).
+	err := timerslack.Run(cmd)
 	if err == nil {
 		return out.String(), nil
 	}

@@ -51,10 +51,14 @@ func phaseOf(sym string) string {
 	}
 	s := sym[strings.Index(sym, zkconf)+len(zkconf):]
 	switch {
+	case strings.HasPrefix(s, "internal/durable."):
+		// Shared by the state file and the renderer: its caller decides
+		// (the renderer's file writes and fsyncs were counted as persist).
+		return ""
 	case strings.HasPrefix(s, "cache.(*stateStore)"), strings.HasPrefix(s, "cache.writeState"),
 		strings.HasPrefix(s, "cache.encodeRecordBody"), strings.HasPrefix(s, "cache.encodePointer"),
 		strings.HasPrefix(s, "cache.trailer"), strings.HasPrefix(s, "cache.writeAll"), strings.HasPrefix(s, "cache.createFile"),
-		strings.HasPrefix(s, "internal/durable."):
+		strings.HasPrefix(s, "cache.datasyncClose"):
 		return cpuPersist
 	case strings.HasPrefix(s, "internal/template."):
 		return cpuTemplate
