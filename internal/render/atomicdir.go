@@ -1033,9 +1033,13 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	// is fsynced after the last batch, once each has its final mode and
 	// owner.
 	flat := len(subdirs) == 0
+	var at *os.File // bare descriptors for flat names only: a path goes through root
+	if flat {
+		at = ln.toDir
+	}
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, ln.toRoot, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
+		if err := writeBatch(root, ln.toRoot, at, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
@@ -1105,26 +1109,23 @@ func newLinker(root *os.Root, from, to string, links bool) *linker {
 	if r, err := root.OpenRoot(to); err == nil {
 		l.toRoot = r
 	}
-	if !links {
+	// to as a file, for linkat and for writing its new files through bare
+	// descriptors (writeBatch).
+	if td, err := root.OpenFile(to, os.O_RDONLY|durable.NoPoll, 0); err == nil {
+		l.toDir = td
+	}
+	if !links || l.toDir == nil {
 		return l
 	}
-	fd, err1 := root.OpenFile(from, os.O_RDONLY|durable.NoPoll, 0)
-	td, err2 := root.OpenFile(to, os.O_RDONLY|durable.NoPoll, 0)
-	if err1 == nil && err2 == nil {
-		l.fromDir, l.toDir = fd, td
-		return l
-	}
-	for _, f := range []*os.File{fd, td} {
-		if f != nil {
-			_ = f.Close()
-		}
+	if fd, err := root.OpenFile(from, os.O_RDONLY|durable.NoPoll, 0); err == nil {
+		l.fromDir = fd
 	}
 	return l
 }
 
 // link links name of from to name of to.
 func (l *linker) link(name string) error {
-	if l.fromDir != nil && !strings.Contains(name, "/") {
+	if l.fromDir != nil && l.toDir != nil && !strings.Contains(name, "/") {
 		if err := linkAt(l.fromDir, l.toDir, name); !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
@@ -1333,7 +1334,25 @@ func isOwnLink(root *os.Root, name string) bool {
 // records them in recs. in, when not nil, is dir opened: each file is
 // then created by its name in it, without an open of dir around it. On
 // an error the caller removes dir.
-func writeBatch(root, in *os.Root, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+//
+// at, when not nil, is dir opened as a file: where bareCreate allows,
+// the files are then written through bare descriptors (writeBatchAt).
+func writeBatch(root, in *os.Root, at *os.File, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+	if at != nil && bareCreate(opts) {
+		var syncDir func() error
+		if withDir {
+			syncDir = func() error { return syncDirIn(root, dir, dir) }
+		}
+		ids, err := writeBatchAt(at, dir, names, files, opts, syncDir)
+		if err != nil {
+			return err
+		}
+		for i, name := range names {
+			// Just written: not trusted until racyWindow has passed.
+			recs[name] = fileRecord{data: files[name], id: ids[i]}
+		}
+		return nil
+	}
 	open := make([]*os.File, len(names))
 	defer func() {
 		if err != nil {
