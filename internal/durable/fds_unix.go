@@ -16,6 +16,17 @@ import (
 // *os.File around each (its allocation, its cleanup, and the runtime's
 // attempt to register it with the network poller).
 func SyncCloseFDs(fds []int, names []string) []error {
+	if errs, ok := syncAIO(fds); ok {
+		for i, fd := range fds {
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("fsync %s: %w", names[i], errs[i])
+			}
+			if err := syscall.Close(fd); err != nil && errs[i] == nil {
+				errs[i] = fmt.Errorf("close %s: %w", names[i], err)
+			}
+		}
+		return errs
+	}
 	errs := make([]error, len(fds))
 	sem := make(chan struct{}, syncWorkers)
 	var wg sync.WaitGroup
