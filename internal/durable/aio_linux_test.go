@@ -6,6 +6,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,5 +41,19 @@ func TestSyncAIO(t *testing.T) {
 		} else if err != nil {
 			t.Errorf("file %d: %v", i, err)
 		}
+	}
+}
+
+// TestAIOLayout: the structures handed to the kernel have its sizes
+// (struct iocb 64 bytes, struct io_event 32).
+func TestAIOLayout(t *testing.T) {
+	if n := unsafe.Sizeof(iocb{}); n != 64 {
+		t.Errorf("iocb is %d bytes, want 64", n)
+	}
+	if n := unsafe.Sizeof(ioEvent{}); n != 32 {
+		t.Errorf("ioEvent is %d bytes, want 32", n)
+	}
+	if n := unsafe.Offsetof(iocb{}.fildes); n != 20 {
+		t.Errorf("iocb.fildes at %d, want 20", n)
 	}
 }
