@@ -82,13 +82,14 @@ func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string
 // to set, the file is created with its final mode, so the fchmod is
 // needed only when the umask took some of its bits; with one, it is
 // created 0600 and chowned before the mode is set (as createNew).
-func createAt(dfd int, name, path string, data []byte, opts FileOptions) (fd int, id fileID, err error) {
+func createAt(dfd int, name, path string, data []byte, opts FileOptions) (_ int, id fileID, err error) {
 	perm := uint32(opts.Mode.Perm())
 	chown := opts.UID >= 0 || opts.GID >= 0
 	mode := perm
 	if chown {
 		mode = 0o600
 	}
+	var fd int
 	err = retryEINTR(func() (err error) {
 		fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 		return err
@@ -98,8 +99,7 @@ func createAt(dfd int, name, path string, data []byte, opts FileOptions) (fd int
 	}
 	defer func() {
 		if err != nil {
-			_ = unix.Close(fd)
-			fd = -1
+			_ = unix.Close(fd) // fd, not the result: every error returns -1
 		}
 	}()
 	for b := data; len(b) > 0; {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -62,4 +63,46 @@ func TestIdOfStatMatchesLstat(t *testing.T) {
 			t.Errorf("mode %v: idOfStat = %+v, idOf = %+v", mode, got, want)
 		}
 	}
+}
+
+// TestDirWriterWriteErrorLeavesNoDescriptor: a new file that cannot be
+// written (here: larger than RLIMIT_FSIZE allows, EFBIG) fails the write
+// with the error, and leaves no descriptor open (a mount it leaked into
+// could not be unmounted).
+func TestDirWriterWriteErrorLeavesNoDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	if _, err := w.Write(bigPayload(3, 100, "v1"), opts(0o644)); err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = 4096
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.Write(bigPayload(3, 8192, "v2"), opts(0o644))
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("Write = %v, want EFBIG", err)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after the failed write, %d before", after, before)
+	}
+	assertSet(t, dir, bigPayload(3, 100, "v1"), 0o644)
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
