@@ -329,3 +329,66 @@ func TestDirMatchesCurrent(t *testing.T) {
 		t.Fatalf("Matches after a link removed = %v, %v; want false", ok, err)
 	}
 }
+
+// TestDirWriterAllChangedReadsNothing: a set written moments ago (its
+// records too recent to vouch for the files) replaced by a set in which
+// every file changed is written without reading any file of the current
+// set back: what was written is not the new payload, so the read could
+// only find a match that an edit made in the same timestamp tick.
+func TestDirWriterAllChangedReadsNothing(t *testing.T) {
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	v1, v2 := bigPayload(20, 1024, "v1"), bigPayload(20, 1024, "v2")
+	if _, err := w.Write(v1, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	reads := contentReads.Load()
+	if changed, err := w.Write(v2, opts(0o640)); err != nil || !changed {
+		t.Fatalf("Write = %v, %v", changed, err)
+	}
+	if n := contentReads.Load() - reads; n != 0 {
+		t.Errorf("Write read %d files of the set it replaced, want 0", n)
+	}
+	assertSet(t, dir, v2, 0o640)
+	// What was just written still gets read where the payload is what
+	// the record says (a drift check right after the write).
+	reads = contentReads.Load()
+	if ok, err := w.Matches(v2, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches = %v, %v", ok, err)
+	}
+	if n := contentReads.Load() - reads; n != int64(len(v2)) {
+		t.Errorf("Matches read %d files, want %d (records too recent to vouch)", n, len(v2))
+	}
+}
+
+// TestDirWriterEditToNewPayloadKept: a file of the current set edited
+// (its identity changed) to hold exactly the next payload's content is
+// still recognised and linked into the next set, not written again;
+// edited to something else it is replaced.
+func TestDirWriterEditToNewPayloadKept(t *testing.T) {
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	v1 := bigPayload(3, 100, "v1")
+	if _, err := w.Write(v1, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	v2 := bigPayload(3, 100, "v2")
+	gen, _ := CurrentPath(dir)
+	edited := filepath.Join(gen, "item-001.conf")
+	if err := os.WriteFile(edited, v2["item-001.conf"], 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// A later mtime: the edit changes the identity whatever the clock's tick.
+	if err := os.Chtimes(edited, time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := inode(t, edited)
+	if _, err := w.Write(v2, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	assertSet(t, dir, v2, 0o640)
+	after := inodes(t, dir, v2)
+	if after["item-001.conf"] != before {
+		t.Errorf("the file edited to the new content was written again (inode %d -> %d), want it linked", before, after["item-001.conf"])
+	}
+}

@@ -1,0 +1,174 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zkconf/zkconf/internal/durable"
+)
+
+// bareCreate reports whether writeBatch may write with opts through bare
+// descriptors (createAt): not for setuid, setgid or sticky files, whose
+// bits need os's conversion and must follow the chown that clears them.
+func bareCreate(opts FileOptions) bool { return opts.Mode == opts.Mode.Perm() }
+
+// writeBatchAt is writeBatch's creation and fsync of the files names in
+// the directory dir (open; its path is dirPath) through bare descriptors:
+// per file an openat, a write, an fstat, an fsync and a close (and a
+// fchown or fchmod only where the owner is set or the umask took bits of
+// the mode), where an *os.File adds the runtime's refused registration
+// with the network poller, and its allocation. It returns each file's
+// identity as fstat saw it after its last change; syncDir, when not nil,
+// runs beside the fsyncs.
+func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string][]byte, opts FileOptions, syncDir func() error) (ids []fileID, err error) {
+	fds := make([]int, 0, len(names))
+	paths := make([]string, len(names))
+	ids = make([]fileID, len(names))
+	defer func() {
+		if err != nil {
+			for _, fd := range fds {
+				_ = unix.Close(fd)
+			}
+		}
+	}()
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	cerr := rc.Control(func(dfd uintptr) {
+		for i, name := range names {
+			paths[i] = filepath.Join(dirPath, name)
+			var fd int
+			fd, ids[i], err = createAt(int(dfd), name, paths[i], files[name], opts)
+			if err != nil {
+				return
+			}
+			fds = append(fds, fd)
+		}
+	})
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	var dirErr chan error
+	if syncDir != nil {
+		dirErr = make(chan error, 1)
+		go func() { dirErr <- syncDir() }()
+	}
+	errs := durable.SyncCloseFDs(fds, paths)
+	fds = nil // closed, whatever happened
+	if dirErr != nil {
+		if err := <-dirErr; err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, fmt.Errorf("render: %w", e)
+		}
+	}
+	return ids, nil
+}
+
+// createAt creates the file name of the directory dfd exclusively
+// (never through a symbolic link) with data, opts' owner and mode, and
+// returns it open, not yet fsynced, with its identity. Without an owner
+// to set, the file is created with its final mode, so the fchmod is
+// needed only when the umask took some of its bits; with one, it is
+// created 0600 and chowned before the mode is set (as createNew).
+func createAt(dfd int, name, path string, data []byte, opts FileOptions) (_ int, id fileID, err error) {
+	perm := uint32(opts.Mode.Perm())
+	chown := opts.UID >= 0 || opts.GID >= 0
+	mode := perm
+	if chown {
+		mode = 0o600
+	}
+	var fd int
+	err = retryEINTR(func() (err error) {
+		fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		return err
+	})
+	if err != nil {
+		return -1, id, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer func() {
+		if err != nil {
+			_ = unix.Close(fd) // fd, not the result: every error returns -1
+		}
+	}()
+	for b := data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, id, &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		if n == 0 {
+			return -1, id, &os.PathError{Op: "write", Path: path, Err: io.ErrShortWrite}
+		}
+		b = b[n:]
+	}
+	if chown {
+		if err := retryEINTR(func() error { return unix.Fchown(fd, opts.UID, opts.GID) }); err != nil {
+			return -1, id, &os.PathError{Op: "chown", Path: path, Err: err}
+		}
+	}
+	var st unix.Stat_t
+	for try := 0; ; try++ {
+		if chown || try > 0 {
+			if err := retryEINTR(func() error { return unix.Fchmod(fd, perm) }); err != nil {
+				return -1, id, &os.PathError{Op: "chmod", Path: path, Err: err}
+			}
+		}
+		if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+			return -1, id, &os.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if st.Mode&0o7777 == perm || try > 0 {
+			break // with chown, the fchmod set it (or a later check reports it)
+		}
+	}
+	return fd, idOfStat(&st), nil
+}
+
+// idOfStat is idOf for a regular file's stat as unix.Fstat returns it:
+// the identity os.Lstat's FileInfo gives the same file.
+func idOfStat(st *unix.Stat_t) fileID {
+	return fileID{
+		dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size,
+		mode: fileMode(st.Mode),
+		uid:  st.Uid, gid: st.Gid,
+		mtime: int64(st.Mtim.Sec)*1e9 + int64(st.Mtim.Nsec),
+		ctime: int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec),
+	}
+}
+
+// retryEINTR calls f until it returns anything but EINTR.
+func retryEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// fileMode is the mode os.Lstat reports for a regular file of unix mode m.
+func fileMode(m uint32) os.FileMode {
+	mode := os.FileMode(m & 0o777)
+	if m&unix.S_ISUID != 0 {
+		mode |= os.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= os.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= os.ModeSticky
+	}
+	return mode
+}
