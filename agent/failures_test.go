@@ -29,12 +29,30 @@ func mountTmpfs(t *testing.T, size string) string {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Fatalf("mount tmpfs (the test needs root): %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
+	t.Cleanup(func() { unmount(t, dir) })
 	return dir
+}
+
+// unmount unmounts dir, failing the test when it stays busy. A file the
+// kernel fsynced for the agent through AIO can keep the filesystem busy a
+// clock tick after the agent closed it (its last reference is dropped by
+// a kernel worker, deferred): no event says when, so a busy filesystem
+// is retried for up to ten seconds; a descriptor the agent leaked (what
+// this catches) keeps it busy for good.
+func unmount(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("umount", dir).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(string(out), "busy") || time.Now().After(deadline) {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func targetResult(s agent.Status, name string) agent.TargetResult {

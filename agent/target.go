@@ -330,32 +330,29 @@ func stageAll(ctx context.Context, snap Snapshot, ts []*target) ([]*staged, []er
 // unchanged ones, and returns each one's commit error, in ss's order.
 // Every output is checked and the pending reloads are on disk before it
 // runs, as when they were committed one after the other.
+//
+// The first changed output is committed on the calling goroutine, the
+// others on their own: so the swaps start in the configuration's order.
+// (Started on goroutines alone, on the agent's one processor the last one
+// started would run first, and the first would wait for a hand-off.)
 func commitAll(ss []*staged) []error {
 	errs := make([]error, len(ss))
-	alone := changedCount(ss) == 1
+	first := -1
 	var wg sync.WaitGroup
 	for i, s := range ss {
 		if !s.changed {
 			s.abort()
 			continue
 		}
-		if alone {
-			_, errs[i] = s.commit()
+		if first < 0 {
+			first = i
 			continue
 		}
 		wg.Go(func() { _, errs[i] = s.commit() })
 	}
+	if first >= 0 {
+		_, errs[first] = ss[first].commit()
+	}
 	wg.Wait()
 	return errs
-}
-
-// changedCount is the number of changed outputs in ss.
-func changedCount(ss []*staged) int {
-	n := 0
-	for _, s := range ss {
-		if s.changed {
-			n++
-		}
-	}
-	return n
 }
