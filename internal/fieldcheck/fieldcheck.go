@@ -26,7 +26,7 @@ func fill(t testing.TB, v reflect.Value) {
 		case f.CanInt():
 			f.SetInt(int64(i + 1))
 		case f.CanUint():
-			f.SetUint(uint64(i + 1))
+			f.SetUint(uint64(i + 1)) // #nosec G115 -- a field index, non-negative
 		case f.Kind() == reflect.Bool:
 			f.SetBool(true)
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
