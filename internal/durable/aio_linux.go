@@ -102,7 +102,7 @@ func syncAIO(fds []int) (errs []error, ok bool) {
 		}
 	}
 	for i := submitted; i < len(fds); i++ {
-		errs[i] = ignoringEINTR(func() error { return syscall.Fsync(fds[i]) })
+		errs[i] = IgnoringEINTR(func() error { return syscall.Fsync(fds[i]) })
 	}
 	return errs, true
 }

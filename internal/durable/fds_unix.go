@@ -34,7 +34,7 @@ func SyncCloseFDs(fds []int, names []string) []error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := ignoringEINTR(func() error { return syscall.Fsync(fd) }); err != nil {
+			if err := IgnoringEINTR(func() error { return syscall.Fsync(fd) }); err != nil {
 				errs[i] = fmt.Errorf("fsync %s: %w", names[i], err)
 			}
 			// close(2) is not retried on EINTR: on Linux the descriptor
@@ -48,9 +48,9 @@ func SyncCloseFDs(fds []int, names []string) []error {
 	return errs
 }
 
-// ignoringEINTR calls f until it returns anything but EINTR (as package
-// os does around its system calls).
-func ignoringEINTR(f func() error) error {
+// IgnoringEINTR calls f, a system call, until it returns anything but
+// EINTR (as package os does around its own), and returns that.
+func IgnoringEINTR(f func() error) error {
 	for {
 		if err := f(); err != syscall.EINTR {
 			return err

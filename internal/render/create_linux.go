@@ -90,7 +90,7 @@ func createAt(dfd int, name, path string, data []byte, opts FileOptions) (_ int,
 		mode = 0o600
 	}
 	var fd int
-	err = retryEINTR(func() (err error) {
+	err = durable.IgnoringEINTR(func() (err error) {
 		fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 		return err
 	})
@@ -116,18 +116,18 @@ func createAt(dfd int, name, path string, data []byte, opts FileOptions) (_ int,
 		b = b[n:]
 	}
 	if chown {
-		if err := retryEINTR(func() error { return unix.Fchown(fd, opts.UID, opts.GID) }); err != nil {
+		if err := durable.IgnoringEINTR(func() error { return unix.Fchown(fd, opts.UID, opts.GID) }); err != nil {
 			return -1, id, &os.PathError{Op: "chown", Path: path, Err: err}
 		}
 	}
 	var st unix.Stat_t
 	for try := 0; ; try++ {
 		if chown || try > 0 {
-			if err := retryEINTR(func() error { return unix.Fchmod(fd, perm) }); err != nil {
+			if err := durable.IgnoringEINTR(func() error { return unix.Fchmod(fd, perm) }); err != nil {
 				return -1, id, &os.PathError{Op: "chmod", Path: path, Err: err}
 			}
 		}
-		if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		if err := durable.IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 			return -1, id, &os.PathError{Op: "stat", Path: path, Err: err}
 		}
 		if st.Mode&0o7777 == perm || try > 0 {
@@ -146,15 +146,6 @@ func idOfStat(st *unix.Stat_t) fileID {
 		uid:  st.Uid, gid: st.Gid,
 		mtime: int64(st.Mtim.Sec)*1e9 + int64(st.Mtim.Nsec),
 		ctime: int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec),
-	}
-}
-
-// retryEINTR calls f until it returns anything but EINTR.
-func retryEINTR(f func() error) error {
-	for {
-		if err := f(); err != unix.EINTR {
-			return err
-		}
 	}
 }
 
