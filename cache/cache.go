@@ -42,6 +42,12 @@ type Cache struct {
 	// beforeItemRead, when set (tests only), runs before every item read,
 	// on the goroutine that reads.
 	beforeItemRead atomic.Pointer[func()]
+	// noMultiRead: the server answered a multiRead ErrUnimplemented
+	// (older than 3.6); items are read one request each until the
+	// session changes. batchBytes, when set (tests only), replaces
+	// multiReadBytes.
+	noMultiRead atomic.Bool
+	batchBytes  atomic.Int64
 
 	snap    atomic.Pointer[Snapshot]
 	updates chan *Snapshot // 1 slot, latest value
