@@ -111,6 +111,9 @@ func TestRequestsPerPublish(t *testing.T) {
 		root, fetched, markers, reqs := after.RootReads-before.RootReads, after.ItemsFetched-before.ItemsFetched,
 			after.MarkerChecks-before.MarkerChecks, after.Requests-before.Requests
 		t.Logf("%s: requests %d (root reads %d, items %d, marker checks %d)", tc.name, reqs, root, fetched, markers)
+		if got := after.ItemRequests - before.ItemRequests; got != tc.itemReqs {
+			t.Errorf("%s: %d item requests, want %d", tc.name, got, tc.itemReqs)
+		}
 		if root != 1 || fetched != tc.items || markers != tc.markers || reqs != 1+tc.itemReqs+tc.markers {
 			t.Errorf("%s: requests %d (root reads %d, items %d, marker checks %d); want root 1, items %d in %d requests, markers %d",
 				tc.name, reqs, root, fetched, markers, tc.items, tc.itemReqs, tc.markers)

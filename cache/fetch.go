@@ -194,6 +194,7 @@ func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, pat
 	}
 	res, err := c.conn.MultiRead(paths...)
 	c.stats.requests.Add(1)
+	c.stats.itemRequests.Add(1)
 	c.stats.itemsFetched.Add(uint64(len(batch)))
 	if errors.Is(err, zk.ErrUnimplemented) {
 		c.noMultiRead.Store(true)
@@ -238,6 +239,7 @@ func (c *Cache) readItemAs(it manifest.Item, name string, path func(string) stri
 	}
 	data, _, err := c.conn.Get(path(name))
 	c.stats.requests.Add(1)
+	c.stats.itemRequests.Add(1)
 	c.stats.itemsFetched.Add(1)
 	if err == nil {
 		start := time.Now()

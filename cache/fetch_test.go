@@ -241,3 +241,31 @@ func TestBatches(t *testing.T) {
 		t.Errorf("without multiRead positions %v, want %v", flat, todo)
 	}
 }
+
+// TestFetchWithoutMultiRead: once a server has answered a multiRead
+// "unimplemented" (older than 3.6; noMultiRead), the changed items are read
+// with a Get each and handed out verified.
+func TestFetchWithoutMultiRead(t *testing.T) {
+	const n = 20
+	zkc := sharedZooKeeper.For(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
+	log, _ := testLogger(t)
+
+	v1 := set(n, "v1")
+	g1, _ := pub.publish(v1)
+	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
+	waitGen(t, c, g1, v1)
+
+	c.noMultiRead.Store(true)
+	before := c.Stats()
+	v2 := set(n, "v2")
+	g2, _ := pub.publish(v2)
+	waitGen(t, c, g2, v2)
+	after := c.Stats()
+	if got := after.ItemRequests - before.ItemRequests; got != n {
+		t.Errorf("%d item requests without multiRead, want %d (a Get per item)", got, n)
+	}
+	if got := after.ItemsFetched - before.ItemsFetched; got != n {
+		t.Errorf("items fetched %d, want %d", got, n)
+	}
+}
