@@ -293,9 +293,10 @@
 //     together: one round trip and one answer where a Get per item cost
 //     an answer and a goroutine's wake-up each. A multiRead is not a
 //     transaction and need not be: each item in it is verified as a Get's
-//     would be. A server older than 3.6 answers it "unimplemented"; the
-//     cache then reads every item with a Get of its own until the session
-//     changes. A publish that changes k items costs one root read and one
+//     would be. A server older than 3.6 answers it "unimplemented" and
+//     closes the connection (the session lives on): the cache retries the
+//     cycle after the reconnect, as after any connection loss, and from
+//     then on reads every item with a Get of its own. A publish that changes k items costs one root read and one
 //     item request per cache for small items (k item reads in Stats); k
 //     requests without multiRead. A candidate's item is read from the
 //     stable item with the same sha256 when there is one, else from

@@ -176,7 +176,9 @@ func (c *Cache) batches(names []string, todo []int, items []entry) [][]int {
 // a single item and one multiRead for several, and verifies each against
 // m; it returns one result per item, in batch's order. A server without
 // multiRead (ErrUnimplemented) gets the items one by one, and no further
-// multiRead until the session changes.
+// multiRead from this cache (such a server closes the connection after
+// that answer: the Gets then fail and the cycle is retried after the
+// reconnect, once).
 func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, path func(string) string) []itemResult {
 	out := make([]itemResult, len(batch))
 	if len(batch) == 1 {
@@ -198,7 +200,7 @@ func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, pat
 	c.stats.itemsFetched.Add(uint64(len(batch)))
 	if errors.Is(err, zk.ErrUnimplemented) {
 		c.noMultiRead.Store(true)
-		c.log.Info("ZooKeeper has no multiRead (older than 3.6): reading items one request each")
+		c.log.Info("ZooKeeper has no multiRead (older than 3.6; it closes the connection after refusing one): reading items one request each from now on")
 		for k, i := range batch {
 			data, err := c.readItem(m, names[i], path)
 			out[k] = itemResult{i: i, data: data, err: err}

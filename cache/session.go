@@ -85,7 +85,6 @@ func (c *Cache) onSession(loop *loopState, epoch uint64) {
 	first := loop.epoch == 0
 	loop.epoch, loop.needSync, loop.full, loop.due = epoch, true, true, true
 	loop.clearRetry()
-	c.noMultiRead.Store(false) // perhaps another server: ask it again
 	if first {
 		return
 	}
