@@ -24,14 +24,7 @@ import (
 // the barrier gives up after 30 s.
 func TestFetchReadsChangedItemsAtOnce(t *testing.T) {
 	const n = 20
-	zkc := sharedZooKeeper.For(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
-	log, _ := testLogger(t)
-
-	v1 := set(n, "v1")
-	g1, _ := pub.publish(v1)
-	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
-	waitGen(t, c, g1, v1)
+	pub, c := followedSet(t, n)
 	c.batchBytes.Store(1)
 
 	var (
@@ -83,14 +76,7 @@ func TestFetchReadsChangedItemsAtOnce(t *testing.T) {
 // item is counted as read and handed out with its content.
 func TestFetchReadsSmallItemsInOneRequest(t *testing.T) {
 	const n = 20
-	zkc := sharedZooKeeper.For(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
-	log, _ := testLogger(t)
-
-	v1 := set(n, "v1")
-	g1, _ := pub.publish(v1)
-	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
-	waitGen(t, c, g1, v1)
+	pub, c := followedSet(t, n)
 
 	var reads atomic.Int64
 	hook := func() { reads.Add(1) }
@@ -118,15 +104,8 @@ func TestFetchReadsSmallItemsInOneRequest(t *testing.T) {
 // once the item is repaired the new generation is handed out whole.
 func TestFetchBatchVerifiesEachItem(t *testing.T) {
 	const n = 20
-	zkc := sharedZooKeeper.For(t)
-	conn := zkc.Connect(t, 4*time.Second)
-	pub := newRawPublisher(t, conn, "/app/config")
-	log, _ := testLogger(t)
-
-	v1 := set(n, "v1")
-	g1, _ := pub.publish(v1)
-	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
-	waitGen(t, c, g1, v1)
+	pub, c := followedSet(t, n)
+	conn := pub.conn
 
 	for _, tc := range []struct {
 		name    string
@@ -197,6 +176,20 @@ func TestFetchBatchVerifiesEachItem(t *testing.T) {
 	}
 }
 
+// followedSet publishes n items under /app/config and returns the
+// publisher and a cache that holds them.
+func followedSet(t *testing.T, n int) (*rawPublisher, *Cache) {
+	t.Helper()
+	zkc := sharedZooKeeper.For(t)
+	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
+	log, _ := testLogger(t)
+	v1 := set(n, "v1")
+	g1, _ := pub.publish(v1)
+	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
+	waitGen(t, c, g1, v1)
+	return pub, c
+}
+
 // itemsOf returns s's items by name.
 func itemsOf(s *Snapshot) map[string][]byte {
 	m := make(map[string][]byte, s.Len())
@@ -247,14 +240,7 @@ func TestBatches(t *testing.T) {
 // with a Get each and handed out verified.
 func TestFetchWithoutMultiRead(t *testing.T) {
 	const n = 20
-	zkc := sharedZooKeeper.For(t)
-	pub := newRawPublisher(t, zkc.Connect(t, 4*time.Second), "/app/config")
-	log, _ := testLogger(t)
-
-	v1 := set(n, "v1")
-	g1, _ := pub.publish(v1)
-	c := newCache(t, "/app/config", WithServers(zkc.Addrs(), 4*time.Second), WithLogger(log))
-	waitGen(t, c, g1, v1)
+	pub, c := followedSet(t, n)
 
 	c.noMultiRead.Store(true)
 	before := c.Stats()
