@@ -255,3 +255,27 @@ func TestFetchWithoutMultiRead(t *testing.T) {
 		t.Errorf("items fetched %d, want %d", got, n)
 	}
 }
+
+// TestFetchBatchNoAuth: an item of a multiRead the cache may not read
+// fails that item alone with NoAuth (the server checks each read's ACL),
+// which the cache reports as a permission problem, as it would a Get's;
+// nothing of the generation is handed out.
+func TestFetchBatchNoAuth(t *testing.T) {
+	const n = 5
+	pub, c := followedSet(t, n)
+	if err := pub.conn.AddAuth("digest", []byte("pub:secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.conn.SetACL(pub.p.Item("item03"), zk.DigestACL(zk.PermAll, "pub", "secret"), -1); err != nil {
+		t.Fatal(err)
+	}
+	held := c.Snapshot()
+	gen, _ := pub.publish(set(n, "v2")) // five small items: one multiRead
+	st := waitState(t, c, "no permission", func(st StateInfo) bool { return errors.Is(st.Err, zk.ErrNoAuth) })
+	if st.State != StateStale {
+		t.Errorf("state %v, want stale", st.State)
+	}
+	if s := c.Snapshot(); s.Generation() != held.Generation() || gen == held.Generation() {
+		t.Fatalf("generation %d handed out; want %d kept", s.Generation(), held.Generation())
+	}
+}
