@@ -42,6 +42,14 @@ type Cache struct {
 	// beforeItemRead, when set (tests only), runs before every item read,
 	// on the goroutine that reads.
 	beforeItemRead atomic.Pointer[func()]
+	// noMultiRead: a server answered a multiRead ErrUnimplemented (older
+	// than 3.6, which then also closes the connection); items are read
+	// one request each from then on, whatever server the client reaches
+	// next: asking again after every reconnect would cost a reconnect
+	// each time on such a server. batchBytes, when set (tests only),
+	// replaces multiReadBytes.
+	noMultiRead atomic.Bool
+	batchBytes  atomic.Int64
 
 	snap    atomic.Pointer[Snapshot]
 	updates chan *Snapshot // 1 slot, latest value

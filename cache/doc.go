@@ -203,8 +203,9 @@
 // # Read protocol
 //
 // One goroutine runs the loop below (sync.go: one loop, one select; each
-// cycle is steps 2-7, read.go); item reads run several in flight
-// (WithFetchConcurrency) on the same connection (fetch.go). Why a wiped or
+// cycle is steps 2-7, read.go); item reads (multiReads of several items,
+// step 6) run several in flight (WithFetchConcurrency) on the same
+// connection (fetch.go). Why a wiped or
 // rebuilt ZooKeeper needs the incarnation and refused-session rules below
 // is in docs/design.md (Read protocol).
 //
@@ -286,8 +287,18 @@
 //     naming the item, which matches manifest.ErrTorn). Because every item
 //     is checked against the manifest read in step 3, a snapshot is exactly
 //     that generation, item for item; nothing from two generations is ever
-//     assembled. A publish that changes k items costs one root read and k
-//     item reads per cache (Stats). A candidate's item is read from the
+//     assembled. One changed item is read with a Get; several are read
+//     with ZooKeeper 3.6's multiRead, one request per up to 64 KiB of
+//     contents (an item larger than that alone), those requests in flight
+//     together: one round trip and one answer where a Get per item cost
+//     an answer and a goroutine's wake-up each. A multiRead is not a
+//     transaction and need not be: each item in it is verified as a Get's
+//     would be. A server older than 3.6 answers it "unimplemented" and
+//     closes the connection (the session lives on): the cache retries the
+//     cycle after the reconnect, as after any connection loss, and from
+//     then on reads every item with a Get of its own. A publish that changes k items costs one root read and one
+//     item request per cache for small items (k item reads in Stats); k
+//     requests without multiRead. A candidate's item is read from the
 //     stable item with the same sha256 when there is one, else from
 //     <meta>/roots/<key>/candidate/<sha256>, and verified against the
 //     candidate manifest alone.

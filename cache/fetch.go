@@ -46,7 +46,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 		// One item (the common case): read it here, not on a worker.
 		err = c.fetchOne(ctx, m, names, todo[0], path, items)
 	default:
-		err = c.fetchMany(ctx, m, names, todo, path, items)
+		err = c.fetchMany(ctx, m, names, c.batches(names, todo, items), path, items)
 	}
 	if err != nil {
 		return nil, err
@@ -129,6 +129,102 @@ func reuseHeld(m *manifest.Manifest, held *Snapshot) (names []string, items []en
 	return names, items, todo
 }
 
+// multiReadBytes bounds one multiRead: the client's receive buffer holds a
+// whole response, and the pages of it a response touches stay in the
+// process's memory, so a batch holds no more than one large item's read
+// would; the bound keeps the request far below the server's jute.maxbuffer
+// as well. An item counts its size, its name and multiReadItemCost (its
+// stat and the operation's headers, both ways).
+const (
+	multiReadBytes    = 64 << 10
+	multiReadItemCost = 128
+)
+
+// batches splits todo, the positions in names of the items to read, into
+// the reads sent: consecutive items of up to c.batchBytes together in one
+// multiRead (one request and one answer where 20 Gets were 20 of each,
+// woke 20 goroutines and, on a loaded host, spread the answers over
+// milliseconds), an item larger than that alone; every position once, in
+// order. Without multiRead (a server older than 3.6 said so) each item is
+// a read of its own.
+func (c *Cache) batches(names []string, todo []int, items []entry) [][]int {
+	if c.noMultiRead.Load() {
+		out := make([][]int, len(todo))
+		for k := range todo {
+			out[k] = todo[k : k+1 : k+1]
+		}
+		return out
+	}
+	limit := c.batchBytes.Load()
+	if limit == 0 {
+		limit = multiReadBytes
+	}
+	var out [][]int
+	start, size := 0, int64(0)
+	for k, i := range todo {
+		n := items[i].meta.Size + int64(len(names[i])) + multiReadItemCost
+		if k > start && size+n > limit {
+			out = append(out, todo[start:k:k])
+			start, size = k, 0
+		}
+		size += n
+	}
+	return append(out, todo[start:len(todo):len(todo)])
+}
+
+// readBatch reads the items at the positions batch of names, one Get for
+// a single item and one multiRead for several, and verifies each against
+// m; it returns one result per item, in batch's order. A server without
+// multiRead (ErrUnimplemented) gets the items one by one, and no further
+// multiRead from this cache (such a server closes the connection after
+// that answer: the Gets then fail and the cycle is retried after the
+// reconnect, once).
+func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, path func(string) string) []itemResult {
+	out := make([]itemResult, len(batch))
+	if len(batch) == 1 {
+		i := batch[0]
+		data, err := c.readItem(m, names[i], path)
+		out[0] = itemResult{i: i, data: data, err: err}
+		return out
+	}
+	if hook := c.beforeItemRead.Load(); hook != nil {
+		(*hook)()
+	}
+	paths := make([]string, len(batch))
+	for k, i := range batch {
+		paths[k] = path(names[i])
+	}
+	res, err := c.conn.MultiRead(paths...)
+	c.stats.requests.Add(1)
+	c.stats.itemRequests.Add(1)
+	c.stats.itemsFetched.Add(uint64(len(batch)))
+	if errors.Is(err, zk.ErrUnimplemented) {
+		c.noMultiRead.Store(true)
+		c.log.Info("ZooKeeper has no multiRead (older than 3.6; it closes the connection after refusing one): reading items one request each from now on")
+		for k, i := range batch {
+			data, err := c.readItem(m, names[i], path)
+			out[k] = itemResult{i: i, data: data, err: err}
+		}
+		return out
+	}
+	start := time.Now()
+	for k, i := range batch {
+		out[k].i = i
+		switch {
+		case err != nil:
+			out[k].err = err
+		case res[k].Error != nil:
+			out[k].err = res[k].Error
+		case !m.Items[names[i]].Matches(res[k].Data):
+			out[k].err = errMismatch
+		default:
+			out[k].data = res[k].Data
+		}
+	}
+	c.verifyNanos.Add(int64(time.Since(start)))
+	return out
+}
+
 // readItem reads item name from its node (path) and verifies it against m
 // (errMismatch).
 func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) string) ([]byte, error) {
@@ -145,6 +241,7 @@ func (c *Cache) readItemAs(it manifest.Item, name string, path func(string) stri
 	}
 	data, _, err := c.conn.Get(path(name))
 	c.stats.requests.Add(1)
+	c.stats.itemRequests.Add(1)
 	c.stats.itemsFetched.Add(1)
 	if err == nil {
 		start := time.Now()
@@ -188,16 +285,35 @@ type itemResult struct {
 	err  error
 }
 
-// fetchMany reads the items at the positions todo of names into items,
-// WithFetchConcurrency reads in flight; the first failure makes the
-// remaining reads skip (errAborted). A read error wins over a torn item;
-// of several torn items the one named first in sort order is reported,
-// the same one each time when it is the only one.
-func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []string, todo []int, path func(string) string, items []entry) error {
-	results := c.startReaders(ctx, m, names, todo, path)
+// fetchMany reads the items at the positions of batches (batches) into
+// items, WithFetchConcurrency reads in flight (one on the loop's goroutine
+// when there is one read); the first failure makes the remaining reads
+// skip (errAborted). A read error wins over a torn item; of several torn
+// items the one named first in sort order is reported, the same one each
+// time when it is the only one.
+func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []string, batches [][]int, path func(string) string, items []entry) error {
+	var results <-chan itemResult
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	if len(batches) == 1 {
+		var rs []itemResult
+		err := c.call(ctx, func() error { rs = c.readBatch(m, names, batches[0], path); return nil })
+		if err != nil {
+			return err
+		}
+		ch := make(chan itemResult, len(rs))
+		for _, r := range rs {
+			ch <- r
+		}
+		results = ch
+	} else {
+		results = c.startReaders(ctx, m, names, batches, n, path)
+	}
 	var torn *manifest.ItemMismatchError
 	var tornErr, firstErr error
-	for range todo {
+	for range n {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -228,34 +344,36 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []str
 	return nil
 }
 
-// startReaders starts the workers that read the items at the positions
-// todo of names and returns the channel that receives exactly one result
-// per item; it never blocks a worker. Close waits for the workers
-// (c.inflight).
-func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, names []string, todo []int, path func(string) string) <-chan itemResult {
-	results := make(chan itemResult, len(todo))
+// startReaders starts the workers that read the batches of item
+// positions (n items in all) of names and returns the channel that
+// receives exactly one result per item; it never blocks a worker. Close
+// waits for the workers (c.inflight).
+func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, names []string, batches [][]int, n int, path func(string) string) <-chan itemResult {
+	results := make(chan itemResult, n)
 	var next atomic.Int64
 	var abort atomic.Bool
-	workers := min(c.opts.concurrency, len(todo))
+	workers := min(c.opts.concurrency, len(batches))
 	c.inflight.Add(workers)
 	for range workers {
 		go func() {
 			defer c.inflight.Done()
 			for {
 				k := int(next.Add(1)) - 1
-				if k >= len(todo) {
+				if k >= len(batches) {
 					return
 				}
-				i := todo[k]
 				if abort.Load() || ctx.Err() != nil {
-					results <- itemResult{i: i, err: errAborted}
+					for _, i := range batches[k] {
+						results <- itemResult{i: i, err: errAborted}
+					}
 					continue
 				}
-				data, err := c.readItem(m, names[i], path)
-				if err != nil {
-					abort.Store(true)
+				for _, r := range c.readBatch(m, names, batches[k], path) {
+					if r.err != nil {
+						abort.Store(true)
+					}
+					results <- r
 				}
-				results <- itemResult{i: i, data: data, err: err}
 			}
 		}()
 	}

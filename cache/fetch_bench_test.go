@@ -53,7 +53,7 @@ func BenchmarkFetchMany(b *testing.B) {
 				for i, name := range names {
 					items[i].meta = m.Items[name]
 				}
-				if err := c.fetchMany(ctx, m, names, todo, c.itemPath, items); err != nil {
+				if err := c.fetchMany(ctx, m, names, c.batches(names, todo, items), c.itemPath, items); err != nil {
 					b.Fatal(err)
 				}
 			}

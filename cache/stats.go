@@ -18,8 +18,12 @@ type Stats struct {
 	MarkerChecks uint64
 	// Syncs counts sync requests (one per new session or reconnect).
 	Syncs uint64
-	// ItemsFetched counts item reads.
+	// ItemsFetched counts item reads (items, not requests: several small
+	// items share one request).
 	ItemsFetched uint64
+	// ItemRequests counts the requests that read items: a Get of one
+	// item, or a multiRead of several.
+	ItemRequests uint64
 	// Applied counts snapshots applied (handed out).
 	Applied uint64
 	// Resyncs counts full resyncs: after a reconnect, an expiry, or the
@@ -62,6 +66,7 @@ type Stats struct {
 type counters struct {
 	requests, rootReads, itemsFetched, applied atomic.Uint64
 	lastApply                                  atomic.Int64 // unix nanoseconds
+	itemRequests                               atomic.Uint64
 	markerChecks, syncs                        atomic.Uint64
 	resyncs, reconnects, expiries, tornRetries atomic.Uint64
 	backwardsRejected, markerWaits, errors     atomic.Uint64
@@ -76,6 +81,7 @@ func (c *counters) snapshot() Stats {
 		MarkerChecks:      c.markerChecks.Load(),
 		Syncs:             c.syncs.Load(),
 		ItemsFetched:      c.itemsFetched.Load(),
+		ItemRequests:      c.itemRequests.Load(),
 		Applied:           c.applied.Load(),
 		Resyncs:           c.resyncs.Load(),
 		Reconnects:        c.reconnects.Load(),

@@ -57,7 +57,7 @@ func TestCacheFollowsTree(t *testing.T) {
 	}
 	waitGen(t, c, 3, gen1)
 	after := c.Stats()
-	reads := (after.RootReads - before.RootReads) + (after.ItemsFetched - before.ItemsFetched) +
+	reads := (after.RootReads - before.RootReads) + (after.ItemRequests - before.ItemRequests) +
 		(after.MarkerChecks - before.MarkerChecks) + (after.Syncs - before.Syncs)
 	if got := after.Requests - before.Requests; got != reads {
 		t.Fatalf("%d requests but %d root, marker and item reads: something listed a directory", got, reads)

@@ -1325,6 +1325,40 @@ func (c *Conn) Multi(ops ...interface{}) ([]MultiResponse, error) {
 	return mr, err
 }
 
+// MultiReadResult is one read of a MultiRead (zkconf patch): the node's
+// data and stat, or Error (ErrNoNode, ErrNoAuth, ...) for that node alone.
+type MultiReadResult struct {
+	Data  []byte
+	Stat  *Stat
+	Error error
+}
+
+// MultiRead reads the data of every path in one request and one response
+// (ZooKeeper 3.6's multiRead; zkconf patch). Unlike Multi it is not a
+// transaction: each read succeeds or fails on its own, and the results
+// come in the order of paths. A server older than 3.6 answers
+// ErrUnimplemented.
+func (c *Conn) MultiRead(paths ...string) ([]MultiReadResult, error) {
+	req := &multiRequest{
+		Ops:        make([]multiRequestOp, 0, len(paths)),
+		DoneHeader: multiHeader{Type: -1, Done: true, Err: -1},
+	}
+	for _, p := range paths {
+		if err := validatePath(p, false); err != nil {
+			return nil, err
+		}
+		req.Ops = append(req.Ops, multiRequestOp{multiHeader{opGetData, false, -1}, &getDataRequest{Path: p}})
+	}
+	res := &multiReadResponse{Ops: make([]MultiReadResult, 0, len(paths))}
+	if _, err := c.request(opMultiRead, req, res, nil); err != nil {
+		return nil, err
+	}
+	if len(res.Ops) != len(paths) {
+		return nil, fmt.Errorf("zk: multiRead of %d paths answered %d results: %w", len(paths), len(res.Ops), ErrAPIError)
+	}
+	return res.Ops, nil
+}
+
 // IncrementalReconfig is the zookeeper reconfiguration api that allows adding and removing servers
 // by lists of members. For more info refer to the ZK documentation.
 //

@@ -29,6 +29,7 @@ const (
 	opReconfig        = 16
 	opCreateContainer = 19
 	opCreateTTL       = 21
+	opMultiRead       = 22 // zkconf patch: ZooKeeper 3.6's multiRead
 	opClose           = -11
 	opSetAuth         = 100
 	opSetWatches      = 101
@@ -124,6 +125,9 @@ var (
 	ErrSessionMoved            = errors.New("zk: session moved to another server, so operation is ignored")
 	ErrReconfigDisabled        = errors.New("attempts to perform a reconfiguration operation when reconfiguration feature is disabled")
 	ErrBadArguments            = errors.New("invalid arguments")
+	// ErrUnimplemented means the server does not know the request's
+	// operation (zkconf patch: MultiRead sent to a server older than 3.6).
+	ErrUnimplemented = errors.New("zk: operation not implemented by the server")
 	// ErrInvalidCallback         = errors.New("zk: invalid callback specified")
 
 	errCodeToError = map[ErrCode]error{
@@ -144,6 +148,7 @@ var (
 		errSessionMoved:      ErrSessionMoved,
 		errZReconfigDisabled: ErrReconfigDisabled,
 		errBadArguments:      ErrBadArguments,
+		errUnimplemented:     ErrUnimplemented, // zkconf patch
 	}
 )
 
@@ -215,6 +220,7 @@ var (
 		opGetChildren2:    "getChildren2",
 		opCheck:           "check",
 		opMulti:           "multi",
+		opMultiRead:       "multiRead",
 		opReconfig:        "reconfig",
 		opClose:           "close",
 		opSetAuth:         "setAuth",

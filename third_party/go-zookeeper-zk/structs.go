@@ -397,6 +397,45 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 	return total, multiErr
 }
 
+// multiReadResponse is the answer to a MultiRead (zkconf patch): one
+// result per path, each the node's data and stat or that read's error.
+type multiReadResponse struct {
+	Ops []MultiReadResult
+}
+
+func (r *multiReadResponse) Decode(buf []byte) (int, error) {
+	total := 0
+	for {
+		var header multiHeader
+		n, err := decodePacketValue(buf[total:], reflect.ValueOf(&header))
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if header.Done {
+			return total, nil
+		}
+		var res MultiReadResult
+		switch header.Type {
+		case opError:
+			var code ErrCode
+			n, err = decodePacketValue(buf[total:], reflect.ValueOf(&code))
+			res.Error = code.toError()
+		case opGetData:
+			var gd getDataResponse
+			n, err = decodePacketValue(buf[total:], reflect.ValueOf(&gd))
+			res.Data, res.Stat = gd.Data, &gd.Stat
+		default:
+			return total, ErrAPIError
+		}
+		if err != nil {
+			return total, err
+		}
+		total += n
+		r.Ops = append(r.Ops, res)
+	}
+}
+
 type watcherEvent struct {
 	Type  EventType
 	State State

@@ -67,8 +67,11 @@ var latBaseline = map[string]string{latDir: latConfd, latTemplate: latConfdTempl
 // verified (root read included); verify is the part of it spent hashing
 // (summed over reads in flight); persist the state file; stage, check and
 // swap the renderer's; status is commit-ack → the status node reports the
-// generation (written off the critical path).
-var latPhases = []string{"notification", "reads", "verify", "persist", "stage", "check", "swap", "rendered", "status node"}
+// generation (written off the critical path). in hand is commit-ack → the
+// agent's reads done (notification and reads), confd-style in hand the same
+// instant of the confd-style follower (commit-ack → its last item read,
+// from zkraw's timings): the reads of the two from the same instant.
+var latPhases = []string{"notification", "reads", "verify", "in hand", "confd-style in hand", "persist", "stage", "check", "swap", "rendered", "status node"}
 
 // LatencySet is one published set: Items items of Size bytes, Changed of
 // them changed by every publish.
@@ -673,6 +676,9 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if err != nil {
 		return nil, err
 	}
+	if phases["confd-style in hand"], err = readConfdTimings(cd.logPath, acks); err != nil {
+		return nil, err
+	}
 	phases["rendered"] = rendered[0]
 	phases["status node"] = statusAt
 	for _, p := range latPhases {
@@ -856,6 +862,33 @@ func timedRun(cmd *exec.Cmd) (int64, int64, error) {
 	return start.UnixNano(), int64(took), nil
 }
 
+// readConfdTimings reads the confd-style follower's "zkraw timings" lines
+// and returns commit-ack → every item in hand of the generations in acks.
+func readConfdTimings(path string, acks map[int64]int64) ([]int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for line := range bytes.Lines(b) {
+		js, ok := bytes.CutPrefix(line, []byte("zkraw timings "))
+		if !ok {
+			continue
+		}
+		var l struct {
+			Generation int64 `json:"generation"`
+			Items      int64 `json:"items"`
+		}
+		if err := json.Unmarshal(js, &l); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if ack, ok := acks[l.Generation]; ok {
+			out = append(out, l.Items-ack)
+		}
+	}
+	return out, nil
+}
+
 // readApplyTimings reads the agent's "apply timings" lines and returns,
 // per phase, the samples of the generations in acks (commit-ack, unix ns).
 func readApplyTimings(path string, acks map[int64]int64) (map[string][]int64, error) {
@@ -892,6 +925,7 @@ func readApplyTimings(path string, acks map[int64]int64) (map[string][]int64, er
 		ns := func(sec float64) int64 { return int64(sec * 1e9) }
 		out["notification"] = append(out["notification"], l.CycleStart.UnixNano()-ack)
 		out["reads"] = append(out["reads"], ns(l.Fetch))
+		out["in hand"] = append(out["in hand"], l.CycleStart.UnixNano()+ns(l.Fetch)-ack)
 		out["verify"] = append(out["verify"], ns(l.Verify))
 		out["persist"] = append(out["persist"], ns(l.Persist))
 		out["stage"] = append(out["stage"], ns(l.Stage))

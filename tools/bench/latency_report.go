@@ -310,7 +310,7 @@ func (r *LatencyReport) Markdown() string {
 	}
 
 	w("\n## The agent's phases, p50 (ms)\n\n")
-	w("In-process publisher. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; persist: the state file; stage, check, swap: the renderer (every target); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
+	w("In-process publisher. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; in hand: commit-ack → the agent's reads done; confd-style in hand: commit-ack → the confd-style follower's last item read; persist: the state file; stage, check, swap: the renderer (every target); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
 	w("| set |")
 	for _, p := range latPhases {
 		w(" %s |", p)

@@ -12,6 +12,15 @@
 // --template-out, each by write and rename: no verification, no fsync,
 // no state. It runs until SIGTERM.
 //
+// After every render it logs one line to standard error,
+//
+//	zkraw timings {"generation":G,"event":NS,"root":NS,"items":NS,"written":NS}
+//
+// with the wall clock (unix ns) when the root's watch fired (0 for the
+// first read), when the root's read was answered, when every item was in
+// hand and when both files were written: the benchmark subtracts the
+// publish's commit-ack, as it does from the agent's "apply timings".
+//
 // The floor of `confpush publish` is tools/cmd/zkfloor, a program of its
 // own that links no template engine.
 package main
@@ -120,10 +129,17 @@ func follow(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer conn.Close()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var event int64 // when the root's watch fired, unix ns
 	for ctx.Err() == nil {
 		data, _, ch, err := conn.GetW(*root)
+		r.t = timeline{event: event, root: time.Now().UnixNano()}
 		if err == nil {
 			err = r.render(conn, *root, data, *out, *tmplOut)
+		}
+		if err == nil {
+			r.t.written = time.Now().UnixNano()
+			fmt.Fprintf(stderr, "zkraw timings {\"generation\":%d,\"event\":%d,\"root\":%d,\"items\":%d,\"written\":%d}\n",
+				r.gen, r.t.event, r.t.root, r.t.items, r.t.written)
 		}
 		if err != nil {
 			log.Warn("retrying", "err", err)
@@ -135,15 +151,22 @@ func follow(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		select {
 		case <-ch:
+			event = time.Now().UnixNano()
 		case <-ctx.Done():
 		}
 	}
 	return nil
 }
 
+// timeline is one render's instants (unix ns), logged after it.
+type timeline struct {
+	event, root, items, written int64
+}
+
 // renderer holds what the template's helpers read.
 type renderer struct {
 	tmpl  *template.Template
+	t     timeline
 	gen   int64
 	names []string
 	items map[string][]byte
@@ -164,9 +187,11 @@ func (r *renderer) render(conn *zk.Conn, root string, data []byte, out, tmplOut 
 		wg.Go(func() { vals[i], _, errs[i] = conn.Get(root + "/" + n) })
 	}
 	wg.Wait()
+	r.t.items = time.Now().UnixNano()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	r.gen = m.Generation
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "gen=%08d\n", m.Generation)
 	for _, v := range vals {
@@ -178,7 +203,7 @@ func (r *renderer) render(conn *zk.Conn, root string, data []byte, out, tmplOut 
 	if r.tmpl == nil {
 		return nil
 	}
-	r.gen, r.names, r.items = m.Generation, names, make(map[string][]byte, len(names))
+	r.names, r.items = names, make(map[string][]byte, len(names))
 	for i, n := range names {
 		r.items[n] = vals[i]
 	}
