@@ -11,8 +11,19 @@ const (
 
 // ln10 is computed at its first use (zkconf's change: upstream parses it
 // in package initialisation, every process that links the package paying
-// for it; third_party/decimal/README.md).
-var ln10 = sync.OnceValue(func() constApproximation { return newConstApproximation(strLn10) })
+// for it; third_party/decimal/README.md). A sync.Once rather than
+// sync.OnceValue: the generic's dictionary would mark Decimal as used in
+// an interface, and the linker would then keep every exported method of
+// Decimal in every binary that also links text/template (277 KB).
+var (
+	ln10Once  sync.Once
+	ln10Value constApproximation
+)
+
+func ln10() constApproximation {
+	ln10Once.Do(func() { ln10Value = newConstApproximation(strLn10) })
+	return ln10Value
+}
 
 type constApproximation struct {
 	exact          Decimal

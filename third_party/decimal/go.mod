@@ -1,3 +1,3 @@
 module github.com/shopspring/decimal
 
-go 1.21
+go 1.10
