@@ -375,7 +375,11 @@ func readOpen(open func() (*os.File, error), limit int64) ([]byte, error) {
 // allocations and two copies for a 1 KiB item). A file that grew since is
 // read on, growing the buffer, up to most bytes.
 func readSized(r io.Reader, size, most int64) ([]byte, error) {
-	size = min(max(size, 0)+1, most)
+	if size < 0 || size >= most {
+		size = most
+	} else {
+		size++
+	}
 	r = io.LimitReader(r, most)
 	buf := make([]byte, 0, size)
 	for {

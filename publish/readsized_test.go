@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"testing"
 	"testing/iotest"
 )
@@ -15,7 +16,7 @@ import (
 func TestReadSized(t *testing.T) {
 	for _, n := range []int{0, 1, 511, 512, 1024, 5000} {
 		data := bytes.Repeat([]byte("abcdefg"), n/7+1)[:n]
-		for _, size := range []int64{0, int64(n), int64(n) - 1, int64(n) + 7, 1 << 40, -3} {
+		for _, size := range []int64{0, int64(n), int64(n) - 1, int64(n) + 7, 1 << 40, math.MaxInt64, -3} {
 			for _, most := range []int64{int64(n) + 1, int64(n), int64(n)/2 + 1, 1} {
 				got, err := readSized(iotest.HalfReader(bytes.NewReader(data)), size, most)
 				if err != nil {
