@@ -92,12 +92,21 @@ ZK_COPY := third_party/go-zookeeper-zk
 # expressions compiled at first use instead of at every process start
 # (its README says why); a module of its own too, vetted here.
 SEMVER_COPY := third_party/semver
+# third_party/decimal is shopspring/decimal (through sprig) with its ln(10)
+# table built at first use instead of at every process start (its README
+# says why); a module of its own too, vetted here.
+DECIMAL_COPY := third_party/decimal
+# third_party/gotenv is subosito/gotenv (through viper) with its regular
+# expressions compiled at first use (its README says why); vetted here too.
+GOTENV_COPY := third_party/gotenv
 
 vet:
 	$(GO) vet $(PKGS)
 	cd $(TOOLS) && $(GO) vet ./...
 	cd $(ZK_COPY) && $(GO) vet ./...
 	cd $(SEMVER_COPY) && $(GO) vet ./...
+	cd $(DECIMAL_COPY) && $(GO) vet ./...
+	cd $(GOTENV_COPY) && $(GO) vet ./...
 
 # check-go-min keeps GO_MIN true: go.mod declares it (a dependency upgrade
 # that needs a newer Go raises the go directive through go get or go mod
@@ -118,7 +127,8 @@ fmt:
 # internal/faultproxy, internal/cmd), which ship nowhere, and the upstream
 # code of $(ZK_COPY), which it flags 31 times (unchecked errors of
 # deadlines and closes, integer conversions of wire fields), and of
-# $(SEMVER_COPY), both of which zkconf keeps as upstream wrote them but for
+# $(SEMVER_COPY), $(DECIMAL_COPY) and $(GOTENV_COPY), all of which zkconf
+# keeps as upstream wrote them but for
 # their patches. staticcheck does not reach the copies (modules of their
 # own, outside ./...); it would flag
 # upstream style and the declarations only upstream's tests use. Excluded rules:
@@ -147,7 +157,8 @@ lint-static:
 	cd $(TOOLS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	GOSECGOVERSION=go$(GOSEC_MAIN_GO) $(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.22.11 -quiet -exclude=G304,G404 \
 		-exclude-dir=$(TOOLS) -exclude-dir=internal/zktest -exclude-dir=internal/faultproxy \
-		-exclude-dir=internal/cmd -exclude-dir=$(ZK_COPY) -exclude-dir=$(SEMVER_COPY) $(PKGS)
+		-exclude-dir=internal/cmd -exclude-dir=$(ZK_COPY) -exclude-dir=$(SEMVER_COPY) -exclude-dir=$(DECIMAL_COPY) \
+		-exclude-dir=$(GOTENV_COPY) $(PKGS)
 	cd $(TOOLS) && GOSECGOVERSION=go$(GOSEC_TOOLS_GO) $(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.22.11 -quiet \
 		-exclude=G104,G115,G204,G301,G302,G304,G306,G404 ./...
 

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -150,4 +151,65 @@ func TestPrefetchThenPublish(t *testing.T) {
 		t.Fatalf("publish after a failed prefetch: generation %d, want 4", res.Generation)
 	}
 	checkLive(t, p, 4, g5)
+}
+
+// TestPrefetchReadsItemsAndBlobs: the prefetched reads of the set's items
+// and blobs (each a go-zookeeper call on a goroutine of its own, not
+// through read) record what Publisher.get and Publisher.exists tell: a
+// live item's data, an item with no node as not existing, whether each
+// content's blob exists; and an ended context leaves them all out.
+func TestPrefetchReadsItemsAndBlobs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	p := newPub(t, c, "/prefetchreads")
+	g1 := items(3, 100, "g1")
+	mustPublish(t, p, Request{Items: g1})
+
+	next := clone(g1)
+	next["item-01.conf"] = content(100, "next") // a content with no blob yet
+	next["new.conf"] = content(100, "new")      // an item with no node
+	p.Prefetch(ctx, next)
+	r := p.takePrefetch()
+	<-r.done
+	if r.stErr != nil {
+		t.Fatalf("state read: %v", r.stErr)
+	}
+	for name := range next {
+		want, _, err := p.conn().Exists(p.paths.Item(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := r.items[name]
+		if !ok {
+			t.Errorf("%s: not read", name)
+			continue
+		}
+		if got.exists != want {
+			t.Errorf("%s: exists %v, want %v", name, got.exists, want)
+		}
+		if want && !bytes.Equal(got.data, g1[name]) {
+			t.Errorf("%s: read %q, want the live %q", name, got.data, g1[name])
+		}
+	}
+	for _, it := range hashItems(next) {
+		want, _, err := p.conn().Exists(p.paths.Blob(it.SHA256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := r.blobs[it.SHA256]; !ok || got != want {
+			t.Errorf("blob %s: recorded %v (read: %v), want %v", it.SHA256, got, ok, want)
+		}
+	}
+	if r.blobs[hashItems(next)["new.conf"].SHA256] {
+		t.Errorf("the new content's blob is recorded as existing")
+	}
+
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	p.Prefetch(dead, next)
+	r = p.takePrefetch()
+	<-r.done
+	if len(r.items) != 0 || len(r.blobs) != 0 || !errors.Is(r.stErr, context.Canceled) {
+		t.Errorf("with an ended context: %d items, %d blobs, state error %v; want none and context.Canceled", len(r.items), len(r.blobs), r.stErr)
+	}
 }

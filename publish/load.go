@@ -358,7 +358,7 @@ func readOpen(open func() (*os.File, error), limit int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s, not a regular file (changed since it was listed)", kind(st.Mode()))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	data, err := readSized(f, st.Size(), limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -366,6 +366,35 @@ func readOpen(open func() (*os.File, error), limit int64) ([]byte, error) {
 		return nil, &TooLargeError{What: "item", Size: int64(len(data)), Limit: limit}
 	}
 	return data, nil
+}
+
+// readSized reads r to its end, at most max bytes, into a buffer sized for
+// size bytes (the file's size when it was opened) and one more, so that a
+// file that did not change is read in one buffer and its end seen without
+// growing it (io.ReadAll starts at 512 bytes and grows by copying: three
+// allocations and two copies for a 1 KiB item). A file that grew since is
+// read on, growing the buffer, up to most bytes.
+func readSized(r io.Reader, size, most int64) ([]byte, error) {
+	if size < 0 || size >= most {
+		size = most
+	} else {
+		size++
+	}
+	r = io.LimitReader(r, most)
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // LoadFiles reads the given files as items named by their base names.

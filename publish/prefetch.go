@@ -2,9 +2,14 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // Bounds of the speculative reads a publish sends beside its state,
@@ -100,7 +105,6 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
 	w := &stepTwo{items: make(map[string]liveItem, len(sp.names)), blobs: make(map[string]bool, len(sp.shas))}
 	readACL := p.cachedACLs() == nil
-	var mu sync.Mutex
 	const fixed = stateReadCount + 2 // the state's reads, the ACLs, the candidate
 	n := fixed + len(sp.names) + len(sp.shas)
 	// finish closes done once: with the reads' results (take) or with
@@ -121,64 +125,184 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 			close(r.done)
 		})
 	}
+	run := &stepTwoRun{p: p, ctx: inlineReads(ctx), sp: sp, w: w, readACL: readACL}
+	run.left.Store(int64(n))
 	stop := context.AfterFunc(ctx, func() { finish(false) })
-	ictx := inlineReads(ctx)
-	var sr stateReads
-	var stErrs [stateReadCount]error
-	var left atomic.Int64
-	left.Store(int64(n))
-	for i := range n {
-		go func() {
-			defer func() {
-				if left.Add(-1) == 0 {
-					// The last answer: assemble the state here. A read
-					// that failed, or that the context's end kept from
-					// starting (callInline), fails it with its error.
-					if err := firstError(stErrs[:]); err != nil {
-						w.stErr = err
-					} else {
-						w.st, w.stErr = p.stateFrom(ictx, &sr)
-					}
-					stop()
-					finish(true)
-				}
-			}()
-			r := w
-			switch {
-			case i < stateReadCount:
-				stErrs[i] = p.readStatePart(ictx, &sr, i)
-			case i == stateReadCount:
-				if readACL {
-					in, err := p.readACLs(ictx)
-					r.acl, r.aclErr = &in, err
-				}
-			case i == stateReadCount+1:
-				if s, err := p.exists(ictx, p.paths.Candidate()); err == nil {
-					found := s != nil
-					mu.Lock()
-					r.candidate = &found
-					mu.Unlock()
-				}
-			case i < fixed+len(sp.names):
-				name := sp.names[i-fixed]
-				d, s, err := p.get(ictx, p.paths.Item(name))
-				if err == nil {
-					mu.Lock()
-					r.items[name] = liveItem{data: d, exists: s != nil}
-					mu.Unlock()
-				}
-			default:
-				sha := sp.shas[i-fixed-len(sp.names)]
-				if s, err := p.exists(ictx, p.paths.Blob(sha)); err == nil {
-					mu.Lock()
-					r.blobs[sha] = s != nil
-					mu.Unlock()
-				}
-			}
-		}()
+	run.last = func() {
+		// The last answer: assemble the state here. A read that failed,
+		// or that the context's end kept from starting (callInline),
+		// fails it with its error.
+		if err := firstError(run.stErrs[:]); err != nil {
+			w.stErr = err
+		} else {
+			w.st, w.stErr = p.stateFrom(run.ctx, &run.sr)
+		}
+		stop()
+		finish(true)
+	}
+	for i := range fixed {
+		go run.one(i)
+	}
+	for _, name := range sp.names {
+		go run.readItem(name, p.paths.Item(name))
+	}
+	for _, sha := range sp.shas {
+		go run.readBlob(sha, p.paths.Blob(sha))
 	}
 	runtime.Gosched()
 	return r
+}
+
+// stepTwoRun is what startStepTwo's reads share: each read is a goroutine
+// of its own (one, readItem, readBlob). The goroutine of an item's or a
+// blob's read (all but five of a small set's) mostly stays within its
+// first stack (2 KiB, of which the runtime leaves about 1.1 for frames):
+// its read is one go-zookeeper call made from a small frame, not through
+// read and readNode, whose generic frames and a closure holding every
+// kind's locals (544 bytes) made each of these goroutines copy its stack
+// once, 40 copies for a one-item publish of 20 items, a sixth of that
+// publish's CPU samples with the goroutines' starts
+// (docs/bench/latency-pushpath-2026-11-27b/notes.md). The outcomes are
+// read's: an uncertain error is retried through it, after its first pause.
+type stepTwoRun struct {
+	p       *Publisher
+	ctx     context.Context // marked for inline reads
+	sp      speculation
+	w       *stepTwo // the private copy the reads fill
+	readACL bool
+	mu      sync.Mutex // w's maps and candidate
+	sr      stateReads
+	stErrs  [stateReadCount]error
+	left    atomic.Int64 // reads yet to answer
+	last    func()       // run by the last read to answer
+}
+
+// one makes read i of the state's, the ACLs' and the candidate's, then
+// runs last if it was the last to answer.
+func (r *stepTwoRun) one(i int) {
+	defer r.answered()
+	switch i {
+	case stateReadCount:
+		if r.readACL {
+			r.readACLs()
+		}
+	case stateReadCount + 1:
+		r.readCandidate()
+	default:
+		r.readState(i)
+	}
+}
+
+func (r *stepTwoRun) answered() {
+	if r.left.Add(-1) == 0 {
+		r.last()
+	}
+}
+
+//go:noinline
+func (r *stepTwoRun) readState(i int) {
+	r.stErrs[i] = r.p.readStatePart(r.ctx, &r.sr, i)
+}
+
+//go:noinline
+func (r *stepTwoRun) readACLs() {
+	in, err := r.p.readACLs(r.ctx)
+	r.w.acl, r.w.aclErr = &in, err
+}
+
+//go:noinline
+func (r *stepTwoRun) readCandidate() {
+	if s, err := r.p.exists(r.ctx, r.p.paths.Candidate()); err == nil {
+		found := s != nil
+		r.mu.Lock()
+		r.w.candidate = &found
+		r.mu.Unlock()
+	}
+}
+
+// readItem reads the live item name at path as Publisher.get does (item),
+// then runs last if it was the last to answer.
+func (r *stepTwoRun) readItem(name, path string) {
+	if r.ctx.Err() == nil {
+		d, _, err := r.p.conn().Get(path)
+		r.item(name, d, err)
+	}
+	r.answered()
+}
+
+// readBlob stats the blob of sha at path as Publisher.exists does (blob),
+// then runs last if it was the last to answer.
+func (r *stepTwoRun) readBlob(sha, path string) {
+	if r.ctx.Err() == nil {
+		ok, _, err := r.p.conn().Exists(path)
+		r.blob(sha, ok, err)
+	}
+	r.answered()
+}
+
+// item records the answer to readItem's read: a node that does not exist
+// as such, another error by leaving the item out, an uncertain one by
+// retrying (retryItem).
+//
+//go:noinline
+func (r *stepTwoRun) item(name string, d []byte, err error) {
+	switch {
+	case err == nil:
+		r.setItem(name, liveItem{data: d, exists: true})
+	case errors.Is(err, zk.ErrNoNode):
+		r.setItem(name, liveItem{})
+	case zkclient.IsUncertain(err):
+		r.retryItem(name)
+	}
+}
+
+// blob records the answer to readBlob's read: an error by leaving the
+// blob out, an uncertain one by retrying (retryBlob).
+//
+//go:noinline
+func (r *stepTwoRun) blob(sha string, exists bool, err error) {
+	switch {
+	case err == nil:
+		r.setBlob(sha, exists)
+	case zkclient.IsUncertain(err):
+		r.retryBlob(sha)
+	}
+}
+
+// retryItem and retryBlob go on, after read's first pause, with a read
+// whose first attempt failed with an uncertain error, unless ctx ended:
+// as read would have.
+//
+//go:noinline
+func (r *stepTwoRun) retryItem(name string) {
+	if readRetry().Sleep(r.ctx, 1) != nil {
+		return
+	}
+	if d, s, err := r.p.get(r.ctx, r.p.paths.Item(name)); err == nil {
+		r.setItem(name, liveItem{data: d, exists: s != nil})
+	}
+}
+
+//go:noinline
+func (r *stepTwoRun) retryBlob(sha string) {
+	if readRetry().Sleep(r.ctx, 1) != nil {
+		return
+	}
+	if s, err := r.p.exists(r.ctx, r.p.paths.Blob(sha)); err == nil {
+		r.setBlob(sha, s != nil)
+	}
+}
+
+func (r *stepTwoRun) setItem(name string, it liveItem) {
+	r.mu.Lock()
+	r.w.items[name] = it
+	r.mu.Unlock()
+}
+
+func (r *stepTwoRun) setBlob(sha string, exists bool) {
+	r.mu.Lock()
+	r.w.blobs[sha] = exists
+	r.mu.Unlock()
 }
 
 // firstError returns the first non-nil error of errs.

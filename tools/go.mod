@@ -65,3 +65,11 @@ replace github.com/go-zookeeper/zk => ../third_party/go-zookeeper-zk
 // The semver copy whose regular expressions compile at first use (the
 // zkconf module's go.mod says why).
 replace github.com/Masterminds/semver/v3 => ../third_party/semver
+
+// The decimal copy whose ln(10) is computed at first use (the zkconf
+// module's go.mod says why).
+replace github.com/shopspring/decimal => ../third_party/decimal
+
+// The gotenv copy whose regular expressions compile at first use (the
+// zkconf module's go.mod says why).
+replace github.com/subosito/gotenv => ../third_party/gotenv

@@ -92,7 +92,9 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				return usagef("--expect-generation must not be negative")
 			}
 			// The session is established while the input is read and
-			// checked; it is used only once the input passed.
+			// checked; it is used only once the input passed. The
+			// collector is relaxed before the dial allocates its buffers.
+			settleGC := relaxGCForPublish()
 			a.startDial(cmd)
 			msg, msgErr := a.message()
 			items, ignored, emptyDirs, err := loadInput(args, a.loadOptions(), a.validating(), a.v.GetBool("allow-empty"))
@@ -112,7 +114,7 @@ one line per change; ctrl-C leaves the rollout as it is.`,
 				a.early.abandon()
 				return err
 			}
-			relaxGCForPublish(items)
+			settleGC(items)
 			a.prefetch = items
 			ctx, p, cl, done, err := a.session(cmd)
 			if err != nil {

@@ -21,19 +21,33 @@ const (
 	shortPublishSetBytes  = 4 << 20
 )
 
-// relaxGCForPublish lets the heap of a publish of items grow to
-// shortPublishGCPercent before the first collection when the set is
-// small, unless GOGC in the environment says otherwise.
-func relaxGCForPublish(items map[string][]byte) {
+// relaxGCForPublish raises the collector's percentage to
+// shortPublishGCPercent for a publish, unless GOGC in the environment says
+// otherwise, and returns settle, which the publish calls once its set is
+// read: a set over shortPublishSetBytes puts the runtime's setting back.
+//
+// The raise comes before the set is known because the session is dialed
+// while the set is read (startDial): the dial allocates go-zookeeper's two
+// 1.5 MiB buffers, which with initialisation's heap cross the default's
+// first goal, and raised only after the read, a collection had often
+// started already (12 of 40 publishes under perf, each a tenth of that
+// publish's CPU; docs/bench/latency-pushpath-2026-11-27b/notes.md).
+// Reading the set makes little garbage (each item is read into a buffer
+// of its size), so the raise does not grow a large set's peak heap before
+// settle.
+func relaxGCForPublish() (settle func(items map[string][]byte)) {
 	if os.Getenv("GOGC") != "" {
-		return
+		return func(map[string][]byte) {}
 	}
-	n := 0
-	for _, b := range items {
-		n += len(b)
-		if n > shortPublishSetBytes {
-			return
+	prev := debug.SetGCPercent(shortPublishGCPercent)
+	return func(items map[string][]byte) {
+		n := 0
+		for _, b := range items {
+			n += len(b)
+			if n > shortPublishSetBytes {
+				debug.SetGCPercent(prev)
+				return
+			}
 		}
 	}
-	debug.SetGCPercent(shortPublishGCPercent)
 }

@@ -1,0 +1,3 @@
+module github.com/shopspring/decimal
+
+go 1.10

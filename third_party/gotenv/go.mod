@@ -1,0 +1,14 @@
+module github.com/subosito/gotenv
+
+go 1.18
+
+require (
+	github.com/stretchr/testify v1.7.5
+	golang.org/x/text v0.12.0
+)
+
+require (
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
