@@ -16,7 +16,10 @@
 ARG GO_VERSION=1.25
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
+# The replace directives of go.mod name the patched copies in third_party/:
+# go mod download reads their go.mod files.
 COPY go.mod go.sum ./
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 ARG VERSION=dev
