@@ -402,3 +402,53 @@ targets:
 		t.Errorf("confagent's log:\n%s", runOut)
 	}
 }
+
+// TestDockerfileDownloadsModules replays the Dockerfile's build stage up
+// to its `go mod download`: only what the COPY lines before it bring into
+// the context, then the download, against the module cache (GOPROXY=off,
+// as the test has no network). TestContainerImage replaces the build
+// stage, so without this test a replace directive naming a directory the
+// early COPY lines leave out (third_party/semver was one) breaks the
+// image's build unnoticed.
+func TestDockerfileDownloadsModules(t *testing.T) {
+	root := repo(t)
+	dockerfile, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.TempDir()
+	downloaded := false
+	for _, line := range strings.Split(string(dockerfile), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "RUN" && strings.Join(f[1:], " ") == "go mod download" {
+			downloaded = true
+			break
+		}
+		if f[0] != "COPY" || len(f) < 3 || strings.HasPrefix(f[1], "--") {
+			continue
+		}
+		if f[1] == "." {
+			t.Fatal("the Dockerfile copies the whole context before go mod download: the module layer is no longer cached apart from the sources")
+		}
+		dest := f[len(f)-1]
+		for _, src := range f[1 : len(f)-1] {
+			to := filepath.Join(ctx, dest) // COPY dir/ dir/
+			if dest == "./" || dest == "." {
+				to = filepath.Join(ctx, filepath.Base(src)) // COPY go.mod go.sum ./
+			}
+			command(t, "", "cp", "-a", filepath.Join(root, strings.TrimSuffix(src, "/")), to)
+		}
+	}
+	if !downloaded {
+		t.Fatal("the Dockerfile has no RUN go mod download")
+	}
+	cmd := exec.Command("go", "mod", "download")
+	cmd.Dir = ctx
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download with what the Dockerfile copied before it: %v\n%s", err, out)
+	}
+}
