@@ -753,21 +753,34 @@ func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[s
 // the one before without following a link (a link found where a
 // directory should be is a difference, never followed).
 func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
-	// One root for gen: each file is then one system call away, not an
-	// open of gen per file.
-	groot, err := root.OpenRoot(gen)
+	dirs := payloadDirs(files)
+	// gen opened once: each file is then one system call away, not an
+	// open of gen per file. A flat payload's gen as one bare descriptor
+	// (flatDir), a tree's as an os.Root that sub-directories are opened
+	// in.
+	var groot *os.Root
+	var flat *flatDir
+	if len(dirs) == 0 {
+		flat, err = openFlat(root, gen)
+	}
+	if flat == nil {
+		groot, err = root.OpenRoot(gen)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil, nil
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
 	}
-	defer func() { _ = groot.Close() }()
+	if flat != nil {
+		defer flat.close()
+	} else {
+		defer func() { _ = groot.Close() }()
+	}
 	var old map[string]fileRecord
 	if w.rec != nil && w.rec.name == gen {
 		old = w.rec.files
 	}
-	dirs := payloadDirs(files)
 	same = true
 	keep = make(map[string]fileRecord, len(files))
 	// The new record of gen: keep, plus files still vouched for that
@@ -781,9 +794,18 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 		}
 	}()
 	seenFiles, seenDirs := 0, 0
-	var walk func(r *os.Root, rel string) error
-	walk = func(r *os.Root, rel string) error {
-		entries, err := readDirIn(r, ".")
+	// walk compares the directory rel of gen, open as r (or, gen itself
+	// of a flat payload, as flat).
+	var walk func(r *os.Root, flat *flatDir, rel string) error
+	walk = func(r *os.Root, flat *flatDir, rel string) error {
+		var entries []fs.DirEntry
+		var in entryDir = rootDir{r}
+		if flat != nil {
+			entries, err = flat.list()
+			in = flat
+		} else {
+			entries, err = readDirIn(r, ".")
+		}
 		if err != nil {
 			return fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen, rel), err))
 		}
@@ -809,7 +831,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 				if sub == nil {
 					continue
 				}
-				err = walk(sub, p)
+				err = walk(sub, nil, p)
 				_ = sub.Close()
 				if err != nil {
 					return err
@@ -821,7 +843,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 					continue
 				}
 				seenFiles++
-				fr, match, err := checkFile(r, e.Name(), old[p], data, opts)
+				fr, match, err := checkFile(in, e.Name(), old[p], data, opts)
 				if err != nil {
 					return err
 				}
@@ -839,7 +861,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 		}
 		return nil
 	}
-	if err := walk(groot, ""); err != nil {
+	if err := walk(groot, flat, ""); err != nil {
 		return false, nil, err
 	}
 	same = same && seenFiles == len(files) && seenDirs == len(dirs)
@@ -940,9 +962,9 @@ func topNames(files map[string][]byte) map[string]bool {
 // (issue 27's 20/20 and 100/100: each file written by one apply, read back
 // by the next) is not worth it: a missed match costs a new file with the
 // same content, never a wrong one.
-func checkFile(root *os.Root, name string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
+func checkFile(root entryDir, name string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
 	if old.trusted || (old.id != (fileID{}) && !sameBytes(old.data, data)) {
-		fi, err := root.Lstat(name)
+		fi, err := root.lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fileRecord{}, false, nil
 		}
@@ -961,12 +983,27 @@ func checkFile(root *os.Root, name string, old fileRecord, data []byte, opts Fil
 		}
 	}
 	now := time.Now()
-	fi, same, err := sameFileInfo(root, name, data, opts)
+	fi, same, err := root.sameFile(name, data, opts)
 	if err != nil || !same {
 		return fileRecord{}, false, err
 	}
 	id, ok := idOf(fi)
 	return fileRecord{data: data, id: id, trusted: ok && now.Sub(fi.ModTime()) > racyWindow(fi.ModTime())}, true, nil
+}
+
+// entryDir is a directory checkFile looks at files in: an os.Root
+// (rootDir), or a flat generation directory's bare descriptor (flatDir).
+type entryDir interface {
+	lstat(name string) (fs.FileInfo, error)
+	sameFile(name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error)
+}
+
+// rootDir is an entryDir through an os.Root.
+type rootDir struct{ r *os.Root }
+
+func (d rootDir) lstat(name string) (fs.FileInfo, error) { return d.r.Lstat(name) }
+func (d rootDir) sameFile(name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
+	return sameFileInfo(d.r, name, data, opts)
 }
 
 // sameBytes is bytes.Equal that skips the comparison for two views of the

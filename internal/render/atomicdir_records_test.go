@@ -544,3 +544,47 @@ func TestDirWriterReplacedBeforeLinkFound(t *testing.T) {
 		t.Fatalf("Matches after the repair = %v, %v", ok, err)
 	}
 }
+
+// TestDirWriterGenFileBecomesLink: a file of the current generation
+// replaced by a symbolic link to a file outside the directory that holds
+// exactly the payload is drift, never followed: the comparison (a flat
+// set's, through the generation directory's bare descriptor) reports it,
+// the write replaces the link with a regular file, and the file outside
+// is left as it was.
+func TestDirWriterGenFileBecomesLink(t *testing.T) {
+	files := bigPayload(5, 512, "v1")
+	dir, w := settled(t, files)
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, files["item-002.conf"], 0o640); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "item-002.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, real); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []func(map[string][]byte, FileOptions) (bool, error){w.MatchesCurrent, w.Matches} {
+		if ok, err := check(files, opts(0o640)); err != nil || ok {
+			t.Fatalf("check with a link in the set = %v, %v; want drift", ok, err)
+		}
+	}
+	if changed, err := w.Write(files, opts(0o640)); err != nil || !changed {
+		t.Fatalf("repairing Write = %v, %v", changed, err)
+	}
+	assertSet(t, dir, files, 0o640)
+	gen, err := CurrentPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(gen, "item-002.conf")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("item-002.conf after the repair: %v, %v; want a regular file", fi, err)
+	}
+	if got, err := os.ReadFile(outside); err != nil || string(got) != string(files["item-002.conf"]) {
+		t.Fatalf("the file outside changed: %q, %v", got, err)
+	}
+}
