@@ -94,7 +94,8 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //  5. Create "..<timestamp>.<random>" (mode 0755). Hard-link every kept
 //     file from the current set (same inode: the current set is immutable
 //     and was fsynced when written, so the link is as durable and nothing
-//     is read or written), and record the ctime the link gave the inode;
+//     is read or written; a flat name is one linkat, not followed by an
+//     lstat), and note that the link gave the inode a new ctime (below);
 //     write every other file with its final mode and
 //     owner and fsync it (and write it too if linking fails, as on a
 //     filesystem without hard links). fsync the directory, so the set is
@@ -117,8 +118,8 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //     the time of the swap, and remove it once the grace period has passed:
 //     Sweep does that (the caller runs it on a timer), and so does step 2
 //     of every later write. A kept file lives on through its link in the
-//     new directory; whenever a previous directory is removed, record the
-//     ctime this gave the kept files.
+//     new directory; whenever a previous directory is removed, note that
+//     this gave the kept files a new ctime.
 //
 // Matches runs steps 1, 3 and 4 (and the link checks of 9) without
 // writing anything, to find drift.
@@ -137,8 +138,14 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 // and also any staged set it was linked into; the edit changes the
 // inode's ctime and mtime (or, through a rename, the inode), so the next
 // comparison no longer trusts the record, reads the file and finds the
-// difference. A record is refreshed after our own link or unlink only if
-// the mtime, size, mode and owner are still the verified ones.
+// difference. Our own links and unlinks change a kept inode's ctime too:
+// rather than lstat every file after each, the record notes the time the
+// call ended by (fileRecord.ownBy), and the next lstat that looks at the
+// file anyway accepts a ctime up to then, when the inode, mtime, size,
+// mode and owner are still the verified ones. A kept file replaced in the
+// current set between step 4 and its link (another inode) is found by the
+// next comparison of the new set, like an edit after the swap: the agent
+// makes one right after every apply (MatchesCurrent).
 //
 // Consumers that need a consistent set must resolve "..data" once and read
 // every file through the resolved directory (ReadCurrent does that, and
@@ -167,6 +174,10 @@ type DirWriter struct {
 	// ownerSweeps: the directories this DirWriter retired are removed by
 	// Sweep only, never by a write's step 2 (SetOwnerSweeps).
 	ownerSweeps bool
+
+	// beforeLink, when set (tests), runs before a kept file is linked
+	// into a staged generation.
+	beforeLink func(name string)
 }
 
 // retiredDir is a previous generation directory kept for its grace period.
@@ -235,36 +246,19 @@ func (w *DirWriter) Sweep() (next time.Duration, err error) {
 	}
 	w.retired = keep
 	if removed {
-		w.refreshCurrent(root, current)
+		w.refreshCurrent(current)
 	}
 	return next, errlist.Join(errs...)
 }
 
-// refreshCurrent records the ctime that removing a previous generation
-// directory gave the files of current linked from it.
-func (w *DirWriter) refreshCurrent(root *os.Root, current string) {
+// refreshCurrent notes that removing a previous generation directory
+// changed the ctime of the files of current linked from it (markOwn: the
+// next lstat of each accepts it, no lstat now).
+func (w *DirWriter) refreshCurrent(current string) {
 	if w.rec == nil || w.rec.name != current {
 		return
 	}
-	refreshIn(root, current, w.rec.files, nil)
-}
-
-// refreshIn refreshes the records recs of the files of generation
-// directory gen of root (only those also in only, unless only is nil),
-// with gen opened once: one lstat per file rather than an open of gen,
-// an lstat and a close.
-func refreshIn(root *os.Root, gen string, recs, only map[string]fileRecord) {
-	groot, err := root.OpenRoot(gen)
-	if err != nil {
-		clear(recs) // untrusted: every file is read at the next comparison
-		return
-	}
-	defer groot.Close()
-	for name, fr := range recs {
-		if _, ok := only[name]; ok || only == nil {
-			recs[name] = refresh(fr, groot, name)
-		}
-	}
+	markOwn(w.rec.files, nil)
 }
 
 // retiredAt returns when DirWriter retired the directory name.
@@ -307,7 +301,8 @@ func racyWindow(mtime time.Time) time.Duration {
 // fileID is what lstat says about a file, minus the link count: equal IDs
 // mean the same inode with the same size, mode, owner, modification and
 // change times. Hard-linking a file and removing a link change its ctime,
-// so DirWriter records the ctime again after doing either (refresh).
+// so DirWriter notes after doing either that a newer ctime may be its own
+// (fileRecord.ownBy).
 type fileID struct {
 	dev, ino     uint64
 	size         int64
@@ -316,43 +311,55 @@ type fileID struct {
 	mtime, ctime int64
 }
 
-// refresh returns fr with the ctime that lstat shows now for the file name
-// of root, if it is still fr's inode with fr's size, mode, owner and
-// mtime; an untrusted record (the file will be read) otherwise.
-func refresh(fr fileRecord, root *os.Root, name string) fileRecord {
-	if !fr.trusted {
-		return fr
-	}
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return fileRecord{}
-	}
-	return refreshed(fr, fi)
-}
-
-// refreshed is refresh with the file's lstat already taken.
-func refreshed(fr fileRecord, fi fs.FileInfo) fileRecord {
-	if !fr.trusted {
-		return fr
-	}
-	id, ok := idOf(fi)
-	if !ok {
-		return fileRecord{}
-	}
-	want := fr.id
-	want.ctime = id.ctime
-	if id != want {
-		return fileRecord{}
-	}
-	fr.id = id
-	return fr
-}
-
 // fileRecord says that a file held data when its identity was id.
 type fileRecord struct {
 	data    []byte
 	id      fileID
 	trusted bool // id can vouch for data (see racyWindow)
+	// ownBy (Unix ns, 0: never) bounds this DirWriter's own links and
+	// unlinks of the inode: each changes its ctime and nothing else, and
+	// the kernel dates it no later than the clock read after the call.
+	// A ctime newer than id's and not newer than ownBy, with every other
+	// field of id unchanged, is one of ours (see sameID). The next lstat
+	// that looks at the file anyway accepts it, rather than an lstat of
+	// every linked file after each link and each removal of a generation.
+	ownBy int64
+}
+
+// sameID reports whether id, what lstat shows now, is the file fr
+// recorded: its identity, or its identity with a ctime that only this
+// DirWriter's own links and unlinks can have given it (fr.ownBy). It
+// returns the record with id's ctime.
+//
+// What this lets through is what an lstat right after each of those
+// calls would have let through too: an edit that keeps the inode, the
+// size, the mode, the owner and the mtime (written, then its mtime put
+// back) made between the call and the clock read after it, or within the
+// same tick of the kernel's coarse clock.
+func sameID(fr fileRecord, id fileID) (fileRecord, bool) {
+	if id == fr.id {
+		return fr, true
+	}
+	want := fr.id
+	want.ctime = id.ctime
+	if fr.ownBy == 0 || id != want || id.ctime < fr.id.ctime || id.ctime > fr.ownBy {
+		return fr, false
+	}
+	fr.id = id
+	return fr, true
+}
+
+// markOwn notes in the records recs (only those also in only, unless only
+// is nil) that this DirWriter linked or unlinked their inodes before now:
+// see fileRecord.ownBy.
+func markOwn(recs, only map[string]fileRecord) {
+	now := time.Now().UnixNano()
+	for name, fr := range recs {
+		if _, ok := only[name]; (ok || only == nil) && fr.id != (fileID{}) {
+			fr.ownBy = now
+			recs[name] = fr
+		}
+	}
 }
 
 // genRecord records the files of one generation directory.
@@ -552,7 +559,7 @@ func (s *StagedDir) Abort() {
 	// Removing the links changed the ctime of the current files linked
 	// into the staged set.
 	if rec := s.w.rec; rec != nil && len(s.recs) > 0 {
-		refreshIn(s.root, rec.name, rec.files, s.recs)
+		markOwn(rec.files, s.recs)
 	}
 }
 
@@ -603,11 +610,17 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 	}
 	s.done = true
 	defer root.Close()
-	if err := root.Remove(DataTmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		_ = root.RemoveAll(s.name)
-		return false, fmt.Errorf("render: remove stale %w", pathError("remove", filepath.Join(w.dir, DataTmpLink), err))
+	// A stale "..data_tmp" (a crash's) was removed by prepare's listing;
+	// one that is there by now is removed and the symlink made again.
+	err = root.Symlink(s.name, DataTmpLink)
+	if errors.Is(err, fs.ErrExist) {
+		if err := root.Remove(DataTmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = root.RemoveAll(s.name)
+			return false, fmt.Errorf("render: remove stale %w", pathError("remove", filepath.Join(w.dir, DataTmpLink), err))
+		}
+		err = root.Symlink(s.name, DataTmpLink)
 	}
-	if err := root.Symlink(s.name, DataTmpLink); err != nil {
+	if err != nil {
 		_ = root.RemoveAll(s.name)
 		return false, fmt.Errorf("render: %w", pathError("symlink", filepath.Join(w.dir, DataTmpLink), err))
 	}
@@ -629,8 +642,8 @@ func (s *StagedDir) commit(recheck bool) (bool, error) {
 		// Removing the previous set changed the ctime of every file
 		// linked from it. A set kept for its grace period still holds
 		// its links: the ctimes change when Sweep (or a later write)
-		// removes it, and that refreshes the record then.
-		refreshIn(root, s.name, s.recs, nil)
+		// removes it, and that marks the record then.
+		markOwn(s.recs, nil)
 	}
 	return true, nil
 }
@@ -740,21 +753,34 @@ func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[s
 // the one before without following a link (a link found where a
 // directory should be is a difference, never followed).
 func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte, opts FileOptions, quick bool) (same bool, keep map[string]fileRecord, err error) {
-	// One root for gen: each file is then one system call away, not an
-	// open of gen per file.
-	groot, err := root.OpenRoot(gen)
+	dirs := payloadDirs(files)
+	// gen opened once: each file is then one system call away, not an
+	// open of gen per file. A flat payload's gen as one bare descriptor
+	// (flatDir), a tree's as an os.Root that sub-directories are opened
+	// in.
+	var groot *os.Root
+	var flat *flatDir
+	if len(dirs) == 0 {
+		flat, err = openFlat(root, gen)
+	}
+	if flat == nil {
+		groot, err = root.OpenRoot(gen)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil, nil
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen), err))
 	}
-	defer func() { _ = groot.Close() }()
+	if flat != nil {
+		defer flat.close()
+	} else {
+		defer func() { _ = groot.Close() }()
+	}
 	var old map[string]fileRecord
 	if w.rec != nil && w.rec.name == gen {
 		old = w.rec.files
 	}
-	dirs := payloadDirs(files)
 	same = true
 	keep = make(map[string]fileRecord, len(files))
 	// The new record of gen: keep, plus files still vouched for that
@@ -768,9 +794,18 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 		}
 	}()
 	seenFiles, seenDirs := 0, 0
-	var walk func(r *os.Root, rel string) error
-	walk = func(r *os.Root, rel string) error {
-		entries, err := readDirIn(r, ".")
+	// walk compares the directory rel of gen, open as r (or, gen itself
+	// of a flat payload, as flat).
+	var walk func(r *os.Root, flat *flatDir, rel string) error
+	walk = func(r *os.Root, flat *flatDir, rel string) error {
+		var entries []fs.DirEntry
+		var in entryDir = rootDir{r}
+		if flat != nil {
+			entries, err = flat.list()
+			in = flat
+		} else {
+			entries, err = readDirIn(r, ".")
+		}
 		if err != nil {
 			return fmt.Errorf("render: %w", pathError("open", filepath.Join(w.dir, gen, rel), err))
 		}
@@ -796,7 +831,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 				if sub == nil {
 					continue
 				}
-				err = walk(sub, p)
+				err = walk(sub, nil, p)
 				_ = sub.Close()
 				if err != nil {
 					return err
@@ -808,7 +843,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 					continue
 				}
 				seenFiles++
-				fr, match, err := checkFile(r, e.Name(), old[p], data, opts)
+				fr, match, err := checkFile(in, e.Name(), old[p], data, opts)
 				if err != nil {
 					return err
 				}
@@ -826,7 +861,7 @@ func (w *DirWriter) matchSet(root *os.Root, gen string, files map[string][]byte,
 		}
 		return nil
 	}
-	if err := walk(groot, ""); err != nil {
+	if err := walk(groot, flat, ""); err != nil {
 		return false, nil, err
 	}
 	same = same && seenFiles == len(files) && seenDirs == len(dirs)
@@ -927,31 +962,48 @@ func topNames(files map[string][]byte) map[string]bool {
 // (issue 27's 20/20 and 100/100: each file written by one apply, read back
 // by the next) is not worth it: a missed match costs a new file with the
 // same content, never a wrong one.
-func checkFile(root *os.Root, name string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
+func checkFile(root entryDir, name string, old fileRecord, data []byte, opts FileOptions) (fileRecord, bool, error) {
 	if old.trusted || (old.id != (fileID{}) && !sameBytes(old.data, data)) {
-		fi, err := root.Lstat(name)
+		fi, err := root.lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fileRecord{}, false, nil
 		}
 		if err != nil {
 			return fileRecord{}, false, fmt.Errorf("render: %w", err)
 		}
-		if id, ok := idOf(fi); ok && id == old.id {
-			if !old.trusted || !attrsMatch(fi, opts) || !sameBytes(old.data, data) {
-				return old, false, nil
+		if id, ok := idOf(fi); ok {
+			if cur, same := sameID(old, id); same {
+				if !old.trusted || !attrsMatch(fi, opts) || !sameBytes(old.data, data) {
+					return cur, false, nil
+				}
+				// Keep the caller's slice: the old one may belong to a
+				// payload the caller is about to drop.
+				return fileRecord{data: data, id: id, trusted: true, ownBy: cur.ownBy}, true, nil
 			}
-			// Keep the caller's slice: the old one may belong to a
-			// payload the caller is about to drop.
-			return fileRecord{data: data, id: id, trusted: true}, true, nil
 		}
 	}
 	now := time.Now()
-	fi, same, err := sameFileInfo(root, name, data, opts)
+	fi, same, err := root.sameFile(name, data, opts)
 	if err != nil || !same {
 		return fileRecord{}, false, err
 	}
 	id, ok := idOf(fi)
 	return fileRecord{data: data, id: id, trusted: ok && now.Sub(fi.ModTime()) > racyWindow(fi.ModTime())}, true, nil
+}
+
+// entryDir is a directory checkFile looks at files in: an os.Root
+// (rootDir), or a flat generation directory's bare descriptor (flatDir).
+type entryDir interface {
+	lstat(name string) (fs.FileInfo, error)
+	sameFile(name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error)
+}
+
+// rootDir is an entryDir through an os.Root.
+type rootDir struct{ r *os.Root }
+
+func (d rootDir) lstat(name string) (fs.FileInfo, error) { return d.r.Lstat(name) }
+func (d rootDir) sameFile(name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
+	return sameFileInfo(d.r, name, data, opts)
 }
 
 // sameBytes is bytes.Equal that skips the comparison for two views of the
@@ -1002,20 +1054,36 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 		if fr, ok := p.keep[f]; ok {
 			// The current set is immutable: share its inode. Any error
 			// (EXDEV, EPERM, no hard links here) just means writing.
+			if w.beforeLink != nil {
+				w.beforeLink(f)
+			}
 			if ln.link(f) == nil {
-				fi, err := ln.lstat(f)
-				if err != nil || !sameInode(fi, fr) {
-					// Not the inode compared (a sub-directory of the
-					// current set changed meanwhile): write it instead.
-					if err := root.Remove(rel); err != nil {
-						return nil, fmt.Errorf("render: %w", pathError("remove", filepath.Join(w.dir, rel), err))
+				if !ln.direct(f) {
+					// A path, linked through root: its directories
+					// in the current set could have changed since the
+					// comparison, so the inode linked must be the one
+					// compared, or it is written instead.
+					fi, err := ln.lstat(f)
+					if err != nil || !sameInode(fi, fr) {
+						if err := root.Remove(rel); err != nil {
+							return nil, fmt.Errorf("render: %w", pathError("remove", filepath.Join(w.dir, rel), err))
+						}
+						write = append(write, f)
+						continue
 					}
-					write = append(write, f)
-					continue
 				}
-				// The link changed the inode's ctime; both names are
-				// the same inode.
-				fr = refreshed(fr, fi)
+				// The link changed the inode's ctime (both names are
+				// the same inode): the next lstat of either accepts it
+				// (markOwn). A flat name is linked by linkat between
+				// the two directories, opened after the comparison,
+				// and not lstat'ed again here: a file replaced in the
+				// current set between the comparison and the link is
+				// another inode than the record's, which the next
+				// comparison of the new set (the agent's check right
+				// after the apply, or the next write) reads and
+				// finds different, as it finds a file edited after
+				// the swap.
+				fr.ownBy = time.Now().UnixNano()
 				recs[f] = fr
 				if w.rec != nil && w.rec.name == p.current {
 					w.rec.files[f] = fr
@@ -1039,7 +1107,11 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	}
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
-		if err := writeBatch(root, ln.toRoot, at, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
+		var in *os.Root // created through root: in to, opened once
+		if at == nil || !bareCreate(opts) {
+			in = ln.toRootOpen()
+		}
+		if err := writeBatch(root, in, at, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
 			return nil, err
 		}
 	}
@@ -1099,16 +1171,15 @@ type linker struct {
 	root           *os.Root
 	from, to       string
 	fromDir, toDir *os.File // nil: link through root
-	toRoot         *os.Root // nil: lstat through root
+	toRoot         *os.Root // nil: lstat through root (see toRootOpen)
+	toRootTried    bool
+	noLinkat       bool // linkat is not supported here: link through root
 }
 
 // newLinker opens what it can of from and to (with links false, to
 // only: nothing will be linked, and the files written go into to).
 func newLinker(root *os.Root, from, to string, links bool) *linker {
 	l := &linker{root: root, from: from, to: to}
-	if r, err := root.OpenRoot(to); err == nil {
-		l.toRoot = r
-	}
 	// to as a file, for linkat and for writing its new files through bare
 	// descriptors (writeBatch).
 	if td, err := root.OpenFile(to, os.O_RDONLY|durable.NoPoll, 0); err == nil {
@@ -1125,20 +1196,39 @@ func newLinker(root *os.Root, from, to string, links bool) *linker {
 
 // link links name of from to name of to.
 func (l *linker) link(name string) error {
-	if l.fromDir != nil && l.toDir != nil && !strings.Contains(name, "/") {
+	if l.direct(name) {
 		if err := linkAt(l.fromDir, l.toDir, name); !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
+		l.noLinkat = true
 	}
 	return l.root.Link(path.Join(l.from, name), path.Join(l.to, name))
 }
 
+// direct reports whether name is linked between the two open directories
+// (one linkat of a flat name), not through root.
+func (l *linker) direct(name string) bool {
+	return l.fromDir != nil && l.toDir != nil && !l.noLinkat && !strings.Contains(name, "/")
+}
+
 // lstat lstats name of to.
 func (l *linker) lstat(name string) (fs.FileInfo, error) {
-	if l.toRoot != nil {
-		return l.toRoot.Lstat(name)
+	if r := l.toRootOpen(); r != nil {
+		return r.Lstat(name)
 	}
 	return l.root.Lstat(path.Join(l.to, name))
+}
+
+// toRootOpen returns to as an os.Root, opened on first use (a flat set
+// written through bare descriptors never needs it), or nil.
+func (l *linker) toRootOpen() *os.Root {
+	if l.toRoot == nil && !l.toRootTried {
+		l.toRootTried = true
+		if r, err := l.root.OpenRoot(l.to); err == nil {
+			l.toRoot = r
+		}
+	}
+	return l.toRoot
 }
 
 func (l *linker) close() {
@@ -1237,18 +1327,19 @@ func (w *DirWriter) reconcileLinks(root *os.Root, files map[string][]byte) (chan
 // there is no "..data" yet.
 func (w *DirWriter) readLink(root *os.Root) (string, error) {
 	link := filepath.Join(w.dir, DataLink)
-	fi, err := root.Lstat(DataLink)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("render: %w", pathError("lstat", link, err))
-	}
-	if fi.Mode()&os.ModeSymlink == 0 {
-		return "", fmt.Errorf("render: %s: %w (not a symlink)", link, ErrNotManaged)
-	}
+	// readlink alone (one system call, several times an apply); an lstat
+	// only to say why it failed.
 	target, err := root.Readlink(DataLink)
 	if err != nil {
+		fi, lerr := root.Lstat(DataLink)
+		switch {
+		case errors.Is(lerr, fs.ErrNotExist):
+			return "", nil
+		case lerr != nil:
+			return "", fmt.Errorf("render: %w", pathError("lstat", link, lerr))
+		case fi.Mode()&os.ModeSymlink == 0:
+			return "", fmt.Errorf("render: %s: %w (not a symlink)", link, ErrNotManaged)
+		}
 		return "", fmt.Errorf("render: %w", pathError("readlink", link, err))
 	}
 	if !isGenerationDir(target) {
@@ -1264,16 +1355,23 @@ func (w *DirWriter) readLink(root *os.Root) (string, error) {
 func (w *DirWriter) removeStale(root *os.Root, entries []fs.DirEntry, current string) error {
 	var errs []error
 	now := time.Now()
-	var swapped time.Time // the last swap, for directories of unknown age
-	if w.grace > 0 {
-		if fi, err := root.Lstat(DataLink); err == nil {
-			swapped = fi.ModTime()
+	// The last swap, for directories of unknown age: looked up when the
+	// first one is met (most listings hold none).
+	var swapped time.Time
+	swappedRead := false
+	lastSwap := func() time.Time {
+		if !swappedRead {
+			swappedRead = true
+			if fi, err := root.Lstat(DataLink); err == nil {
+				swapped = fi.ModTime()
+			}
 		}
+		return swapped
 	}
 	removed := false
 	defer func() {
 		if removed {
-			w.refreshCurrent(root, current)
+			w.refreshCurrent(current)
 		}
 	}()
 	for _, e := range entries {
@@ -1292,10 +1390,10 @@ func (w *DirWriter) removeStale(root *os.Root, entries []fs.DirEntry, current st
 			if known && w.ownerSweeps {
 				continue // Sweep's, after the swap
 			}
-			if !known && !swapped.IsZero() {
+			if !known && !lastSwap().IsZero() {
 				// Not retired by this DirWriter (an earlier process's,
 				// or a crash's): at most as old as the last swap.
-				at, known = swapped, true
+				at, known = lastSwap(), true
 				w.retired = append(w.retired, retiredDir{name: name, at: at})
 			}
 			if known && now.Before(at.Add(w.grace)) {

@@ -3,8 +3,10 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkDirWriteAllChanged measures a dir target's stage and swap when
@@ -42,4 +44,46 @@ func benchCPU() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkDirPublishOneChanged is one apply of a dir target as the agent
+// runs it for issue 27's 20/1 set (20 files of 1 KiB, one changed per
+// publish): StageIfChanged, Commit, the Sweep that follows every apply
+// (with a grace period that has passed by then, so each apply removes the
+// generation the one before retired) and the post-apply MatchesCurrent.
+// Run it under strace -c -f to count the system calls of one publish.
+func BenchmarkDirPublishOneChanged(b *testing.B) {
+	w := NewDirWriter(b.TempDir())
+	w.SetGrace(time.Nanosecond)
+	w.SetOwnerSweeps(true)
+	opts := DefaultFileOptions()
+	files := map[string][]byte{}
+	for i := range 20 {
+		files[fmt.Sprintf("item-%03d.conf", i)] = bytes.Repeat([]byte{'a'}, 1024)
+	}
+	publish := func(i int) {
+		next := maps.Clone(files)
+		next["item-007.conf"] = bytes.Repeat([]byte{byte('b' + i%2)}, 1024)
+		sd, err := w.StageIfChanged(next, opts)
+		if err != nil || sd == nil {
+			b.Fatal(err, sd)
+		}
+		if _, err := sd.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Sweep(); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := w.MatchesCurrent(next, opts); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+	publish(1)
+	cpu0 := benchCPU()
+	i := 0
+	for b.Loop() {
+		publish(i)
+		i++
+	}
+	b.ReportMetric(float64(benchCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -3,7 +3,9 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -390,5 +392,199 @@ func TestDirWriterEditToNewPayloadKept(t *testing.T) {
 	after := inodes(t, dir, v2)
 	if after["item-001.conf"] != before {
 		t.Errorf("the file edited to the new content was written again (inode %d -> %d), want it linked", before, after["item-001.conf"])
+	}
+}
+
+// fsClockPast waits until the file system dir is on stamps a new ctime
+// later than t (Unix ns): an edit made from then on cannot be mistaken
+// for one of the writer's own links or unlinks, which ended by t.
+func fsClockPast(t *testing.T, dir string, t0 int64) {
+	t.Helper()
+	probe := filepath.Join(dir, "..probe")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := os.WriteFile(probe, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := idOf(fi)
+		if err := os.Remove(probe); err != nil {
+			t.Fatal(err)
+		}
+		if id.ctime > t0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file system's clock did not pass %d in 30 s", t0)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDirWriterOwnCtimeBounded: the writer no longer lstats a kept file
+// after linking it, nor the current set after removing a previous
+// generation; the next lstat accepts the ctime those calls gave the inode
+// (fileRecord.ownBy), and nothing later. An edit in place of a kept file
+// of the new set that puts its mtime back (same inode, size, mode, owner
+// and mtime: only its ctime tells) is still found after such a write, as
+// an edit between the writer's own lstats was before.
+func TestDirWriterOwnCtimeBounded(t *testing.T) {
+	for _, grace := range []time.Duration{0, time.Nanosecond} {
+		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+			files := bigPayload(20, 1024, "v1")
+			dir, w := settled(t, files)
+			w.SetGrace(grace)
+			w.SetOwnerSweeps(true)
+			next := bigPayload(20, 1024, "v1")
+			next["item-000.conf"] = []byte("new\n")
+			if changed, err := w.Write(next, opts(0o640)); err != nil || !changed {
+				t.Fatalf("Write = %v, %v", changed, err)
+			}
+			if _, err := w.Sweep(); err != nil { // removes the previous generation (grace 1 ns)
+				t.Fatal(err)
+			}
+			// The writer's own ctimes are accepted without a read.
+			reads := contentReads.Load()
+			if ok, err := w.MatchesCurrent(next, opts(0o640)); err != nil || !ok {
+				t.Fatalf("MatchesCurrent after the write = %v, %v", ok, err)
+			}
+			if n := contentReads.Load() - reads; n > 1 {
+				t.Errorf("MatchesCurrent read %d files, want at most the one just written", n)
+			}
+			fsClockPast(t, dir, time.Now().UnixNano())
+			path := filepath.Join(dir, "item-005.conf")
+			fi, err := os.Stat(path) // the file, through its link
+			if err != nil {
+				t.Fatal(err)
+			}
+			mtime := fi.ModTime()
+			if err := os.WriteFile(path, []byte(strings.Repeat("x", 1024)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := w.MatchesCurrent(next, opts(0o640)); err != nil || ok {
+				t.Fatalf("MatchesCurrent after an edit that put the mtime back = %v, %v; want drift", ok, err)
+			}
+			if changed, err := w.Write(next, opts(0o640)); err != nil || !changed {
+				t.Fatalf("repairing Write = %v, %v", changed, err)
+			}
+			if _, err := w.Sweep(); err != nil {
+				t.Fatal(err)
+			}
+			assertSet(t, dir, next, 0o640)
+		})
+	}
+}
+
+// TestDirWriterReplacedBeforeLinkFound: a kept file replaced in the
+// current set (a new inode renamed over it) after the comparison and
+// before the link puts the replacement into the staged set, which the
+// writer no longer lstats after the link: the next comparison of the new
+// set (the agent's post-apply check) finds it, and a write repairs it.
+func TestDirWriterReplacedBeforeLinkFound(t *testing.T) {
+	files := bigPayload(20, 1024, "v1")
+	dir, w := settled(t, files)
+	w.beforeLink = func(name string) {
+		if name != "item-005.conf" {
+			return
+		}
+		real, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(real+".new", []byte(strings.Repeat("z", 1024)), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(real+".new", 0o640); err != nil {
+			t.Fatal(err)
+		}
+		// The old file's mtime too: only the inode tells them apart.
+		fi, err := os.Stat(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(real+".new", fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(real+".new", real); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := bigPayload(20, 1024, "v1")
+	next["item-000.conf"] = []byte("new\n")
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	w.beforeLink = nil
+	got, err := ReadCurrent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := maps.EqualFunc(got, next, bytes.Equal)
+	ok, err := w.MatchesCurrent(next, opts(0o640))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok != holds {
+		t.Fatalf("MatchesCurrent = %v, but the new set holds the payload: %v", ok, holds)
+	}
+	if ok, err := w.Matches(next, opts(0o640)); err != nil || ok != holds {
+		t.Fatalf("Matches = %v, %v; the new set holds the payload: %v", ok, err, holds)
+	}
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	assertSet(t, dir, next, 0o640)
+	if ok, err := w.Matches(next, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches after the repair = %v, %v", ok, err)
+	}
+}
+
+// TestDirWriterGenFileBecomesLink: a file of the current generation
+// replaced by a symbolic link to a file outside the directory that holds
+// exactly the payload is drift, never followed: the comparison (a flat
+// set's, through the generation directory's bare descriptor) reports it,
+// the write replaces the link with a regular file, and the file outside
+// is left as it was.
+func TestDirWriterGenFileBecomesLink(t *testing.T) {
+	files := bigPayload(5, 512, "v1")
+	dir, w := settled(t, files)
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, files["item-002.conf"], 0o640); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "item-002.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, real); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []func(map[string][]byte, FileOptions) (bool, error){w.MatchesCurrent, w.Matches} {
+		if ok, err := check(files, opts(0o640)); err != nil || ok {
+			t.Fatalf("check with a link in the set = %v, %v; want drift", ok, err)
+		}
+	}
+	if changed, err := w.Write(files, opts(0o640)); err != nil || !changed {
+		t.Fatalf("repairing Write = %v, %v", changed, err)
+	}
+	assertSet(t, dir, files, 0o640)
+	gen, err := CurrentPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(gen, "item-002.conf")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("item-002.conf after the repair: %v, %v; want a regular file", fi, err)
+	}
+	if got, err := os.ReadFile(outside); err != nil || string(got) != string(files["item-002.conf"]) {
+		t.Fatalf("the file outside changed: %q, %v", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -105,4 +106,63 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// TestFlatDirLstatMatchesOs: what a flatDir's lstat reports (its mode,
+// size, mtime, identity and owner) is what os.Lstat reports for the same
+// entry, for a regular file with special bits, a directory and a link:
+// records made through either compare equal.
+func TestFlatDirLstatMatchesOs(t *testing.T) {
+	dir := t.TempDir()
+	gen := "..2024_01_02_03_04_05.1"
+	g := filepath.Join(dir, gen)
+	if err := os.Mkdir(g, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(g, "f"), []byte("data"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(g, "f"), 0o2750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(g, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f", filepath.Join(g, "l")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	fd, err := openFlat(root, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.close()
+	for _, name := range []string{"f", "d", "l"} {
+		got, err := fd.lstat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.Lstat(filepath.Join(g, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gid, _ := idOf(got)
+		wid, _ := idOf(want)
+		gu, gg, _ := fileOwner(got)
+		wu, wg, _ := fileOwner(want)
+		if got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || gid != wid || gu != wu || gg != wg || got.IsDir() != want.IsDir() {
+			t.Errorf("%s: flatDir lstat %v %d %v %+v, os.Lstat %v %d %v %+v", name, got.Mode(), got.Size(), got.ModTime(), gid, want.Mode(), want.Size(), want.ModTime(), wid)
+		}
+	}
+	if _, err := fd.lstat("missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lstat of a missing name: %v, want ErrNotExist", err)
+	}
+	fi, same, err := fd.sameFile("l", []byte("data"), opts(0o2750))
+	if err != nil || same || fi != nil {
+		t.Errorf("sameFile through a link = %v, %v, %v; want not the file (not followed)", fi, same, err)
+	}
 }

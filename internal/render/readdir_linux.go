@@ -29,6 +29,11 @@ func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readDirFile(f, root, name)
+}
+
+// readDirFile is readDirIn of f, the directory name of root opened.
+func readDirFile(f *os.File, root *os.Root, name string) ([]fs.DirEntry, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
