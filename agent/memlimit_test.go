@@ -124,8 +124,9 @@ func TestMemLimiter(t *testing.T) {
 }
 
 // TestMemLimiterReleasesFilePages: the binary's file pages are released
-// once, after the first apply, unless the memory setting is off (an
-// embedder's default: the process is not the agent's to manage).
+// when the daemon is made and once more after the first apply, never
+// again, and not at all when the memory setting is off (an embedder's
+// default: the process is not the agent's to manage).
 func TestMemLimiterReleasesFilePages(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	set := func(int64) int64 { return 0 }
@@ -140,17 +141,16 @@ func TestMemLimiterReleasesFilePages(t *testing.T) {
 		{MemoryLimitOff, "", 0},
 	} {
 		t.Setenv("GOMEMLIMIT", tt.env)
-		m := newMemLimiter(log, tt.setting, set)
 		var released int
-		m.releasePages = func() (int64, error) { released++; return 1, nil }
-		if released != 0 {
-			t.Fatalf("setting %d: released before the first apply", tt.setting)
+		m := newMemLimiterReleasing(log, tt.setting, set, func() (int64, error) { released++; return 1, nil })
+		if released != tt.want {
+			t.Errorf("setting %d, GOMEMLIMIT %q: released %d times when made, want %d", tt.setting, tt.env, released, tt.want)
 		}
 		for range 3 {
 			m.observe(1<<20, 1<<20)
 		}
-		if released != tt.want {
-			t.Errorf("setting %d, GOMEMLIMIT %q: released %d times over three applies, want %d", tt.setting, tt.env, released, tt.want)
+		if released != 2*tt.want {
+			t.Errorf("setting %d, GOMEMLIMIT %q: released %d times after three applies, want %d", tt.setting, tt.env, released, 2*tt.want)
 		}
 	}
 }
