@@ -41,6 +41,13 @@ const (
 	protectedPrefix = "_c_"
 )
 
+// zkconf patch: the send and receive buffers start at initialBufferSize
+// and grow to what a packet needs (the send buffer up to its maximum,
+// bufferSize or WithMaxConnBufferSize's): two buffers of bufferSize per
+// connection were 3 MiB of a small client's live heap, which the garbage
+// collector's goal doubles.
+const initialBufferSize = 64 * 1024
+
 type watchType int
 
 const (
@@ -116,6 +123,8 @@ type Conn struct {
 	logInfo bool // true if information messages are logged; false if only errors are logged
 
 	buf []byte
+	// maxSendBuffer is how large buf may grow (zkconf patch).
+	maxSendBuffer int
 }
 
 // connOption represents a connection option.
@@ -206,7 +215,8 @@ func Connect(servers []string, sessionTimeout time.Duration, options ...connOpti
 		passwd:         emptyPassword,
 		logger:         DefaultLogger,
 		logInfo:        true, // default is true for backwards compatability
-		buf:            make([]byte, bufferSize),
+		buf:            make([]byte, initialBufferSize),
+		maxSendBuffer:  bufferSize,
 		resendZkAuthFn: resendZkAuth,
 	}
 
@@ -309,7 +319,8 @@ func WithMaxBufferSize(maxBufferSize int) connOption {
 // where znode is bigger than default 1mb.
 func WithMaxConnBufferSize(maxBufferSize int) connOption {
 	return func(c *Conn) {
-		c.buf = make([]byte, maxBufferSize)
+		c.buf = make([]byte, minInt(maxBufferSize, initialBufferSize)) // zkconf patch
+		c.maxSendBuffer = maxBufferSize
 	}
 }
 
@@ -735,19 +746,11 @@ func (c *Conn) authenticate() error {
 
 func (c *Conn) sendData(req *request) error {
 	header := &requestHeader{req.xid, req.opcode}
-	n, err := encodePacket(c.buf[4:], header)
+	n, err := c.encodeRequest(header, req.pkt)
 	if err != nil {
 		req.recvChan <- response{-1, err}
 		return nil
 	}
-
-	n2, err := encodePacket(c.buf[4+n:], req.pkt)
-	if err != nil {
-		req.recvChan <- response{-1, err}
-		return nil
-	}
-
-	n += n2
 
 	binary.BigEndian.PutUint32(c.buf[:4], uint32(n))
 
@@ -772,6 +775,31 @@ func (c *Conn) sendData(req *request) error {
 	}
 
 	return nil
+}
+
+// encodeRequest encodes header and pkt into c.buf after the length
+// prefix, doubling c.buf up to c.maxSendBuffer while they do not fit
+// (zkconf patch), and returns their length.
+func (c *Conn) encodeRequest(header *requestHeader, pkt interface{}) (int, error) {
+	for {
+		n, err := encodePacket(c.buf[4:], header)
+		if err == nil {
+			var n2 int
+			n2, err = encodePacket(c.buf[4+n:], pkt)
+			n += n2
+		}
+		if err != ErrShortBuffer || len(c.buf) >= c.maxSendBuffer {
+			return n, err
+		}
+		c.buf = make([]byte, minInt(2*len(c.buf), c.maxSendBuffer))
+	}
+}
+
+func minInt(a, b int) int { // zkconf patch (this module's Go has no min)
+	if a < b {
+		return a
+	}
+	return b
 }
 
 func (c *Conn) sendLoop() error {
@@ -806,7 +834,7 @@ func (c *Conn) sendLoop() error {
 }
 
 func (c *Conn) recvLoop(conn net.Conn) error {
-	sz := bufferSize
+	sz := initialBufferSize // zkconf patch: grows below to the largest packet
 	if c.maxBufferSize > 0 && sz > c.maxBufferSize {
 		sz = c.maxBufferSize
 	}

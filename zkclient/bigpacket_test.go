@@ -1,0 +1,56 @@
+package zkclient
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// TestLargePackets: requests and responses far larger than the
+// connection's first buffers (64 KiB, third_party/go-zookeeper-zk: they
+// grow to the largest packet) go through whole, a request above the
+// client's 1.5 MiB send limit still fails as it did with fixed buffers,
+// and the connection keeps working after it.
+func TestLargePackets(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	conn, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The server's default jute.maxbuffer is 1 MiB - 1 per packet.
+	big := bytes.Repeat([]byte("0123456789abcdef"), (1<<20-4096)/16)
+	if _, err := conn.Create("/big", big, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create with %d bytes: %v", len(big), err)
+	}
+	got, _, err := conn.Get("/big")
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("get: %d bytes, %v; want the %d written", len(got), err, len(big))
+	}
+	// A Multi of several items above the first buffer's size.
+	mid := bytes.Repeat([]byte{'m'}, 200<<10)
+	ops := []any{
+		&zk.CreateRequest{Path: "/m1", Data: mid, Acl: zk.WorldACL(zk.PermAll)},
+		&zk.CreateRequest{Path: "/m2", Data: mid, Acl: zk.WorldACL(zk.PermAll)},
+		&zk.SetDataRequest{Path: "/big", Data: mid, Version: -1},
+	}
+	if _, err := conn.Multi(ops...); err != nil {
+		t.Fatalf("multi of %d bytes: %v", 3*len(mid), err)
+	}
+	for _, p := range []string{"/m1", "/m2", "/big"} {
+		if got, _, err := conn.Get(p); err != nil || !bytes.Equal(got, mid) {
+			t.Fatalf("get %s: %d bytes, %v", p, len(got), err)
+		}
+	}
+	// Above the client's own limit: refused before it is sent.
+	huge := make([]byte, 2<<20)
+	if _, err := conn.Create("/huge", huge, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrShortBuffer) {
+		t.Fatalf("create with %d bytes: %v, want %v", len(huge), err, zk.ErrShortBuffer)
+	}
+	if _, _, err := conn.Get("/m1"); err != nil {
+		t.Fatalf("get after the refused request: %v", err)
+	}
+}
