@@ -88,10 +88,7 @@ type Options struct {
 	// targets' last renders allocated; confagent's default), a
 	// positive value is a fixed limit in bytes. GOMEMLIMIT in the
 	// environment takes precedence. The limit is process-wide: an embedder
-	// with a heap of its own should leave it off. Unless it is off, the
-	// daemon also unmaps the executable's read-only pages when it is made
-	// and after its first apply (Linux; they fault back from the page
-	// cache: docs/confagent.md, "Memory").
+	// with a heap of its own should leave it off.
 	MemoryLimit int64
 	// WaitMin and WaitMax coalesce bursts of publishes (see quiesce.go):
 	// a new generation is applied once none newer has arrived for

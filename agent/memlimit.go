@@ -94,45 +94,17 @@ type memLimiter struct {
 	data     int64 // snapshot size the automatic limit was computed for
 	render   int64 // and the renders' allocation (autoMemoryLimit)
 	setLimit func(int64) int64
-	// released: the binary's file pages were released after the first
-	// apply (releaseFilePages).
-	released     bool
-	releasePages func() (int64, error)
 }
 
 // newMemLimiter applies setting with setLimit (debug.SetMemoryLimit when
 // nil).
 func newMemLimiter(log *slog.Logger, setting int64, setLimit func(int64) int64) *memLimiter {
-	return newMemLimiterReleasing(log, setting, setLimit, releaseFilePages)
-}
-
-// newMemLimiterReleasing is newMemLimiter releasing the binary's file
-// pages with releasePages. Unless setting is off it releases them at once
-// (the daemon is made after the configuration is read: what only that
-// touched goes before the first apply, whose own peak of heap would
-// otherwise come on top of every page the start touched) and once more
-// after the first apply (observe).
-func newMemLimiterReleasing(log *slog.Logger, setting int64, setLimit func(int64) int64, releasePages func() (int64, error)) *memLimiter {
 	if setLimit == nil {
 		setLimit = debug.SetMemoryLimit
 	}
-	m := &memLimiter{log: log, env: os.Getenv("GOMEMLIMIT") != "", data: -1, setLimit: setLimit, setting: MemoryLimitOff,
-		releasePages: releasePages}
+	m := &memLimiter{log: log, env: os.Getenv("GOMEMLIMIT") != "", data: -1, setLimit: setLimit, setting: MemoryLimitOff}
 	m.configure(setting)
-	if setting != MemoryLimitOff {
-		m.release()
-	}
 	return m
-}
-
-// release releases the binary's file pages.
-func (m *memLimiter) release() {
-	n, err := m.releasePages()
-	if err != nil {
-		m.log.Debug("releasing the binary's file pages failed", "err", err)
-		return
-	}
-	m.log.Debug("binary's file pages released", "bytes", n)
 }
 
 // configure takes a (new) Options.MemoryLimit.
@@ -162,19 +134,11 @@ func (m *memLimiter) configure(setting int64) {
 }
 
 // observe recomputes the automatic limit for a snapshot of dataBytes
-// whose renders allocated renderBytes. After the first apply, unless the
-// memory setting is off, it releases the binary's file pages
-// (releaseFilePages) once more: the start-up is over, and the pages only
-// it touched (about a third of the 13-14 MiB a static confagent maps)
-// would otherwise count in the RSS for the process's lifetime.
+// whose renders allocated renderBytes.
 func (m *memLimiter) observe(dataBytes, renderBytes int64) {
 	m.data, m.render = dataBytes, renderBytes
 	if !m.env && m.setting == MemoryLimitAuto {
 		m.apply(autoMemoryLimit(dataBytes, renderBytes))
-	}
-	if !m.released && m.setting != MemoryLimitOff {
-		m.released = true
-		m.release()
 	}
 	if m.log.Enabled(context.Background(), slog.LevelDebug) {
 		st := readMemStats()

@@ -123,38 +123,6 @@ func TestMemLimiter(t *testing.T) {
 	})
 }
 
-// TestMemLimiterReleasesFilePages: the binary's file pages are released
-// when the daemon is made and once more after the first apply, never
-// again, and not at all when the memory setting is off (an embedder's
-// default: the process is not the agent's to manage).
-func TestMemLimiterReleasesFilePages(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	set := func(int64) int64 { return 0 }
-	for _, tt := range []struct {
-		setting int64
-		env     string
-		want    int
-	}{
-		{MemoryLimitAuto, "", 1},
-		{64 << 20, "", 1},
-		{MemoryLimitAuto, "20MiB", 1}, // GOMEMLIMIT decides the limit, not this
-		{MemoryLimitOff, "", 0},
-	} {
-		t.Setenv("GOMEMLIMIT", tt.env)
-		var released int
-		m := newMemLimiterReleasing(log, tt.setting, set, func() (int64, error) { released++; return 1, nil })
-		if released != tt.want {
-			t.Errorf("setting %d, GOMEMLIMIT %q: released %d times when made, want %d", tt.setting, tt.env, released, tt.want)
-		}
-		for range 3 {
-			m.observe(1<<20, 1<<20)
-		}
-		if released != 2*tt.want {
-			t.Errorf("setting %d, GOMEMLIMIT %q: released %d times after three applies, want %d", tt.setting, tt.env, released, 2*tt.want)
-		}
-	}
-}
-
 // TestRenderBytes: the renderer reports what its template targets' last
 // renders allocated (at least the output each built), which the automatic
 // memory limit adds to its size so that a large render does not make the
