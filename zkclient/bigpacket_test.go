@@ -54,3 +54,40 @@ func TestLargePackets(t *testing.T) {
 		t.Fatalf("get after the refused request: %v", err)
 	}
 }
+
+// TestRequestsEndingAtBufferEdge: a request whose encoding runs out of the
+// send buffer at any byte — inside a length, a string or a boolean —
+// makes the buffer grow and goes through whole. The first buffer is 64
+// KiB; a Multi of one SetData whose data size puts the buffer's end right
+// after a multi header's type makes the encoder write that header's
+// boolean one past the end: an index, not a slice, out of range, which
+// the encoder turned into a panic of the sending goroutine instead of
+// ErrShortBuffer. Each size gets a new connection (a buffer that grew
+// once never meets the edge again), and the sizes put the edge at every
+// byte of the request's last 40.
+func TestRequestsEndingAtBufferEdge(t *testing.T) {
+	c := sharedZooKeeper.For(t)
+	setup, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	if _, err := setup.Create("/p", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for n := 64<<10 - 60; n <= 64<<10-20; n++ {
+		conn, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{'d'}, n)
+		_, err = conn.Multi(&zk.SetDataRequest{Path: "/p", Data: data, Version: -1})
+		conn.Close()
+		if err != nil {
+			t.Fatalf("multi with %d bytes of data: %v", n, err)
+		}
+		if got, _, err := setup.Get("/p"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get after a multi of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+	}
+}

@@ -453,7 +453,12 @@ type encoder interface {
 func decodePacket(buf []byte, st interface{}) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(runtime.Error); ok && strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") {
+			// zkconf patch: a boolean or byte one past the buffer's end
+			// is an index out of range, not a slice: both mean the
+			// buffer is short (the send buffer grows on ErrShortBuffer;
+			// a short response is an error, not a panic).
+			if e, ok := r.(runtime.Error); ok && (strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") ||
+				strings.HasPrefix(e.Error(), "runtime error: index out of range")) {
 				err = ErrShortBuffer
 			} else {
 				panic(r)
@@ -544,7 +549,12 @@ func decodePacketValue(buf []byte, v reflect.Value) (int, error) {
 func encodePacket(buf []byte, st interface{}) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(runtime.Error); ok && strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") {
+			// zkconf patch: a boolean or byte one past the buffer's end
+			// is an index out of range, not a slice: both mean the
+			// buffer is short (the send buffer grows on ErrShortBuffer;
+			// a short response is an error, not a panic).
+			if e, ok := r.(runtime.Error); ok && (strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") ||
+				strings.HasPrefix(e.Error(), "runtime error: index out of range")) {
 				err = ErrShortBuffer
 			} else {
 				panic(r)
