@@ -15,11 +15,7 @@ import (
 // client's 1.5 MiB send limit still fails as it did with fixed buffers,
 // and the connection keeps working after it.
 func TestLargePackets(t *testing.T) {
-	c := sharedZooKeeper.For(t)
-	conn, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialFresh(t, sharedZooKeeper.For(t).Addrs())
 	defer conn.Close()
 	// The server's default jute.maxbuffer is 1 MiB - 1 per packet.
 	big := bytes.Repeat([]byte("0123456789abcdef"), (1<<20-4096)/16)
@@ -66,22 +62,16 @@ func TestLargePackets(t *testing.T) {
 // once never meets the edge again), and the sizes put the edge at every
 // byte of the request's last 40.
 func TestRequestsEndingAtBufferEdge(t *testing.T) {
-	c := sharedZooKeeper.For(t)
-	setup, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	addrs := sharedZooKeeper.For(t).Addrs()
+	setup := dialFresh(t, addrs)
 	defer setup.Close()
 	if _, err := setup.Create("/p", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	for n := 64<<10 - 60; n <= 64<<10-20; n++ {
-		conn, _, err := DialConn(Config{Servers: c.Addrs(), SessionTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := dialFresh(t, addrs)
 		data := bytes.Repeat([]byte{'d'}, n)
-		_, err = conn.Multi(&zk.SetDataRequest{Path: "/p", Data: data, Version: -1})
+		_, err := conn.Multi(&zk.SetDataRequest{Path: "/p", Data: data, Version: -1})
 		conn.Close()
 		if err != nil {
 			t.Fatalf("multi with %d bytes of data: %v", n, err)
@@ -90,4 +80,15 @@ func TestRequestsEndingAtBufferEdge(t *testing.T) {
 			t.Fatalf("get after a multi of %d bytes: %d bytes, %v", n, len(got), err)
 		}
 	}
+}
+
+// dialFresh dials a connection of its own to servers: its buffers are at
+// their first size.
+func dialFresh(t *testing.T, servers []string) *zk.Conn {
+	t.Helper()
+	conn, _, err := DialConn(Config{Servers: servers, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
