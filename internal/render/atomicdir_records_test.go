@@ -46,16 +46,6 @@ func settled(t *testing.T, files map[string][]byte) (string, *DirWriter) {
 	return dir, w
 }
 
-func inodes(t *testing.T, dir string, files map[string][]byte) map[string]uint64 {
-	t.Helper()
-	out := map[string]uint64{}
-	for name := range files {
-		ino, _ := inode(t, filepath.Join(dir, name))
-		out[name] = ino
-	}
-	return out
-}
-
 // TestDirWriterRewritesOnlyChangedFiles: a new set that differs from the
 // current one in one file of 50 writes that file only; the other 49 are
 // hard links to the same inodes, and none of them is read.

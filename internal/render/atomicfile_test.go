@@ -31,6 +31,17 @@ func inode(t *testing.T, path string) (ino uint64, mtime time.Time) {
 	return fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime()
 }
 
+// inodes is the inode of each of files under dir.
+func inodes(t *testing.T, dir string, files map[string][]byte) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for name := range files {
+		ino, _ := inode(t, filepath.Join(dir, name))
+		out[name] = ino
+	}
+	return out
+}
+
 func mustWrite(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
