@@ -40,7 +40,7 @@ const maxIovecs = 1024
 // hold them, with no copy into one buffer (which, for a set of 20 × 64
 // KiB, was 1.3 MB of live heap during the write, alive while the renderer
 // staged the same snapshot, and 6.4 MB allocated per write, grown by
-// doubling: BenchmarkStateWriteLarge). A short write (a signal, a size
+// doubling: BenchmarkStateWriteAll). A short write (a signal, a size
 // limit) continues where it stopped.
 func writeVecAt(f *os.File, bufs [][]byte, off int64) error {
 	rc, err := f.SyscallConn()
