@@ -28,7 +28,7 @@ const (
 // structures; measured on linux/amd64) plus the heap, whose live part is
 // about 4 MiB of the agent's own (ZooKeeper client, HTTP server, metrics)
 // plus a few times the config set (the applied snapshot, the next one
-// while it is fetched and verified, the state file's encoding, rendered
+// while it is fetched and verified, the state file's manifest, rendered
 // templates). The base leaves a small agent's heap room for GOGC's own
 // goal (twice the live heap): with a small set the collector is paced by
 // GOGC in steady state and the limit caps only the bursts (a resync, a big

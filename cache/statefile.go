@@ -803,14 +803,19 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 	}
 	newPack := st.last.newPack
 	// The frame starts at frameStart (after the header in a new pack);
-	// buf, written at writeAt, is a new pack's header and the new
-	// contents.
+	// bufs, written at writeAt one after the other, are a new pack's
+	// header and the new contents: the snapshot's own slices, not copied
+	// (a copy of the changed items into one buffer was the largest
+	// allocation of a write, alive while the renderer staged the same
+	// snapshot: docs/bench/latency-rsslive-2026-11-27).
 	key, frameStart, writeAt := st.key, st.end, st.end
-	var buf []byte
+	var bufs [][]byte
+	var n int64 // bytes in bufs
 	if newPack {
 		key, frameStart, writeAt = make([]byte, packKeySize), int64(packHeaderSize), 0
 		_, _ = rand.Read(key)
-		buf = append(append(buf, packMagic...), key...)
+		bufs = append(bufs, append([]byte(packMagic), key...))
+		n = int64(len(bufs[0]))
 	}
 	at := make(map[string]int64, len(order))
 	for _, name := range order {
@@ -819,8 +824,11 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 			at[h] = off
 			continue
 		}
-		at[h] = writeAt + int64(len(buf))
-		buf = append(buf, s.content(name)...)
+		at[h] = writeAt + n
+		if b := s.content(name); len(b) > 0 {
+			bufs = append(bufs, b)
+			n += int64(len(b))
+		}
 		st.last.itemFiles++
 		st.last.itemBytes += s.m.Items[name].Size
 	}
@@ -830,7 +838,7 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 		return err
 	}
 	renamed := false
-	recEnd, err := st.appendFrame(pack, buf, writeAt, frameStart, body, key)
+	recEnd, err := st.appendFrame(pack, bufs, n, writeAt, frameStart, body, key)
 	switch {
 	case err != nil:
 		_ = pack.Close()
@@ -855,20 +863,20 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 	return st.step(stepCommitted)
 }
 
-// appendFrame writes a frame to pack: buf (a new pack's header and the
-// new contents) at writeAt, then the commit record of body for a frame
-// starting at frameStart, keyed key. It returns where the frame ends.
-// Nothing is synced.
-func (st *stateStore) appendFrame(pack *os.File, buf []byte, writeAt, frameStart int64, body, key []byte) (int64, error) {
-	if len(buf) > 0 {
-		if _, err := pack.WriteAt(buf, writeAt); err != nil {
+// appendFrame writes a frame to pack: bufs (a new pack's header and the
+// new contents, n bytes in all) at writeAt, then the commit record of
+// body for a frame starting at frameStart, keyed key. It returns where
+// the frame ends. Nothing is synced.
+func (st *stateStore) appendFrame(pack *os.File, bufs [][]byte, n, writeAt, frameStart int64, body, key []byte) (int64, error) {
+	if n > 0 {
+		if err := writeVecAt(pack, bufs, writeAt); err != nil {
 			return 0, fmt.Errorf("state file: pack: write %s: %w", pack.Name(), err)
 		}
 	}
 	if err := st.step(stepAppended); err != nil {
 		return 0, err
 	}
-	recAt := writeAt + int64(len(buf))
+	recAt := writeAt + n
 	rec := append(bytes.Clone(body), trailer(key, frameStart, body)...)
 	if _, err := pack.WriteAt(rec, recAt); err != nil {
 		return 0, fmt.Errorf("state file: pack: write %s: %w", pack.Name(), err)
@@ -1023,6 +1031,19 @@ func createFile(f *os.File, err error) (*os.File, error) {
 		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
 	return f, nil
+}
+
+// skipWritten returns bufs without their first n bytes, and without the
+// empty buffers that then lead it. It shortens bufs's elements in place.
+func skipWritten(bufs [][]byte, n int) [][]byte {
+	for len(bufs) > 0 && n >= len(bufs[0]) {
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	if len(bufs) > 0 {
+		bufs[0] = bufs[0][n:]
+	}
+	return bufs
 }
 
 // writeAll writes data to f.

@@ -19,3 +19,15 @@ func datasyncClose(f *os.File) error {
 	}
 	return nil
 }
+
+// writeVecAt writes bufs, one after the other, to f at off (one write
+// per buffer: pwritev(2) is used on Linux).
+func writeVecAt(f *os.File, bufs [][]byte, off int64) error {
+	for _, b := range bufs {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+	return nil
+}
