@@ -731,6 +731,21 @@ func (r *Renderer) expectCommit(s *staged) {
 	(*fn)(s.t.spec.Dest, s.out, s.t.fileOptions())
 }
 
+// setLinksWatched tells each dir target's writer whether the drift
+// watcher watches its directory (watched), so that a write may take the
+// top-level links it found ours before as still ours
+// (render.DirWriter.SetLinksWatched): every change there is an event,
+// whose repair pass reads every link (Repair: Matches).
+func (r *Renderer) setLinksWatched(watched func(dir string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets {
+		if t.dir != nil {
+			t.dir.SetLinksWatched(watched(t.spec.Dest))
+		}
+	}
+}
+
 // sweepRetired removes the previous generation directories of dir targets
 // whose grace period has passed, and returns how long until the next one's
 // ends (0: none is kept).

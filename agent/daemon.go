@@ -423,6 +423,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if added, _ := drift.watch(d.r.driftDirs()); added {
 			drift.arm()
 		}
+		d.r.setLinksWatched(drift.isWatched)
 	}
 	// The watchdog is pinged from this loop, and while it waits for an
 	// apply, as long as no render is wedged (applyWatched).
@@ -468,6 +469,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		var unseen map[string]bool
 		if drift != nil {
 			armed, unseen = drift.watch(d.r.driftDirs())
+			d.r.setLinksWatched(drift.isWatched)
 		}
 		rearmSweep()
 		if !out.Skipped {
@@ -486,12 +488,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if armed {
 			// Only what the new watches did not see: the rest was
 			// watched throughout, and its changes are events.
+			// The watch set changes only when the repair wrote (a
+			// new generation directory): a pass that fixed nothing
+			// leaves it as the watch just above made it, so it is
+			// not listed again (a readlink of each dir target's
+			// "..data" per apply).
 			if fixed := d.r.repairIn(unseen); len(fixed) > 0 {
 				rearmSweep()
 				d.publishStatus()
-			}
-			if added, _ := drift.watch(d.r.driftDirs()); added {
-				drift.arm()
+				if added, _ := drift.watch(d.r.driftDirs()); added {
+					drift.arm()
+				}
+				d.r.setLinksWatched(drift.isWatched)
 			}
 		}
 		return true

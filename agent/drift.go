@@ -125,6 +125,10 @@ func (d *driftWatcher) watch(dirs []string) (added bool, fresh map[string]bool) 
 	return added, fresh
 }
 
+// isWatched reports whether dir is in the watch set. Called from the
+// daemon's goroutine only.
+func (d *driftWatcher) isWatched(dir string) bool { return d.watched[dir] }
+
 // arm asks for a repair pass, debounced like an event.
 func (d *driftWatcher) arm() {
 	select {
@@ -182,6 +186,13 @@ func (d *driftWatcher) loop() {
 				return
 			}
 			d.log.Warn("file watch error", "error", err)
+			// Events may be lost (the kernel's queue overflowed): a
+			// pass looks at everything, the dir targets' links too,
+			// which writes trust while they are watched.
+			if timer == nil {
+				timer = time.NewTimer(driftDebounce)
+				fire = timer.C
+			}
 		case <-fire:
 			timer, fire = nil, nil
 			d.signal()

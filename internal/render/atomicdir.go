@@ -175,6 +175,15 @@ type DirWriter struct {
 	// Sweep only, never by a write's step 2 (SetOwnerSweeps).
 	ownerSweeps bool
 
+	// linksWatched: the owner watches the managed directory and calls
+	// Matches after every change there (SetLinksWatched). ownLinks holds,
+	// by name, the inode number of each top-level link a readlink last
+	// found to be ours, as the listing gave it; linkReads counts those
+	// readlinks (for tests).
+	linksWatched bool
+	ownLinks     map[string]uint64
+	linkReads    int
+
 	// beforeLink, when set (tests), runs before a kept file is linked
 	// into a staged generation.
 	beforeLink func(name string)
@@ -198,6 +207,25 @@ func (w *DirWriter) SetGrace(d time.Duration) { w.grace = max(d, 0) }
 // calls Sweep right after every write removes them after the swap rather
 // than before it, off the path of the next set to readers.
 func (w *DirWriter) SetOwnerSweeps(on bool) { w.ownerSweeps = on }
+
+// SetLinksWatched, on, tells the DirWriter that its owner watches the
+// managed directory (inotify) and calls Matches after every change there:
+// a write's preparation then takes a top-level link that a readlink found
+// to be ours as still ours while the listing shows the same inode number
+// under its name, rather than reading all of them every time (one
+// readlink per file of the set, each write). A link replaced by another
+// is a change of the directory, whose event makes the owner call Matches,
+// which reads every link and forgets those it no longer finds ours; until
+// then a write may miss it only if the new link took the old one's inode
+// number, and then it only leaves the link as it is (a write removes or
+// replaces no link without reading it). Off (the default), every link is
+// read by every check.
+func (w *DirWriter) SetLinksWatched(on bool) {
+	w.linksWatched = on
+	if !on {
+		w.ownLinks = nil
+	}
+}
 
 // Sweep removes the retired generation directories whose grace period has
 // passed and returns how long until the next one's ends (0 when no
@@ -438,6 +466,11 @@ func (w *DirWriter) matches(files map[string][]byte, opts FileOptions, links boo
 	if err := w.validate(files, opts); err != nil {
 		return false, err
 	}
+	if links {
+		// Every link is read below: what a write may trust from here on
+		// is what this check finds (nothing, if it stops before).
+		w.ownLinks = nil
+	}
 	root, err := w.open(false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -457,7 +490,7 @@ func (w *DirWriter) matches(files map[string][]byte, opts FileOptions, links boo
 		return false, err
 	}
 	if links {
-		linksOK, err := w.checkLinks(root, entries, files)
+		linksOK, err := w.checkLinks(root, entries, files, false)
 		if err != nil || !linksOK {
 			// A foreign entry in a payload slot is drift too; Write reports it.
 			return false, nil
@@ -703,7 +736,7 @@ func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepar
 	if err := w.removeStale(p.root, entries, p.current); err != nil {
 		return p, err
 	}
-	p.linksOK, err = w.checkLinks(p.root, entries, files)
+	p.linksOK, err = w.checkLinks(p.root, entries, files, w.linksWatched)
 	if err != nil {
 		return p, err
 	}
@@ -718,10 +751,18 @@ func (w *DirWriter) prepare(files map[string][]byte, opts FileOptions) (p prepar
 // payload: it fails with ErrNotManaged if a payload name is taken by
 // anything but our own link, and reports whether every payload name has
 // its link and no link of ours is left for a name not in the payload.
-func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[string][]byte) (ok bool, err error) {
+// With trust, a link listed with the inode number it had when a readlink
+// last found it ours is not read again (SetLinksWatched). The links found
+// ours become the record of the next check, when the owner watches them.
+func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[string][]byte, trust bool) (ok bool, err error) {
 	ok = true
 	seen := 0
 	tops := topNames(files)
+	var own map[string]uint64
+	if w.linksWatched {
+		own = make(map[string]uint64, len(tops))
+		defer func() { w.ownLinks = own }()
+	}
 	for _, e := range entries {
 		name := e.Name()
 		want := tops[name]
@@ -731,13 +772,26 @@ func (w *DirWriter) checkLinks(root *os.Root, entries []fs.DirEntry, files map[s
 			}
 			continue
 		}
-		own := isOwnLink(root, name)
+		ino := entryIno(e)
+		var isOwn bool
+		switch prev, known := w.ownLinks[name]; {
+		case strings.HasPrefix(name, ".."):
+			// "..data", "..data_tmp": never a payload name (isOwnLink).
+		case trust && known && ino != 0 && prev == ino:
+			isOwn = true
+		default:
+			w.linkReads++
+			isOwn = isOwnLink(root, name)
+		}
+		if isOwn && own != nil && ino != 0 {
+			own[name] = ino
+		}
 		switch {
-		case want && own:
+		case want && isOwn:
 			seen++
 		case want:
 			return false, fmt.Errorf("render: %s: %w", filepath.Join(w.dir, name), ErrNotManaged)
-		case own:
+		case isOwn:
 			ok = false // ours, for a name no longer in the payload
 		}
 	}

@@ -87,3 +87,51 @@ func BenchmarkDirPublishOneChanged(b *testing.B) {
 	}
 	b.ReportMetric(float64(benchCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkDirPublishOneChangedWatched is BenchmarkDirPublishOneChanged
+// for a DirWriter whose links its owner watches (SetLinksWatched, as the
+// agent's drift watcher does): the writes then read no top-level link
+// that a check found ours before. The owner's Matches after the first
+// write records them.
+func BenchmarkDirPublishOneChangedWatched(b *testing.B) {
+	w := NewDirWriter(b.TempDir())
+	w.SetGrace(time.Nanosecond)
+	w.SetOwnerSweeps(true)
+	w.SetLinksWatched(true)
+	opts := DefaultFileOptions()
+	files := map[string][]byte{}
+	for i := range 20 {
+		files[fmt.Sprintf("item-%03d.conf", i)] = bytes.Repeat([]byte{'a'}, 1024)
+	}
+	if _, err := w.Write(files, opts); err != nil {
+		b.Fatal(err)
+	}
+	if ok, err := w.Matches(files, opts); err != nil || !ok {
+		b.Fatal(ok, err)
+	}
+	reads := w.linkReads
+	cpu0 := benchCPU()
+	i := 0
+	for b.Loop() {
+		next := maps.Clone(files)
+		next["item-007.conf"] = bytes.Repeat([]byte{byte('b' + i%2)}, 1024)
+		sd, err := w.StageIfChanged(next, opts)
+		if err != nil || sd == nil {
+			b.Fatal(err, sd)
+		}
+		if _, err := sd.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Sweep(); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := w.MatchesCurrent(next, opts); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(benchCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	if n := w.linkReads - reads; n != 0 {
+		b.Fatalf("%d links read after the first Matches, want 0", n)
+	}
+}

@@ -4,11 +4,13 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -579,4 +581,91 @@ func TestDirWriterGenFileBecomesLink(t *testing.T) {
 	if got, err := os.ReadFile(outside); err != nil || string(got) != string(files["item-002.conf"]) {
 		t.Fatalf("the file outside changed: %q, %v", got, err)
 	}
+}
+
+// TestDirWriterWatchedLinksTrusted: with SetLinksWatched, a write reads
+// no top-level link a check found ours before and the listing shows with
+// the same inode number; Matches reads every one, and a link found not to
+// be ours is read (and refused) by the next write. Off, every write reads
+// every link.
+func TestDirWriterWatchedLinksTrusted(t *testing.T) {
+	files := bigPayload(20, 64, "v1")
+	dir := t.TempDir()
+	w := NewDirWriter(dir)
+	w.SetLinksWatched(true)
+	if _, err := w.Write(files, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	reads := w.linkReads
+	if ok, err := w.Matches(files, opts(0o640)); err != nil || !ok {
+		t.Fatalf("Matches = %v, %v", ok, err)
+	}
+	if n := w.linkReads - reads; n != len(files) {
+		t.Errorf("Matches read %d links, want %d", n, len(files))
+	}
+	next := maps.Clone(files)
+	next["item-007.conf"] = []byte("changed\n")
+	reads = w.linkReads
+	if changed, err := w.Write(next, opts(0o640)); err != nil || !changed {
+		t.Fatalf("Write = %v, %v", changed, err)
+	}
+	if n := w.linkReads - reads; n != 0 {
+		t.Errorf("watched: Write read %d links, want 0", n)
+	}
+	assertSet(t, dir, next, 0o640)
+
+	// A foreign link in a payload slot, taking the inode number of the
+	// link it replaced (what the file system may give it): a write
+	// trusts it and leaves it alone, the outside file untouched.
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, next["item-003.conf"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	slot := filepath.Join(dir, "item-003.conf")
+	if err := os.Remove(slot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, slot); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ownLinks["item-003.conf"] = fi.Sys().(*syscall.Stat_t).Ino
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatalf("Write with a trusted link = %v", err)
+	}
+	if target, err := os.Readlink(slot); err != nil || target != outside {
+		t.Fatalf("the foreign link was changed: %q, %v", target, err)
+	}
+	// The owner's pass after the event: Matches reads every link and
+	// finds it; the next write reads it too and refuses it.
+	if ok, err := w.Matches(next, opts(0o640)); err != nil || ok {
+		t.Fatalf("Matches with a foreign link = %v, %v; want false", ok, err)
+	}
+	if _, err := w.Write(next, opts(0o640)); !errors.Is(err, ErrNotManaged) {
+		t.Fatalf("Write after Matches = %v, want ErrNotManaged", err)
+	}
+	if got, err := os.ReadFile(outside); err != nil || !bytes.Equal(got, next["item-003.conf"]) {
+		t.Fatalf("outside file = %q, %v", got, err)
+	}
+
+	// Not watched: every write reads every link.
+	if err := os.Remove(slot); err != nil {
+		t.Fatal(err)
+	}
+	w.SetLinksWatched(false)
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	next["item-008.conf"] = []byte("changed too\n")
+	reads = w.linkReads
+	if _, err := w.Write(next, opts(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.linkReads - reads; n != len(next) {
+		t.Errorf("not watched: Write read %d links, want %d", n, len(next))
+	}
+	assertSet(t, dir, next, 0o640)
 }

@@ -99,7 +99,7 @@ func appendDirents(out []fs.DirEntry, b []byte, root *os.Root, dir string) ([]fs
 			}
 			mode = fi.Mode().Type()
 		}
-		out = append(out, dirEntry{name: name, typ: mode, root: root, path: path.Join(dir, name)})
+		out = append(out, dirEntry{name: name, typ: mode, ino: ino, root: root, path: path.Join(dir, name)})
 	}
 	return out, nil
 }
@@ -130,7 +130,16 @@ func direntMode(typ byte) (fs.FileMode, bool) {
 type dirEntry struct {
 	name, path string
 	typ        fs.FileMode
+	ino        uint64 // d_ino
 	root       *os.Root
+}
+
+// entryIno is the inode number the listing gave e (0: unknown).
+func entryIno(e fs.DirEntry) uint64 {
+	if d, ok := e.(dirEntry); ok {
+		return d.ino
+	}
+	return 0
 }
 
 func (e dirEntry) Name() string               { return e.name }
