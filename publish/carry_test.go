@@ -204,6 +204,19 @@ func TestPrefetchReadsItemsAndBlobs(t *testing.T) {
 		t.Errorf("the new content's blob is recorded as existing")
 	}
 
+	// A root never published has no blob store: every content is read
+	// as having no blob (read, not left out).
+	fresh := newPub(t, c, "/prefetchfresh")
+	first := items(2, 100, "fresh")
+	fresh.Prefetch(ctx, first)
+	fr := fresh.takePrefetch()
+	<-fr.done
+	for _, it := range hashItems(first) {
+		if got, ok := fr.blobs[it.SHA256]; !ok || got {
+			t.Errorf("fresh root, blob %s: recorded %v (read: %v), want read as missing", it.SHA256, got, ok)
+		}
+	}
+
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
 	p.Prefetch(dead, next)

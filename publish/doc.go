@@ -30,8 +30,8 @@
 //     node exists) and the history list; alongside, the ACLs to copy,
 //     whether a candidate node exists and, for a small set (at most 64
 //     items, 256 KiB), the live nodes at the new set's paths and whether
-//     the blob of each of its contents exists (Publisher.Prefetch sends
-//     these reads early). The blob store is not listed. A root with data
+//     the blob of each of its contents exists (one listing of the blob
+//     store; Publisher.Prefetch sends these reads early). A root with data
 //     that is not a manifest is refused.
 //  3. Check: the fence node of Request.Fence exists (else ErrFenced);
 //     ExpectGeneration (mismatch: ConflictError). A root with children

@@ -83,8 +83,9 @@ type markerState struct {
 // list, in one round trip. The listing must agree with the root we read:
 // a marker set after our read of the root (which moves the root's version)
 // must not be missed while our compare-and-swap still succeeds, so the
-// listing's stat of the root is compared with the read's. The blob store is
-// not listed: the commit's Check ops say whether the blobs it needs exist.
+// listing's stat of the root is compared with the read's. It does not list
+// the blob store: the commit's Check ops say whether the blobs it needs
+// exist (a small set's step 2 lists it beside, for carry: startStepTwo).
 func (p *Publisher) readState(ctx context.Context) (*state, error) {
 	return p.stateFrom(ctx, nil)
 }

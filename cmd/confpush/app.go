@@ -273,23 +273,43 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 // deadline, a connected Publisher, the client it uses (for the reads that
 // are not the Publisher's: the fleet, the raw history), and one function
 // releasing them.
+//
+// A command that dialed early (startDial) and prefetches (publish) queues
+// its first reads (connectOn's) on the connection as soon as it is open,
+// before its session is established: the client sends them right behind
+// the session's creation, instead of after this goroutine has woken up to
+// the session and started them (on a busy 2-core machine 1–2 ms, and the
+// reads' own goroutines later still; docs/bench/latency-pushlean-2026-11-27).
+// They are reads, queued only once the input passed every check, and the
+// credentials are added before the connection is handed out
+// (zkclient.DialConn), so nothing goes out earlier or otherwise than it
+// did, only sooner.
 func (a *app) session(cmd *cobra.Command) (context.Context, *publish.Publisher, *zkclient.Client, func(), error) {
 	var ctx context.Context
 	var cancel context.CancelFunc
 	var dialed *zkclient.Client
 	var dialErr error
-	if a.early != nil {
-		ctx, cancel, dialed, dialErr = a.early.take()
+	var pc *pendingConnect
+	if d := a.early; d != nil {
 		a.early = nil
+		if conn, sess := d.opening(); conn != nil && a.prefetch != nil {
+			pc = a.startConnect(d.ctx, zkclient.Fixed(conn, sess), publishes(cmd), d.done)
+		}
+		ctx, cancel, dialed, dialErr = d.take()
 	} else {
 		ctx, cancel = a.context(cmd)
 		dialed, dialErr = a.dial(ctx)
 	}
 	if dialErr != nil {
+		// The dial closed the connection: the reads queued on it end.
 		cancel()
+		pc.abandon()
 		return nil, nil, nil, nil, dialErr
 	}
-	p, cl, err := a.connectOn(ctx, dialed, publishes(cmd))
+	if pc == nil {
+		pc = a.startConnect(ctx, dialed, publishes(cmd), nil)
+	}
+	p, cl, err := pc.finish()
 	if err != nil {
 		cancel()
 		return nil, nil, nil, nil, err
@@ -315,34 +335,83 @@ func (a *app) connect(ctx context.Context, warnOpen bool) (*publish.Publisher, *
 // connectOn is connect on a client already dialed (a.dial, startDial): it
 // closes cl when it fails.
 func (a *app) connectOn(ctx context.Context, cl *zkclient.Client, warnOpen bool) (*publish.Publisher, *zkclient.Client, error) {
-	var err error
-	var warning <-chan string
+	return a.startConnect(ctx, cl, warnOpen, nil).finish()
+}
+
+// pendingConnect is connectOn's reads in flight (startConnect).
+type pendingConnect struct {
+	a       *app
+	cl      *zkclient.Client
+	warning <-chan string
+	probe   chan error
+	p       *publish.Publisher
+	perr    error
+}
+
+// startConnect sends connectOn's reads on cl and returns at once: the
+// open-root check (with warnOpen), the access probe and, for a command
+// that prefetches, the publish's first reads (Publisher.Prefetch), all in
+// flight together; the publish starts (and writes) only once the probe
+// passed (finish).
+//
+// sessionUp is nil when cl's session is established. Otherwise it closes
+// once the dial ended (established, or failed and cl closed), and a
+// check whose read was answered with a lost connection
+// (zkclient.IsRecoverable: the client gives the requests it holds back
+// when a connection attempt fails) is made again after it: a failed
+// attempt before the session must not count as the probe's answer. The
+// prefetched reads retry on their own, and a publish reads again what
+// they could not.
+func (a *app) startConnect(ctx context.Context, cl *zkclient.Client, warnOpen bool, sessionUp <-chan struct{}) *pendingConnect {
+	pc := &pendingConnect{a: a, cl: cl, probe: make(chan error, 1)}
 	if warnOpen {
-		warning = a.checkOpenRoot(cl.Conn())
+		pc.warning = a.checkOpenRoot(cl.Conn(), sessionUp)
 	}
-	probe := make(chan error, 1)
-	go func() { probe <- access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher) }()
-	// The publish's first reads (Publisher.Prefetch) go out with the
-	// probe's: reads only, and the publish starts (and writes) only once
-	// the probe passed.
-	p, perr := a.publisher(cl)
-	if perr == nil && a.prefetch != nil {
-		p.Prefetch(ctx, a.prefetch)
+	go func() {
+		err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+		if sessionUp != nil && zkclient.IsRecoverable(err) {
+			<-sessionUp
+			err = access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+		}
+		pc.probe <- err
+	}()
+	pc.p, pc.perr = a.publisher(cl)
+	if pc.perr == nil && a.prefetch != nil {
+		pc.p.Prefetch(ctx, a.prefetch)
 	}
-	err = <-probe
-	if warning != nil {
-		if w := <-warning; err == nil {
-			a.printOpenRoot(w)
+	return pc
+}
+
+// finish waits for the probe (and the open-root check, whose warning it
+// prints once the probe passed) and returns the Publisher; it closes the
+// connection when it fails.
+func (pc *pendingConnect) finish() (*publish.Publisher, *zkclient.Client, error) {
+	err := <-pc.probe
+	if pc.warning != nil {
+		if w := <-pc.warning; err == nil {
+			pc.a.printOpenRoot(w)
 		}
 	}
 	if err == nil {
-		err = perr
+		err = pc.perr
 	}
 	if err != nil {
-		cl.Conn().Close()
+		pc.cl.Conn().Close()
 		return nil, nil, err
 	}
-	return p, cl, nil
+	return pc.p, pc.cl, nil
+}
+
+// abandon waits for the checks of a connection the dial failed on (and
+// closed) to end, reporting nothing; nil does nothing.
+func (pc *pendingConnect) abandon() {
+	if pc == nil {
+		return
+	}
+	<-pc.probe
+	if pc.warning != nil {
+		<-pc.warning
+	}
 }
 
 // json reports whether machine output was asked for.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -54,21 +56,39 @@ func (e unreachableError) Unwrap() []error {
 // connection (a command fails rather than carry on in a fresh session
 // behind the operator's back); close it with cl.Conn().Close().
 func (a *app) dialWith(ctx context.Context, cfg zkclient.Config) (*zkclient.Client, error) {
-	timeout := a.v.GetDuration("connect-timeout")
-	servers := strings.Join(cfg.Servers, ",")
+	conn, sess, err := a.openConn(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return a.awaitSession(ctx, cfg, conn, sess)
+}
+
+// openConn is dialWith's first half: the connection, whose session may
+// not be established yet (zkclient.DialConn: the credentials, when there
+// are some, are added before it returns, so a request queued on conn
+// after it goes out after them).
+func (a *app) openConn(ctx context.Context, cfg zkclient.Config) (*zk.Conn, *zkclient.Session, error) {
 	conn, sess, err := zkclient.DialConn(cfg)
 	if err != nil {
 		if errors.Is(err, zkclient.ErrTLS) {
-			return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", servers, err)
+			return nil, nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(cfg.Servers, ","), err)
 		}
 		// A name that does not resolve fails the dial itself, and names
 		// only the first such server: probe them all.
-		return nil, a.unreachable(ctx, cfg, 0, err)
+		return nil, nil, a.unreachable(ctx, cfg, 0, err)
 	}
+	return conn, sess, nil
+}
+
+// awaitSession is dialWith's second half: it waits for conn's session
+// and closes conn when none comes.
+func (a *app) awaitSession(ctx context.Context, cfg zkclient.Config, conn *zk.Conn, sess *zkclient.Session) (*zkclient.Client, error) {
+	timeout := a.v.GetDuration("connect-timeout")
+	servers := strings.Join(cfg.Servers, ",")
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := a.announce(a.stderr, servers)
-	_, err = sess.WaitConnected(cctx)
+	_, err := sess.WaitConnected(cctx)
 	stop()
 	if err == nil {
 		return zkclient.Fixed(conn, sess), nil

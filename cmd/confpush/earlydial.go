@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/zkclient"
@@ -15,24 +16,50 @@ import (
 // through the session before the input passed its checks: connect takes
 // it over (the access probe, the publish's reads) only then, and a
 // command whose input fails closes it unused (abandon).
+//
+// The connection is handed out before its session is established
+// (opening), for reads queued right behind the session's creation
+// (session).
 type earlyDial struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
-	cl     *zkclient.Client
-	err    error
+	// opened is closed once the connection is open (conn, sess), or
+	// failed to open (conn nil: take reports why).
+	opened chan struct{}
+	conn   *zk.Conn
+	sess   *zkclient.Session
+	// done is closed once the dial ended: cl established, or err (and
+	// the connection closed).
+	done chan struct{}
+	cl   *zkclient.Client
+	err  error
 }
 
 // startDial starts dialing for cmd (its deadline, a.context) in the
 // background; session uses the result.
 func (a *app) startDial(cmd *cobra.Command) {
 	ctx, cancel := a.context(cmd)
-	d := &earlyDial{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	cfg := a.zkConfig()
+	d := &earlyDial{ctx: ctx, cancel: cancel, opened: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		d.cl, d.err = a.dial(ctx)
+		conn, sess, err := a.openConn(ctx, cfg)
+		d.conn, d.sess = conn, sess
+		close(d.opened)
+		if err != nil {
+			d.err = err
+			return
+		}
+		d.cl, d.err = a.awaitSession(ctx, cfg, conn, sess)
 	}()
 	a.early = d
+}
+
+// opening returns the connection once it is open, its session perhaps
+// not yet established; nil when it could not be opened.
+func (d *earlyDial) opening() (*zk.Conn, *zkclient.Session) {
+	<-d.opened
+	return d.conn, d.sess
 }
 
 // abandon ends a dial the command will not use (its input failed): the

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -60,4 +63,83 @@ func TestCLIBadInputAbandonsEarlySession(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("publish of refused input waited for the connect timeout")
 	}
+}
+
+// TestCLIPublishChecksSurviveRefusedAttempts: publish queues its first
+// reads (the access probe, the open-root check, the prefetch) on the
+// connection before its session is established; a connection attempt
+// that fails meanwhile answers them with a lost connection (the client
+// gives back the requests it holds when it goes round its server list).
+// Behind a proxy that drops the first two connections, publish must still
+// take the session that comes, check it, warn about the open root and
+// publish: an answer from a failed attempt is not the probe's verdict.
+func TestCLIPublishChecksSurviveRefusedAttempts(t *testing.T) {
+	srv := startZK(t)
+	proxy := flakyProxy(t, srv.ConnString(), 2)
+	dir := writeFiles(t, t.TempDir(), map[string]string{"a.conf": "one\n", "b.conf": "two\n"})
+	c := cli{t: t, zk: proxy, root: "/cli/earlyreads"}
+	c.run("publish", dir).want(t, exitOK, "published generation 1", "root /cli/earlyreads does not exist yet")
+	direct := cli{t: t, zk: srv.ConnString(), root: "/cli/earlyreads"}
+	direct.run("get", "b.conf").want(t, exitOK, "two")
+}
+
+// flakyProxy forwards TCP connections to target, closing the first drop
+// of them at once, and returns its address; it stops with the test.
+func flakyProxy(t *testing.T, target string, drop int) string {
+	t.Helper()
+	if i := strings.IndexByte(target, ','); i >= 0 {
+		target = target[:i]
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; ; n++ {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if n < drop {
+				in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			track(in)
+			track(out)
+			for _, pair := range [][2]net.Conn{{in, out}, {out, in}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = io.Copy(pair[0], pair[1])
+					pair[0].Close()
+					pair[1].Close()
+				}()
+			}
+		}
+	}()
+	return l.Addr().String()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/zkclient"
 )
 
 // publishes reports whether cmd publishes a generation: each of these
@@ -39,7 +40,7 @@ func (a *app) openRootFlags(root *cobra.Command) {
 // silences it. A root whose ACL cannot be read is not judged: the publish
 // itself reports what it may not do.
 func (a *app) warnOpenRoot(conn *zk.Conn) {
-	if w := a.checkOpenRoot(conn); w != nil {
+	if w := a.checkOpenRoot(conn, nil); w != nil {
 		a.printOpenRoot(<-w)
 	}
 }
@@ -47,13 +48,22 @@ func (a *app) warnOpenRoot(conn *zk.Conn) {
 // checkOpenRoot sends warnOpenRoot's read and returns at once the channel
 // that receives its warning ("" for none), or nil with --allow-open: the
 // read can then be in flight with others (connect sends it with the access
-// probe's, one round trip for the three).
-func (a *app) checkOpenRoot(conn *zk.Conn) <-chan string {
+// probe's, one round trip for the three). sessionUp is as for
+// startConnect: nil when conn's session is established; else the read is
+// made again after it closes when a failed connection attempt answered it.
+func (a *app) checkOpenRoot(conn *zk.Conn, sessionUp <-chan struct{}) <-chan string {
 	if a.v.GetBool("allow-open") {
 		return nil
 	}
 	w := make(chan string, 1)
-	go func() { w <- a.openRootWarning(conn) }()
+	go func() {
+		warning, err := a.openRootWarning(conn)
+		if sessionUp != nil && zkclient.IsRecoverable(err) {
+			<-sessionUp
+			warning, _ = a.openRootWarning(conn)
+		}
+		w <- warning
+	}()
 	return w
 }
 
@@ -65,8 +75,9 @@ func (a *app) printOpenRoot(warning string) {
 }
 
 // openRootWarning reads the root's ACL and returns warnOpenRoot's warning,
-// or "" when the root is protected or its ACL cannot be read.
-func (a *app) openRootWarning(conn *zk.Conn) string {
+// or "" when the root is protected or its ACL cannot be read (then with
+// the read's error).
+func (a *app) openRootWarning(conn *zk.Conn) (string, error) {
 	root := a.paths().Root
 	acl, _, err := conn.GetACL(root)
 	var what string
@@ -74,18 +85,18 @@ func (a *app) openRootWarning(conn *zk.Conn) string {
 	case errors.Is(err, zk.ErrNoNode):
 		what = fmt.Sprintf("root %s does not exist yet: publishing creates it without access control (world:anyone:cdrwa)", root)
 	case err != nil:
-		return ""
+		return "", err
 	default:
 		open := worldWritable(acl)
 		if open == "" {
-			return ""
+			return "", nil
 		}
 		what = fmt.Sprintf("root %s has no access control (its ACL gives world:anyone:%s)", root, open)
 	}
 	return fmt.Sprintf("confpush: warning: %s; anyone who can reach ZooKeeper can change or delete its configuration "+
 		"and forge the agents' status. Protect it with 'confpush init %s --publisher-auth-file F --agent-auth-file F...' "+
 		"(docs/security.md), or pass --allow-open (CONFPUSH_ALLOW_OPEN=true) to publish to an open root without this warning\n",
-		what, root)
+		what, root), nil
 }
 
 // worldWritable returns the permissions beyond READ an ACL gives
