@@ -747,7 +747,8 @@ func (r *Renderer) setLinksWatched(watched func(dir string) bool) {
 }
 
 // sweepRetired removes the previous generation directories of dir targets
-// whose grace period has passed, and returns how long until the next one's
+// whose grace period has passed, refills their pools of empty files
+// (render.DirWriter.Refill), and returns how long until the next one's
 // ends (0: none is kept).
 func (r *Renderer) sweepRetired() time.Duration {
 	r.mu.Lock()
@@ -765,6 +766,11 @@ func (r *Renderer) sweepLocked() time.Duration {
 		d, err := t.dir.Sweep()
 		if err != nil {
 			r.log.Warn("cannot remove a previous generation directory; the next write retries", "target", t.spec.Name, "error", err)
+		}
+		// The empty files the next write takes instead of creating its
+		// own, made here, after the swap, rather than on its way.
+		if err := t.dir.Refill(); err != nil {
+			r.log.Warn("cannot prepare the pool of empty files; the next write creates its files", "target", t.spec.Name, "error", err)
 		}
 		if d > 0 && (next == 0 || d < next) {
 			next = d

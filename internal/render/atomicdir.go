@@ -59,6 +59,7 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //	dir/..2024_05_01_10_00_00.123456789/   one complete, immutable set
 //	dir/..data -> ..2024_05_01_10_00_00.123456789
 //	dir/app.conf -> ..data/app.conf       one link per payload name
+//	dir/..pool/                           empty files for the next stage (Refill)
 //
 // A DirWriter remembers the generation directory it last wrote (or
 // verified): for each file, the content it holds (the caller's slice, by
@@ -98,8 +99,10 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 //     lstat), and note that the link gave the inode a new ctime (below);
 //     write every other file with its final mode and
 //     owner and fsync it (and write it too if linking fails, as on a
-//     filesystem without hard links). fsync the directory, so the set is
-//     durable before it can become visible.
+//     filesystem without hard links); a flat set's file takes, where
+//     Refill made one, an empty file of "..pool", written, then linked
+//     into the new directory, rather than a new inode. fsync the
+//     directory, so the set is durable before it can become visible.
 //  6. (Stage only) return; the caller may run a check command against the
 //     new directory. Abort removes it and leaves the old set in place.
 //  7. Re-check (Commit only) step 4 against the current set; if it is by
@@ -132,7 +135,11 @@ var ErrNotManaged = errors.New("entry not managed by zkconf")
 // removed by the new generation, between steps 7 and 9); it never points
 // at a partial file. A crash leaves at most a stale "..data_tmp" and
 // orphan directories, which step 2 of the next write removes (once their
-// grace period, counted from the last swap, has passed).
+// grace period, counted from the last swap, has passed), and names in
+// "..pool", which the first Refill of the next process removes: one
+// linked into a generation is a second link to a complete file (the
+// generation's link stays), one not linked is a pool file never taken
+// again.
 //
 // Drift: someone editing dir/name in place edits the current set's inode,
 // and also any staged set it was linked into; the edit changes the
@@ -183,6 +190,9 @@ type DirWriter struct {
 	linksWatched bool
 	ownLinks     map[string]uint64
 	linkReads    int
+
+	// pool is the files Refill made ahead of the next stage (PoolDir).
+	pool inodePool
 
 	// beforeLink, when set (tests), runs before a kept file is linked
 	// into a staged generation.
@@ -1159,13 +1169,34 @@ func (w *DirWriter) stage(files map[string][]byte, opts FileOptions, p prepared)
 	if flat {
 		at = ln.toDir
 	}
+	// The pool (Refill) serves the files written through bare
+	// descriptors; it is sized by what this stage writes.
+	var pool *poolDraw
+	if at != nil && bareCreate(opts) {
+		w.pool.want = min(len(write), maxPool)
+		w.pool.mode = poolMode(opts)
+		if len(write) > 0 && len(w.pool.free) > 0 {
+			if pool = drawPool(root, w.pool.free); pool != nil {
+				defer func() {
+					w.pool.took(pool, name)
+					pool.close()
+				}()
+			} else {
+				// Not as Refill left it: its files are forgotten (a
+				// new DirWriter's first Refill removes them).
+				w.pool.free, w.pool.ready = nil, false
+			}
+		}
+	} else {
+		w.pool.want = 0
+	}
 	for start := 0; start < len(write); start += durable.Batch {
 		last := start+durable.Batch >= len(write)
 		var in *os.Root // created through root: in to, opened once
 		if at == nil || !bareCreate(opts) {
 			in = ln.toRootOpen()
 		}
-		if err := writeBatch(root, in, at, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat); err != nil {
+		if err := writeBatch(root, in, at, name, write[start:min(start+durable.Batch, len(write))], files, opts, recs, last && flat, pool); err != nil {
 			return nil, err
 		}
 	}
@@ -1488,14 +1519,15 @@ func isOwnLink(root *os.Root, name string) bool {
 // an error the caller removes dir.
 //
 // at, when not nil, is dir opened as a file: where bareCreate allows,
-// the files are then written through bare descriptors (writeBatchAt).
-func writeBatch(root, in *os.Root, at *os.File, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool) (err error) {
+// the files are then written through bare descriptors (writeBatchAt),
+// taking pool's files first (nil: none).
+func writeBatch(root, in *os.Root, at *os.File, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool, pool *poolDraw) (err error) {
 	if at != nil && bareCreate(opts) {
 		var syncDir func() error
 		if withDir {
 			syncDir = func() error { return syncDirIn(root, dir, dir) }
 		}
-		ids, err := writeBatchAt(at, dir, names, files, opts, syncDir)
+		ids, err := writeBatchAt(at, dir, names, files, opts, syncDir, pool)
 		if err != nil {
 			return err
 		}

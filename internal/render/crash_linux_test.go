@@ -26,6 +26,7 @@ const (
 	crashHelperEnv = "ZKCONF_RENDER_CRASH_HELPER" // "1" in the helper
 	crashDirEnv    = "ZKCONF_RENDER_CRASH_DIR"    // DirWriter directory
 	crashFileEnv   = "ZKCONF_RENDER_CRASH_FILE"   // WriteFile destination
+	crashFlatEnv   = "ZKCONF_RENDER_CRASH_FLAT"   // DirWriter directory of a flat set, refilled
 	crashStartEnv  = "ZKCONF_RENDER_CRASH_START"  // first generation to write
 	crashSeedEnv   = "ZKCONF_CRASH_SEED"          // set to reproduce a run
 )
@@ -66,6 +67,18 @@ func crashContent(gen int64, name string) []byte {
 	sum := sha256.Sum256(b.Bytes())
 	fmt.Fprintf(&b, "sha256=%s\n", hex.EncodeToString(sum[:]))
 	return b.Bytes()
+}
+
+// crashFlat is the flat set of generation gen: every file changes with
+// every generation, so that each stage takes all its files from the
+// pool that the Refill after the one before made.
+func crashFlat(gen int64) map[string][]byte {
+	m := make(map[string][]byte)
+	for i := range 12 {
+		n := fmt.Sprintf("flat-%02d.conf", i)
+		m[n] = crashContent(gen, n)
+	}
+	return m
 }
 
 func crashGeneration(gen int64) map[string][]byte {
@@ -114,14 +127,33 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv(crashHelperEnv) != "1" {
 		t.Skip("helper process for TestCrashSafety")
 	}
-	dir, file := os.Getenv(crashDirEnv), os.Getenv(crashFileEnv)
+	dir, file, flatDir := os.Getenv(crashDirEnv), os.Getenv(crashFileEnv), os.Getenv(crashFlatEnv)
 	start, err := strconv.ParseInt(os.Getenv(crashStartEnv), 10, 64)
-	if err != nil || dir == "" || file == "" {
+	if err != nil || dir == "" || file == "" || flatDir == "" {
 		fmt.Fprintln(os.Stderr, "helper: bad environment")
 		os.Exit(2)
 	}
-	w := NewDirWriter(dir)
+	w, flat := NewDirWriter(dir), NewDirWriter(flatDir)
 	deadline := time.Now().Add(crashHelperLifetime)
+	// The flat set is written in a loop of its own, write then Refill,
+	// so that the kill finds it anywhere in that cycle: every write after
+	// the first takes its files from the pool.
+	flatReady := make(chan struct{})
+	go func() {
+		for gen := start; time.Now().Before(deadline); gen++ {
+			if _, err := flat.Write(crashFlat(gen), crashOpts); err != nil {
+				fmt.Fprintln(os.Stderr, "helper: DirWriter.Write (flat):", err)
+				os.Exit(3)
+			}
+			if err := flat.Refill(); err != nil {
+				fmt.Fprintln(os.Stderr, "helper: DirWriter.Refill:", err)
+				os.Exit(3)
+			}
+			if gen == start+1 {
+				close(flatReady)
+			}
+		}
+	}()
 	for gen := start; time.Now().Before(deadline); gen++ {
 		if _, err := w.Write(crashGeneration(gen), crashOpts); err != nil {
 			fmt.Fprintln(os.Stderr, "helper: DirWriter.Write:", err)
@@ -132,7 +164,9 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(4)
 		}
 		if gen == start {
-			// Tell the parent the loop is running; the kill comes next.
+			// Tell the parent the loops are running (the flat one past a
+			// write from the pool); the kill comes next.
+			<-flatReady
 			fmt.Println("ready")
 		}
 	}
@@ -158,6 +192,7 @@ func TestCrashSafety(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "set")
 	file := filepath.Join(root, "single.conf")
+	flatDir := filepath.Join(root, "flat")
 	w := NewDirWriter(dir)
 	if _, err := w.Write(crashGeneration(0), crashOpts); err != nil {
 		t.Fatal(err)
@@ -172,20 +207,22 @@ func TestCrashSafety(t *testing.T) {
 		// tell which round produced what it sees.
 		start := int64(round+1) * 1_000_000
 		delay := time.Duration(rng.IntN(31)) * time.Millisecond
-		runAndKill(t, round, start, delay, dir, file)
+		runAndKill(t, round, start, delay, dir, file, flatDir)
 		checkAfterCrash(t, round, dir, file)
+		checkFlatAfterCrash(t, round, flatDir)
 	}
 }
 
 // runAndKill starts the helper, waits for its first complete generation,
 // sleeps delay and SIGKILLs it.
-func runAndKill(t *testing.T, round int, start int64, delay time.Duration, dir, file string) {
+func runAndKill(t *testing.T, round int, start int64, delay time.Duration, dir, file, flatDir string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
 		crashHelperEnv+"=1",
 		crashDirEnv+"="+dir,
 		crashFileEnv+"="+file,
+		crashFlatEnv+"="+flatDir,
 		crashStartEnv+"="+strconv.FormatInt(start, 10),
 	)
 	// If this test process dies, the kernel kills the helper too.
@@ -315,4 +352,46 @@ func checkAfterCrash(t *testing.T, round int, dir, file string) {
 	if left := tempFiles(t, filepath.Dir(file)); len(left) > 0 {
 		t.Fatalf("round %d: temporary files left: %v", round, left)
 	}
+}
+
+// checkFlatAfterCrash verifies the flat set a killed writer left behind
+// (every file of one generation, complete), whatever it left in PoolDir,
+// then that a new DirWriter's write and Refill leave a pool of fresh
+// files only.
+func checkFlatAfterCrash(t *testing.T, round int, dir string) {
+	t.Helper()
+	set, err := ReadCurrent(dir)
+	if err != nil {
+		t.Fatalf("round %d: flat: ..data does not resolve to a readable set: %v", round, err)
+	}
+	gen, err := verifyCrashContent(set["flat-00.conf"], "flat-00.conf")
+	if err != nil {
+		t.Fatalf("round %d: flat: %v", round, err)
+	}
+	for name, data := range set {
+		if g, err := verifyCrashContent(data, name); err != nil || g != gen {
+			t.Fatalf("round %d: flat: %s: generation %d in generation %d's set: %v", round, name, g, gen, err)
+		}
+	}
+	if got, want := slices.Sorted(maps.Keys(set)), slices.Sorted(maps.Keys(crashFlat(gen))); !slices.Equal(got, want) {
+		t.Fatalf("round %d: flat: generation %d has files %v, want %v", round, gen, got, want)
+	}
+	taken := 0
+	pool := poolEntries(t, dir)
+	for _, st := range pool {
+		if st.Nlink > 1 {
+			taken++
+		}
+	}
+	t.Logf("round %d: flat: generation %d visible; %d entries in %s, %d of them linked into a generation", round, gen, len(pool), PoolDir, taken)
+	w := NewDirWriter(dir)
+	next := crashFlat(gen + 1)
+	if _, err := w.Write(next, crashOpts); err != nil {
+		t.Fatalf("round %d: flat: Write after crash: %v", round, err)
+	}
+	if err := w.Refill(); err != nil {
+		t.Fatalf("round %d: flat: Refill after crash: %v", round, err)
+	}
+	assertSet(t, dir, next, crashOpts.Mode)
+	assertPoolFresh(t, dir, len(next))
 }

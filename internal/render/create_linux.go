@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -23,8 +22,11 @@ func bareCreate(opts FileOptions) bool { return opts.Mode == opts.Mode.Perm() }
 // the mode), where an *os.File adds the runtime's refused registration
 // with the network poller, and its allocation. It returns each file's
 // identity as fstat saw it after its last change; syncDir, when not nil,
-// runs beside the fsyncs.
-func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string][]byte, opts FileOptions, syncDir func() error) (ids []fileID, err error) {
+// runs beside the fsyncs. pool, when not nil, hands out pooled files
+// (Refill): each file takes one while there are any (takePooled), and is
+// created only when the pool is out, or its file is not as Refill left
+// it.
+func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string][]byte, opts FileOptions, syncDir func() error, pool *poolDraw) (ids []fileID, err error) {
 	fds := make([]int, 0, len(names))
 	paths := make([]string, len(names))
 	ids = make([]fileID, len(names))
@@ -42,8 +44,13 @@ func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string
 	cerr := rc.Control(func(dfd uintptr) {
 		for i, name := range names {
 			paths[i] = filepath.Join(dirPath, name)
-			var fd int
-			fd, ids[i], err = createAt(int(dfd), name, paths[i], files[name], opts)
+			fd, ok := -1, false
+			if pool != nil && len(pool.names) > 0 {
+				fd, ids[i], ok, err = takePooled(pool, int(dfd), name, paths[i], files[name], opts)
+			}
+			if !ok && err == nil {
+				fd, ids[i], err = createAt(int(dfd), name, paths[i], files[name], opts)
+			}
 			if err != nil {
 				return
 			}
@@ -102,18 +109,8 @@ func createAt(dfd int, name, path string, data []byte, opts FileOptions) (_ int,
 			_ = unix.Close(fd) // fd, not the result: every error returns -1
 		}
 	}()
-	for b := data; len(b) > 0; {
-		n, err := unix.Write(fd, b)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, id, &os.PathError{Op: "write", Path: path, Err: err}
-		}
-		if n == 0 {
-			return -1, id, &os.PathError{Op: "write", Path: path, Err: io.ErrShortWrite}
-		}
-		b = b[n:]
+	if err := writeAllFD(fd, data, path); err != nil {
+		return -1, id, err
 	}
 	if chown {
 		if err := durable.IgnoringEINTR(func() error { return unix.Fchown(fd, opts.UID, opts.GID) }); err != nil {
