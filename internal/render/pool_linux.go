@@ -184,6 +184,16 @@ func takePooled(d *poolDraw, dfd int, name, path string, data []byte, opts FileO
 	if err != nil {
 		return -1, id, false, nil
 	}
+	// Still the empty file Refill made, alone in its inode, before a byte
+	// goes in: the pool is 0700, but whatever put another inode under a
+	// pool name (a hard link to a file elsewhere, say) must not have it
+	// written over; such a name is passed by, as a missing one is.
+	var pre unix.Stat_t
+	if err := durable.IgnoringEINTR(func() error { return unix.Fstat(fd, &pre) }); err != nil ||
+		pre.Mode&unix.S_IFMT != unix.S_IFREG || pre.Nlink != 1 || pre.Size != 0 {
+		_ = unix.Close(fd)
+		return -1, id, false, nil
+	}
 	linked := false
 	defer func() {
 		if err != nil || !ok {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
@@ -178,12 +179,25 @@ func TestDirWriterPoolNotAsLeft(t *testing.T) {
 	if err := os.Remove(p(2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Link(p(3), filepath.Join(t.TempDir(), "elsewhere")); err != nil {
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Link(p(3), elsewhere); err != nil {
 		t.Fatal(err)
 	}
 	files := bigPayload(4, 64, "b")
 	if _, err := w.Write(files, opts(0o644)); err != nil {
 		t.Fatal(err)
+	}
+	// Not written into either: the stage looks before it writes.
+	for _, f := range []struct {
+		path string
+		size int64
+	}{{p(0), 4096}, {elsewhere, 0}} {
+		if fi, err := os.Stat(f.path); err != nil || fi.Size() != f.size {
+			t.Errorf("%s: %v, %v: a stage wrote into a pooled name it then refused", f.path, fi, err)
+		}
+		if b, err := os.ReadFile(f.path); err == nil && bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) {
+			t.Errorf("%s holds payload bytes: a stage wrote into a pooled name it then refused", f.path)
+		}
 	}
 	assertSet(t, dir, files, 0o644)
 	cur, err := CurrentPath(dir)
