@@ -87,33 +87,11 @@ func BenchmarkDirPublishOneChanged(b *testing.B) {
 			for i := range 20 {
 				files[fmt.Sprintf("item-%03d.conf", i)] = bytes.Repeat([]byte{'a'}, 1024)
 			}
-			publish := func(i int) {
-				next := maps.Clone(files)
-				next["item-007.conf"] = bytes.Repeat([]byte{byte('b' + i%2)}, 1024)
-				sd, err := w.StageIfChanged(next, opts)
-				if err != nil || sd == nil {
-					b.Fatal(err, sd)
-				}
-				if _, err := sd.Commit(); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := w.Sweep(); err != nil {
-					b.Fatal(err)
-				}
-				if pool {
-					if err := w.Refill(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if ok, err := w.MatchesCurrent(next, opts); err != nil || !ok {
-					b.Fatal(ok, err)
-				}
-			}
-			publish(1)
+			publishOneChanged(b, w, files, opts, 1, pool)
 			cpu0 := benchCPU()
 			i := 0
 			for b.Loop() {
-				publish(i)
+				publishOneChanged(b, w, files, opts, i, pool)
 				i++
 			}
 			b.ReportMetric(float64(benchCPU()-cpu0)/float64(b.N), "cpu-ns/op")
@@ -208,25 +186,39 @@ func BenchmarkDirPublishOneChangedWatched(b *testing.B) {
 	cpu0 := benchCPU()
 	i := 0
 	for b.Loop() {
-		next := maps.Clone(files)
-		next["item-007.conf"] = bytes.Repeat([]byte{byte('b' + i%2)}, 1024)
-		sd, err := w.StageIfChanged(next, opts)
-		if err != nil || sd == nil {
-			b.Fatal(err, sd)
-		}
-		if _, err := sd.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := w.Sweep(); err != nil {
-			b.Fatal(err)
-		}
-		if ok, err := w.MatchesCurrent(next, opts); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
+		publishOneChanged(b, w, files, opts, i, false)
 		i++
 	}
 	b.ReportMetric(float64(benchCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 	if n := w.linkReads - reads; n != 0 {
 		b.Fatalf("%d links read after the first Matches, want 0", n)
+	}
+}
+
+// publishOneChanged is one 20/1 apply as the agent runs it: files with
+// item-007.conf changed (its content alternating with i), staged and
+// committed, the Sweep after it, the Refill when pool, then the
+// post-apply MatchesCurrent.
+func publishOneChanged(b *testing.B, w *DirWriter, files map[string][]byte, opts FileOptions, i int, pool bool) {
+	b.Helper()
+	next := maps.Clone(files)
+	next["item-007.conf"] = bytes.Repeat([]byte{byte('b' + i%2)}, 1024)
+	sd, err := w.StageIfChanged(next, opts)
+	if err != nil || sd == nil {
+		b.Fatal(err, sd)
+	}
+	if _, err := sd.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Sweep(); err != nil {
+		b.Fatal(err)
+	}
+	if pool {
+		if err := w.Refill(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if ok, err := w.MatchesCurrent(next, opts); err != nil || !ok {
+		b.Fatal(ok, err)
 	}
 }
