@@ -115,6 +115,10 @@ type Renderer struct {
 	lastErr  error
 	// attempted is the generation of the last Apply that was not skipped.
 	attempted int64
+	// oneShot: the process applies once and exits (Daemon.Once,
+	// confagent --once), so no dir target fills a pool of empty files
+	// (render.DirWriter.Refill) for a next write that never comes.
+	oneShot bool
 
 	// Failures retried without a new generation. rejectErr is the error
 	// of the rejection recorded in rejected; pendingFile, when set,
@@ -768,9 +772,12 @@ func (r *Renderer) sweepLocked() time.Duration {
 			r.log.Warn("cannot remove a previous generation directory; the next write retries", "target", t.spec.Name, "error", err)
 		}
 		// The empty files the next write takes instead of creating its
-		// own, made here, after the swap, rather than on its way.
-		if err := t.dir.Refill(); err != nil {
-			r.log.Warn("cannot prepare the pool of empty files; the next write creates its files", "target", t.spec.Name, "error", err)
+		// own, made here, after the swap, rather than on its way (none
+		// when there is no next write: oneShot).
+		if !r.oneShot {
+			if err := t.dir.Refill(); err != nil {
+				r.log.Warn("cannot prepare the pool of empty files; the next write creates its files", "target", t.spec.Name, "error", err)
+			}
 		}
 		if d > 0 && (next == 0 || d < next) {
 			next = d

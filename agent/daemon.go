@@ -673,6 +673,9 @@ func (d *Daemon) Once(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	d.r.mu.Lock()
+	d.r.oneShot = true
+	d.r.mu.Unlock()
 	out := d.r.Apply(ctx, snap)
 	return out, out.Err
 }
