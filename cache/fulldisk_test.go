@@ -160,7 +160,7 @@ func fillDisk(t *testing.T, dir, filler string, free int) {
 	if err := syscall.Statfs(dir, &fs); err != nil {
 		t.Fatal(err)
 	}
-	avail := int64(fs.Bavail) * fs.Bsize
+	avail := int64(fs.Bavail) * int64(fs.Bsize)
 	if avail <= int64(free) {
 		t.Fatalf("only %d bytes free", avail)
 	}

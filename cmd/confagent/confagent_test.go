@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -185,7 +184,7 @@ func (e *env) start(t *testing.T, args ...string) *proc {
 func startBinary(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = zktest.ChildAttr(false)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

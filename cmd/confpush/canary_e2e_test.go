@@ -90,7 +90,7 @@ targets:
 		t.Fatal(err)
 	}
 	cmd := exec.Command(f.agentBin, "--config", path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = zktest.ChildAttr(false)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

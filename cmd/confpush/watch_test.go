@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ type watcher struct {
 func startWatcher(t *testing.T, bin string, args ...string) *watcher {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = zktest.ChildAttr(false)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -578,7 +577,7 @@ func startAgent(t *testing.T, bin, cfg string) string {
 // channel closed when the process has exited.
 func runLogged(t *testing.T, name string, cmd *exec.Cmd, onLine func([]byte)) <-chan struct{} {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = zktest.ChildAttr(false)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func openFiles(t *testing.T, n int) ([]int, []string) {
 func TestSyncCloseFDsReportsEach(t *testing.T) {
 	fds, names := openFiles(t, 70)
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	if err := unix.Pipe(p[:]); err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(p[1])

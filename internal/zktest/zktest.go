@@ -386,7 +386,7 @@ func (c *Cluster) spawn(s *Server) error {
 	cmd.Dir = s.Dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ChildAttr(true)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start server %d: %w", s.ID, err)
