@@ -271,7 +271,9 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	r.phases = applyPhases{}
 	r.attempted = snap.Generation()
 	r.publish()
-	r.log.Debug("applying", "generation", snap.Generation())
+	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments allocate even when disabled
+		r.log.Debug("applying", "generation", snap.Generation())
+	}
 	rctx, cancel := r.renderContext(ctx)
 	defer cancel()
 	if r.mode == ApplyIndependent {
@@ -302,7 +304,7 @@ func (r *Renderer) Apply(ctx context.Context, snap Snapshot) Outcome {
 	case out.Err != nil:
 		r.log.Error("apply failed", "generation", snap.Generation(), "duration", took, "error", out.Err)
 	case len(out.Changed) > 0:
-		r.log.Info("applied", "generation", snap.Generation(), "changed", out.Changed, "duration", took)
+		r.log.LogAttrs(ctx, slog.LevelInfo, "applied", appliedAttrs(snap, out.Changed, took, r.phases)...)
 	default:
 		r.log.Debug("generation applied with no output change", "generation", snap.Generation(), "duration", took)
 	}

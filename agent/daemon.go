@@ -455,7 +455,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if !ok {
 			return false
 		}
-		applied := time.Now()
 		if out.Retry || (out.Err != nil && !out.Rejected) {
 			retry.Schedule()
 		} else {
@@ -480,7 +479,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.mem.observe(snapshotBytes(snap), d.r.renderBytes())
 			}
 			d.publishStatus()
-			d.logTimings(ctx, snap, applied)
 			if d.opts.OnApply != nil {
 				d.opts.OnApply(out)
 			}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -24,24 +23,29 @@ func (p *applyPhases) lap(d *time.Duration, start time.Time) time.Time {
 	return now
 }
 
-// logTimings logs, at debug level, where the time between the cache's
-// cycle and the end of the apply of snap went: the cache's fetch (reads,
-// verification) and persist, then the renderer's phases. Latency
-// benchmarks read these lines; with debug off it costs one Enabled call.
-func (d *Daemon) logTimings(ctx context.Context, s Snapshot, applied time.Time) {
-	snap, ok := s.(*cache.Snapshot)
-	if !ok || !d.log.Enabled(ctx, slog.LevelDebug) {
-		return // several roots: each root's fetch is its cache's
+// appliedAttrs are the attributes of the "applied" line: the generation,
+// the targets whose output changed, the apply's duration, and where the
+// time between the cache's cycle and the end of the apply went, so that
+// an operator (and confbench latency, which reads this line) sees it at
+// the default level without a separate debug line: when the cycle started
+// (cycle_start: a watch fired), the items it read (items_read), the
+// fetch (fetch: root and item reads, verification included), the
+// verification alone (verify, summed over reads in flight), the state
+// file (persist), and the renderer's stage, check, durable_wait and swap.
+// The fetch and persist are the cache's: a snapshot of several roots (each
+// root's fetch is its cache's) or one loaded from the state file (nothing
+// was fetched) logs only the renderer's phases.
+func appliedAttrs(snap Snapshot, changed []string, took time.Duration, p applyPhases) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 13)
+	attrs = append(attrs, slog.Int64("generation", snap.Generation()), slog.Any("changed", changed),
+		slog.Duration("duration", took))
+	if cs, ok := snap.(*cache.Snapshot); ok {
+		if ft := cs.Timings(); !ft.Started.IsZero() {
+			attrs = append(attrs, slog.Time("cycle_start", ft.Started), slog.Int("items_read", ft.Read),
+				slog.Duration("fetch", ft.Fetched), slog.Duration("verify", ft.Verify),
+				slog.Duration("persist", ft.Persist))
+		}
 	}
-	ft := snap.Timings()
-	if ft.Started.IsZero() {
-		return // loaded from the state file: nothing was fetched
-	}
-	d.r.mu.Lock()
-	p := d.r.phases
-	d.r.mu.Unlock()
-	d.log.Debug("apply timings", "generation", snap.Generation(),
-		"cycle_start", ft.Started, "applied", applied, "items_read", ft.Read,
-		"fetch", ft.Fetched, "verify", ft.Verify, "persist", ft.Persist,
-		"stage", p.stage, "check", p.check, "durable_wait", p.durable, "swap", p.swap)
+	return append(attrs, slog.Duration("stage", p.stage), slog.Duration("check", p.check),
+		slog.Duration("durable_wait", p.durable), slog.Duration("swap", p.swap))
 }

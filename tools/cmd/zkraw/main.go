@@ -19,7 +19,7 @@
 // with the wall clock (unix ns) when the root's watch fired (0 for the
 // first read), when the root's read was answered, when every item was in
 // hand and when both files were written: the benchmark subtracts the
-// publish's commit-ack, as it does from the agent's "apply timings".
+// publish's commit-ack, as it does from the agent's "applied" line.
 //
 // The floor of `confpush publish` is tools/cmd/zkfloor, a program of its
 // own that links no template engine.
