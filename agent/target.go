@@ -186,9 +186,9 @@ type staged struct {
 	changed bool
 	commit  func() (bool, error)
 	abort   func()
-	// out or files is the output; sum (out's digest) or files is recorded
-	// in the target once applied.
-	out   []byte
+	// sum (a file or template output's digest) or files (a dir target's
+	// output) is recorded in the target once applied. The output's bytes
+	// are the stage's (render.StagedFile), not kept here.
 	sum   render.Digest
 	files map[string][]byte
 	// waiting: nothing to render yet (see target.waiting), recorded with
@@ -246,7 +246,7 @@ func (t *target) stageFile(data []byte) (*staged, error) {
 	if sf == nil {
 		return unchanged(t, render.DigestOf(data), nil), nil
 	}
-	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, out: data, sum: render.DigestOf(data)}, nil
+	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, sum: render.DigestOf(data)}, nil
 }
 
 // matches reports whether the destination still holds the applied output,
