@@ -191,7 +191,7 @@ func (r *Renderer) configure(specs []TargetSpec, mode ApplyMode) error {
 	for _, t := range ts {
 		for _, old := range r.targets {
 			if equalSpec(old.spec, t.spec) {
-				t.applied, t.out, t.files, t.result, t.waiting = old.applied, old.out, old.files, old.result, old.waiting
+				t.applied, t.sum, t.files, t.result, t.waiting = old.applied, old.sum, old.files, old.result, old.waiting
 				// The writer remembers what it wrote: keeping it spares
 				// reading every file again.
 				t.dir = old.dir
@@ -495,7 +495,7 @@ func (a *applyRun) record() {
 		if a.failed[s.t] {
 			continue
 		}
-		s.t.applied, s.t.out, s.t.files, s.t.waiting = a.snap, s.out, s.files, s.waiting
+		s.t.applied, s.t.sum, s.t.files, s.t.waiting = a.snap, s.sum, s.files, s.waiting
 		// With several roots a result reports the target's own root's
 		// generation, not the renderer's combined sequence.
 		g := targetGeneration(a.snap, s.t.spec, a.gen)
@@ -672,7 +672,9 @@ func (r *Renderer) savePending() {
 // The drift watcher also sees the agent's own writes, so most calls find
 // nothing to do: the check comes first and writes nothing (for a dir
 // target, it reads only files whose inode, size, mode, owner, mtime or
-// ctime changed), and nothing is rendered again.
+// ctime changed), and only an output found changed is made again (a
+// template target's rendered from the applied snapshot, see
+// target.repairStage).
 func (r *Renderer) Repair() []string {
 	return r.repairIn(nil)
 }
@@ -683,6 +685,8 @@ func (r *Renderer) repairIn(scope map[string]bool) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.publish()
+	rctx, cancel := r.renderContext(context.Background())
+	defer cancel()
 	var fixed []string
 	for _, t := range r.targets {
 		if t.applied == nil || t.waiting {
@@ -691,7 +695,7 @@ func (r *Renderer) repairIn(scope map[string]bool) []string {
 		if ok, err := t.matchesIn(scope); err == nil && ok {
 			continue
 		}
-		s, err := t.repairStage()
+		s, err := t.repairStage(rctx)
 		if err != nil {
 			r.log.Warn("drift repair: render failed", "target", t.spec.Name, "error", err)
 			continue
@@ -715,7 +719,7 @@ func (r *Renderer) repairIn(scope map[string]bool) []string {
 
 // expectFunc is told of a file or template output about to be renamed
 // into place at path.
-type expectFunc func(path string, data []byte, opts render.FileOptions)
+type expectFunc func(path string, sum render.Digest, opts render.FileOptions)
 
 // setExpect sets what is told of each file or template output before its
 // rename (nil: nothing).
@@ -734,7 +738,7 @@ func (r *Renderer) expectCommit(s *staged) {
 	if fn == nil || !s.changed || s.t.spec.Kind == KindDir {
 		return
 	}
-	(*fn)(s.t.spec.Dest, s.out, s.t.fileOptions())
+	(*fn)(s.t.spec.Dest, s.sum, s.t.fileOptions())
 }
 
 // setLinksWatched tells each dir target's writer whether the drift

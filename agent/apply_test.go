@@ -35,7 +35,8 @@ func manyItems(n int, changed string) map[string]string {
 // rewrites only its file (the 29 others keep their inode, hard-linked
 // into the new generation directory); a drift repair that finds nothing
 // writes nothing; an unchanged file edited by hand is still restored, and
-// so are file and template outputs, without re-rendering.
+// so are file and template outputs (a template rendered again from the
+// applied snapshot: only its digest is kept).
 func TestApplyRewritesOnlyChangedItems(t *testing.T) {
 	c := sharedZooKeeper.For(t)
 	p := publisher(t, c)

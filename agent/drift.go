@@ -49,10 +49,11 @@ type driftWatcher struct {
 	passed func(name string)
 }
 
-// expectedFile is an output the renderer committed: its bytes and the
-// mode and owner it was given.
+// expectedFile is an output the renderer committed: its digest (not its
+// bytes, which the renderer does not keep either) and the mode and owner
+// it was given.
 type expectedFile struct {
-	data []byte
+	sum  render.Digest
 	opts render.FileOptions
 }
 
@@ -74,14 +75,14 @@ func newDriftWatcherFunc(log *slog.Logger, passed func(name string)) (*driftWatc
 	return d, nil
 }
 
-// expect records that the renderer is about to rename data into place at
-// path (a file or template target's destination): an event naming path
-// whose file then holds data, with opts' mode and owner, is the rename's
-// own. Called before the rename, so that its event never finds the
+// expect records that the renderer is about to rename the content sum
+// stands for into place at path (a file or template target's
+// destination): an event naming path whose file then holds it, with opts'
+// mode and owner, is the rename's own. Called before the rename, so that its event never finds the
 // previous output expected.
-func (d *driftWatcher) expect(path string, data []byte, opts render.FileOptions) {
+func (d *driftWatcher) expect(path string, sum render.Digest, opts render.FileOptions) {
 	d.mu.Lock()
-	d.expected[filepath.Clean(path)] = expectedFile{data: data, opts: opts}
+	d.expected[filepath.Clean(path)] = expectedFile{sum: sum, opts: opts}
 	d.mu.Unlock()
 }
 
@@ -96,7 +97,7 @@ func (d *driftWatcher) ours(name string) bool {
 	if !ok {
 		return false
 	}
-	same, err := render.Matches(name, e.data, e.opts)
+	same, err := render.MatchesDigest(name, e.sum, e.opts)
 	return err == nil && same
 }
 

@@ -60,7 +60,7 @@ func TestDriftOwnRenameIsNoDrift(t *testing.T) {
 	}
 
 	for i, data := range []string{"one\n", "two\n", "three\n"} {
-		d.expect(dest, []byte(data), opts)
+		d.expect(dest, render.DigestOf([]byte(data)), opts)
 		if _, err := render.WriteFile(dest, []byte(data), opts); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestDriftOwnRenameIsNoDrift(t *testing.T) {
 	if got := waitPass("marker"); !slices.Contains(got, "out.conf") {
 		t.Fatalf("a foreign rename asked for no pass: %v", got)
 	}
-	d.expect(dest, []byte("three\n"), opts)
+	d.expect(dest, render.DigestOf([]byte("three\n")), opts)
 	if _, err := render.WriteFile(dest, []byte("three\n"), render.FileOptions{Mode: 0o600, UID: -1, GID: -1}); err != nil {
 		t.Fatal(err)
 	}

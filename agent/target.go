@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,11 +96,15 @@ type target struct {
 	renders *renderWatch
 
 	// applied is the snapshot whose output the destination holds, nil until
-	// the first successful apply; out (file and template targets) or files
-	// (dir targets) is that output, which drift repair compares with the
-	// disk without rendering again.
+	// the first successful apply; sum (file and template targets: the
+	// output's digest) or files (dir targets: the output, the snapshot's
+	// own items) is what drift detection compares with the disk without
+	// rendering again. A file or template output is not kept: a template's
+	// can be megabytes, alive beside the next render's, and the collector's
+	// goal doubles whatever is alive (docs/bench/latency-rss64c-2026-11-27);
+	// drift repair renders applied again (repairStage).
 	applied Snapshot
-	out     []byte
+	sum     render.Digest
 	files   map[string][]byte
 	result  TargetResult
 	// renderAlloc is what the last render of a template target allocated
@@ -181,8 +186,10 @@ type staged struct {
 	changed bool
 	commit  func() (bool, error)
 	abort   func()
-	// out or files is the output, recorded in the target once applied.
-	out   []byte
+	// sum (a file or template output's digest) or files (a dir target's
+	// output) is recorded in the target once applied. The output's bytes
+	// are the stage's (render.StagedFile), not kept here.
+	sum   render.Digest
 	files map[string][]byte
 	// waiting: nothing to render yet (see target.waiting), recorded with
 	// the output: a stage that fails later must leave the target's
@@ -191,8 +198,8 @@ type staged struct {
 	waiting bool
 }
 
-func unchanged(t *target, out []byte, files map[string][]byte) *staged {
-	return &staged{t: t, out: out, files: files,
+func unchanged(t *target, sum render.Digest, files map[string][]byte) *staged {
+	return &staged{t: t, sum: sum, files: files,
 		commit: func() (bool, error) { return false, nil }, abort: func() {}}
 }
 
@@ -203,7 +210,7 @@ func (t *target) stage(ctx context.Context, snap Snapshot) (*staged, error) {
 	// With several roots, a target whose root has no snapshot yet, or a
 	// template with no cut yet, keeps what is in place.
 	if _, err := viewFor(snap, t.spec); err != nil {
-		s := unchanged(t, t.out, t.files)
+		s := unchanged(t, t.sum, t.files)
 		s.waiting = true
 		return s, nil
 	}
@@ -225,7 +232,7 @@ func (t *target) stageDir(files map[string][]byte) (*staged, error) {
 		return nil, err
 	}
 	if sd == nil {
-		return unchanged(t, nil, files), nil
+		return unchanged(t, render.Digest{}, files), nil
 	}
 	return &staged{t: t, path: sd.Path(), changed: true, commit: sd.Commit, abort: sd.Abort, files: files}, nil
 }
@@ -237,9 +244,9 @@ func (t *target) stageFile(data []byte) (*staged, error) {
 		return nil, err
 	}
 	if sf == nil {
-		return unchanged(t, data, nil), nil
+		return unchanged(t, render.DigestOf(data), nil), nil
 	}
-	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, out: data}, nil
+	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, sum: render.DigestOf(data)}, nil
 }
 
 // matches reports whether the destination still holds the applied output,
@@ -249,7 +256,7 @@ func (t *target) matches() (bool, error) {
 	if t.spec.Kind == KindDir {
 		return t.dir.Matches(t.files, t.fileOptions())
 	}
-	return render.Matches(t.spec.Dest, t.out, t.fileOptions())
+	return render.MatchesDigest(t.spec.Dest, t.sum, t.fileOptions())
 }
 
 // matchesIn is matches for a pass that needs to look only at what the
@@ -281,12 +288,30 @@ func (t *target) matchesIn(scope map[string]bool) (bool, error) {
 	return true, nil
 }
 
-// repairStage stages the applied output again, for drift repair.
-func (t *target) repairStage() (*staged, error) {
+// errRenderedOther is drift repair's refusal to write a template's output
+// that is not the one applied.
+var errRenderedOther = errors.New("the applied snapshot renders differently now (a host fact changed since the apply): left to the next apply, which runs the reload")
+
+// repairStage stages the applied output again, for drift repair. A file
+// or template target's output is made again from the applied snapshot
+// (its bytes are not kept, see target.sum): a file target's is the item
+// itself, a template's is rendered again. The template helpers are
+// deterministic, so that is the applied output, unless a host fact it
+// reads changed since the apply (fileExists): then nothing is staged
+// (errRenderedOther), since a repair runs no reload and the service would
+// be left with an output it never loaded. ctx interrupts the render.
+func (t *target) repairStage(ctx context.Context) (*staged, error) {
 	if t.spec.Kind == KindDir {
 		return t.stageDir(t.files)
 	}
-	return t.stageFile(t.out)
+	data, err := t.output(ctx, t.applied)
+	if err != nil {
+		return nil, err
+	}
+	if !t.sum.Matches(data) {
+		return nil, errRenderedOther
+	}
+	return t.stageFile(data)
 }
 
 // check runs the target's check command against the staged output.

@@ -271,13 +271,19 @@ func Matches(path string, data []byte, opts FileOptions) (bool, error) {
 // owner, and when it does not, the identity of the file that differs
 // (zero if none). The caller closes dest (open unless err).
 func compareDest(path string, data []byte, opts FileOptions) (dest destFile, same bool, differs fileID, err error) {
+	return compareDestWith(path, int64(len(data)), func(r io.Reader) (bool, error) { return sameContent(r, data) }, opts)
+}
+
+// compareDestWith is compareDest for content of size bytes that sameAs
+// recognises (reading the file, which has that size already).
+func compareDestWith(path string, size int64, sameAs func(io.Reader) (bool, error), opts FileOptions) (dest destFile, same bool, differs fileID, err error) {
 	if err := opts.validate(); err != nil {
 		return destFile{}, false, fileID{}, err
 	}
 	if dest, err = resolveDest(path, opts); err != nil {
 		return destFile{}, false, fileID{}, err
 	}
-	fi, same, err := sameFileInfo(dest.root, dest.name, data, opts)
+	fi, same, err := sameFileInfoWith(dest.root, dest.name, size, sameAs, opts)
 	if err != nil {
 		dest.close()
 		return destFile{}, false, fileID{}, err
@@ -559,6 +565,12 @@ func resolveDest(path string, opts FileOptions) (destFile, error) {
 // it does not exist). A missing file is simply "not the same". The file is
 // opened without blocking: a named pipe swapped in is not waited on.
 func sameFileInfo(root *os.Root, name string, data []byte, opts FileOptions) (fs.FileInfo, bool, error) {
+	return sameFileInfoWith(root, name, int64(len(data)), func(r io.Reader) (bool, error) { return sameContent(r, data) }, opts)
+}
+
+// sameFileInfoWith is sameFileInfo for content of size bytes that sameAs
+// recognises in the file (called only when the file has that size).
+func sameFileInfoWith(root *os.Root, name string, size int64, sameAs func(io.Reader) (bool, error), opts FileOptions) (fs.FileInfo, bool, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|durable.NoPoll, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -571,11 +583,11 @@ func sameFileInfo(root *os.Root, name string, data []byte, opts FileOptions) (fs
 	if err != nil {
 		return nil, false, fmt.Errorf("render: %w", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || !attrsMatch(fi, opts) {
+	if !fi.Mode().IsRegular() || fi.Size() != size || !attrsMatch(fi, opts) {
 		return fi, false, nil
 	}
 	contentReads.Add(1)
-	same, err := sameContent(f, data)
+	same, err := sameAs(f)
 	return fi, same, err
 }
 
