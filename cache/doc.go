@@ -376,7 +376,7 @@
 // rename and no directory sync. The state file itself is a pointer naming
 // the pack; it is replaced atomically (rename, directory sync) only when
 // a write starts a new pack: the first, one after a failed write, or when
-// the pack has grown past twice the live contents plus 1 MiB (the older
+// the pack has grown past four times the live contents plus 1 MiB (the older
 // pack is removed after that commit point; statefile.go gives the
 // layout and the crash analysis). An apply that changes one item of
 // 100 × 4 KiB appends that item and a ~10 KiB commit record. New loads

@@ -59,8 +59,8 @@ import (
 //
 // It changes only when a write starts a new pack: the first write, a
 // write after a failed one (retract), a compaction (the pack holds more
-// than twice the live bytes plus packSlack; the new pack holds the live
-// contents only), the conversion of an older layout. Such a write creates
+// than packGrowth times the live bytes plus packSlack; the new pack holds
+// the live contents only), the conversion of an older layout. Such a write creates
 // the pack, writes it whole and syncs it together with the item
 // directory (the pack's entry) and a temporary holding the new pointer,
 // then renames the temporary over path and syncs path's directory: that
@@ -129,10 +129,20 @@ const (
 	// packPrefix starts every pack's name (digits follow).
 	packPrefix = "pack-"
 	// packSlack is how many bytes of older generations' contents and
-	// commit records a pack may hold beyond the live ones before a write
-	// starts a new pack: a new pack costs an inode, a rename and two
-	// directory syncs, a grown one only disk space.
+	// commit records a pack may hold beyond packGrowth times the live
+	// ones before a write starts a new pack: a new pack costs an inode, a
+	// rename and two directory syncs, a grown one only disk space.
 	packSlack = 1 << 20
+	// packGrowth is how many times the live bytes (plus packSlack) a pack
+	// may hold before a write starts a new one. When every item of a set
+	// changes (20 × 64 KiB), a growth of 2 started a new pack every second
+	// write: its create, the pointer's temporary, rename and two directory
+	// syncs (two disk waits one after the other where an append waits
+	// once) and the removal of the older pack, 2–26 ms of unlink on a disk
+	// with online discard, on the agent's one processor while its renderer
+	// staged (docs/bench/latency-dir64-2026-11-27). At 4 it is one write
+	// in four, for at most twice the disk space (a 1.3 MB set: 6.2 MB).
+	packGrowth = 4
 	// packMagic starts a framed pack (format 4), packKeySize random bytes
 	// follow.
 	packMagic      = "zkconf-state-pk4"
@@ -406,8 +416,8 @@ type stateStore struct {
 	have map[string]int64
 	key  []byte
 	end  int64
-	// slack is packSlack (tests lower it).
-	slack int64
+	// slack is packSlack, growth packGrowth (tests lower them).
+	slack, growth int64
 	// legacy: the state loaded is in an older format (converted by the
 	// first write).
 	legacy bool
@@ -461,7 +471,7 @@ type writeReport struct {
 }
 
 func newStateStore(path, root string) *stateStore {
-	return &stateStore{path: path, dir: path + itemDirSuffix, root: root, have: map[string]int64{}, slack: packSlack}
+	return &stateStore{path: path, dir: path + itemDirSuffix, root: root, have: map[string]int64{}, slack: packSlack, growth: packGrowth}
 }
 
 // loadState reads the state persisted at path. Nothing persisted is
@@ -973,11 +983,11 @@ func (st *stateStore) cleanup() error {
 
 // openPack opens the pack a write of a generation of live bytes (contents
 // and commit record), fresh of them not in the current pack, writes to:
-// the current pack when there is one and it stays under twice live plus
-// the slack, cut back to its last commit's end if it is longer (a torn
+// the current pack when there is one and it stays under growth times
+// live plus the slack, cut back to its last commit's end if it is longer (a torn
 // tail), else a new pack (st.last.newPack).
 func (st *stateStore) openPack(live, fresh int64) (*os.File, error) {
-	if st.pack != "" && st.end+fresh <= 2*live+st.slack {
+	if st.pack != "" && st.end+fresh <= st.growth*live+st.slack {
 		// Opened O_NONBLOCK (no effect on a regular file's I/O) so that
 		// os does not offer it to the poller: four fcntl fewer per write.
 		f, err := os.OpenFile(filepath.Join(st.dir, st.pack), os.O_WRONLY|durable.NoPoll, 0)

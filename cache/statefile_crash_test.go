@@ -157,7 +157,7 @@ func crashCases() []crashCase {
 		name: "new-pack", prevGen: 2, prev: all2, nextGen: 3, next: all3, prevFormat: stateFormat, steps: newPackSteps,
 		prepare: func(t *testing.T, path string) (*stateStore, *Snapshot) {
 			st := newStateStore(path, "/r")
-			st.slack = 0
+			st.slack, st.growth = 0, 2
 			write(t, st, 1, v1)
 			write(t, st, 2, all2) // appended: the pack holds 2 × live
 			return st, newTestSnapshot(t, 3, all3)
