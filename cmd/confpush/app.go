@@ -354,25 +354,26 @@ type pendingConnect struct {
 // flight together; the publish starts (and writes) only once the probe
 // passed (finish).
 //
-// sessionUp is nil when cl's session is established. Otherwise it closes
-// once the dial ended (established, or failed and cl closed), and a
-// check whose read was answered with a lost connection
-// (zkclient.IsRecoverable: the client gives the requests it holds back
-// when a connection attempt fails) is made again after it: a failed
-// attempt before the session must not count as the probe's answer. The
-// prefetched reads retry on their own, and a publish reads again what
-// they could not.
+// A check whose read was answered with a lost connection
+// (zkclient.IsRecoverable) is made again (againWhileLost): a lost connection is not
+// the probe's verdict, nor a reason to drop the open-root warning. Two
+// causes are expected: a connection attempt that failed before the
+// session (the client gives the requests it holds back), and a ZooKeeper
+// older than 3.6, which closes the connection after refusing the
+// prefetch's multiRead (Publisher.Prefetch), whatever else is in flight.
+// sessionUp is nil when cl's session is established; otherwise it closes
+// once the dial ended (established, or failed and cl closed), and the
+// second read waits for it. The prefetched reads retry on their own, and
+// a publish reads again what they could not.
 func (a *app) startConnect(ctx context.Context, cl *zkclient.Client, warnOpen bool, sessionUp <-chan struct{}) *pendingConnect {
 	pc := &pendingConnect{a: a, cl: cl, probe: make(chan error, 1)}
 	if warnOpen {
-		pc.warning = a.checkOpenRoot(cl.Conn(), sessionUp)
+		pc.warning = a.checkOpenRoot(ctx, cl.Conn(), sessionUp)
 	}
 	go func() {
-		err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
-		if sessionUp != nil && zkclient.IsRecoverable(err) {
-			<-sessionUp
-			err = access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
-		}
+		_, err := againWhileLost(ctx, sessionUp, func() (struct{}, error) {
+			return struct{}{}, access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+		})
 		pc.probe <- err
 	}()
 	pc.p, pc.perr = a.publisher(cl)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkconf/zkconf/internal/aclmodel"
+	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/clidoc"
 	"github.com/zkconf/zkconf/zkclient"
 )
@@ -39,8 +42,8 @@ func (a *app) openRootFlags(root *cobra.Command) {
 // create (the nodes a publish creates copy the root's ACL). --allow-open
 // silences it. A root whose ACL cannot be read is not judged: the publish
 // itself reports what it may not do.
-func (a *app) warnOpenRoot(conn *zk.Conn) {
-	if w := a.checkOpenRoot(conn, nil); w != nil {
+func (a *app) warnOpenRoot(ctx context.Context, conn *zk.Conn) {
+	if w := a.checkOpenRoot(ctx, conn, nil); w != nil {
 		a.printOpenRoot(<-w)
 	}
 }
@@ -49,19 +52,15 @@ func (a *app) warnOpenRoot(conn *zk.Conn) {
 // that receives its warning ("" for none), or nil with --allow-open: the
 // read can then be in flight with others (connect sends it with the access
 // probe's, one round trip for the three). sessionUp is as for
-// startConnect: nil when conn's session is established; else the read is
-// made again after it closes when a failed connection attempt answered it.
-func (a *app) checkOpenRoot(conn *zk.Conn, sessionUp <-chan struct{}) <-chan string {
+// startConnect: a read answered with a lost connection is made again
+// (againWhileLost).
+func (a *app) checkOpenRoot(ctx context.Context, conn *zk.Conn, sessionUp <-chan struct{}) <-chan string {
 	if a.v.GetBool("allow-open") {
 		return nil
 	}
 	w := make(chan string, 1)
 	go func() {
-		warning, err := a.openRootWarning(conn)
-		if sessionUp != nil && zkclient.IsRecoverable(err) {
-			<-sessionUp
-			warning, _ = a.openRootWarning(conn)
-		}
+		warning, _ := againWhileLost(ctx, sessionUp, func() (string, error) { return a.openRootWarning(conn) })
 		w <- warning
 	}()
 	return w
@@ -112,4 +111,33 @@ func worldWritable(acl []zk.ACL) string {
 		return ""
 	}
 	return aclmodel.PermString(perms)
+}
+
+// againWhileLost runs check, and runs it again while its answer is a lost
+// connection (zkclient.IsRecoverable), until ctx ends; it returns the last
+// answer. A lost connection answers nothing about the check: the client
+// reconnects on its own, and a read may always be sent again. With
+// sessionUp (startConnect's), the second attempt waits for the dial to
+// end first. The pauses are the publisher's read retries' (from 25 ms):
+// a request queued while the client pauses before it goes round its
+// servers again (a second when there is one server) is answered
+// ErrNoServer at once, and the check must outlast that.
+func againWhileLost[T any](ctx context.Context, sessionUp <-chan struct{}, check func() (T, error)) (T, error) {
+	v, err := check()
+	for attempt := 0; zkclient.IsRecoverable(err); attempt++ {
+		if sessionUp != nil {
+			select {
+			case <-sessionUp:
+			case <-ctx.Done():
+				return v, err
+			}
+		}
+		if attempt > 0 {
+			if (backoff.Policy{Base: 25 * time.Millisecond, Max: 800 * time.Millisecond}).Sleep(ctx, attempt) != nil {
+				return v, err
+			}
+		}
+		v, err = check()
+	}
+	return v, err
 }
