@@ -68,3 +68,43 @@ func TestPrefetchItemsWithoutMultiRead(t *testing.T) {
 		live = next
 	}
 }
+
+// TestPrefetchACLs: the ACLs a pending Prefetch read are handed out as
+// read (the root's, or none when it does not exist), only while the
+// prefetch is pending, and not when the Publisher held its ACLs from an
+// earlier publish (the prefetch read none).
+func TestPrefetchACLs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	p := newPub(t, c, "/prefetchacls")
+	set := items(2, 100, "acl")
+	if _, ok := p.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out with no prefetch pending")
+	}
+	p.Prefetch(ctx, set)
+	acls, ok := p.PrefetchACLs(ctx)
+	if !ok || acls.Err != nil || acls.RootExists || acls.Root != nil {
+		t.Fatalf("root not yet published: %+v, ok %v; want no root, no error", acls, ok)
+	}
+	mustPublish(t, p, Request{Items: set})
+
+	// A new Publisher reads them (the first one holds them now).
+	q := newPub(t, c, "/prefetchacls")
+	q.Prefetch(ctx, set)
+	acls, ok = q.PrefetchACLs(ctx)
+	want, _, err := q.conn().GetACL("/prefetchacls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || acls.Err != nil || !acls.RootExists || len(acls.Root) != len(want) || acls.Root[0] != want[0] {
+		t.Fatalf("published root: %+v, ok %v; want its ACL %v", acls, ok, want)
+	}
+	mustPublish(t, q, Request{Items: set})
+	if _, ok := q.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out after the publish took the prefetch")
+	}
+	q.Prefetch(ctx, set)
+	if _, ok := q.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out by a prefetch that read none (held from the last publish)")
+	}
+}

@@ -391,3 +391,50 @@ func (p *Publisher) takePrefetch() *stepTwo {
 	p.prefetched = nil
 	return r
 }
+
+// PrefetchedACLs is what PrefetchACLs returns: the root's and the
+// history parent's ACLs as the pending Prefetch read them to copy them.
+type PrefetchedACLs struct {
+	// Root is the root's ACL; RootExists is false when the root did not
+	// exist (Root is then nil).
+	Root       []zk.ACL
+	RootExists bool
+	// Err is the reads' error: the root's first, a node that does not
+	// exist is none; zkclient.ReadACL's errors (a *zkclient.PermissionError
+	// when the session lacks ADMIN and the digests come back hidden),
+	// connection losses retried as every read is, or ctx's error.
+	Err error
+}
+
+// PrefetchACLs waits for the ACL reads of the pending Prefetch (not yet
+// taken by a publish) and returns them, so that a caller that checks the
+// session's rights on the root and the history parent (confpush's access
+// probe: the same two zkclient.ReadACL reads, a missing node allowed) and
+// looks at the root's ACL need not send the same requests again. ok is
+// false when there is no pending Prefetch or it read no ACLs (the
+// Publisher holds them from an earlier publish): the caller reads them.
+func (p *Publisher) PrefetchACLs(ctx context.Context) (acls PrefetchedACLs, ok bool) {
+	p.mu.Lock()
+	r := p.prefetched
+	p.mu.Unlock()
+	if r == nil {
+		return PrefetchedACLs{}, false
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return PrefetchedACLs{Err: ctx.Err()}, true
+	}
+	if r.acl == nil {
+		return PrefetchedACLs{}, false
+	}
+	if r.aclErr != nil {
+		return PrefetchedACLs{Err: r.aclErr}, true
+	}
+	// The root's ACL version is zero exactly when it did not exist: the
+	// fallback was used in its place.
+	if r.acl.ItemFrom == (aclVersion{}) {
+		return PrefetchedACLs{}, true
+	}
+	return PrefetchedACLs{Root: r.acl.Item, RootExists: true}, true
+}

@@ -367,20 +367,51 @@ type pendingConnect struct {
 // a publish reads again what they could not.
 func (a *app) startConnect(ctx context.Context, cl *zkclient.Client, warnOpen bool, sessionUp <-chan struct{}) *pendingConnect {
 	pc := &pendingConnect{a: a, cl: cl, probe: make(chan error, 1)}
-	if warnOpen {
-		pc.warning = a.checkOpenRoot(ctx, cl.Conn(), sessionUp)
-	}
-	go func() {
-		_, err := againWhileLost(ctx, sessionUp, func() (struct{}, error) {
-			return struct{}{}, access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
-		})
-		pc.probe <- err
-	}()
 	pc.p, pc.perr = a.publisher(cl)
 	if pc.perr == nil && a.prefetch != nil {
 		pc.p.Prefetch(ctx, a.prefetch)
+		// The prefetch reads the root's and the history parent's ACLs
+		// (to copy them), which are the probe's two reads and the
+		// open-root check's: both take its answers instead of sending
+		// the same requests again (3 of a publish's 11 reads).
+		if warnOpen {
+			pc.warning = a.openRootFrom(ctx, pc.p, cl.Conn(), sessionUp)
+		}
+		go func() {
+			if acls, ok := pc.p.PrefetchACLs(ctx); ok {
+				pc.probe <- probeVerdict(ctx, acls.Err)
+				return
+			}
+			pc.probe <- a.probe(ctx, cl, sessionUp)
+		}()
+		return pc
 	}
+	if warnOpen {
+		pc.warning = a.checkOpenRoot(ctx, cl.Conn(), sessionUp)
+	}
+	go func() { pc.probe <- a.probe(ctx, cl, sessionUp) }()
 	return pc
+}
+
+// probe is the access probe's own reads (access.Probe for a publisher),
+// made again while the connection is lost (againWhileLost).
+func (a *app) probe(ctx context.Context, cl *zkclient.Client, sessionUp <-chan struct{}) error {
+	_, err := againWhileLost(ctx, sessionUp, func() (struct{}, error) {
+		return struct{}{}, access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+	})
+	return err
+}
+
+// probeVerdict is access.Probe's verdict for a publisher on the answers of
+// its two reads as a prefetch made them (publish.PrefetchedACLs.Err: the
+// same zkclient.ReadACL reads of the root and the history parent, a
+// missing node allowed, the root's error first): the error as it is, or
+// ctx's when it ended.
+func probeVerdict(ctx context.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // finish waits for the probe (and the open-root check, whose warning it

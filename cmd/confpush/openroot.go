@@ -13,6 +13,7 @@ import (
 	"github.com/zkconf/zkconf/internal/aclmodel"
 	"github.com/zkconf/zkconf/internal/backoff"
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/publish"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -77,25 +78,57 @@ func (a *app) printOpenRoot(warning string) {
 // or "" when the root is protected or its ACL cannot be read (then with
 // the read's error).
 func (a *app) openRootWarning(conn *zk.Conn) (string, error) {
-	root := a.paths().Root
-	acl, _, err := conn.GetACL(root)
-	var what string
+	acl, _, err := conn.GetACL(a.paths().Root)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		what = fmt.Sprintf("root %s does not exist yet: publishing creates it without access control (world:anyone:cdrwa)", root)
+		return a.openRootText(nil, false), nil
 	case err != nil:
 		return "", err
-	default:
+	}
+	return a.openRootText(acl, true), nil
+}
+
+// openRootFrom is checkOpenRoot on the root's ACL as the pending
+// prefetch of p reads it (publish.Publisher.PrefetchACLs), instead of a
+// read of its own; nil with --allow-open, and the check's own read when
+// p has no such prefetch.
+func (a *app) openRootFrom(ctx context.Context, p *publish.Publisher, conn *zk.Conn, sessionUp <-chan struct{}) <-chan string {
+	if a.v.GetBool("allow-open") {
+		return nil
+	}
+	w := make(chan string, 1)
+	go func() {
+		acls, ok := p.PrefetchACLs(ctx)
+		switch {
+		case !ok:
+			w <- <-a.checkOpenRoot(ctx, conn, sessionUp)
+		case acls.Err != nil:
+			w <- "" // as for a root whose ACL cannot be read
+		default:
+			w <- a.openRootText(acls.Root, acls.RootExists)
+		}
+	}()
+	return w
+}
+
+// openRootText is warnOpenRoot's warning for the root's ACL acl (exists:
+// false when the root does not exist), "" for a protected root.
+func (a *app) openRootText(acl []zk.ACL, exists bool) string {
+	root := a.paths().Root
+	var what string
+	if !exists {
+		what = fmt.Sprintf("root %s does not exist yet: publishing creates it without access control (world:anyone:cdrwa)", root)
+	} else {
 		open := worldWritable(acl)
 		if open == "" {
-			return "", nil
+			return ""
 		}
 		what = fmt.Sprintf("root %s has no access control (its ACL gives world:anyone:%s)", root, open)
 	}
 	return fmt.Sprintf("confpush: warning: %s; anyone who can reach ZooKeeper can change or delete its configuration "+
 		"and forge the agents' status. Protect it with 'confpush init %s --publisher-auth-file F --agent-auth-file F...' "+
 		"(docs/security.md), or pass --allow-open (CONFPUSH_ALLOW_OPEN=true) to publish to an open root without this warning\n",
-		what, root), nil
+		what, root)
 }
 
 // worldWritable returns the permissions beyond READ an ACL gives
