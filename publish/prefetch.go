@@ -107,7 +107,10 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	readACL := p.cachedACLs() == nil
 	const fixed = stateReadCount + 2 // the state's reads, the ACLs, the candidate
 	n := fixed + len(sp.names)
-	if len(sp.names) > 1 && !p.noMultiRead.Load() {
+	// Decided once: n must count the reads started below, whatever
+	// another publish of p learns meanwhile.
+	multiRead := len(sp.names) > 1 && !p.noMultiRead.Load()
+	if multiRead {
 		n = fixed + 1 // the items in one multiRead (readItems)
 	}
 	if len(sp.shas) > 0 {
@@ -149,7 +152,7 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 	for i := range fixed {
 		go run.one(i)
 	}
-	if len(sp.names) > 1 && !p.noMultiRead.Load() {
+	if multiRead {
 		go run.readItems()
 	} else {
 		for _, name := range sp.names {
