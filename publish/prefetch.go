@@ -259,8 +259,10 @@ func (r *stepTwoRun) readItem(name, path string) {
 // it again), warns once, and the items are read one Get each, as before,
 // their first attempts failing on the closed connection and retried on the
 // session the client reconnects (read's first pause). A connection lost
-// under the multiRead, or any other failure of the whole request, falls
-// back the same way: a read is always safe to send again.
+// under the multiRead falls back the same way and also ends this
+// Publisher's multiReads (the refusal's answer can be lost with the
+// connection); any other failure of the whole request falls back for
+// this read only: a read is always safe to send again.
 func (r *stepTwoRun) readItems() {
 	if r.ctx.Err() == nil {
 		paths := make([]string, len(r.sp.names))
@@ -269,11 +271,21 @@ func (r *stepTwoRun) readItems() {
 		}
 		res, err := r.p.conn().MultiRead(paths...)
 		if err != nil {
-			if errors.Is(err, zk.ErrUnimplemented) && r.p.noMultiRead.CompareAndSwap(false, true) {
+			switch {
+			case errors.Is(err, zk.ErrUnimplemented) && r.p.noMultiRead.CompareAndSwap(false, true):
 				// A warning: each new Publisher (each confpush run) pays
 				// a reconnect for it, on a server out of support since 2022.
 				r.p.log.Warn("ZooKeeper refused multiRead (a server older than 3.6, which closes the connection after refusing one): " +
 					"this publisher reads items one request each from now on; every new publisher pays one reconnect for it until the servers run 3.6 or newer")
+			case zkclient.IsRecoverable(err) && r.p.noMultiRead.CompareAndSwap(false, true):
+				// The refusal's answer can be lost with the connection the
+				// server closes right after it (a client still writing
+				// gets a reset, which discards what it had not read), so
+				// a multiRead lost with its connection may have been
+				// refused: sending another could cost another dropped
+				// connection. Gets from now on, as before multiRead.
+				r.p.log.Info("the connection was lost under a multiRead (a ZooKeeper older than 3.6 closes it after refusing one): "+
+					"this publisher reads items one request each from now on", "error", err)
 			}
 			// One read per item instead of this one: left grows before
 			// this read answers, so last cannot run in between.
