@@ -277,7 +277,7 @@ func (r *stepTwoRun) readItems() {
 				// a reconnect for it, on a server out of support since 2022.
 				r.p.log.Warn("ZooKeeper refused multiRead (a server older than 3.6, which closes the connection after refusing one): " +
 					"this publisher reads items one request each from now on; every new publisher pays one reconnect for it until the servers run 3.6 or newer")
-			case zkclient.IsRecoverable(err) && r.p.noMultiRead.CompareAndSwap(false, true):
+			case (zkclient.IsRecoverable(err) || zkclient.IsLostWrite(err)) && r.p.noMultiRead.CompareAndSwap(false, true):
 				// The refusal's answer can be lost with the connection the
 				// server closes right after it (a client still writing
 				// gets a reset, which discards what it had not read), so
@@ -344,7 +344,7 @@ func (r *stepTwoRun) item(name string, d []byte, err error) {
 		r.setItem(name, liveItem{data: d, exists: true})
 	case errors.Is(err, zk.ErrNoNode):
 		r.setItem(name, liveItem{})
-	case zkclient.IsUncertain(err):
+	case zkclient.IsUncertain(err) || zkclient.IsLostWrite(err):
 		r.retryItem(name)
 	}
 }

@@ -147,7 +147,8 @@ func worldWritable(acl []zk.ACL) string {
 }
 
 // againWhileLost runs check, and runs it again while its answer is a lost
-// connection (zkclient.IsRecoverable), until ctx ends; it returns the last
+// connection (zkclient.IsRecoverable, or the request's write failed:
+// zkclient.IsLostWrite), until ctx ends; it returns the last
 // answer. A lost connection answers nothing about the check: the client
 // reconnects on its own, and a read may always be sent again. With
 // sessionUp (startConnect's), the second attempt waits for the dial to
@@ -157,7 +158,7 @@ func worldWritable(acl []zk.ACL) string {
 // ErrNoServer at once, and the check must outlast that.
 func againWhileLost[T any](ctx context.Context, sessionUp <-chan struct{}, check func() (T, error)) (T, error) {
 	v, err := check()
-	for attempt := 0; zkclient.IsRecoverable(err); attempt++ {
+	for attempt := 0; zkclient.IsRecoverable(err) || zkclient.IsLostWrite(err); attempt++ {
 		if sessionUp != nil {
 			select {
 			case <-sessionUp:
