@@ -163,6 +163,9 @@ type Publisher struct {
 	name func() string
 
 	metaReady atomic.Bool // the liveness nodes' parent exists
+	// noMultiRead: the server refused a multiRead (ZooKeeper older than
+	// 3.6, which then closes the connection): read items one Get each.
+	noMultiRead atomic.Bool
 
 	mu         sync.Mutex
 	cacheRoot  int64 // root Czxid the cache belongs to

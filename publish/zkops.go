@@ -20,6 +20,7 @@ func readRetry() backoff.Policy {
 
 // read runs an idempotent request, sending it again after connection loss
 // and session expiry (zkclient.IsUncertain: the client opens a new session)
+// and after a failed write of the request (zkclient.IsLostWrite)
 // until it succeeds, fails for another reason, or ctx ends.
 func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	call := zkclient.Call[T]
@@ -28,7 +29,7 @@ func read[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		v, err := call(ctx, fn)
-		if err == nil || !zkclient.IsUncertain(err) || ctx.Err() != nil {
+		if err == nil || !(zkclient.IsUncertain(err) || zkclient.IsLostWrite(err)) || ctx.Err() != nil {
 			return v, err
 		}
 		if werr := readRetry().Sleep(ctx, attempt+1); werr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -150,4 +151,17 @@ func redacted(acl []zk.ACL) bool {
 		}
 	}
 	return false
+}
+
+// IsLostWrite reports whether err is the client's failure to write a
+// request on its connection (the go-zookeeper client answers the request
+// with the socket's error, not ErrConnectionClosed, closes the connection
+// and reconnects): a server that closed the connection meanwhile (a
+// ZooKeeper older than 3.6 does right after refusing a multiRead) resets
+// the writes behind. The request did not go out whole, so a read may be
+// sent again, as after IsRecoverable's errors; the classes above are
+// unchanged for every other caller.
+func IsLostWrite(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write"
 }

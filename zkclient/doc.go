@@ -47,7 +47,10 @@
 //     its history entry and re-sends it under the same compare-and-swap,
 //     and reports publish.ErrOutcomeUnknown only when its context ended
 //     first; a cache reports cache.ErrDisconnected or cache.ErrResyncing
-//     and catches up by itself; an agent rewrites its status node.
+//     and catches up by itself; an agent rewrites its status node. A
+//     request the client failed to write (IsLostWrite: the socket's
+//     *net.OpError, the connection then closed and reopened) did not go
+//     out whole; publish and confpush send such a read again too.
 //   - Session expired (ErrSessionExpired, the client library's own
 //     value): the session is gone with its watches and its ephemeral
 //     nodes (an agent's status node, a publisher's liveness node, a

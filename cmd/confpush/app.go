@@ -354,32 +354,64 @@ type pendingConnect struct {
 // flight together; the publish starts (and writes) only once the probe
 // passed (finish).
 //
-// sessionUp is nil when cl's session is established. Otherwise it closes
-// once the dial ended (established, or failed and cl closed), and a
-// check whose read was answered with a lost connection
-// (zkclient.IsRecoverable: the client gives the requests it holds back
-// when a connection attempt fails) is made again after it: a failed
-// attempt before the session must not count as the probe's answer. The
-// prefetched reads retry on their own, and a publish reads again what
-// they could not.
+// A check whose read was answered with a lost connection
+// (zkclient.IsRecoverable) is made again (againWhileLost): a lost connection is not
+// the probe's verdict, nor a reason to drop the open-root warning. Two
+// causes are expected: a connection attempt that failed before the
+// session (the client gives the requests it holds back), and a ZooKeeper
+// older than 3.6, which closes the connection after refusing the
+// prefetch's multiRead (Publisher.Prefetch), whatever else is in flight.
+// sessionUp is nil when cl's session is established; otherwise it closes
+// once the dial ended (established, or failed and cl closed), and the
+// second read waits for it. The prefetched reads retry on their own, and
+// a publish reads again what they could not.
 func (a *app) startConnect(ctx context.Context, cl *zkclient.Client, warnOpen bool, sessionUp <-chan struct{}) *pendingConnect {
 	pc := &pendingConnect{a: a, cl: cl, probe: make(chan error, 1)}
-	if warnOpen {
-		pc.warning = a.checkOpenRoot(cl.Conn(), sessionUp)
-	}
-	go func() {
-		err := access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
-		if sessionUp != nil && zkclient.IsRecoverable(err) {
-			<-sessionUp
-			err = access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
-		}
-		pc.probe <- err
-	}()
 	pc.p, pc.perr = a.publisher(cl)
 	if pc.perr == nil && a.prefetch != nil {
 		pc.p.Prefetch(ctx, a.prefetch)
+		// The prefetch reads the root's and the history parent's ACLs
+		// (to copy them), which are the probe's two reads and the
+		// open-root check's: both take its answers instead of sending
+		// the same requests again (3 of a publish's 11 reads).
+		if warnOpen {
+			pc.warning = a.openRootFrom(ctx, pc.p, cl.Conn(), sessionUp)
+		}
+		go func() {
+			if acls, ok := pc.p.PrefetchACLs(ctx); ok {
+				pc.probe <- probeVerdict(ctx, acls.Err)
+				return
+			}
+			pc.probe <- a.probe(ctx, cl, sessionUp)
+		}()
+		return pc
 	}
+	if warnOpen {
+		pc.warning = a.checkOpenRoot(ctx, cl.Conn(), sessionUp)
+	}
+	go func() { pc.probe <- a.probe(ctx, cl, sessionUp) }()
 	return pc
+}
+
+// probe is the access probe's own reads (access.Probe for a publisher),
+// made again while the connection is lost (againWhileLost).
+func (a *app) probe(ctx context.Context, cl *zkclient.Client, sessionUp <-chan struct{}) error {
+	_, err := againWhileLost(ctx, sessionUp, func() (struct{}, error) {
+		return struct{}{}, access.Probe(ctx, cl.Conn(), a.paths(), access.RolePublisher)
+	})
+	return err
+}
+
+// probeVerdict is access.Probe's verdict for a publisher on the answers of
+// its two reads as a prefetch made them (publish.PrefetchedACLs.Err: the
+// same zkclient.ReadACL reads of the root and the history parent, a
+// missing node allowed, the root's error first): the error as it is, or
+// ctx's when it ended.
+func probeVerdict(ctx context.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // finish waits for the probe (and the open-root check, whose warning it

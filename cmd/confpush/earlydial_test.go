@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestCLIBadInputAbandonsEarlySession: publish dials while it reads its
@@ -142,4 +144,36 @@ func flakyProxy(t *testing.T, target string, drop int) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// TestCLIPublishOnServerWithoutMultiRead: publish reads the live items
+// with one multiRead, in flight with the access probe and the open-root
+// check; a ZooKeeper older than 3.6 refuses it and closes the connection,
+// and every read then in flight is answered with a lost connection.
+// Through a proxy that answers multiRead as 3.5 does (only 3.8 is
+// installed here), each publish must still pass its probe, warn about
+// the open root, say why it reconnected, and publish; each run pays one
+// refusal (a one-shot process remembers nothing), never two.
+func TestCLIPublishOnServerWithoutMultiRead(t *testing.T) {
+	srv := startZK(t)
+	files := map[string]string{"a.conf": "one\n", "b.conf": "two\n", "c.conf": "three\n"}
+	dir := writeFiles(t, t.TempDir(), files)
+	direct := cli{t: t, zk: srv.ConnString(), root: "/cli/oldserver"}
+	direct.run("publish", "--allow-open", dir).want(t, exitOK, "published generation 1")
+
+	old := zktest.NoMultiRead(t, srv.ConnString())
+	c := cli{t: t, zk: old.Addr(), root: "/cli/oldserver"}
+	for gen := 2; gen <= 3; gen++ {
+		files["b.conf"] = "two, generation " + strconv.Itoa(gen) + "\n"
+		writeFiles(t, dir, files)
+		// --log-level info: the refusal's answer is a warning, but it can
+		// be lost with the connection the server closes right after it
+		// (the client then logs the lost multiRead at info).
+		c.run("--log-level", "info", "publish", dir).want(t, exitOK, "published generation "+strconv.Itoa(gen),
+			"root /cli/oldserver has no access control", "multiRead")
+		if got := old.Refused(); got != gen-1 {
+			t.Fatalf("after publish of generation %d: %d multiReads refused, want %d", gen, got, gen-1)
+		}
+		direct.run("get", "b.conf").want(t, exitOK, files["b.conf"])
+	}
 }

@@ -92,7 +92,7 @@ func (a *app) watch(ctx context.Context, dir string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	a.warnOpenRoot(cl.Conn())
+	a.warnOpenRoot(ctx, cl.Conn())
 	c := watch.Config{
 		Client: cl, Publisher: p, Fleet: f, Election: a.paths().Election(),
 		Dir: dir, Load: a.loadOptions(), Syntax: a.validating(),

@@ -1,0 +1,110 @@
+package publish
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/zkconf/zkconf/internal/zktest"
+)
+
+// TestPrefetchItemsWithoutMultiRead: against a server that refuses
+// multiRead as ZooKeeper 3.5 does (UNIMPLEMENTED, then the connection
+// closed; zktest.NoMultiRead emulates it in front of the installed
+// server), a publish whose step two reads the items with one multiRead
+// falls back to one Get per item on the reconnected session, reads what
+// the live items hold, commits, and sends no multiRead again from the
+// same Publisher. Against the real server the multiRead is answered.
+// (Only ZooKeeper 3.8 is installed here: the refusal is the proxy's, as
+// 3.5's UnimplementedRequestProcessor sends it.)
+func TestPrefetchItemsWithoutMultiRead(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/oldserver"
+	direct := newPub(t, c, root)
+	g1 := items(5, 100, "g1")
+	mustPublish(t, direct, Request{Items: g1})
+
+	// The installed server answers the multiRead (3.6+).
+	direct.Prefetch(ctx, g1)
+	dr := direct.takePrefetch()
+	<-dr.done
+	if direct.noMultiRead.Load() {
+		t.Fatalf("the real server's multiRead was taken as refused")
+	}
+	if len(dr.items) != len(g1) {
+		t.Fatalf("real server: %d items read, want %d", len(dr.items), len(g1))
+	}
+
+	old := zktest.NoMultiRead(t, c.Addrs()[0])
+	conn, sess := dial(t, testSession, old.Addr())
+	p := mustNew(t, conn, sess, root)
+
+	// The first step two meets the refusal; the second reads one Get per
+	// item from the start. Both read every live item.
+	live := g1
+	for round, tag := range []string{"g2", "g3"} {
+		next := clone(live)
+		next["item-01.conf"] = content(100, tag)
+		p.Prefetch(ctx, next)
+		r := p.takePrefetch()
+		<-r.done
+		if r.stErr != nil {
+			t.Fatalf("round %d: state read: %v", round, r.stErr)
+		}
+		for name := range next {
+			got, ok := r.items[name]
+			if !ok || !got.exists || !bytes.Equal(got.data, live[name]) {
+				t.Errorf("round %d, %s: read %q (read %v, exists %v), want the live %q", round, name, got.data, ok, got.exists, live[name])
+			}
+		}
+		if got := old.Refused(); got != 1 {
+			t.Fatalf("round %d: multiReads refused: %d, want 1", round, got)
+		}
+		if !p.noMultiRead.Load() {
+			t.Fatalf("round %d: the refusal was not remembered", round)
+		}
+		res := mustPublish(t, p, Request{Items: next})
+		checkLive(t, direct, res.Generation, next)
+		live = next
+	}
+}
+
+// TestPrefetchACLs: the ACLs a pending Prefetch read are handed out as
+// read (the root's, or none when it does not exist), only while the
+// prefetch is pending, and not when the Publisher held its ACLs from an
+// earlier publish (the prefetch read none).
+func TestPrefetchACLs(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	p := newPub(t, c, "/prefetchacls")
+	set := items(2, 100, "acl")
+	if _, ok := p.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out with no prefetch pending")
+	}
+	p.Prefetch(ctx, set)
+	acls, ok := p.PrefetchACLs(ctx)
+	if !ok || acls.Err != nil || acls.RootExists || acls.Root != nil {
+		t.Fatalf("root not yet published: %+v, ok %v; want no root, no error", acls, ok)
+	}
+	mustPublish(t, p, Request{Items: set})
+
+	// A new Publisher reads them (the first one holds them now).
+	q := newPub(t, c, "/prefetchacls")
+	q.Prefetch(ctx, set)
+	acls, ok = q.PrefetchACLs(ctx)
+	want, _, err := q.conn().GetACL("/prefetchacls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || acls.Err != nil || !acls.RootExists || len(acls.Root) != len(want) || acls.Root[0] != want[0] {
+		t.Fatalf("published root: %+v, ok %v; want its ACL %v", acls, ok, want)
+	}
+	mustPublish(t, q, Request{Items: set})
+	if _, ok := q.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out after the publish took the prefetch")
+	}
+	q.Prefetch(ctx, set)
+	if _, ok := q.PrefetchACLs(ctx); ok {
+		t.Fatalf("ACLs handed out by a prefetch that read none (held from the last publish)")
+	}
+}
