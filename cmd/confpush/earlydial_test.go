@@ -1,11 +1,8 @@
 package main
 
 import (
-	"io"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,61 +86,7 @@ func TestCLIPublishChecksSurviveRefusedAttempts(t *testing.T) {
 // of them at once, and returns its address; it stops with the test.
 func flakyProxy(t *testing.T, target string, drop int) string {
 	t.Helper()
-	if i := strings.IndexByte(target, ','); i >= 0 {
-		target = target[:i]
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	track := func(c net.Conn) {
-		mu.Lock()
-		open = append(open, c)
-		mu.Unlock()
-	}
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 0; ; n++ {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if n < drop {
-				in.Close()
-				continue
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			track(in)
-			track(out)
-			for _, pair := range [][2]net.Conn{{in, out}, {out, in}} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_, _ = io.Copy(pair[0], pair[1])
-					pair[0].Close()
-					pair[1].Close()
-				}()
-			}
-		}
-	}()
-	return l.Addr().String()
+	return zktest.Relay(t, target, drop, zktest.Pipe)
 }
 
 // TestCLIPublishOnServerWithoutMultiRead: publish reads the live items

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -40,51 +39,14 @@ func (o *OldServer) Refused() int { return int(o.refused.Load()) }
 // they can be with 3.5. The proxy stops with the test.
 func NoMultiRead(t TB, target string) *OldServer {
 	t.Helper()
-	if i := strings.IndexByte(target, ','); i >= 0 {
-		target = target[:i]
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("zktest: proxy listen: %v", err)
-	}
-	o := &OldServer{addr: l.Addr().String()}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	track := func(cs ...net.Conn) {
-		mu.Lock()
-		open = append(open, cs...)
-		mu.Unlock()
-	}
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	o := &OldServer{}
+	o.addr = Relay(t, target, 0, func(in, out net.Conn) {
+		p := &oldConn{o: o, in: in, out: out}
+		done := make(chan struct{})
+		go func() { defer close(done); p.requests() }()
+		p.answers()
+		<-done
 	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			track(in, out)
-			p := &oldConn{o: o, in: in, out: out}
-			wg.Add(2)
-			go func() { defer wg.Done(); p.requests() }()
-			go func() { defer wg.Done(); p.answers() }()
-		}
-	}()
 	return o
 }
 
