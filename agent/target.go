@@ -218,11 +218,59 @@ func (t *target) stage(ctx context.Context, snap Snapshot) (*staged, error) {
 		files := t.selected(snap)
 		return t.stageDir(files)
 	}
+	if t.spec.Kind == KindTemplate {
+		return t.stageTemplate(ctx, snap, render.Digest{})
+	}
 	data, err := t.output(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
 	return t.stageFile(data)
+}
+
+// stageTemplate renders snap's output for a template target straight
+// into its staged file (render.FileStream): a large output is written as
+// it is made, never held whole in memory (docs/bench/
+// latency-tmplstream-2026-11-27). A render that fails leaves nothing
+// behind: the temporary file is removed and the destination untouched.
+// An output identical to what is in place is not staged (changed=false).
+// When want is not the zero Digest (drift repair), an output other than
+// want is not staged either: errRenderedOther.
+func (t *target) stageTemplate(ctx context.Context, snap Snapshot, want render.Digest) (*staged, error) {
+	view, err := viewFor(snap, t.spec)
+	if err != nil {
+		return nil, err
+	}
+	w := render.NewFileStream(t.spec.Dest, t.fileOptions(), t.sum.Size(), want)
+	err = func() error {
+		defer t.renders.begin(t, view.Generation())()
+		before := heapAllocs()
+		err := t.tmpl.ExecuteTo(ctx, w, view, t.hostFacts())
+		t.renderAlloc = max(heapAllocs()-before, 0)
+		return err
+	}()
+	if werr := w.Err(); werr != nil {
+		// The write failed (a full disk), not the template: the stream
+		// removed its file already.
+		err = werr
+	}
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	sum := w.Digest()
+	if !want.IsZero() && !sum.Equal(want) {
+		w.Abort()
+		return nil, errRenderedOther
+	}
+	sf, err := w.Stage()
+	if err != nil {
+		return nil, err
+	}
+	if sf == nil {
+		return unchanged(t, sum, nil), nil
+	}
+	return &staged{t: t, path: sf.Path(), changed: true, commit: sf.Commit, abort: sf.Abort, sum: sum}, nil
 }
 
 // stageDir stages files for a dir target.
@@ -303,6 +351,12 @@ var errRenderedOther = errors.New("the applied snapshot renders differently now 
 func (t *target) repairStage(ctx context.Context) (*staged, error) {
 	if t.spec.Kind == KindDir {
 		return t.stageDir(t.files)
+	}
+	if t.spec.Kind == KindTemplate {
+		if t.sum.IsZero() {
+			return nil, errRenderedOther // nothing applied to compare with
+		}
+		return t.stageTemplate(ctx, t.applied, t.sum)
 	}
 	data, err := t.output(ctx, t.applied)
 	if err != nil {

@@ -59,18 +59,9 @@ func WriteTemp(dir, prefix string, data []byte, prepare func(*os.File) error) (p
 // directory or one of its parents can redirect it. It returns the file's
 // name in root.
 func WriteTempIn(root *os.Root, dir, prefix string, data []byte, prepare func(*os.File) error) (_ string, err error) {
-	var f *os.File
-	var name string
-	for try := 0; ; try++ {
-		name = prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoPoll, 0o600)
-		if errors.Is(err, fs.ErrExist) && try < 10000 {
-			continue
-		}
-		break
-	}
+	f, name, err := CreateTempIn(root, dir, prefix)
 	if err != nil {
-		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
+		return "", err
 	}
 	tmp := filepath.Join(dir, name)
 	defer func() {
@@ -94,6 +85,25 @@ func WriteTempIn(root *os.Root, dir, prefix string, data []byte, prepare func(*o
 		return "", fmt.Errorf("close %s: %w", tmp, err)
 	}
 	return name, nil
+}
+
+// CreateTempIn creates an empty temporary file (mode 0600) named prefix +
+// random digits in the directory root holds open (dir on disk, for
+// messages), for a caller that writes it piece by piece: it writes,
+// fsyncs and closes the file itself, or removes it.
+func CreateTempIn(root *os.Root, dir, prefix string) (f *os.File, name string, err error) {
+	for try := 0; ; try++ {
+		name = prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoPoll, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	return f, name, nil
 }
 
 // Replace atomically replaces path with data (mode perm), using a

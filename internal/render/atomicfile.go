@@ -199,10 +199,13 @@ func WriteFile(path string, data []byte, opts FileOptions) (changed bool, err er
 // be called; calling Abort after Commit is a harmless no-op, so
 // "defer s.Abort()" is the intended idiom.
 type StagedFile struct {
-	path    string   // destination as given by the caller
-	dest    destFile // destination after symlink resolution, its directory open
-	tmp     string   // the temporary file's name in dest's directory
-	data    []byte
+	path string   // destination as given by the caller
+	dest destFile // destination after symlink resolution, its directory open
+	tmp  string   // the temporary file's name in dest's directory
+	data []byte
+	// sum stands for the content instead of data when the content was
+	// streamed (FileStream): not the zero Digest then.
+	sum     Digest
 	opts    FileOptions
 	changed bool
 	done    bool
@@ -372,7 +375,13 @@ func (s *StagedFile) commit(recheck bool) (bool, error) {
 		return false, ErrAlreadyDone
 	}
 	if recheck && !s.stillDiffers() {
-		_, same, err := sameFileInfo(s.dest.root, s.dest.name, s.data, s.opts)
+		var same bool
+		var err error
+		if s.sum.set {
+			_, same, err = sameFileInfoWith(s.dest.root, s.dest.name, s.sum.size, s.sum.sameAs, s.opts)
+		} else {
+			_, same, err = sameFileInfo(s.dest.root, s.dest.name, s.data, s.opts)
+		}
 		if err != nil {
 			s.Abort()
 			return false, err

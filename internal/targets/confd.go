@@ -3,9 +3,11 @@ package targets
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
+	texttemplate "text/template"
 
 	"github.com/zkconf/zkconf/internal/confd"
 	"github.com/zkconf/zkconf/internal/template"
@@ -56,6 +58,24 @@ func (c *confdTemplate) Limits() template.Limits { return c.tmpl.Limits() }
 // ExecuteContext renders the template from snap; host gives getenv its
 // variables (fileExists asks the file system: confd.StatExists).
 func (c *confdTemplate) ExecuteContext(ctx context.Context, snap template.Snapshot, host template.Host) ([]byte, error) {
+	funcs, err := c.funcs(snap, host)
+	if err != nil {
+		return nil, err
+	}
+	return c.tmpl.ExecuteContext(ctx, funcs, nil)
+}
+
+// ExecuteTo is ExecuteContext writing the output to w as it is made.
+func (c *confdTemplate) ExecuteTo(ctx context.Context, w io.Writer, snap template.Snapshot, host template.Host) error {
+	funcs, err := c.funcs(snap, host)
+	if err != nil {
+		return err
+	}
+	return c.tmpl.ExecuteTo(ctx, w, funcs, nil)
+}
+
+// funcs returns confd's functions over the resource's view of snap.
+func (c *confdTemplate) funcs(snap template.Snapshot, host template.Host) (texttemplate.FuncMap, error) {
 	view, err := c.res.View("", keyTree(snap, c.root))
 	if err != nil {
 		// The message names the resource's key and a path under the
@@ -66,7 +86,7 @@ func (c *confdTemplate) ExecuteContext(ctx context.Context, snap template.Snapsh
 	if host.LookupEnv != nil {
 		h.Getenv = func(k string) string { v, _ := host.LookupEnv(k); return v }
 	}
-	return c.tmpl.ExecuteContext(ctx, confd.FuncMap(confd.NewStore(view), h), nil)
+	return confd.FuncMap(confd.NewStore(view), h), nil
 }
 
 // keyTree returns snap as confd's ZooKeeper backend sees the root at

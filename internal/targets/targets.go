@@ -14,6 +14,7 @@ package targets
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path"
@@ -68,6 +69,10 @@ type Confd struct {
 // (*template.Template) and confd's.
 type TemplateRenderer interface {
 	ExecuteContext(ctx context.Context, snap template.Snapshot, host template.Host) ([]byte, error)
+	// ExecuteTo is ExecuteContext writing the output to w as it is made
+	// (template.Template.ExecuteTo): an error of w's own is returned as
+	// it is.
+	ExecuteTo(ctx context.Context, w io.Writer, snap template.Snapshot, host template.Host) error
 	Limits() template.Limits
 }
 

@@ -3,6 +3,7 @@ package template
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	texttemplate "text/template"
 )
@@ -63,6 +64,21 @@ func (f *Foreign) ExecuteContext(ctx context.Context, funcs texttemplate.FuncMap
 	tmpl.Funcs(funcs)
 	var b budget
 	return execute(ctx, tmpl, data, f.limits, &b, &f.lastSize, f.sanitize)
+}
+
+// ExecuteTo is ExecuteContext writing the output to w as it is made (see
+// Template.ExecuteTo: an error of w's own is returned as it is).
+func (f *Foreign) ExecuteTo(ctx context.Context, w io.Writer, funcs texttemplate.FuncMap, data any) error {
+	if err := ctx.Err(); err != nil {
+		return interrupted(f.Name(), err)
+	}
+	tmpl, err := f.tmpl.Clone()
+	if err != nil {
+		return &Error{Template: f.Name(), Msg: "template " + f.Name() + ": clone failed"}
+	}
+	tmpl.Funcs(funcs)
+	var b budget
+	return executeTo(ctx, tmpl, data, f.limits, &b, w, f.sanitize)
 }
 
 // sanitize keeps text/template's message of a function's failure when

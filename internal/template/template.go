@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"regexp"
@@ -379,6 +380,26 @@ func (t *Template) ExecuteContext(ctx context.Context, snap Snapshot, host Host)
 	return execute(ctx, c.tmpl, nil, c.st.limits, c.st.budget, &t.lastSize, func(err error) error { return sanitizeExecError(t.Name(), err) })
 }
 
+// ExecuteTo is ExecuteContext writing the output to w as it is made
+// instead of returning it: a caller that streams it into a file never
+// holds the whole output in memory. On an error w has received part of
+// the output (or all of it, for a late budget check): the caller
+// discards what it wrote. An error w returns ends the execution and is
+// returned as it is, not as an *Error, so that a failed write (a full
+// disk) is told from a failed render.
+func (t *Template) ExecuteTo(ctx context.Context, w io.Writer, snap Snapshot, host Host) error {
+	if err := ctx.Err(); err != nil {
+		return interrupted(t.Name(), err)
+	}
+	c, err := t.take()
+	if err != nil {
+		return &Error{Template: t.Name(), Msg: fmt.Sprintf("template %s: clone failed", t.Name())}
+	}
+	defer t.put(c)
+	*c.st = execState{snap: snap, host: host, limits: t.limits, parsed: make(map[string]any), literals: t.literals, budget: &budget{}}
+	return executeTo(ctx, c.tmpl, nil, c.st.limits, c.st.budget, w, func(err error) error { return sanitizeExecError(t.Name(), err) })
+}
+
 // execute runs tmpl (a clone with its functions bound) on data into a
 // buffer bounded by limits (sized as the last output, size), counting its
 // steps in b and stopping it when the time budget is spent or ctx ends.
@@ -394,6 +415,53 @@ func execute(ctx context.Context, tmpl *texttemplate.Template, data any, limits 
 	}
 	size.n.Store(int64(out.buf.Len()))
 	return out.buf.Bytes(), nil
+}
+
+// executeTo is execute writing to w (through the same limits and budget
+// checks) instead of a buffer. An error of w's own is returned unchanged
+// (sinkError tells it from the template's).
+func executeTo(ctx context.Context, tmpl *texttemplate.Template, data any, limits Limits, b *budget, w io.Writer, sanitize func(error) error) error {
+	out := &limitedWriter{w: w, max: limits.MaxOutputBytes, budget: b}
+	defer b.start(ctx, limits)()
+	err := tmpl.Execute(out, data)
+	switch be := (*budgetError)(nil); {
+	case err == nil:
+		return nil
+	case out.sinkErr != nil:
+		return out.sinkErr
+	case errors.As(err, &be):
+		return &Error{Template: tmpl.Name(), Msg: fmt.Sprintf("template %s: %s", tmpl.Name(), be.Error()), Err: be.kind}
+	}
+	return sanitize(err)
+}
+
+// limitedWriter is limitedBuffer in front of a writer of the caller's:
+// the same output limit and budget, counted over what it passed on.
+type limitedWriter struct {
+	w      io.Writer
+	n, max int64
+	budget *budget
+	// sinkErr is the first error w returned.
+	sinkErr error
+}
+
+// Write implements io.Writer.
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if err := l.budget.check(p); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil // a step marker (budget.go): nothing to pass on
+	}
+	if l.n+int64(len(p)) > l.max {
+		return 0, ErrOutputTooLarge
+	}
+	n, err := l.w.Write(p)
+	l.n += int64(n)
+	if err != nil && l.sinkErr == nil {
+		l.sinkErr = err
+	}
+	return n, err
 }
 
 // interrupted is the error of an execution whose context ended before it
