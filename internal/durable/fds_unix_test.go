@@ -73,3 +73,63 @@ func TestSyncCloseFDsReportsEach(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncCloseFDsDir: the files are fsynced and closed and the directory
+// fsynced and left open; a directory whose fsync fails (a descriptor
+// not open: EBADF) gets that error without failing the files, and
+// one that cannot be fsynced (a pipe stands in: EINVAL) is tolerated.
+func TestSyncCloseFDsDir(t *testing.T) {
+	dirFD := func(t *testing.T) int {
+		fd, err := unix.Open(t.TempDir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	const closed = 1 << 20 // above any descriptor the test opens: EBADF
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	for _, tc := range []struct {
+		name    string
+		dir     int
+		wantErr error
+		keep    bool // the directory's descriptor is still open afterwards
+	}{
+		{"directory", dirFD(t), nil, true},
+		{"closed descriptor", closed, unix.EBADF, false},
+		{"no fsync (EINVAL)", p[0], nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fds, names := openFiles(t, 3)
+			errs, dirErr := SyncCloseFDsDir(fds, names, tc.dir, "d")
+			if tc.wantErr == nil && dirErr != nil || tc.wantErr != nil && !errors.Is(dirErr, tc.wantErr) {
+				t.Errorf("directory's error = %v, want %v", dirErr, tc.wantErr)
+			}
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("%s: %v", names[i], err)
+				}
+			}
+			if len(errs) != len(fds) {
+				t.Fatalf("%d errors for %d files", len(errs), len(fds))
+			}
+			for i, fd := range fds {
+				if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+					t.Errorf("%s: descriptor %d still open (%v)", names[i], fd, err)
+				}
+			}
+			if tc.keep {
+				if _, err := unix.FcntlInt(uintptr(tc.dir), unix.F_GETFD, 0); err != nil {
+					t.Errorf("the directory's descriptor was closed: %v", err)
+				}
+			}
+			if tc.dir != p[0] && tc.keep {
+				_ = unix.Close(tc.dir)
+			}
+		})
+	}
+}

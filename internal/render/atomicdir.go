@@ -1523,11 +1523,7 @@ func isOwnLink(root *os.Root, name string) bool {
 // taking pool's files first (nil: none).
 func writeBatch(root, in *os.Root, at *os.File, dir string, names []string, files map[string][]byte, opts FileOptions, recs map[string]fileRecord, withDir bool, pool *poolDraw) (err error) {
 	if at != nil && bareCreate(opts) {
-		var syncDir func() error
-		if withDir {
-			syncDir = func() error { return syncDirIn(root, dir, dir) }
-		}
-		ids, err := writeBatchAt(at, dir, names, files, opts, syncDir, pool)
+		ids, err := writeBatchAt(at, dir, names, files, opts, withDir, pool)
 		if err != nil {
 			return err
 		}

@@ -21,12 +21,14 @@ func bareCreate(opts FileOptions) bool { return opts.Mode == opts.Mode.Perm() }
 // fchown or fchmod only where the owner is set or the umask took bits of
 // the mode), where an *os.File adds the runtime's refused registration
 // with the network poller, and its allocation. It returns each file's
-// identity as fstat saw it after its last change; syncDir, when not nil,
-// runs beside the fsyncs. pool, when not nil, hands out pooled files
-// (Refill): each file takes one while there are any (takePooled), and is
-// created only when the pool is out, or its file is not as Refill left
-// it.
-func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string][]byte, opts FileOptions, syncDir func() error, pool *poolDraw) (ids []fileID, err error) {
+// identity as fstat saw it after its last change. withDir: dir itself is
+// fsynced with the files through the descriptor already open
+// (durable.SyncCloseFDsDir: one more request of their AIO submission, not
+// an open by path and a goroutine of its own). pool, when not nil, hands
+// out pooled files (Refill): each file takes one while there are any
+// (takePooled), and is created only when the pool is out, or its file is
+// not as Refill left it.
+func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string][]byte, opts FileOptions, withDir bool, pool *poolDraw) (ids []fileID, err error) {
 	fds := make([]int, 0, len(names))
 	paths := make([]string, len(names))
 	ids = make([]fileID, len(names))
@@ -63,17 +65,22 @@ func writeBatchAt(dir *os.File, dirPath string, names []string, files map[string
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	var dirErr chan error
-	if syncDir != nil {
-		dirErr = make(chan error, 1)
-		go func() { dirErr <- syncDir() }()
-	}
-	errs := durable.SyncCloseFDs(fds, paths)
-	fds = nil // closed, whatever happened
-	if dirErr != nil {
-		if err := <-dirErr; err != nil {
-			return nil, err
+	var errs []error
+	if withDir {
+		var dirErr error
+		cerr := rc.Control(func(dfd uintptr) {
+			errs, dirErr = durable.SyncCloseFDsDir(fds, paths, int(dfd), dirPath)
+		})
+		if cerr != nil {
+			return nil, fmt.Errorf("render: %w", cerr) // fds closed by the deferred call
 		}
+		fds = nil // closed, whatever happened
+		if dirErr != nil {
+			return nil, fmt.Errorf("render: %w", dirErr)
+		}
+	} else {
+		errs = durable.SyncCloseFDs(fds, paths)
+		fds = nil // closed, whatever happened
 	}
 	for _, e := range errs {
 		if e != nil {

@@ -8,6 +8,6 @@ import "os"
 func bareCreate(FileOptions) bool { return false }
 
 // writeBatchAt is not used where bareCreate is false.
-func writeBatchAt(*os.File, string, []string, map[string][]byte, FileOptions, func() error, *poolDraw) ([]fileID, error) {
+func writeBatchAt(*os.File, string, []string, map[string][]byte, FileOptions, bool, *poolDraw) ([]fileID, error) {
 	panic("render: writeBatchAt without bare descriptors")
 }
