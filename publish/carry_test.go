@@ -74,18 +74,18 @@ func TestCommitCarriesNewBlobs(t *testing.T) {
 	}
 	checkInvariant(t, tight)
 
-	// A publish of many changed items, as large as the old 64 KiB bound
-	// on carried blobs and beyond speculate's small set (more than 64
-	// items): every entering content fits the budget, so the commit
-	// carries them all and the store after the acknowledgement has
-	// nothing left to write.
-	g5 := items(100, 1024, "g5")
+	// A small set (speculate's: the blob store is listed) whose entering
+	// contents are more than the 64 KiB a commit carried until issue 27's
+	// twelfth part: 20 changed 4 KiB items, 80 KiB of blobs. All fit the
+	// budget, so the commit carries them all and the store after the
+	// acknowledgement has nothing left to write.
+	g5 := items(20, 4096, "g5")
 	if res := mustPublish(t, dying, Request{Items: g5}); res.Generation != 5 || res.Mode != manifest.ModeMulti {
 		t.Fatalf("generation %d in mode %s, want 5 in multi mode", res.Generation, res.Mode)
 	}
 	for n, d := range g5 {
 		if !blobExists(t, dying, d) {
-			t.Fatalf("content of %s (a set of 100 × 1 KiB) is not stored: the commit did not carry it", n)
+			t.Fatalf("content of %s (a set of 20 × 4 KiB) is not stored: the commit did not carry it", n)
 		}
 	}
 	checkInvariant(t, dying)

@@ -28,12 +28,11 @@
 //  2. Read: the root (manifest M at data version V, or absent, or empty),
 //     its children, the marker if any (and whether its publish's liveness
 //     node exists) and the history list; alongside, the ACLs to copy,
-//     whether a candidate node exists, for a small set (at most 64
-//     items, 256 KiB) the live nodes at the new set's paths and, for a
-//     set within the multi budget (1 MiB - 64 KiB), whether the blob of
-//     each of its contents exists (one listing of the blob store;
-//     Publisher.Prefetch sends these reads early). A root with data that
-//     is not a manifest is refused.
+//     whether a candidate node exists and, for a small set (at most 64
+//     items, 256 KiB), the live nodes at the new set's paths and whether
+//     the blob of each of its contents exists (one listing of the blob
+//     store; Publisher.Prefetch sends these reads early). A root with data
+//     that is not a manifest is refused.
 //  3. Check: the fence node of Request.Fence exists (else ErrFenced);
 //     ExpectGeneration (mismatch: ConflictError). A root with children
 //     but no manifest and no marker is refused. A live marker:
@@ -86,7 +85,7 @@
 //	Delete(dir, -1)                     -- directories left without items, children first
 //	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
 //	Create(blobs/<sha>, content)        -- entering contents (in N, not in M) whose blob step 2
-//	                                       read missing, while the commit fits the budget
+//	                                       read missing (small sets), while the commit fits the budget
 //	Create(history/g-N, manifest N)     -- history lands with the commit
 //	Check(fence, -1)                    -- with Request.Fence
 //
@@ -106,7 +105,7 @@
 // with Create(blobs/<sha>, content) in place of those Checks (NodeExists
 // on such a Create, someone having stored it meanwhile, turns it back
 // into a Check). The commit creates the blobs of entering contents step
-// 2 read missing, as many as fit the multi budget: NodeExists on
+// 2 read missing, for a small set, as many as fit the multi budget: NodeExists on
 // one (stored by someone else since) fails the commit with nothing
 // applied, and it is sent again without that Create. The other entering
 // contents' blobs (they are live items once the commit lands) are

@@ -328,11 +328,12 @@ func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan
 // fsync and a round trip the publish's exit waits for), while the same
 // bytes in the commit cost only their share of its one write. So the
 // commit carries all it can: a one-item publish carries one blob, a
-// publish of 100 changed 1 KiB items 100 KiB of them (up to 64 KiB
-// until issue 27's twelfth part, which left such a publish a second
-// server write after its commit; docs/bench/latency-pushstart-2026-11-27).
-// Contents that do not fit are stored after the acknowledgement, as
-// before.
+// publish of 20 changed 4 KiB items 80 KiB of them (up to 64 KiB until
+// issue 27's twelfth part, which left such a publish a second server
+// write after its commit; docs/bench/latency-pushstart-2026-11-27).
+// Contents that do not fit, and those of a set too large for step 2 to
+// list the blob store (speculate), are stored after the
+// acknowledgement, as before.
 func (p *Publisher) carry(st *state, pl *plan, size int) bool {
 	if p.cfg.hooks.noCarry {
 		return false

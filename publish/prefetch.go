@@ -14,17 +14,12 @@ import (
 
 // Bounds of the speculative reads a publish sends beside its state,
 // before it knows which items it leaves alone and which contents enter
-// the live set: the live items at the set's paths for a set of at most
-// speculateItems items of at most speculateBytes in all (the new set's
-// sizes standing for the live ones'); the blob store's listing, which
-// says whether each of the set's contents has its blob, for a set of at
-// most speculateBlobBytes (a larger one's entering contents are stored
-// after the acknowledgement: the commit could not carry much of them).
-// Beyond those bounds the reads come after the state, as they did.
+// the live set: a set of at most speculateItems items of at most
+// speculateBytes in all (the new set's sizes standing for the live
+// ones'). A larger set reads after the state, as it did.
 const (
-	speculateItems     = 64
-	speculateBytes     = 256 << 10
-	speculateBlobBytes = DefaultMultiBudget
+	speculateItems = 64
+	speculateBytes = 256 << 10
 )
 
 // stepTwo is step 2's reads in flight: the state, the ACLs to copy (when
@@ -60,33 +55,28 @@ type liveItem struct {
 }
 
 // speculation is what a publish reads beside step 2's reads: the item
-// paths (names) of a small set and the distinct contents' sha256 (shas)
-// of a set whose entering contents' blobs the commit may carry.
+// paths and the distinct contents' sha256 of a small set.
 type speculation struct {
 	names, shas []string
 }
 
 // speculate returns what a publish of items reads beside its state: for
-// a set of at most speculateItems items and speculateBytes, its paths
-// and its contents' sha256; for a larger set of at most
-// speculateBlobBytes, its contents' sha256 only (the blob store's
-// listing is one request whatever the set's size, and tells which
-// entering contents the commit can create instead of a store after the
-// acknowledgement, a server write of its own); nothing for a larger one.
+// a set of at most speculateItems items and speculateBytes, its paths and
+// its contents' sha256; nothing for a larger one.
 func speculate(items map[string][]byte) speculation {
+	if len(items) > speculateItems {
+		return speculation{}
+	}
 	total := 0
 	for _, b := range items {
-		if total += len(b); total > speculateBlobBytes {
+		if total += len(b); total > speculateBytes {
 			return speculation{}
 		}
 	}
-	small := len(items) <= speculateItems && total <= speculateBytes
 	var sp speculation
 	seen := map[string]bool{}
 	for n, it := range hashItems(items) {
-		if small {
-			sp.names = append(sp.names, n)
-		}
+		sp.names = append(sp.names, n)
 		if !seen[it.SHA256] {
 			seen[it.SHA256] = true
 			sp.shas = append(sp.shas, it.SHA256)
