@@ -15,9 +15,10 @@ import (
 
 // TestCommitCarriesNewBlobs: the blobs of a small publish's new contents
 // are created by its commit, so a publisher that dies right after its
-// acknowledgement leaves none missing; a content beyond carryBytes is
-// left to the store after the acknowledgement (missing here), and a
-// content whose blob exists (a rollback's) costs no second commit.
+// acknowledgement leaves none missing; a content whose blob would take
+// the commit over the multi budget is left to the store after the
+// acknowledgement (missing here), and a content whose blob exists (a
+// rollback's) costs no second commit.
 func TestCommitCarriesNewBlobs(t *testing.T) {
 	c := startZK(t)
 	ctx := testCtx(t)
@@ -53,19 +54,39 @@ func TestCommitCarriesNewBlobs(t *testing.T) {
 	checkLive(t, good, 3, g1)
 	checkInvariant(t, good)
 
-	// A small new content beside one beyond carryBytes: the small one is
-	// carried, the large one left to the store after the acknowledgement.
+	// A small new content beside one whose blob does not fit the budget
+	// beside its own item (the commit writes the item, 12 KiB, then would
+	// create its blob, 12 KiB more, in a budget of 16 KiB): the small one
+	// is carried, the large one left to the store after the
+	// acknowledgement.
+	tight := newPub(t, c, root, withAfterCommit(func() bool { return true }), withMultiBudget(16<<10))
 	g4 := clone(g1)
 	g4["item-02.conf"] = content(300, "g4/small")
-	g4["big.conf"] = content(carryBytes+1, "g4/big")
-	if res := mustPublish(t, dying, Request{Items: g4}); res.Generation != 4 {
-		t.Fatalf("generation %d, want 4", res.Generation)
+	g4["big.conf"] = content(12<<10, "g4/big")
+	if res := mustPublish(t, tight, Request{Items: g4}); res.Generation != 4 || res.Mode != manifest.ModeMulti {
+		t.Fatalf("generation %d in mode %s, want 4 in multi mode", res.Generation, res.Mode)
 	}
-	if !blobExists(t, dying, g4["item-02.conf"]) {
+	if !blobExists(t, tight, g4["item-02.conf"]) {
 		t.Fatal("the small new content is not stored: the commit did not carry it")
 	}
-	if blobExists(t, dying, g4["big.conf"]) {
-		t.Fatal("a content beyond carryBytes was carried by the commit")
+	if blobExists(t, tight, g4["big.conf"]) {
+		t.Fatal("a content whose blob does not fit the budget was carried by the commit")
+	}
+	checkInvariant(t, tight)
+
+	// A small set (speculate's: the blob store is listed) whose entering
+	// contents are more than the 64 KiB a commit carried until issue 27's
+	// twelfth part: 20 changed 4 KiB items, 80 KiB of blobs. All fit the
+	// budget, so the commit carries them all and the store after the
+	// acknowledgement has nothing left to write.
+	g5 := items(20, 4096, "g5")
+	if res := mustPublish(t, dying, Request{Items: g5}); res.Generation != 5 || res.Mode != manifest.ModeMulti {
+		t.Fatalf("generation %d in mode %s, want 5 in multi mode", res.Generation, res.Mode)
+	}
+	for n, d := range g5 {
+		if !blobExists(t, dying, d) {
+			t.Fatalf("content of %s (a set of 20 × 4 KiB) is not stored: the commit did not carry it", n)
+		}
 	}
 	checkInvariant(t, dying)
 }
@@ -92,6 +113,39 @@ func TestCarriedBlobStoredMeanwhile(t *testing.T) {
 		}
 	}))
 	checkSecondLandedOnce(t, p, mustPublish(t, p, Request{Items: g2}), 2, g2)
+}
+
+// TestCarriedBlobsStoredMeanwhile: more blobs than a commit has rounds
+// for (maxBlobRaces) are stored by someone else after the publish read
+// them missing; the commit is sent again once, without any carried blob,
+// lands exactly once, and the blobs are all there.
+func TestCarriedBlobsStoredMeanwhile(t *testing.T) {
+	c := startZK(t)
+	const root = "/carryraces"
+	g1 := items(8, 100, "g1")
+	mustPublish(t, newPub(t, c, root), Request{Items: g1})
+	g2 := items(8, 100, "g2") // eight entering contents, all carried
+	var sends atomic.Int64
+	var p *Publisher
+	p = newPub(t, c, root, withBeforeCommit(func(string) {
+		if sends.Add(1) != 1 {
+			return
+		}
+		for _, d := range g2 {
+			if _, err := p.conn().Create(p.paths.Blob(manifest.Hash(d)), d, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Errorf("store a blob behind the publisher's back: %v", err)
+			}
+		}
+	}))
+	checkSecondLandedOnce(t, p, mustPublish(t, p, Request{Items: g2}), 2, g2)
+	if n := sends.Load(); n != 2 {
+		t.Fatalf("the commit was sent %d times, want 2 (once more, without the carried blobs)", n)
+	}
+	for n, d := range g2 {
+		if !blobExists(t, p, d) {
+			t.Errorf("content of %s has no blob", n)
+		}
+	}
 }
 
 // TestPrefetchThenPublish: a publish takes the reads Prefetch sent as its

@@ -75,11 +75,14 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 		if errors.As(err, &br) && pl.carried[br.sha] && round < maxBlobRaces {
 			// A blob the commit creates for an entering content was
 			// stored since it was read missing (or its parent is gone):
-			// nothing was applied; send the commit again without it, and
-			// leave it to the store after the acknowledgement.
+			// nothing was applied; send the commit again without any
+			// carried blob (whoever stored that one may have stored
+			// others: one round for all, not one per blob, now that a
+			// commit carries as many as fit), and leave them to the
+			// store after the acknowledgement.
 			round++
-			p.log.Info("entering content stored meanwhile; sending the commit again without its blob", "reason", br.Error(), "round", round)
-			delete(pl.carried, br.sha)
+			p.log.Info("entering content stored meanwhile; sending the commit again without the blobs it carried", "reason", br.Error(), "round", round)
+			pl.carried = nil
 			ops, kinds = p.multiOps(st, pl)
 			continue
 		}

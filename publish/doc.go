@@ -85,7 +85,7 @@
 //	Delete(dir, -1)                     -- directories left without items, children first
 //	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
 //	Create(blobs/<sha>, content)        -- entering contents (in N, not in M) whose blob step 2
-//	                                       read missing, up to 64 KiB (small sets only)
+//	                                       read missing (small sets), while the commit fits the budget
 //	Create(history/g-N, manifest N)     -- history lands with the commit
 //	Check(fence, -1)                    -- with Request.Fence
 //
@@ -105,7 +105,7 @@
 // with Create(blobs/<sha>, content) in place of those Checks (NodeExists
 // on such a Create, someone having stored it meanwhile, turns it back
 // into a Check). The commit creates the blobs of entering contents step
-// 2 read missing, for a small set and up to 64 KiB of them: NodeExists on
+// 2 read missing, for a small set, as many as fit the multi budget: NodeExists on
 // one (stored by someone else since) fails the commit with nothing
 // applied, and it is sent again without that Create. The other entering
 // contents' blobs (they are live items once the commit lands) are

@@ -314,23 +314,32 @@ func (p *Publisher) backfillOverwritten(ctx context.Context, st *state, pl *plan
 	return p.backfill(ctx, st, shas, rootVersion, pl.acl.Meta)
 }
 
-// carryBytes bounds the contents a multi-mode commit carries as blobs
-// (plan.carried), beside the multi budget.
-const carryBytes = 64 << 10
-
-// carry chooses, for a multi-mode commit, the entering contents whose
-// blobs the commit creates (pl.carried: those read missing beside the
-// state, while they total at most carryBytes) and those whose blobs need
-// no store (pl.stored: read present; a blob the GC deleted since leaves a
-// content that is a live item once the commit lands, which the history
-// invariant allows, as when a publisher stops before storing its blobs).
-// It reports whether any is carried.
-func (p *Publisher) carry(st *state, pl *plan) bool {
+// carry chooses, for a multi-mode commit of size bytes (encoded, without
+// carried blobs), the entering contents whose blobs the commit creates
+// (pl.carried: those read missing beside the state, while the commit
+// stays within the multi budget) and those whose blobs need no store
+// (pl.stored: read present; a blob the GC deleted since leaves a content
+// that is a live item once the commit lands, which the history invariant
+// allows, as when a publisher stops before storing its blobs). It
+// reports whether any is carried.
+//
+// Every blob carried is one the store after the acknowledgement does not
+// write: that store is a server write of its own (a transaction-log
+// fsync and a round trip the publish's exit waits for), while the same
+// bytes in the commit cost only their share of its one write. So the
+// commit carries all it can: a one-item publish carries one blob, a
+// publish of 20 changed 4 KiB items 80 KiB of them (up to 64 KiB until
+// issue 27's twelfth part, which left such a publish a second server
+// write after its commit; docs/bench/latency-pushstart-2026-11-27).
+// Contents that do not fit, and those of a set too large for step 2 to
+// list the blob store (speculate), are stored after the
+// acknowledgement, as before.
+func (p *Publisher) carry(st *state, pl *plan, size int) bool {
 	if p.cfg.hooks.noCarry {
 		return false
 	}
-	total := 0
-	for _, sha := range pl.entering {
+	room := p.cfg.multiBudget - size
+	for _, sha := range pl.entering { // sorted: the same choice every time
 		exists, read := st.blobExists[sha]
 		if _, done := pl.backfill[sha]; !read || done {
 			continue
@@ -342,11 +351,12 @@ func (p *Publisher) carry(st *state, pl *plan) bool {
 			pl.stored[sha] = true
 			continue
 		}
-		size := len(pl.blobData[sha])
-		if total+size > carryBytes {
+		op := zk.CreateRequest{Path: p.paths.Blob(sha), Data: pl.blobData[sha], Acl: pl.acl.Meta}
+		n := opSize(&op)
+		if n > room {
 			continue
 		}
-		total += size
+		room -= n
 		if pl.carried == nil {
 			pl.carried = map[string]bool{}
 		}

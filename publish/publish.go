@@ -261,7 +261,7 @@ func (p *Publisher) chooseMode(st *state, req Request, pl *plan, res *Result) (c
 		pl.next.Mode = manifest.ModeMarker
 		pl.nextBytes = pl.next.Encode()
 	}
-	if !cm.marker && !req.DryRun && p.carry(st, pl) {
+	if !cm.marker && !req.DryRun && p.carry(st, pl, cm.size) {
 		cm.ops, cm.kinds = p.multiOps(st, pl)
 		if cm.size = multiSize(cm.ops); cm.size > p.cfg.multiBudget {
 			pl.carried = nil

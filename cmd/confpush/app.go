@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -449,7 +450,7 @@ func (pc *pendingConnect) abandon() {
 // json reports whether machine output was asked for.
 func (a *app) json() bool { return a.v.GetBool("json") }
 
-// emit prints obj as one JSON object, or calls text.
+// emit prints obj as one JSON object, or what text writes, in one write.
 func (a *app) emit(obj map[string]any, text func(w io.Writer)) {
 	if a.json() {
 		obj["ok"] = true
@@ -460,7 +461,13 @@ func (a *app) emit(obj map[string]any, text func(w io.Writer)) {
 		a.writeJSON(obj)
 		return
 	}
-	text(a.stdout)
+	// The text goes out in one write: printed straight to stdout, each
+	// line was a write(2) of its own (a publish of 100 changed items
+	// printed 102, after its acknowledgement and before the session's
+	// close) and, through a pipe, a wake-up of the reader for each.
+	var b bytes.Buffer
+	text(&b)
+	_, _ = a.stdout.Write(b.Bytes())
 }
 
 func (a *app) writeJSON(obj map[string]any) {
