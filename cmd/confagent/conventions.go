@@ -7,7 +7,6 @@ import (
 
 	"github.com/zkconf/zkconf/internal/buildinfo"
 	"github.com/zkconf/zkconf/internal/clidoc"
-	"github.com/zkconf/zkconf/internal/clidocgen"
 )
 
 // examples returns every command's Examples section, by command path without
@@ -33,9 +32,12 @@ func examples() map[string]string {
 	})
 }
 
-// conventions gives the command tree --version, the completion command,
-// the examples, and the hidden __clidoc command through which the tests
-// (and make docs) reach the tree that run builds.
+// conventions gives the command tree --version, the completion command and
+// the examples. The reference (docs/cli, docs/man) is generated and checked
+// by TestConfagentDocs from the tree command builds, not by a command of
+// the binary: that would link cobra/doc and its markdown and man-page
+// renderers into every agent, about 0.3 MB of code whose pages the kernel
+// maps in around every page the agent touches.
 func conventions(root *cobra.Command, stdout io.Writer) {
 	root.Version = buildinfo.Get().String("confagent")
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -45,5 +47,4 @@ func conventions(root *cobra.Command, stdout io.Writer) {
 	root.SetOut(stdout)
 	root.InitDefaultCompletionCmd()
 	clidoc.SetExamples(root, examples())
-	root.AddCommand(clidocgen.Command(examples()))
 }

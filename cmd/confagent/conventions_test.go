@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkconf/zkconf/internal/clidoc"
+	"github.com/zkconf/zkconf/internal/clidocgen"
 )
 
 func TestConfagentVersion(t *testing.T) {
@@ -27,17 +29,33 @@ func TestConfagentVersion(t *testing.T) {
 }
 
 // TestConfagentDocs fails when docs/cli or docs/man differ from what the
-// commands generate, or a command has no example. ZKCONF_UPDATE_DOCS=1
-// (make docs) rewrites the reference.
+// commands generate, or a command has no example, or an example names no
+// command. ZKCONF_UPDATE_DOCS=1 (make docs) rewrites the reference.
 func TestConfagentDocs(t *testing.T) {
-	args := []string{"__clidoc", "--md", "../../docs/cli", "--man", "../../docs/man"}
+	root, _ := command(io.Discard, io.Discard, false)
 	if os.Getenv(clidoc.UpdateEnv) == "1" {
-		args = append(args, "--write")
+		if err := clidocgen.Generate(root, "../../docs/cli", "../../docs/man"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var out, errb bytes.Buffer
-	if code := run(args, &out, &errb); code != 0 {
+	stale, err := clidocgen.Stale(root, "../../docs/cli", "../../docs/man")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	for _, s := range stale {
+		problems = append(problems, "stale: "+s)
+	}
+	for _, m := range clidoc.MissingExamples(root) {
+		problems = append(problems, "no example: "+m)
+	}
+	for _, u := range clidoc.SetExamples(root, examples()) {
+		problems = append(problems, fmt.Sprintf("example for no command: %q", u))
+	}
+	if len(problems) > 0 {
 		t.Fatalf("the CLI reference is stale or incomplete; run '%s' and commit docs/cli and docs/man; "+
-			"add missing examples to the examples map in cmd/confagent/conventions.go:\n%s%s", clidoc.Regenerate, out.String(), errb.String())
+			"add missing examples to the examples map in cmd/confagent/conventions.go (and remove those for no command):\n  %s",
+			clidoc.Regenerate, strings.Join(problems, "\n  "))
 	}
 }
 

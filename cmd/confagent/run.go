@@ -62,6 +62,23 @@ func runProgram(args []string, stdout, stderr io.Writer, reexec bool) int {
 	// run prints from its own: serialise, since an io.Writer (a test's
 	// bytes.Buffer, say) need not be safe for concurrent use.
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	root, code := command(stdout, stderr, reexec)
+	root.SetArgs(args)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "confagent: %v\n", err)
+		return exitUsage
+	}
+	return *code
+}
+
+// command builds confagent's command tree, writing to stdout and stderr;
+// the int it returns is the exit code its commands set when they run. It
+// is apart from runProgram so that the tests reach the very tree run
+// executes (the CLI reference is generated from it) without the shipped
+// binary linking the reference's generator.
+func command(stdout, stderr io.Writer, reexec bool) (*cobra.Command, *int) {
 	f := flags{reexec: reexec}
 	code := exitOK
 	root := &cobra.Command{
@@ -81,7 +98,6 @@ Exit codes: 0 success, 1 runtime error, 2 usage, 3 invalid configuration.`,
 			return nil
 		},
 	}
-	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -156,13 +172,7 @@ request (its /status and confpush status name it as incarnation_refused).`,
 		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, buildinfo.Get().String("confagent")) },
 	})
 	conventions(root, stdout)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "confagent: %v\n", err)
-		return exitUsage
-	}
-	return code
+	return root, &code
 }
 
 // warnings are legal settings an operator should look at twice.

@@ -122,3 +122,39 @@ func TestConfpushLinksNoAgent(t *testing.T) {
 		}
 	}
 }
+
+// docGenerator are the packages that generate the CLI reference (docs/cli,
+// docs/man): only the tests that check and rewrite it link them (make
+// docs), never a binary. In confagent their code, about 0.3 MB, would be
+// resident in every agent (the kernel maps file pages in around every
+// page touched); in confpush, blackfriday's package initialisation costs
+// every start.
+var docGenerator = []string{
+	module + "/internal/clidocgen",
+	"github.com/spf13/cobra/doc",
+	"github.com/russross/blackfriday/v2",
+	"github.com/cpuguy83/go-md2man/v2/md2man",
+}
+
+// TestBinariesLinkNoDocGenerator: neither binary's dependency graph holds
+// any of docGenerator.
+func TestBinariesLinkNoDocGenerator(t *testing.T) {
+	for _, bin := range []string{"confagent", "confpush"} {
+		out, err := exec.Command("go", "list", "-deps", module+"/cmd/"+bin).Output()
+		if err != nil {
+			t.Fatalf("go list -deps: %v", err)
+		}
+		deps := map[string]bool{}
+		for _, p := range strings.Fields(string(out)) {
+			deps[p] = true
+		}
+		if !deps["github.com/spf13/cobra"] {
+			t.Fatalf("%s does not link cobra: is this the right package list? (%d packages)", bin, len(deps))
+		}
+		for _, p := range docGenerator {
+			if deps[p] {
+				t.Errorf("%s links %s; find the import with: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/%s | grep %s", bin, p, bin, p)
+			}
+		}
+	}
+}

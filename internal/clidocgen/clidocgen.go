@@ -2,10 +2,12 @@
 // markdown, docs/man pages) from a cobra command tree and compares committed
 // copies with a fresh generation. It is apart from package clidoc, which the
 // binaries link for their examples, so that cobra/doc and its markdown and
-// man-page renderers (blackfriday, whose package initialisation costs about
-// a millisecond of every process start) are linked only where the
-// reference is generated: the tests, and confagent's hidden __clidoc
-// command.
+// man-page renderers are linked only where the reference is generated: the
+// tests (TestCLIDocs, TestConfagentDocs; make docs), never a binary.
+// blackfriday's package initialisation costs about a millisecond of every
+// process start, and in the agent their code (about 0.3 MB) would be
+// resident for the process's life: the kernel maps file pages in around
+// every page touched.
 package clidocgen
 
 import (
@@ -19,8 +21,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
-
-	"github.com/zkconf/zkconf/internal/clidoc"
 )
 
 // manDate is the date every man page carries: fixed, so that regenerating
@@ -135,53 +135,4 @@ func readDir(dir, prefix string) (map[string][]byte, error) {
 		out[n] = data
 	}
 	return out, nil
-}
-
-// Command is a hidden command ("__clidoc") for binaries whose command tree
-// is built inside their run function: it checks (or, with --write,
-// regenerates) the reference of the tree it is part of and checks that
-// every command has an example in examples. Every problem is printed, one
-// a line; any makes it fail.
-func Command(examples map[string]string) *cobra.Command {
-	var mdDir, manDir string
-	var write bool
-	cmd := &cobra.Command{
-		Use:    "__clidoc",
-		Short:  "Check or regenerate the CLI reference",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			root := cmd.Root()
-			if write {
-				if err := Generate(root, mdDir, manDir); err != nil {
-					return err
-				}
-			}
-			stale, err := Stale(root, mdDir, manDir)
-			if err != nil {
-				return err
-			}
-			var problems []string
-			for _, s := range stale {
-				problems = append(problems, "stale: "+s)
-			}
-			for _, m := range clidoc.MissingExamples(root) {
-				problems = append(problems, "no example: "+m)
-			}
-			for _, u := range clidoc.SetExamples(root, examples) {
-				problems = append(problems, fmt.Sprintf("example for no command: %q", u))
-			}
-			for _, p := range problems {
-				_, _ = fmt.Fprintln(cmd.OutOrStdout(), p)
-			}
-			if len(problems) > 0 {
-				return fmt.Errorf("%d problem(s) with the CLI reference", len(problems))
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&mdDir, "md", "docs/cli", "markdown directory")
-	cmd.Flags().StringVar(&manDir, "man", "docs/man", "man page directory")
-	cmd.Flags().BoolVar(&write, "write", false, "regenerate the reference first")
-	return cmd
 }
