@@ -103,5 +103,21 @@ func (c *Cache) followed(ctx context.Context, loop *loopState, root *rootRead, h
 		c.onTorn(loop, bad)
 		return nil, nil
 	}
-	return &rootRead{m: cm, stat: root.stat, stable: m, read: root.read}, nil
+	// The rare path: the maps are built here (the candidate's lists from
+	// its map, the stable manifest's map from the root's lists).
+	names, items := sortedItems(cm)
+	return &rootRead{m: cm, names: names, items: items, stat: root.stat,
+		stable: manifest.WithItems(m, root.names, root.items), read: root.read}, nil
+}
+
+// sortedItems returns m's item names in increasing order and their
+// entries, and leaves m without its map (a rootRead's form).
+func sortedItems(m *manifest.Manifest) ([]string, []manifest.Item) {
+	names := m.Names()
+	items := make([]manifest.Item, len(names))
+	for i, name := range names {
+		items[i] = m.Items[name]
+	}
+	m.Items = nil
+	return names, items
 }

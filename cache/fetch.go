@@ -32,7 +32,7 @@ var errAborted = errors.New("item read abandoned")
 // manifest alone.
 func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Snapshot, error) {
 	m, zxid := root.m, root.stat.Mzxid
-	names, items, todo := reuseHeld(m, held)
+	names, items, todo := reuseHeld(root.names, root.items, held)
 	// The incarnations left, carried over (install hands s out with
 	// them): taken here, while the held snapshot is in the CPU's cache,
 	// not after the reads (a fleet of caches in one process ran meanwhile).
@@ -46,7 +46,7 @@ func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Sna
 		// One item (the common case): read it here, not on a worker.
 		err = c.fetchOne(ctx, m, names, todo[0], path, items)
 	default:
-		err = c.fetchMany(ctx, m, names, c.batches(names, todo, items), path, items)
+		err = c.fetchMany(ctx, m, names, root.items, c.batches(names, todo, items), path, items)
 	}
 	if err != nil {
 		return nil, err
@@ -70,9 +70,12 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 			bySHA[it.SHA256] = name // the same one each time
 		}
 	}
-	m := root.m // not root: the cycle's root read stays on its stack
+	shaOf := make(map[string]string, len(root.names)) // not root: the cycle's root read stays on its stack
+	for i, name := range root.names {
+		shaOf[name] = root.items[i].SHA256
+	}
 	return func(name string) string {
-		sha := m.Items[name].SHA256
+		sha := shaOf[name]
 		if stable, ok := bySHA[sha]; ok {
 			return c.paths.Item(stable)
 		}
@@ -80,51 +83,43 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 	}
 }
 
-// reuseHeld returns m's item names, sorted, and their entries, with the
-// content of every item the held snapshot has with the same sha256 and
-// size; todo are the positions of the others, to read. When the set of
-// names is the held one's (the common case: contents changed, no item
-// added or removed), names are the held snapshot's and the held entries
-// are compared in order: no sort, no map built, one lookup per item in
-// m's map.
-func reuseHeld(m *manifest.Manifest, held *Snapshot) (names []string, items []entry, todo []int) {
-	if held != nil && len(held.names) == len(m.Items) {
-		items = make([]entry, len(held.names))
-		same := true
-		for i, name := range held.names {
-			it, ok := m.Items[name]
-			if !ok {
-				same = false
-				break
-			}
-			items[i].meta = it
-			if h := held.items[i]; h.meta == it {
-				items[i].data = h.data
+// reuseHeld returns the entries of a root read (names, increasing, and
+// metas, in the same order) with the content of every item the held
+// snapshot has under the same name with the same sha256 and size; todo
+// are the positions of the others, to read. Both lists are sorted, so the
+// held ones are walked beside them: no map built, no lookup. When the set
+// of names is the held one's (the common case: contents changed, no item
+// added or removed), names are the held snapshot's (shared, never
+// modified).
+func reuseHeld(names []string, metas []manifest.Item, held *Snapshot) (_ []string, items []entry, todo []int) {
+	items = make([]entry, len(names))
+	var hn []string
+	var hi []entry
+	if held != nil {
+		hn, hi = held.names, held.items
+	}
+	// The same set: as many names, each found among the held ones.
+	same := len(hn) == len(names)
+	j := 0
+	for i, name := range names {
+		items[i].meta = metas[i]
+		for j < len(hn) && hn[j] < name {
+			j++ // a held item the root no longer has
+		}
+		if j < len(hn) && hn[j] == name {
+			if hi[j].meta == metas[i] {
+				items[i].data = hi[j].data
 			} else {
 				todo = append(todo, i)
 			}
+			j++
+			continue
 		}
-		if same {
-			return held.names, items, todo
-		}
-		todo = todo[:0]
-	}
-	names = m.Names()
-	if len(items) != len(names) {
-		items = make([]entry, len(names))
-	} else {
-		clear(items)
-	}
-	for i, name := range names {
-		it := m.Items[name]
-		items[i].meta = it
-		if held != nil {
-			if j, ok := held.index(name); ok && held.items[j].meta == it {
-				items[i].data = held.items[j].data
-				continue
-			}
-		}
+		same = false
 		todo = append(todo, i)
+	}
+	if same && held != nil {
+		return hn, items, todo
 	}
 	return names, items, todo
 }
@@ -174,16 +169,17 @@ func (c *Cache) batches(names []string, todo []int, items []entry) [][]int {
 
 // readBatch reads the items at the positions batch of names, one Get for
 // a single item and one multiRead for several, and verifies each against
-// m; it returns one result per item, in batch's order. A server without
+// its entry (metas, in names' order); it returns one result per item, in
+// batch's order. A server without
 // multiRead (ErrUnimplemented) gets the items one by one, and no further
 // multiRead from this cache (such a server closes the connection after
 // that answer: the Gets then fail and the cycle is retried after the
 // reconnect, once).
-func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, path func(string) string) []itemResult {
+func (c *Cache) readBatch(metas []manifest.Item, names []string, batch []int, path func(string) string) []itemResult {
 	out := make([]itemResult, len(batch))
 	if len(batch) == 1 {
 		i := batch[0]
-		data, err := c.readItem(m, names[i], path)
+		data, err := c.readItemAs(metas[i], names[i], path)
 		out[0] = itemResult{i: i, data: data, err: err}
 		return out
 	}
@@ -202,7 +198,7 @@ func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, pat
 		c.noMultiRead.Store(true)
 		c.log.Info("ZooKeeper has no multiRead (older than 3.6; it closes the connection after refusing one): reading items one request each from now on")
 		for k, i := range batch {
-			data, err := c.readItem(m, names[i], path)
+			data, err := c.readItemAs(metas[i], names[i], path)
 			out[k] = itemResult{i: i, data: data, err: err}
 		}
 		return out
@@ -215,7 +211,7 @@ func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, pat
 			out[k].err = err
 		case res[k].Error != nil:
 			out[k].err = res[k].Error
-		case !m.Items[names[i]].Matches(res[k].Data):
+		case !metas[i].Matches(res[k].Data):
 			out[k].err = errMismatch
 		default:
 			out[k].data = res[k].Data
@@ -223,12 +219,6 @@ func (c *Cache) readBatch(m *manifest.Manifest, names []string, batch []int, pat
 	}
 	c.verifyNanos.Add(int64(time.Since(start)))
 	return out
-}
-
-// readItem reads item name from its node (path) and verifies it against m
-// (errMismatch).
-func (c *Cache) readItem(m *manifest.Manifest, name string, path func(string) string) ([]byte, error) {
-	return c.readItemAs(m.Items[name], name, path)
 }
 
 // readItemAs reads item name from its node (path) and verifies it against
@@ -291,7 +281,7 @@ type itemResult struct {
 // skip (errAborted). A read error wins over a torn item; of several torn
 // items the one named first in sort order is reported, the same one each
 // time when it is the only one.
-func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []string, batches [][]int, path func(string) string, items []entry) error {
+func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []string, metas []manifest.Item, batches [][]int, path func(string) string, items []entry) error {
 	var results <-chan itemResult
 	n := 0
 	for _, b := range batches {
@@ -299,7 +289,7 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []str
 	}
 	if len(batches) == 1 {
 		var rs []itemResult
-		err := c.call(ctx, func() error { rs = c.readBatch(m, names, batches[0], path); return nil })
+		err := c.call(ctx, func() error { rs = c.readBatch(metas, names, batches[0], path); return nil })
 		if err != nil {
 			return err
 		}
@@ -309,7 +299,7 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []str
 		}
 		results = ch
 	} else {
-		results = c.startReaders(ctx, m, names, batches, n, path)
+		results = c.startReaders(ctx, metas, names, batches, n, path)
 	}
 	var torn *manifest.ItemMismatchError
 	var tornErr, firstErr error
@@ -348,7 +338,7 @@ func (c *Cache) fetchMany(ctx context.Context, m *manifest.Manifest, names []str
 // positions (n items in all) of names and returns the channel that
 // receives exactly one result per item; it never blocks a worker. Close
 // waits for the workers (c.inflight).
-func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, names []string, batches [][]int, n int, path func(string) string) <-chan itemResult {
+func (c *Cache) startReaders(ctx context.Context, metas []manifest.Item, names []string, batches [][]int, n int, path func(string) string) <-chan itemResult {
 	results := make(chan itemResult, n)
 	var next atomic.Int64
 	var abort atomic.Bool
@@ -368,7 +358,7 @@ func (c *Cache) startReaders(ctx context.Context, m *manifest.Manifest, names []
 					}
 					continue
 				}
-				for _, r := range c.readBatch(m, names, batches[k], path) {
+				for _, r := range c.readBatch(metas, names, batches[k], path) {
 					if r.err != nil {
 						abort.Store(true)
 					}

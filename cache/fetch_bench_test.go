@@ -40,6 +40,10 @@ func BenchmarkFetchMany(b *testing.B) {
 			m.Items[name] = manifest.ItemOf(data)
 		}
 		names := m.Names()
+		metas := make([]manifest.Item, n)
+		for i, name := range names {
+			metas[i] = m.Items[name]
+		}
 		todo := make([]int, n)
 		for i := range todo {
 			todo[i] = i
@@ -53,7 +57,7 @@ func BenchmarkFetchMany(b *testing.B) {
 				for i, name := range names {
 					items[i].meta = m.Items[name]
 				}
-				if err := c.fetchMany(ctx, m, names, c.batches(names, todo, items), c.itemPath, items); err != nil {
+				if err := c.fetchMany(ctx, m, names, metas, c.batches(names, todo, items), c.itemPath, items); err != nil {
 					b.Fatal(err)
 				}
 			}

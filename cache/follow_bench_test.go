@@ -62,11 +62,11 @@ func benchFollowCycle(b *testing.B, n int) {
 		f := fs[i%n]
 		g := (i / n % 2) ^ 1
 		i++
-		m, err := manifest.DecodeOwned(bytes.Clone(f.roots[g])) // the client's fresh copy, as readRoot decodes it
+		m, rnames, metas, err := manifest.DecodeOwnedSorted(bytes.Clone(f.roots[g])) // the client's fresh copy, as readRoot decodes it
 		if err != nil {
 			b.Fatal(err)
 		}
-		names, items, todo := reuseHeld(m, f.held)
+		names, items, todo := reuseHeld(rnames, metas, f.held)
 		left := f.held.nextLeft(m.Incarnation)
 		for _, j := range todo {
 			data := bytes.Clone(f.item[g]) // the client's fresh copy

@@ -20,8 +20,15 @@ import (
 // manifest (read from the candidate node and verified against the root's
 // canary) and stable the root's own manifest, whose items may hold the
 // candidate's contents; stable is nil otherwise.
+//
+// m's Items map is nil: names (increasing) and items (in the same order)
+// are its entries (manifest.DecodeOwnedSorted), which a cycle walks beside
+// the held snapshot's without building or looking up a map. stable, read
+// only for a candidate's contents, has its map.
 type rootRead struct {
 	m      *manifest.Manifest
+	names  []string
+	items  []manifest.Item
 	stat   *zk.Stat
 	stable *manifest.Manifest
 	read   witness // when the read was sent and answered (a Group's member only)
@@ -133,7 +140,7 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState, read *rootRead) (
 	}
 	loop.watches.root = rw
 
-	m, err := manifest.DecodeOwned(data) // the client's own buffer, read once
+	m, names, items, err := manifest.DecodeOwnedSorted(data) // the client's own buffer, read once
 	if err != nil {
 		loop.settle()
 		if errors.Is(err, manifest.ErrEmpty) {
@@ -147,7 +154,7 @@ func (c *Cache) readRoot(ctx context.Context, loop *loopState, read *rootRead) (
 		c.waiting(loop, err)
 		return false, nil
 	}
-	*read = rootRead{m: m, stat: stat, read: w}
+	*read = rootRead{m: m, names: names, items: items, stat: stat, read: w}
 	return true, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -16,6 +15,9 @@ import (
 // A Snapshot never changes after it is handed out and is safe for concurrent
 // use; reading it never blocks the cache.
 type Snapshot struct {
+	// m is the generation's manifest without its Items map (nil): the
+	// entries are names and items' metas. A cache builds a snapshot at
+	// every publish and needs no lookup by name; Manifest builds the map.
 	m    *manifest.Manifest
 	zxid int64
 	// names are m's item names, sorted (shared with the snapshots that
@@ -98,14 +100,17 @@ type entry struct {
 }
 
 // newSnapshot builds a snapshot. items must hold exactly m's items, each
-// already verified against m; the snapshot takes ownership of both.
+// already verified against m; the snapshot takes ownership of items and
+// of m's strings (m itself is left as it is).
 func newSnapshot(m *manifest.Manifest, zxid int64, items map[string][]byte, persisted bool) *Snapshot {
 	names := m.Names()
 	entries := make([]entry, len(names))
 	for i, name := range names {
 		entries[i] = entry{meta: m.Items[name], data: items[name]}
 	}
-	return &Snapshot{m: m, zxid: zxid, names: names, items: entries, persisted: persisted}
+	hdr := *m
+	hdr.Items = nil // the entries hold them (Snapshot.m)
+	return &Snapshot{m: &hdr, zxid: zxid, names: names, items: entries, persisted: persisted}
 }
 
 // content returns item name's content (nil when s has no such item).
@@ -144,7 +149,10 @@ func (s *Snapshot) FromStateFile() bool { return s.persisted }
 // Manifest returns a copy of the generation's manifest.
 func (s *Snapshot) Manifest() *manifest.Manifest {
 	c := *s.m
-	c.Items = maps.Clone(s.m.Items)
+	c.Items = make(map[string]manifest.Item, len(s.names))
+	for i, name := range s.names {
+		c.Items[name] = s.items[i].meta
+	}
 	return &c
 }
 

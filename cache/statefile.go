@@ -213,8 +213,8 @@ type stateCommit struct {
 func encodeRecordBody(root string, s *Snapshot, menc []byte, at map[string]int64, now time.Time) ([]byte, error) {
 	offsets := make([]int64, 0, len(at))
 	seen := make(map[string]struct{}, len(at))
-	for _, name := range s.names {
-		h := s.m.Items[name].SHA256
+	for i := range s.names {
+		h := s.items[i].meta.SHA256
 		if _, ok := seen[h]; !ok {
 			seen[h] = struct{}{}
 			offsets = append(offsets, at[h])
@@ -788,16 +788,16 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 		return err
 	}
 	// The distinct contents, and the bytes they take.
-	var order []string // one name per distinct content, in s.names order
-	seen := make(map[string]struct{}, len(s.m.Items))
+	var order []int // one position per distinct content, in s.names order
+	seen := make(map[string]struct{}, len(s.names))
 	var live, fresh int64
-	for _, name := range s.names {
-		it := s.m.Items[name]
+	for i := range s.names {
+		it := s.items[i].meta
 		if _, ok := seen[it.SHA256]; ok {
 			continue
 		}
 		seen[it.SHA256] = struct{}{}
-		order = append(order, name)
+		order = append(order, i)
 		live += it.Size
 		if _, ok := st.have[it.SHA256]; !ok || st.pack == "" {
 			fresh += it.Size
@@ -805,7 +805,7 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 	}
 	// The commit record's size is close to the manifest's (its offsets
 	// and fields add little): live bytes too, as is one record.
-	menc := s.m.Encode()
+	menc := s.Manifest().Encode()
 	record := int64(len(menc)+24*len(order)+256) + packTrailerSize
 	pack, err := st.openPack(live+record, fresh+record)
 	if err != nil {
@@ -828,19 +828,20 @@ func (st *stateStore) commit(s *Snapshot) (err error) {
 		n = int64(len(bufs[0]))
 	}
 	at := make(map[string]int64, len(order))
-	for _, name := range order {
-		h := s.m.Items[name].SHA256
+	for _, i := range order {
+		it := s.items[i].meta
+		h := it.SHA256
 		if off, ok := st.have[h]; ok && !newPack {
 			at[h] = off
 			continue
 		}
 		at[h] = writeAt + n
-		if b := s.content(name); len(b) > 0 {
+		if b := s.items[i].data; len(b) > 0 {
 			bufs = append(bufs, b)
 			n += int64(len(b))
 		}
 		st.last.itemFiles++
-		st.last.itemBytes += s.m.Items[name].Size
+		st.last.itemBytes += it.Size
 	}
 	body, err := encodeRecordBody(st.root, s, menc, at, time.Now())
 	if err != nil {

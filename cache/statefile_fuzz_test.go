@@ -103,15 +103,15 @@ func encodeV3State(tb testing.TB, root string, s *Snapshot, pack string, at map[
 	tb.Helper()
 	var offsets []int64
 	seen := map[string]bool{}
-	for _, name := range s.names {
-		h := s.m.Items[name].SHA256
+	for i := range s.names {
+		h := s.items[i].meta.SHA256
 		if !seen[h] {
 			seen[h] = true
 			offsets = append(offsets, at[h])
 		}
 	}
 	saved := now.UTC()
-	return encodeOldState(tb, stateFormatV3, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.m.Encode(), Left: s.left, Pack: pack, At: offsets})
+	return encodeOldState(tb, stateFormatV3, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.Manifest().Encode(), Left: s.left, Pack: pack, At: offsets})
 }
 
 // encodeLegacyState is the format 1 state file (every item inline), as
@@ -119,7 +119,7 @@ func encodeV3State(tb testing.TB, root string, s *Snapshot, pack string, at map[
 func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
 	tb.Helper()
 	saved := now.UTC()
-	return encodeOldState(tb, stateFormatV1, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.m.Encode(), Items: s.itemMap()})
+	return encodeOldState(tb, stateFormatV1, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.Manifest().Encode(), Items: s.itemMap()})
 }
 
 // encodeV2State is the format 2 commit file (contents in one file per
@@ -127,7 +127,7 @@ func encodeLegacyState(tb testing.TB, root string, s *Snapshot, now time.Time) [
 func encodeV2State(tb testing.TB, root string, s *Snapshot, now time.Time) []byte {
 	tb.Helper()
 	saved := now.UTC()
-	return encodeOldState(tb, stateFormatV2, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.m.Encode(), Left: s.left})
+	return encodeOldState(tb, stateFormatV2, stateBody{Root: root, Zxid: s.zxid, SavedAt: &saved, Manifest: s.Manifest().Encode(), Left: s.left})
 }
 
 func encodeOldState(tb testing.TB, format int, b stateBody) []byte {

@@ -154,7 +154,7 @@ func TestReuseHeld(t *testing.T) {
 	for _, tc := range cases {
 		next := newTestSnapshot(t, 2, tc.items)
 		for _, h := range []*Snapshot{held, nil} {
-			names, items, todo := reuseHeld(next.m, h)
+			names, items, todo := reuseHeld(next.names, next.metas(), h)
 			if !equalStrings(names, next.names) {
 				t.Fatalf("%s: names %q, want %q", tc.name, names, next.names)
 			}
@@ -173,8 +173,8 @@ func TestReuseHeld(t *testing.T) {
 				t.Errorf("%s (held %v): reads %q, want %q", tc.name, h != nil, read, want)
 			}
 			for i, name := range names {
-				if items[i].meta != next.m.Items[name] {
-					t.Errorf("%s: entry %d (%s) is %v, want %v", tc.name, i, name, items[i].meta, next.m.Items[name])
+				if want := next.Manifest().Items[name]; items[i].meta != want {
+					t.Errorf("%s: entry %d (%s) is %v, want %v", tc.name, i, name, items[i].meta, want)
 				}
 				if slices.Contains(todo, i) {
 					if items[i].data != nil {
@@ -194,4 +194,14 @@ func TestReuseHeld(t *testing.T) {
 			t.Errorf("Get(%s) = %q, %v", name, b, ok)
 		}
 	}
+}
+
+// metas returns s's entries' manifest entries, in s.names' order (a root
+// read's items).
+func (s *Snapshot) metas() []manifest.Item {
+	out := make([]manifest.Item, len(s.items))
+	for i, e := range s.items {
+		out[i] = e.meta
+	}
+	return out
 }

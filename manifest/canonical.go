@@ -28,16 +28,27 @@ func decodeCanonical(data []byte) (*Manifest, bool) {
 	// Every accepted string's bytes are its value, so every string field
 	// is a substring of one copy of data: one allocation, not one per name
 	// and hash.
-	return decodeCanonicalIn(data, string(data))
+	return decodeCanonicalIn(data, string(data), nil)
+}
+
+// entryList is where decodeCanonicalIn puts the items when it is given
+// one instead of filling the manifest's map: the names in increasing
+// order and their entries, in the same order.
+type entryList struct {
+	names []string
+	items []Item
 }
 
 // decodeCanonicalIn is decodeCanonical with all, a string holding data's
-// bytes, whose substrings become the manifest's strings.
-func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
+// bytes, whose substrings become the manifest's strings. With list
+// non-nil the items go to list and the manifest's Items stay nil (format
+// 1 only: a format-2 manifest's tree check reads the map, so list mode
+// declines it).
+func decodeCanonicalIn(data []byte, all string, list *entryList) (*Manifest, bool) {
 	format := FormatVersion
 	switch {
 	case bytes.HasPrefix(data, []byte(`{"format":1,"generation":`)):
-	case bytes.HasPrefix(data, []byte(`{"format":2,"generation":`)):
+	case bytes.HasPrefix(data, []byte(`{"format":2,"generation":`)) && list == nil:
 		format = FormatTree
 	default:
 		return nil, false
@@ -88,14 +99,19 @@ func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
 		}
 		// Every item's entry opens one brace (a name may hold more: a
 		// hint only); a one-byte count is a vector loop, a string's is not.
-		m.Items = make(map[string]Item, bytes.Count(data[p.i:], []byte{'{'}))
+		hint := bytes.Count(data[p.i:], []byte{'{'})
+		if list != nil {
+			list.names, list.items = make([]string, 0, hint), make([]Item, 0, hint)
+		} else {
+			m.Items = make(map[string]Item, hint)
+		}
 		if !p.lit(`}`) {
-			prev := ""
+			prev, n := "", 0
 			for {
 				name, ok := p.str(all)
 				// Increasing names: no duplicate (encoding/json would keep
 				// the last), and the order Encode writes.
-				if !ok || (len(m.Items) > 0 && prev >= name) || !p.lit(`:{"sha256":`) {
+				if !ok || (n > 0 && prev >= name) || !p.lit(`:{"sha256":`) {
 					return nil, false
 				}
 				prev = name
@@ -113,7 +129,13 @@ func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
 				if validateName(format, name) != nil || it.Size < 0 {
 					return nil, false
 				}
-				m.Items[name] = it
+				n++
+				if list != nil {
+					list.names = append(list.names, name)
+					list.items = append(list.items, it)
+				} else {
+					m.Items[name] = it
+				}
 				if p.lit(`}`) {
 					break
 				}
@@ -136,6 +158,9 @@ func decodeCanonicalIn(data []byte, all string) (*Manifest, bool) {
 	}
 	if m.Generation < 1 || m.PublishID == "" {
 		return nil, false
+	}
+	if list != nil {
+		return m, true // format 1: no tree check
 	}
 	if m.Items == nil {
 		m.Items = map[string]Item{}
