@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/zkconf/zkconf/internal/zktest"
@@ -106,5 +107,107 @@ func TestPrefetchACLs(t *testing.T) {
 	q.Prefetch(ctx, set)
 	if _, ok := q.PrefetchACLs(ctx); ok {
 		t.Fatalf("ACLs handed out by a prefetch that read none (held from the last publish)")
+	}
+}
+
+// TestVerifyUnchangedMultiRead: a publish of one changed item of a
+// 100-item set (larger than step 2 speculates on) checks its 99 unchanged
+// items in two multiReads (64 + 35), not one Get each, and still finds
+// and rewrites an unchanged item tampered with behind its back; through a
+// server that refuses multiRead (3.5) it falls back to one Get per item
+// and repairs the tampered item alike.
+func TestVerifyUnchangedMultiRead(t *testing.T) {
+	c := startZK(t)
+	for _, tc := range []struct {
+		name string
+		old  bool
+	}{{"multiRead", false}, {"refused", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := "/verifybatch-" + tc.name
+			direct := newPub(t, c, root)
+			set := items(100, 1024, "v1")
+			mustPublish(t, direct, Request{Items: set})
+
+			next := clone(set)
+			next["item-00.conf"] = content(1024, "v2")
+			if _, err := direct.conn().Set(direct.paths.Item("item-57.conf"), []byte("edited by hand"), -1); err != nil {
+				t.Fatal(err)
+			}
+
+			var addr string
+			var counter *zktest.Counter
+			var old *zktest.OldServer
+			if tc.old {
+				old = zktest.NoMultiRead(t, c.Addrs()[0])
+				counter = zktest.CountRequests(t, old.Addr())
+			} else {
+				counter = zktest.CountRequests(t, c.Addrs()[0])
+			}
+			addr = counter.Addr()
+			conn, sess := dial(t, testSession, addr)
+			p := mustNew(t, conn, sess, root)
+
+			res := mustPublish(t, p, Request{Items: next})
+			if !slices.Equal(res.Repaired, []string{"item-57.conf"}) {
+				t.Fatalf("repaired %v, want [item-57.conf]", res.Repaired)
+			}
+			checkLive(t, direct, res.Generation, next)
+
+			gets, multis := counter.Count(zktest.OpGetData), counter.Count(zktest.OpMultiRead)
+			t.Logf("getData %d, multiRead %d", gets, multis)
+			if tc.old {
+				if old.Refused() != 1 || !p.noMultiRead.Load() {
+					t.Fatalf("multiReads refused %d (remembered %v), want 1", old.Refused(), p.noMultiRead.Load())
+				}
+				if gets < 99 {
+					t.Fatalf("getData %d after the refusal, want one per unchanged item (99) at least", gets)
+				}
+				return
+			}
+			if multis != 2 {
+				t.Fatalf("multiReads %d, want 2 (64 + 35 unchanged items)", multis)
+			}
+			if gets >= 99 {
+				t.Fatalf("getData %d: the unchanged items were read one Get each", gets)
+			}
+		})
+	}
+}
+
+// TestReadBatches: unchanged items are batched by at most 64 items and
+// 256 KiB, an item larger than that alone, and one per batch without
+// multiRead.
+func TestReadBatches(t *testing.T) {
+	sizes := func(n int, sz int64) []int64 { return slices.Repeat([]int64{sz}, n) }
+	lens := func(bs [][]int) []int {
+		var out []int
+		next := 0
+		for _, b := range bs {
+			for _, i := range b {
+				if i != next {
+					t.Fatalf("batches %v do not cover the items in order", bs)
+				}
+				next++
+			}
+			out = append(out, len(b))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		multi bool
+		want  []int
+	}{
+		{"99 × 1 KiB", sizes(99, 1<<10), true, []int{64, 35}},
+		{"10 × 100 KiB", sizes(10, 100<<10), true, []int{2, 2, 2, 2, 2}},
+		{"large alone", []int64{1 << 10, 300 << 10, 1 << 10}, true, []int{1, 1, 1}},
+		{"exactly 256 KiB", sizes(4, 64<<10), true, []int{4}},
+		{"no multiRead", sizes(3, 1), false, []int{1, 1, 1}},
+		{"none", nil, true, nil},
+	} {
+		if got := lens(readBatches(tc.sizes, tc.multi)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: batches of %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -269,24 +269,8 @@ func (r *stepTwoRun) readItems() {
 		for k, name := range r.sp.names {
 			paths[k] = r.p.paths.Item(name)
 		}
-		res, err := r.p.conn().MultiRead(paths...)
+		res, err := r.p.multiRead(paths)
 		if err != nil {
-			switch {
-			case errors.Is(err, zk.ErrUnimplemented) && r.p.noMultiRead.CompareAndSwap(false, true):
-				// A warning: each new Publisher (each confpush run) pays
-				// a reconnect for it, on a server out of support since 2022.
-				r.p.log.Warn("ZooKeeper refused multiRead (a server older than 3.6, which closes the connection after refusing one): " +
-					"this publisher reads items one request each from now on; every new publisher pays one reconnect for it until the servers run 3.6 or newer")
-			case (zkclient.IsRecoverable(err) || zkclient.IsLostWrite(err)) && r.p.noMultiRead.CompareAndSwap(false, true):
-				// The refusal's answer can be lost with the connection the
-				// server closes right after it (a client still writing
-				// gets a reset, which discards what it had not read), so
-				// a multiRead lost with its connection may have been
-				// refused: sending another could cost another dropped
-				// connection. Gets from now on, as before multiRead.
-				r.p.log.Info("the connection was lost under a multiRead (a ZooKeeper older than 3.6 closes it after refusing one): "+
-					"this publisher reads items one request each from now on", "error", err)
-			}
 			// One read per item instead of this one: left grows before
 			// this read answers, so last cannot run in between.
 			r.left.Add(int64(len(r.sp.names)))
@@ -300,6 +284,61 @@ func (r *stepTwoRun) readItems() {
 		}
 	}
 	r.answered()
+}
+
+// multiRead reads paths with one multiRead request (ZooKeeper 3.6+) and
+// returns each path's answer, or the whole request's error, after which
+// the caller reads the paths one Get each (readItems, verifyUnchanged).
+// A refusal (a server older than 3.6, which then closes the connection)
+// or a connection lost under the request ends this Publisher's
+// multiReads, as readItems says; any other failure ends this request
+// only.
+func (p *Publisher) multiRead(paths []string) ([]zk.MultiReadResult, error) {
+	res, err := p.conn().MultiRead(paths...)
+	if err == nil {
+		return res, nil
+	}
+	switch {
+	case errors.Is(err, zk.ErrUnimplemented) && p.noMultiRead.CompareAndSwap(false, true):
+		// A warning: each new Publisher (each confpush run) pays
+		// a reconnect for it, on a server out of support since 2022.
+		p.log.Warn("ZooKeeper refused multiRead (a server older than 3.6, which closes the connection after refusing one): " +
+			"this publisher reads items one request each from now on; every new publisher pays one reconnect for it until the servers run 3.6 or newer")
+	case (zkclient.IsRecoverable(err) || zkclient.IsLostWrite(err)) && p.noMultiRead.CompareAndSwap(false, true):
+		// The refusal's answer can be lost with the connection the
+		// server closes right after it (a client still writing
+		// gets a reset, which discards what it had not read), so
+		// a multiRead lost with its connection may have been
+		// refused: sending another could cost another dropped
+		// connection. Gets from now on, as before multiRead.
+		p.log.Info("the connection was lost under a multiRead (a ZooKeeper older than 3.6 closes it after refusing one): "+
+			"this publisher reads items one request each from now on", "error", err)
+	}
+	return nil, err
+}
+
+// readBatches splits the items at names (their sizes in sizes) into
+// batches of at most speculateItems items and speculateBytes that one
+// multiRead each reads (verifyUnchanged): the bounds of step 2's
+// speculative read of a small set, so that no answer is larger than
+// step 2's can be. An item larger than speculateBytes is a batch of its
+// own. One item per batch when multiRead is not used.
+func readBatches(sizes []int64, multi bool) [][]int {
+	var out [][]int
+	var cur []int
+	var total int64
+	for i, sz := range sizes {
+		if len(cur) > 0 && (!multi || len(cur) == speculateItems || total+sz > speculateBytes) {
+			out = append(out, cur)
+			cur, total = nil, 0
+		}
+		cur = append(cur, i)
+		total += sz
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // readBlobs lists the blob store and records, for each of the set's

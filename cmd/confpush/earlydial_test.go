@@ -12,7 +12,8 @@ import (
 // TestCLIBadInputAbandonsEarlySession: publish dials while it reads its
 // input (startDial); input that fails its checks ends that dial: against a
 // server the session it may have opened is closed before run returns
-// (the server's live connections come back to what they were), and
+// (the server's live connections come back to what they were) and no
+// write request reached it, and
 // against an unreachable server the error is the input's, at once, not
 // after the connect timeout.
 func TestCLIBadInputAbandonsEarlySession(t *testing.T) {
@@ -31,9 +32,19 @@ func TestCLIBadInputAbandonsEarlySession(t *testing.T) {
 		return n
 	}
 	before := alive()
-	c := cli{t: t, zk: srv.ConnString(), root: "/cli/earlydial"}
+	// Through a proxy counting the requests: refused input sends no
+	// write (nothing goes through the session before the input passed).
+	counter := zktest.CountRequests(t, srv.Addrs()[0])
+	c := cli{t: t, zk: counter.Addr(), root: "/cli/earlydial"}
 	for range 3 {
 		c.run("publish", bad).want(t, exitUsage, `item "a.json": invalid JSON`)
+	}
+	// ZooKeeper's write requests: create, delete, setData, setACL,
+	// multi, create2, createContainer, createTTL.
+	for _, op := range []int32{1, 2, 5, 7, 14, 15, 19, 21} {
+		if n := counter.Count(op); n != 0 {
+			t.Fatalf("refused input sent %d write requests of type %d", n, op)
+		}
 	}
 	// The server drops a closed session's connection after it answered
 	// the close: poll (no event to await), bounded generously. A session
