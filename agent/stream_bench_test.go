@@ -7,21 +7,8 @@ import (
 	"testing"
 
 	"github.com/zkconf/zkconf/agent"
+	"github.com/zkconf/zkconf/internal/benchshape"
 )
-
-// benchTemplate is confbench latency's template (tools/bench/latency.go):
-// sprig helpers over every item, the whole set as JSON.
-const benchTemplate = `gen={{ printf "%08d" generation }}
-{{- $all := dict }}
-{{- $sorted := names | sortAlpha }}
-names: {{ $sorted | toJson }}
-{{- range $n := $sorted }}
-{{- $v := item $n }}
-{{- $_ := set $all $n $v }}
-{{ $n }}: {{ len $v }}{{ $v | b64enc | nindent 2 }}
-{{- end }}
-set: {{ $all | toJson | sha256sum }}
-`
 
 // BenchmarkTemplateApply applies generations of 20 items, every item
 // changed, to one template target (confbench latency's template): the
@@ -30,7 +17,7 @@ set: {{ $all | toJson | sha256sum }}
 func BenchmarkTemplateApply(b *testing.B) {
 	for _, size := range []int{1 << 10, 4 << 10, 64 << 10} {
 		b.Run(fmt.Sprintf("20x%dk", size>>10), func(b *testing.B) {
-			spec := agent.TargetSpec{Name: "t", Kind: agent.KindTemplate, Template: benchTemplate,
+			spec := agent.TargetSpec{Name: "t", Kind: agent.KindTemplate, Template: benchshape.LatencyTemplate,
 				Dest: join(b.TempDir(), "t.conf"), Mode: 0o640, UID: -1, GID: -1}
 			r, err := agent.NewRenderer([]agent.TargetSpec{spec}, agent.ApplyAll, testLog(b), nil)
 			if err != nil {

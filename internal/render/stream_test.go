@@ -10,22 +10,6 @@ import (
 	"testing"
 )
 
-// temps returns the temporary files of writes in dir.
-func temps(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.Contains(e.Name(), tempMarker) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
-
 // streamOf writes data to a stream of dest with the given spill size,
 // in pieces of 7 bytes (as a template writes: many small writes).
 func streamOf(t *testing.T, dest string, data []byte, spill int, like Digest) *FileStream {
@@ -53,7 +37,7 @@ func TestFileStream(t *testing.T) {
 		data := bytes.Repeat([]byte("0123456789\n"), 50)
 
 		s := streamOf(t, dest, data, spill, Digest{})
-		if spilled := len(temps(t, dir)) == 1; spilled != (spill < len(data)) {
+		if spilled := len(tempFiles(t, dir)) == 1; spilled != (spill < len(data)) {
 			t.Fatalf("spill %d: a temporary file while writing: %v", spill, spilled)
 		}
 		if d := s.Digest(); !d.Matches(data) {
@@ -77,7 +61,7 @@ func TestFileStream(t *testing.T) {
 		if sf, err := streamOf(t, dest, data, spill, Digest{}).Stage(); err != nil || sf != nil {
 			t.Fatalf("spill %d: stage of the output in place: %v, %v", spill, sf, err)
 		}
-		if l := temps(t, dir); len(l) != 0 {
+		if l := tempFiles(t, dir); len(l) != 0 {
 			t.Fatalf("spill %d: left %v", spill, l)
 		}
 
@@ -97,14 +81,14 @@ func TestFileStream(t *testing.T) {
 		if changed, err := sf.Commit(); err != nil || changed {
 			t.Fatalf("spill %d: commit over an identical destination: %v, %v", spill, changed, err)
 		}
-		if l := temps(t, dir); len(l) != 0 {
+		if l := tempFiles(t, dir); len(l) != 0 {
 			t.Fatalf("spill %d: left %v", spill, l)
 		}
 
 		// Abort in the middle.
 		s = streamOf(t, dest, data[:100], spill, Digest{})
 		s.Abort()
-		if l := temps(t, dir); len(l) != 0 {
+		if l := tempFiles(t, dir); len(l) != 0 {
 			t.Fatalf("spill %d: abort left %v", spill, l)
 		}
 		if _, err := s.Write([]byte("more")); !errors.Is(err, ErrAlreadyDone) {
@@ -157,7 +141,7 @@ func TestFileStreamWriteError(t *testing.T) {
 	if sf, err2 := s.Stage(); sf != nil || err2 != err {
 		t.Fatalf("stage: %v, %v", sf, err2)
 	}
-	if l := temps(t, dir); len(l) != 0 {
+	if l := tempFiles(t, dir); len(l) != 0 {
 		t.Fatalf("left %v", l)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zkconf/zkconf/internal/benchshape"
 )
 
 // benchTemplates are the shipped example templates, the chaos harness's
@@ -119,20 +121,6 @@ func (s bytesSnap) Get(name string) ([]byte, bool) {
 	return v, ok
 }
 
-// latencyTemplate is confbench latency's template (tools/bench/latency.go),
-// which the agent's template target and the confd-style follower render.
-const latencyTemplate = `gen={{ printf "%08d" generation }}
-{{- $all := dict }}
-{{- $sorted := names | sortAlpha }}
-names: {{ $sorted | toJson }}
-{{- range $n := $sorted }}
-{{- $v := item $n }}
-{{- $_ := set $all $n $v }}
-{{ $n }}: {{ len $v }}{{ $v | b64enc | nindent 2 }}
-{{- end }}
-set: {{ $all | toJson | sha256sum }}
-`
-
 // latencySnap is n items of size bytes shaped as confbench latency's
 // (tools/bench/schedule.go: a header line, then one line of letters).
 func latencySnap(n, size int) bytesSnap {
@@ -158,7 +146,7 @@ func latencySnap(n, size int) bytesSnap {
 func BenchmarkExecuteLatency(b *testing.B) {
 	for _, size := range []int{1 << 10, 64 << 10} {
 		s := latencySnap(20, size)
-		tm, err := Parse("latency", latencyTemplate)
+		tm, err := Parse("latency", benchshape.LatencyTemplate)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"weak"
 
 	"github.com/Masterminds/sprig/v3"
+
+	"github.com/zkconf/zkconf/internal/benchshape"
 )
 
 // nocopyInputs are strings the helpers of nocopy.go and indent are
@@ -105,7 +107,7 @@ func TestRenderAllocationsBounded(t *testing.T) {
 	for _, b := range s.items {
 		set += len(b)
 	}
-	tm, err := Parse("latency", latencyTemplate)
+	tm, err := Parse("latency", benchshape.LatencyTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,12 +237,12 @@ func TestExecutionsReuseClones(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
-	warm, err := Parse("latency", latencyTemplate)
+	warm, err := Parse("latency", benchshape.LatencyTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	allocs(warm) // what any first execution in a process initialises
-	tm, err := Parse("latency", latencyTemplate)
+	tm, err := Parse("latency", benchshape.LatencyTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/benchshape"
 	"github.com/zkconf/zkconf/internal/layout"
 	"github.com/zkconf/zkconf/internal/render"
 	"github.com/zkconf/zkconf/internal/work"
@@ -395,25 +396,6 @@ func latencyDests(base string) latencyOut {
 	}
 }
 
-// latencyTemplate is the template both the agent's template target and
-// the confd-style follower render: the generation on the first line (the
-// benchmark reads it), then sprig helpers over every item, so that a fast
-// path for the dir target cannot hide a slow template: the names sorted
-// (sortAlpha) and as JSON (toJson), every item base64-encoded (b64enc) and
-// indented (nindent), and the whole set as one JSON object (dict, set,
-// toJson), hashed (sha256sum).
-const latencyTemplate = `gen={{ printf "%08d" generation }}
-{{- $all := dict }}
-{{- $sorted := names | sortAlpha }}
-names: {{ $sorted | toJson }}
-{{- range $n := $sorted }}
-{{- $v := item $n }}
-{{- $_ := set $all $n $v }}
-{{ $n }}: {{ len $v }}{{ $v | b64enc | nindent 2 }}
-{{- end }}
-set: {{ $all | toJson | sha256sum }}
-`
-
 // startLatencyAgent starts confagent with a dir target (and a template
 // target unless dirOnly) on root, logging as shipped: at info level, one
 // "applied" line per apply, which carries the apply's phases
@@ -556,7 +538,7 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		}
 	}
 	tmpl := filepath.Join(base, "all.conf.tmpl")
-	if err := os.WriteFile(tmpl, []byte(latencyTemplate), 0o644); err != nil {
+	if err := os.WriteFile(tmpl, []byte(benchshape.LatencyTemplate), 0o644); err != nil {
 		return nil, err
 	}
 	paths := map[string]string{latDir: out.dir, latTemplate: out.tmpl, latConfd: out.confd, latConfdTemplate: out.confdTmpl}
