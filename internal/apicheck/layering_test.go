@@ -47,6 +47,7 @@ var toolsInternal = map[string]string{
 	"template":   "the chaos checker's oracle: what a template target must contain, rendered by the agent's own engine",
 	"work":       "context-bound Sleep and Parallel",
 	"logfilter":  "the benchmarks' quiet logger",
+	"benchshape": "confbench latency's template, which the main module's Go benchmarks measure too",
 }
 
 // TestToolsInternalImports: the tools module imports no package of
