@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/zkconf/zkconf/cache"
 	"github.com/zkconf/zkconf/fleet"
 	"github.com/zkconf/zkconf/internal/httpguard"
@@ -169,6 +167,6 @@ func (d *Daemon) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s)
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", d.metrics.Handler())
 	return httpguard.Headers(mux, httpguard.CSPNone)
 }

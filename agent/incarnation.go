@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/zkconf/zkconf/cache"
+	"github.com/zkconf/zkconf/internal/promtext"
 	"github.com/zkconf/zkconf/manifest"
 )
 
@@ -98,12 +97,12 @@ func (d *Daemon) incarnationStatus(st cache.StateInfo, s *Status) {
 
 // registerIncarnationMetrics adds the incarnation and session metrics.
 func (d *Daemon) registerIncarnationMetrics() {
-	d.metrics.Registry.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
+	d.metrics.reg.MustRegister(
+		promtext.NewCounterFunc(promtext.Opts{
 			Name: "zkconf_agent_incarnation_switches_total",
 			Help: "New incarnations of the root (ZooKeeper wiped or rebuilt) the agent followed."},
 			func() float64 { return float64(d.follow.Stats().IncarnationSwitches) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		promtext.NewGaugeFunc(promtext.Opts{
 			Name: "zkconf_agent_incarnation_refused",
 			Help: "1 while the agent refuses the root's new incarnation (incarnation: refuse) and waits for confagent adopt."},
 			func() float64 {
@@ -112,7 +111,7 @@ func (d *Daemon) registerIncarnationMetrics() {
 				}
 				return 0
 			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
+		promtext.NewCounterFunc(promtext.Opts{
 			Name: "zkconf_agent_zookeeper_sessions_replaced_total",
 			Help: "ZooKeeper connections replaced because the servers refused their session (a wiped or rebuilt server)."},
 			func() float64 { return float64(d.zk.Session().Status().Replaced) }),

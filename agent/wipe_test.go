@@ -100,21 +100,11 @@ func statusNode(t *testing.T, conn *zk.Conn) fleet.Status {
 
 func metric(t *testing.T, d *agent.Daemon, name string) float64 {
 	t.Helper()
-	mfs, err := d.Metrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := d.Metrics().Value(name)
+	if !ok {
+		t.Fatalf("no metric %s", name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return v
 }
 
 // (a) A running agent reconnects to the wiped server (a fresh client: the

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,6 +156,34 @@ func TestBinariesLinkNoDocGenerator(t *testing.T) {
 		for _, p := range docGenerator {
 			if deps[p] {
 				t.Errorf("%s links %s; find the import with: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/%s | grep %s", bin, p, bin, p)
+			}
+		}
+	}
+}
+
+// promClient are the module paths of the Prometheus client and what it
+// links: internal/promtext writes the agent's exposition instead. In
+// confagent they were about 2.5 MB of text and 2 to 3 MiB of peak RSS
+// (issue 27, docs/bench/latency-promtext-2026-11-27/notes.md).
+var promClient = []string{"github.com/prometheus/", "google.golang.org/protobuf/"}
+
+// TestBinariesLinkNoPrometheusClient: neither binary's dependency graph
+// holds a package of promClient.
+func TestBinariesLinkNoPrometheusClient(t *testing.T) {
+	for _, bin := range []string{"confagent", "confpush"} {
+		out, err := exec.Command("go", "list", "-deps", module+"/cmd/"+bin).Output()
+		if err != nil {
+			t.Fatalf("go list -deps: %v", err)
+		}
+		deps := strings.Fields(string(out))
+		if bin == "confagent" && !slices.Contains(deps, module+"/internal/promtext") {
+			t.Fatalf("confagent does not link internal/promtext: is this the right package list? (%d packages)", len(deps))
+		}
+		for _, p := range deps {
+			for _, prefix := range promClient {
+				if strings.HasPrefix(p, prefix) {
+					t.Errorf("%s links %s; find the import with: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/%s | grep %s", bin, p, bin, p)
+				}
 			}
 		}
 	}

@@ -259,17 +259,11 @@ func TestSquattedStatusNodeNotWritten(t *testing.T) {
 
 func conflictGauge(t *testing.T, d *agent.Daemon) float64 {
 	t.Helper()
-	mfs, err := d.Metrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := d.Metrics().Value("zkconf_agent_status_node_conflict")
+	if !ok {
+		t.Fatal("no zkconf_agent_status_node_conflict metric")
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == "zkconf_agent_status_node_conflict" {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatal("no zkconf_agent_status_node_conflict metric")
-	return 0
+	return v
 }
 
 // TestRegistryNode: a running agent registers itself with its labels and
