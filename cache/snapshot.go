@@ -113,12 +113,6 @@ func newSnapshot(m *manifest.Manifest, zxid int64, items map[string][]byte, pers
 	return &Snapshot{m: &hdr, zxid: zxid, names: names, items: entries, persisted: persisted}
 }
 
-// content returns item name's content (nil when s has no such item).
-func (s *Snapshot) content(name string) []byte {
-	b, _ := s.Get(name)
-	return b
-}
-
 // index returns the position of item name in s.names and s.items.
 func (s *Snapshot) index(name string) (int, bool) {
 	return slices.BinarySearch(s.names, name)

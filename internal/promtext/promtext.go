@@ -13,7 +13,6 @@
 package promtext
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -105,28 +104,18 @@ func (r *Registry) gather() []family {
 	return fams
 }
 
-// WriteTo writes the exposition of every registered family to w.
+// WriteTo writes the exposition of every registered family to w, in one
+// Write: the exposition is built in memory first (a few KB).
 func (r *Registry) WriteTo(w io.Writer) (int64, error) {
-	cw := &countWriter{w: w}
-	bw := bufio.NewWriter(cw)
+	var buf bytes.Buffer
 	for _, f := range r.gather() {
-		writeFamily(bw, f)
+		writeFamily(&buf, f)
 	}
-	if err := bw.Flush(); err != nil {
-		return cw.n, fmt.Errorf("writing metrics: %w", err)
+	n, err := w.Write(buf.Bytes())
+	if err != nil {
+		return int64(n), fmt.Errorf("writing metrics: %w", err)
 	}
-	return cw.n, nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return int64(n), nil
 }
 
 // Handler serves the exposition (GET /metrics). The body is built before
@@ -176,7 +165,9 @@ func pairs(kv []string) []string {
 	return out
 }
 
-func writeFamily(w *bufio.Writer, f family) {
+// writeFamily appends f in the text format to w (a bytes.Buffer: its
+// writes do not fail).
+func writeFamily(w *bytes.Buffer, f family) {
 	w.WriteString("# HELP ")
 	w.WriteString(f.name)
 	w.WriteByte(' ')
