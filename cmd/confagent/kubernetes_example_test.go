@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/zkconf/zkconf/cmd/internal/config"
 )

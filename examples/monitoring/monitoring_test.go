@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/zkconf/zkconf/internal/zktest"
 	"github.com/zkconf/zkconf/publish"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // TestPrometheusScrapesByName: a real Prometheus running prometheus.yml's

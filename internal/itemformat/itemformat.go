@@ -42,7 +42,7 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
-	"gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/zkconf/zkconf/internal/safeyaml"
 )

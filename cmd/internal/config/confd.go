@@ -13,7 +13,7 @@ import (
 	texttemplate "text/template"
 
 	"github.com/BurntSushi/toml"
-	"gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/zkconf/zkconf/internal/confd"
 )
