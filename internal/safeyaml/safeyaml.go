@@ -1,8 +1,8 @@
 // Package safeyaml decodes untrusted YAML in time and memory linear in its
 // size.
 //
-// go.yaml.in/yaml/v3 (gopkg.in/yaml.v3 under its maintained path) checks mapping keys for duplicates pairwise when it
-// decodes into Go values: quadratic in the number of keys, and it builds an
+// go.yaml.in/yaml/v3 (gopkg.in/yaml.v3 under its maintained path) checks
+// mapping keys for duplicates pairwise when it decodes into Go values: quadratic in the number of keys, and it builds an
 // error string per duplicate pair (a 5 KB item of repeated keys allocates
 // over 150 MiB; found by fuzzing). Its parser, which builds a yaml.Node
 // tree, is linear. So this package parses to nodes and converts them
