@@ -309,6 +309,11 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 	// as before; so is an item whose own answer is an error other than
 	// "no node" (read retries or reports it as it did).
 	batches := readBatches(sizes, !p.noMultiRead.Load())
+	// One bound on the Gets in flight across every batch: batches whose
+	// multiReads fail together (a 3.5 refusal closes the connection under
+	// all of them) must not fall back to 64 Gets each, which for a set of
+	// thousands would put thousands of reads on the ensemble at once.
+	gets := make(chan struct{}, 64)
 	err := work.Parallel(ctx, len(batches), 64, func(ctx context.Context, b int) error {
 		idx := make([]int, len(batches[b]))
 		for k, j := range batches[b] {
@@ -336,7 +341,13 @@ func (p *Publisher) verifyUnchanged(ctx context.Context, st *state, hashed map[s
 		}
 		return work.Parallel(ctx, len(idx), 64, func(ctx context.Context, k int) error {
 			i := idx[k]
+			select {
+			case gets <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			d, s, err := p.get(ctx, p.paths.Item(names[i]))
+			<-gets
 			if err != nil {
 				return err
 			}
