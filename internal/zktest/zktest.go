@@ -650,20 +650,42 @@ func (c *Cluster) Mntr(i int) (map[string]string, error) {
 	return m, nil
 }
 
-// BumpZxid runs n transactions on the cluster (a node /bump, set n
-// times), so that what a test publishes next, and the zxid its clients
-// have seen, stay above what the server reaches once wiped: as in
-// production, where the old ensemble had a long history.
+// BumpZxid runs at least n transactions on the cluster (a node /bump,
+// set n times), so that what a test publishes next, and the zxid its
+// clients have seen, stay above what the server reaches once wiped: as in
+// production, where the old ensemble had a long history. A request whose
+// connection was lost is sent again (on a loaded machine a session can
+// lose its connection during 200 requests): a repeated Set only adds a
+// transaction, and a Create that had committed answers "node exists".
 func (c *Cluster) BumpZxid(t TB, n int) {
 	t.Helper()
-	conn := c.Connect(t, 4*time.Second)
-	if _, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatalf("zktest: bump zxid: %v", err)
-	}
-	for range n {
-		if _, err := conn.Set("/bump", nil, -1); err != nil {
-			t.Fatalf("zktest: bump zxid: %v", err)
+	conn := c.Connect(t, 15*time.Second)
+	retry := func(what string, op func() error) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := op()
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
+				t.Fatalf("zktest: bump zxid: %s: %v", what, err)
+			}
+			time.Sleep(50 * time.Millisecond) // a back-off while the client reconnects, not a wait for an event
 		}
+	}
+	retry("create /bump", func() error {
+		_, err := conn.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	})
+	for range n {
+		retry("set /bump", func() error {
+			_, err := conn.Set("/bump", nil, -1)
+			return err
+		})
 	}
 }
 
