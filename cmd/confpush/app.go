@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,11 +156,12 @@ func (a *app) rootCommand() *cobra.Command {
 // publish runs on none of the other commands. The publish command, the
 // root and what addCommands gives them are built by the same code either
 // way, so its flags, help, errors and exit codes are the same; the one use
-// of the other commands, the configuration file's keys, builds the whole
-// tree (configure).
+// of the other commands, the configuration file's keys, needs the whole
+// tree: a publish naming a file (--config, CONFPUSH_CONFIG) gets it at
+// once, and configure builds it for a file named otherwise.
 func (a *app) commandTree(args []string) *cobra.Command {
 	root := a.bareRoot()
-	if plainPublish(args, root.PersistentFlags()) {
+	if plainPublish(args, root.PersistentFlags()) && !namesConfigFile(args) {
 		a.publishOnly = true
 		a.addCommands(root, []*cobra.Command{a.publishCommand()})
 		return root
@@ -197,6 +199,15 @@ func plainPublish(args []string, rootFlags *pflag.FlagSet) bool {
 		}
 	}
 	return false
+}
+
+// namesConfigFile reports whether args or the environment may name a
+// configuration file.
+func namesConfigFile(args []string) bool {
+	if os.Getenv("CONFPUSH_CONFIG") != "" {
+		return true
+	}
+	return slices.ContainsFunc(args, func(arg string) bool { return arg == "--config" || strings.HasPrefix(arg, "--config=") })
 }
 
 // commands are confpush's commands, each built anew.
@@ -289,7 +300,8 @@ func (a *app) configure(cmd *cobra.Command) error {
 		flags := flagNames(cmd.Root())
 		if a.publishOnly {
 			// The file's keys are every command's flags, not only the
-			// ones of the tree built for this publish (commandTree).
+			// ones of the tree built for this publish (commandTree:
+			// a file named in a way it did not see).
 			flags = mergeNames(flags, flagNames(newApp(a.stdout, a.stderr).rootCommand()))
 		}
 		if deprecated, err = readConfigFile(v, flags, path); err != nil {

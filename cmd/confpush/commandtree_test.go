@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -51,11 +50,36 @@ func TestPlainPublish(t *testing.T) {
 	}
 }
 
+// TestCommandTreeForConfigFile: a publish that names a configuration file
+// gets the whole tree at once (the file's keys are every command's flags).
+func TestCommandTreeForConfigFile(t *testing.T) {
+	for _, args := range [][]string{
+		{"--config", "c.yaml", "publish", "dir"},
+		{"--config=c.yaml", "publish", "dir"},
+		{"publish", "dir", "--config", "c.yaml"},
+	} {
+		a := newRoot()
+		if a.commandTree(args); a.publishOnly {
+			t.Errorf("%q: publish-only tree", args)
+		}
+	}
+	a := newRoot()
+	if a.commandTree([]string{"publish", "dir"}); !a.publishOnly {
+		t.Fatal("a plain publish: whole tree")
+	}
+	t.Setenv("CONFPUSH_CONFIG", "c.yaml")
+	a = newRoot()
+	if a.commandTree([]string{"publish", "dir"}); a.publishOnly {
+		t.Error("CONFPUSH_CONFIG set: publish-only tree")
+	}
+}
+
 // TestPublishOnlyTreeAsWhole: the tree built for a plain publish gives the
 // publish command the same flags, help and root flags as the whole tree,
 // and a publish run on it answers as on the whole tree: cobra's refusals,
-// configure's, the --config file's keys (any command's flag is a key) and
-// the input's.
+// configure's, the input's, and a configuration file's keys (any
+// command's flag is a key) when the file is named only after the tree was
+// built (configure builds the whole tree then).
 func TestPublishOnlyTreeAsWhole(t *testing.T) {
 	publishIn := func(root *cobra.Command) *cobra.Command {
 		t.Helper()
@@ -94,30 +118,41 @@ func TestPublishOnlyTreeAsWhole(t *testing.T) {
 	// file for every command.
 	others := writeConfig(t, "zookeeper:\n  servers: ["+refused+"]\nlisten: 127.0.0.1:0\nfail-on-error: true\n")
 	missing := filepath.Join(t.TempDir(), "missing")
-	for _, args := range [][]string{
-		{"publish"},
-		{"publish", dir, "--bogus"},
-		{"--json", "publish", dir, "--bogus"},
-		{"--timeout", "0s", "publish", dir},
-		{"--json", "--root", "relative", "publish", dir},
-		{"--zk", refused, "publish", missing},
-		{"--json", "--zk", refused, "publish", missing},
-		{"--config", bad, "publish", dir},
-		{"--config", others, "publish", missing},
-		{"--config", others, "--json", "publish", missing},
+	for _, tc := range []struct {
+		config string // CONFPUSH_CONFIG once the tree is built
+		args   []string
+	}{
+		{"", []string{"publish"}},
+		{"", []string{"publish", dir, "--bogus"}},
+		{"", []string{"--json", "publish", dir, "--bogus"}},
+		{"", []string{"--timeout", "0s", "publish", dir}},
+		{"", []string{"--json", "--root", "relative", "publish", dir}},
+		{"", []string{"--zk", refused, "publish", missing}},
+		{"", []string{"--json", "--zk", refused, "publish", missing}},
+		{bad, []string{"publish", dir}},
+		{others, []string{"publish", missing}},
+		{others, []string{"--json", "publish", missing}},
 	} {
+		args := tc.args
 		a, w := newApp(new(bytes.Buffer), new(bytes.Buffer)), newApp(new(bytes.Buffer), new(bytes.Buffer))
-		code := a.execute(a.commandTree(args), args, nil)
+		tree := a.commandTree(args)
 		if !a.publishOnly {
 			t.Fatalf("%q: not run on the publish-only tree", args)
 		}
+		if tc.config != "" {
+			t.Setenv("CONFPUSH_CONFIG", tc.config)
+		}
+		code := a.execute(tree, args, nil)
 		wcode := w.execute(w.rootCommand(), args, nil)
+		if tc.config != "" {
+			t.Setenv("CONFPUSH_CONFIG", "")
+		}
 		got := fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, a.stdout, a.stderr)
 		want := fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", wcode, w.stdout, w.stderr)
 		if got != want {
 			t.Errorf("%q:\npublish-only tree: %s\nwhole tree: %s", args, got, want)
 		}
-		if strings.Contains(got, "unknown key") && slices.Contains(args, others) {
+		if strings.Contains(got, "unknown key") && tc.config == others {
 			t.Errorf("%q: another command's flag refused as a key: %s", args, got)
 		}
 	}
