@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,9 @@ type app struct {
 	// early, when not nil, is the session startDial began dialing:
 	// session (through connect) takes it instead of dialing.
 	early *earlyDial
+	// publishOnly is set when the command tree holds the publish command
+	// alone (commandTree).
+	publishOnly bool
 }
 
 // run executes confpush with args and returns the exit code.
@@ -106,12 +110,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runIO is run with standard input (confpush digest reads it).
 func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, v: viper.New(), log: slog.New(slog.DiscardHandler)}
-	root := a.rootCommand()
+	a := newApp(stdout, stderr)
+	return a.execute(a.commandTree(args), args, stdin)
+}
+
+// newApp is an invocation writing to stdout and stderr.
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: slog.New(slog.DiscardHandler)}
+}
+
+// execute runs args on root, a's command tree, and returns the exit code.
+func (a *app) execute(root *cobra.Command, args []string, stdin io.Reader) int {
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -127,7 +140,85 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return a.fail(err)
 }
 
+// rootCommand is confpush's whole command tree.
 func (a *app) rootCommand() *cobra.Command {
+	root := a.bareRoot()
+	a.addCommands(root, a.commands())
+	return root
+}
+
+// commandTree is the command tree args run on: the whole tree, but for a
+// plain publish (plainPublish) the root with the publish command alone.
+// Building every command's flags, examples and completions is most of the
+// command line's cost before a publish dials (about a third of a
+// millisecond of CPU and 40 page faults of a start on the project's 2-core
+// machine; docs/bench/latency-pushinit-2026-11-27b/notes.md), and a
+// publish runs on none of the other commands. The publish command, the
+// root and what addCommands gives them are built by the same code either
+// way, so its flags, help, errors and exit codes are the same; the one use
+// of the other commands, the configuration file's keys, needs the whole
+// tree: a publish naming a file (--config, CONFPUSH_CONFIG) gets it at
+// once, and configure builds it for a file named otherwise.
+func (a *app) commandTree(args []string) *cobra.Command {
+	root := a.bareRoot()
+	if plainPublish(args, root.PersistentFlags()) && !namesConfigFile(args) {
+		a.publishOnly = true
+		a.addCommands(root, []*cobra.Command{a.publishCommand()})
+		return root
+	}
+	a.addCommands(root, a.commands())
+	return root
+}
+
+// plainPublish reports whether args run the publish command with nothing
+// before it but the root's own flags, and ask for no help: the arguments
+// commandTree needs no other command for. Anything else (another command,
+// a flag it does not know, a shorthand, --help or -h anywhere) is left to
+// the whole tree, so that cobra's answer stays its own.
+func plainPublish(args []string, rootFlags *pflag.FlagSet) bool {
+	for i := 0; i < len(args); i++ {
+		name, isFlag := strings.CutPrefix(args[i], "--")
+		if !isFlag {
+			if args[i] != "publish" {
+				return false
+			}
+			for _, rest := range args[i+1:] {
+				if rest == "-h" || rest == "--help" || strings.HasPrefix(rest, "--help=") {
+					return false
+				}
+			}
+			return true
+		}
+		name, _, inline := strings.Cut(name, "=")
+		f := rootFlags.Lookup(name)
+		if f == nil {
+			return false
+		}
+		if !inline && f.NoOptDefVal == "" {
+			i++ // the flag's value is the next argument
+		}
+	}
+	return false
+}
+
+// namesConfigFile reports whether args or the environment may name a
+// configuration file.
+func namesConfigFile(args []string) bool {
+	if os.Getenv("CONFPUSH_CONFIG") != "" {
+		return true
+	}
+	return slices.ContainsFunc(args, func(arg string) bool { return arg == "--config" || strings.HasPrefix(arg, "--config=") })
+}
+
+// commands are confpush's commands, each built anew.
+func (a *app) commands() []*cobra.Command {
+	return []*cobra.Command{a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
+		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand(),
+		a.rolloutCommand(), a.putCommand(), a.deleteCommand(), a.serveCommand(), a.importCommand()}
+}
+
+// bareRoot is the root command with its persistent flags and no command.
+func (a *app) bareRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "confpush",
 		Short: "Publish config sets to ZooKeeper atomically",
@@ -170,19 +261,19 @@ keys are refused.
 	pf.String("tls-cert-file", "", "PEM client certificate for mutual TLS (with --tls-key-file)")
 	pf.String("tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
 	pf.String("tls-server-name", "", "name verified in the servers' certificates (default: each server's host name)")
-	root.AddCommand(a.publishCommand(), a.diffCommand(), a.getCommand(), a.historyCommand(), a.rollbackCommand(),
-		a.statusCommand(), a.watchCommand(), a.initCommand(), a.aclCommand(), a.digestCommand(), a.forgetCommand())
-	root.AddCommand(a.rolloutCommand())
-	root.AddCommand(a.putCommand(), a.deleteCommand())
-	root.AddCommand(a.serveCommand())
-	root.AddCommand(a.importCommand())
+	return root
+}
+
+// addCommands adds cmds to root, then gives the tree what every command
+// needs beyond its own behaviour (conventions and the rest).
+func (a *app) addCommands(root *cobra.Command, cmds []*cobra.Command) {
+	root.AddCommand(cmds...)
 	for _, c := range root.Commands() {
 		c.Long = strings.TrimSpace(c.Long) + "\n\n" + exitCodesPointer
 	}
 	a.conventions(root)
 	a.strictSubcommands(root)
 	a.openRootFlags(root)
-	return root
 }
 
 // configure reads the configuration file and binds the flags of the
@@ -206,7 +297,14 @@ func (a *app) configure(cmd *cobra.Command) error {
 	var deprecated []string
 	if path := v.GetString("config"); path != "" {
 		var err error
-		if deprecated, err = readConfigFile(v, cmd.Root(), path); err != nil {
+		flags := flagNames(cmd.Root())
+		if a.publishOnly {
+			// The file's keys are every command's flags, not only the
+			// ones of the tree built for this publish (commandTree:
+			// a file named in a way it did not see).
+			flags = mergeNames(flags, flagNames(newApp(a.stdout, a.stderr).rootCommand()))
+		}
+		if deprecated, err = readConfigFile(v, flags, path); err != nil {
 			return err
 		}
 	}

@@ -35,17 +35,16 @@ var fileKeys = map[string]string{
 var filePaths = []string{"zookeeper.auth_file", "zookeeper.tls.ca_file", "zookeeper.tls.cert_file", "zookeeper.tls.key_file"}
 
 // readConfigFile reads the YAML file at path into v's configuration layer
-// (below flags and environment variables), under the flag names. It
-// refuses unknown keys, reporting every problem at once with a suggestion
+// (below flags and environment variables), under the flag names; flags
+// are the names it may set (flagNames). It refuses unknown keys, reporting every problem at once with a suggestion
 // for typos, and returns the deprecated aliases the file uses.
-func readConfigFile(v *viper.Viper, root *cobra.Command, path string) (deprecated []string, err error) {
+func readConfigFile(v *viper.Viper, flags []string, path string) (deprecated []string, err error) {
 	fv := viper.New()
 	fv.SetConfigFile(path)
 	fv.SetConfigType("yaml")
 	if err := fv.ReadInConfig(); err != nil {
 		return nil, usagef("config file %s: %v", path, err)
 	}
-	flags := flagNames(root)
 	aliasOf := map[string]string{}
 	known := []string{}
 	for k, f := range fileKeys {
@@ -143,6 +142,16 @@ func keysOf(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// mergeNames is names with the ones of more it lacks appended.
+func mergeNames(names, more []string) []string {
+	for _, n := range more {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // flagNames lists the flag names of every command: a file shared by
