@@ -17,8 +17,8 @@ import (
 // collection, which a small publish never reaches. A larger set keeps the
 // default, so its peak heap stays twice the live one.
 //
-// Since initialisation's heap shrank (the publish-only command tree and
-// the leaner client of session 41 and before), a 20- or 100-item publish
+// Since initialisation's heap shrank (earlier start-up cuts, then the
+// publish-only command tree), a 20- or 100-item publish
 // of 1 KiB items stays under the default's first goal as well: gctrace
 // shows no collection at either setting, and faults and CPU are equal
 // (docs/bench/latency-pushfaults-2026-11-27b/notes.md, table E). The
