@@ -62,6 +62,8 @@ type agentProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	logf   *os.File
+	// log is the log file's name under base ("": confagent.log).
+	log string
 }
 
 // buildConfAgent builds cmd/confagent into dir.
@@ -138,9 +140,9 @@ targets:
 }
 
 // launch starts confagent with configuration cfgPath and env added to the
-// environment, logging to a.base/confagent.log.
+// environment, logging to a.logPath().
 func (a *agentProc) launch(bin, cfgPath string, env []string) error {
-	logf, err := os.Create(filepath.Join(a.base, "confagent.log"))
+	logf, err := os.Create(a.logPath())
 	if err != nil {
 		return err
 	}
@@ -181,9 +183,17 @@ func stopProcess(p *os.Process, exited <-chan struct{}) {
 	}
 }
 
+// logPath is the agent's log file.
+func (a *agentProc) logPath() string {
+	if a.log == "" {
+		return filepath.Join(a.base, "confagent.log")
+	}
+	return filepath.Join(a.base, a.log)
+}
+
 // logTail returns the end of the agent's log, for error messages.
 func (a *agentProc) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(a.base, "confagent.log"))
+	b, _ := os.ReadFile(a.logPath())
 	if len(b) > 2000 {
 		b = b[len(b)-2000:]
 	}

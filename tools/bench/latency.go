@@ -100,6 +100,12 @@ type LatencyConfig struct {
 	// MemoryPublishes measured publishes.
 	Memory          LatencySet
 	MemoryPublishes int
+	// Independent are the shapes (items/changed, every size) whose sets
+	// get a second in-process pass after their confpush phase, with the
+	// agent restarted on the same state and outputs under `apply:
+	// independent` beside the same confd-style follower: the dir target
+	// measured like for like (measureIndependent). Empty: none.
+	Independent []LatencySet
 	// ConfAgentBin, ConfPushBin, ZkrawBin and ZkfloorBin: empty builds
 	// them.
 	ConfAgentBin, ConfPushBin, ZkrawBin, ZkfloorBin string
@@ -136,11 +142,17 @@ func LatencySets(shapes []LatencySet, sizes []int) []LatencySet {
 	return out
 }
 
+// independentPass says whether set gets the `apply: independent` pass.
+func (lc LatencyConfig) independentPass(set LatencySet) bool {
+	return slices.ContainsFunc(lc.Independent, func(s LatencySet) bool { return s.Items == set.Items && s.Changed == set.Changed })
+}
+
 // DefaultLatencyConfig is the full benchmark (make bench).
 func DefaultLatencyConfig() LatencyConfig {
 	return LatencyConfig{
-		Sets:      LatencySets(LatencyShapes, LatencySizes),
-		Publishes: 50, Warmup: 5, Gap: 200 * time.Millisecond,
+		Sets:        LatencySets(LatencyShapes, LatencySizes),
+		Independent: slices.Clone(LatencyShapes),
+		Publishes:   50, Warmup: 5, Gap: 200 * time.Millisecond,
 		Memory: LatencySet{Items: 1000, Changed: 1, Size: 4 << 10}, MemoryPublishes: 10,
 		SessionTimeout: 30 * time.Second, WaitTimeout: time.Minute,
 	}
@@ -152,6 +164,7 @@ func DefaultLatencyConfig() LatencyConfig {
 func QuickLatencyConfig() LatencyConfig {
 	c := DefaultLatencyConfig()
 	c.Sets = []LatencySet{{20, 1, 1 << 10}, {20, 20, 64 << 10}}
+	c.Independent = []LatencySet{{Items: 20, Changed: 1}, {Items: 20, Changed: 20}}
 	c.Publishes, c.Warmup, c.Gap = 2, 1, 20*time.Millisecond
 	c.Memory, c.MemoryPublishes = LatencySet{Items: 50, Changed: 1, Size: 4 << 10}, 2
 	return c
@@ -259,6 +272,38 @@ type LatencySetResult struct {
 	Perf        []string           `json:"perf_reports,omitempty"`
 	CPUPhases   map[string]float64 `json:"agent_cpu_phases,omitempty"`
 	PerfSamples int                `json:"perf_samples,omitempty"`
+	// Independent is the set's second in-process pass, the agent
+	// restarted under `apply: independent` (LatencyConfig.Independent);
+	// nil when the set had none.
+	Independent *LatencyPass `json:"apply_independent,omitempty"`
+}
+
+// LatencyPass is a further in-process pass over a set, after its
+// confpush phase, with the agent restarted on the same state directory
+// and outputs in another apply mode, beside the same confd-style
+// follower, root and publisher.
+type LatencyPass struct {
+	// Apply is the agent's apply mode in the pass.
+	Apply string `json:"apply"`
+	// Rows are the in-process publisher's, one per follower (the agent's
+	// two targets and the confd-style follower's two outputs).
+	Rows []LatencyRow `json:"rows"`
+	// Phases are latPhases from the pass's agent; under `apply:
+	// independent` its stage, check and swap are summed over the two
+	// targets, each applied on its own (the dir target's alone are inside
+	// its rendered figure).
+	Phases map[string]Pct `json:"agent_phases"`
+	// AgentCPU and ConfdCPU are CPU ms per publish over the pass, as in
+	// LatencySetResult; CPURatio their ratio.
+	AgentCPU float64 `json:"agent_cpu_ms_per_publish"`
+	ConfdCPU float64 `json:"confd_cpu_ms_per_publish"`
+	CPURatio float64 `json:"cpu_ratio"`
+	// LoadStart and LoadEnd: the 1-minute load average around the pass.
+	LoadStart float64 `json:"load_average_start"`
+	LoadEnd   float64 `json:"load_average_end"`
+	// Seconds is the pass's wall time, the agent's restart included: what
+	// it adds to the run.
+	Seconds float64 `json:"seconds"`
 }
 
 // LatencyReport is one RunLatency invocation.
@@ -283,7 +328,9 @@ type LatencySettings struct {
 	Gap               string
 	Memory            LatencySet
 	MemoryPublishes   int
-	ConfAgentEnv      []string `json:",omitempty"`
+	// Independent: the shapes with an `apply: independent` pass.
+	Independent  []LatencySet `json:",omitempty"`
+	ConfAgentEnv []string     `json:",omitempty"`
 }
 
 // RunLatency runs the single-host latency benchmark.
@@ -311,7 +358,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 	}
 	rep := &LatencyReport{Started: time.Now(), Config: LatencySettings{Sets: lc.Sets,
 		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String(), Memory: lc.Memory, MemoryPublishes: lc.MemoryPublishes,
-		ConfAgentEnv: lc.ConfAgentEnv}}
+		Independent: lc.Independent, ConfAgentEnv: lc.ConfAgentEnv}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(), Servers: 1, OwnServer: len(lc.ZK) == 0, LoadStart: loadAvg()}
 	if lc.Fleet != nil {
 		rep.Fleet = lc.Fleet.fleetTargets()
@@ -380,7 +427,6 @@ type latencyBins struct {
 // latencyAgent is the confagent process of one set.
 type latencyAgent struct {
 	*agentProc
-	logPath string
 }
 
 // latencyOut are, under base, the agent's dir target and template
@@ -396,26 +442,49 @@ func latencyDests(base string) latencyOut {
 	}
 }
 
-// startLatencyAgent starts confagent with a dir target (and a template
-// target unless dirOnly) on root, logging as shipped: at info level, one
-// "applied" line per apply, which carries the apply's phases
-// (readApplyTimings). JSON rather than the default text: the same lines
-// and cost, with the cycle's start in nanoseconds (text gives times to
-// the millisecond).
-func startLatencyAgent(bin string, servers []string, root, meta, base, tmpl string, dirOnly bool, sessionTimeout time.Duration, env []string) (*latencyAgent, error) {
-	out := latencyDests(base)
-	a := &agentProc{id: "confbench-latency", base: base, dest: out.dir}
-	la := &latencyAgent{agentProc: a, logPath: filepath.Join(base, "confagent.log")}
-	more := ""
-	if !dirOnly {
-		more = fmt.Sprintf("  - name: t\n    type: template\n    src: %s\n    dest: %s\n", tmpl, out.tmpl)
+// latencyAgentSpec is how startLatencyAgent starts confagent: bin
+// following root (servers, meta, session timeout) under base, with a dir
+// target and, unless dirOnly, a template target of tmpl; apply is the
+// apply mode ("": the default, all); name names its configuration and log
+// files under base ("": confagent); env is added to its environment.
+type latencyAgentSpec struct {
+	bin                    string
+	servers                []string
+	root, meta, base, tmpl string
+	dirOnly                bool
+	apply, name            string
+	sessionTimeout         time.Duration
+	env                    []string
+}
+
+// startLatencyAgent starts confagent as s says, logging as shipped: at
+// info level, one "applied" line per apply, which carries the apply's
+// phases (readApplyTimings). JSON rather than the default text: the same
+// lines and cost, with the cycle's start in nanoseconds (text gives times
+// to the millisecond). Two agents of one set (the second with another
+// apply mode) share the state directory and the outputs; they must not
+// run at the same time.
+func startLatencyAgent(s latencyAgentSpec) (*latencyAgent, error) {
+	name := s.name
+	if name == "" {
+		name = "confagent"
 	}
-	cfg := agentYAML(servers, sessionTimeout, root, meta, a, `""`, "level: info\nformat: json", more)
-	cfgPath := filepath.Join(base, "confagent.yaml")
+	out := latencyDests(s.base)
+	a := &agentProc{id: "confbench-latency", base: s.base, dest: out.dir, log: name + ".log"}
+	la := &latencyAgent{agentProc: a}
+	more := ""
+	if !s.dirOnly {
+		more = fmt.Sprintf("  - name: t\n    type: template\n    src: %s\n    dest: %s\n", s.tmpl, out.tmpl)
+	}
+	cfg := agentYAML(s.servers, s.sessionTimeout, s.root, s.meta, a, `""`, "level: info\nformat: json", more)
+	if s.apply != "" {
+		cfg = "apply: " + s.apply + "\n" + cfg
+	}
+	cfgPath := filepath.Join(s.base, name+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	if err := a.launch(bin, cfgPath, env); err != nil {
+	if err := a.launch(s.bin, cfgPath, s.env); err != nil {
 		return nil, err
 	}
 	return la, nil
@@ -516,7 +585,9 @@ func (rw *renderWatch) close() {
 }
 
 // measureLatency measures one set. A memory run (memory) has the dir
-// target only and no confpush phase.
+// target only and no confpush phase. A set lc.independentPass names gets,
+// after its confpush phase, a second in-process pass with the agent
+// restarted under `apply: independent` (measureIndependent).
 func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencySet, name string, bins latencyBins, dir string, memory bool) (*LatencySetResult, error) {
 	res := &LatencySetResult{Items: set.Items, Changed: set.Changed, Size: set.Size, Phases: map[string]Pct{}, LoadStart: loadAvg()}
 	sched := newSchedule(name, set.Items, set.Size, set.Changed)
@@ -555,11 +626,15 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		return nil, err
 	}
 	defer rw.close()
-	a, err := startLatencyAgent(bins.agent, e.srv.addrs, t.root, e.meta, base, tmpl, memory, lc.SessionTimeout, lc.ConfAgentEnv)
+	spec := latencyAgentSpec{bin: bins.agent, servers: e.srv.addrs, root: t.root, meta: e.meta, base: base, tmpl: tmpl,
+		dirOnly: memory, sessionTimeout: lc.SessionTimeout, env: lc.ConfAgentEnv}
+	a, err := startLatencyAgent(spec)
 	if err != nil {
 		return nil, err
 	}
-	defer a.stop()
+	// The agent of the moment: the independent pass replaces it.
+	agent := a
+	defer func() { agent.stop() }()
 	confdTmpl := ""
 	if !memory {
 		confdTmpl = out.confdTmpl
@@ -588,86 +663,26 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if memory {
 		publishes = lc.MemoryPublishes
 	}
-	rendered := make([][]int64, len(followers))
-	endToEnd := make([][]int64, len(followers))
-	var statusAt, pubCall []int64
-	acks := map[int64]int64{} // generation → ack, unix ns
-	var agentCPU0, confdCPU0 time.Duration
-	var agentMem, confdMem []int64
-	var prof *perfRecord
-	for r := range lc.Warmup + publishes {
-		measured := r >= lc.Warmup
-		if r == lc.Warmup {
-			agentCPU0, confdCPU0 = taskCPU(a.pid()), taskCPU(cd.pid())
-			if lc.PerfDir != "" && !memory {
-				if err := os.MkdirAll(lc.PerfDir, 0o755); err != nil {
-					return nil, err
-				}
-				if prof, err = startPerf(a.pid(), filepath.Join(lc.PerfDir, perfName(set)+".perf.data")); err != nil {
-					return nil, err
-				}
-				defer prof.stop()
-			}
-		}
-		g := t.gen + 1
-		ar, sa := rec.expect(g), status.expect(g)
-		pt, err := t.publish(ctx, g)
-		if err != nil {
-			return nil, err
-		}
-		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("generation %d: %w\nagent log:\n%s\nconfd-style log:\n%s", g, err, a.logTail(), cd.logTail())
-		}
-		if err := status.wait(ctx, sa, lc.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("generation %d status: %w", g, err)
-		}
-		if measured {
-			for i := range followers {
-				rendered[i] = append(rendered[i], ar.at[i]-pt.acked)
-				endToEnd[i] = append(endToEnd[i], ar.at[i]-pt.call)
-			}
-			statusAt = append(statusAt, sa.at[0]-pt.acked)
-			pubCall = append(pubCall, pt.acked-pt.call)
-			acks[g] = pt.acked
-		}
-		if err := work.Sleep(ctx, lc.Gap); err != nil {
-			return nil, err
-		}
-		if measured {
-			if m, err := readMemStatus(a.pid()); err == nil {
-				agentMem = append(agentMem, m.RSS)
-			}
-			if m, err := readMemStatus(cd.pid()); err == nil {
-				confdMem = append(confdMem, m.RSS)
-			}
-		}
+	perfPath := ""
+	if lc.PerfDir != "" && !memory {
+		perfPath = filepath.Join(lc.PerfDir, perfName(set)+".perf.data")
 	}
-	res.Mode = t.mode
-	res.AgentCPU = ms(int64(taskCPU(a.pid())-agentCPU0)) / float64(publishes)
-	res.ConfdCPU = ms(int64(taskCPU(cd.pid())-confdCPU0)) / float64(publishes)
-	res.CPURatio = finite(ratio(res.AgentCPU, res.ConfdCPU))
-	res.AgentRSS, res.ConfdRSS = memoryOf(a.pid(), agentMem), memoryOf(cd.pid(), confdMem)
-	if prof != nil {
-		if res.Perf, res.CPUPhases, res.PerfSamples, err = prof.report(lc.PerfDir, perfName(set)); err != nil {
-			return nil, err
-		}
-	}
-	res.Publish = pct(pubCall)
-	for i, f := range followers {
-		res.Rows = append(res.Rows, LatencyRow{Items: set.Items, Changed: set.Changed, Size: set.Size, Follower: f, Publisher: "in-process",
-			Rendered: pct(rendered[i]), EndToEnd: pct(endToEnd[i])})
-	}
-	phases, err := readApplyTimings(a.logPath, acks)
+	run, err := e.publishInProcess(ctx, lc, t, rec, status, a, cd, len(followers), publishes, perfPath)
 	if err != nil {
 		return nil, err
 	}
-	if phases["confd-style in hand"], err = readConfdTimings(cd.logPath, acks); err != nil {
-		return nil, err
+	res.Mode = t.mode
+	res.AgentCPU, res.ConfdCPU, res.CPURatio = run.agentCPU, run.confdCPU, finite(ratio(run.agentCPU, run.confdCPU))
+	res.AgentRSS, res.ConfdRSS = memoryOf(a.pid(), run.agentMem), memoryOf(cd.pid(), run.confdMem)
+	if run.prof != nil {
+		if res.Perf, res.CPUPhases, res.PerfSamples, err = run.prof.report(lc.PerfDir, perfName(set)); err != nil {
+			return nil, err
+		}
 	}
-	phases["rendered"] = rendered[0]
-	phases["status node"] = statusAt
-	for _, p := range latPhases {
-		res.Phases[p] = pct(phases[p])
+	res.Publish = pct(run.pubCall)
+	res.Rows = run.rows(set, followers)
+	if res.Phases, err = run.phases(a.logPath(), cd.logPath); err != nil {
+		return nil, err
 	}
 
 	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
@@ -678,11 +693,161 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 			return nil, err
 		}
 	}
+	if !memory && lc.independentPass(set) {
+		started := time.Now()
+		a.stop()
+		spec.apply, spec.name = "independent", "confagent-independent"
+		if agent, err = startLatencyAgent(spec); err != nil {
+			agent = a // stopped already; stopping it again is a no-op
+			return nil, err
+		}
+		if res.Independent, err = e.measureIndependent(ctx, started, lc, set, t, rec, status, agent, cd, followers); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkDir(a.dest, sched, t.gen); err != nil {
 		return nil, err
 	}
 	res.LoadEnd = loadAvg()
 	return res, nil
+}
+
+// measureIndependent is the like-for-like pass of the dir target: agent
+// b, started on the same state directory and outputs as the set's first
+// agent with only `apply: independent` added, published to in process
+// beside the same confd-style follower cd. Under `apply: all` the dir
+// target is swapped only once the template target is staged too; under
+// `apply: independent` the dir target (configured first) is staged, made
+// durable and swapped before the template target is rendered, as the
+// follower writes its file before it renders its template. started is
+// when the first agent's stop began (the pass's Seconds count from it).
+func (e *env) measureIndependent(ctx context.Context, started time.Time, lc LatencyConfig, set LatencySet, t *target, rec, status *recorder, b *latencyAgent, cd *confdProc, followers []string) (*LatencyPass, error) {
+	p := &LatencyPass{Apply: "independent", LoadStart: loadAvg()}
+	// The restarted agent loads the state the first left (the outputs in
+	// place hold it) and recreates its status node: ready once the node
+	// says the generation in place.
+	ready := status.expect(t.gen)
+	if err := status.wait(ctx, ready, lc.WaitTimeout); err != nil {
+		return nil, fmt.Errorf("apply: independent agent's start: %w\nagent log:\n%s", err, b.logTail())
+	}
+	run, err := e.publishInProcess(ctx, lc, t, rec, status, b, cd, len(followers), lc.Publishes, "")
+	if err != nil {
+		return nil, fmt.Errorf("apply: independent: %w", err)
+	}
+	p.AgentCPU, p.ConfdCPU, p.CPURatio = run.agentCPU, run.confdCPU, finite(ratio(run.agentCPU, run.confdCPU))
+	p.Rows = run.rows(set, followers)
+	if p.Phases, err = run.phases(b.logPath(), cd.logPath); err != nil {
+		return nil, fmt.Errorf("apply: independent: %w", err)
+	}
+	p.LoadEnd, p.Seconds = loadAvg(), time.Since(started).Seconds()
+	return p, nil
+}
+
+// inProcessRun is what one pass of the in-process publisher measured:
+// per follower, commit-ack → rendered and publish call → rendered; the
+// status node, the publish call → ack, each measured generation's ack;
+// CPU per publish and RSS samples of both processes; the perf recording.
+type inProcessRun struct {
+	rendered, endToEnd [][]int64
+	statusAt, pubCall  []int64
+	acks               map[int64]int64 // generation → ack, unix ns
+	agentCPU, confdCPU float64         // ms per publish
+	agentMem, confdMem []int64
+	prof               *perfRecord
+}
+
+// publishInProcess publishes t's next lc.Warmup+publishes generations
+// with the in-process publisher, each awaited at every one of the n
+// followers and at the status node, then lc.Gap; the last publishes are
+// measured. perfPath, when set, receives a perf recording of agent a
+// over the measured publishes (the caller reports or stops run.prof).
+func (e *env) publishInProcess(ctx context.Context, lc LatencyConfig, t *target, rec, status *recorder, a *latencyAgent, cd *confdProc, n, publishes int, perfPath string) (run *inProcessRun, err error) {
+	run = &inProcessRun{rendered: make([][]int64, n), endToEnd: make([][]int64, n), acks: map[int64]int64{}}
+	defer func() {
+		if err != nil && run.prof != nil {
+			run.prof.stop()
+		}
+	}()
+	var agentCPU0, confdCPU0 time.Duration
+	for r := range lc.Warmup + publishes {
+		measured := r >= lc.Warmup
+		if r == lc.Warmup {
+			agentCPU0, confdCPU0 = taskCPU(a.pid()), taskCPU(cd.pid())
+			if perfPath != "" {
+				if err := os.MkdirAll(filepath.Dir(perfPath), 0o755); err != nil {
+					return nil, err
+				}
+				if run.prof, err = startPerf(a.pid(), perfPath); err != nil {
+					return nil, err
+				}
+			}
+		}
+		g := t.gen + 1
+		ar, sa := rec.expect(g), status.expect(g)
+		pt, err := t.publish(ctx, g)
+		if err != nil {
+			return run, err
+		}
+		if err := rec.wait(ctx, ar, lc.WaitTimeout); err != nil {
+			return run, fmt.Errorf("generation %d: %w\nagent log:\n%s\nconfd-style log:\n%s", g, err, a.logTail(), cd.logTail())
+		}
+		if err := status.wait(ctx, sa, lc.WaitTimeout); err != nil {
+			return run, fmt.Errorf("generation %d status: %w", g, err)
+		}
+		if measured {
+			for i := range n {
+				run.rendered[i] = append(run.rendered[i], ar.at[i]-pt.acked)
+				run.endToEnd[i] = append(run.endToEnd[i], ar.at[i]-pt.call)
+			}
+			run.statusAt = append(run.statusAt, sa.at[0]-pt.acked)
+			run.pubCall = append(run.pubCall, pt.acked-pt.call)
+			run.acks[g] = pt.acked
+		}
+		if err := work.Sleep(ctx, lc.Gap); err != nil {
+			return run, err
+		}
+		if measured {
+			if m, err := readMemStatus(a.pid()); err == nil {
+				run.agentMem = append(run.agentMem, m.RSS)
+			}
+			if m, err := readMemStatus(cd.pid()); err == nil {
+				run.confdMem = append(run.confdMem, m.RSS)
+			}
+		}
+	}
+	run.agentCPU = ms(int64(taskCPU(a.pid())-agentCPU0)) / float64(publishes)
+	run.confdCPU = ms(int64(taskCPU(cd.pid())-confdCPU0)) / float64(publishes)
+	return run, nil
+}
+
+// rows are the run's in-process rows of set, one per follower.
+func (run *inProcessRun) rows(set LatencySet, followers []string) []LatencyRow {
+	var out []LatencyRow
+	for i, f := range followers {
+		out = append(out, LatencyRow{Items: set.Items, Changed: set.Changed, Size: set.Size, Follower: f, Publisher: "in-process",
+			Rendered: pct(run.rendered[i]), EndToEnd: pct(run.endToEnd[i])})
+	}
+	return out
+}
+
+// phases are the run's latPhases: the agent's from its log (agentLog),
+// the confd-style follower's reads from its log, the first follower's
+// (the dir target's) commit-ack → rendered and the status node.
+func (run *inProcessRun) phases(agentLog, confdLog string) (map[string]Pct, error) {
+	phases, err := readApplyTimings(agentLog, run.acks)
+	if err != nil {
+		return nil, err
+	}
+	if phases["confd-style in hand"], err = readConfdTimings(confdLog, run.acks); err != nil {
+		return nil, err
+	}
+	phases["rendered"] = run.rendered[0]
+	phases["status node"] = run.statusAt
+	out := map[string]Pct{}
+	for _, p := range latPhases {
+		out[p] = pct(phases[p])
+	}
+	return out, nil
 }
 
 // measureConfPush publishes t's next generations with `confpush publish`
@@ -848,13 +1013,19 @@ func timedRun(cmd *exec.Cmd) (int64, int64, error) {
 }
 
 // readConfdTimings reads the confd-style follower's "zkraw timings" lines
-// and returns commit-ack → every item in hand of the generations in acks.
+// and returns commit-ack → every item in hand of the generations in acks,
+// from the first line of each: in marker mode the next publish's step 6c
+// rewrites the root with the manifest unchanged, and the follower reads
+// and renders the same generation a second time, a publish later (a
+// second line, hundreds of ms after that generation's ack at 20 × 64
+// KiB), which is not when it first had the items.
 func readConfdTimings(path string, acks map[int64]int64) ([]int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var out []int64
+	seen := map[int64]bool{}
 	for line := range bytes.Lines(b) {
 		js, ok := bytes.CutPrefix(line, []byte("zkraw timings "))
 		if !ok {
@@ -867,7 +1038,8 @@ func readConfdTimings(path string, acks map[int64]int64) ([]int64, error) {
 		if err := json.Unmarshal(js, &l); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if ack, ok := acks[l.Generation]; ok {
+		if ack, ok := acks[l.Generation]; ok && !seen[l.Generation] {
+			seen[l.Generation] = true
 			out = append(out, l.Items-ack)
 		}
 	}

@@ -86,6 +86,40 @@ func renderedBound(items, changed int) float64 {
 	return 0
 }
 
+// independentTarget names the summary's like-for-like dir rows.
+const independentTarget = "commit-ack → rendered p50, confagent dir (apply: independent) ÷ confd-style"
+
+// independentVerdict is the set's dir target under `apply: independent`
+// against the confd-style follower's file of the same pass, with the
+// bound of the shape; false when the set had no such pass.
+func (s *LatencySetResult) independentVerdict() (Verdict, bool) {
+	p := s.Independent
+	if p == nil {
+		return Verdict{}, false
+	}
+	a, b := p.row(latDir), p.row(latConfd)
+	if a == nil || b == nil {
+		return Verdict{}, false
+	}
+	rt := finite(ratio(a.Rendered.P50, b.Rendered.P50))
+	v := Verdict{Target: independentTarget, Set: s.set().String(),
+		Measured: fmt.Sprintf("%s vs %s ms", f1(a.Rendered.P50), f1(b.Rendered.P50)), Ratio: ratioStr(rt), Status: statusReported, Bound: "–"}
+	if bound := renderedBound(s.Items, s.Changed); bound > 0 {
+		v.Bound, v.Status = fmt.Sprintf("≤ %g×", bound), passIf(rt > 0 && rt <= bound)
+	}
+	return v, true
+}
+
+// row returns the pass's row of follower, or nil.
+func (p *LatencyPass) row(follower string) *LatencyRow {
+	for i := range p.Rows {
+		if p.Rows[i].Follower == follower {
+			return &p.Rows[i]
+		}
+	}
+	return nil
+}
+
 // Targets checks the run against issue 27's targets, every one on every
 // set it applies to, and adds the fleet's (cache as a library) when the
 // report carries them.
@@ -105,6 +139,9 @@ func (r *LatencyReport) Targets() []Verdict {
 			if bound := renderedBound(s.Items, s.Changed); bound > 0 {
 				v.Bound, v.Status = fmt.Sprintf("≤ %g×", bound), passIf(rt > 0 && rt <= bound)
 			}
+			render = append(render, v)
+		}
+		if v, ok := s.independentVerdict(); ok {
 			render = append(render, v)
 		}
 		cpu = append(cpu, Verdict{Target: "agent CPU per publish ÷ confd-style's", Set: set,
@@ -282,6 +319,11 @@ func (r *LatencyReport) Markdown() string {
 		map[bool]string{true: ", started by the benchmark", false: ", given"}[r.Env.OwnServer], r.Env.LoadStart, r.Env.LoadEnd)
 	w("%d measured publishes per set and publisher after %d unmeasured; %s between publishes. The agent (confagent) renders a `dir` target and a `template` target (sprig helpers over every item); the confd-style follower (raw go-zookeeper, a process of its own) renders a file of every item and the same template, with no verification, fsync or state. Ratios compare each agent target with the confd-style output of the same kind.\n\n",
 		r.Config.Publishes, r.Config.Warmup, r.Config.Gap)
+	w("What the dir rows compare. The agent runs under its default `apply: all`: the dir target is swapped in only once every target is staged and checked, so **`confagent dir ÷ confd-style`** is commit-ack → the dir target swapped after the template target too was rendered over the whole set, written and fsynced, against the follower's file of every item, which it writes *before* it renders its template: the agent's whole apply against the follower's first output. ")
+	if r.hasIndependent() {
+		w("**`confagent dir (apply: independent) ÷ confd-style`** is a second in-process pass of the set (after its confpush phase): the same agent configuration with `apply: independent` alone added, restarted on the same state directory and outputs beside the same follower, root and publisher (never two agents at once); the dir target, configured first, is then staged, made durable and swapped before the template target is rendered, in the follower's order: like for like, each side's first output. ")
+	}
+	w("The template rows are like for like (each side's template is its last output).\n\n")
 
 	if len(r.Config.ConfAgentEnv) > 0 {
 		w("**Agent environment: `%s`.**\n\n", strings.Join(r.Config.ConfAgentEnv, " "))
@@ -309,8 +351,45 @@ func (r *LatencyReport) Markdown() string {
 		}
 	}
 
+	if r.hasIndependent() {
+		w("\n## The dir target like for like: `apply: independent` (ms)\n\n")
+		w("The second in-process pass of each set `--independent` names: the agent restarted with `apply: independent` on the set's state and outputs, beside the same confd-style follower, %d measured publishes after %d unmeasured. Commit-ack → rendered p50 and p90; the dir ratio of this pass beside the `apply: all` one of the first pass; CPU per publish over the pass; in hand and persist as in the phases below (stage and swap, summed over the two targets applied one after the other, are in the JSON).\n\n",
+			r.Config.Publishes, r.Config.Warmup)
+		w("| set | load start → end | dir p50 | p90 | confd-style p50 | p90 | ratio | apply: all ratio | template p50 | confd-style template p50 | agent CPU ms | confd-style CPU ms | in hand | persist |\n")
+		w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.Sets {
+			p := s.Independent
+			if p == nil {
+				continue
+			}
+			p50 := func(row *LatencyRow) string {
+				if row == nil || row.Rendered.N == 0 {
+					return "– | –"
+				}
+				return fmt.Sprintf("%.2f | %.2f", row.Rendered.P50, row.Rendered.P90)
+			}
+			only50 := func(row *LatencyRow) string {
+				if row == nil || row.Rendered.N == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", row.Rendered.P50)
+			}
+			dir, cd := p.row(latDir), p.row(latConfd)
+			rt := 0.0
+			if dir != nil && cd != nil {
+				rt = ratio(dir.Rendered.P50, cd.Rendered.P50)
+			}
+			all := 0.0
+			if a, b := s.row(latDir, "in-process"), s.row(latConfd, "in-process"); a != nil && b != nil {
+				all = ratio(a.Rendered.P50, b.Rendered.P50)
+			}
+			w("| %s | %.2f → %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n", s.set(), p.LoadStart, p.LoadEnd, p50(dir), p50(cd), ratioStr(rt), ratioStr(all),
+				only50(p.row(latTemplate)), only50(p.row(latConfdTemplate)), f1(p.AgentCPU), f1(p.ConfdCPU), p.Phases["in hand"].P50, p.Phases["persist"].P50)
+		}
+	}
+
 	w("\n## The agent's phases, p50 (ms)\n\n")
-	w("In-process publisher. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; in hand: commit-ack → the agent's reads done; confd-style in hand: commit-ack → the confd-style follower's last item read; persist: the state file; stage, check, swap: the renderer (every target); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
+	w("In-process publisher, the `apply: all` pass. notification: commit-ack → the cache's cycle starts; reads: the cycle until every item is read and verified; verify: hashing, summed over reads in flight; in hand: commit-ack → the agent's reads done; confd-style in hand: commit-ack → the confd-style follower's last item read; persist: the state file; stage, check, swap: the renderer (every target); rendered: commit-ack → the dir target swapped in; status node: commit-ack → the status node says the generation (written off the critical path).\n\n")
 	w("| set |")
 	for _, p := range latPhases {
 		w(" %s |", p)
@@ -325,7 +404,7 @@ func (r *LatencyReport) Markdown() string {
 	}
 
 	w("\n## CPU and memory per process\n\n")
-	w("CPU: milliseconds per publish over the in-process publisher's measured publishes, every thread (/proc/<pid>/task/*/schedstat). RSS (MiB): steady is the median and max the largest of the samples taken after every measured publish; peak is VmHWM at the end (since the process started).\n\n")
+	w("CPU: milliseconds per publish over the in-process publisher's measured publishes (the `apply: all` pass), every thread (/proc/<pid>/task/*/schedstat). RSS (MiB): steady is the median and max the largest of the samples taken after every measured publish; peak is VmHWM at the end (since the process started).\n\n")
 	w("| set | agent CPU ms | confd-style CPU ms | ratio | agent RSS steady | max | peak | anon · file | confd-style RSS steady | peak |\n|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
 	for _, s := range r.allSets() {
 		w("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f · %.1f | %.1f | %.1f |\n", s.set(), f1(s.AgentCPU), f1(s.ConfdCPU), ratioStr(s.CPURatio),
@@ -384,6 +463,11 @@ func (r *LatencyReport) Markdown() string {
 		w("\n")
 	}
 	return b.String()
+}
+
+// hasIndependent says whether any set had an `apply: independent` pass.
+func (r *LatencyReport) hasIndependent() bool {
+	return slices.ContainsFunc(r.Sets, func(s LatencySetResult) bool { return s.Independent != nil })
 }
 
 // allSets are the sets, then the memory run.

@@ -18,6 +18,16 @@ func latSet(items, changed, size int, mode manifest.Mode, dir, tmpl float64) Lat
 	return s
 }
 
+// latPass builds an `apply: independent` pass whose dir target renders
+// in dir ms against the confd-style file's confd ms.
+func latPass(items, changed, size int, dir, confd float64) *LatencyPass {
+	p := &LatencyPass{Apply: "independent", Phases: map[string]Pct{}}
+	for f, p50 := range map[string]float64{latDir: dir, latTemplate: 30, latConfd: confd, latConfdTemplate: 20} {
+		p.Rows = append(p.Rows, LatencyRow{Items: items, Changed: changed, Size: size, Follower: f, Publisher: "in-process", Rendered: Pct{N: 1, P50: p50}})
+	}
+	return p
+}
+
 // TestLatencyTargets checks the summary's verdicts against hand-made
 // results: each bound of issue 27 on the sets it applies to, marker-mode
 // sets reported rather than judged against one Multi, the fleet's targets
@@ -35,6 +45,11 @@ func TestLatencyTargets(t *testing.T) {
 	c := latSet(100, 100, 1024, "multi", 19, 21) // bound 2: met, not
 	d := latSet(100, 1, 1024, "multi", 50, 50)   // no bound: reported
 	d.AgentCPU, d.ConfdCPU, d.CPURatio = 6, 4, 1.5
+	// The like-for-like passes: judged against their own pass's
+	// confd-style file, with the shape's bound (c had none).
+	a.Independent = latPass(20, 1, 1024, 12, 9)     // 1.33×: met (apply: all 1.4×)
+	b.Independent = latPass(20, 20, 64<<10, 20, 12) // 1.67×: not met
+	d.Independent = latPass(100, 1, 1024, 40, 10)   // no bound: reported
 
 	fleet := &Report{Settings: Settings{Fleets: []int{1000}, Changed: 1}, Runs: []RunResult{{Fleets: []FleetResult{
 		{Kind: kindProject, N: 1000, ClientCPU: 110, Propagation: Dist{P50: 120}, ClientRequests: 2, WireRequests: 2, ServerRequests: 2.01},
@@ -65,6 +80,9 @@ func TestLatencyTargets(t *testing.T) {
 		"commit-ack → rendered p50, confagent template ÷ confd-style template @ 100/100 × 1 KiB":     statusMiss,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 100/1 × 1 KiB":                     statusReported,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 20/20 × 64 KiB":                    statusMiss,
+		independentTarget + " @ 20/1 × 1 KiB":                                                        statusPass,
+		independentTarget + " @ 20/20 × 64 KiB":                                                      statusMiss,
+		independentTarget + " @ 100/1 × 1 KiB":                                                       statusReported,
 		"agent CPU per publish ÷ confd-style's @ 20/1 × 1 KiB":                                       statusPass,
 		"agent CPU per publish, one item of a 20-item set @ 20/1 × 1 KiB":                            statusPass,
 		"agent CPU per publish ÷ confd-style's @ 20/20 × 64 KiB":                                     statusMiss,
@@ -94,6 +112,33 @@ func TestLatencyTargets(t *testing.T) {
 	if _, ok := got["agent CPU per publish, one item of a 20-item set @ 100/1 × 1 KiB"]; ok {
 		t.Error("the 5 ms bound was applied to a 100-item set")
 	}
+	if _, ok := got[independentTarget+" @ 100/100 × 1 KiB"]; ok {
+		t.Error("a like-for-like row for a set that had no apply: independent pass")
+	}
+	// The like-for-like row says what it measured, and follows its set's
+	// apply: all rows, which keep their names and figures.
+	targets := r.Targets()
+	for i, v := range targets {
+		if v.Target == independentTarget && v.Set == "20/1 × 1 KiB" {
+			if v.Measured != "12.0 vs 9.00 ms" || v.Ratio != "1.33×" || v.Bound != "≤ 1.5×" {
+				t.Errorf("like-for-like 20/1: %+v", v)
+			}
+			if i < 2 || targets[i-2].Target != "commit-ack → rendered p50, confagent dir ÷ confd-style" || targets[i-2].Measured != "14.0 vs 10.0 ms" {
+				t.Errorf("like-for-like 20/1 is not after its set's apply: all rows: %+v", targets[max(0, i-2):i])
+			}
+		}
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"**`confagent dir (apply: independent) ÷ confd-style`** is a second in-process pass",
+		"## The dir target like for like: `apply: independent` (ms)",
+		"| 20/1 × 1 KiB | 0.00 → 0.00 | 12.00 | 0.00 | 9.00 | 0.00 | 1.33× | 1.40× | 30.00 | 20.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, md)
+		}
+	}
+	a.Independent, b.Independent, d.Independent = nil, nil, nil
 
 	// Without a fleet report the cache targets are listed, not measured;
 	// with 4 KiB measured too, the coverage target passes; with no set
@@ -116,7 +161,11 @@ func TestLatencyTargets(t *testing.T) {
 	if _, err := json.Marshal(r); err != nil {
 		t.Errorf("the report does not encode: %v", err)
 	}
-	if md := r.Markdown(); !strings.Contains(md, "| agent RSS, 20-item set (peak, VmHWM) | 20/1 × 1 KiB | 26.0 MiB") {
+	md = r.Markdown()
+	if !strings.Contains(md, "| agent RSS, 20-item set (peak, VmHWM) | 20/1 × 1 KiB | 26.0 MiB") {
 		t.Errorf("the markdown summary lacks the RSS row:\n%s", md)
+	}
+	if strings.Contains(md, "apply: independent") || strings.Contains(md, independentTarget) {
+		t.Errorf("a run without apply: independent passes mentions them:\n%s", md)
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,5 +49,32 @@ func TestReadApplyTimings(t *testing.T) {
 	}
 	if _, err := readApplyTimings(path, map[int64]int64{1: ack.UnixNano()}); err == nil {
 		t.Error("generation 1's line has no fetch (loaded from the state file), yet it was taken")
+	}
+}
+
+// TestReadConfdTimings: the follower's reads come off its "zkraw timings"
+// lines, the measured generations only, each from its first line (in
+// marker mode the next publish's step 6c makes the follower render a
+// generation again).
+func TestReadConfdTimings(t *testing.T) {
+	ack := time.Date(2026, 11, 27, 13, 0, 0, 0, time.UTC).UnixNano()
+	ms := int64(time.Millisecond)
+	lines := []string{
+		`time=2026-11-27T13:00:00Z level=INFO msg=connected`,
+		fmt.Sprintf(`zkraw timings {"generation":6,"event":%d,"root":%d,"items":%d,"written":%d}`, ack-9*ms, ack-8*ms, ack-7*ms, ack-6*ms),
+		fmt.Sprintf(`zkraw timings {"generation":7,"event":%d,"root":%d,"items":%d,"written":%d}`, ack+ms, ack+2*ms, ack+3*ms, ack+4*ms),
+		fmt.Sprintf(`zkraw timings {"generation":7,"event":%d,"root":%d,"items":%d,"written":%d}`, ack+300*ms, ack+301*ms, ack+302*ms, ack+303*ms),
+		fmt.Sprintf(`zkraw timings {"generation":8,"event":%d,"root":%d,"items":%d,"written":%d}`, ack+ms, ack+2*ms, ack+5*ms, ack+6*ms),
+	}
+	path := filepath.Join(t.TempDir(), "confd-style.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readConfdTimings(path, map[int64]int64{7: ack, 8: ack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{3 * ms, 5 * ms}; !slices.Equal(got, want) {
+		t.Errorf("in hand %v, want %v (generation 7's first line, then 8's)", got, want)
 	}
 }

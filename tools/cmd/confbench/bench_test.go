@@ -183,6 +183,31 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// TestParseIndependent checks confbench latency's --independent: all is
+// every shape of the sets once (whatever their sizes), none is nothing,
+// a list is shapes, and a bad shape is refused.
+func TestParseIndependent(t *testing.T) {
+	sets := bench.LatencySets([]bench.LatencySet{{Items: 20, Changed: 1}, {Items: 100, Changed: 100}}, []int{1024, 65536})
+	for _, c := range []struct {
+		in   string
+		want []bench.LatencySet
+	}{
+		{"all", []bench.LatencySet{{Items: 20, Changed: 1}, {Items: 100, Changed: 100}}},
+		{"none", nil},
+		{"20/20, 100/1", []bench.LatencySet{{Items: 20, Changed: 20}, {Items: 100, Changed: 1}}},
+	} {
+		got, err := parseIndependent(c.in, sets)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("parseIndependent(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "some", "20/21", "20"} {
+		if _, err := parseIndependent(bad, sets); err == nil {
+			t.Errorf("parseIndependent(%q) accepted", bad)
+		}
+	}
+}
+
 // TestSmokeObservers runs the large-fleet paths small: an ensemble of 3
 // voters and 1 observer with the followers on the observer only, one kind
 // of follower per pass, and the herd (the observer restarted under its

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		memItems  = fs.Int("memory-items", d.Memory.Items, "items of the memory run (dir target only, one changed per publish; 0: none)")
 		memSize   = fs.String("memory-item-size", formatSizes([]int{d.Memory.Size}), "item size of the memory run")
 		memPubs   = fs.Int("memory-publishes", d.MemoryPublishes, "measured publishes of the memory run")
+		indep     = fs.String("independent", "all", "shapes (items/changed, at every size) whose sets get a second in-process pass with the agent restarted under apply: independent, the dir target like for like with the confd-style follower's file: all (every shape of --sets), none, or 20/1,20/20,...")
 		agentBin  = fs.String("confagent-bin", "", "confagent binary (default: go build ./cmd/confagent)")
 		pushBin   = fs.String("confpush-bin", "", "confpush binary (default: go build ./cmd/confpush)")
 		agentEnv  = fs.String("confagent-env", "", "KEY=VALUE,... added to the agent's environment (e.g. GOMEMLIMIT=off)")
@@ -42,7 +44,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: confbench latency [flags]\n\nSingle host: confagent (dir and template targets) and a confd-style raw follower, commit-ack → rendered, phase by phase, CPU and memory per process, confpush against a raw floor, and issue 27's targets.\n\n")
+		fmt.Fprintf(stderr, "usage: confbench latency [flags]\n\nSingle host: confagent (dir and template targets; apply: all, then per set a second pass restarted under apply: independent, the dir target like for like) and a confd-style raw follower, commit-ack → rendered, phase by phase, CPU and memory per process, confpush against a raw floor, and issue 27's targets.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +84,13 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		} else {
 			cfg.Memory = bench.LatencySet{Items: *memItems, Changed: min(1, *memItems), Size: sizes[0]}
 		}
+	}
+	if set["independent"] || set["sets"] || !*quick {
+		shapes, err := parseIndependent(*indep, cfg.Sets)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("--independent: %v", err))
+		}
+		cfg.Independent = shapes
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(stderr, "confbench latency: %s\n", strings.Join(errs, "; "))
@@ -181,6 +190,25 @@ func formatSizes(sizes []int) string {
 		}
 	}
 	return strings.Join(s, ",")
+}
+
+// parseIndependent parses --independent: "all" is every shape of sets,
+// "none" nothing, otherwise shapes as --sets takes them.
+func parseIndependent(s string, sets []bench.LatencySet) ([]bench.LatencySet, error) {
+	switch strings.TrimSpace(s) {
+	case "none":
+		return nil, nil
+	case "all":
+		var out []bench.LatencySet
+		for _, x := range sets {
+			shape := bench.LatencySet{Items: x.Items, Changed: x.Changed}
+			if !slices.Contains(out, shape) {
+				out = append(out, shape)
+			}
+		}
+		return out, nil
+	}
+	return parseSets(s)
 }
 
 // parseSets parses "20/1,100/100" (the shapes; sizes come apart).

@@ -21,8 +21,10 @@ import (
 // for both processes, the floor (zkfloor) ran beside every confpush and
 // timed its three server writes, the start-up of both programs was
 // measured, the durable-step probe and the load are in the summary, the 20 × 64 KiB
-// set went through marker mode (its commit found by the tap), and the
-// report and its summary are written.
+// set went through marker mode (its commit found by the tap), each set's
+// second pass with the agent restarted under apply: independent has every
+// row, phase and CPU figure and its like-for-like row in the summary, and
+// the report and its summary are written.
 func TestLatencySmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper, a confagent and confpush processes; run without -short (make test)")
@@ -47,6 +49,19 @@ func TestLatencySmoke(t *testing.T) {
 				t.Errorf("%s: %s: %+v, want %d positive samples", name, what, p, n)
 			}
 		}
+		// Both quick sets get the like-for-like pass: the agent restarted
+		// under apply: independent, every follower timed again.
+		if p := s.Independent; p == nil {
+			t.Errorf("%s: no apply: independent pass", name)
+		} else {
+			// The pass samples no RSS: checkRows gets the first pass's.
+			checkRows(t, name+" (apply: independent)", bench.LatencySetResult{Rows: p.Rows, Phases: p.Phases,
+				AgentCPU: p.AgentCPU, ConfdCPU: p.ConfdCPU, CPURatio: p.CPURatio, AgentRSS: s.AgentRSS, ConfdRSS: s.ConfdRSS},
+				followers, []string{"in-process"}, n)
+			if p.Apply != "independent" || p.Seconds <= 0 || len(p.Rows) != len(followers) {
+				t.Errorf("%s: pass %q of %.1f s with %d rows", name, p.Apply, p.Seconds, len(p.Rows))
+			}
+		}
 		want := manifest.ModeMulti
 		if s.Size == 64<<10 {
 			want = manifest.ModeMarker // 20 × 64 KiB does not fit a Multi
@@ -66,8 +81,11 @@ func TestLatencySmoke(t *testing.T) {
 	if len(rep.Summary) == 0 {
 		t.Fatal("no summary")
 	}
-	conditions := 0
+	conditions, independent := 0, 0
 	for _, v := range rep.Summary {
+		if v.Target == "commit-ack → rendered p50, confagent dir (apply: independent) ÷ confd-style" && v.Status != "NOT MEASURED" && v.Ratio != "–" {
+			independent++
+		}
 		if v.Status == "NOT MEASURED" && !strings.HasPrefix(v.Target, "cache as a library") {
 			t.Errorf("summary: %q not measured", v.Target)
 		}
@@ -78,11 +96,15 @@ func TestLatencySmoke(t *testing.T) {
 	if conditions != 2 {
 		t.Errorf("summary: %d of the durable-step probe and load average rows, want both", conditions)
 	}
+	if independent != 2 {
+		t.Errorf("summary: %d like-for-like dir rows (apply: independent), want one per set", independent)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "latency-results.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |"} {
+	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |",
+		"## The dir target like for like: `apply: independent` (ms)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("latency-results.md lacks %q", want)
 		}
@@ -109,7 +131,7 @@ func checkRows(t *testing.T, name string, s bench.LatencySetResult, followers, p
 			}
 		}
 	}
-	for _, p := range []string{"notification", "reads", "verify", "persist", "stage", "check", "swap", "rendered", "status node"} {
+	for _, p := range []string{"notification", "reads", "verify", "in hand", "confd-style in hand", "persist", "stage", "check", "swap", "rendered", "status node"} {
 		if s.Phases[p].N != n {
 			t.Errorf("%s: phase %s has %d samples, want %d", name, p, s.Phases[p].N, n)
 		}
