@@ -28,6 +28,9 @@ type inodePool struct {
 	want  int       // how many files the last stage wrote (at most maxPool)
 	mode  uint32    // the permission bits the free files were created with
 	ready bool      // PoolDir was emptied of an earlier process's files
+	// noMknod: mknodat was refused here (a system call filter), so the
+	// pool's files are made by an exclusive open (createEmpty).
+	noMknod bool
 }
 
 // poolUse is a pooled file a stage took: its name in PoolDir, and the

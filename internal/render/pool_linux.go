@@ -113,20 +113,45 @@ func (w *DirWriter) refillIn(pfd int) error {
 	for len(p.free) < p.want {
 		name := "p" + strconv.FormatUint(p.seq, 10)
 		p.seq++
-		var fd int
-		err := durable.IgnoringEINTR(func() (err error) {
-			fd, err = unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, p.mode)
-			return err
-		})
+		err := createEmpty(pfd, name, p.mode, &p.noMknod)
 		if err == unix.EEXIST {
 			continue // not ours: never taken, removed with the pool by the next process
 		}
 		if err != nil {
 			return fmt.Errorf("render: fill the pool: %w", &os.PathError{Op: "open", Path: filepath.Join(w.dir, PoolDir, name), Err: err})
 		}
-		_ = unix.Close(fd)
 		p.free = append(p.free, name)
 	}
+	return nil
+}
+
+// createEmpty creates the empty regular file name in the directory dfd
+// with permission bits mode (less the umask), exclusively: EEXIST if
+// anything, a symbolic link included, is there already. It is one
+// mknodat, which creates a regular file as an exclusive open does
+// (the kernel's create, never following a link) without opening it: no
+// open file to set up, notify and close, per file of a refill (an openat
+// and a close were two of a changed file's system calls). Where mknodat
+// is refused for a reason an open would not have (a system call filter:
+// EPERM, ENOSYS), *noMknod is set and the file, and every later one, is
+// made by an exclusive open and a close instead.
+func createEmpty(dfd int, name string, mode uint32, noMknod *bool) error {
+	if !*noMknod {
+		err := durable.IgnoringEINTR(func() error { return unix.Mknodat(dfd, name, unix.S_IFREG|mode, 0) })
+		if err != unix.EPERM && err != unix.ENOSYS {
+			return err
+		}
+		*noMknod = true
+	}
+	var fd int
+	err := durable.IgnoringEINTR(func() (err error) {
+		fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_ = unix.Close(fd) // nothing was written: the file is made
 	return nil
 }
 

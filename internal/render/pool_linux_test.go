@@ -329,3 +329,47 @@ func TestDirWriterPoolReplacedByLink(t *testing.T) {
 	}
 	assertSet(t, dir, files, 0o644)
 }
+
+// TestCreateEmpty: the pool's file maker creates an empty regular file
+// with the mode asked (less the umask), exclusively, never through a
+// symbolic link, by mknodat and by the exclusive open it falls back to.
+func TestCreateEmpty(t *testing.T) {
+	for _, noMknod := range []bool{false, true} {
+		dir := t.TempDir()
+		d, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		dfd := int(d.Fd())
+		fallback := noMknod
+		if err := createEmpty(dfd, "a", 0o640, &fallback); err != nil {
+			t.Fatalf("noMknod=%v: createEmpty: %v", noMknod, err)
+		}
+		if fallback != noMknod {
+			t.Errorf("noMknod=%v: the fallback switched to %v on a file system that takes mknodat", noMknod, fallback)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(dir, "a"), &st); err != nil {
+			t.Fatal(err)
+		}
+		umask := syscall.Umask(0)
+		syscall.Umask(umask)
+		if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size != 0 || st.Nlink != 1 || st.Mode&0o7777 != 0o640&^uint32(umask) {
+			t.Errorf("noMknod=%v: mode %o, size %d, %d links: want an empty regular file, mode %o", noMknod, st.Mode, st.Size, st.Nlink, 0o640&^umask)
+		}
+		if err := createEmpty(dfd, "a", 0o640, &fallback); err != syscall.EEXIST {
+			t.Errorf("noMknod=%v: a second createEmpty of a name = %v, want EEXIST", noMknod, err)
+		}
+		// A dangling symbolic link is not followed: its target is not made.
+		if err := os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := createEmpty(dfd, "link", 0o640, &fallback); err != syscall.EEXIST {
+			t.Errorf("noMknod=%v: createEmpty over a symbolic link = %v, want EEXIST", noMknod, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "target")); !os.IsNotExist(err) {
+			t.Errorf("noMknod=%v: createEmpty followed a symbolic link: %v", noMknod, err)
+		}
+	}
+}

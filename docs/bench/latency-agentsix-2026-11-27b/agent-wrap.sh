@@ -1,0 +1,2 @@
+#!/bin/sh
+ROLE=agent BIN=$AGENT_BIN exec /tmp/as/wrap.sh "$@"

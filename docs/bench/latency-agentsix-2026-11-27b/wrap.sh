@@ -1,0 +1,3 @@
+#!/bin/sh
+echo $$ >> /tmp/as/runs/$TAG.$ROLE.pid
+exec "$BIN" "$@"
