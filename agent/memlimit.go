@@ -50,11 +50,11 @@ const (
 // set cannot make the collector run back to back (thrash). Between the
 // floor and GOGC's own goal the limit binds in the bursts of an apply: for
 // 20 × 64 KiB items and confbench latency's template (a set of 1.3 MB whose
-// render allocates 7 MB) the limit is 14.2 MiB, against a runtime that
+// render allocates 7 MB) the limit is 14.0-14.7 MiB, against a runtime that
 // grew to 15-16 MB under GOGC alone (a live heap of 3.5-5 MB in the middle
 // of an apply: both snapshots, the render's strings, doubled by the goal,
-// and free pages the background scavenger returns slowly): peak RSS 22.1-
-// 22.3 MiB instead of 25.0-25.7, for 6-30 % more of the agent's CPU per
+// and free pages the background scavenger returns slowly): peak RSS 22.0-
+// 22.4 MiB instead of 25.0-25.7, for 4.5-11 % more of the agent's CPU per
 // publish at that set (more collections; the free pages go back to the
 // system at once and the next apply faults them in again).
 //
