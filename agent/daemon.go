@@ -84,8 +84,8 @@ type Options struct {
 	// MemoryLimit is the process's soft memory limit (debug.SetMemoryLimit):
 	// MemoryLimitOff (the zero value) leaves the runtime alone,
 	// MemoryLimitAuto sizes it from the applied snapshot after every apply
-	// (16 MiB plus 6 times the items' bytes plus what the template
-	// targets' last renders allocated; confagent's default), a
+	// (the larger of 14 MiB and 6 times the items' bytes plus what the
+	// template targets' last renders allocated; confagent's default), a
 	// positive value is a fixed limit in bytes. GOMEMLIMIT in the
 	// environment takes precedence. The limit is process-wide: an embedder
 	// with a heap of its own should leave it off.

@@ -22,49 +22,59 @@ const (
 	MemoryLimitAuto int64 = -1
 )
 
-// The automatic limit is memLimitBase plus memLimitPerByte times the size
-// of the snapshot. What counts against the limit is all of the runtime's
-// memory: about 5.5-6 MiB that is not heap (stacks, GC metadata, runtime
-// structures; measured on linux/amd64) plus the heap, whose live part is
-// about 4 MiB of the agent's own (ZooKeeper client, HTTP server, metrics)
-// plus a few times the config set (the applied snapshot, the next one
-// while it is fetched and verified, the state file's manifest, rendered
-// templates). The base leaves a small agent's heap room for GOGC's own
-// goal (twice the live heap): with a small set the collector is paced by
-// GOGC in steady state and the limit caps only the bursts (a resync, a big
-// change, a large template). A base of 12 MiB left 2.5 MiB of headroom:
-// the heap sat at the limit, the collector ran at every publish and the
-// scavenger returned memory that the next publish took back, 3.5 times
-// the CPU of this base for 2-3 MiB less RSS (docs/bench/latency.md,
-// "Memory limit"). The per-byte part keeps the limit about 1.2 times above
-// a live heap of 5 times the set, so a large set cannot make the collector
-// run back to back (thrash), and for large sets the limit is above GOGC's
-// own target and changes nothing. For 100 × 4 KiB items: 18.3 MiB; for a
-// 50 MiB set: 316 MiB.
+// The automatic limit is the larger of memLimitFloor and memLimitPerByte
+// times the size of the snapshot plus what the template targets' last
+// renders allocated (renderBytes). What counts against the limit is all of
+// the runtime's memory: about 6-6.3 MiB that is not heap (stacks, GC
+// metadata, runtime structures; measured on linux/amd64, most of it mapped
+// but never touched) plus the heap, whose free pages not yet returned to
+// the system count too.
 //
-// On top comes what the template targets' last renders allocated
-// (renderBytes): a render's garbage is the template's, not the set's (a
-// template that base64-encodes, indents and JSON-encodes every item of 20
-// × 64 KiB allocated 45 MB for a 1.3 MB set), and a limit below the heap
-// a render needs makes the collector run back to back for the whole
-// render and the scavenger return memory that the next render faults
-// back in: with the limit at 16 MiB + 6 × the set, that set's publish cost
-// the agent 289 ms of CPU against 59 ms with no limit, and its render 329
-// ms against 38 (docs/bench/latency-manyitems-2026-11-27). What a render
-// allocated bounds what it holds alive at once, so the limit never binds
-// during a render that allocates as much as the last one: GOGC paces the
-// collector then, and the limit still caps the steady state of small
-// templates (a few hundred KiB for 20 × 1 KiB items). The term follows
-// the template's own allocations, so it shrank by itself when the
-// template helpers stopped copying their arguments and results
-// (internal/template, nocopy.go: confbench latency's template over 20 × 64
-// KiB allocates 6.5 times the set per render where it allocated 12.3,
-// docs/bench/latency-tmplmem-2026-11-27). A limit below GOGC's goal costs
-// the CPU that branch manyitems won: with the smaller renders, GOMEMLIMIT
-// at 26 MiB put the RSS of that set at 34 MiB and cost 63 ms of CPU per
-// one-item publish against 35-39 ms with this formula (loads 5-16).
+// The floor is the agent's own: the non-heap memory, its live heap
+// without data (0.7-0.8 MB between publishes of 20 × 1 KiB items, 2 MB
+// with 20 × 64 KiB: the snapshot) and GOGC's room above it (the runtime's
+// smallest goal is a heap of 4 MiB). A small set's agent totals about 10
+// MB (20 × 1 KiB: heap objects 1-2.5 MB, free 1-2.4, non-heap 6.3; 11.1
+// MB at most for 100 × 4 KiB, all changed), 3.5-4.5 MB below the floor,
+// so the limit never binds there and GOGC alone paces the collector
+// (docs/bench/latency-rssheap-2026-11-27b). A base of 12 MiB over an agent
+// whose live heap was 4 MiB kept the heap at the limit: the collector ran
+// at every publish, 3.5 times the CPU (docs/bench/latency.md, "Memory
+// limit"); until session 41 the limit was a base of 16 MiB plus the set's
+// part below, which never bound at 20 × 64 KiB.
+//
+// The set's part takes over once it passes the floor. A limit of 6 times
+// the set is at least 1.5 times a live heap of the agent's own plus two
+// snapshots (the applied one and the next, at a change of every item) above
+// the non-heap memory, and tends to 3 times it for large sets, so a large
+// set cannot make the collector run back to back (thrash). Between the
+// floor and GOGC's own goal the limit binds in the bursts of an apply: for
+// 20 × 64 KiB items and confbench latency's template (a set of 1.3 MB whose
+// render allocates 7 MB) the limit is 14.0-14.7 MiB, against a runtime that
+// grew to 15-16 MB under GOGC alone (a live heap of 3.5-5 MB in the middle
+// of an apply: both snapshots, the render's strings, doubled by the goal,
+// and free pages the background scavenger returns slowly): peak RSS 22.0-
+// 22.4 MiB instead of 25.0-25.7, for 4.5-11 % more of the agent's CPU per
+// publish at that set (more collections; the free pages go back to the
+// system at once and the next apply faults them in again).
+//
+// The renders' part is there because a render's garbage is the template's,
+// not the set's (a template that base64-encodes, indents and JSON-encodes
+// every item of 20 × 64 KiB allocated 45 MB for a 1.3 MB set), and a limit
+// below the heap a render needs makes the collector run back to back for
+// the whole render and the scavenger return memory that the next render
+// faults back in: with the limit at 16 MiB + 6 × the set, that set's
+// publish cost the agent 289 ms of CPU against 59 ms with no limit, and its
+// render 329 ms against 38 (docs/bench/latency-manyitems-2026-11-27). What
+// a render allocated bounds what it holds alive at once. The term follows
+// the template's own allocations, so it shrank by itself when the template
+// helpers stopped copying their arguments and results (internal/template,
+// nocopy.go: confbench latency's template over 20 × 64 KiB allocates 6.5
+// times the set per render where it allocated 12.3, docs/bench/
+// latency-tmplmem-2026-11-27). For 100 × 4 KiB items and no template: 14
+// MiB; for a 50 MiB set: 300 MiB.
 const (
-	memLimitBase    = 16 << 20
+	memLimitFloor   = 14 << 20
 	memLimitPerByte = 6
 )
 
@@ -73,14 +83,14 @@ const (
 // targets' last renders allocated renderBytes, with MemoryLimitAuto.
 func autoMemoryLimit(dataBytes, renderBytes int64) int64 {
 	dataBytes, renderBytes = max(dataBytes, 0), max(renderBytes, 0)
-	if dataBytes > (math.MaxInt64-memLimitBase)/memLimitPerByte {
+	if dataBytes > math.MaxInt64/memLimitPerByte {
 		return math.MaxInt64
 	}
-	limit := memLimitBase + memLimitPerByte*dataBytes
+	limit := memLimitPerByte * dataBytes
 	if renderBytes > math.MaxInt64-limit {
 		return math.MaxInt64
 	}
-	return limit + renderBytes
+	return max(memLimitFloor, limit+renderBytes)
 }
 
 // memLimiter applies Options.MemoryLimit. GOMEMLIMIT in the environment,
