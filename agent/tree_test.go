@@ -195,9 +195,13 @@ func TestAgentReportsFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err != nil { // not registered yet: wait for the node
-			_, _, ev, err = conn.ExistsW(node)
+			var exists bool
+			exists, _, ev, err = conn.ExistsW(node)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if exists { // created between the two reads: its watch would wait for a change that may never come
+				continue
 			}
 		}
 		select {
