@@ -222,16 +222,10 @@ type LatencySetResult struct {
 	// Mode is the publish mode of the set's publishes (multi, or marker
 	// when the commit does not fit a Multi).
 	Mode manifest.Mode `json:"mode"`
-	Rows []LatencyRow  `json:"rows"`
-	// Phases of the agent (in-process publisher), see latPhases.
-	Phases map[string]Pct `json:"agent_phases"`
-	// AgentCPU and ConfdCPU are the CPU milliseconds per publish
-	// (user+system, every thread: /proc/<pid>/task/*/schedstat) of the
-	// agent and of the confd-style process, over the in-process
-	// publisher's measured publishes; CPURatio is their ratio.
-	AgentCPU float64 `json:"agent_cpu_ms_per_publish"`
-	ConfdCPU float64 `json:"confd_cpu_ms_per_publish"`
-	CPURatio float64 `json:"cpu_ratio"`
+	// PassFigures are the in-process publisher's rows, the agent's phases
+	// and both processes' CPU per publish under the agent's default
+	// `apply: all`.
+	PassFigures
 	// AgentRSS and ConfdRSS: the processes' memory.
 	AgentRSS Memory `json:"agent_memory"`
 	ConfdRSS Memory `json:"confd_memory"`
@@ -278,6 +272,23 @@ type LatencySetResult struct {
 	Independent *LatencyPass `json:"apply_independent,omitempty"`
 }
 
+// PassFigures are what one in-process pass over a set measures.
+type PassFigures struct {
+	// Rows are the in-process publisher's, one per follower (the agent's
+	// two targets and the confd-style follower's two outputs; the confpush
+	// rows of LatencySetResult too).
+	Rows []LatencyRow `json:"rows"`
+	// Phases of the agent, see latPhases.
+	Phases map[string]Pct `json:"agent_phases"`
+	// AgentCPU and ConfdCPU are the CPU milliseconds per publish
+	// (user+system, every thread: /proc/<pid>/task/*/schedstat) of the
+	// agent and of the confd-style process, over the in-process
+	// publisher's measured publishes; CPURatio is their ratio.
+	AgentCPU float64 `json:"agent_cpu_ms_per_publish"`
+	ConfdCPU float64 `json:"confd_cpu_ms_per_publish"`
+	CPURatio float64 `json:"cpu_ratio"`
+}
+
 // LatencyPass is a further in-process pass over a set, after its
 // confpush phase, with the agent restarted on the same state directory
 // and outputs in another apply mode, beside the same confd-style
@@ -285,19 +296,11 @@ type LatencySetResult struct {
 type LatencyPass struct {
 	// Apply is the agent's apply mode in the pass.
 	Apply string `json:"apply"`
-	// Rows are the in-process publisher's, one per follower (the agent's
-	// two targets and the confd-style follower's two outputs).
-	Rows []LatencyRow `json:"rows"`
-	// Phases are latPhases from the pass's agent; under `apply:
-	// independent` its stage, check and swap are summed over the two
-	// targets, each applied on its own (the dir target's alone are inside
-	// its rendered figure).
-	Phases map[string]Pct `json:"agent_phases"`
-	// AgentCPU and ConfdCPU are CPU ms per publish over the pass, as in
-	// LatencySetResult; CPURatio their ratio.
-	AgentCPU float64 `json:"agent_cpu_ms_per_publish"`
-	ConfdCPU float64 `json:"confd_cpu_ms_per_publish"`
-	CPURatio float64 `json:"cpu_ratio"`
+	// PassFigures are the pass's; under `apply: independent` the agent's
+	// stage, check and swap phases are summed over the two targets, each
+	// applied on its own (the dir target's alone are inside its rendered
+	// figure).
+	PassFigures
 	// LoadStart and LoadEnd: the 1-minute load average around the pass.
 	LoadStart float64 `json:"load_average_start"`
 	LoadEnd   float64 `json:"load_average_end"`
@@ -589,7 +592,7 @@ func (rw *renderWatch) close() {
 // after its confpush phase, a second in-process pass with the agent
 // restarted under `apply: independent` (measureIndependent).
 func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencySet, name string, bins latencyBins, dir string, memory bool) (*LatencySetResult, error) {
-	res := &LatencySetResult{Items: set.Items, Changed: set.Changed, Size: set.Size, Phases: map[string]Pct{}, LoadStart: loadAvg()}
+	res := &LatencySetResult{Items: set.Items, Changed: set.Changed, Size: set.Size, PassFigures: PassFigures{Phases: map[string]Pct{}}, LoadStart: loadAvg()}
 	sched := newSchedule(name, set.Items, set.Size, set.Changed)
 	t, err := e.newTargetMode(ctx, name, sched, true)
 	if err != nil {

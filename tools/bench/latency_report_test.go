@@ -21,7 +21,7 @@ func latSet(items, changed, size int, mode manifest.Mode, dir, tmpl float64) Lat
 // latPass builds an `apply: independent` pass whose dir target renders
 // in dir ms against the confd-style file's confd ms.
 func latPass(items, changed, size int, dir, confd float64) *LatencyPass {
-	p := &LatencyPass{Apply: "independent", Phases: map[string]Pct{}}
+	p := &LatencyPass{Apply: "independent", PassFigures: PassFigures{Phases: map[string]Pct{}}}
 	for f, p50 := range map[string]float64{latDir: dir, latTemplate: 30, latConfd: confd, latConfdTemplate: 20} {
 		p.Rows = append(p.Rows, LatencyRow{Items: items, Changed: changed, Size: size, Follower: f, Publisher: "in-process", Rendered: Pct{N: 1, P50: p50}})
 	}

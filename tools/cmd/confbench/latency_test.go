@@ -55,8 +55,8 @@ func TestLatencySmoke(t *testing.T) {
 			t.Errorf("%s: no apply: independent pass", name)
 		} else {
 			// The pass samples no RSS: checkRows gets the first pass's.
-			checkRows(t, name+" (apply: independent)", bench.LatencySetResult{Rows: p.Rows, Phases: p.Phases,
-				AgentCPU: p.AgentCPU, ConfdCPU: p.ConfdCPU, CPURatio: p.CPURatio, AgentRSS: s.AgentRSS, ConfdRSS: s.ConfdRSS},
+			checkRows(t, name+" (apply: independent)", bench.LatencySetResult{PassFigures: p.PassFigures,
+				AgentRSS: s.AgentRSS, ConfdRSS: s.ConfdRSS},
 				followers, []string{"in-process"}, n)
 			if p.Apply != "independent" || p.Seconds <= 0 || len(p.Rows) != len(followers) {
 				t.Errorf("%s: pass %q of %.1f s with %d rows", name, p.Apply, p.Seconds, len(p.Rows))
