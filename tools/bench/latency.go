@@ -256,6 +256,15 @@ type LatencySetResult struct {
 	// two publishers' runs: what one durable step costs on the disk at
 	// the time (the agent's critical path has several, confd-style none).
 	Fsync Pct `json:"fsync_4k_file_and_dir"`
+	// InodeBefore and InodeAfter are the inode-creation probe
+	// (probeInodes) in the parent of the agent's dir target, when the set
+	// started (before any follower ran: what others and earlier sets left)
+	// and after the in-process pass (what this set's publishes left). On
+	// ext4 without a journal a creation steps over every inode of its
+	// group freed in the last 60 s (360 s while the inode table block is
+	// dirty), so the agent's per-item creations cost what these do.
+	InodeBefore InodeProbe `json:"inode_probe_before"`
+	InodeAfter  InodeProbe `json:"inode_probe_after"`
 	// LoadStart and LoadEnd are the 1-minute load average when the set
 	// started and ended.
 	LoadStart float64 `json:"load_average_start"`
@@ -611,6 +620,13 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 			return nil, err
 		}
 	}
+	probeDir := filepath.Join(filepath.Dir(out.dir), "probe")
+	if err := os.Mkdir(probeDir, 0o755); err != nil {
+		return nil, err
+	}
+	if res.InodeBefore, err = probeInodes(probeDir, inodeProbeFiles); err != nil {
+		return nil, err
+	}
 	tmpl := filepath.Join(base, "all.conf.tmpl")
 	if err := os.WriteFile(tmpl, []byte(benchshape.LatencyTemplate), 0o644); err != nil {
 		return nil, err
@@ -689,6 +705,9 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	}
 
 	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
+		return nil, err
+	}
+	if res.InodeAfter, err = probeInodes(probeDir, inodeProbeFiles); err != nil {
 		return nil, err
 	}
 	if !memory {
@@ -956,6 +975,61 @@ func sizeTag(b int) string {
 		return fmt.Sprintf("%dk", b/1024)
 	}
 	return fmt.Sprintf("%db", b)
+}
+
+// InodeProbe is one run of the inode-creation probe: N empty files
+// created one after another in a directory (an exclusive open and a
+// close, as the dir target's pool makes its files), then removed.
+type InodeProbe struct {
+	// N is the number of files; Create is one creation (ms, as every
+	// Pct; the report prints µs); Total is the N creations and the N
+	// removals together, ms; Load is the 1-minute load average just
+	// before the probe.
+	N      int     `json:"n"`
+	Create Pct     `json:"create"`
+	Total  float64 `json:"create_and_remove_ms"`
+	Load   float64 `json:"load_average"`
+}
+
+// inodeProbeFiles is how many files one inode-creation probe makes: enough
+// for a p90, few enough that its own removals (recent frees in the same
+// group for the next minutes) stay small against an apply's.
+const inodeProbeFiles = 100
+
+// probeInodes times n creations of empty files in dir, then removes them
+// (InodeProbe). dir is a directory of the benchmark's own, beside the
+// agent's dir target (never inside an output: the agent would see the
+// files), so that the kernel places the files in the same block group as
+// the outputs, as far as ext4's placement allows.
+func probeInodes(dir string, n int) (InodeProbe, error) {
+	p := InodeProbe{N: n, Load: loadAvg()}
+	names := make([]string, 0, n)
+	samples := make([]int64, 0, n)
+	start := time.Now()
+	var err error
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf(".inode-probe-%d", i))
+		t := time.Now()
+		var f *os.File
+		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			break
+		}
+		samples = append(samples, int64(time.Since(t)))
+		names = append(names, name)
+		if err = f.Close(); err != nil {
+			break
+		}
+	}
+	for _, name := range names {
+		if rerr := os.Remove(name); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return InodeProbe{}, fmt.Errorf("inode probe: %w", err)
+	}
+	p.Total, p.Create = ms(int64(time.Since(start))), pct(samples)
+	return p, nil
 }
 
 // probeFsync times n durable 4 KiB file creations in dir (write, fsync,
