@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -265,6 +266,9 @@ type LatencySetResult struct {
 	// dirty), so the agent's per-item creations cost what these do.
 	InodeBefore InodeProbe `json:"inode_probe_before"`
 	InodeAfter  InodeProbe `json:"inode_probe_after"`
+	// Groups are the block groups of the pool's, the after probe's and
+	// the follower's inodes (ext4 only, nil elsewhere).
+	Groups *InodeGroups `json:"inode_groups,omitempty"`
 	// LoadStart and LoadEnd are the 1-minute load average when the set
 	// started and ended.
 	LoadStart float64 `json:"load_average_start"`
@@ -710,6 +714,9 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if res.InodeAfter, err = probeInodes(probeDir, inodeProbeFiles); err != nil {
 		return nil, err
 	}
+	if g, ok := ext4GroupsOf(probeDir); ok {
+		res.Groups = g.inodeGroupsOf(filepath.Join(out.dir, poolDir), res.InodeAfter.firstIno, out.confd)
+	}
 	if !memory {
 		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, obs.conn); err != nil {
 			return nil, err
@@ -989,7 +996,13 @@ type InodeProbe struct {
 	Create Pct     `json:"create"`
 	Total  float64 `json:"create_and_remove_ms"`
 	Load   float64 `json:"load_average"`
+	// firstIno is the inode number the first file got (InodeGroups).
+	firstIno uint64
 }
+
+// poolDir is the agent's dir target's pool of empty files
+// (internal/render.PoolDir, which this module cannot import).
+const poolDir = "..pool"
 
 // inodeProbeFiles is how many files one inode-creation probe makes: enough
 // for a p90, few enough that its own removals (recent frees in the same
@@ -1016,6 +1029,13 @@ func probeInodes(dir string, n int) (InodeProbe, error) {
 		}
 		samples = append(samples, int64(time.Since(t)))
 		names = append(names, name)
+		if i == 0 {
+			if st, serr := f.Stat(); serr == nil {
+				if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+					p.firstIno = sys.Ino
+				}
+			}
+		}
 		if err = f.Close(); err != nil {
 			break
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -360,9 +361,10 @@ func (r *LatencyReport) Markdown() string {
 	}
 	w("\n### Conditions per set\n\nThe durable-step probe: a new 4 KiB file written and fsynced, then its directory fsynced, 20 times in the agent's state directory between the two publishers' runs (what one durable step of the agent's path cost on this disk at the time; the confd-style follower takes none).\n\n")
 	w("The inode-creation probe: %d empty files created one after another (an exclusive open and a close, as the dir target's pool makes its files) in a directory of the benchmark's beside the agent's dir target, then removed; before the set's first agent starts (what other processes and earlier sets left) and again after the in-process pass (what this set's publishes left), with the load average just before each. On ext4 without a journal each creation steps over the inodes of its block group freed in the last 60 s (360 s while their inode-table block is dirty), whoever freed them, so where the probe's directory shares its group with the agent's pool (usually; the file system places directories, and it can put them apart) this is what one of the agent's per-item creations cost at the time; the confd-style follower makes two per publish.\n\n", inodeProbeFiles)
-	w("| set | publish mode | load average start → end | durable step p50 | p90 | inode creation before: p50 µs | p90 µs | load | after: p50 µs | p90 µs | load |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("The groups (ext4 only) are the block groups of a file of the agent's pool, of the after probe's first file and of the follower's file, after the pass: the probe speaks for the pool where the two are the same.\n\n")
+	w("| set | publish mode | load average start → end | durable step p50 | p90 | inode creation before: p50 µs | p90 µs | load | after: p50 µs | p90 µs | load | groups: pool · probe · follower |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.allSets() {
-		w("| %s | %s | %.2f → %.2f | %.2f | %.2f | %s | %s |\n", s.set(), s.Mode, s.LoadStart, s.LoadEnd, s.Fsync.P50, s.Fsync.P90, s.InodeBefore.cells(), s.InodeAfter.cells())
+		w("| %s | %s | %.2f → %.2f | %.2f | %.2f | %s | %s | %s |\n", s.set(), s.Mode, s.LoadStart, s.LoadEnd, s.Fsync.P50, s.Fsync.P90, s.InodeBefore.cells(), s.InodeAfter.cells(), s.Groups.cell())
 	}
 
 	w("\n## Commit-ack → rendered, and publish start → rendered (ms)\n\n")
@@ -531,4 +533,19 @@ func (p InodeProbe) cells() string {
 		return "– | – | –"
 	}
 	return fmt.Sprintf("%.0f | %.0f | %.2f", p.Create.P50*1e3, p.Create.P90*1e3, p.Load)
+}
+
+// cell is the groups' cell in the conditions table: "–" off ext4, and
+// for an inode that was not there.
+func (g *InodeGroups) cell() string {
+	if g == nil {
+		return "–"
+	}
+	one := func(n int) string {
+		if n < 0 {
+			return "–"
+		}
+		return strconv.Itoa(n)
+	}
+	return one(g.Pool) + " · " + one(g.Probe) + " · " + one(g.Follower)
 }

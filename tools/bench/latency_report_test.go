@@ -40,6 +40,7 @@ func TestLatencyTargets(t *testing.T) {
 	a.Fsync, a.LoadStart, a.LoadEnd = Pct{N: 20, P50: 0.6, P90: 1.1}, 2.5, 3.5
 	a.InodeBefore = InodeProbe{N: 100, Create: Pct{N: 100, P50: 0.021, P90: 0.030}, Total: 3, Load: 2.5}
 	a.InodeAfter = InodeProbe{N: 100, Create: Pct{N: 100, P50: 0.874, P90: 1.2}, Total: 90, Load: 3.4}
+	a.Groups = &InodeGroups{Pool: 1218, Probe: 1218, Follower: 1219}
 	b := latSet(20, 20, 64<<10, "marker", 30, 30)
 	b.AgentCPU, b.ConfdCPU, b.CPURatio = 30, 10, 3
 	b.ConfPush, b.Floor, b.FloorRatio, b.FloorItems = Pct{N: 1, P50: 300}, Pct{N: 1, P50: 100}, 3, 14
@@ -138,8 +139,8 @@ func TestLatencyTargets(t *testing.T) {
 		"| 20/1 × 1 KiB | 0.00 → 0.00 | 12.00 | 0.00 | 9.00 | 0.00 | 1.33× | 1.40× | 30.00 | 20.00 |",
 		// The conditions per set: the inode-creation probe before and
 		// after, in µs with its load; dashes for a set without it.
-		"| 20/1 × 1 KiB | multi | 2.50 → 3.50 | 0.60 | 1.10 | 21 | 30 | 2.50 | 874 | 1200 | 3.40 |",
-		"| 100/100 × 1 KiB | multi | 0.00 → 0.00 | 0.00 | 0.00 | – | – | – | – | – | – |",
+		"| 20/1 × 1 KiB | multi | 2.50 → 3.50 | 0.60 | 1.10 | 21 | 30 | 2.50 | 874 | 1200 | 3.40 | 1218 · 1218 · 1219 |",
+		"| 100/100 × 1 KiB | multi | 0.00 → 0.00 | 0.00 | 0.00 | – | – | – | – | – | – | – |",
 		"| " + inodeProbeTarget + " |  | p50 per creation 21–21 µs before the sets, 874–874 µs after their in-process pass (sets: 1) |",
 	} {
 		if !strings.Contains(md, want) {
