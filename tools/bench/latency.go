@@ -258,7 +258,7 @@ type LatencySetResult struct {
 	// the time (the agent's critical path has several, confd-style none).
 	Fsync Pct `json:"fsync_4k_file_and_dir"`
 	// InodeBefore and InodeAfter are the inode-creation probe
-	// (probeInodes) in the parent of the agent's dir target, when the set
+	// (probeInodes) beside the agent's dir target, when the set
 	// started (before any follower ran: what others and earlier sets left)
 	// and after the in-process pass (what this set's publishes left). On
 	// ext4 without a journal a creation steps over every inode of its
@@ -628,7 +628,7 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if err := os.Mkdir(probeDir, 0o755); err != nil {
 		return nil, err
 	}
-	if res.InodeBefore, err = probeInodes(probeDir, inodeProbeFiles); err != nil {
+	if res.InodeBefore, err = probeInodes(probeDir, "before", inodeProbeFiles); err != nil {
 		return nil, err
 	}
 	tmpl := filepath.Join(base, "all.conf.tmpl")
@@ -711,7 +711,7 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
 		return nil, err
 	}
-	if res.InodeAfter, err = probeInodes(probeDir, inodeProbeFiles); err != nil {
+	if res.InodeAfter, err = probeInodes(probeDir, "after", inodeProbeFiles); err != nil {
 		return nil, err
 	}
 	if g, ok := ext4GroupsOf(probeDir); ok {
@@ -986,15 +986,14 @@ func sizeTag(b int) string {
 
 // InodeProbe is one run of the inode-creation probe: N empty files
 // created one after another in a directory (an exclusive open and a
-// close, as the dir target's pool makes its files), then removed.
+// close, as the dir target's pool makes its files).
 type InodeProbe struct {
 	// N is the number of files; Create is one creation (ms, as every
-	// Pct; the report prints µs); Total is the N creations and the N
-	// removals together, ms; Load is the 1-minute load average just
-	// before the probe.
+	// Pct; the report prints µs); Total is the N creations together, ms;
+	// Load is the 1-minute load average just before the probe.
 	N      int     `json:"n"`
 	Create Pct     `json:"create"`
-	Total  float64 `json:"create_and_remove_ms"`
+	Total  float64 `json:"create_all_ms"`
 	Load   float64 `json:"load_average"`
 	// firstIno is the inode number the first file got (InodeGroups).
 	firstIno uint64
@@ -1004,24 +1003,27 @@ type InodeProbe struct {
 // (internal/render.PoolDir, which this module cannot import).
 const poolDir = "..pool"
 
-// inodeProbeFiles is how many files one inode-creation probe makes: enough
-// for a p90, few enough that its own removals (recent frees in the same
-// group for the next minutes) stay small against an apply's.
+// inodeProbeFiles is how many files one inode-creation probe makes:
+// enough for a p90.
 const inodeProbeFiles = 100
 
-// probeInodes times n creations of empty files in dir, then removes them
+// probeInodes times n creations of empty files in dir, named after tag
 // (InodeProbe). dir is a directory of the benchmark's own, beside the
 // agent's dir target (never inside an output: the agent would see the
 // files), so that the kernel places the files in the same block group as
-// the outputs, as far as ext4's placement allows.
-func probeInodes(dir string, n int) (InodeProbe, error) {
+// the outputs, as far as ext4's placement allows. The files stay, removed
+// with the run's directory at its end: removed now, they would be
+// recently freed inodes of that group, which every creation of the
+// set's agent and follower (and the next probe) would step over for the
+// next minutes. An error removes what the probe made.
+func probeInodes(dir, tag string, n int) (InodeProbe, error) {
 	p := InodeProbe{N: n, Load: loadAvg()}
 	names := make([]string, 0, n)
 	samples := make([]int64, 0, n)
 	start := time.Now()
 	var err error
 	for i := range n {
-		name := filepath.Join(dir, fmt.Sprintf(".inode-probe-%d", i))
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d", tag, i))
 		t := time.Now()
 		var f *os.File
 		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
@@ -1040,12 +1042,10 @@ func probeInodes(dir string, n int) (InodeProbe, error) {
 			break
 		}
 	}
-	for _, name := range names {
-		if rerr := os.Remove(name); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
 	if err != nil {
+		for _, name := range names {
+			_ = os.Remove(name) // the error said is the creation's
+		}
 		return InodeProbe{}, fmt.Errorf("inode probe: %w", err)
 	}
 	p.Total, p.Create = ms(int64(time.Since(start))), pct(samples)

@@ -237,7 +237,7 @@ func (r *LatencyReport) conditions() []Verdict {
 }
 
 // inodeProbeTarget names the inode-creation probe's row in the summary.
-const inodeProbeTarget = "inode-creation probe: empty files created and removed beside the agent's dir target (per set, before it and after its in-process pass)"
+const inodeProbeTarget = "inode-creation probe: empty files created beside the agent's dir target (per set, before it and after its in-process pass)"
 
 // usRange prints the range of vs (µs), "–" when empty.
 func usRange(vs []float64) string {
@@ -360,7 +360,7 @@ func (r *LatencyReport) Markdown() string {
 		w("| %s | %s | %s | %s | %s | **%s** |\n", v.Target, v.Set, v.Measured, v.Bound, v.Ratio, v.Status)
 	}
 	w("\n### Conditions per set\n\nThe durable-step probe: a new 4 KiB file written and fsynced, then its directory fsynced, 20 times in the agent's state directory between the two publishers' runs (what one durable step of the agent's path cost on this disk at the time; the confd-style follower takes none).\n\n")
-	w("The inode-creation probe: %d empty files created one after another (an exclusive open and a close, as the dir target's pool makes its files) in a directory of the benchmark's beside the agent's dir target, then removed; before the set's first agent starts (what other processes and earlier sets left) and again after the in-process pass (what this set's publishes left), with the load average just before each. On ext4 without a journal each creation steps over the inodes of its block group freed in the last 60 s (360 s while their inode-table block is dirty), whoever freed them, so where the probe's directory shares its group with the agent's pool (usually; the file system places directories, and it can put them apart) this is what one of the agent's per-item creations cost at the time; the confd-style follower makes two per publish.\n\n", inodeProbeFiles)
+	w("The inode-creation probe: %d empty files created one after another (an exclusive open and a close, as the dir target's pool makes its files) in a directory of the benchmark's beside the agent's dir target, and left there until the run's end (removed now, they would be recently freed inodes every later creation in their group steps over); before the set's first agent starts (what other processes and earlier sets left) and again after the in-process pass (what this set's publishes left), with the load average just before each. On ext4 without a journal each creation steps over the inodes of its block group freed in the last 60 s (360 s while their inode-table block is dirty), whoever freed them, so where the probe's directory shares its group with the agent's pool (usually; the file system places directories, and it can put them apart) this is what one of the agent's per-item creations cost at the time; the confd-style follower makes two per publish.\n\n", inodeProbeFiles)
 	w("The groups (ext4 only) are the block groups of a file of the agent's pool, of the after probe's first file and of the follower's file, after the pass: the probe speaks for the pool where the two are the same.\n\n")
 	w("| set | publish mode | load average start → end | durable step p50 | p90 | inode creation before: p50 µs | p90 µs | load | after: p50 µs | p90 µs | load | groups: pool · probe · follower |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.allSets() {
