@@ -263,7 +263,8 @@ type LatencySetResult struct {
 	// and after the in-process pass (what this set's publishes left). On
 	// ext4 without a journal a creation steps over every inode of its
 	// group freed in the last 60 s (360 s while the inode table block is
-	// dirty), so the agent's per-item creations cost what these do.
+	// dirty), so the agent's per-item creations cost what these do
+	// where the probe's group is the pool's (Groups).
 	InodeBefore InodeProbe `json:"inode_probe_before"`
 	InodeAfter  InodeProbe `json:"inode_probe_after"`
 	// Groups are the block groups of the pool's, the after probe's and
@@ -1044,7 +1045,7 @@ func probeInodes(dir, tag string, n int) (InodeProbe, error) {
 	}
 	if err != nil {
 		for _, name := range names {
-			_ = os.Remove(name) // the error said is the creation's
+			_ = os.Remove(name) // the creation's error is the one returned
 		}
 		return InodeProbe{}, fmt.Errorf("inode probe: %w", err)
 	}
