@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -256,6 +257,19 @@ type LatencySetResult struct {
 	// two publishers' runs: what one durable step costs on the disk at
 	// the time (the agent's critical path has several, confd-style none).
 	Fsync Pct `json:"fsync_4k_file_and_dir"`
+	// InodeBefore and InodeAfter are the inode-creation probe
+	// (probeInodes) beside the agent's dir target, when the set
+	// started (before any follower ran: what others and earlier sets left)
+	// and after the in-process pass (what this set's publishes left). On
+	// ext4 without a journal a creation steps over every inode of its
+	// group freed in the last 60 s (360 s while the inode table block is
+	// dirty), so the agent's per-item creations cost what these do
+	// where the probe's group is the pool's (Groups).
+	InodeBefore InodeProbe `json:"inode_probe_before"`
+	InodeAfter  InodeProbe `json:"inode_probe_after"`
+	// Groups are the block groups of the pool's, the after probe's and
+	// the follower's inodes (ext4 only, nil elsewhere).
+	Groups *InodeGroups `json:"inode_groups,omitempty"`
 	// LoadStart and LoadEnd are the 1-minute load average when the set
 	// started and ended.
 	LoadStart float64 `json:"load_average_start"`
@@ -611,6 +625,13 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 			return nil, err
 		}
 	}
+	probeDir := filepath.Join(filepath.Dir(out.dir), "probe")
+	if err := os.Mkdir(probeDir, 0o755); err != nil {
+		return nil, err
+	}
+	if res.InodeBefore, err = probeInodes(probeDir, "before", inodeProbeFiles); err != nil {
+		return nil, err
+	}
 	tmpl := filepath.Join(base, "all.conf.tmpl")
 	if err := os.WriteFile(tmpl, []byte(benchshape.LatencyTemplate), 0o644); err != nil {
 		return nil, err
@@ -690,6 +711,12 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 
 	if res.Fsync, err = probeFsync(filepath.Join(base, "state"), 20); err != nil {
 		return nil, err
+	}
+	if res.InodeAfter, err = probeInodes(probeDir, "after", inodeProbeFiles); err != nil {
+		return nil, err
+	}
+	if g, ok := ext4GroupsOf(probeDir); ok {
+		res.Groups = g.inodeGroupsOf(filepath.Join(out.dir, poolDir), res.InodeAfter.firstIno, out.confd)
 	}
 	if !memory {
 		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, obs.conn); err != nil {
@@ -956,6 +983,74 @@ func sizeTag(b int) string {
 		return fmt.Sprintf("%dk", b/1024)
 	}
 	return fmt.Sprintf("%db", b)
+}
+
+// InodeProbe is one run of the inode-creation probe: N empty files
+// created one after another in a directory (an exclusive open and a
+// close, as the dir target's pool makes its files).
+type InodeProbe struct {
+	// N is the number of files; Create is one creation (ms, as every
+	// Pct; the report prints µs); Total is the N creations together, ms;
+	// Load is the 1-minute load average just before the probe.
+	N      int     `json:"n"`
+	Create Pct     `json:"create"`
+	Total  float64 `json:"create_all_ms"`
+	Load   float64 `json:"load_average"`
+	// firstIno is the inode number the first file got (InodeGroups).
+	firstIno uint64
+}
+
+// poolDir is the agent's dir target's pool of empty files
+// (internal/render.PoolDir, which this module cannot import).
+const poolDir = "..pool"
+
+// inodeProbeFiles is how many files one inode-creation probe makes:
+// enough for a p90.
+const inodeProbeFiles = 100
+
+// probeInodes times n creations of empty files in dir, named after tag
+// (InodeProbe). dir is a directory of the benchmark's own, beside the
+// agent's dir target (never inside an output: the agent would see the
+// files), so that the kernel places the files in the same block group as
+// the outputs, as far as ext4's placement allows. The files stay, removed
+// with the run's directory at its end: removed now, they would be
+// recently freed inodes of that group, which every creation of the
+// set's agent and follower (and the next probe) would step over for the
+// next minutes. An error removes what the probe made.
+func probeInodes(dir, tag string, n int) (InodeProbe, error) {
+	p := InodeProbe{N: n, Load: loadAvg()}
+	names := make([]string, 0, n)
+	samples := make([]int64, 0, n)
+	start := time.Now()
+	var err error
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d", tag, i))
+		t := time.Now()
+		var f *os.File
+		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			break
+		}
+		samples = append(samples, int64(time.Since(t)))
+		names = append(names, name)
+		if i == 0 {
+			if st, serr := f.Stat(); serr == nil {
+				if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+					p.firstIno = sys.Ino
+				}
+			}
+		}
+		if err = f.Close(); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, name := range names {
+			_ = os.Remove(name) // the creation's error is the one returned
+		}
+		return InodeProbe{}, fmt.Errorf("inode probe: %w", err)
+	}
+	p.Total, p.Create = ms(int64(time.Since(start))), pct(samples)
+	return p, nil
 }
 
 // probeFsync times n durable 4 KiB file creations in dir (write, fsync,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -212,12 +213,38 @@ func (r *LatencyReport) conditions() []Verdict {
 		probe.Measured = fmt.Sprintf("p50 %.2f–%.2f ms, p90 up to %.2f ms (%d sets)", slices.Min(p50s), slices.Max(p50s), slices.Max(p90s), len(p50s))
 		probe.Status = statusReported
 	}
+	var before, after []float64
+	for _, s := range r.allSets() {
+		if s.InodeBefore.N > 0 {
+			before = append(before, s.InodeBefore.Create.P50*1e3)
+		}
+		if s.InodeAfter.N > 0 {
+			after = append(after, s.InodeAfter.Create.P50*1e3)
+		}
+	}
+	inodes := Verdict{Target: inodeProbeTarget, Measured: "–", Bound: "say what it is", Ratio: "–", Status: statusMissing}
+	if len(before)+len(after) > 0 {
+		inodes.Measured = fmt.Sprintf("p50 per creation %s before the sets, %s after their in-process pass (sets: %d)",
+			usRange(before), usRange(after), max(len(before), len(after)))
+		inodes.Status = statusReported
+	}
 	load := Verdict{Target: "load average (1 minute) of the machine", Measured: fmt.Sprintf("%.2f at the start, %.2f at the end", r.Env.LoadStart, r.Env.LoadEnd),
 		Bound: "say what it is", Ratio: "–", Status: statusReported}
 	if len(loads) > 0 {
 		load.Measured += fmt.Sprintf("; %.2f–%.2f during the sets", slices.Min(loads), slices.Max(loads))
 	}
-	return []Verdict{probe, load}
+	return []Verdict{probe, inodes, load}
+}
+
+// inodeProbeTarget names the inode-creation probe's row in the summary.
+const inodeProbeTarget = "inode-creation probe: empty files created beside the agent's dir target (per set, before it and after its in-process pass)"
+
+// usRange prints the range of vs (µs), "–" when empty.
+func usRange(vs []float64) string {
+	if len(vs) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f–%.0f µs", slices.Min(vs), slices.Max(vs))
 }
 
 // FleetTargets are the fleet benchmark's (`confbench --agents …`) figures
@@ -333,9 +360,11 @@ func (r *LatencyReport) Markdown() string {
 		w("| %s | %s | %s | %s | %s | **%s** |\n", v.Target, v.Set, v.Measured, v.Bound, v.Ratio, v.Status)
 	}
 	w("\n### Conditions per set\n\nThe durable-step probe: a new 4 KiB file written and fsynced, then its directory fsynced, 20 times in the agent's state directory between the two publishers' runs (what one durable step of the agent's path cost on this disk at the time; the confd-style follower takes none).\n\n")
-	w("| set | publish mode | load average start → end | durable step p50 | p90 |\n|---|---|---|---:|---:|\n")
+	w("The inode-creation probe: %d empty files created one after another (an exclusive open and a close, as the dir target's pool makes its files) in a directory of the benchmark's beside the agent's dir target, and left there until the run's end (removed now, they would be recently freed inodes every later creation in their group steps over); before the set's first agent starts (what other processes and earlier sets left) and again after the in-process pass (what this set's publishes left), with the load average just before each. On ext4 without a journal each creation steps over the inodes of its block group freed in the last 60 s (360 s while their inode-table block is dirty), whoever freed them, so where the probe's directory shares its group with the agent's pool (usually; the file system places directories, and it can put them apart) this is what one of the agent's per-item creations cost at the time; the confd-style follower makes two per publish.\n\n", inodeProbeFiles)
+	w("The groups (ext4 only) are the block groups of a file of the agent's pool, of the after probe's first file and of the follower's file, after the pass: the probe speaks for the pool where the two are the same.\n\n")
+	w("| set | publish mode | load average start → end | durable step p50 | p90 | inode creation before: p50 µs | p90 µs | load | after: p50 µs | p90 µs | load | groups: pool · probe · follower |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.allSets() {
-		w("| %s | %s | %.2f → %.2f | %.2f | %.2f |\n", s.set(), s.Mode, s.LoadStart, s.LoadEnd, s.Fsync.P50, s.Fsync.P90)
+		w("| %s | %s | %.2f → %.2f | %.2f | %.2f | %s | %s | %s |\n", s.set(), s.Mode, s.LoadStart, s.LoadEnd, s.Fsync.P50, s.Fsync.P90, s.InodeBefore.cells(), s.InodeAfter.cells(), s.Groups.cell())
 	}
 
 	w("\n## Commit-ack → rendered, and publish start → rendered (ms)\n\n")
@@ -495,4 +524,28 @@ func (r *LatencyReport) Write(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "latency-results.md"), []byte(r.Markdown()), 0o644)
+}
+
+// cells are the probe's cells in the conditions table: p50, p90 (µs), the
+// load average; dashes when the probe did not run.
+func (p InodeProbe) cells() string {
+	if p.N == 0 {
+		return "– | – | –"
+	}
+	return fmt.Sprintf("%.0f | %.0f | %.2f", p.Create.P50*1e3, p.Create.P90*1e3, p.Load)
+}
+
+// cell is the groups' cell in the conditions table: "–" off ext4, and
+// for an inode that was not there.
+func (g *InodeGroups) cell() string {
+	if g == nil {
+		return "–"
+	}
+	one := func(n int) string {
+		if n < 0 {
+			return "–"
+		}
+		return strconv.Itoa(n)
+	}
+	return one(g.Pool) + " · " + one(g.Probe) + " · " + one(g.Follower)
 }

@@ -38,6 +38,9 @@ func TestLatencyTargets(t *testing.T) {
 	a.ConfPush, a.Floor, a.FloorRatio, a.FloorItems = Pct{N: 1, P50: 30}, Pct{N: 1, P50: 20}, 1.5, 1
 	a.AgentRSS = Memory{Steady: 20, Max: 21, Peak: 26}
 	a.Fsync, a.LoadStart, a.LoadEnd = Pct{N: 20, P50: 0.6, P90: 1.1}, 2.5, 3.5
+	a.InodeBefore = InodeProbe{N: 100, Create: Pct{N: 100, P50: 0.021, P90: 0.030}, Total: 3, Load: 2.5}
+	a.InodeAfter = InodeProbe{N: 100, Create: Pct{N: 100, P50: 0.874, P90: 1.2}, Total: 90, Load: 3.4}
+	a.Groups = &InodeGroups{Pool: 1218, Probe: 1218, Follower: 1219}
 	b := latSet(20, 20, 64<<10, "marker", 30, 30)
 	b.AgentCPU, b.ConfdCPU, b.CPURatio = 30, 10, 3
 	b.ConfPush, b.Floor, b.FloorRatio, b.FloorItems = Pct{N: 1, P50: 300}, Pct{N: 1, P50: 100}, 3, 14
@@ -72,8 +75,9 @@ func TestLatencyTargets(t *testing.T) {
 	probe := "durable-step probe: 4 KiB file written and fsynced, then its directory (per set, in the agent's state directory) @ "
 	load := "load average (1 minute) of the machine @ "
 	want := map[string]string{
-		probe: statusReported,
-		load:  statusReported,
+		probe:                    statusReported,
+		inodeProbeTarget + " @ ": statusReported,
+		load:                     statusReported,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 20/1 × 1 KiB":                      statusPass,
 		"commit-ack → rendered p50, confagent template ÷ confd-style template @ 20/1 × 1 KiB":        statusMiss,
 		"commit-ack → rendered p50, confagent dir ÷ confd-style @ 100/100 × 1 KiB":                   statusPass,
@@ -133,6 +137,11 @@ func TestLatencyTargets(t *testing.T) {
 		"**`confagent dir (apply: independent) ÷ confd-style`** is a second in-process pass",
 		"## The dir target like for like: `apply: independent` (ms)",
 		"| 20/1 × 1 KiB | 0.00 → 0.00 | 12.00 | 0.00 | 9.00 | 0.00 | 1.33× | 1.40× | 30.00 | 20.00 |",
+		// The conditions per set: the inode-creation probe before and
+		// after, in µs with its load; dashes for a set without it.
+		"| 20/1 × 1 KiB | multi | 2.50 → 3.50 | 0.60 | 1.10 | 21 | 30 | 2.50 | 874 | 1200 | 3.40 | 1218 · 1218 · 1219 |",
+		"| 100/100 × 1 KiB | multi | 0.00 → 0.00 | 0.00 | 0.00 | – | – | – | – | – | – | – |",
+		"| " + inodeProbeTarget + " |  | p50 per creation 21–21 µs before the sets, 874–874 µs after their in-process pass (sets: 1) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, md)
@@ -144,7 +153,7 @@ func TestLatencyTargets(t *testing.T) {
 	// with 4 KiB measured too, the coverage target passes; with no set
 	// that ran the durable-step probe, it is not measured either.
 	e := latSet(20, 1, 4096, "multi", 10, 10)
-	a.Fsync = Pct{}
+	a.Fsync, a.InodeBefore, a.InodeAfter = Pct{}, InodeProbe{}, InodeProbe{}
 	r = &LatencyReport{Sets: []LatencySetResult{a, b, e}}
 	n := 0
 	for _, v := range r.Targets() {
@@ -155,8 +164,8 @@ func TestLatencyTargets(t *testing.T) {
 			t.Errorf("coverage: %s (%s)", v.Status, v.Measured)
 		}
 	}
-	if n != 5 { // three cache targets, the large set, the probe
-		t.Errorf("%d targets not measured, want 5", n)
+	if n != 6 { // three cache targets, the large set, the two probes
+		t.Errorf("%d targets not measured, want 6", n)
 	}
 	if _, err := json.Marshal(r); err != nil {
 		t.Errorf("the report does not encode: %v", err)

@@ -20,7 +20,8 @@ import (
 // timings" lines were found for every publish), CPU and memory were read
 // for both processes, the floor (zkfloor) ran beside every confpush and
 // timed its three server writes, the start-up of both programs was
-// measured, the durable-step probe and the load are in the summary, the 20 × 64 KiB
+// measured, the durable-step probe, the inode-creation probe (before and
+// after every set) and the load are in the summary, the 20 × 64 KiB
 // set went through marker mode (its commit found by the tap), each set's
 // second pass with the agent restarted under apply: independent has every
 // row, phase and CPU figure and its like-for-like row in the summary, and
@@ -42,6 +43,16 @@ func TestLatencySmoke(t *testing.T) {
 		if s.Fsync.N == 0 || s.Publish.N != n || s.ConfPush.N != n || s.Floor.N != n || s.FloorItems < 1 || s.FloorRatio <= 0 {
 			t.Errorf("%s: %d fsync probes, %d publish, %d confpush and %d floor samples (%d items), ratio %.2f; want %d each", name,
 				s.Fsync.N, s.Publish.N, s.ConfPush.N, s.Floor.N, s.FloorItems, s.FloorRatio, n)
+		}
+		for what, p := range map[string]bench.InodeProbe{"before": s.InodeBefore, "after": s.InodeAfter} {
+			if p.N != 100 || p.Create.N != p.N || p.Create.P50 <= 0 || p.Total <= 0 {
+				t.Errorf("%s: inode probe %s the set: %+v, want 100 timed creations", name, what, p)
+			}
+		}
+		// Off ext4 there are no groups; on it, the probe's file and the
+		// follower's were there to be placed (the pool may be empty).
+		if g := s.Groups; g != nil && (g.Probe < 0 || g.Follower < 0) {
+			t.Errorf("%s: inode groups %+v", name, *g)
 		}
 		for what, p := range map[string]bench.Pct{"floor session": s.FloorSession, "floor Multi": s.FloorMulti, "floor close": s.FloorClose,
 			"confpush --version": s.ConfPushStart, "zkfloor start": s.FloorStart} {
@@ -89,12 +100,12 @@ func TestLatencySmoke(t *testing.T) {
 		if v.Status == "NOT MEASURED" && !strings.HasPrefix(v.Target, "cache as a library") {
 			t.Errorf("summary: %q not measured", v.Target)
 		}
-		if strings.HasPrefix(v.Target, "durable-step probe") || strings.HasPrefix(v.Target, "load average") {
+		if strings.HasPrefix(v.Target, "durable-step probe") || strings.HasPrefix(v.Target, "inode-creation probe") || strings.HasPrefix(v.Target, "load average") {
 			conditions++
 		}
 	}
-	if conditions != 2 {
-		t.Errorf("summary: %d of the durable-step probe and load average rows, want both", conditions)
+	if conditions != 3 {
+		t.Errorf("summary: %d of the durable-step probe, inode-creation probe and load average rows, want all three", conditions)
 	}
 	if independent != 2 {
 		t.Errorf("summary: %d like-for-like dir rows (apply: independent), want one per set", independent)
@@ -103,7 +114,7 @@ func TestLatencySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |",
+	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "inode creation before: p50 µs", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |",
 		"## The dir target like for like: `apply: independent` (ms)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("latency-results.md lacks %q", want)

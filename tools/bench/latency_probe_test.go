@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestProbeInodes checks the inode-creation probe: it times each of its n
+// creations and leaves its files in place (their removal would be recent
+// frees the measured processes step over), named after its tag, so that
+// a second probe in the same directory creates files of its own; where it
+// cannot create, it fails and removes what it made.
+func TestProbeInodes(t *testing.T) {
+	dir := t.TempDir()
+	names := func() []string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []string
+		for _, e := range ents {
+			ns = append(ns, e.Name())
+		}
+		return ns
+	}
+	p, err := probeInodes(dir, "before", 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.N != 25 || p.Create.N != 25 || p.firstIno == 0 {
+		t.Errorf("probe of 25 files: N %d, %d creations timed, first inode %d", p.N, p.Create.N, p.firstIno)
+	}
+	if p.Create.P50 <= 0 || p.Create.P90 < p.Create.P50 || p.Create.Max < p.Create.P90 || p.Total < p.Create.Max {
+		t.Errorf("probe times out of order: %+v", p)
+	}
+	if got := names(); len(got) != 25 || !slices.Contains(got, "before-0") || !slices.Contains(got, "before-24") {
+		t.Errorf("after the probe the directory holds %v, want before-0 … before-24", got)
+	}
+	if _, err := probeInodes(dir, "after", 5); err != nil {
+		t.Fatalf("a second probe beside the first: %v", err)
+	}
+	if n := len(names()); n != 30 {
+		t.Errorf("%d files after two probes of 25 and 5, want 30", n)
+	}
+
+	// A file of the probe's name already there: the exclusive creation
+	// fails, and what the probe made before it is removed.
+	if err := os.WriteFile(filepath.Join(dir, "again-3"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probeInodes(dir, "again", 10); err == nil {
+		t.Error("the probe succeeded over a file of its own name")
+	}
+	if got := names(); len(got) != 31 || slices.Contains(got, "again-0") || !slices.Contains(got, "again-3") {
+		t.Errorf("after a failed probe the directory holds %v, want the 30 earlier files and again-3", got)
+	}
+}
