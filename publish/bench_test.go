@@ -235,3 +235,57 @@ func BenchmarkPrepare100x4KiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipelinedStore100 compares, on one server in the same minutes,
+// a publish of 100 changed items whose entering blobs are stored by the
+// Multi pipelined behind its commit with one whose blobs are stored after
+// the acknowledgement (withoutPipeline, the code before issue 27's
+// fourteenth part), alternated publish by publish on two roots. It
+// reports the medians of the whole Publish call (pipe-ms, after-ms) and
+// of the commit sent → the call's return (pipe-tail-ms, after-tail-ms):
+// the part the pipelined store changes.
+func BenchmarkPipelinedStore100(b *testing.B) {
+	for _, size := range []int{1 << 10, 4 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			c := benchServer(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			var sent time.Time
+			hook := withBeforeCommit(func(string) { sent = time.Now() })
+			pubs := []*Publisher{
+				newPub(b, c, "/pipe", WithMeta("/pipemeta"), hook),
+				newPub(b, c, "/after", WithMeta("/aftermeta"), hook, withoutPipeline()),
+			}
+			for _, p := range pubs {
+				if _, err := p.Publish(ctx, Request{Items: items(100, size, "warm")}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var call, tail [2][]time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				set := items(100, size, strconv.Itoa(i))
+				for k := range pubs {
+					k := (k + i) % 2 // alternate which goes first
+					start := time.Now()
+					if _, err := pubs[k].Publish(ctx, Request{Items: set}); err != nil {
+						b.Fatal(err)
+					}
+					end := time.Now()
+					call[k] = append(call[k], end.Sub(start))
+					tail[k] = append(tail[k], end.Sub(sent))
+				}
+			}
+			b.StopTimer()
+			med := func(d []time.Duration) float64 {
+				s := slices.Clone(d)
+				slices.Sort(s)
+				return float64(s[len(s)/2].Microseconds()) / 1000
+			}
+			b.ReportMetric(med(call[0]), "pipe-ms")
+			b.ReportMetric(med(call[1]), "after-ms")
+			b.ReportMetric(med(tail[0]), "pipe-tail-ms")
+			b.ReportMetric(med(tail[1]), "after-tail-ms")
+		})
+	}
+}

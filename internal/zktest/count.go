@@ -10,6 +10,7 @@ import (
 // Request types of ZooKeeper's protocol a test may count (Counter.Count).
 const (
 	OpGetData   = 4
+	OpMulti     = 14
 	OpMultiRead = opMultiRead
 )
 
