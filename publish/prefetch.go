@@ -3,12 +3,16 @@ package publish
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -45,6 +49,9 @@ type stepTwo struct {
 	items     map[string]liveItem
 	blobs     map[string]bool // sha256 → its blob exists
 	candidate *bool
+	// hash is the hashes of the set the reads were sent for (nil: not
+	// computed), set before the publish takes the reads.
+	hash *setHash
 }
 
 // liveItem is a live node's data as read beside the state; exists is
@@ -62,27 +69,86 @@ type speculation struct {
 
 // speculate returns what a publish of items reads beside its state: for
 // a set of at most speculateItems items and speculateBytes, its paths and
-// its contents' sha256; nothing for a larger one.
-func speculate(items map[string][]byte) speculation {
+// its contents' sha256; nothing for a larger one. The set's hashes are
+// returned too when they were computed (a small set), for the publish to
+// take instead of hashing the set again (setHash).
+func speculate(items map[string][]byte) (speculation, *setHash) {
 	if len(items) > speculateItems {
-		return speculation{}
+		return speculation{}, nil
 	}
 	total := 0
 	for _, b := range items {
 		if total += len(b); total > speculateBytes {
-			return speculation{}
+			return speculation{}, nil
 		}
 	}
 	var sp speculation
 	seen := map[string]bool{}
-	for n, it := range hashItems(items) {
+	h := hashedSet(items, hashItems(items))
+	for n, it := range h.entries {
 		sp.names = append(sp.names, n)
 		if !seen[it.SHA256] {
 			seen[it.SHA256] = true
 			sp.shas = append(sp.shas, it.SHA256)
 		}
 	}
-	return sp
+	return sp, h
+}
+
+// setHash is a set's manifest entries (hashItems) computed before the
+// publish that needs them: by speculate for a small set, or by Prefetch
+// in the background for a larger one, while the session is being
+// established and the state read, where a confpush publish otherwise
+// waits with a processor idle; the publish then takes them (entriesFor)
+// instead of hashing the set once more on its way to the commit (~1 ms
+// of a one-item publish of 20 items of 64 KiB,
+// docs/bench/latency-push64-2026-11-27c). Each byte of a set is hashed
+// once per publish either way.
+type setHash struct {
+	items   map[string][]byte
+	done    chan struct{}
+	entries map[string]manifest.Item
+}
+
+// hashedSet is a setHash of items already hashed (entries). It keeps its
+// own map of items' slices: the caller may change the map afterwards
+// (entriesFor then sees another set).
+func hashedSet(items map[string][]byte, entries map[string]manifest.Item) *setHash {
+	h := &setHash{items: maps.Clone(items), done: make(chan struct{}), entries: entries}
+	close(h.done)
+	return h
+}
+
+// hashAhead hashes items in the background, from its own map of items'
+// slices (taken here: the caller may change its map meanwhile).
+func hashAhead(items map[string][]byte) *setHash {
+	h := &setHash{items: maps.Clone(items), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		h.entries = hashItems(h.items)
+	}()
+	return h
+}
+
+// entriesFor returns the entries of items, waiting for them, when h hashed
+// this very set: the same names, each the same bytes in memory (the same
+// slice of the same length), as Prefetch's caller passes the set it
+// publishes next; nil otherwise (h nil, or another set), and the caller
+// hashes items itself. A set whose bytes were modified in place since
+// breaks the contract Prefetch and Publish state (the items must not be
+// modified meanwhile: Publish reads them again when it commits).
+func (h *setHash) entriesFor(items map[string][]byte) map[string]manifest.Item {
+	if h == nil || len(h.items) != len(items) {
+		return nil
+	}
+	for n, b := range items {
+		a, ok := h.items[n]
+		if !ok || len(a) != len(b) || len(a) > 0 && &a[0] != &b[0] {
+			return nil
+		}
+	}
+	<-h.done
+	return h.entries
 }
 
 // startStepTwo sends step 2's reads, and those of sp, and returns at
@@ -430,8 +496,19 @@ func firstError(errs []error) error {
 // that a commit landing since made stale, as for any read. A Prefetch
 // replaces an earlier one not yet taken. Its errors are not reported:
 // the publish reads again what failed.
+//
+// Prefetch also hashes items (in the background for a set larger than it
+// reads the items of), and a publish of the very same set (the same
+// names, each the same slice) takes those hashes instead of hashing the
+// set again: as for Request.Items, the items' bytes must not be modified
+// from Prefetch until the publish that takes it returned.
 func (p *Publisher) Prefetch(ctx context.Context, items map[string][]byte) {
-	r := p.startStepTwo(ctx, speculate(items))
+	sp, h := speculate(items)
+	r := p.startStepTwo(ctx, sp)
+	if h == nil {
+		h = hashAhead(items)
+	}
+	r.hash = h
 	p.mu.Lock()
 	p.prefetched = r
 	p.mu.Unlock()
@@ -491,4 +568,77 @@ func (p *Publisher) PrefetchACLs(ctx context.Context) (acls PrefetchedACLs, ok b
 		return PrefetchedACLs{}, true
 	}
 	return PrefetchedACLs{Root: r.acl.Item, RootExists: true}, true
+}
+
+// blobReads are the reads of whether the blobs of a set's entering
+// contents exist, for a set step 2 did not speculate on (startBlobReads).
+type blobReads struct {
+	done   chan struct{}
+	exists map[string]bool // sha256 → its blob exists; a failed read is left out
+}
+
+// startBlobReads sends, beside the reads of the items a publish leaves
+// alone (verifyUnchanged), one Exists per content of hashed that is not
+// in the live manifest and whose blob step 2 did not read (a set larger
+// than it speculates on), so that the multi-mode commit can create those
+// blobs (carry) instead of a second server write after the
+// acknowledgement that the publish waits for (storeEntering: ~1.9 ms of
+// a one-item publish of 20 items of 64 KiB,
+// docs/bench/latency-push64-2026-11-27c). They ride the verification's
+// round trip, so they add no wait. Nothing is read when there are more
+// than speculateItems such contents or they could not fit the commit
+// (marker mode stores its blobs first, in 6a). An answer is as current
+// as step 2's listing is: a blob stored or deleted since is handled at
+// the commit as for a small set (carry, blobRaceError). A failed read
+// leaves its content out: the publish stores that blob after the
+// acknowledgement, as before. nil when there is nothing to read.
+func (p *Publisher) startBlobReads(ctx context.Context, st *state, hashed map[string]manifest.Item) *blobReads {
+	if p.cfg.hooks.noCarry {
+		return nil
+	}
+	live := make(map[string]bool, len(st.live.Items))
+	for _, it := range st.live.Items {
+		live[it.SHA256] = true
+	}
+	var shas []string
+	var total int64
+	for _, it := range hashed {
+		if _, read := st.blobExists[it.SHA256]; read || live[it.SHA256] || slices.Contains(shas, it.SHA256) {
+			continue
+		}
+		shas = append(shas, it.SHA256)
+		if total += it.Size; len(shas) > speculateItems || total > int64(p.cfg.multiBudget) {
+			return nil
+		}
+	}
+	if len(shas) == 0 {
+		return nil
+	}
+	r := &blobReads{done: make(chan struct{}), exists: make(map[string]bool, len(shas))}
+	var mu sync.Mutex
+	go func() {
+		defer close(r.done)
+		_ = work.Parallel(ctx, len(shas), len(shas), func(ctx context.Context, i int) error {
+			s, err := p.exists(ctx, p.paths.Blob(shas[i]))
+			if err == nil {
+				mu.Lock()
+				r.exists[shas[i]] = s != nil
+				mu.Unlock()
+			}
+			return nil
+		})
+	}()
+	return r
+}
+
+// wait waits for r's reads and records their answers in st.blobExists.
+func (r *blobReads) wait(st *state) {
+	if r == nil {
+		return
+	}
+	<-r.done
+	if st.blobExists == nil {
+		st.blobExists = make(map[string]bool, len(r.exists))
+	}
+	maps.Copy(st.blobExists, r.exists)
 }
