@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/zkconf/zkconf/internal/layout"
+	"github.com/zkconf/zkconf/internal/zktest"
 )
 
 // TestLargeSetCommitCarriesEnteringBlob: a set larger than step 2
@@ -180,4 +182,54 @@ func TestSizedEntries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPrefetchReadsUnchangedItems: for a set larger than step 2
+// speculates on, the reads Prefetch sends include the live items the
+// publish verifies (those the set leaves unchanged), in multiReads sent
+// once the root's manifest is in, so the publish sends none of its own;
+// an item tampered with behind the publisher's back is still found and
+// rewritten; a set whose items all change reads no item.
+func TestPrefetchReadsUnchangedItems(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/prefetchunchanged"
+	direct := newPub(t, c, root)
+	set := items(100, 1024, "v1")
+	mustPublish(t, direct, Request{Items: set})
+	if _, err := direct.conn().Set(direct.paths.Item("item-57.conf"), []byte("edited by hand"), -1); err != nil {
+		t.Fatal(err)
+	}
+
+	counter := zktest.CountRequests(t, c.Addrs()[0])
+	conn, sess := dial(t, testSession, counter.Addr())
+	p := mustNew(t, conn, sess, root)
+
+	next := clone(set)
+	next["item-00.conf"] = content(1024, "v2")
+	p.Prefetch(ctx, next)
+	if _, ok := p.PrefetchACLs(ctx); !ok { // waits for the prefetch's reads
+		t.Fatal("no pending prefetch")
+	}
+	if m := counter.Count(zktest.OpMultiRead); m != 2 {
+		t.Fatalf("the prefetch sent %d multiReads, want 2 (the 99 unchanged items: 64 + 35)", m)
+	}
+	res := mustPublish(t, p, Request{Items: next})
+	if !slices.Equal(res.Repaired, []string{"item-57.conf"}) {
+		t.Fatalf("repaired %v, want [item-57.conf]", res.Repaired)
+	}
+	checkLive(t, direct, 2, next)
+	if m, g := counter.Count(zktest.OpMultiRead), counter.Count(zktest.OpGetData); m != 2 || g > 1 {
+		t.Fatalf("after the publish: %d multiReads and %d getData, want 2 and at most the root's", m, g)
+	}
+
+	counter.Reset()
+	all := items(100, 1024, "v3")
+	p.Prefetch(ctx, all)
+	p.PrefetchACLs(ctx) // waits for the prefetch's reads (the ACLs are held: not read again)
+	mustPublish(t, p, Request{Items: all})
+	if m := counter.Count(zktest.OpMultiRead); m != 0 {
+		t.Fatalf("a set whose items all change sent %d multiReads, want 0", m)
+	}
+	checkLive(t, direct, 3, all)
 }

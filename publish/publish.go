@@ -78,8 +78,10 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		pre = rd.hash
 	} else {
 		var sp speculation
-		sp, pre = speculate(req.Items)
-		rd = p.startStepTwo(rctx, sp)
+		if sp, pre = speculate(req.Items); pre == nil {
+			pre = hashAhead(req.Items)
+		}
+		rd = p.startStepTwo(rctx, sp, pre)
 	}
 	hashed, err := p.checkRequest(req, pre)
 	if err != nil {
@@ -90,7 +92,7 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 	<-rd.done
 	if prefetched && (rd.stErr != nil || rd.aclErr != nil || (rd.acl == nil && cached == nil)) {
 		sp, _ := speculate(req.Items)
-		rd = p.startStepTwo(rctx, sp)
+		rd = p.startStepTwo(rctx, sp, nil)
 		<-rd.done
 	}
 	if rd.acl != nil {

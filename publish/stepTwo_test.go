@@ -39,7 +39,7 @@ func TestStepTwoEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	before := blockedRequests()
 	sp, _ := speculate(items(5, 100, "g2"))
-	r := p.startStepTwo(rctx, sp)
+	r := p.startStepTwo(rctx, sp, nil)
 	// Wait until the reads are blocked in the client, unanswered.
 	for blockedRequests() < before+3 {
 		select {
