@@ -203,7 +203,9 @@ func TestPrefetchReadsUnchangedItems(t *testing.T) {
 
 	counter := zktest.CountRequests(t, c.Addrs()[0])
 	conn, sess := dial(t, testSession, counter.Addr())
-	p := mustNew(t, conn, sess, root)
+	// It dies right after its acknowledgement: what it did not store
+	// before (in its commit) stays missing.
+	p := mustNew(t, conn, sess, root, withAfterCommit(func() bool { return true }))
 
 	next := clone(set)
 	next["item-00.conf"] = content(1024, "v2")
@@ -214,6 +216,7 @@ func TestPrefetchReadsUnchangedItems(t *testing.T) {
 	if m := counter.Count(zktest.OpMultiRead); m != 2 {
 		t.Fatalf("the prefetch sent %d multiReads, want 2 (the 99 unchanged items: 64 + 35)", m)
 	}
+	exists := counter.Count(zktest.OpExists)
 	res := mustPublish(t, p, Request{Items: next})
 	if !slices.Equal(res.Repaired, []string{"item-57.conf"}) {
 		t.Fatalf("repaired %v, want [item-57.conf]", res.Repaired)
@@ -222,6 +225,15 @@ func TestPrefetchReadsUnchangedItems(t *testing.T) {
 	if m, g := counter.Count(zktest.OpMultiRead), counter.Count(zktest.OpGetData); m != 2 || g > 1 {
 		t.Fatalf("after the publish: %d multiReads and %d getData, want 2 and at most the root's", m, g)
 	}
+	// The new content's blob: read missing among the prefetch's reads (no
+	// Exists of the publish's own) and created by the commit.
+	if e := counter.Count(zktest.OpExists); e != exists {
+		t.Fatalf("the publish sent %d Exists of its own, want 0 (the entering blob's was the prefetch's)", e-exists)
+	}
+	if !blobExists(t, direct, next["item-00.conf"]) {
+		t.Fatal("the new content's blob is missing: the commit did not carry it")
+	}
+	checkInvariant(t, direct)
 
 	counter.Reset()
 	all := items(100, 1024, "v3")

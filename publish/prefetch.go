@@ -312,13 +312,24 @@ func (r *stepTwoRun) readState(i int) {
 // commit's compare-and-swap, as before.
 func (r *stepTwoRun) readUnchanged(live *manifest.Manifest) {
 	<-r.hash.done
+	if r.ctx.Err() != nil {
+		return
+	}
+	// Beside them, whether the blobs of the contents entering the live
+	// set exist (startBlobReads' reads, sent here rather than a round
+	// trip later).
+	shas := r.p.enteringToRead(r.hash.entries, live, nil)
+	r.left.Add(int64(len(shas)))
+	for _, sha := range shas {
+		go r.readBlob(sha)
+	}
 	var names []string
 	for n, it := range r.hash.entries {
 		if old, ok := live.Items[n]; ok && old == it {
 			names = append(names, n)
 		}
 	}
-	if len(names) == 0 || r.ctx.Err() != nil {
+	if len(names) == 0 {
 		return
 	}
 	slices.Sort(names)
@@ -334,6 +345,18 @@ func (r *stepTwoRun) readUnchanged(live *manifest.Manifest) {
 			batch[k] = names[i]
 		}
 		go r.readBatch(batch)
+	}
+}
+
+// readBlob records whether the blob of content sha exists (readUnchanged),
+// then runs last if it was the last to answer; a failed read leaves it
+// out, as readBlobs does.
+func (r *stepTwoRun) readBlob(sha string) {
+	defer r.answered()
+	if s, err := r.p.exists(r.ctx, r.p.paths.Blob(sha)); err == nil {
+		r.mu.Lock()
+		r.w.blobs[sha] = s != nil
+		r.mu.Unlock()
 	}
 }
 
@@ -667,24 +690,7 @@ type blobReads struct {
 // leaves its content out: the publish stores that blob after the
 // acknowledgement, as before. nil when there is nothing to read.
 func (p *Publisher) startBlobReads(ctx context.Context, st *state, hashed map[string]manifest.Item) *blobReads {
-	if p.cfg.hooks.noCarry {
-		return nil
-	}
-	live := make(map[string]bool, len(st.live.Items))
-	for _, it := range st.live.Items {
-		live[it.SHA256] = true
-	}
-	var shas []string
-	var total int64
-	for _, it := range hashed {
-		if _, read := st.blobExists[it.SHA256]; read || live[it.SHA256] || slices.Contains(shas, it.SHA256) {
-			continue
-		}
-		shas = append(shas, it.SHA256)
-		if total += it.Size; len(shas) > speculateItems || total > int64(p.cfg.multiBudget) {
-			return nil
-		}
-	}
+	shas := p.enteringToRead(hashed, st.live, st.blobExists)
 	if len(shas) == 0 {
 		return nil
 	}
@@ -703,6 +709,32 @@ func (p *Publisher) startBlobReads(ctx context.Context, st *state, hashed map[st
 		})
 	}()
 	return r
+}
+
+// enteringToRead returns the contents of hashed that are not in live and
+// whose blob's existence is not in known, when there are at most
+// speculateItems of them and they could all fit a multi-mode commit
+// (startBlobReads, readUnchanged); nil otherwise.
+func (p *Publisher) enteringToRead(hashed map[string]manifest.Item, live *manifest.Manifest, known map[string]bool) []string {
+	if p.cfg.hooks.noCarry {
+		return nil
+	}
+	inLive := make(map[string]bool, len(live.Items))
+	for _, it := range live.Items {
+		inLive[it.SHA256] = true
+	}
+	var shas []string
+	var total int64
+	for _, it := range hashed {
+		if _, read := known[it.SHA256]; read || inLive[it.SHA256] || slices.Contains(shas, it.SHA256) {
+			continue
+		}
+		shas = append(shas, it.SHA256)
+		if total += it.Size; len(shas) > speculateItems || total > int64(p.cfg.multiBudget) {
+			return nil
+		}
+	}
+	return shas
 }
 
 // wait waits for r's reads and records their answers in st.blobExists.
