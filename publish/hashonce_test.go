@@ -245,3 +245,16 @@ func TestPrefetchReadsUnchangedItems(t *testing.T) {
 	}
 	checkLive(t, direct, 3, all)
 }
+
+// TestSetWithin: a set is hashed ahead only when within the set limit.
+func TestSetWithin(t *testing.T) {
+	set := items(4, 100, "w")
+	for _, tc := range []struct {
+		limit int64
+		want  bool
+	}{{400, true}, {399, false}, {0, true}} {
+		if got := setWithin(set, tc.limit); got != tc.want {
+			t.Errorf("setWithin(400 bytes, %d) = %v, want %v", tc.limit, got, tc.want)
+		}
+	}
+}

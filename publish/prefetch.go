@@ -601,7 +601,7 @@ func firstError(errs []error) error {
 // from Prefetch until the publish that takes it returned.
 func (p *Publisher) Prefetch(ctx context.Context, items map[string][]byte) {
 	sp, h := speculate(items)
-	if h == nil {
+	if h == nil && setWithin(items, p.cfg.maxSet) {
 		h = hashAhead(items)
 	}
 	r := p.startStepTwo(ctx, sp, h)

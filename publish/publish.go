@@ -78,7 +78,10 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 		pre = rd.hash
 	} else {
 		var sp speculation
-		if sp, pre = speculate(req.Items); pre == nil {
+		// A larger set is hashed beside the reads, for step 2 to read
+		// its unchanged items early (readUnchanged); not one over the
+		// set limit, which step 1 refuses before any hashing.
+		if sp, pre = speculate(req.Items); pre == nil && setWithin(req.Items, p.cfg.maxSet) {
 			pre = hashAhead(req.Items)
 		}
 		rd = p.startStepTwo(rctx, sp, pre)

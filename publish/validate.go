@@ -100,6 +100,21 @@ func validateItems(items map[string][]byte, opts ValidateOptions) []error {
 	return errs
 }
 
+// setWithin reports whether items total at most limit bytes (0:
+// DefaultMaxSetSize), as validateItems checks them.
+func setWithin(items map[string][]byte, limit int64) bool {
+	if limit <= 0 {
+		limit = DefaultMaxSetSize
+	}
+	var total int64
+	for _, d := range items {
+		if total += int64(len(d)); total > limit {
+			return false
+		}
+	}
+	return true
+}
+
 // hashItems returns the manifest entry of every item: the one place a
 // publish hashes its set.
 func hashItems(items map[string][]byte) map[string]manifest.Item {
