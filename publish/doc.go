@@ -57,7 +57,7 @@
 //     digest): an item changed outside confpush is rewritten in the commit
 //     (Result.Repaired) instead of being skipped as unchanged. Beside
 //     those reads, for a set step 2 did not list the blob store for, one
-//     Exists per entering content (at most 64, fitting the budget), so
+//     Exists per entering content (at most 8, fitting the budget), so
 //     that the commit can carry their blobs.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).

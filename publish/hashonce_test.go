@@ -44,6 +44,20 @@ func TestLargeSetCommitCarriesEnteringBlob(t *testing.T) {
 	}
 	checkLive(t, dying, 3, g1)
 	checkInvariant(t, dying)
+
+	// Nine new contents, more than enteringReads (8): not read, so not
+	// carried (the store after the acknowledgement, which this publisher
+	// skips, has them).
+	g4 := clone(g1)
+	for i := range 9 {
+		g4[fmt.Sprintf("item-%02d.conf", i)] = content(200, fmt.Sprint("g4/", i))
+	}
+	if res := mustPublish(t, dying, Request{Items: g4}); res.Generation != 4 {
+		t.Fatalf("generation %d, want 4", res.Generation)
+	}
+	if blobExists(t, dying, g4["item-00.conf"]) {
+		t.Fatal("a publish of 9 new contents carried their blobs: more Exists than enteringReads (8) were sent")
+	}
 }
 
 // TestVerifyUnchangedSameSize: an unchanged item overwritten by hand with

@@ -683,7 +683,7 @@ type blobReads struct {
 // a one-item publish of 20 items of 64 KiB,
 // docs/bench/latency-push64-2026-11-27c). They ride the verification's
 // round trip, so they add no wait. Nothing is read when there are more
-// than speculateItems such contents or they could not fit the commit
+// than enteringReads such contents or they could not fit the commit
 // (marker mode stores its blobs first, in 6a). An answer is as current
 // as step 2's listing is: a blob stored or deleted since is handled at
 // the commit as for a small set (carry, blobRaceError). A failed read
@@ -711,9 +711,18 @@ func (p *Publisher) startBlobReads(ctx context.Context, st *state, hashed map[st
 	return r
 }
 
+// enteringReads bounds the Exists a publish of a set larger than step 2
+// speculates on sends for the blobs of its entering contents
+// (enteringToRead): each is a request of its own on the connection
+// (pushlean measured one to cost about as much again as the next), for
+// one server write saved whatever their number, so they pay for a few
+// changed contents, the common publish, not for a set whose every item
+// changes; those keep the store after the acknowledgement.
+const enteringReads = 8
+
 // enteringToRead returns the contents of hashed that are not in live and
 // whose blob's existence is not in known, when there are at most
-// speculateItems of them and they could all fit a multi-mode commit
+// enteringReads of them and they could all fit a multi-mode commit
 // (startBlobReads, readUnchanged); nil otherwise.
 func (p *Publisher) enteringToRead(hashed map[string]manifest.Item, live *manifest.Manifest, known map[string]bool) []string {
 	if p.cfg.hooks.noCarry {
@@ -730,7 +739,7 @@ func (p *Publisher) enteringToRead(hashed map[string]manifest.Item, live *manife
 			continue
 		}
 		shas = append(shas, it.SHA256)
-		if total += it.Size; len(shas) > speculateItems || total > int64(p.cfg.multiBudget) {
+		if total += it.Size; len(shas) > enteringReads || total > int64(p.cfg.multiBudget) {
 			return nil
 		}
 	}
