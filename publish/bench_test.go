@@ -213,7 +213,7 @@ func BenchmarkPrepare100x4KiB(b *testing.B) {
 	}()
 	for range b.N {
 		req := Request{Items: next}
-		hashed, err := p.checkRequest(req)
+		hashed, err := p.checkRequest(req, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

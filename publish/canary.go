@@ -172,7 +172,7 @@ func (p *Publisher) checkCanaryRequest(req Request) error {
 	}
 	if len(errs) > 0 {
 		// Validate the items too, to report every problem at once.
-		if _, err := p.checkRequest(req); err != nil {
+		if _, err := p.checkRequest(req, nil); err != nil {
 			errs = append(errs, err)
 		}
 		return errors.Join(errs...)

@@ -23,16 +23,19 @@
 //     no path that is also another's directory), item sizes
 //     (ItemLimit), the set size, an empty set, the manifest size (it must
 //     fit one znode, and the marker-mode final commit that carries it
-//     twice must fit the multi budget). The set is hashed once, here. Any
-//     problem: nothing is written.
+//     twice must fit the multi budget). The set is hashed once, here (or
+//     beforehand, by Publisher.Prefetch, for the same set). Any problem:
+//     nothing is written.
 //  2. Read: the root (manifest M at data version V, or absent, or empty),
 //     its children, the marker if any (and whether its publish's liveness
 //     node exists) and the history list; alongside, the ACLs to copy,
 //     whether a candidate node exists and, for a small set (at most 64
 //     items, 256 KiB), the live nodes at the new set's paths and whether
 //     the blob of each of its contents exists (one listing of the blob
-//     store; Publisher.Prefetch sends these reads early). A root with data
-//     that is not a manifest is refused.
+//     store; Publisher.Prefetch sends these reads early); for a larger
+//     set, once the root's answer is in, the live items whose entry in
+//     its manifest is the new set's (those step 3 verifies). A root with
+//     data that is not a manifest is refused.
 //  3. Check: the fence node of Request.Fence exists (else ErrFenced);
 //     ExpectGeneration (mismatch: ConflictError). A root with children
 //     but no manifest and no marker is refused. A live marker:
@@ -49,9 +52,13 @@
 //     Without a marker, every directory of M and of the new set is listed
 //     (one round, pipelined; nothing for a flat set), and every live item
 //     the plan would leave alone (same path and hash in M and the new set)
-//     is read (in step 2 for a small set) and verified against M: an item
-//     changed outside confpush is rewritten in the commit
-//     (Result.Repaired) instead of being skipped as unchanged.
+//     is read (in step 2, or here for what step 2 did not read) and
+//     verified against M (its bytes equal to the new set's, which has M's
+//     digest): an item changed outside confpush is rewritten in the commit
+//     (Result.Repaired) instead of being skipped as unchanged. Beside
+//     those reads, for a set step 2 did not list the blob store for, one
+//     Exists per entering content (at most 8, fitting the budget), so
+//     that the commit can carry their blobs.
 //  4. Plan generation N = max(M.Generation, newest history entry) + 1 and
 //     the diff (a root at generation 2^63-1 refuses: ErrGenerationExhausted).
 //     With NoRemove, a plan that removes live items is refused
@@ -86,7 +93,7 @@
 //	Delete(dir, -1)                     -- directories left without items, children first
 //	Check(blobs/<sha>, -1)              -- every departing content: in M, in no item of N
 //	Create(blobs/<sha>, content)        -- entering contents (in N, not in M) whose blob step 2
-//	                                       read missing (small sets), while the commit fits the budget
+//	                                       or 3 read missing, while the commit fits the budget
 //	Create(history/g-N, manifest N)     -- history lands with the commit
 //	Check(fence, -1)                    -- with Request.Fence
 //
@@ -106,7 +113,7 @@
 // with Create(blobs/<sha>, content) in place of those Checks (NodeExists
 // on such a Create, someone having stored it meanwhile, turns it back
 // into a Check). The commit creates the blobs of entering contents step
-// 2 read missing, for a small set, as many as fit the multi budget: NodeExists on
+// 2 (a small set) or 3 read missing, as many as fit the multi budget: NodeExists on
 // one (stored by someone else since) fails the commit with nothing
 // applied, and it is sent again without that Create. The other entering
 // contents' blobs (they are live items once the commit lands) go in one

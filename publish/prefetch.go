@@ -3,12 +3,16 @@ package publish
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkconf/zkconf/internal/work"
+	"github.com/zkconf/zkconf/manifest"
 	"github.com/zkconf/zkconf/zkclient"
 )
 
@@ -45,6 +49,9 @@ type stepTwo struct {
 	items     map[string]liveItem
 	blobs     map[string]bool // sha256 → its blob exists
 	candidate *bool
+	// hash is the hashes of the set the reads were sent for (nil: not
+	// computed), set before the publish takes the reads.
+	hash *setHash
 }
 
 // liveItem is a live node's data as read beside the state; exists is
@@ -62,27 +69,86 @@ type speculation struct {
 
 // speculate returns what a publish of items reads beside its state: for
 // a set of at most speculateItems items and speculateBytes, its paths and
-// its contents' sha256; nothing for a larger one.
-func speculate(items map[string][]byte) speculation {
+// its contents' sha256; nothing for a larger one. The set's hashes are
+// returned too when they were computed (a small set), for the publish to
+// take instead of hashing the set again (setHash).
+func speculate(items map[string][]byte) (speculation, *setHash) {
 	if len(items) > speculateItems {
-		return speculation{}
+		return speculation{}, nil
 	}
 	total := 0
 	for _, b := range items {
 		if total += len(b); total > speculateBytes {
-			return speculation{}
+			return speculation{}, nil
 		}
 	}
 	var sp speculation
 	seen := map[string]bool{}
-	for n, it := range hashItems(items) {
+	h := hashedSet(items, hashItems(items))
+	for n, it := range h.entries {
 		sp.names = append(sp.names, n)
 		if !seen[it.SHA256] {
 			seen[it.SHA256] = true
 			sp.shas = append(sp.shas, it.SHA256)
 		}
 	}
-	return sp
+	return sp, h
+}
+
+// setHash is a set's manifest entries (hashItems) computed before the
+// publish that needs them: by speculate for a small set, or by Prefetch
+// in the background for a larger one, while the session is being
+// established and the state read, where a confpush publish otherwise
+// waits with a processor idle; the publish then takes them (entriesFor)
+// instead of hashing the set once more on its way to the commit (~1 ms
+// of a one-item publish of 20 items of 64 KiB,
+// docs/bench/latency-push64-2026-11-27c). Each byte of a set is hashed
+// once per publish either way.
+type setHash struct {
+	items   map[string][]byte
+	done    chan struct{}
+	entries map[string]manifest.Item
+}
+
+// hashedSet is a setHash of items already hashed (entries). It keeps its
+// own map of items' slices: the caller may change the map afterwards
+// (entriesFor then sees another set).
+func hashedSet(items map[string][]byte, entries map[string]manifest.Item) *setHash {
+	h := &setHash{items: maps.Clone(items), done: make(chan struct{}), entries: entries}
+	close(h.done)
+	return h
+}
+
+// hashAhead hashes items in the background, from its own map of items'
+// slices (taken here: the caller may change its map meanwhile).
+func hashAhead(items map[string][]byte) *setHash {
+	h := &setHash{items: maps.Clone(items), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		h.entries = hashItems(h.items)
+	}()
+	return h
+}
+
+// entriesFor returns the entries of items, waiting for them, when h hashed
+// this very set: the same names, each the same bytes in memory (the same
+// slice of the same length), as Prefetch's caller passes the set it
+// publishes next; nil otherwise (h nil, or another set), and the caller
+// hashes items itself. A set whose bytes were modified in place since
+// breaks the contract Prefetch and Publish state (the items must not be
+// modified meanwhile: Publish reads them again when it commits).
+func (h *setHash) entriesFor(items map[string][]byte) map[string]manifest.Item {
+	if h == nil || len(h.items) != len(items) {
+		return nil
+	}
+	for n, b := range items {
+		a, ok := h.items[n]
+		if !ok || len(a) != len(b) || len(a) > 0 && &a[0] != &b[0] {
+			return nil
+		}
+	}
+	<-h.done
+	return h.entries
 }
 
 // startStepTwo sends step 2's reads, and those of sp, and returns at
@@ -101,7 +167,12 @@ func speculate(items map[string][]byte) speculation {
 // error (context.AfterFunc) and the reads still in flight finish into
 // the abandoned copy when the client answers or gives up, as a call
 // zkclient.Call abandons does.
-func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
+//
+// With h (the set's hashes, perhaps still being computed) for a set sp
+// does not speculate on, the live items the publish will verify
+// (verifyUnchanged: those whose entry in the live manifest is the set's)
+// are read too, as soon as the root's read answered (readUnchanged).
+func (p *Publisher) startStepTwo(ctx context.Context, sp speculation, h *setHash) *stepTwo {
 	r := &stepTwo{done: make(chan struct{}), items: map[string]liveItem{}, blobs: map[string]bool{}}
 	w := &stepTwo{items: make(map[string]liveItem, len(sp.names)), blobs: make(map[string]bool, len(sp.shas))}
 	readACL := p.cachedACLs() == nil
@@ -135,6 +206,9 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation) *stepTwo {
 		})
 	}
 	run := &stepTwoRun{p: p, ctx: inlineReads(ctx), sp: sp, w: w, readACL: readACL}
+	if h != nil && len(sp.names) == 0 && !p.noMultiRead.Load() {
+		run.hash = h
+	}
 	run.left.Store(int64(n))
 	stop := context.AfterFunc(ctx, func() { finish(false) })
 	run.last = func() {
@@ -183,6 +257,7 @@ type stepTwoRun struct {
 	sp      speculation
 	w       *stepTwo // the private copy the reads fill
 	readACL bool
+	hash    *setHash   // non-nil: read the unchanged items once the root is in (readUnchanged)
 	mu      sync.Mutex // w's maps and candidate
 	sr      stateReads
 	stErrs  [stateReadCount]error
@@ -215,6 +290,94 @@ func (r *stepTwoRun) answered() {
 //go:noinline
 func (r *stepTwoRun) readState(i int) {
 	r.stErrs[i] = r.p.readStatePart(r.ctx, &r.sr, i)
+	if i == 0 && r.hash != nil && r.stErrs[i] == nil && r.sr.live != nil {
+		r.readUnchanged(r.sr.live)
+	}
+}
+
+// readUnchanged reads, for a set step 2 does not speculate on, the live
+// items whose entry in live (the root's manifest, just read) is the set's:
+// those the publish leaves alone and verifies (verifyUnchanged), which
+// takes these reads instead of sending them after step 2 (at 20 items of
+// 64 KiB the verification's 1.2 MB was a round trip of its own after the
+// state's, docs/bench/latency-push64-2026-11-27c). Only those: a set
+// whose items all change reads nothing more. In multiReads of at most
+// speculateItems items and speculateBytes (readBatches), every batch in
+// flight at once; the reads count as step 2's (left grows before the
+// root's read answers). A batch that fails as a whole is left out, and
+// verifyUnchanged reads its items as it did; an item's own answer is
+// recorded as readItem's would be (item). The reads are sent after the
+// root's answer, as verifyUnchanged's were after the state's: an item
+// read newer than the manifest fails to match and is rewritten under the
+// commit's compare-and-swap, as before.
+func (r *stepTwoRun) readUnchanged(live *manifest.Manifest) {
+	<-r.hash.done
+	if r.ctx.Err() != nil {
+		return
+	}
+	// Beside them, whether the blobs of the contents entering the live
+	// set exist (startBlobReads' reads, sent here rather than a round
+	// trip later).
+	shas := r.p.enteringToRead(r.hash.entries, live, nil)
+	r.left.Add(int64(len(shas)))
+	for _, sha := range shas {
+		go r.readBlob(sha)
+	}
+	var names []string
+	for n, it := range r.hash.entries {
+		if old, ok := live.Items[n]; ok && old == it {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	sizes := make([]int64, len(names))
+	for i, n := range names {
+		sizes[i] = live.Items[n].Size
+	}
+	batches := readBatches(sizes, true)
+	r.left.Add(int64(len(batches)))
+	for _, b := range batches {
+		batch := make([]string, len(b))
+		for k, i := range b {
+			batch[k] = names[i]
+		}
+		go r.readBatch(batch)
+	}
+}
+
+// readBlob records whether the blob of content sha exists (readUnchanged),
+// then runs last if it was the last to answer; a failed read leaves it
+// out, as readBlobs does.
+func (r *stepTwoRun) readBlob(sha string) {
+	defer r.answered()
+	if s, err := r.p.exists(r.ctx, r.p.paths.Blob(sha)); err == nil {
+		r.mu.Lock()
+		r.w.blobs[sha] = s != nil
+		r.mu.Unlock()
+	}
+}
+
+// readBatch reads the live items names with one multiRead (readUnchanged),
+// then runs last if it was the last to answer.
+func (r *stepTwoRun) readBatch(names []string) {
+	defer r.answered()
+	if r.ctx.Err() != nil {
+		return
+	}
+	paths := make([]string, len(names))
+	for k, n := range names {
+		paths[k] = r.p.paths.Item(n)
+	}
+	res, err := r.p.multiRead(paths)
+	if err != nil {
+		return
+	}
+	for k, n := range names {
+		r.item(n, res[k].Data, res[k].Error)
+	}
 }
 
 //go:noinline
@@ -430,8 +593,19 @@ func firstError(errs []error) error {
 // that a commit landing since made stale, as for any read. A Prefetch
 // replaces an earlier one not yet taken. Its errors are not reported:
 // the publish reads again what failed.
+//
+// Prefetch also hashes items (in the background for a set larger than it
+// reads the items of), and a publish of the very same set (the same
+// names, each the same slice) takes those hashes instead of hashing the
+// set again: as for Request.Items, the items' bytes must not be modified
+// from Prefetch until the publish that takes it returned.
 func (p *Publisher) Prefetch(ctx context.Context, items map[string][]byte) {
-	r := p.startStepTwo(ctx, speculate(items))
+	sp, h := speculate(items)
+	if h == nil && setWithin(items, p.cfg.maxSet) {
+		h = hashAhead(items)
+	}
+	r := p.startStepTwo(ctx, sp, h)
+	r.hash = h
 	p.mu.Lock()
 	p.prefetched = r
 	p.mu.Unlock()
@@ -491,4 +665,95 @@ func (p *Publisher) PrefetchACLs(ctx context.Context) (acls PrefetchedACLs, ok b
 		return PrefetchedACLs{}, true
 	}
 	return PrefetchedACLs{Root: r.acl.Item, RootExists: true}, true
+}
+
+// blobReads are the reads of whether the blobs of a set's entering
+// contents exist, for a set step 2 did not speculate on (startBlobReads).
+type blobReads struct {
+	done   chan struct{}
+	exists map[string]bool // sha256 → its blob exists; a failed read is left out
+}
+
+// startBlobReads sends, beside the reads of the items a publish leaves
+// alone (verifyUnchanged), one Exists per content of hashed that is not
+// in the live manifest and whose blob step 2 did not read (a set larger
+// than it speculates on), so that the multi-mode commit can create those
+// blobs (carry) instead of a second server write after the
+// acknowledgement that the publish waits for (storeEntering: ~1.9 ms of
+// a one-item publish of 20 items of 64 KiB,
+// docs/bench/latency-push64-2026-11-27c). They ride the verification's
+// round trip, so they add no wait. Nothing is read when there are more
+// than enteringReads such contents or they could not fit the commit
+// (marker mode stores its blobs first, in 6a). An answer is as current
+// as step 2's listing is: a blob stored or deleted since is handled at
+// the commit as for a small set (carry, blobRaceError). A failed read
+// leaves its content out: the publish stores that blob after the
+// acknowledgement, as before. nil when there is nothing to read.
+func (p *Publisher) startBlobReads(ctx context.Context, st *state, hashed map[string]manifest.Item) *blobReads {
+	shas := p.enteringToRead(hashed, st.live, st.blobExists)
+	if len(shas) == 0 {
+		return nil
+	}
+	r := &blobReads{done: make(chan struct{}), exists: make(map[string]bool, len(shas))}
+	var mu sync.Mutex
+	go func() {
+		defer close(r.done)
+		_ = work.Parallel(ctx, len(shas), len(shas), func(ctx context.Context, i int) error {
+			s, err := p.exists(ctx, p.paths.Blob(shas[i]))
+			if err == nil {
+				mu.Lock()
+				r.exists[shas[i]] = s != nil
+				mu.Unlock()
+			}
+			return nil
+		})
+	}()
+	return r
+}
+
+// enteringReads bounds the Exists a publish of a set larger than step 2
+// speculates on sends for the blobs of its entering contents
+// (enteringToRead): each is a request of its own on the connection
+// (pushlean measured one to cost about as much again as the next), for
+// one server write saved whatever their number, so they pay for a few
+// changed contents, the common publish, not for a set whose every item
+// changes; those keep the store after the acknowledgement.
+const enteringReads = 8
+
+// enteringToRead returns the contents of hashed that are not in live and
+// whose blob's existence is not in known, when there are at most
+// enteringReads of them and they could all fit a multi-mode commit
+// (startBlobReads, readUnchanged); nil otherwise.
+func (p *Publisher) enteringToRead(hashed map[string]manifest.Item, live *manifest.Manifest, known map[string]bool) []string {
+	if p.cfg.hooks.noCarry {
+		return nil
+	}
+	inLive := make(map[string]bool, len(live.Items))
+	for _, it := range live.Items {
+		inLive[it.SHA256] = true
+	}
+	var shas []string
+	var total int64
+	for _, it := range hashed {
+		if _, read := known[it.SHA256]; read || inLive[it.SHA256] || slices.Contains(shas, it.SHA256) {
+			continue
+		}
+		shas = append(shas, it.SHA256)
+		if total += it.Size; len(shas) > enteringReads || total > int64(p.cfg.multiBudget) {
+			return nil
+		}
+	}
+	return shas
+}
+
+// wait waits for r's reads and records their answers in st.blobExists.
+func (r *blobReads) wait(st *state) {
+	if r == nil {
+		return
+	}
+	<-r.done
+	if st.blobExists == nil {
+		st.blobExists = make(map[string]bool, len(r.exists))
+	}
+	maps.Copy(st.blobExists, r.exists)
 }

@@ -73,10 +73,20 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 	cached := p.cachedACLs()
 	rd := p.takePrefetch()
 	prefetched := rd != nil
-	if !prefetched {
-		rd = p.startStepTwo(rctx, speculate(req.Items))
+	var pre *setHash
+	if prefetched {
+		pre = rd.hash
+	} else {
+		var sp speculation
+		// A larger set is hashed beside the reads, for step 2 to read
+		// its unchanged items early (readUnchanged); not one over the
+		// set limit, which step 1 refuses before any hashing.
+		if sp, pre = speculate(req.Items); pre == nil && setWithin(req.Items, p.cfg.maxSet) {
+			pre = hashAhead(req.Items)
+		}
+		rd = p.startStepTwo(rctx, sp, pre)
 	}
-	hashed, err := p.checkRequest(req)
+	hashed, err := p.checkRequest(req, pre)
 	if err != nil {
 		cancel()
 		<-rd.done
@@ -84,7 +94,8 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 	}
 	<-rd.done
 	if prefetched && (rd.stErr != nil || rd.aclErr != nil || (rd.acl == nil && cached == nil)) {
-		rd = p.startStepTwo(rctx, speculate(req.Items))
+		sp, _ := speculate(req.Items)
+		rd = p.startStepTwo(rctx, sp, nil)
 		<-rd.done
 	}
 	if rd.acl != nil {
@@ -119,13 +130,16 @@ func (p *Publisher) checkAndRead(ctx context.Context, req Request) (map[string]m
 
 // checkRequest validates the request without touching ZooKeeper and
 // returns the set's manifest entries: the set is hashed here, once per
-// publish. Validate's generic manifest check is replaced by the exact one
-// for this root (manifestCheck), reported in the same place.
-func (p *Publisher) checkRequest(req Request) (map[string]manifest.Item, error) {
+// publish, unless pre hashed this very set already (speculate, Prefetch).
+// Validate's generic manifest check is replaced by the exact one for this
+// root (manifestCheck), reported in the same place.
+func (p *Publisher) checkRequest(req Request, pre *setHash) (map[string]manifest.Item, error) {
 	errs := validateItems(req.Items, ValidateOptions{AllowEmpty: req.AllowEmpty, MaxSetSize: p.cfg.maxSet})
 	var hashed map[string]manifest.Item
 	if len(errs) == 0 && ValidateMessage(req.Message) == nil {
-		hashed = hashItems(req.Items)
+		if hashed = pre.entriesFor(req.Items); hashed == nil {
+			hashed = hashItems(req.Items)
+		}
 		if err := p.manifestCheck(req, hashed, p.cfg.acl); err != nil {
 			errs = append(errs, err)
 		}
@@ -376,7 +390,10 @@ func (p *Publisher) check(ctx context.Context, st *state, req Request, hashed ma
 		if err := p.listDirs(ctx, st.tree, treeDirs(st.live.Items, hashed)); err != nil {
 			return err
 		}
-		return p.verifyUnchanged(ctx, st, hashed)
+		blobs := p.startBlobReads(ctx, st, hashed)
+		err := p.verifyUnchanged(ctx, st, hashed, req.Items)
+		blobs.wait(st)
+		return err
 	}
 	return p.listDirs(ctx, st.tree, treeDirs(hashed))
 }

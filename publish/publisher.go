@@ -20,7 +20,10 @@ import (
 
 // Request is one publish.
 type Request struct {
-	// Items maps item names to content: the whole new set.
+	// Items maps item names to content: the whole new set. The publish
+	// hashes the items first and writes them later, without copying:
+	// their bytes must not be modified until it returned (nor since a
+	// Prefetch of the same set).
 	Items map[string][]byte
 	// Mode selects multi or marker mode; manifest.ModeAuto (the zero
 	// value) decides by size.

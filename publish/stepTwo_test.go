@@ -38,7 +38,8 @@ func TestStepTwoEndsWithItsContext(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	before := blockedRequests()
-	r := p.startStepTwo(rctx, speculate(items(5, 100, "g2")))
+	sp, _ := speculate(items(5, 100, "g2"))
+	r := p.startStepTwo(rctx, sp, nil)
 	// Wait until the reads are blocked in the client, unanswered.
 	for blockedRequests() < before+3 {
 		select {

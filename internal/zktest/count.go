@@ -9,6 +9,7 @@ import (
 
 // Request types of ZooKeeper's protocol a test may count (Counter.Count).
 const (
+	OpExists    = 3
 	OpGetData   = 4
 	OpMulti     = 14
 	OpMultiRead = opMultiRead
