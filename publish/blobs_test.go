@@ -27,16 +27,13 @@ import (
 
 // dieAfterAck makes every publish of the Publisher stop right after its
 // commit is acknowledged: no blob stored, no GC. Its commits carry no
-// blob (withoutCarry) and have no blob store pipelined behind them
-// (withoutPipeline), as those of a publisher from before commits carried
-// the new contents' blobs, or one that died before its pipelined store
-// was written: what these tests cut is the case the departing Checks
-// exist for.
+// blob (withoutCarry), as those of a publisher from before commits
+// carried the new contents' blobs, or of a set beyond carryBytes: what
+// these tests cut is the case the departing Checks exist for.
 func dieAfterAck() Option {
 	return func(c *config) {
 		withAfterCommit(func() bool { return true })(c)
 		withoutCarry()(c)
-		withoutPipeline()(c)
 	}
 }
 

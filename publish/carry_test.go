@@ -59,9 +59,7 @@ func TestCommitCarriesNewBlobs(t *testing.T) {
 	// create its blob, 12 KiB more, in a budget of 16 KiB): the small one
 	// is carried, the large one left to the store after the
 	// acknowledgement.
-	// No store pipelined behind the commit (withoutPipeline): it would
-	// store the large one before the acknowledgement the test stops at.
-	tight := newPub(t, c, root, withAfterCommit(func() bool { return true }), withMultiBudget(16<<10), withoutPipeline())
+	tight := newPub(t, c, root, withAfterCommit(func() bool { return true }), withMultiBudget(16<<10))
 	g4 := clone(g1)
 	g4["item-02.conf"] = content(300, "g4/small")
 	g4["big.conf"] = content(12<<10, "g4/big")

@@ -109,38 +109,13 @@ func (p *Publisher) commitMulti(ctx context.Context, st *state, pl *plan, ops []
 //     compare-and-swap version makes a double apply impossible), unless
 //     the session expired, in which case nothing is re-sent and the publish
 //     is reported as not applied.
-//
-// A multi-mode commit's first request carries the entering contents' blob
-// store pipelined right behind it (pipeline.go); its answer is read only
-// once the commit's outcome is established, and changes nothing of it.
 func (p *Publisher) commit(ctx context.Context, stage string, ops []any, kinds []opKind, baseGen int64, pl *plan, res *Result) error {
-	var ps pipedStore
-	err := p.commitOutcome(ctx, stage, ops, kinds, baseGen, pl, res, &ps)
-	p.settlePipeline(ctx, pl, ps, err == nil)
-	return err
-}
-
-// commitOutcome is commit without the pipelined store's settlement: it
-// sends the commit (with the store behind its first request, ps) until
-// its outcome is established.
-func (p *Publisher) commitOutcome(ctx context.Context, stage string, ops []any, kinds []opKind, baseGen int64, pl *plan, res *Result, ps *pipedStore) error {
 	id := pl.next.PublishID
 	for send := 1; ; send++ {
 		p.cfg.hooks.commitSending(stage)
 		mark := p.mark()
 		res.CommitAttempts++
-		var follow []any
-		if stage == "multi" && !pl.pipeSent && !p.cfg.hooks.noPipeline {
-			follow, *ps = p.pipelineOps(pl, ops)
-		}
-		var resp []zk.MultiResponse
-		var err error
-		if follow != nil {
-			pl.pipeSent = true
-			resp, ps.pending, err = p.multiPipelined(ctx, ops, follow)
-		} else {
-			resp, err = p.multi(ctx, ops)
-		}
+		resp, err := p.multi(ctx, ops)
 		if err == nil {
 			res.Zxid = p.commitZxid(ctx, resp, pl.gen)
 			if len(resp) > 0 && resp[0].Stat != nil {

@@ -76,10 +76,9 @@
 //     mode (one transaction) or in marker mode (steps 6a to 6f), both
 //     below.
 //  7. After the acknowledgement: store the blobs of the contents that
-//     entered the live set and that neither the commit nor the store
-//     pipelined behind it created (multi mode), remove a candidate node
-//     step 2 found, and run the GC, side by side (History and garbage
-//     collection, below).
+//     entered the live set and that the commit did not create (multi
+//     mode), remove a candidate node step 2 found, and run the GC, side by
+//     side (History and garbage collection, below).
 //
 // Multi mode (step 6) is one transaction:
 //
@@ -116,29 +115,12 @@
 // 2 (a small set) or 3 read missing, as many as fit the multi budget: NodeExists on
 // one (stored by someone else since) fails the commit with nothing
 // applied, and it is sent again without that Create. The other entering
-// contents' blobs (they are live items once the commit lands) go in one
-// more transaction sent right behind the commit's first request, on the
-// same connection, before its answer (publish/pipeline.go), within the
-// multi budget:
-//
-//	Check(root, V+1)                    -- the version our commit gives the root (0 when it creates it)
-//	Create(blobs/<sha>, content)        -- each entering content the commit does not create
-//
-// The server runs it right after the commit (one session's requests run
-// in order), so it lands only if the root is at that version then and no
-// blob of it exists; otherwise nothing of it is applied. The commit's
-// answer is awaited and its outcome established exactly as without it;
-// only then is this store's answer read. Applied behind a commit that
-// landed: its blobs are stored. Applied behind one that did not (it lost
-// its compare-and-swap to exactly one other commit, which gave the root
-// that version): its blobs are deleted again under the same Check.
-// Failed, or its answer lost with the connection: those blobs are
-// created in step 7 as before, pipelined (NodeExists is fine), best
-// effort, while GC runs beside them (GC never deletes a blob the new
-// generation references, so neither waits for the other). A publisher
-// that dies before storing them leaves them to the next commit's
-// departing Checks above; a store applied behind a failed commit whose
-// answer was lost leaves unreferenced blobs, which the GC deletes.
+// contents' blobs (they are live items once the commit lands) are
+// created in step 7, pipelined (NodeExists is fine), best effort, while
+// GC runs beside them (GC never deletes a blob the new generation
+// references, so neither waits for the other). A publisher that dies
+// before storing them leaves them to the next commit's departing Checks
+// above.
 //
 // Marker mode (step 6):
 //

@@ -21,11 +21,9 @@ func withMarkerWrite(fn func(written int) error) Option {
 }
 
 // withAfterCommit makes fn run right after a commit was acknowledged (or
-// found landed), before the new contents' blobs are stored after the
-// acknowledgement and before GC (those pipelined behind the commit are
-// stored already, withoutPipeline); returning true makes Publish return
-// there, as if the publisher had died right after its acknowledgement
-// (testHooks.afterAck).
+// found landed), before the new contents' blobs are stored and before GC;
+// returning true makes Publish return there, as if the publisher had died
+// right after its acknowledgement (testHooks.afterAck).
 func withAfterCommit(fn func() (stop bool)) Option {
 	return func(c *config) { c.hooks.afterAck = fn }
 }
@@ -38,10 +36,4 @@ var errSimulatedCrash = errors.New("publish: simulated crash (test seam)")
 // (testHooks.noCarry).
 func withoutCarry() Option {
 	return func(c *config) { c.hooks.noCarry = true }
-}
-
-// withoutPipeline sends no blob store behind multi-mode commits
-// (testHooks.noPipeline).
-func withoutPipeline() Option {
-	return func(c *config) { c.hooks.noPipeline = true }
 }

@@ -16,16 +16,14 @@ import (
 // its commit (read missing beside the verification of its unchanged
 // items), so a publisher that dies right after its acknowledgement leaves
 // no blob missing; a content whose blob exists already (a content coming
-// back) is read as stored and costs no second send of the commit. The
-// publisher sends no store behind its commits (withoutPipeline), so only
-// the commit can have created a blob it finds.
+// back) is read as stored and costs no second send of the commit.
 func TestLargeSetCommitCarriesEnteringBlob(t *testing.T) {
 	c := startZK(t)
 	const root = "/carrylarge"
 	g1 := items(speculateItems+6, 200, "g1")
 	mustPublish(t, newPub(t, c, root), Request{Items: g1})
 
-	dying := newPub(t, c, root, withAfterCommit(func() bool { return true }), withoutPipeline())
+	dying := newPub(t, c, root, withAfterCommit(func() bool { return true }))
 	g2 := clone(g1)
 	g2["item-03.conf"] = content(200, "g2")
 	res := mustPublish(t, dying, Request{Items: g2})

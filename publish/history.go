@@ -23,9 +23,8 @@ import (
 // departing content exists, and when one is missing (a publisher died
 // between its acknowledgement and its blob stores) takes the content from
 // the live items and creates the blob (missingDeparting, withMissingBlobs,
-// backfill); the blobs of entering contents are created by a multi-mode
-// commit (carry), by the store pipelined right behind it (pipeline.go) or
-// after its acknowledgement (storeEntering), or before the marker is set
+// backfill); the blobs of entering contents are stored after a multi-mode
+// acknowledgement (storeEntering) or before the marker is set
 // (storeBlobData), and a marker-mode publish stores the live content of
 // every item before overwriting it (backfillOverwritten).
 
@@ -202,15 +201,19 @@ func namesByHash(m *manifest.Manifest) map[string][]string {
 
 // storeEntering stores, after the acknowledgement (step 7), the blobs of
 // the contents that entered the live set (those not created by the commit
-// itself nor by the Multi pipelined behind it), best effort: until then
-// those contents are live items, and the next publish that overwrites
-// them stores any blob still missing.
+// itself), best effort: until then those contents are live items, and the
+// next publish that overwrites them stores any blob still missing.
 func (p *Publisher) storeEntering(ctx context.Context, pl *plan) {
 	if len(pl.entering) == 0 || ctx.Err() != nil {
 		return
 	}
 	start := time.Now()
-	blobs := enteringToStore(pl)
+	blobs := make(map[string][]byte, len(pl.entering))
+	for _, sha := range pl.entering {
+		if _, done := pl.backfill[sha]; !done && !pl.carried[sha] && !pl.stored[sha] {
+			blobs[sha] = pl.blobData[sha]
+		}
+	}
 	if len(blobs) == 0 {
 		return
 	}
@@ -233,20 +236,6 @@ func (p *Publisher) storeEntering(ctx context.Context, pl *plan) {
 		}
 	}
 	p.log.Debug("blobs stored", "generation", pl.gen, "blobs", len(blobs), "took", time.Since(start))
-}
-
-// enteringToStore returns the entering contents (sha256 → data) whose
-// blobs are still to be stored after a multi-mode commit: not backfilled
-// or carried by it, not read present beside the state (stored), not
-// stored by the Multi pipelined behind it (piped).
-func enteringToStore(pl *plan) map[string][]byte {
-	blobs := make(map[string][]byte, len(pl.entering))
-	for _, sha := range pl.entering {
-		if _, done := pl.backfill[sha]; !done && !pl.carried[sha] && !pl.stored[sha] && !pl.piped[sha] {
-			blobs[sha] = pl.blobData[sha]
-		}
-	}
-	return blobs
 }
 
 // blobWorkers is how many blob creates are in flight at once: the client

@@ -16,10 +16,8 @@ type testHooks struct {
 	// follows the writes' order.
 	afterItemWrite func(written int) error
 	// afterAck runs right after a commit was acknowledged (or found
-	// landed), before the new contents' blobs are stored after the
-	// acknowledgement and before GC (a store pipelined behind the commit
-	// is already answered: noPipeline). Returning true makes Publish
-	// return there.
+	// landed), before the new contents' blobs are stored and before GC.
+	// Returning true makes Publish return there.
 	afterAck func() (stop bool)
 	// noCarry keeps the entering contents' blobs out of the multi-mode
 	// commit (plan.carried), as a publisher before the commit carried
@@ -27,11 +25,6 @@ type testHooks struct {
 	// dying after its acknowledgement then leaves missing is what the
 	// next commit's departing Checks find.
 	noCarry bool
-	// noPipeline sends no blob store behind the multi-mode commit
-	// (pipeline): a publisher stopped at its acknowledgement (afterAck)
-	// then leaves every entering blob the commit did not carry missing,
-	// as one that died before its pipelined store was written does.
-	noPipeline bool
 }
 
 func (h *testHooks) commitSending(stage string) {

@@ -51,13 +51,7 @@ type plan struct {
 	// stored those whose blobs were read present. storeEntering skips
 	// both after the acknowledgement.
 	carried, stored map[string]bool
-	// piped are the entering contents whose blobs the Multi pipelined
-	// behind the commit stored (pipeline); storeEntering skips them.
-	// pipeSent is set once that Multi went out: it goes with a
-	// publish's first commit request only.
-	piped     map[string]bool
-	pipeSent  bool
-	unchanged bool
+	unchanged       bool
 	// rootVersion is the root's data version right after our commit, -1
 	// when unknown (the commit's outcome was found by reading).
 	rootVersion int32

@@ -11,7 +11,6 @@ import (
 const (
 	OpExists    = 3
 	OpGetData   = 4
-	OpMulti     = 14
 	OpMultiRead = opMultiRead
 )
 

@@ -1321,21 +1321,6 @@ type MultiResponse struct {
 // ops must be one of *CreateRequest, *DeleteRequest, *SetDataRequest, or
 // *CheckVersionRequest.
 func (c *Conn) Multi(ops ...interface{}) ([]MultiResponse, error) {
-	req, err := multiRequestOf(ops) // zkconf patch: shared with MultiQueue
-	if err != nil {
-		return nil, err
-	}
-	res := &multiResponse{}
-	_, err = c.request(opMulti, req, res, nil)
-	if err == ErrConnectionClosed {
-		return nil, err
-	}
-	return res.responses(), err
-}
-
-// multiRequestOf encodes the ops of a Multi (zkconf patch: the loop Multi
-// had, shared with MultiQueue).
-func multiRequestOf(ops []interface{}) (*multiRequest, error) {
 	req := &multiRequest{
 		Ops:        make([]multiRequestOp, 0, len(ops)),
 		DoneHeader: multiHeader{Type: -1, Done: true, Err: -1},
@@ -1356,70 +1341,16 @@ func multiRequestOf(ops []interface{}) (*multiRequest, error) {
 		}
 		req.Ops = append(req.Ops, multiRequestOp{multiHeader{opCode, false, -1}, op})
 	}
-	return req, nil
-}
-
-// responses is the answer to a Multi as MultiResponses (zkconf patch: the
-// loop Multi had, shared with MultiQueue).
-func (res *multiResponse) responses() []MultiResponse {
+	res := &multiResponse{}
+	_, err := c.request(opMulti, req, res, nil)
+	if err == ErrConnectionClosed {
+		return nil, err
+	}
 	mr := make([]MultiResponse, len(res.Ops))
 	for i, op := range res.Ops {
 		mr[i] = MultiResponse{Stat: op.Stat, String: op.String, Error: op.Err.toError()}
 	}
-	return mr
-}
-
-// PendingMulti is a Multi queued by MultiQueue (zkconf patch): its answer,
-// once the server sent it or the connection was lost.
-type PendingMulti struct {
-	done chan struct{}
-	resp []MultiResponse
-	err  error
-}
-
-// Done is closed once the answer is in (Result no longer blocks).
-func (p *PendingMulti) Done() <-chan struct{} { return p.done }
-
-// Result waits for the answer and returns it as Multi would have.
-func (p *PendingMulti) Result() ([]MultiResponse, error) {
-	<-p.done
-	return p.resp, p.err
-}
-
-// MultiQueue is Multi without the wait (zkconf patch): it returns once the
-// request is queued for sending, and its answer is read from the returned
-// PendingMulti. A request made on this Conn after MultiQueue returns is
-// queued behind it, so it is never sent before it; the server runs one
-// session's requests in the order they arrive, so a request sent behind
-// another runs after it. The reverse does not hold: a request lost with
-// its connection before it was written (answered with an error) can be
-// followed by one that is sent on the next connection. An op of an unknown
-// type fails the call at once, with nothing queued, as Multi does.
-func (c *Conn) MultiQueue(ops ...interface{}) *PendingMulti {
-	pm := &PendingMulti{done: make(chan struct{})}
-	req, err := multiRequestOf(ops)
-	if err != nil {
-		pm.err = err
-		close(pm.done)
-		return pm
-	}
-	res := &multiResponse{}
-	recv := c.queueRequest(opMulti, req, res, nil)
-	go func() {
-		defer close(pm.done)
-		select {
-		case r := <-recv:
-			pm.err = r.err
-		case <-c.shouldQuit:
-			// As in request: the answer's processing may still be
-			// writing res; report the close and leave res alone.
-			pm.err = ErrConnectionClosed
-		}
-		if pm.err != ErrConnectionClosed {
-			pm.resp = res.responses()
-		}
-	}()
-	return pm
+	return mr, err
 }
 
 // MultiReadResult is one read of a MultiRead (zkconf patch): the node's
