@@ -336,6 +336,13 @@ type LatencyReport struct {
 	Fleet *FleetTargets `json:"fleet,omitempty"`
 	// Summary is every target of the single-host benchmark: Targets().
 	Summary []Verdict `json:"summary"`
+	// SpreadSets says each set's directory was placed in an ext4 block
+	// group of its own (spreadSubdirs): on ext4 without a journal a
+	// creation steps over the inodes its group freed in the last minutes,
+	// whoever freed them, and the benchmark's own earlier sets, the
+	// binaries' builds and the machine's other processes are not the
+	// set's agent's and follower's cost.
+	SpreadSets bool `json:"set_dirs_spread"`
 }
 
 // LatencySettings are the parameters of a latency run.
@@ -396,6 +403,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	rep.SpreadSets = spreadSubdirs(dir)
 	bins := latencyBins{agent: lc.ConfAgentBin, push: lc.ConfPushBin, zkraw: lc.ZkrawBin, zkfloor: lc.ZkfloorBin}
 	for _, b := range []struct {
 		name  string
