@@ -113,6 +113,12 @@ type LatencyConfig struct {
 	// ConfAgentEnv adds KEY=VALUE settings to the agent's environment
 	// (GOMEMLIMIT=off, GOGC=200: what the runtime's settings cost).
 	ConfAgentEnv []string
+	// Keep leaves the run's directory (every set's outputs, state and
+	// logs) in place at the end instead of removing it: removing it frees
+	// thousands of inodes, which the creations of a run started in the
+	// next minutes step over where the file system puts its sets in the
+	// same block groups (an A/B of alternated runs). The path is logged.
+	Keep bool
 	// PerfDir, when set, receives a `perf record` profile of the agent
 	// over each set's measured in-process publishes: the perf.data file
 	// and perf report text (the measurement then includes perf's own
@@ -402,7 +408,11 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if lc.Keep {
+		lc.Logger.Info("the run's directory is kept", "dir", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	rep.SpreadSets = spreadSubdirs(dir)
 	bins := latencyBins{agent: lc.ConfAgentBin, push: lc.ConfPushBin, zkraw: lc.ZkrawBin, zkfloor: lc.ZkfloorBin}
 	for _, b := range []struct {

@@ -40,6 +40,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		perfDir   = fs.String("perf", "", "directory for perf profiles of the agent, one per set (perf record -g over the measured publishes: perf.data and report text; a separate run: perf costs CPU)")
 		fleetPath = fs.String("fleet-results", "", "results.json of a fleet run (confbench --agents 1000) whose cache targets join the summary (default: OUT/results.json when it exists; none: leave them out)")
 		out       = fs.String("out", "docs/bench", "directory for latency-results.md and latency-results.json")
+		keep      = fs.Bool("keep", false, "leave the run's directory in place (removing it frees thousands of inodes that a run started in the next minutes may step over: alternated A/B runs)")
 		quick     = fs.Bool("quick", false, "smoke version: two sets, a small memory run, a couple of publishes")
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
@@ -114,6 +115,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *agentEnv != "" {
 		cfg.ConfAgentEnv = strings.Split(*agentEnv, ",")
 	}
+	cfg.Keep = *keep
 	fleet, err := loadFleet(*fleetPath, *out, set["fleet-results"])
 	if err != nil {
 		fmt.Fprintf(stderr, "confbench latency: --fleet-results: %v\n", err)
