@@ -234,8 +234,8 @@ type Session struct {
 	mu      sync.Mutex
 	st      Status
 	tcpUp   bool          // StateConnected seen, no session yet: a handshake is running
-	changed chan struct{} // closed and replaced on every change
-	wake    []chan<- struct{}
+	changed chan struct{}     // closed and replaced on every change
+	wake    []chan<- struct{} // Notify's channels, sent to on every change
 }
 
 // NewSession returns a tracker; pass its Callback to zk.WithEventCallback.
