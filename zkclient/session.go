@@ -233,7 +233,7 @@ func (st Status) Refused(minFailures int, bound time.Duration) bool {
 type Session struct {
 	mu      sync.Mutex
 	st      Status
-	tcpUp   bool          // StateConnected seen, no session yet: a handshake is running
+	tcpUp   bool              // StateConnected seen, no session yet: a handshake is running
 	changed chan struct{}     // closed and replaced on every change
 	wake    []chan<- struct{} // Notify's channels, sent to on every change
 }
