@@ -56,11 +56,12 @@ type Cache struct {
 	states  chan StateInfo // 1 slot, latest value
 	notify  chan *Snapshot // 1 slot, latest value, feeds OnUpdate
 	adopt   chan string    // 1 slot, latest value: Adopt's requests
-	// poke wakes the sync loop (1 slot): Close, Adopt and the resync
-	// timer each leave their reason where the loop looks (ctx, adopt,
-	// resyncDue) and poke, so that the loop waits on one channel for all
-	// three instead of three: a select's cost grows with its channels,
-	// and a fleet of caches in one process waits once per publish each.
+	// poke wakes the sync loop (1 slot): Close, Adopt, the resync timer
+	// and the session's tracker (Session.Notify) each leave their reason
+	// where the loop looks (ctx, adopt, resyncDue, the session's Status)
+	// and poke, so that the loop waits on one channel for all four
+	// instead of four: a select's cost grows with its channels, and a
+	// fleet of caches in one process waits once per publish each.
 	poke      chan struct{}
 	resyncDue atomic.Bool  // the safety-net resync's period ran out
 	resyncAt  atomic.Int64 // when it runs out (unix ns), restarted by every cycle

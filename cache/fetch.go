@@ -32,7 +32,8 @@ var errAborted = errors.New("item read abandoned")
 // manifest alone.
 func (c *Cache) fetch(ctx context.Context, root *rootRead, held *Snapshot) (*Snapshot, error) {
 	m, zxid := root.m, root.stat.Mzxid
-	names, items, todo := reuseHeld(root.names, root.items, held)
+	names := root.names
+	items, todo := reuseHeld(names, root.items, held)
 	// The incarnations left, carried over (install hands s out with
 	// them): taken here, while the held snapshot is in the CPU's cache,
 	// not after the reads (a fleet of caches in one process ran meanwhile).
@@ -87,41 +88,47 @@ func (c *Cache) itemSource(root *rootRead) func(name string) string {
 // metas, in the same order) with the content of every item the held
 // snapshot has under the same name with the same sha256 and size; todo
 // are the positions of the others, to read. Both lists are sorted, so the
-// held ones are walked beside them: no map built, no lookup. When the set
-// of names is the held one's (the common case: contents changed, no item
-// added or removed), names are the held snapshot's (shared, never
-// modified).
-func reuseHeld(names []string, metas []manifest.Item, held *Snapshot) (_ []string, items []entry, todo []int) {
+// held ones are walked beside them: no map built, no lookup.
+//
+// The snapshot is built with the root read's names even when the set is
+// the held one's (the held names are not shared): they are substrings of
+// the same root buffer as the entries' hashes, so the next cycle reads
+// the held names and hashes from one buffer's lines (cold by then), not
+// two, and a snapshot keeps one root buffer alive, not also the one in
+// which its set of names first appeared.
+func reuseHeld(names []string, metas []manifest.Item, held *Snapshot) (items []entry, todo []int) {
 	items = make([]entry, len(names))
 	var hn []string
 	var hi []entry
 	if held != nil {
 		hn, hi = held.names, held.items
 	}
-	// The same set: as many names, each found among the held ones.
-	same := len(hn) == len(names)
 	j := 0
 	for i, name := range names {
 		items[i].meta = metas[i]
-		for j < len(hn) && hn[j] < name {
+		// Equal first: in the common case (the same set) every name is
+		// the next held one, and one comparison reads it.
+		found := false
+		for j < len(hn) {
+			if hn[j] == name {
+				found = true
+				break
+			}
+			if hn[j] > name {
+				break
+			}
 			j++ // a held item the root no longer has
 		}
-		if j < len(hn) && hn[j] == name {
-			if hi[j].meta == metas[i] {
-				items[i].data = hi[j].data
-			} else {
-				todo = append(todo, i)
-			}
-			j++
-			continue
+		if found && hi[j].meta == metas[i] {
+			items[i].data = hi[j].data
+		} else {
+			todo = append(todo, i)
 		}
-		same = false
-		todo = append(todo, i)
+		if found {
+			j++
+		}
 	}
-	if same && held != nil {
-		return hn, items, todo
-	}
-	return names, items, todo
+	return items, todo
 }
 
 // multiReadBytes bounds one multiRead: the client's receive buffer holds a

@@ -66,7 +66,7 @@ func benchFollowCycle(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		names, items, todo := reuseHeld(rnames, metas, f.held)
+		items, todo := reuseHeld(rnames, metas, f.held)
 		left := f.held.nextLeft(m.Incarnation)
 		for _, j := range todo {
 			data := bytes.Clone(f.item[g]) // the client's fresh copy
@@ -75,7 +75,7 @@ func benchFollowCycle(b *testing.B, n int) {
 			}
 			items[j].data = data
 		}
-		s := &Snapshot{m: m, zxid: int64(g + 1), names: names, items: items, left: left}
+		s := &Snapshot{m: m, zxid: int64(g + 1), names: rnames, items: items, left: left}
 		f.held = s
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")

@@ -31,15 +31,12 @@ func TestReuseHeldAgreesWithLookup(t *testing.T) {
 			next = newTestSnapshot(t, 2, held.itemMap()) // the same names
 		}
 		for _, h := range []*Snapshot{held, nil} {
-			names, items, todo := reuseHeld(next.names, next.metas(), h)
-			if !slices.Equal(names, next.names) || len(items) != len(names) {
-				t.Fatalf("names %q (%d entries), want %q", names, len(items), next.names)
+			names := next.names
+			items, todo := reuseHeld(names, next.metas(), h)
+			if len(items) != len(names) {
+				t.Fatalf("%d entries for names %q", len(items), names)
 			}
 			sameSet := h != nil && slices.Equal(h.names, next.names)
-			isShared := len(names) > 0 && h != nil && len(h.names) > 0 && &names[0] == &h.names[0]
-			if isShared != (sameSet && len(names) > 0) {
-				t.Fatalf("held %q, next %q: names shared %v", h.names, next.names, isShared)
-			}
 			var wantTodo []int
 			for i, name := range names {
 				if items[i].meta != next.items[i].meta {
@@ -71,6 +68,6 @@ func TestReuseHeldAgreesWithLookup(t *testing.T) {
 		}
 	}
 	if shared < 500 || reused < 2000 {
-		t.Fatalf("only %d shared name sets and %d reused items, want 500 and 2000", shared, reused)
+		t.Fatalf("only %d same name sets and %d reused items, want 500 and 2000", shared, reused)
 	}
 }

@@ -131,6 +131,9 @@ func (loop *loopState) settle() {
 // it only offers values to one-slot channels.
 func (c *Cache) run(ctx context.Context) {
 	defer close(c.loopDone)
+	// Every change of the session pokes the loop: registered before the
+	// first Status, so no change after it goes unnoticed.
+	defer c.sess.Notify(c.poke)()
 	initial := c.sess.Status()
 	loop := &loopState{due: true, needSync: true, full: true, markerAbsentCversion: -1,
 		expiries: initial.Expiries, replaced: initial.Replaced}
@@ -146,7 +149,6 @@ func (c *Cache) run(ctx context.Context) {
 	defer loop.clearRetry()
 
 	for ctx.Err() == nil {
-		changed := c.sess.Changed()
 		st := c.sess.Status()
 		if conn := c.client.Conn(); conn != c.conn {
 			c.conn = conn // the Client replaced it (refused session)
@@ -172,21 +174,22 @@ func (c *Cache) run(ctx context.Context) {
 				// Nothing due: wait at once, without taking the
 				// session's status again (once per publish). The
 				// session was connected when this turn began; a
-				// change since closed changed, taken before the
-				// cycle, so the wait returns at once and the next
-				// turn sees it.
+				// change since left a wake-up in poke (Notify), so
+				// the wait returns at once and the next turn sees it.
 			}
 		}
-		c.wait(ctx, loop, changed, st.Connected)
+		c.wait(ctx, loop, st.Connected)
 	}
 }
 
 // wait blocks until something may change what the loop does: the context
 // ends, the session changes, or a watch fires; with a session also the
-// retry timer, an Adopt request or the safety-net resync. The last two,
-// and Close, come through c.poke; what they ask is taken here, at the next
-// wait with a session (so an Adopt while disconnected waits for one).
-func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct{}, connected bool) {
+// retry timer, an Adopt request or the safety-net resync. The session's
+// changes (Session.Notify), the last two, and Close come through c.poke:
+// with the root's watch, two channels to wait on per publish. What Adopt
+// and the resync ask is taken here, at the next wait with a session (so
+// an Adopt while disconnected waits for one).
+func (c *Cache) wait(ctx context.Context, loop *loopState, connected bool) {
 	var retryC <-chan time.Time
 	if connected {
 		select {
@@ -212,7 +215,6 @@ func (c *Cache) wait(ctx context.Context, loop *loopState, changed <-chan struct
 		return
 	}
 	select {
-	case <-changed:
 	case <-c.poke:
 	case ev, ok := <-loop.watches.root:
 		loop.watches.root = nil

@@ -133,33 +133,32 @@ func (s *Snapshot) itemMap() map[string][]byte {
 // TestReuseHeld checks how a cycle assembles a generation from the held
 // snapshot: an item whose manifest entry is unchanged takes the held
 // content, every other one is to be read, and the positions, names and
-// entries stay aligned whether the set of names is the held one's (the
-// held names are shared) or not (added, removed and renamed items).
+// entries stay aligned whether the set of names is the held one's or not
+// (added, removed and renamed items).
 func TestReuseHeld(t *testing.T) {
 	held := newTestSnapshot(t, 1, map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")})
 	cases := []struct {
-		name      string
-		items     map[string][]byte
-		wantRead  []string
-		sharesSet bool
+		name     string
+		items    map[string][]byte
+		wantRead []string
 	}{
-		{"one changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B2"), "c": []byte("C1")}, []string{"b"}, true},
-		{"none changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")}, nil, true},
-		{"all changed", map[string][]byte{"a": []byte("A2"), "b": []byte("B2"), "c": []byte("C2")}, []string{"a", "b", "c"}, true},
-		{"renamed", map[string][]byte{"a": []byte("A1"), "bb": []byte("B1"), "c": []byte("C1")}, []string{"bb"}, false},
-		{"added", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1"), "d": []byte("D1")}, []string{"d"}, false},
-		{"removed, one changed", map[string][]byte{"a": []byte("A2"), "c": []byte("C1")}, []string{"a"}, false},
-		{"content moved to another name", map[string][]byte{"a": []byte("B1"), "b": []byte("A1"), "c": []byte("C1")}, []string{"a", "b"}, true},
+		{"one changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B2"), "c": []byte("C1")}, []string{"b"}},
+		{"none changed", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")}, nil},
+		{"all changed", map[string][]byte{"a": []byte("A2"), "b": []byte("B2"), "c": []byte("C2")}, []string{"a", "b", "c"}},
+		{"renamed", map[string][]byte{"a": []byte("A1"), "bb": []byte("B1"), "c": []byte("C1")}, []string{"bb"}},
+		{"added", map[string][]byte{"a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1"), "d": []byte("D1")}, []string{"d"}},
+		{"removed, one changed", map[string][]byte{"a": []byte("A2"), "c": []byte("C1")}, []string{"a"}},
+		{"content moved to another name", map[string][]byte{"a": []byte("B1"), "b": []byte("A1"), "c": []byte("C1")}, []string{"a", "b"}},
+		{"added first", map[string][]byte{"0": []byte("Z1"), "a": []byte("A1"), "b": []byte("B1"), "c": []byte("C1")}, []string{"0"}},
+		{"removed first and last", map[string][]byte{"b": []byte("B2")}, []string{"b"}},
 	}
 	for _, tc := range cases {
 		next := newTestSnapshot(t, 2, tc.items)
 		for _, h := range []*Snapshot{held, nil} {
-			names, items, todo := reuseHeld(next.names, next.metas(), h)
-			if !equalStrings(names, next.names) {
-				t.Fatalf("%s: names %q, want %q", tc.name, names, next.names)
-			}
-			if h != nil && tc.sharesSet != (len(names) > 0 && &names[0] == &h.names[0]) {
-				t.Errorf("%s: names shared with the held snapshot: %v, want %v", tc.name, !tc.sharesSet, tc.sharesSet)
+			names := next.names
+			items, todo := reuseHeld(names, next.metas(), h)
+			if len(items) != len(names) {
+				t.Fatalf("%s: %d entries for names %q", tc.name, len(items), names)
 			}
 			var read []string
 			for _, i := range todo {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -206,16 +207,43 @@ func (p *canon) sha(all string) (string, bool) {
 	if len(p.b)-p.i < n+2 || p.b[p.i] != '"' || p.b[p.i+1+n] != '"' {
 		return "", false
 	}
-	var bad byte
-	for _, c := range p.b[p.i+1 : p.i+1+n] {
-		bad |= notLowerHex[c]
-	}
-	if bad != 0 {
+	if !lowerHex64(p.b[p.i+1 : p.i+1+n]) {
 		return "", false
 	}
 	s := all[p.i+1 : p.i+1+n]
 	p.i += n + 2
 	return s, true
+}
+
+// lowerHex64 reports whether h (64 bytes) holds only lower-case hex
+// digits, eight bytes at a time: a root holds one hash per item and every
+// cache checks every hash at every notification, so a table lookup per
+// byte was a third of the canonical decode's CPU in confbench's fleet of
+// 1,000 caches (docs/bench/latency-cachenote-2026-11-28). Equal to
+// isSHA256Hex on every input (TestLowerHex64 tries every byte value at
+// every position).
+//
+// Adding 0x80-k to every byte of a word sets the top bit of a byte below
+// 0x80 exactly when the byte is at least k, without a carry into the next
+// byte (0x7f + 0x80 < 0x100); a byte is a digit when it is at least '0'
+// and not at least '9'+1, a letter when at least 'a' and not at least
+// 'f'+1. A byte at or above 0x80 is neither (each sum has its top bit set
+// for both bounds, or wraps below 0x80 for the lower one), and only such
+// a byte carries into the next, in a word it already refuses.
+func lowerHex64(h []byte) bool {
+	const (
+		ones = 0x0101010101010101
+		top  = 0x8080808080808080
+	)
+	_ = h[63] // one bounds check
+	var bad uint64
+	for i := 0; i < 64; i += 8 {
+		x := binary.LittleEndian.Uint64(h[i:])
+		digit := (x + (0x80-'0')*ones) &^ (x + (0x80-'9'-1)*ones)
+		letter := (x + (0x80-'a')*ones) &^ (x + (0x80-'f'-1)*ones)
+		bad |= (digit|letter)&top ^ top // a byte neither a digit nor a letter
+	}
+	return bad == 0
 }
 
 // span consumes a string literal whose bytes are its value (no escape, no

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -276,4 +277,48 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLowerHex64 holds lowerHex64 equal to isSHA256Hex, the check per
+// byte: every byte value at every position of a valid hash, pairs of
+// bytes at random positions, and random words.
+func TestLowerHex64(t *testing.T) {
+	valid := []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	if !lowerHex64(valid) {
+		t.Fatal("a valid hash refused")
+	}
+	check := func(h []byte) {
+		t.Helper()
+		if got, want := lowerHex64(h), isSHA256Hex(string(h)); got != want {
+			t.Fatalf("lowerHex64(%q) = %v, isSHA256Hex %v", h, got, want)
+		}
+	}
+	h := make([]byte, 64)
+	refused := 0
+	for pos := range 64 {
+		for v := range 256 {
+			copy(h, valid)
+			h[pos] = byte(v)
+			check(h)
+			if !lowerHex64(h) {
+				refused++
+			}
+		}
+	}
+	if refused != 64*(256-16) {
+		t.Fatalf("%d single-byte changes refused, want %d", refused, 64*(256-16))
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	for range 200000 {
+		copy(h, valid)
+		for range 1 + r.IntN(3) {
+			h[r.IntN(64)] = byte(r.IntN(256))
+		}
+		check(h)
+		const alphabet = "0123456789abcdef\x7f\x80\xff/:`g@AF "
+		for i := range h {
+			h[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		check(h)
+	}
 }

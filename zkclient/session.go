@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -232,8 +233,9 @@ func (st Status) Refused(minFailures int, bound time.Duration) bool {
 type Session struct {
 	mu      sync.Mutex
 	st      Status
-	tcpUp   bool          // StateConnected seen, no session yet: a handshake is running
-	changed chan struct{} // closed and replaced on every change
+	tcpUp   bool              // StateConnected seen, no session yet: a handshake is running
+	changed chan struct{}     // closed and replaced on every change
+	wake    []chan<- struct{} // Notify's channels, sent to on every change
 }
 
 // NewSession returns a tracker; pass its Callback to zk.WithEventCallback.
@@ -282,8 +284,45 @@ func (s *Session) Callback(ev zk.Event) {
 	}
 	s.st.State = ev.State
 	s.st.Since = time.Now()
+	s.signal()
+}
+
+// signal reports a change (s.mu held): the channel Changed returned is
+// closed, and every channel Notify registered is sent to.
+func (s *Session) signal() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+	for _, ch := range s.wake {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// Notify has every change of the status (every close of a channel
+// Changed returned) also send on ch, without blocking, until stop is
+// called: with a one-slot ch, a wake-up is pending from the first change
+// until it is received. A loop that waits for several reasons on a
+// channel of its own (the cache's sync loop: Close, Adopt, its timer)
+// can then wait for the session's changes on the same channel instead
+// of also selecting on Changed, and take Status after each wake-up. A
+// select's cost grows with its channels, and a process with a thousand
+// caches waits once per publish in each.
+func (s *Session) Notify(ch chan<- struct{}) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wake = append(s.wake, ch)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if i := slices.Index(s.wake, ch); i >= 0 {
+				s.wake = slices.Delete(s.wake, i, i+1)
+			}
+		})
+	}
 }
 
 // replaced records that a Client swapped the connection for a fresh one:
@@ -299,8 +338,7 @@ func (s *Session) replaced() {
 	s.st.Attempts = 0
 	s.st.State = zk.StateExpired
 	s.st.Since = time.Now()
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.signal()
 }
 
 // Status returns the current status.

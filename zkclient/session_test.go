@@ -86,3 +86,59 @@ func expireOnServer(t *testing.T, c *zktest.Cluster, id int64) {
 func containsSession(dump string, id int64) bool {
 	return strings.Contains(dump, fmt.Sprintf("0x%x", id))
 }
+
+// TestSessionNotify checks that every change of the status sends on the
+// channels Notify registered, without blocking on a full one, and that
+// stop ends it (once, whatever it is called).
+func TestSessionNotify(t *testing.T) {
+	s := zkclient.NewSession()
+	a, b := make(chan struct{}, 1), make(chan struct{}, 1)
+	stopA := s.Notify(a)
+	stopB := s.Notify(b)
+	pending := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if pending(a) || pending(b) {
+		t.Fatal("a wake-up before any change")
+	}
+	changed := s.Changed()
+	s.Callback(zk.Event{Type: zk.EventSession, State: zk.StateConnecting})
+	s.Callback(zk.Event{Type: zk.EventSession, State: zk.StateHasSession}) // a's slot is full: no block
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Changed's channel not closed")
+	}
+	if !pending(a) || !pending(b) {
+		t.Fatal("a change did not wake every registered channel")
+	}
+	if pending(a) {
+		t.Fatal("two changes left more than the one-slot channel holds")
+	}
+	s.Callback(zk.Event{Type: zk.EventNodeDataChanged, Path: "/x"}) // not a session event: no change
+	if pending(a) || pending(b) {
+		t.Fatal("a watch event woke a session reader")
+	}
+	stopA()
+	stopA()
+	s.Callback(zk.Event{Type: zk.EventSession, State: zk.StateDisconnected})
+	if pending(a) {
+		t.Fatal("a stopped channel was woken")
+	}
+	if !pending(b) {
+		t.Fatal("stopping one channel stopped another")
+	}
+	stopB()
+	s.Callback(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
+	if pending(b) {
+		t.Fatal("a stopped channel was woken")
+	}
+	if st := s.Status(); !st.Connected || st.Epoch != 2 {
+		t.Fatalf("status %+v, want connected in epoch 2", st)
+	}
+}
