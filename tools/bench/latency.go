@@ -918,7 +918,7 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 	for r := range lc.Warmup + lc.Publishes {
 		g := t.gen + 1
 		for n, b := range t.sched.set(g) {
-			if err := os.WriteFile(filepath.Join(items, n), b, 0o644); err != nil {
+			if err := writeSynced(filepath.Join(items, n), b); err != nil {
 				return err
 			}
 		}
@@ -1102,6 +1102,31 @@ func probeFsync(dir string, n int) (Pct, error) {
 		}
 	}
 	return pct(samples), nil
+}
+
+// writeSynced writes b to the file path (created or truncated) and
+// returns once it is on disk. confpush's input is rewritten right before
+// each of its runs; left to the kernel, the writeback of those bytes
+// (ext4 starts it at the close of a truncated file) shares the disk with
+// the ZooKeeper server's transaction-log fsyncs of confpush's session and
+// commit, and the floor, which has no input, runs without it: at 20/1 ×
+// 64 KiB (1.28 MB rewritten per publish) confpush's session came 2.5–4.4
+// ms after the floor's, and level with it once the items were synced
+// first (docs/bench/latency-pushsmall-2026-11-28b/notes.md). An
+// operator's files are written before the publish, not during it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // runConfPush runs `confpush publish DIR` and returns when it started

@@ -57,3 +57,27 @@ func TestProbeInodes(t *testing.T) {
 		t.Errorf("after a failed probe the directory holds %v, want the 30 earlier files and again-3", got)
 	}
 }
+
+// TestWriteSynced checks what confpush's input writer leaves: a new file
+// with the bytes given, and an existing longer file replaced by them
+// whole (truncated, as the set's next generation replaces the last), and
+// that it fails where it cannot create.
+func TestWriteSynced(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "item.conf")
+	for _, want := range []string{"a longer first content\n", "short\n", ""} {
+		if err := writeSynced(p, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("file holds %q after writing %q", got, want)
+		}
+	}
+	if err := writeSynced(filepath.Join(dir, "missing", "item.conf"), []byte("x")); err == nil {
+		t.Fatal("writeSynced into a missing directory succeeded")
+	}
+}
