@@ -1,0 +1,2 @@
+#!/bin/sh
+ROLE=agent BIN=$AGENT_BIN exec /bx-agentcut/wrap.sh "$@"

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo $$ >> /bx-agentcut/runs/$TAG.$ROLE.pid
+exec "$BIN" "$@"
