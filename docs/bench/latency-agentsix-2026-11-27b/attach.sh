@@ -1,6 +1,6 @@
 #!/bin/bash
 # attach.sh TAG MODE: waits for each role's pid file, then attaches MODE to it until it exits.
-tag=$1; mode=$2; d=/tmp/as/runs
+tag=$1; mode=$2; d=${RUNS:-/tmp/as/runs}
 for role in agent raw; do
  ( while [ ! -s $d/$tag.$role.pid ]; do sleep 0.05; done
    pid=$(head -1 $d/$tag.$role.pid); sleep 0.3
