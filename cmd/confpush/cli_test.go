@@ -82,6 +82,29 @@ func writeFiles(t *testing.T, dir string, files map[string]string) string {
 	return dir
 }
 
+// replaceFiles writes files below a directory a watch follows, each under
+// a hidden name (a watch skips those) renamed into place: one event per
+// file, carrying its whole content. A file written in place is truncated
+// first, an event of its own, and a writer descheduled for longer than the
+// watch's debounce between the truncation and the write would have the
+// empty file published, failing the test for a reason it does not name.
+func replaceFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(filepath.Dir(p), ".tmp-"+filepath.Base(p))
+		if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // snapshot returns every node under the given paths with version and hash.
 func snapshot(t *testing.T, conn *zk.Conn, paths ...string) string {
 	t.Helper()

@@ -135,7 +135,7 @@ func TestWatchIgnoresEditorFiles(t *testing.T) {
 	// pattern names.
 	writeFiles(t, dir, map[string]string{"app.conf~": "v1\n", "#app.conf#": "v2 half typed", "site.local": "x"})
 	from := a.lineCount()
-	writeFiles(t, dir, map[string]string{"app.conf": "v2\n"})
+	replaceFiles(t, dir, map[string]string{"app.conf": "v2\n"})
 	a.waitForSince(t, "watch", "published generation 2", from)
 	a.waitFor(t, "watch", "ignored 3 file(s) matching the ignore patterns (--ignore, --no-default-ignore): #app.conf#, app.conf~, site.local")
 	code, obj := c.json("get")
