@@ -198,10 +198,11 @@ stress: zookeeper
 	ZKCONF_STRESS_GENERATIONS=5000 $(GO) test -race -count=1 -timeout 30m -run '^TestTornReadStress$$' ./cache/
 
 # check-leftovers: a ZooKeeper server the tests started (its zoo.cfg in a
-# directory under the temporary directory the tests used) still running.
+# directory under the temporary directory the tests used: the harness
+# passes it right after the class name) still running.
 # Servers of another checkout's tests or benchmarks, run with a TMPDIR of
 # their own, are not this run's.
-LEFTOVER_PATTERN = QuorumPeerMain .*$(patsubst %/,%,$(or $(TMPDIR),/tmp))/.*zk[0-9]+/zoo[.]cfg
+LEFTOVER_PATTERN = QuorumPeerMain $(patsubst %/,%,$(or $(TMPDIR),/tmp))/.*zk[0-9]+/zoo[.]cfg
 check-leftovers:
 	@if pgrep -f '$(LEFTOVER_PATTERN)' >/dev/null; then \
 		echo "ZooKeeper test servers outlived their tests:"; pgrep -af '$(LEFTOVER_PATTERN)'; exit 1; fi
