@@ -312,7 +312,7 @@ type LatencySetResult struct {
 // to the generation (and so the history and the history GC's rhythm) the
 // set's root had when its confpush phase began, and the floor's root
 // (nobody watches it either), alternated round by round in the same
-// minutes, the order swapped every round, each process started after the
+// minutes in ABBA order (pushFirstIn), each process started after the
 // same pause (half the gap) and confpush's input written and synced
 // before the round's first pause.
 type ConfPushAlone struct {
@@ -1040,8 +1040,8 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 // (the set's root's generation when its confpush phase began: the same
 // history, so the history GC falls on the same publishes), while the
 // floor fl writes its own root as before. Each round writes and syncs
-// confpush's input, then runs the two, each after half the gap, in an
-// order swapped every round (neither always follows the other); the
+// confpush's input, then runs the two, each after half the gap, in ABBA
+// order (pushFirstIn: neither always follows the other); the
 // first lc.Warmup rounds are not measured. The agent and the follower
 // stay up (idle: nothing they watch changes). At the end the root must
 // hold the last generation, item by item.
@@ -1074,7 +1074,7 @@ func (e *env) measureConfPushAlone(ctx context.Context, lc LatencyConfig, set La
 				return nil, err
 			}
 		}
-		pushFirst := r%2 == 0
+		pushFirst := pushFirstIn(r - lc.Warmup)
 		var took, floorTook int64
 		var ft floorTimings
 		for _, push := range []bool{pushFirst, !pushFirst} {
@@ -1117,6 +1117,20 @@ func (e *env) measureConfPushAlone(ctx context.Context, lc LatencyConfig, set La
 	p.FloorSession, p.FloorMulti, p.FloorClose = pct(floorSession), pct(floorMulti), pct(floorClose)
 	p.LoadEnd, p.Seconds = loadAvg(), time.Since(started).Seconds()
 	return p, nil
+}
+
+// pushFirstIn says whether confpush runs before the floor in round i of
+// the like-for-like pass (i counts the measured rounds from 0; negative
+// for warm-up rounds): ABBA order, confpush first in rounds 0 and 3 of
+// every four. Each program runs first in half the rounds, and a drift of
+// the machine's load within four rounds falls on both alike. Plain
+// alternation (ABAB) would put every history GC of confpush (every sixth
+// publish: always rounds of one parity) in the same order, so the
+// programs' p50s by order would measure the GC as well; in ABBA, rounds
+// six apart have opposite orders.
+func pushFirstIn(i int) bool {
+	i = (i%4 + 4) % 4
+	return i == 0 || i == 3
 }
 
 // checkRoot checks that root holds generation g of sched: its manifest
