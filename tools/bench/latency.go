@@ -107,6 +107,13 @@ type LatencyConfig struct {
 	// independent` beside the same confd-style follower: the dir target
 	// measured like for like (measureIndependent). Empty: none.
 	Independent []LatencySet
+	// ConfPushAlone adds, per set after its confpush phase, confpush
+	// against its floor like for like (measureConfPushAlone): both
+	// publishing to roots nobody watches, alternated, the order swapped
+	// every round. The confpush phase's own ratio is taken while the
+	// set's agent and follower render confpush's publishes on the same
+	// CPUs, and its floor writes a root nobody watches.
+	ConfPushAlone bool
 	// ConfAgentBin, ConfPushBin, ZkrawBin and ZkfloorBin: empty builds
 	// them.
 	ConfAgentBin, ConfPushBin, ZkrawBin, ZkfloorBin string
@@ -158,8 +165,8 @@ func (lc LatencyConfig) independentPass(set LatencySet) bool {
 func DefaultLatencyConfig() LatencyConfig {
 	return LatencyConfig{
 		Sets:        LatencySets(LatencyShapes, LatencySizes),
-		Independent: slices.Clone(LatencyShapes),
-		Publishes:   50, Warmup: 5, Gap: 200 * time.Millisecond,
+		Independent: slices.Clone(LatencyShapes), ConfPushAlone: true,
+		Publishes: 50, Warmup: 5, Gap: 200 * time.Millisecond,
 		Memory: LatencySet{Items: 1000, Changed: 1, Size: 4 << 10}, MemoryPublishes: 10,
 		SessionTimeout: 30 * time.Second, WaitTimeout: time.Minute,
 	}
@@ -242,7 +249,12 @@ type LatencySetResult struct {
 	// connect, one Multi, close) start → exit, run right after each
 	// confpush; FloorItems is the number of items its Multi writes (the
 	// changed items, as many as fit a Multi); FloorRatio is ConfPush.P50 /
-	// Floor.P50.
+	// Floor.P50. These are taken under the agents' load: confpush writes
+	// the root the set's agent and follower watch, and its commit's
+	// answer, close and exit run while they read and render on the same
+	// CPUs; the floor's root nobody watches. They drive the confpush
+	// rows (start → rendered) and are reported as information; the
+	// target is judged on Alone.
 	Publish    Pct     `json:"publish_call_to_ack"`
 	ConfPush   Pct     `json:"confpush_start_to_exit"`
 	Floor      Pct     `json:"floor_start_to_exit"`
@@ -290,6 +302,47 @@ type LatencySetResult struct {
 	// restarted under `apply: independent` (LatencyConfig.Independent);
 	// nil when the set had none.
 	Independent *LatencyPass `json:"apply_independent,omitempty"`
+	// Alone is confpush against its floor like for like
+	// (LatencyConfig.ConfPushAlone); nil when the set had no such pass.
+	Alone *ConfPushAlone `json:"confpush_alone,omitempty"`
+}
+
+// ConfPushAlone is confpush against its floor like for like: `confpush
+// publish` writing a root of its own that nobody watches, brought first
+// to the generation (and so the history and the history GC's rhythm) the
+// set's root had when its confpush phase began, and the floor's root
+// (nobody watches it either), alternated round by round in the same
+// minutes in ABBA order (pushFirstIn), each process started after the
+// same pause (half the gap) and confpush's input written and synced
+// before the round's first pause.
+type ConfPushAlone struct {
+	// ConfPush and Floor are start → exit; Ratio is ConfPush.P50 /
+	// Floor.P50 (the target), PairRatio the median of the rounds' own
+	// ratios (the two of a round ran within a second of each other).
+	ConfPush  Pct     `json:"confpush_start_to_exit"`
+	Floor     Pct     `json:"floor_start_to_exit"`
+	Ratio     float64 `json:"confpush_floor_ratio"`
+	PairRatio float64 `json:"pair_ratio_p50"`
+	// ConfPushFirst and ConfPushSecond are confpush's start → exit p50 in
+	// the rounds it ran first and second, FloorFirst and FloorSecond the
+	// floor's: what the order does.
+	ConfPushFirst  float64 `json:"confpush_first_p50_ms"`
+	ConfPushSecond float64 `json:"confpush_second_p50_ms"`
+	FloorFirst     float64 `json:"floor_first_p50_ms"`
+	FloorSecond    float64 `json:"floor_second_p50_ms"`
+	// FloorSession, FloorMulti and FloorClose: the floor's three server
+	// writes, timed inside its process.
+	FloorSession Pct `json:"floor_session"`
+	FloorMulti   Pct `json:"floor_multi"`
+	FloorClose   Pct `json:"floor_close"`
+	// From is the generation confpush's root was brought to in process
+	// before the pass (the set's root's when its confpush phase began).
+	From int64 `json:"from_generation"`
+	// LoadStart and LoadEnd: the 1-minute load average around the pass;
+	// Seconds its wall time, the root's preparation included.
+	LoadStart float64 `json:"load_average_start"`
+	LoadEnd   float64 `json:"load_average_end"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // PassFigures are what one in-process pass over a set measures.
@@ -361,6 +414,8 @@ type LatencySettings struct {
 	// Independent: the shapes with an `apply: independent` pass.
 	Independent  []LatencySet `json:",omitempty"`
 	ConfAgentEnv []string     `json:",omitempty"`
+	// ConfPushAlone: confpush against its floor like for like.
+	ConfPushAlone bool
 }
 
 // RunLatency runs the single-host latency benchmark.
@@ -388,7 +443,7 @@ func RunLatency(ctx context.Context, lc LatencyConfig) (*LatencyReport, error) {
 	}
 	rep := &LatencyReport{Started: time.Now(), Config: LatencySettings{Sets: lc.Sets,
 		Publishes: lc.Publishes, Warmup: lc.Warmup, Gap: lc.Gap.String(), Memory: lc.Memory, MemoryPublishes: lc.MemoryPublishes,
-		Independent: lc.Independent, ConfAgentEnv: lc.ConfAgentEnv}}
+		Independent: lc.Independent, ConfAgentEnv: lc.ConfAgentEnv, ConfPushAlone: lc.ConfPushAlone}}
 	rep.Env = Environment{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(), Servers: 1, OwnServer: len(lc.ZK) == 0, LoadStart: loadAvg()}
 	if lc.Fleet != nil {
 		rep.Fleet = lc.Fleet.fleetTargets()
@@ -737,8 +792,19 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		res.Groups = g.inodeGroupsOf(filepath.Join(out.dir, poolDir), res.InodeAfter.firstIno, out.confd)
 	}
 	if !memory {
-		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, obs.conn); err != nil {
+		fl, err := e.newFloor(obs.conn, t, base)
+		if err != nil {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		res.FloorItems = len(fl.items)
+		from := t.gen
+		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, fl); err != nil {
 			return nil, err
+		}
+		if lc.ConfPushAlone {
+			if res.Alone, err = e.measureConfPushAlone(ctx, lc, set, name, from, fl, bins, base, obs.conn); err != nil {
+				return nil, fmt.Errorf("confpush alone: %w", err)
+			}
 		}
 	}
 	if !memory && lc.independentPass(set) {
@@ -900,14 +966,10 @@ func (run *inProcessRun) phases(agentLog, confdLog string) (map[string]Pct, erro
 
 // measureConfPush publishes t's next generations with `confpush publish`
 // processes (start → exit, start → rendered), each followed by the raw
-// floor's process (start → exit, and its three server writes), then by
-// the start-up alone of each program.
-func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, res *LatencySetResult, rec *recorder, followers []string, bins latencyBins, base string, conn *zk.Conn) error {
-	fl, err := e.newFloor(conn, t, base)
-	if err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	res.FloorItems = len(fl.items)
+// floor fl's process (start → exit, and its three server writes), then by
+// the start-up alone of each program. confpush writes the root the set's
+// agent and follower watch: its figures are under their load.
+func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, res *LatencySetResult, rec *recorder, followers []string, bins latencyBins, base string, fl *floor) error {
 	items := filepath.Join(base, "items")
 	if err := os.MkdirAll(items, 0o755); err != nil {
 		return err
@@ -963,6 +1025,133 @@ func (e *env) measureConfPush(ctx context.Context, lc LatencyConfig, t *target, 
 	for i, f := range followers {
 		res.Rows = append(res.Rows, LatencyRow{Items: len(t.sched.names), Changed: t.sched.changed, Size: t.sched.size, Follower: f, Publisher: "confpush",
 			EndToEnd: pct(endToEnd[i])})
+	}
+	return nil
+}
+
+// measureConfPushAlone measures confpush against its floor like for like
+// (ConfPushAlone): in the set's confpush phase confpush writes the root
+// the set's agent and confd-style follower watch, so its commit's answer,
+// its close and its exit run while the two read and render on the
+// machine's CPUs, and the floor writes a root nobody watches. Here
+// confpush publishes the same shape of set (a schedule of its own: the
+// same items, sizes and changes per publish) to a root nobody watches
+// either, which an in-process publisher first brings to generation from
+// (the set's root's generation when its confpush phase began: the same
+// history, so the history GC falls on the same publishes), while the
+// floor fl writes its own root as before. Each round writes and syncs
+// confpush's input, then runs the two, each after half the gap, in ABBA
+// order (pushFirstIn: neither always follows the other); the
+// first lc.Warmup rounds are not measured. The agent and the follower
+// stay up (idle: nothing they watch changes). At the end the root must
+// hold the last generation, item by item.
+func (e *env) measureConfPushAlone(ctx context.Context, lc LatencyConfig, set LatencySet, name string, from int64, fl *floor, bins latencyBins, base string, conn *zk.Conn) (*ConfPushAlone, error) {
+	started := time.Now()
+	p := &ConfPushAlone{From: from, LoadStart: loadAvg()}
+	sched := newSchedule(name+"-alone", set.Items, set.Size, set.Changed)
+	t, err := e.newTargetMode(ctx, name+"-alone", sched, true)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+	for g := t.gen + 1; g <= from; g++ {
+		if _, err := t.publish(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	items := filepath.Join(base, "items-alone")
+	if err := os.MkdirAll(items, 0o755); err != nil {
+		return nil, err
+	}
+	var pushTimes, floorTimes, ratios []int64
+	var pushBy, floorBy [2][]int64 // by position: first, second
+	var floorSession, floorMulti, floorClose []int64
+	pause := lc.Gap / 2
+	for r := range lc.Warmup + lc.Publishes {
+		g := t.gen + 1
+		for n, b := range sched.set(g) {
+			if err := writeSynced(filepath.Join(items, n), b); err != nil {
+				return nil, err
+			}
+		}
+		pushFirst := pushFirstIn(r - lc.Warmup)
+		var took, floorTook int64
+		var ft floorTimings
+		for _, push := range []bool{pushFirst, !pushFirst} {
+			if err := work.Sleep(ctx, pause); err != nil {
+				return nil, err
+			}
+			if push {
+				if _, took, err = runConfPush(ctx, bins.push, e.srv.addrs, t.root, e.meta, items); err != nil {
+					return nil, err
+				}
+				t.gen = g
+			} else if floorTook, ft, err = fl.run(ctx, bins.zkfloor, e.srv.addrs); err != nil {
+				return nil, err
+			}
+		}
+		if r < lc.Warmup {
+			continue
+		}
+		pushTimes, floorTimes = append(pushTimes, took), append(floorTimes, floorTook)
+		ratios = append(ratios, took*1000/max(1, floorTook)) // per mille
+		floorSession, floorMulti, floorClose = append(floorSession, ft.Session), append(floorMulti, ft.Multi), append(floorClose, ft.Close)
+		first := 0
+		if !pushFirst {
+			first = 1
+		}
+		pushBy[first] = append(pushBy[first], took)
+		floorBy[1-first] = append(floorBy[1-first], floorTook)
+	}
+	if err := checkRoot(conn, t.root, sched, t.gen); err != nil {
+		return nil, err
+	}
+	p.ConfPush, p.Floor = pct(pushTimes), pct(floorTimes)
+	p.Ratio = finite(ratio(p.ConfPush.P50, p.Floor.P50))
+	if len(ratios) > 0 {
+		s := slices.Sorted(slices.Values(ratios))
+		p.PairRatio = float64(rank(s, 0.5)) / 1000
+	}
+	p.ConfPushFirst, p.ConfPushSecond = pct(pushBy[0]).P50, pct(pushBy[1]).P50
+	p.FloorFirst, p.FloorSecond = pct(floorBy[0]).P50, pct(floorBy[1]).P50
+	p.FloorSession, p.FloorMulti, p.FloorClose = pct(floorSession), pct(floorMulti), pct(floorClose)
+	p.LoadEnd, p.Seconds = loadAvg(), time.Since(started).Seconds()
+	return p, nil
+}
+
+// pushFirstIn says whether confpush runs before the floor in round i of
+// the like-for-like pass (i counts the measured rounds from 0; negative
+// for warm-up rounds): ABBA order, confpush first in rounds 0 and 3 of
+// every four. Each program runs first in half the rounds, and a drift of
+// the machine's load within four rounds falls on both alike. Plain
+// alternation (ABAB) would put every history GC of confpush (every sixth
+// publish: always rounds of one parity) in the same order, so the
+// programs' p50s by order would measure the GC as well; in ABBA, rounds
+// six apart have opposite orders.
+func pushFirstIn(i int) bool {
+	i = (i%4 + 4) % 4
+	return i == 0 || i == 3
+}
+
+// checkRoot checks that root holds generation g of sched: its manifest
+// names g and every item of the set with its content.
+func checkRoot(conn *zk.Conn, root string, sched *schedule, g int64) error {
+	data, _, err := conn.Get(root)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", root, err)
+	}
+	m, err := manifest.Decode(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", root, err)
+	}
+	want := sched.set(g)
+	if m.Generation != g || len(m.Items) != len(want) {
+		return fmt.Errorf("%s holds generation %d of %d items, want %d of %d", root, m.Generation, len(m.Items), g, len(want))
+	}
+	for n, b := range want {
+		if !m.Matches(n, b) {
+			return fmt.Errorf("%s: item %s is not generation %d's", root, n, g)
+		}
 	}
 	return nil
 }

@@ -81,3 +81,30 @@ func TestWriteSynced(t *testing.T) {
 		t.Fatal("writeSynced into a missing directory succeeded")
 	}
 }
+
+// TestPushFirstIn checks the like-for-like pass's order: in every four
+// consecutive rounds each program runs first twice (warm-up rounds, with
+// negative indexes, included), the measured rounds start with confpush
+// first then the floor first (a pass of two measured rounds has each
+// program in each position), and rounds six apart (confpush's history GC
+// recurs every sixth publish) run in opposite orders, which plain
+// alternation would not give.
+func TestPushFirstIn(t *testing.T) {
+	for start := -8; start < 8; start++ {
+		n := 0
+		for i := start; i < start+4; i++ {
+			if pushFirstIn(i) {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("rounds %d–%d: confpush first in %d, want 2", start, start+3, n)
+		}
+		if pushFirstIn(start) == pushFirstIn(start+6) {
+			t.Errorf("rounds %d and %d (six apart) run in the same order", start, start+6)
+		}
+	}
+	if !pushFirstIn(0) || pushFirstIn(1) {
+		t.Error("the measured rounds do not start with confpush first, then the floor first")
+	}
+}

@@ -32,6 +32,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		memSize   = fs.String("memory-item-size", formatSizes([]int{d.Memory.Size}), "item size of the memory run")
 		memPubs   = fs.Int("memory-publishes", d.MemoryPublishes, "measured publishes of the memory run")
 		indep     = fs.String("independent", "all", "shapes (items/changed, at every size) whose sets get a second in-process pass with the agent restarted under apply: independent, the dir target like for like with the confd-style follower's file: all (every shape of --sets), none, or 20/1,20/20,...")
+		alone     = fs.Bool("confpush-alone", d.ConfPushAlone, "per set, confpush against its floor like for like: both publishing roots nobody watches, alternated (the target's verdict; false: only the confpush phase under the agents' load, reported as information)")
 		agentBin  = fs.String("confagent-bin", "", "confagent binary (default: go build ./cmd/confagent)")
 		pushBin   = fs.String("confpush-bin", "", "confpush binary (default: go build ./cmd/confpush)")
 		agentEnv  = fs.String("confagent-env", "", "KEY=VALUE,... added to the agent's environment (e.g. GOMEMLIMIT=off)")
@@ -45,7 +46,7 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: confbench latency [flags]\n\nSingle host: confagent (dir and template targets; apply: all, then per set a second pass restarted under apply: independent, the dir target like for like) and a confd-style raw follower, commit-ack → rendered, phase by phase, CPU and memory per process, confpush against a raw floor, and issue 27's targets.\n\n")
+		fmt.Fprintf(stderr, "usage: confbench latency [flags]\n\nSingle host: confagent (dir and template targets; apply: all, then per set a second pass restarted under apply: independent, the dir target like for like) and a confd-style raw follower, commit-ack → rendered, phase by phase, CPU and memory per process, confpush against a raw floor (under the agents' load, and like for like: both alone, alternated), and issue 27's targets.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +106,9 @@ func runLatency(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	override("publishes", &cfg.Publishes, *publishes)
 	override("warmup", &cfg.Warmup, *warmup)
 	override("memory-publishes", &cfg.MemoryPublishes, *memPubs)
+	if set["confpush-alone"] || !*quick {
+		cfg.ConfPushAlone = *alone
+	}
 	if set["gap"] || !*quick {
 		cfg.Gap = *gap
 	}

@@ -20,8 +20,10 @@ import (
 // timings" lines were found for every publish), CPU and memory were read
 // for both processes, the floor (zkfloor) ran beside every confpush and
 // timed its three server writes, the start-up of both programs was
-// measured, the durable-step probe, the inode-creation probe (before and
-// after every set) and the load are in the summary, the 20 × 64 KiB
+// measured, confpush ran against its floor like for like (both alone on
+// roots nobody watches, alternated) with its summary rows, the
+// durable-step probe, the inode-creation probe (before and after every
+// set) and the load are in the summary, the 20 × 64 KiB
 // set went through marker mode (its commit found by the tap), each set's
 // second pass with the agent restarted under apply: independent has every
 // row, phase and CPU figure and its like-for-like row in the summary, and
@@ -60,6 +62,25 @@ func TestLatencySmoke(t *testing.T) {
 				t.Errorf("%s: %s: %+v, want %d positive samples", name, what, p, n)
 			}
 		}
+		// Both quick sets get confpush against its floor like for like:
+		// both alone, every round measured, each program timed in both
+		// positions, its root brought to the generation the set's root had
+		// when its confpush phase began (the first generation, then the
+		// in-process pass's), and the result checked there.
+		if a := s.Alone; a == nil {
+			t.Errorf("%s: no confpush-alone pass", name)
+		} else {
+			if a.ConfPush.N != n || a.Floor.N != n || a.FloorSession.N != n || a.FloorMulti.N != n || a.FloorClose.N != n || a.Ratio <= 0 || a.PairRatio <= 0 {
+				t.Errorf("%s: confpush alone %d, floor %d (session %d, Multi %d, close %d) samples, ratio %.2f, pairs' %.2f; want %d each",
+					name, a.ConfPush.N, a.Floor.N, a.FloorSession.N, a.FloorMulti.N, a.FloorClose.N, a.Ratio, a.PairRatio, n)
+			}
+			if a.ConfPushFirst <= 0 || a.ConfPushSecond <= 0 || a.FloorFirst <= 0 || a.FloorSecond <= 0 {
+				t.Errorf("%s: confpush alone first · second %.2f · %.2f, floor %.2f · %.2f: want each position measured", name, a.ConfPushFirst, a.ConfPushSecond, a.FloorFirst, a.FloorSecond)
+			}
+			if want := int64(1 + rep.Config.Warmup + n); a.From != want || a.Seconds <= 0 {
+				t.Errorf("%s: confpush alone from generation %d (%.1f s), want %d", name, a.From, a.Seconds, want)
+			}
+		}
 		// Both quick sets get the like-for-like pass: the agent restarted
 		// under apply: independent, every follower timed again.
 		if p := s.Independent; p == nil {
@@ -92,8 +113,14 @@ func TestLatencySmoke(t *testing.T) {
 	if len(rep.Summary) == 0 {
 		t.Fatal("no summary")
 	}
-	conditions, independent := 0, 0
+	conditions, independent, alone, underAgents := 0, 0, 0, 0
 	for _, v := range rep.Summary {
+		if strings.HasPrefix(v.Target, "confpush publish start → exit p50 ÷ raw floor (connect, one Multi, close), like for like") && v.Ratio != "–" && v.Bound != "" {
+			alone++
+		}
+		if strings.HasPrefix(v.Target, "confpush publish start → exit p50 ÷ raw floor, under the agents' load") && v.Status == "REPORTED" {
+			underAgents++
+		}
 		if v.Target == "commit-ack → rendered p50, confagent dir (apply: independent) ÷ confd-style" && v.Status != "NOT MEASURED" && v.Ratio != "–" {
 			independent++
 		}
@@ -107,6 +134,9 @@ func TestLatencySmoke(t *testing.T) {
 	if conditions != 3 {
 		t.Errorf("summary: %d of the durable-step probe, inode-creation probe and load average rows, want all three", conditions)
 	}
+	if alone != 2 || underAgents != 2 {
+		t.Errorf("summary: %d confpush like-for-like rows and %d under the agents' load, want one of each per set", alone, underAgents)
+	}
 	if independent != 2 {
 		t.Errorf("summary: %d like-for-like dir rows (apply: independent), want one per set", independent)
 	}
@@ -115,7 +145,8 @@ func TestLatencySmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Summary: issue 27's targets", "confd-style template", "status node", "durable step p50", "inode creation before: p50 µs", "against its floor", "start-up p50: confpush · floor", "| 20/20 × 64 KiB | marker |",
-		"## The dir target like for like: `apply: independent` (ms)"} {
+		"## The dir target like for like: `apply: independent` (ms)", "### Like for like: both alone, alternated (the target)",
+		"### Under the agents' load (information; it drives the confpush rows above)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("latency-results.md lacks %q", want)
 		}
