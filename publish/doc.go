@@ -34,8 +34,10 @@
 //     the blob of each of its contents exists (one listing of the blob
 //     store; Publisher.Prefetch sends these reads early); for a larger
 //     set, once the root's answer is in, the live items whose entry in
-//     its manifest is the new set's (those step 3 verifies). A root with
-//     data that is not a manifest is refused.
+//     its manifest is the new set's (those step 3 verifies). On ZooKeeper
+//     3.6+ all of it but the ACLs is one multiRead, the root's listing
+//     right after its data (readCombined; docs/design.md, "Step 2 in one
+//     multiRead"). A root with data that is not a manifest is refused.
 //  3. Check: the fence node of Request.Fence exists (else ErrFenced);
 //     ExpectGeneration (mismatch: ConflictError). A root with children
 //     but no manifest and no marker is refused. A live marker:

@@ -169,8 +169,8 @@ func TestVerifyUnchangedMultiRead(t *testing.T) {
 				}
 				return
 			}
-			if multis != 2 {
-				t.Fatalf("multiReads %d, want 2 (64 + 35 unchanged items)", multis)
+			if multis != 3 {
+				t.Fatalf("multiReads %d, want 3 (the state's, and 64 + 35 unchanged items)", multis)
 			}
 			if gets >= 99 {
 				t.Fatalf("getData %d: the unchanged items were read one Get each", gets)

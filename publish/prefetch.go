@@ -180,11 +180,15 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation, h *setHash
 	n := fixed + len(sp.names)
 	// Decided once: n must count the reads started below, whatever
 	// another publish of p learns meanwhile.
-	multiRead := len(sp.names) > 1 && !p.noMultiRead.Load()
-	if multiRead {
+	combined := !p.noMultiRead.Load()
+	multiRead := len(sp.names) > 1 && combined
+	switch {
+	case combined:
+		n = 2 // the ACLs, and every other read in one multiRead (readCombined)
+	case multiRead:
 		n = fixed + 1 // the items in one multiRead (readItems)
 	}
-	if len(sp.shas) > 0 {
+	if len(sp.shas) > 0 && !combined {
 		n++ // the blob store's listing
 	}
 	// finish closes done once: with the reads' results (take) or with
@@ -223,6 +227,12 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation, h *setHash
 		stop()
 		finish(true)
 	}
+	if combined {
+		go run.one(stateReadCount) // the ACLs
+		go run.readCombined()
+		runtime.Gosched()
+		return r
+	}
 	for i := range fixed {
 		go run.one(i)
 	}
@@ -238,6 +248,152 @@ func (p *Publisher) startStepTwo(ctx context.Context, sp speculation, h *setHash
 	}
 	runtime.Gosched()
 	return r
+}
+
+// The reads of readCombined's multiRead, in the order they are sent.
+const (
+	combRoot     = iota // the root's data and stat
+	combRootList        // the root's children, read after its data
+	combHistList        // the history parent's children
+	combHist            // the history parent's stat (its data: empty)
+	combCand            // the candidate's children: whether it exists
+	combFixed           // then the blob store's listing (a small set), then the items
+)
+
+// readCombined makes step 2's reads but the ACLs' in one multiRead
+// (ZooKeeper 3.6+), then runs last if it was the last to answer: the
+// root's data, its listing, the history parent's listing and stat, the
+// candidate's listing (its existence) and, for a small set (speculate),
+// the blob store's listing and the live items at the set's paths. One
+// request where they were eight (the root, three listings, the
+// candidate's Exists and a multiRead of the items; the two ACL reads
+// cannot ride a multiRead): on one connection each request costs about
+// as much again as the next on the server and in the client
+// (docs/bench/latency-pushsmall-2026-11-28b: 2.73 ms for step 2's eight
+// against 1.08 for the multiRead of the 20 items alone).
+//
+// A multiRead's listing has no stat: the root's listing is read right
+// after its data, on a tree no older than the data read's (listAfter;
+// stateFrom says why that guards what the stats' comparison did), the
+// history parent's stat comes from a read of its data (empty: ensurePath
+// creates it so), and the candidate's existence from its listing
+// (NoNode: none; its data is a manifest, its children at most the
+// contents a rollout adds).
+//
+// Each answer maps to what the read it replaces made of it: a node that
+// does not exist as such, an item's answer as readItems' (item). Any
+// other error of a read of the state (a refusal, say) has the state read
+// again the way it was, each read a request of its own, whose outcome
+// (an explained refusal, a wrapped error, a retry) is then exactly the
+// old one; so has the candidate's (an Exists needs no permission) and
+// the blob store's. A multiRead that fails as a whole (refused by a
+// server older than 3.6, lost with its connection: multiRead) is
+// replaced by every read of its own, as without multiRead.
+func (r *stepTwoRun) readCombined() {
+	defer r.answered()
+	if err := r.ctx.Err(); err != nil {
+		r.stErrs[0] = err
+		return
+	}
+	p := r.p
+	blobsAt, itemsAt := -1, combFixed
+	ops := make([]zk.ReadOp, combFixed, combFixed+1+len(r.sp.names))
+	ops[combRoot] = zk.ReadOp{Path: p.paths.Root}
+	ops[combRootList] = zk.ReadOp{Path: p.paths.Root, Children: true}
+	ops[combHistList] = zk.ReadOp{Path: p.paths.History(), Children: true}
+	ops[combHist] = zk.ReadOp{Path: p.paths.History()}
+	ops[combCand] = zk.ReadOp{Path: p.paths.Candidate(), Children: true}
+	if len(r.sp.shas) > 0 {
+		blobsAt, itemsAt = len(ops), len(ops)+1
+		ops = append(ops, zk.ReadOp{Path: p.paths.Blobs(), Children: true})
+	}
+	for _, name := range r.sp.names {
+		ops = append(ops, zk.ReadOp{Path: p.paths.Item(name)})
+	}
+	res, err := p.multiReadOps(ops)
+	if err != nil {
+		r.separately(blobsAt >= 0)
+		return
+	}
+	r.combinedState(res)
+	if cand := res[combCand]; cand.Error == nil || errors.Is(cand.Error, zk.ErrNoNode) {
+		found := cand.Error == nil
+		r.mu.Lock()
+		r.w.candidate = &found
+		r.mu.Unlock()
+	} else {
+		r.left.Add(1)
+		go func() {
+			defer r.answered()
+			r.readCandidate()
+		}()
+	}
+	if blobsAt >= 0 {
+		if b := res[blobsAt]; b.Error == nil || errors.Is(b.Error, zk.ErrNoNode) {
+			r.storedBlobs(b.Children)
+		} else {
+			r.left.Add(1)
+			go r.readBlobs()
+		}
+	}
+	for k, name := range r.sp.names {
+		r.item(name, res[itemsAt+k].Data, res[itemsAt+k].Error)
+	}
+}
+
+// combinedState records the state's reads of readCombined's answers, or,
+// when one of them failed other than by NoNode, reads the state again
+// one request per read (readStatePart), whose errors are then the ones
+// step 2 reports, as they were.
+func (r *stepTwoRun) combinedState(res []zk.MultiReadResult) {
+	for _, i := range [...]int{combRoot, combRootList, combHistList, combHist} {
+		if err := res[i].Error; err != nil && !errors.Is(err, zk.ErrNoNode) {
+			r.left.Add(stateReadCount)
+			for i := range stateReadCount {
+				go r.one(i)
+			}
+			return
+		}
+	}
+	sr := &r.sr
+	if root := res[combRoot]; root.Error == nil {
+		sr.data, sr.rootStat = root.Data, root.Stat
+		sr.live, sr.liveErr = manifest.Decode(sr.data)
+	}
+	if l := res[combRootList]; l.Error == nil {
+		sr.kids, sr.listed = l.Children, true
+	}
+	sr.listAfter = true
+	if l := res[combHistList]; l.Error == nil {
+		sr.gens = parseHistory(l.Children)
+	}
+	if h := res[combHist]; h.Error == nil {
+		sr.histStat = h.Stat
+	}
+	if r.hash != nil && sr.live != nil {
+		r.readUnchanged(sr.live)
+	}
+}
+
+// separately makes every read of readCombined's, each a request of its
+// own (items one Get each), when its multiRead failed as a whole: left
+// grows before readCombined answers, so last cannot run in between.
+func (r *stepTwoRun) separately(blobs bool) {
+	n := stateReadCount + 1 + len(r.sp.names)
+	if blobs {
+		n++
+	}
+	r.left.Add(int64(n))
+	for i := range stateReadCount {
+		go r.one(i)
+	}
+	go r.one(stateReadCount + 1) // the candidate
+	if blobs {
+		go r.readBlobs()
+	}
+	for _, name := range r.sp.names {
+		go r.readItem(name, r.p.paths.Item(name))
+	}
 }
 
 // stepTwoRun is what startStepTwo's reads share: each read is a goroutine
@@ -364,7 +520,10 @@ func (r *stepTwoRun) readBlob(sha string) {
 // then runs last if it was the last to answer.
 func (r *stepTwoRun) readBatch(names []string) {
 	defer r.answered()
-	if r.ctx.Err() != nil {
+	// A multiRead refused meanwhile (readCombined's, by a server older
+	// than 3.6, which then closes the connection): another would be
+	// refused too and cost another connection; the batch is left out.
+	if r.ctx.Err() != nil || r.p.noMultiRead.Load() {
 		return
 	}
 	paths := make([]string, len(names))
@@ -461,6 +620,22 @@ func (p *Publisher) multiRead(paths []string) ([]zk.MultiReadResult, error) {
 	if err == nil {
 		return res, nil
 	}
+	return nil, p.multiReadFailed(err)
+}
+
+// multiReadOps is multiRead of reads of data and listings mixed
+// (readCombined).
+func (p *Publisher) multiReadOps(ops []zk.ReadOp) ([]zk.MultiReadResult, error) {
+	res, err := p.conn().MultiReadOps(ops...)
+	if err == nil {
+		return res, nil
+	}
+	return nil, p.multiReadFailed(err)
+}
+
+// multiReadFailed records what the failure err of a whole multiRead says
+// of the server (multiRead) and returns err.
+func (p *Publisher) multiReadFailed(err error) error {
 	switch {
 	case errors.Is(err, zk.ErrUnimplemented) && p.noMultiRead.CompareAndSwap(false, true):
 		// A warning: each new Publisher (each confpush run) pays
@@ -477,7 +652,7 @@ func (p *Publisher) multiRead(paths []string) ([]zk.MultiReadResult, error) {
 		p.log.Info("the connection was lost under a multiRead (a ZooKeeper older than 3.6 closes it after refusing one): "+
 			"this publisher reads items one request each from now on", "error", err)
 	}
-	return nil, err
+	return err
 }
 
 // readBatches splits the items at names (their sizes in sizes) into
@@ -524,6 +699,12 @@ func (r *stepTwoRun) readBlobs() {
 	if err != nil {
 		return
 	}
+	r.storedBlobs(kids)
+}
+
+// storedBlobs records, for each of the set's contents, whether its blob
+// is among kids, the blob store's listing.
+func (r *stepTwoRun) storedBlobs(kids []string) {
 	stored := make(map[string]bool, len(kids))
 	for _, k := range kids {
 		stored[k] = true

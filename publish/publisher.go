@@ -507,6 +507,12 @@ func (p *Publisher) historyList(ctx context.Context) ([]int64, *zk.Stat, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	return parseHistory(names), st, nil
+}
+
+// parseHistory returns the generations the history parent's children
+// names (ascending); names that are not history entries are left out.
+func parseHistory(names []string) []int64 {
 	gens := make([]int64, 0, len(names))
 	for _, n := range names {
 		if g, ok := layout.ParseHistoryName(n); ok {
@@ -514,7 +520,7 @@ func (p *Publisher) historyList(ctx context.Context) ([]int64, *zk.Stat, error) 
 		}
 	}
 	slices.Sort(gens)
-	return gens, st, nil
+	return gens
 }
 
 // Rollback publishes generation to's content as a new generation (with

@@ -98,10 +98,15 @@ type stateReads struct {
 	data               []byte
 	rootStat, listStat *zk.Stat // the root's, as read and as listed
 	kids               []string
-	gens               []int64
-	histStat           *zk.Stat
-	live               *manifest.Manifest
-	liveErr            error
+	// listed says the listing found the root. listAfter says the listing
+	// was read after the root's data in one multiRead (readCombined),
+	// which carries no stat with a listing (listStat is nil): the server
+	// ran it on a tree no older than the data read's.
+	listed, listAfter bool
+	gens              []int64
+	histStat          *zk.Stat
+	live              *manifest.Manifest
+	liveErr           error
 }
 
 // stateReadCount is the number of reads of a stateReads round.
@@ -118,6 +123,7 @@ func (p *Publisher) readStatePart(ctx context.Context, r *stateReads, i int) err
 		}
 	case 1:
 		r.kids, r.listStat, err = p.childrenStat(ctx, p.paths.Root)
+		r.listed = r.listStat != nil
 	case 2:
 		r.gens, r.histStat, err = p.historyList(ctx)
 	}
@@ -145,7 +151,17 @@ func (p *Publisher) stateFrom(ctx context.Context, first *stateReads) (*state, e
 		// write of the root's data, so if the listing's stat shows the
 		// same data version (and the same node) as the read, no marker
 		// appeared or went between the two; otherwise read again.
-		if (r.rootStat == nil) != (r.listStat == nil) || r.rootStat != nil && (r.rootStat.Czxid != r.listStat.Czxid || r.rootStat.Version != r.listStat.Version) {
+		//
+		// A listing read after the root's data in one multiRead
+		// (listAfter, readCombined) has no stat, and needs none: it saw a
+		// tree no older than the read did, so a marker that existed when
+		// the root was read and still exists is in it, and a marker set
+		// after the read moved the root's version past the one the
+		// commit's compare-and-swap expects, which then fails: what the
+		// check above guards against, a marker set after the read that
+		// the compare-and-swap lets pass, cannot happen. A root found by
+		// one read and not by the other is read again as before.
+		if (r.rootStat == nil) == r.listed || r.rootStat != nil && !r.listAfter && (r.rootStat.Czxid != r.listStat.Czxid || r.rootStat.Version != r.listStat.Version) {
 			if err := readRetry().Sleep(ctx, attempt+1); err != nil {
 				return nil, err
 			}

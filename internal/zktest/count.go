@@ -9,9 +9,12 @@ import (
 
 // Request types of ZooKeeper's protocol a test may count (Counter.Count).
 const (
-	OpExists    = 3
-	OpGetData   = 4
-	OpMultiRead = opMultiRead
+	OpExists       = 3
+	OpGetData      = 4
+	OpGetACL       = 6
+	OpGetChildren  = 8
+	OpGetChildren2 = 12
+	OpMultiRead    = opMultiRead
 )
 
 // Counter is a proxy in front of a real server that counts the requests

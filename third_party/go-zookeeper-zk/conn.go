@@ -1353,12 +1353,14 @@ func (c *Conn) Multi(ops ...interface{}) ([]MultiResponse, error) {
 	return mr, err
 }
 
-// MultiReadResult is one read of a MultiRead (zkconf patch): the node's
-// data and stat, or Error (ErrNoNode, ErrNoAuth, ...) for that node alone.
+// MultiReadResult is one read of a MultiRead or MultiReadOps (zkconf
+// patch): the node's data and stat, its children for a listing
+// (MultiReadOps), or Error (ErrNoNode, ErrNoAuth, ...) for that node alone.
 type MultiReadResult struct {
-	Data  []byte
-	Stat  *Stat
-	Error error
+	Data     []byte
+	Stat     *Stat
+	Children []string
+	Error    error
 }
 
 // MultiRead reads the data of every path in one request and one response
@@ -1383,6 +1385,50 @@ func (c *Conn) MultiRead(paths ...string) ([]MultiReadResult, error) {
 	}
 	if len(res.Ops) != len(paths) {
 		return nil, fmt.Errorf("zk: multiRead of %d paths answered %d results: %w", len(paths), len(res.Ops), ErrAPIError)
+	}
+	return res.Ops, nil
+}
+
+// ReadOp is one read of a MultiReadOps (zkconf patch): the data and stat
+// of Path, or with Children its children (getChildren: ZooKeeper's
+// multiRead carries no stat with a listing).
+type ReadOp struct {
+	Path     string
+	Children bool
+}
+
+// MultiReadOps sends the reads ops in one multiRead request (ZooKeeper
+// 3.6+; zkconf patch), getData and getChildren mixed, and returns one
+// result per op in the order of ops: Data and Stat for a data read,
+// Children (and a nil Stat) for a listing, or Error for that op alone.
+// As for MultiRead, it is not a transaction; but the server runs the
+// reads one after the other, in the order of ops, against its tree, so
+// a read sees that tree no older than the read before it did (the
+// session's reads are in order, as separate requests sent in that order
+// are). A server older than 3.6 answers ErrUnimplemented.
+func (c *Conn) MultiReadOps(ops ...ReadOp) ([]MultiReadResult, error) {
+	req := &multiRequest{
+		Ops:        make([]multiRequestOp, 0, len(ops)),
+		DoneHeader: multiHeader{Type: -1, Done: true, Err: -1},
+	}
+	for _, op := range ops {
+		if err := validatePath(op.Path, false); err != nil {
+			return nil, err
+		}
+		if op.Children {
+			// ZooKeeper's GetChildrenRequest is a path and a watch flag
+			// (this client's getChildrenRequest lacks the flag).
+			req.Ops = append(req.Ops, multiRequestOp{multiHeader{opGetChildren, false, -1}, &pathWatchRequest{Path: op.Path}})
+		} else {
+			req.Ops = append(req.Ops, multiRequestOp{multiHeader{opGetData, false, -1}, &getDataRequest{Path: op.Path}})
+		}
+	}
+	res := &multiReadResponse{Ops: make([]MultiReadResult, 0, len(ops))}
+	if _, err := c.request(opMultiRead, req, res, nil); err != nil {
+		return nil, err
+	}
+	if len(res.Ops) != len(ops) {
+		return nil, fmt.Errorf("zk: multiRead of %d reads answered %d results: %w", len(ops), len(res.Ops), ErrAPIError)
 	}
 	return res.Ops, nil
 }

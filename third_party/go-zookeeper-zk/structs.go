@@ -397,8 +397,9 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 	return total, multiErr
 }
 
-// multiReadResponse is the answer to a MultiRead (zkconf patch): one
-// result per path, each the node's data and stat or that read's error.
+// multiReadResponse is the answer to a MultiRead or MultiReadOps (zkconf
+// patch): one result per read, each the node's data and stat, its
+// children (a listing) or that read's error.
 type multiReadResponse struct {
 	Ops []MultiReadResult
 }
@@ -425,6 +426,10 @@ func (r *multiReadResponse) Decode(buf []byte) (int, error) {
 			var gd getDataResponse
 			n, err = decodePacketValue(buf[total:], reflect.ValueOf(&gd))
 			res.Data, res.Stat = gd.Data, &gd.Stat
+		case opGetChildren: // zkconf patch: a listing of MultiReadOps
+			var gc getChildrenResponse
+			n, err = decodePacketValue(buf[total:], reflect.ValueOf(&gc))
+			res.Children = gc.Children
 		default:
 			return total, ErrAPIError
 		}
