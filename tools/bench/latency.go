@@ -801,7 +801,10 @@ func (e *env) measureLatency(ctx context.Context, lc LatencyConfig, set LatencyS
 		if err := e.measureConfPush(ctx, lc, t, res, rec, followers, bins, base, fl); err != nil {
 			return nil, err
 		}
-		if lc.ConfPushAlone {
+		// A marker-mode set's ratio carries no bound (several
+		// transactions by design), and its catch-up publishes would
+		// rewrite the root dozens of times: no like-for-like pass.
+		if lc.ConfPushAlone && res.Mode != manifest.ModeMarker {
 			if res.Alone, err = e.measureConfPushAlone(ctx, lc, set, name, from, fl, bins, base, obs.conn); err != nil {
 				return nil, fmt.Errorf("confpush alone: %w", err)
 			}

@@ -123,11 +123,15 @@ const (
 // pushAloneVerdict is the confpush target of the set, from its
 // like-for-like pass: NOT MEASURED when it had none, reported without a
 // bound in marker mode (a marker-mode publish is several transactions by
-// design; one Multi is no floor for it).
+// design; one Multi is no floor for it, and such a set gets no pass).
 func (s *LatencySetResult) pushAloneVerdict() Verdict {
 	v := Verdict{Target: pushAloneTarget, Set: s.set().String(), Bound: fmt.Sprintf("≤ %g×", boundConfPushFloor)}
 	a := s.Alone
-	if a == nil || a.Floor.N == 0 {
+	switch {
+	case s.Mode == manifest.ModeMarker && (a == nil || a.Floor.N == 0):
+		v.Measured, v.Bound, v.Ratio, v.Status = "– (marker mode: no like-for-like pass)", "– (marker mode)", "–", statusReported
+		return v
+	case a == nil || a.Floor.N == 0:
 		v.Measured, v.Ratio, v.Status = "– (no like-for-like pass)", "–", statusMissing
 		return v
 	}

@@ -220,6 +220,15 @@ func TestLatencyTargets(t *testing.T) {
 			t.Errorf("confpush without a like-for-like pass: %+v", v)
 		}
 	}
+	// A marker-mode set gets no such pass (its ratio has no bound): it
+	// is reported, not missing.
+	r = &LatencyReport{Sets: []LatencySetResult{b}}
+	for _, v := range r.Targets() {
+		if v.Target == pushAloneTarget && v.Status != statusReported {
+			t.Errorf("a marker-mode set without a like-for-like pass: %+v", v)
+		}
+	}
+	r = &LatencyReport{Sets: []LatencySetResult{a}}
 	if md := r.Markdown(); strings.Contains(md, "### Like for like") || !strings.Contains(md, "| 20/1 × 1 KiB | 30.00 | 0.00 | 20.00 | 0.00 | 1 | 1.50× |") {
 		t.Errorf("the markdown without like-for-like passes:\n%s", md)
 	}
