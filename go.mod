@@ -46,9 +46,10 @@ require (
 // go-zookeeper v1.0.4, the newest release, has a data race: a connection
 // holding watches that reconnects reads lastZxid while its receive loop
 // writes it (go-zookeeper/zk#35, open since 2020). zkconf builds with a
-// patched copy until upstream releases a fix; third_party/go-zookeeper-zk/
-// README.md says what changed. A replace applies only when zkconf is the main
-// module: a program that imports zkconf gets upstream v1.0.4 unless it adds
+// patched copy until upstream releases a fix; the copy also adds a multiRead
+// client (Conn.MultiRead, Conn.MultiReadOps) that cache and publish call.
+// third_party/go-zookeeper-zk/README.md says what changed. A replace applies
+// only when zkconf is the main module: a program that imports zkconf must add
 // this replace itself (README.md, "Using zkconf as a library").
 replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk
 
