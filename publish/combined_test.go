@@ -182,3 +182,37 @@ func TestStepTwoStateErrorAsSeparate(t *testing.T) {
 		t.Fatalf("error %q, separately %q", errs[0], errs[1])
 	}
 }
+
+// TestStepTwoCandidateWithoutRead: a candidate node the publisher may not
+// READ (its listing in step 2's multiRead refused) is still found: the
+// candidate alone is asked again with an Exists, which needs no
+// permission, and the rest of the multiRead's answers stand.
+func TestStepTwoCandidateWithoutRead(t *testing.T) {
+	c := startZK(t)
+	ctx := testCtx(t)
+	const root = "/steptwo-candidate"
+	direct := newPub(t, c, root)
+	mustPublish(t, direct, Request{Items: items(4, 100, "c1")})
+	if _, err := direct.conn().Create(direct.paths.Candidate(), nil, 0, zk.WorldACL(zk.PermAdmin|zk.PermDelete)); err != nil {
+		t.Fatal(err)
+	}
+
+	counter := zktest.CountRequests(t, c.Addrs()[0])
+	conn, sess := dial(t, testSession, counter.Addr())
+	p := mustNew(t, conn, sess, root)
+	sp, _ := speculate(items(4, 100, "c2"))
+	r := p.startStepTwo(ctx, sp, nil)
+	<-r.done
+	if r.stErr != nil || r.aclErr != nil {
+		t.Fatalf("state %v, ACLs %v", r.stErr, r.aclErr)
+	}
+	if r.candidate == nil || !*r.candidate {
+		t.Fatalf("candidate %v, want found", r.candidate)
+	}
+	if r.st.live == nil || r.st.live.Generation != 1 {
+		t.Errorf("live %v, want generation 1 from the multiRead", r.st.live)
+	}
+	if m, e := counter.Count(zktest.OpMultiRead), counter.Count(zktest.OpExists); m != 1 || e != 1 {
+		t.Errorf("%d multiReads and %d Exists, want 1 and 1 (the candidate asked again)", m, e)
+	}
+}
