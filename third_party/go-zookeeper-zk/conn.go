@@ -1369,24 +1369,11 @@ type MultiReadResult struct {
 // come in the order of paths. A server older than 3.6 answers
 // ErrUnimplemented.
 func (c *Conn) MultiRead(paths ...string) ([]MultiReadResult, error) {
-	req := &multiRequest{
-		Ops:        make([]multiRequestOp, 0, len(paths)),
-		DoneHeader: multiHeader{Type: -1, Done: true, Err: -1},
+	ops := make([]ReadOp, len(paths))
+	for i, p := range paths {
+		ops[i].Path = p
 	}
-	for _, p := range paths {
-		if err := validatePath(p, false); err != nil {
-			return nil, err
-		}
-		req.Ops = append(req.Ops, multiRequestOp{multiHeader{opGetData, false, -1}, &getDataRequest{Path: p}})
-	}
-	res := &multiReadResponse{Ops: make([]MultiReadResult, 0, len(paths))}
-	if _, err := c.request(opMultiRead, req, res, nil); err != nil {
-		return nil, err
-	}
-	if len(res.Ops) != len(paths) {
-		return nil, fmt.Errorf("zk: multiRead of %d paths answered %d results: %w", len(paths), len(res.Ops), ErrAPIError)
-	}
-	return res.Ops, nil
+	return c.MultiReadOps(ops...)
 }
 
 // ReadOp is one read of a MultiReadOps (zkconf patch): the data and stat
